@@ -1,0 +1,1 @@
+"""Human-readable and JSON renderings of p2sim results (the outermost layer)."""

@@ -1,0 +1,88 @@
+from __future__ import annotations
+
+import pytest
+
+from p2sim.errors import InputError, PlacementError
+from p2sim.hierarchy import SynthesisHierarchy
+from p2sim.program import parse_program
+from p2sim.synthesis import Profile, synthesize, synthesize_placements
+
+from .conftest import config_of
+
+
+def test_paper_profile_reproduces_every_appendix_row(count_row):
+    h, axes, red = config_of(count_row)
+    s = synthesize_placements(h, axes, red, Profile.PAPER)
+    assert len(s.matrices) == int(count_row["matrices"])
+    assert s.total_programs == int(count_row["programs_total"])
+
+
+@pytest.mark.parametrize("levels", [[2], [16], [2, 2], [2, 8], [4, 16], [3, 5]])
+def test_full_profile_counts_for_one_and_two_levels(levels):
+    expected = 3 if len(levels) == 1 else 93
+    assert len(synthesize(SynthesisHierarchy.of(levels), Profile.FULL)) == expected
+    assert len(synthesize(SynthesisHierarchy.of(levels), Profile.PAPER)) == (3 if len(levels) == 1 else 47)
+
+
+@pytest.mark.parametrize("levels", [[2, 2, 2], [2, 4, 8], [1, 2, 2, 4]])
+def test_three_level_counts(levels):
+    # measured with this implementation (max size 5), see README
+    assert len(synthesize(SynthesisHierarchy.of(levels), Profile.PAPER)) == 825
+    assert len(synthesize(SynthesisHierarchy.of(levels), Profile.FULL)) == 1635
+
+
+def test_shortest_first_and_distinct():
+    progs = synthesize(SynthesisHierarchy.of([2, 8]), Profile.FULL)
+    lengths = [len(p) for p in progs]
+    assert lengths == sorted(lengths)
+    assert len({p.text for p in progs}) == len(progs)
+    assert progs[0].text == "AllReduce(slice=0, Inside)"
+
+
+def test_p2s_two_favourite_programs_are_found():
+    texts = {p.text for p in synthesize(SynthesisHierarchy.of([2, 8]))}
+    assert "Reduce(slice=1, Inside) ; AllReduce(slice=1, Master(0)) ; Broadcast(slice=1, Inside)" in texts
+    assert "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)" in texts
+
+
+def test_paper_profile_uses_master_only_with_allreduce():
+    paper = synthesize(SynthesisHierarchy.of([2, 4, 2]), Profile.PAPER)
+    full = synthesize(SynthesisHierarchy.of([2, 4, 2]), Profile.FULL)
+    masters = {i.op.value for p in paper for i in p if i.form.value == "Master"}
+    assert masters == {"AllReduce"}
+    assert {i.op.value for p in full for i in p if i.form.value == "Master"} > {"AllReduce"}
+    assert {p.text for p in paper} < {p.text for p in full}
+
+
+def test_max_size_limits_program_length():
+    progs = synthesize(SynthesisHierarchy.of([2, 8]), Profile.FULL, 3)
+    assert max(len(p) for p in progs) == 3
+    assert len(progs) == 1 + 4 + 24
+
+
+def test_deduplication_by_groups():
+    # on [1,2,2,4] no two distinct instructions of the table share op and groups
+    sh = SynthesisHierarchy.of([2, 2, 4])
+    seen = {}
+    for p in synthesize(sh, Profile.FULL):
+        for ins in p:
+            key = (ins.op, sh.groups(ins))
+            assert seen.setdefault(key, ins) == ins
+
+
+def test_bad_arguments():
+    with pytest.raises(InputError, match="profile"):
+        Profile.parse("fastest")
+    with pytest.raises(InputError, match="max-size"):
+        synthesize(SynthesisHierarchy.of([2, 8]), Profile.PAPER, 0)
+    with pytest.raises(PlacementError, match="nothing to reduce"):
+        synthesize_placements([2, 8], [16, 1], [1])
+    with pytest.raises(PlacementError, match="out of range"):
+        synthesize_placements([2, 8], [2, 8], [2])
+
+
+def test_given_matrix_only():
+    s = synthesize_placements([4, 16], [4, 16], [0], matrices=[((2, 2), (2, 8))])
+    assert [m.matrix for m in s.matrices] == [((2, 2), (2, 8))]
+    assert s.total_programs == 47
+    assert parse_program(s.matrices[0].programs[-1].text) == s.matrices[0].programs[-1]
