@@ -23,5 +23,13 @@ class ProgramError(InputError):
     """A reduction program is malformed or does not fit its hierarchy."""
 
 
+class TopologyError(InputError):
+    """A system file is malformed, or a system is unknown (names file and field)."""
+
+
+class MeasurementError(InputError):
+    """A measurement file is malformed (names file, line and field)."""
+
+
 class SemanticsError(P2SimError):
     """A collective's precondition does not hold (the step is semantically invalid)."""

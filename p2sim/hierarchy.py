@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -162,6 +162,8 @@ class Lowering:
     placement: Placement
     reduce_axes: tuple[int, ...]
     synthesis: SynthesisHierarchy
+    # memo of derived per-instruction / per-prefix data; never part of the value
+    memo: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     @classmethod
     def of(cls, placement: Placement, reduce_axes: Sequence[int]) -> Lowering:
@@ -183,9 +185,14 @@ class Lowering:
         return tuple(tuple(int(x) for x in row) for row in self.table)
 
     def lower_instruction(self, ins: Instruction) -> LoweredStep:
-        local = np.asarray(self.synthesis.groups(ins), dtype=np.int64)
-        glob = self.table[:, local].reshape(-1, local.shape[1])
-        return LoweredStep(ins.op, tuple(tuple(int(x) for x in row) for row in glob))
+        key = ("lower", ins)
+        hit = self.memo.get(key)
+        if hit is None:
+            local = np.asarray(self.synthesis.groups(ins), dtype=np.int64)
+            glob = self.table[:, local].reshape(-1, local.shape[1])
+            hit = LoweredStep(ins.op, tuple(tuple(int(x) for x in row) for row in glob))
+            self.memo[key] = hit
+        return hit
 
     def lower(self, program: Program) -> tuple[LoweredStep, ...]:
         """Every instruction applied to every reduction group at once."""

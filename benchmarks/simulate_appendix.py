@@ -1,0 +1,54 @@
+"""Simulate every program of every matrix of P2's appendix configurations, ring and tree.
+
+For each row of validation/data/program_counts.csv, on the matching A100 or V100
+system with that node count, every program (paper profile) of every matrix is
+simulated with the event-driven model, once with ring and once with tree, at P2's
+buffer of 2^29 x nodes float32 per GPU.  Last line:
+
+    simulations=N seconds=S
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+import time
+from pathlib import Path
+
+from p2sim.sim import Simulator
+from p2sim.synthesis import Profile, synthesize_placements
+from p2sim.topology import load_system
+
+COUNTS = Path(__file__).resolve().parents[1] / "validation" / "data" / "program_counts.csv"
+
+
+def main() -> int:
+    with COUNTS.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    sims = 0
+    start = time.perf_counter()
+    topologies = {}
+    for row in rows:
+        key = (row["gpu"].lower(), int(row["nodes"]))
+        if key not in topologies:
+            topologies[key] = load_system(key[0], nodes=key[1])
+        topo = topologies[key]
+        axes = tuple(int(x) for x in row["axes"].split())
+        red = tuple(int(x) for x in row["reduce_axes"].split())
+        s = synthesize_placements(topo.hierarchy, axes, red, Profile.PAPER)
+        nbytes = 2**29 * key[1] * 4
+        t0 = time.perf_counter()
+        for algo in ("ring", "tree"):
+            sim = Simulator(topo, algo, "des")
+            for mp in s.matrices:
+                for p in mp.programs:
+                    sim.simulate(mp.lowering, p, nbytes)
+                    sims += 1
+        print(f"{row['gpu']} nodes={key[1]} axes={axes} reduce={red} programs={s.total_programs} "
+              f"seconds={time.perf_counter() - t0:.3f}")
+    print(f"simulations={sims} seconds={time.perf_counter() - start:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""Rendering of simulation results and topology summaries."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..placement import Matrix, format_matrix
+from ..program import Program
+from ..sim import ProgramResult
+from ..topology import Topology, bisection
+
+
+def span_text(nodes_spanned: int) -> str:
+    return "inside a node" if nodes_spanned == 1 else f"across {nodes_spanned} nodes"
+
+
+def program_result_json(matrix: Matrix, program: Program, r: ProgramResult) -> dict[str, Any]:
+    return {
+        "matrix": [list(row) for row in matrix],
+        "text": r.text,
+        "total_seconds": r.total_seconds,
+        "steps": [dict(s.to_json(), instruction=i.text) for s, i in zip(r.steps, program.instructions)],
+    }
+
+
+def results_text(rows: list[tuple[Matrix, Program, ProgramResult]]) -> str:
+    lines = []
+    current = None
+    for matrix, program, r in rows:
+        if matrix != current:
+            current = matrix
+            lines.append(f"matrix {format_matrix(matrix)}")
+        lines.append(f"  {r.total_seconds:12.6f} s  {r.text}")
+        for s, ins in zip(r.steps, program.instructions):
+            lines.append(f"      {s.seconds:12.6f} s  {ins.text:<40s} {s.groups} x {s.group_size} GPUs, "
+                         f"{span_text(s.nodes_spanned)}, {s.buffer_bytes / 2**20:.1f} MiB")
+    return "\n".join(lines)
+
+
+def topology_json(topo: Topology) -> dict[str, Any]:
+    kinds = Counter(d["kind"] for _, d in topo.graph.nodes(data=True))
+    links: dict[str, dict[str, Any]] = {}
+    for k, (u, v) in enumerate(topo.edges):
+        c = topo.edge_class[k]
+        entry = links.setdefault(c, {"directed_edges": 0, "bandwidth_gbps": set(), "latency_us": set()})
+        entry["directed_edges"] += 1
+        entry["bandwidth_gbps"].add(round(topo.capacity[k] / 1e9, 6))
+        entry["latency_us"].add(round(topo.latency[k] * 1e6, 6))
+    for entry in links.values():
+        entry["bandwidth_gbps"] = sorted(entry["bandwidth_gbps"])
+        entry["latency_us"] = sorted(entry["latency_us"])
+    return {
+        "system": topo.spec.name,
+        "description": topo.spec.description,
+        "file": topo.spec.source,
+        "nodes": topo.node_count,
+        "hierarchy": [{"name": n, "cardinality": c} for n, c in zip(topo.level_names, topo.hierarchy)],
+        "devices": topo.devices,
+        "components": dict(sorted(kinds.items())),
+        "links": dict(sorted(links.items())),
+        "bisection_gbps": bisection(topo),
+    }
+
+
+def topology_text(topo: Topology) -> str:
+    d = topology_json(topo)
+    lines = [
+        f"{d['system']}: {d['description']}",
+        f"  file       {d['file']}",
+        "  hierarchy  " + ", ".join(f"{h['name']} {h['cardinality']}" for h in d["hierarchy"])
+        + f"  ({d['devices']} GPUs on {d['nodes']} nodes)",
+        "  components " + ", ".join(f"{n} {k}" for k, n in d["components"].items()),
+        "  links (per direction):",
+    ]
+    for c, e in d["links"].items():
+        bw = "/".join(f"{b:g}" for b in e["bandwidth_gbps"])
+        lat = "/".join(f"{t:g}" for t in e["latency_us"])
+        lines.append(f"    {c:<10s} {e['directed_edges'] // 2:5d} links  {bw} GB/s  {lat} us")
+    for k, v in d["bisection_gbps"].items():
+        what = "between the two halves of the nodes" if k == "nodes" else "between the two halves of a node's GPUs"
+        lines.append(f"  bisection  {v:g} GB/s per direction {what}")
+    return "\n".join(lines)
+
+
+def draw_topology(topo: Topology, path: str) -> None:
+    """Write a picture of the graph: one column per node, network on top."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    layer = {"network_switch": 0, "nic": 1, "cpu": 2, "pcie_switch": 3, "nvswitch": 4, "gpu": 5}
+    colours = {"network_switch": "#7f7f7f", "nic": "#d62728", "cpu": "#1f77b4", "pcie_switch": "#17becf",
+               "nvswitch": "#2ca02c", "gpu": "#ff7f0e"}
+    g = topo.graph
+    per_node_width = max(topo.gpus_per_node, 4) + 2
+    totals = Counter((d["node"], d["kind"]) for _, d in g.nodes(data=True))
+    seen: Counter = Counter()
+    pos = {}
+    for name, d in g.nodes(data=True):
+        key = (d["node"], d["kind"])
+        i = seen[key]
+        seen[key] += 1
+        # spread each kind evenly over its node's column (the network over all columns)
+        width = per_node_width * (topo.node_count if d["node"] is None else 1)
+        left = 0 if d["node"] is None else d["node"] * per_node_width
+        pos[name] = (left + 1 + (width - 2) * (i + 0.5) / totals[key], -layer[d["kind"]])
+    fig, ax = plt.subplots(figsize=(max(8, topo.node_count * per_node_width * 0.45), 6))
+    classes = sorted(set(topo.edge_class))
+    cmap = plt.get_cmap("tab10")
+    for ci, c in enumerate(classes):
+        es = [(u, v) for k, (u, v) in enumerate(topo.edges) if topo.edge_class[k] == c and u < v]
+        nx.draw_networkx_edges(g.to_undirected(as_view=True), pos, edgelist=es, ax=ax, edge_color=[cmap(ci)],
+                               width=1.2, label=c, arrows=False)
+    nx.draw_networkx_nodes(g, pos, ax=ax, node_size=60,
+                           node_color=[colours[d["kind"]] for _, d in g.nodes(data=True)])
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    ax.set_title(f"{topo.spec.name}: {topo.devices} GPUs on {topo.node_count} nodes")
+    ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

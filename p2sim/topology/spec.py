@@ -1,0 +1,314 @@
+"""System files: the TOML description of a hierarchy and its interconnect.
+
+A system file describes one node (its GPUs, switches, CPUs, NICs and the links
+between them) and the network that joins the nodes; :func:`load_spec` validates it
+into a :class:`SystemSpec`, a frozen value that :mod:`p2sim.topology.graph` turns
+into a graph for any node count.  The format is documented in the README.
+
+Names may hold one bracketed range list: ``gpu[0-3]`` is ``gpu0 .. gpu3`` and
+``gpu[1-3,0]`` is ``gpu1, gpu2, gpu3, gpu0``.  A link's pair ``[A, B]`` joins the
+expanded names pairwise when both sides have the same length, or each name of one
+side with the single name of the other.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import TopologyError
+
+__all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS"]
+
+KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "nic", "network_switch")
+
+
+@dataclass(frozen=True)
+class LinkClass:
+    """A class of links that a what-if study or a calibration varies as a whole.
+
+    ``bandwidth`` is in GB/s per direction, ``latency`` in microseconds per traversal.
+    """
+
+    name: str
+    bandwidth: float
+    latency: float
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """Full-duplex links of one class between expanded name pairs."""
+
+    cls: str
+    pairs: tuple[tuple[str, str], ...]
+    bandwidth: float | None = None  # overrides the class figure for these links
+    latency: float | None = None
+
+
+@dataclass(frozen=True)
+class Level:
+    name: str
+    cardinality: int | None  # None: the node level, set by the node count
+
+
+@dataclass(frozen=True)
+class SystemSpec:
+    """A validated system file.  ``source`` is the file it came from (for messages)."""
+
+    name: str
+    description: str
+    source: str
+    levels: tuple[Level, ...]
+    default_nodes: int
+    classes: Mapping[str, LinkClass]
+    gpus: tuple[str, ...]
+    components: tuple[tuple[str, str], ...]  # (name, kind) inside one node
+    node_links: tuple[LinkSpec, ...]
+    network_components: tuple[tuple[str, str], ...]
+    network_links: tuple[LinkSpec, ...]
+
+    @property
+    def node_level(self) -> int:
+        return next(i for i, lv in enumerate(self.levels) if lv.cardinality is None)
+
+    def hierarchy(self, nodes: int) -> tuple[int, ...]:
+        """Level cardinalities with the node level set to ``nodes``."""
+        return tuple(nodes if lv.cardinality is None else lv.cardinality for lv in self.levels)
+
+    def node_count(self, nodes: int) -> int:
+        """How many node instances a hierarchy with ``nodes`` at the node level has."""
+        return math.prod(self.hierarchy(nodes)[: self.node_level + 1])
+
+    def with_class(self, name: str, bandwidth: float | None = None, latency: float | None = None) -> SystemSpec:
+        """A copy with one link class changed; per-link overrides of that class are dropped."""
+        if name not in self.classes:
+            raise TopologyError(f"{self.source}: no link class {name!r} (classes: {', '.join(sorted(self.classes))})")
+        old = self.classes[name]
+        new = LinkClass(name, old.bandwidth if bandwidth is None else bandwidth, old.latency if latency is None else latency)
+        _check_positive(self.source, f"classes.{name}.bandwidth", new.bandwidth)
+        _check_non_negative(self.source, f"classes.{name}.latency", new.latency)
+
+        def strip(links: tuple[LinkSpec, ...]) -> tuple[LinkSpec, ...]:
+            return tuple(
+                replace(ln, bandwidth=None if bandwidth is not None else ln.bandwidth,
+                        latency=None if latency is not None else ln.latency) if ln.cls == name else ln
+                for ln in links
+            )
+
+        classes = dict(self.classes)
+        classes[name] = new
+        return replace(self, classes=classes, node_links=strip(self.node_links), network_links=strip(self.network_links))
+
+
+_RANGE = re.compile(r"^([^\[\]]*)\[([0-9,\- ]+)\]([^\[\]]*)$")
+
+
+def expand_names(pattern: str) -> list[str]:
+    """Expand one bracketed range list.
+
+    Examples
+    --------
+    >>> expand_names("gpu[0-2]"), expand_names("gpu[1-2,0]"), expand_names("nic")
+    (['gpu0', 'gpu1', 'gpu2'], ['gpu1', 'gpu2', 'gpu0'], ['nic'])
+    """
+    m = _RANGE.match(pattern)
+    if not m:
+        if "[" in pattern or "]" in pattern:
+            raise ValueError(f"name {pattern!r} has a malformed range")
+        return [pattern]
+    out = []
+    for part in m.group(2).split(","):
+        part = part.strip()
+        if "-" in part:
+            lo, hi = (int(x) for x in part.split("-", 1))
+            if hi < lo:
+                raise ValueError(f"name {pattern!r} has a descending range {part}")
+            out += [f"{m.group(1)}{i}{m.group(3)}" for i in range(lo, hi + 1)]
+        elif part:
+            out.append(f"{m.group(1)}{int(part)}{m.group(3)}")
+    return out
+
+
+def _check_positive(src: str, field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TopologyError(f"{src}: {field}: {value!r} is not a number")
+    if not value > 0:  # also rejects NaN
+        raise TopologyError(f"{src}: {field}: {value!r} must be positive")
+    return float(value)
+
+
+def _check_non_negative(src: str, field: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or math.isinf(value):
+        raise TopologyError(f"{src}: {field}: {value!r} must be a finite number >= 0")
+    return float(value)
+
+
+def _get(src: str, table: Mapping[str, Any], key: str, field: str, kind: type | tuple[type, ...]) -> Any:
+    if key not in table:
+        raise TopologyError(f"{src}: {field}: missing")
+    v = table[key]
+    if not isinstance(v, kind) or isinstance(v, bool) and kind is not bool:
+        raise TopologyError(f"{src}: {field}: {v!r} has the wrong type")
+    return v
+
+
+def _names(src: str, field: str, pattern: Any) -> list[str]:
+    if not isinstance(pattern, str) or not pattern:
+        raise TopologyError(f"{src}: {field}: {pattern!r} is not a name")
+    try:
+        return expand_names(pattern)
+    except ValueError as e:
+        raise TopologyError(f"{src}: {field}: {e}") from None
+
+
+def _components(src: str, field: str, raw: Any) -> list[tuple[str, str]]:
+    if not isinstance(raw, list):
+        raise TopologyError(f"{src}: {field}: must be a list of {{name, kind}} tables")
+    out = []
+    for i, c in enumerate(raw):
+        f = f"{field}[{i}]"
+        if not isinstance(c, dict):
+            raise TopologyError(f"{src}: {f}: must be a table with name and kind")
+        kind = _get(src, c, "kind", f"{f}.kind", str)
+        if kind not in KINDS or kind == "gpu":
+            raise TopologyError(f"{src}: {f}.kind: {kind!r} is not one of {', '.join(k for k in KINDS if k != 'gpu')}")
+        out += [(n, kind) for n in _names(src, f"{f}.name", c.get("name"))]
+    return out
+
+
+def _links(src: str, field: str, raw: Any, classes: Mapping[str, LinkClass]) -> list[LinkSpec]:
+    if not isinstance(raw, list):
+        raise TopologyError(f"{src}: {field}: must be a list of link tables")
+    out = []
+    for i, ln in enumerate(raw):
+        f = f"{field}[{i}]"
+        if not isinstance(ln, dict):
+            raise TopologyError(f"{src}: {f}: must be a table")
+        cls = _get(src, ln, "class", f"{f}.class", str)
+        if cls not in classes:
+            raise TopologyError(f"{src}: {f}.class: {cls!r} is not a declared class ({', '.join(sorted(classes))})")
+        pairs_raw = _get(src, ln, "pairs", f"{f}.pairs", list)
+        pairs: list[tuple[str, str]] = []
+        for j, pr in enumerate(pairs_raw):
+            if not isinstance(pr, list) or len(pr) != 2:
+                raise TopologyError(f"{src}: {f}.pairs[{j}]: must be a pair [A, B]")
+            a = _names(src, f"{f}.pairs[{j}]", pr[0])
+            b = _names(src, f"{f}.pairs[{j}]", pr[1])
+            if len(a) == len(b):
+                pairs += list(zip(a, b))
+            elif len(a) == 1 or len(b) == 1:
+                pairs += [(x, y) for x in a for y in b]
+            else:
+                raise TopologyError(f"{src}: {f}.pairs[{j}]: {len(a)} names cannot pair with {len(b)}")
+        bw = ln.get("bandwidth")
+        lat = ln.get("latency")
+        out.append(LinkSpec(
+            cls, tuple(pairs),
+            None if bw is None else _check_positive(src, f"{f}.bandwidth", bw),
+            None if lat is None else _check_non_negative(src, f"{f}.latency", lat),
+        ))
+    return out
+
+
+def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
+    """Validate a parsed TOML document; every error names ``source`` and the field."""
+    src = source
+    name = _get(src, doc, "name", "name", str)
+    levels_raw = _get(src, doc, "levels", "levels", list)
+    levels = []
+    for i, lv in enumerate(levels_raw):
+        if not isinstance(lv, dict):
+            raise TopologyError(f"{src}: levels[{i}]: must be a table with name and cardinality")
+        card = _get(src, lv, "cardinality", f"levels[{i}].cardinality", (int, str))
+        if isinstance(card, str):
+            if card != "nodes":
+                raise TopologyError(f"{src}: levels[{i}].cardinality: {card!r} is neither an integer nor \"nodes\"")
+            card = None
+        elif card < 1:
+            raise TopologyError(f"{src}: levels[{i}].cardinality: {card} must be >= 1")
+        levels.append(Level(_get(src, lv, "name", f"levels[{i}].name", str), card))
+    node_levels = [i for i, lv in enumerate(levels) if lv.cardinality is None]
+    if len(node_levels) != 1:
+        raise TopologyError(f"{src}: levels: exactly one level needs cardinality = \"nodes\" (found {len(node_levels)})")
+    default_nodes = doc.get("default_nodes", 2)
+    if isinstance(default_nodes, bool) or not isinstance(default_nodes, int) or default_nodes < 1:
+        raise TopologyError(f"{src}: default_nodes: {default_nodes!r} must be a positive integer")
+
+    classes_raw = _get(src, doc, "classes", "classes", dict)
+    classes = {}
+    for cname, c in classes_raw.items():
+        if not isinstance(c, dict):
+            raise TopologyError(f"{src}: classes.{cname}: must be a table with bandwidth and latency")
+        if "bandwidth" not in c:
+            raise TopologyError(f"{src}: classes.{cname}.bandwidth: missing")
+        classes[cname] = LinkClass(
+            cname,
+            _check_positive(src, f"classes.{cname}.bandwidth", c["bandwidth"]),
+            _check_non_negative(src, f"classes.{cname}.latency", c.get("latency", 0.0)),
+        )
+
+    node = _get(src, doc, "node", "node", dict)
+    gpus = tuple(_names(src, "node.gpus", node.get("gpus")))
+    per_node = math.prod(lv.cardinality or 1 for lv in levels[node_levels[0] + 1 :])
+    if len(gpus) != per_node:
+        raise TopologyError(
+            f"{src}: node.gpus: {len(gpus)} GPUs, but the levels below the node level hold {per_node}"
+        )
+    comps = _components(src, "node.components", node.get("components", []))
+    node_links = _links(src, "node.links", node.get("links", []), classes)
+    net = doc.get("network", {})
+    if not isinstance(net, dict):
+        raise TopologyError(f"{src}: network: must be a table")
+    net_comps = _components(src, "network.components", net.get("components", []))
+    net_links = _links(src, "network.links", net.get("links", []), classes)
+
+    local = set(gpus) | {c for c, _ in comps}
+    if len(local) != len(gpus) + len(comps):
+        raise TopologyError(f"{src}: node: component names are not unique")
+    glob = {c for c, _ in net_comps}
+    if glob & local:
+        raise TopologyError(f"{src}: network.components: {sorted(glob & local)[0]!r} is also a node component")
+    for li, ln in enumerate(node_links):
+        for a, b in ln.pairs:
+            for x in (a, b):
+                if x not in local:
+                    raise TopologyError(f"{src}: node.links[{li}].pairs: {x!r} is not a GPU or component of the node")
+    for li, ln in enumerate(net_links):
+        for a, b in ln.pairs:
+            for x in (a, b):
+                if x not in local and x not in glob:
+                    raise TopologyError(f"{src}: network.links[{li}].pairs: {x!r} is not a component")
+            if a in local and b in local:
+                raise TopologyError(f"{src}: network.links[{li}].pairs: {a!r}-{b!r} joins two node components")
+
+    return SystemSpec(
+        name=name,
+        description=str(doc.get("description", "")),
+        source=src,
+        levels=tuple(levels),
+        default_nodes=default_nodes,
+        classes=classes,
+        gpus=gpus,
+        components=tuple(comps),
+        node_links=tuple(node_links),
+        network_components=tuple(net_comps),
+        network_links=tuple(net_links),
+    )
+
+
+def load_spec(path: str | Path) -> SystemSpec:
+    """Read and validate one system file."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            doc = tomllib.load(f)
+    except FileNotFoundError:
+        raise TopologyError(f"{p}: no such system file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise TopologyError(f"{p}: not valid TOML: {e}") from None
+    return parse_spec(doc, str(p))
