@@ -56,7 +56,7 @@ class Simulator:
     >>> lw = Lowering.of(Placement.of(topo.hierarchy, [32], [[2, 16]]), [0])
     >>> r = Simulator(topo).simulate(lw, parse_program("AllReduce(slice=0, Inside)"), 2**32)
     >>> round(r.total_seconds, 3)   # 2*31/32 * 4 GiB over one 8 GB/s NIC
-    1.041
+    1.04
     """
 
     def __init__(
