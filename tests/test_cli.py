@@ -83,3 +83,96 @@ def test_console_entry_point_exit_status():
     r = subprocess.run([sys.executable, "-m", "p2sim", "synth", "--axes", "3,4"], capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stderr.startswith("p2sim synth: error: axes:")
+
+
+# -- systems, topo, simulate -------------------------------------------------------
+
+BLUE = "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"
+
+
+def test_systems_and_topo(capsys, tmp_path):
+    rc, out, _ = run(capsys, "systems", "--json")
+    names = {s["name"] for s in json.loads(out)["systems"]}
+    assert {"a100", "v100", "h100", "p2-16gpu"} <= names
+    rc, out, _ = run(capsys, "topo", "v100", "--nodes", "4", "--json")
+    doc = json.loads(out)
+    assert doc["devices"] == 32 and doc["links"]["nic"]["directed_edges"] == 8
+    assert doc["bisection_gbps"]["nodes"] == pytest.approx(16.0)
+    png = tmp_path / "g.png"
+    rc, out, _ = run(capsys, "topo", "p2-16gpu", "--draw", str(png))
+    assert rc == 0 and png.read_bytes()[:4] == b"\x89PNG" and "bisection" in out
+
+
+def test_simulate_single_program_json(capsys, tmp_path):
+    trace = tmp_path / "t.json"
+    rc, out, _ = run(capsys, "simulate", "--system", "a100", "--nodes", "2", "--axes", "2,16", "--reduce", "1",
+                     "--matrix", "[[1 2] [2 8]]", "--program", BLUE, "--algo", "ring", "--bytes", "2GiB",
+                     "--json", "--trace", str(trace))
+    assert rc == 0
+    doc = json.loads(out)
+    (p,) = doc["programs"]
+    assert p["text"] == BLUE
+    assert [s["op"] for s in p["steps"]] == ["ReduceScatter", "AllReduce", "AllGather"]
+    assert p["total_seconds"] == pytest.approx(sum(s["seconds"] for s in p["steps"]))
+    assert doc["bytes_per_gpu"] == 2**31
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e["ph"] == "X" for e in events) and any(e["ph"] == "C" for e in events)
+
+
+def test_simulate_all_programs_and_models(capsys):
+    rc, out, _ = run(capsys, "simulate", "--system", "v100", "--axes", "4,4", "--reduce", "1",
+                     "--matrix", "[[1 4] [2 2]]", "--program", "all", "--algo", "tree", "--json")
+    des = json.loads(out)
+    assert len(des["programs"]) == 47
+    assert des["bytes_per_gpu"] == 2**29 * 2 * 4  # P2's default
+    rc, out, _ = run(capsys, "simulate", "--system", "v100", "--axes", "4,4", "--reduce", "1",
+                     "--matrix", "[[1 4] [2 2]]", "--model", "analytic", "--json")
+    assert json.loads(out)["model"] == "analytic"
+    rc, out, _ = run(capsys, "simulate", "--system", "a100", "--axes", "32", "--program", "AllReduce(slice=0, Inside)")
+    assert rc == 0 and "across 2 nodes" in out
+
+
+def _system_file(tmp_path, text):
+    f = tmp_path / "sys.toml"
+    f.write_text(text)
+    return str(f)
+
+
+@pytest.mark.parametrize(
+    ("argv", "msg"),
+    [
+        (["simulate", "--system", "z100"], "unknown system 'z100'"),
+        (["simulate", "--system", "a100", "--nodes", "0"], "nodes"),
+        (["simulate", "--system", "a100", "--axes", "2,16", "--matrix", "[[2 2] [1 8]]"], "matrix"),
+        (["simulate", "--system", "a100", "--axes", "2,16", "--program", "AllReduce(slice=0, Inside)"], "name one with --matrix"),
+        (["simulate", "--system", "a100", "--axes", "32", "--program", "AllReduce(slice=2, Inside)"], "slice 2"),
+        (["simulate", "--system", "a100", "--axes", "32", "--bytes", "lots"], "bytes"),
+        (["simulate", "--system", "a100", "--axes", "32", "--model", "magic"], "model"),
+        (["simulate", "--system", "a100", "--algo", "butterfly"], "algo"),
+        (["topo", "nonesuch"], "unknown system"),
+    ],
+)
+def test_simulate_bad_input(capsys, argv, msg):
+    rc, out, err = run(capsys, *argv)
+    assert rc != 0 and msg in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("edit", "msg"),
+    [
+        (lambda s: s.replace("nic      = { bandwidth = 8.0,   latency = 7.0 }", "nic = { latency = 7.0 }"),
+         "classes.nic.bandwidth: missing"),
+        (lambda s: s.replace("bandwidth = 8.0", "bandwidth = 0.0"), "must be positive"),
+        (lambda s: s.replace("bandwidth = 8.0", "bandwidth = -8.0"), "must be positive"),
+        (lambda s: s.replace('["gpu[12-15]", "pcie3"]', '["gpu[12-14]", "pcie3"]')
+                   .replace('{ class = "nvswitch", pairs = [["gpu[0-15]", "nvswitch"]] },',
+                            '{ class = "nvswitch", pairs = [["gpu[0-14]", "nvswitch"]] },'),
+         "gpu15"),
+    ],
+)
+def test_bad_system_files(capsys, tmp_path, edit, msg):
+    from p2sim.topology import system_paths
+
+    text = edit(system_paths()["a100"].read_text())
+    rc, out, err = run(capsys, "simulate", "--system", _system_file(tmp_path, text), "--axes", "32")
+    assert rc != 0 and msg in err and "sys.toml" in err and len(err.strip().splitlines()) == 1

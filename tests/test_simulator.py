@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from p2sim.collectives.latency import BASE_LATENCY_S, ring_latency
+from p2sim.errors import ProgramError
+from p2sim.hierarchy import Lowering
+from p2sim.placement import Placement
+from p2sim.program import parse_program
+from p2sim.sim import ModelConfig, Simulator, check_program_completes
+from p2sim.synthesis import synthesize_placements
+from p2sim.topology import load_system
+
+from .helpers import ring_node, two_nodes_one_nic
+
+ALLREDUCE = parse_program("AllReduce(slice=0, Inside)")
+RS_AR_AG = parse_program("ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)")
+S = 2**32
+
+
+def lowering(topo, axes, matrix, red):
+    return Lowering.of(Placement.of(topo.hierarchy, axes, matrix), red)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 8, 16])
+def test_ring_allreduce_on_identical_links(n):
+    topo = ring_node(n, bandwidth=100.0, latency=2.0)
+    lw = lowering(topo, [n], [[1, n]], [0])
+    t = Simulator(topo).simulate(lw, ALLREDUCE, S).total_seconds
+    expected = 2 * (n - 1) / n * S / 100e9 + ring_latency("AllReduce", n, 1, 2e-6, 0.0)
+    assert t == pytest.approx(expected, rel=0.01)
+    assert t == pytest.approx(expected, rel=1e-9)  # exact for the fluid model
+
+
+@pytest.mark.parametrize("k", [1, 2, 4, 8])
+def test_k_cross_node_pairs_share_one_nic(k):
+    topo = two_nodes_one_nic(k, nic=10.0)
+    lw = lowering(topo, [2, k], [[2, 1], [1, k]], [0])
+    sim = Simulator(topo, "ring", "des", ModelConfig(base_latency=0.0))
+    t = sim.simulate(lw, ALLREDUCE, S).total_seconds
+    lat = sim.expander.pattern("ring", "AllReduce", [0, k]).latency
+    assert t - lat == pytest.approx(k * S / 10e9, rel=1e-9)
+
+
+def test_removing_contention_leaves_the_bottleneck():
+    spec = load_system("a100").spec
+    for cls in ("nvswitch", "pcie"):
+        spec = spec.with_class(cls, bandwidth=math.inf)
+    topo = load_system(spec, 2)
+    lw = lowering(topo, [32], [[2, 16]], [0])
+    sim = Simulator(topo)
+    t = sim.simulate(lw, ALLREDUCE, S).total_seconds
+    lat = sim.expander.pattern("ring", "AllReduce", list(range(32))).latency
+    assert t == pytest.approx(2 * 31 / 32 * S / 8e9 + lat, rel=1e-9)
+
+
+def _ratio(system, gpus, slow_matrix, fast_matrix):
+    topo = load_system(system, 2)
+    sim = Simulator(topo)
+    slow = sim.simulate(lowering(topo, [2, gpus], slow_matrix, [0]), ALLREDUCE, S).total_seconds
+    fast = sim.simulate(lowering(topo, [2, gpus], fast_matrix, [0]), ALLREDUCE, S).total_seconds
+    return topo, slow / fast
+
+
+def test_a100_cross_node_pairs_are_far_slower_than_pairs_on_nvswitch():
+    topo, ratio = _ratio("a100", 16, [[2, 1], [1, 16]], [[1, 2], [2, 8]])
+    nic, nvs = topo.spec.classes["nic"].bandwidth, topo.spec.classes["nvswitch"].bandwidth
+    # 16 pairs of S through one NIC against one S over a GPU's own NVSwitch port
+    assert ratio == pytest.approx(16 * nvs / nic, rel=0.02)
+    assert ratio > 100
+
+
+def test_v100_cross_node_pairs_are_slower_than_pairs_across_cpus():
+    topo, ratio = _ratio("v100", 8, [[2, 1], [1, 8]], [[1, 2], [2, 4]])
+    nic, host = topo.spec.classes["nic"].bandwidth, topo.spec.classes["host"].bandwidth
+    # 8 pairs through one NIC against 4 pairs {0,4},{1,5},.. through the inter-CPU link
+    assert ratio == pytest.approx((8 / nic) / (4 / host), rel=0.02)
+    assert ratio > 1
+
+
+def test_rs_ar_ag_beats_allreduce_across_a100_nodes():
+    topo = load_system("a100", 2)
+    lw = lowering(topo, [2, 16], [[1, 2], [2, 8]], [1])
+    sim = Simulator(topo)
+    ar = sim.simulate(lw, ALLREDUCE, S)
+    blue = sim.simulate(lw, RS_AR_AG, S)
+    assert blue.total_seconds < 0.6 * ar.total_seconds
+    assert [s.nodes_spanned for s in blue.steps] == [1, 2, 1]
+    assert [s.buffer_bytes for s in blue.steps] == [S, S / 8, S]
+
+
+def test_same_run_twice_gives_identical_output():
+    topo = load_system("v100", 4)
+    syn = synthesize_placements(topo.hierarchy, [4, 8], [0])
+    results = []
+    for _ in range(2):
+        sim = Simulator(topo, "tree")
+        results.append([sim.simulate(m.lowering, p, S) for m in syn.matrices for p in m.programs])
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("system", ["a100", "v100", "h100", "p2-16gpu"])
+def test_ring_allreduce_never_beats_the_bus_bound_and_des_is_never_faster_than_analytic(system):
+    topo = load_system(system, 2)
+    axes = [topo.devices // 4, 4]
+    syn = synthesize_placements(topo.hierarchy, axes, [0])
+    des, ana = Simulator(topo, "ring", "des"), Simulator(topo, "ring", "analytic")
+    fastest = float(topo.capacity.max())
+    for m in syn.matrices:
+        for p in m.programs:
+            d = des.simulate(m.lowering, p, S)
+            assert d.total_seconds >= ana.simulate(m.lowering, p, S).total_seconds * (1 - 1e-9)
+            for step, low in zip(d.steps, m.lowering.lower(p)):
+                if step.op == "AllReduce":
+                    n = len(low.groups[0])
+                    assert step.seconds >= 2 * (n - 1) / n * step.buffer_bytes / fastest
+
+
+def test_tree_allreduce_and_efficiency():
+    topo = load_system("a100", 2)
+    lw = lowering(topo, [32], [[2, 16]], [0])
+    ring = Simulator(topo, "ring").simulate(lw, ALLREDUCE, S).total_seconds
+    tree = Simulator(topo, "tree").simulate(lw, ALLREDUCE, S).total_seconds
+    # the tree moves S through each NIC direction, the ring 2(n-1)/n S
+    assert tree == pytest.approx(ring * 32 / 62, rel=0.01)
+    slow = Simulator(topo, "tree", config=ModelConfig(tree_efficiency=0.5)).simulate(lw, ALLREDUCE, S).total_seconds
+    assert slow == pytest.approx(2 * tree, rel=0.01)
+
+
+def test_program_checks():
+    topo = load_system("a100", 2)
+    lw = lowering(topo, [32], [[2, 16]], [0])
+    check_program_completes(lw, RS_AR_AG)
+    with pytest.raises(ProgramError, match="does not complete"):
+        check_program_completes(lw, parse_program("AllReduce(slice=1, Inside)"))
+    with pytest.raises(ProgramError, match="step 2"):
+        check_program_completes(lw, parse_program("AllReduce(slice=0, Inside) ; AllReduce(slice=0, Inside)"))
+    other = load_system("v100", 2)
+    with pytest.raises(ProgramError, match="devices"):
+        Simulator(other).simulate(lw, ALLREDUCE, S)
+
+
+def test_base_latency_is_nccls():
+    assert BASE_LATENCY_S == pytest.approx(8.4e-6)

@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from p2sim.errors import TopologyError
+from p2sim.topology import find_spec, load_system, system_paths
+from p2sim.topology.spec import expand_names, load_spec
+
+from .helpers import spec_from
+
+BASE = """
+name = "t"
+levels = [{ name = "node", cardinality = "nodes" }, { name = "gpu", cardinality = 2 }]
+[classes]
+pcie = { bandwidth = 10.0, latency = 1.0 }
+[node]
+gpus = "gpu[0-1]"
+components = [{ name = "host", kind = "cpu" }]
+links = [{ class = "pcie", pairs = [["gpu[0-1]", "host"]] }]
+"""
+
+
+def test_shipped_systems_load_for_several_node_counts():
+    assert {"a100", "v100", "h100", "p2-16gpu"} <= set(system_paths())
+    for name in ("a100", "v100", "h100", "p2-16gpu"):
+        for nodes in (1, 2, 3, 4):
+            t = load_system(name, nodes)
+            assert t.devices == math.prod(t.hierarchy)
+    assert load_system("p2-16gpu").hierarchy == (1, 2, 2, 4)
+    assert load_system("a100", 4).hierarchy == (4, 16)
+
+
+def test_expand_names():
+    assert expand_names("gpu[0-1,5]") == ["gpu0", "gpu1", "gpu5"]
+    assert expand_names("rail[3]x") == ["rail3x"]
+    with pytest.raises(ValueError):
+        expand_names("gpu[3-1]")
+    with pytest.raises(ValueError):
+        expand_names("gpu[0-1")
+
+
+def test_minimal_spec_parses():
+    s = spec_from(BASE)
+    assert s.gpus == ("gpu0", "gpu1")
+    assert s.hierarchy(3) == (3, 2)
+    assert s.node_links[0].pairs == (("gpu0", "host"), ("gpu1", "host"))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "msg"),
+    [
+        ("pcie = { bandwidth = 10.0, latency = 1.0 }", "pcie = { latency = 1.0 }", "classes.pcie.bandwidth: missing"),
+        ("bandwidth = 10.0", "bandwidth = 0.0", "classes.pcie.bandwidth: 0.0 must be positive"),
+        ("bandwidth = 10.0", "bandwidth = -5", "classes.pcie.bandwidth: -5 must be positive"),
+        ("bandwidth = 10.0", 'bandwidth = "fast"', "classes.pcie.bandwidth: 'fast' is not a number"),
+        ("latency = 1.0", "latency = -1.0", "classes.pcie.latency"),
+        ('class = "pcie"', 'class = "nvlink"', "node.links[0].class: 'nvlink' is not a declared class"),
+        ('gpus = "gpu[0-1]"', 'gpus = "gpu[0-2]"', "node.gpus: 3 GPUs"),
+        ('["gpu[0-1]", "host"]', '["gpu[0-1]", "cpu9"]', "'cpu9' is not a GPU or component"),
+        ('kind = "cpu"', 'kind = "toaster"', "node.components[0].kind"),
+        ('cardinality = "nodes"', 'cardinality = "many"', "levels[0].cardinality"),
+        ('name = "t"\n', "", "name: missing"),
+    ],
+)
+def test_bad_spec_names_field(old, new, msg):
+    assert old in BASE
+    with pytest.raises(TopologyError, match=msg.replace("[", r"\[").replace("]", r"\]")) as e:
+        spec_from(BASE.replace(old, new, 1))
+    assert str(e.value).startswith("test.toml: ")
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(TopologyError, match="no such system file"):
+        load_spec(tmp_path / "none.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = [")
+    with pytest.raises(TopologyError, match="not valid TOML"):
+        load_spec(bad)
+    with pytest.raises(TopologyError, match="unknown system 'z100'"):
+        find_spec("z100")
+
+
+def test_env_directory_adds_systems(tmp_path, monkeypatch):
+    (tmp_path / "mine.toml").write_text(BASE)
+    monkeypatch.setenv("P2SIM_TOPOLOGIES", str(tmp_path))
+    assert find_spec("mine").name == "t"
+
+
+def test_with_class_changes_a_whole_class():
+    s = find_spec("a100")
+    t = s.with_class("nic", bandwidth=25.0)
+    assert t.classes["nic"].bandwidth == 25.0 and s.classes["nic"].bandwidth == 8.0
+    assert load_system(t).capacity.max() >= 25e9
+    with pytest.raises(TopologyError, match="no link class 'wifi'"):
+        s.with_class("wifi", bandwidth=1.0)
+    with pytest.raises(TopologyError, match="must be positive"):
+        s.with_class("nic", bandwidth=0.0)
