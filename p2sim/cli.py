@@ -8,22 +8,14 @@ with exit status 2; results go to stdout (a table, or one JSON object with
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from . import __version__
-from .errors import InputError, P2SimError
-from .parsing import byte_size, int_list, positive_int
-from .placement import check_sizes, enumerate_matrices, format_matrix, parse_matrix
-from .program import parse_program
-from .report.simulate import draw_topology, program_result_json, results_text, topology_json, topology_text
-from .report.synth import placements_text, synthesis_json, synthesis_text
-from .report.trace import write_trace
-from .sim import MODELS, Simulator, check_program_completes
-from .synthesis import DEFAULT_MAX_SIZE, Profile, synthesize_placements
-from .topology import Topology, find_spec, load_system, system_paths
+from .commands.formalism import cmd_placements, cmd_synth
+from .commands.simulate import cmd_simulate, cmd_systems, cmd_topo
+from .errors import P2SimError
+from .synthesis import DEFAULT_MAX_SIZE
 
 EXIT_INPUT = 2
 
@@ -33,11 +25,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def _emit(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=None, separators=(",", ":"))
-    sys.stdout.write("\n")
 
 
 def _add_layout(p: argparse.ArgumentParser, reduce: bool = True, system: bool = False) -> None:
@@ -55,124 +42,6 @@ def _add_layout(p: argparse.ArgumentParser, reduce: bool = True, system: bool = 
     if reduce:
         p.add_argument("--reduce", default="0", metavar="R,..", help="indices of the reduction axes (default: 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-
-
-def _topology(args: argparse.Namespace) -> Topology:
-    nodes = None if args.nodes is None else positive_int(args.nodes, "nodes")
-    return load_system(args.system, nodes)
-
-
-def _hierarchy(args: argparse.Namespace) -> tuple[int, ...]:
-    if args.system is not None:
-        if args.hierarchy is not None:
-            raise InputError("hierarchy: give either --hierarchy or --system, not both")
-        return _topology(args).hierarchy
-    if args.nodes is not None:
-        raise InputError("nodes: --nodes needs --system")
-    return int_list(args.hierarchy or "2,16", "hierarchy", minimum=1)
-
-
-def _axes(args: argparse.Namespace, h: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    import math
-
-    p = (math.prod(h),) if args.axes is None else int_list(args.axes, "axes", minimum=1)
-    return check_sizes(h, p)
-
-
-def _layout(args: argparse.Namespace) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    return _axes(args, _hierarchy(args))
-
-
-def cmd_placements(args: argparse.Namespace) -> int:
-    h, p = _layout(args)
-    mats = enumerate_matrices(h, p)
-    if args.json:
-        _emit({"hierarchy": list(h), "axes": list(p), "count": len(mats), "matrices": [[list(r) for r in m] for m in mats]})
-    else:
-        print(placements_text(h, p, mats))
-    return 0
-
-
-def cmd_synth(args: argparse.Namespace) -> int:
-    h, p = _layout(args)
-    red = int_list(args.reduce, "reduce")
-    mats = None if args.matrix is None else [parse_matrix(args.matrix)]
-    s = synthesize_placements(h, p, red, Profile.parse(args.profile), positive_int(args.max_size, "max-size"), mats)
-    if args.json:
-        _emit(synthesis_json(s, lowered=args.lower))
-    else:
-        limit = positive_int(args.limit, "limit") if args.limit != "0" else None
-        print(synthesis_text(s, limit))
-    return 0
-
-
-def cmd_systems(args: argparse.Namespace) -> int:
-    rows = []
-    for name, path in system_paths().items():
-        spec = find_spec(str(path))
-        levels = ", ".join(f"{lv.name} {lv.cardinality or 'N'}" for lv in spec.levels)
-        rows.append({"name": name, "file": str(path), "levels": levels, "default_nodes": spec.default_nodes,
-                     "classes": sorted(spec.classes), "description": spec.description})
-    if args.json:
-        _emit({"systems": rows})
-    else:
-        for r in rows:
-            print(f"{r['name']:<10s} [{r['levels']}] (N = nodes, default {r['default_nodes']})  {r['description']}")
-            print(f"{'':10s} link classes: {', '.join(r['classes'])}")
-    return 0
-
-
-def cmd_topo(args: argparse.Namespace) -> int:
-    topo = _topology(args)
-    if args.draw:
-        draw_topology(topo, args.draw)
-    if args.json:
-        _emit(topology_json(topo))
-    else:
-        print(topology_text(topo))
-        if args.draw:
-            print(f"  picture    {args.draw}")
-    return 0
-
-
-def default_bytes(topo: Topology) -> int:
-    """P2's buffer: 2^29 x nodes float32 per GPU."""
-    return 2**29 * topo.node_count * 4
-
-
-def cmd_simulate(args: argparse.Namespace) -> int:
-    topo = _topology(args)
-    h, p = _axes(args, topo.hierarchy)
-    red = int_list(args.reduce, "reduce")
-    nbytes = default_bytes(topo) if args.bytes is None else byte_size(args.bytes)
-    if args.model not in MODELS:
-        raise InputError(f"model: {args.model!r} is not one of {', '.join(MODELS)}")
-    mats = None if args.matrix is None else [parse_matrix(args.matrix)]
-    syn = synthesize_placements(h, p, red, Profile.parse(args.profile), positive_int(args.max_size, "max-size"), mats)
-    if args.program != "all" and len(syn.matrices) > 1:
-        options = "; ".join(f'"{format_matrix(m.matrix)}"' for m in syn.matrices)
-        raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(syn.matrices)} matrices; "
-                         f"name one with --matrix ({options})")
-    sim = Simulator(topo, args.algo, args.model, trace=args.trace is not None)
-    rows = []
-    for mp in syn.matrices:
-        programs = mp.programs if args.program == "all" else (parse_program(args.program),)
-        for prog in programs:
-            check_program_completes(mp.lowering, prog)
-            rows.append((mp.matrix, prog, sim.simulate(mp.lowering, prog, nbytes)))
-    if args.trace:
-        write_trace(args.trace, topo, [r for _, _, r in rows])
-    if args.json:
-        _emit({
-            "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": list(syn.reduce_axes),
-            "algo": args.algo, "model": args.model, "bytes_per_gpu": nbytes, "config": sim.config.to_json(),
-            "programs": [program_result_json(m, prog, r) for m, prog, r in rows],
-        })
-    else:
-        print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce "
-              f"{list(syn.reduce_axes)}; {args.algo}, {args.model} model, {nbytes / 2**30:g} GiB per GPU")
-        print(results_text(rows))
-    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:

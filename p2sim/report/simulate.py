@@ -38,6 +38,14 @@ def results_text(rows: list[tuple[Matrix, Program, ProgramResult]]) -> str:
     return "\n".join(lines)
 
 
+def _shown_path(path: str) -> str:
+    """A path relative to the working directory when it lies below it."""
+    import os
+
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
 def topology_json(topo: Topology) -> dict[str, Any]:
     kinds = Counter(d["kind"] for _, d in topo.graph.nodes(data=True))
     links: dict[str, dict[str, Any]] = {}
@@ -53,7 +61,7 @@ def topology_json(topo: Topology) -> dict[str, Any]:
     return {
         "system": topo.spec.name,
         "description": topo.spec.description,
-        "file": topo.spec.source,
+        "file": _shown_path(topo.spec.source),
         "nodes": topo.node_count,
         "hierarchy": [{"name": n, "cardinality": c} for n, c in zip(topo.level_names, topo.hierarchy)],
         "devices": topo.devices,

@@ -1,0 +1,1 @@
+"""Handlers of the ``p2sim`` subcommands; :mod:`p2sim.cli` builds the parser."""

@@ -1,0 +1,80 @@
+"""``p2sim systems``, ``p2sim topo`` and ``p2sim simulate``."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import InputError
+from ..parsing import int_list, positive_int
+from ..placement import format_matrix, parse_matrix
+from ..program import parse_program
+from ..report.simulate import draw_topology, program_result_json, results_text, topology_json, topology_text
+from ..report.trace import write_trace
+from ..sim import Simulator, check_program_completes
+from ..sim.model import check_model
+from ..synthesis import Profile, synthesize_placements
+from ..topology import find_spec, system_paths
+from .common import axes, buffer_bytes, emit, topology
+
+
+def cmd_systems(args: argparse.Namespace) -> int:
+    rows = []
+    for name, path in system_paths().items():
+        spec = find_spec(str(path))
+        levels = ", ".join(f"{lv.name} {lv.cardinality or 'N'}" for lv in spec.levels)
+        rows.append({"name": name, "file": str(path), "levels": levels, "default_nodes": spec.default_nodes,
+                     "classes": sorted(spec.classes), "description": spec.description})
+    if args.json:
+        emit({"systems": rows})
+    else:
+        for r in rows:
+            print(f"{r['name']:<10s} [{r['levels']}] (N = nodes, default {r['default_nodes']})  {r['description']}")
+            print(f"{'':10s} link classes: {', '.join(r['classes'])}")
+    return 0
+
+
+def cmd_topo(args: argparse.Namespace) -> int:
+    topo = topology(args)
+    if args.draw:
+        draw_topology(topo, args.draw)
+    if args.json:
+        emit(topology_json(topo))
+    else:
+        print(topology_text(topo))
+        if args.draw:
+            print(f"  picture    {args.draw}")
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    topo = topology(args)
+    h, p = axes(args, topo.hierarchy)
+    red = int_list(args.reduce, "reduce")
+    nbytes = buffer_bytes(args, topo)
+    check_model(args.model)
+    mats = None if args.matrix is None else [parse_matrix(args.matrix)]
+    syn = synthesize_placements(h, p, red, Profile.parse(args.profile), positive_int(args.max_size, "max-size"), mats)
+    if args.program != "all" and len(syn.matrices) > 1:
+        options = "; ".join(f'"{format_matrix(m.matrix)}"' for m in syn.matrices)
+        raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(syn.matrices)} matrices; "
+                         f"name one with --matrix ({options})")
+    sim = Simulator(topo, args.algo, args.model, trace=args.trace is not None)
+    rows = []
+    for mp in syn.matrices:
+        programs = mp.programs if args.program == "all" else (parse_program(args.program),)
+        for prog in programs:
+            check_program_completes(mp.lowering, prog)
+            rows.append((mp.matrix, prog, sim.simulate(mp.lowering, prog, nbytes)))
+    if args.trace:
+        write_trace(args.trace, topo, [r for _, _, r in rows])
+    if args.json:
+        emit({
+            "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": list(syn.reduce_axes),
+            "algo": args.algo, "model": args.model, "bytes_per_gpu": nbytes, "config": sim.config.to_json(),
+            "programs": [program_result_json(m, prog, r) for m, prog, r in rows],
+        })
+    else:
+        print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce "
+              f"{list(syn.reduce_axes)}; {args.algo}, {args.model} model, {nbytes / 2**30:g} GiB per GPU")
+        print(results_text(rows))
+    return 0
