@@ -1,6 +1,6 @@
 """Simulate every program of every matrix of P2's appendix configurations, ring and tree.
 
-For each row of validation/data/program_counts.csv, on the matching A100 or V100
+For each row of validation/program_counts.csv, on the matching A100 or V100
 system with that node count, every program (paper profile) of every matrix is
 simulated with the event-driven model, once with ring and once with tree, at P2's
 buffer of 2^29 x nodes float32 per GPU.  Last line:
@@ -19,7 +19,7 @@ from p2sim.sim import Simulator
 from p2sim.synthesis import Profile, synthesize_placements
 from p2sim.topology import load_system
 
-COUNTS = Path(__file__).resolve().parents[1] / "validation" / "data" / "program_counts.csv"
+COUNTS = Path(__file__).resolve().parents[1] / "validation" / "program_counts.csv"
 
 
 def main() -> int:

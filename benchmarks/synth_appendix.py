@@ -21,7 +21,7 @@ from p2sim.hierarchy import SynthesisHierarchy
 from p2sim.synthesis import Profile, synthesize, synthesize_placements
 
 ROOT = Path(__file__).resolve().parents[1]
-COUNTS = ROOT / "validation" / "data" / "program_counts.csv"
+COUNTS = ROOT / "validation" / "program_counts.csv"
 
 
 def configurations() -> list[dict[str, str]]:

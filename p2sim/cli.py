@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from . import __version__
+from .commands.analysis import cmd_plan, cmd_rank, cmd_whatif
 from .commands.formalism import cmd_placements, cmd_synth
 from .commands.simulate import cmd_simulate, cmd_systems, cmd_topo
 from .errors import P2SimError
@@ -92,7 +93,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
     p.add_argument("--trace", default=None, metavar="FILE.json", help="write a Chrome trace of flows on links")
     p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("rank", help="rank every (matrix, program) by predicted time",
+                       description="Simulate every program of every parallelism matrix and print the top K, "
+                                   "with speedups over each matrix's single AllReduce.")
+    _add_layout(p, system=True)
+    p.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
+    p.add_argument("--algo", default="ring", help="ring, tree or both (default: ring)")
+    p.add_argument("--model", default="des", help="des or analytic (default: des)")
+    p.add_argument("--bytes", default=None, help="buffer per GPU (default: P2's 2^29 x nodes float32)")
+    p.add_argument("--top", default="10", help="how many to show (default: 10)")
+    p.add_argument("--profile", default="paper", help="rule profile (default: paper)")
+    p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
+    p.add_argument("--out", default=None, metavar="DIR", help="write report.md, report.html and plots into DIR")
+    p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    p.set_defaults(func=cmd_rank)
+
+    p = sub.add_parser("plan", help="rank placements by a whole training step's communication",
+                       description="Rank parallelism matrices by the total predicted time of several reductions "
+                                   "(each with its best program), against the default placement and plain AllReduce.")
+    _add_layout(p, reduce=False, system=True)
+    p.add_argument("--reduction", action="append", default=[], metavar='"AXES:SIZE[ x COUNT]"',
+                   help='a reduction of the step, e.g. "0:4GiB" or "1:512MiB x 24" (repeatable)')
+    p.add_argument("--data-axis", default="0", help="the data-parallel axis, placed outermost by default (default: 0)")
+    _add_sweep_options(p)
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("whatif", help="vary link classes or the node count and find the winners",
+                       description="Vary link classes or the node count over values (Cartesian product) and report "
+                                   "the best matrix and program at each point, marking where the winner changes.")
+    p.add_argument("--system", default="a100", help="system name or .toml file (default: a100)")
+    p.add_argument("--nodes", default=None, help="node count when not varied (default: the system file's)")
+    p.add_argument("--axes", default=None, help="axis sizes; one '*' absorbs the remaining devices (default: one axis)")
+    p.add_argument("--reduce", default="0", help="reduction axes (default: 0)")
+    p.add_argument("--vary", action="append", default=[], metavar="TARGET=V1,V2,..",
+                   help="CLASS.bandwidth (GB/s), CLASS.latency (us) or nodes, with values (repeatable)")
+    p.add_argument("--bytes", default=None, help="buffer per GPU (default: P2's 2^29 x nodes float32 at each point)")
+    _add_sweep_options(p)
+    p.add_argument("--out", default=None, metavar="DIR", help="write whatif.png into DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_whatif)
     return parser
+
+
+def _add_sweep_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--algo", default="both", help="ring, tree or both (default: both)")
+    p.add_argument("--model", default="des", help="des or analytic (default: des)")
+    p.add_argument("--profile", default="paper", help="rule profile (default: paper)")
+    p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
+    p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

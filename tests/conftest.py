@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).resolve().parents[1] / "validation" / "data"
+DATA = Path(__file__).resolve().parents[1] / "validation"
 
 
 def _counts() -> list[dict[str, str]]:

@@ -1,0 +1,217 @@
+"""Measurement files: P2's appendix CSV and bench_nccl's JSON-lines logs.
+
+Both become :class:`MeasuredRow` values, one per (system, nodes, axes, reduction
+axes, matrix, algorithm).  Every problem is reported with the file, the line and
+the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import MeasurementError, P2SimError
+from ..hierarchy import reduce_axes_of
+from ..placement import Matrix, Placement, format_matrix, parse_matrix
+from ..topology import find_spec
+
+__all__ = ["MeasuredRow", "load_measurements", "GroupKey", "CSV_COLUMNS", "ALLREDUCE_TEXT"]
+
+ALLREDUCE_TEXT = "AllReduce(slice=0, Inside)"
+
+CSV_COLUMNS = ("gpu", "nodes", "gpus_per_node", "axes", "reduce_axes", "matrix", "algo", "allreduce_s",
+               "optimal_s", "speedup", "programs_better", "programs_total", "floats_per_gpu")
+
+GroupKey = tuple[str, int, tuple[int, ...], tuple[int, ...], str, float]
+
+
+@dataclass(frozen=True)
+class MeasuredRow:
+    source: str
+    line: int
+    system: str
+    gpu: str
+    nodes: int
+    axes: tuple[int, ...]
+    reduce_axes: tuple[int, ...]
+    matrix: Matrix
+    algo: str
+    bytes_per_gpu: float
+    allreduce_s: float | None
+    optimal_s: float
+    speedup: float | None
+    programs_better: int | None
+    programs: tuple[tuple[str, float], ...] = ()  # per-program medians (logs only)
+    emulated: bool = False
+
+    @property
+    def group(self) -> GroupKey:
+        return (self.system, self.nodes, self.axes, self.reduce_axes, self.algo, self.bytes_per_gpu)
+
+    def ident(self) -> dict[str, Any]:
+        return {"gpu": self.gpu, "nodes": self.nodes, "axes": list(self.axes), "reduce_axes": list(self.reduce_axes),
+                "matrix": format_matrix(self.matrix), "algo": self.algo}
+
+
+def _fail(src: str, line: int, field: str, msg: str) -> MeasurementError:
+    return MeasurementError(f"{src}:{line}: {field}: {msg}")
+
+
+def _number(src: str, line: int, field: str, raw: Any, kind: type = float, positive: bool = True) -> Any:
+    try:
+        v = kind(raw)
+    except (TypeError, ValueError):
+        raise _fail(src, line, field, f"{raw!r} is not a {'number' if kind is float else 'whole number'}") from None
+    if kind is float and v != v:
+        raise _fail(src, line, field, f"{raw!r} is not a number")
+    if positive and not v > 0:
+        raise _fail(src, line, field, f"{raw!r} must be positive")
+    return v
+
+
+def _ints(src: str, line: int, field: str, raw: Any) -> tuple[int, ...]:
+    parts = raw if isinstance(raw, list) else str(raw).replace(",", " ").split()
+    if not parts:
+        raise _fail(src, line, field, "is empty")
+    return tuple(_number(src, line, field, p, int, positive=False) for p in parts)
+
+
+def _check_layout(src: str, line: int, system: str, nodes: int, axes: tuple[int, ...], red: tuple[int, ...],
+                  matrix_raw: Any, gpus_per_node: int | None) -> tuple[Matrix, tuple[int, ...], str]:
+    try:
+        spec = find_spec(system)
+    except P2SimError:
+        raise _fail(src, line, "gpu" if gpus_per_node is not None else "system",
+                    f"unknown system {system!r}") from None
+    hier = spec.hierarchy(nodes)
+    if gpus_per_node is not None and len(spec.gpus) != gpus_per_node:
+        raise _fail(src, line, "gpus_per_node", f"{gpus_per_node} does not match system {spec.name} "
+                    f"({len(spec.gpus)} GPUs per node)")
+    try:
+        matrix = parse_matrix(matrix_raw) if isinstance(matrix_raw, str) else tuple(tuple(int(v) for v in r) for r in matrix_raw)
+        Placement.of(hier, axes, matrix)
+    except (P2SimError, TypeError, ValueError) as e:
+        raise _fail(src, line, "matrix", f"{matrix_raw!r} does not fit axes {list(axes)} on {spec.name} "
+                    f"with {nodes} nodes ({e})") from None
+    try:
+        red = reduce_axes_of(axes, red)
+    except P2SimError as e:
+        raise _fail(src, line, "reduce_axes", str(e)) from None
+    return matrix, red, spec.name
+
+
+def _algo(src: str, line: int, raw: Any) -> str:
+    if raw not in ("ring", "tree"):
+        raise _fail(src, line, "algo", f"{raw!r} is not ring or tree")
+    return raw
+
+
+def _load_csv(path: Path) -> list[MeasuredRow]:
+    src = str(path)
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise _fail(src, 1, missing[0], "missing column")
+        rows = []
+        for rec in reader:
+            line = reader.line_num
+            nodes = _number(src, line, "nodes", rec["nodes"], int)
+            gpn = _number(src, line, "gpus_per_node", rec["gpus_per_node"], int)
+            axes = _ints(src, line, "axes", rec["axes"])
+            red = _ints(src, line, "reduce_axes", rec["reduce_axes"])
+            system = rec["gpu"].strip().lower()
+            matrix, red, name = _check_layout(src, line, system, nodes, axes, red, rec["matrix"], gpn)
+            rows.append(MeasuredRow(
+                source=src, line=line, system=name, gpu=rec["gpu"].strip(), nodes=nodes, axes=axes, reduce_axes=red,
+                matrix=matrix, algo=_algo(src, line, rec["algo"].strip()),
+                bytes_per_gpu=4.0 * _number(src, line, "floats_per_gpu", rec["floats_per_gpu"], int),
+                allreduce_s=_number(src, line, "allreduce_s", rec["allreduce_s"]),
+                optimal_s=_number(src, line, "optimal_s", rec["optimal_s"]),
+                speedup=_number(src, line, "speedup", rec["speedup"]),
+                programs_better=_number(src, line, "programs_better", rec["programs_better"], int, positive=False),
+            ))
+    return rows
+
+
+LOG_FIELDS = ("system", "nodes", "axes", "reduce_axes", "matrix", "program", "algo", "bytes", "seconds")
+
+
+def _load_jsonl(path: Path) -> list[MeasuredRow]:
+    src = str(path)
+    groups: dict[tuple, dict[str, Any]] = {}
+    with path.open() as f:
+        for line, text in enumerate(f, 1):
+            if not text.strip():
+                continue
+            try:
+                rec = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise _fail(src, line, "record", f"not valid JSON ({e.msg})") from None
+            if not isinstance(rec, Mapping):
+                raise _fail(src, line, "record", "is not a JSON object")
+            for field in LOG_FIELDS:
+                if field not in rec:
+                    raise _fail(src, line, field, "missing")
+            if rec.get("pass") is False:
+                continue  # a run whose results were wrong measures nothing
+            nodes = _number(src, line, "nodes", rec["nodes"], int)
+            axes = _ints(src, line, "axes", rec["axes"])
+            red = _ints(src, line, "reduce_axes", rec["reduce_axes"])
+            matrix, red, name = _check_layout(src, line, str(rec["system"]), nodes, axes, red, rec["matrix"], None)
+            key = (name, nodes, axes, red, matrix, _algo(src, line, rec["algo"]),
+                   _number(src, line, "bytes", rec["bytes"]))
+            g = groups.setdefault(key, {"line": line, "times": {}, "emulated": False})
+            if not isinstance(rec["program"], str) or not rec["program"].strip():
+                raise _fail(src, line, "program", f"{rec['program']!r} is not a program text")
+            g["times"].setdefault(rec["program"], []).append(_number(src, line, "seconds", rec["seconds"]))
+            g["emulated"] = g["emulated"] or bool(rec.get("emulated", False))
+    rows = []
+    for (name, nodes, axes, red, matrix, algo, nbytes), g in groups.items():
+        medians = tuple((t, statistics.median(v)) for t, v in g["times"].items())
+        ar = dict(medians).get(ALLREDUCE_TEXT)
+        best = min(s for _, s in medians)
+        rows.append(MeasuredRow(
+            source=src, line=g["line"], system=name, gpu=name, nodes=nodes, axes=axes, reduce_axes=red, matrix=matrix,
+            algo=algo, bytes_per_gpu=nbytes, allreduce_s=ar, optimal_s=best,
+            speedup=None if ar is None else ar / best,
+            programs_better=None if ar is None else sum(1 for _, s in medians if s < ar),
+            programs=medians, emulated=g["emulated"],
+        ))
+    # programs_better in P2's table counts over all matrices of a configuration
+    totals: dict[tuple, int] = {}
+    for r in rows:
+        if r.programs_better is not None:
+            totals[r.group] = totals.get(r.group, 0) + r.programs_better
+    return [r if r.programs_better is None else _with_better(r, totals[r.group]) for r in rows]
+
+
+def _with_better(r: MeasuredRow, n: int) -> MeasuredRow:
+    from dataclasses import replace
+
+    return replace(r, programs_better=n)
+
+
+def load_measurements(paths: str | Path | Sequence[str | Path]) -> list[MeasuredRow]:
+    """Read one or more CSV (P2's table) or JSON-lines (bench_nccl) files."""
+    files = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    rows: list[MeasuredRow] = []
+    for p in files:
+        path = Path(p)
+        if path.is_dir():
+            inner = sorted(list(path.glob("*.csv")) + list(path.glob("*.jsonl")))
+            if not inner:
+                raise MeasurementError(f"{path}: no .csv or .jsonl measurement files in this directory")
+            rows += load_measurements(inner)
+            continue
+        if not path.is_file():
+            raise MeasurementError(f"{path}: no such measurement file")
+        rows += _load_jsonl(path) if path.suffix in (".jsonl", ".json") else _load_csv(path)
+    if not rows:
+        raise MeasurementError(f"{', '.join(map(str, files))}: no measurements")
+    return rows

@@ -1,0 +1,188 @@
+"""``p2sim rank``, ``plan``, ``whatif``, ``validate`` and ``calibrate``."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..analysis.executor import make_executor
+from ..analysis.rank import rank_tasks, split_by_matrix
+from ..analysis.sweep import SweepTask
+from ..collectives import check_algo
+from ..errors import InputError
+from ..hierarchy import Lowering
+from ..parsing import int_list, positive_int
+from ..placement import Placement, enumerate_matrices, parse_matrix
+from ..report.files import write_report
+from ..report.rank import ranking_json, ranking_report, ranking_text
+from ..sim import ModelConfig
+from ..sim.model import check_model
+from ..synthesis import Profile
+from .common import axes, buffer_bytes, emit, topology, workers
+
+
+def algorithms(text: str) -> tuple[str, ...]:
+    if text == "both":
+        return ("ring", "tree")
+    return (check_algo(text),)
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    topo = topology(args)
+    h, p = axes(args, topo.hierarchy)
+    red = int_list(args.reduce, "reduce")
+    nbytes = buffer_bytes(args, topo)
+    model = check_model(args.model)
+    top = positive_int(args.top, "top")
+    algos = algorithms(args.algo)
+    profile = Profile.parse(args.profile).value
+    max_size = positive_int(args.max_size, "max-size")
+    mats = enumerate_matrices(h, p) if args.matrix is None else [parse_matrix(args.matrix)]
+    Lowering.of(Placement.of(h, p, mats[0]), red)  # validates the reduction axes before any work
+    tasks = []
+    for algo in algos:
+        base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, model, nbytes, ModelConfig(), profile, max_size)
+        tasks += split_by_matrix(base, mats)
+    with make_executor(workers(args)) as ex:
+        ranking = rank_tasks(tasks, ex)
+    header = (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce {sorted(set(red))}; "
+              f"algo {args.algo}, {model} model, {nbytes / 2**30:g} GiB per GPU; {len(ranking.entries)} simulations")
+    meta = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": sorted(set(red)),
+            "algo": args.algo, "model": model, "bytes_per_gpu": nbytes, "config": ModelConfig().to_json()}
+    if args.out:
+        best = ranking.entries[0]
+        files = ranking_report(f"p2sim rank: {topo.spec.name}", header, ranking, top, topo,
+                               Lowering.of(Placement.of(h, p, best.matrix), red))
+        written = write_report(args.out, files)
+    if args.json:
+        emit(ranking_json(meta, ranking, top))
+    else:
+        print(ranking_text(header, ranking, top))
+        if args.out:
+            print(f"\nreport: {', '.join(str(w) for w in written)}")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from ..analysis.plan import build_plans, default_matrix, parse_reduction, plan_tasks
+    from ..analysis.executor import run_all
+    from ..analysis.sweep import run_task
+    from ..hierarchy import reduce_axes_of
+    from ..placement import format_matrix
+
+    topo = topology(args)
+    h, p = axes(args, topo.hierarchy)
+    if not args.reduction:
+        raise InputError("reduction: give at least one --reduction AXES:SIZE[ x COUNT]")
+    reductions = [parse_reduction(r) for r in args.reduction]
+    for r in reductions:
+        reduce_axes_of(p, r.axes)
+    data_axis = int_list(args.data_axis, "data-axis")[0]
+    if not 0 <= data_axis < len(p):
+        raise InputError(f"data-axis: {data_axis} is out of range 0..{len(p) - 1}")
+    model = check_model(args.model)
+    algos = algorithms(args.algo)
+    mats = enumerate_matrices(h, p)
+    base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, ModelConfig(),
+                     Profile.parse(args.profile).value, positive_int(args.max_size, "max-size"))
+    tasks = plan_tasks(base, reductions, algos, mats)
+    with make_executor(workers(args)) as ex:
+        results = run_all(ex, run_task, tasks, "planning")
+    plans = build_plans(reductions, results, mats)
+    default = default_matrix(mats, data_axis)
+    dplan = next(pl for pl in plans if pl.matrix == default)
+    best = plans[0]
+    savings = {
+        "vs_default_placement": 1 - best.total_seconds / dplan.total_seconds,
+        "vs_default_allreduce": 1 - best.total_seconds / dplan.allreduce_total_seconds,
+        "vs_best_placement_allreduce": 1 - best.total_seconds / min(pl.allreduce_total_seconds for pl in plans),
+    }
+    if args.json:
+        emit({"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "data_axis": data_axis,
+              "algo": args.algo, "model": model,
+              "reductions": [{"axes": list(r.axes), "bytes": r.bytes, "count": r.count} for r in reductions],
+              "plans": [pl.to_json() for pl in plans], "best": best.to_json(), "default": dplan.to_json(),
+              "savings": savings})
+        return 0
+    print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} (data axis {data_axis}); "
+          f"algo {args.algo}, {model} model")
+    print("reductions: " + "; ".join(f"axes {list(r.axes)} {r.bytes / 2**20:g} MiB x {r.count}" for r in reductions))
+    print(f"\n{'rank':>4}  {'step seconds':>12}  {'AllReduce only':>14}  matrix")
+    for i, pl in enumerate(plans, 1):
+        mark = "  <- default placement" if pl.matrix == default else ""
+        print(f"{i:4d}  {pl.total_seconds:12.4f}  {pl.allreduce_total_seconds:14.4f}  {format_matrix(pl.matrix)}{mark}")
+    print(f"\nbest plan {format_matrix(best.matrix)}:")
+    for c in best.choices:
+        print(f"  axes {list(c.reduction.axes)} {c.reduction.bytes / 2**20:g} MiB x {c.reduction.count}: "
+              f"{c.seconds:.4f} s each ({c.algo}) {c.program}")
+    print(f"\nsaves {savings['vs_default_placement']:.1%} over the default placement {format_matrix(default)} "
+          f"with its best programs, {savings['vs_default_allreduce']:.1%} over the default placement with plain "
+          f"AllReduce, and {savings['vs_best_placement_allreduce']:.1%} over the best placement with plain AllReduce")
+    return 0
+
+
+def cmd_whatif(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from ..analysis.executor import run_all
+    from ..analysis.rank import rank_results
+    from ..analysis.sweep import run_task
+    from ..analysis.whatif import parse_vary, points, resolve_axes, winner_key
+    from ..hierarchy import reduce_axes_of
+    from ..placement import format_matrix
+    from ..report.whatif import whatif_plot
+    from ..topology import Topology, find_spec
+
+    spec = find_spec(args.system)
+    nodes = spec.default_nodes if args.nodes is None else positive_int(args.nodes, "nodes")
+    if not args.vary:
+        raise InputError("vary: give at least one --vary CLASS.bandwidth=V,.. or nodes=N,..")
+    variations = [parse_vary(v, spec) for v in args.vary]
+    pts = points(spec, nodes, variations)
+    red = int_list(args.reduce, "reduce")
+    model = check_model(args.model)
+    algos = algorithms(args.algo)
+    tasks, owners = [], []
+    for k, pt in enumerate(pts):
+        topo = Topology(pt.spec, pt.nodes)
+        p = resolve_axes(args.axes, topo.devices)
+        reduce_axes_of(p, red)
+        nbytes = buffer_bytes(args, topo)
+        for algo in algos:
+            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, ModelConfig(),
+                             Profile.parse(args.profile).value, positive_int(args.max_size, "max-size"))
+            for m in enumerate_matrices(topo.hierarchy, p):
+                tasks.append(replace(base, matrices=(m,)))
+                owners.append(k)
+    with make_executor(workers(args)) as ex:
+        results = run_all(ex, run_task, tasks, "what-if")
+    rows = []
+    winners: dict[tuple, tuple] = {}
+    first = variations[0].target
+    for k, pt in enumerate(pts):
+        ranking = rank_results([r for r, o in zip(results, owners) if o == k])
+        best = ranking.entries[0]
+        key = winner_key(best.matrix, best.algo, best.timing.text)
+        # a series varies the first parameter with the others fixed, as in the plot
+        series = tuple((t, v) for t, v in pt.settings if t != first)
+        previous = winners.get(series)
+        winners[series] = key
+        rows.append({"point": dict(pt.settings), "label": pt.label, "matrix": [list(r) for r in best.matrix],
+                     "algo": best.algo, "program": best.timing.text, "seconds": best.seconds,
+                     "speedup_over_allreduce": best.speedup, "winner_changed": previous is not None and key != previous,
+                     "best_per_matrix": [s.to_json() for s in ranking.matrices]})
+    if args.out:
+        from ..report.files import write_report
+
+        written = write_report(args.out, {"whatif.png": whatif_plot(variations, rows)})
+    if args.json:
+        emit({"system": spec.name, "vary": [{"target": v.target, "values": list(v.values)} for v in variations],
+              "algo": args.algo, "model": model, "points": rows})
+        return 0
+    print(f"{spec.name}: what if {'; '.join(args.vary)}  (algo {args.algo}, {model} model)")
+    for r in rows:
+        mark = "  <- winner changes" if r["winner_changed"] else ""
+        print(f"  {r['label']:<32} {r['seconds']:10.4f} s  {r['algo']:<4} "
+              f"{format_matrix(tuple(tuple(x) for x in r['matrix'])):<18} {r['program']}{mark}")
+    if args.out:
+        print(f"\nplot: {written[0]}")
+    return 0
