@@ -26,7 +26,7 @@ class SweepTask:
     algo: str
     model: str
     bytes_per_gpu: float
-    config: ModelConfig = ModelConfig()
+    config: ModelConfig | None = None  # None: the system file's [model] settings
     profile: str = "paper"
     max_size: int = DEFAULT_MAX_SIZE
     matrices: tuple[Matrix, ...] | None = None

@@ -40,14 +40,14 @@ def cmd_rank(args: argparse.Namespace) -> int:
     Lowering.of(Placement.of(h, p, mats[0]), red)  # validates the reduction axes before any work
     tasks = []
     for algo in algos:
-        base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, model, nbytes, ModelConfig(), profile, max_size)
+        base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, model, nbytes, None, profile, max_size)
         tasks += split_by_matrix(base, mats)
     with make_executor(workers(args)) as ex:
         ranking = rank_tasks(tasks, ex)
     header = (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce {sorted(set(red))}; "
               f"algo {args.algo}, {model} model, {nbytes / 2**30:g} GiB per GPU; {len(ranking.entries)} simulations")
     meta = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": sorted(set(red)),
-            "algo": args.algo, "model": model, "bytes_per_gpu": nbytes, "config": ModelConfig().to_json()}
+            "algo": args.algo, "model": model, "bytes_per_gpu": nbytes, "config": ModelConfig.of(topo.spec).to_json()}
     if args.out:
         best = ranking.entries[0]
         files = ranking_report(f"p2sim rank: {topo.spec.name}", header, ranking, top, topo,
@@ -82,7 +82,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     model = check_model(args.model)
     algos = algorithms(args.algo)
     mats = enumerate_matrices(h, p)
-    base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, ModelConfig(),
+    base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, None,
                      Profile.parse(args.profile).value, positive_int(args.max_size, "max-size"))
     tasks = plan_tasks(base, reductions, algos, mats)
     with make_executor(workers(args)) as ex:
@@ -148,7 +148,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         reduce_axes_of(p, red)
         nbytes = buffer_bytes(args, topo)
         for algo in algos:
-            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, ModelConfig(),
+            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, None,
                              Profile.parse(args.profile).value, positive_int(args.max_size, "max-size"))
             for m in enumerate_matrices(topo.hierarchy, p):
                 tasks.append(replace(base, matrices=(m,)))

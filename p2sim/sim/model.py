@@ -7,6 +7,7 @@ from typing import Any
 
 from ..collectives.latency import BASE_LATENCY_S
 from ..errors import InputError
+from ..topology.spec import SystemSpec
 
 __all__ = ["ModelConfig", "StepResult", "ProgramResult", "MODELS", "check_model"]
 
@@ -31,6 +32,11 @@ class ModelConfig:
     base_latency: float = BASE_LATENCY_S
     ring_efficiency: float = 1.0
     tree_efficiency: float = 1.0
+
+    @classmethod
+    def of(cls, spec: SystemSpec) -> ModelConfig:
+        """The configuration a system file asks for (its ``[model]`` table)."""
+        return cls(ring_efficiency=spec.efficiency["ring"], tree_efficiency=spec.efficiency["tree"])
 
     def efficiency(self, algo: str) -> float:
         return self.tree_efficiency if algo == "tree" else self.ring_efficiency

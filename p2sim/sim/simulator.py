@@ -64,15 +64,15 @@ class Simulator:
         topo: Topology,
         algo: str = "ring",
         model: str = "des",
-        config: ModelConfig = ModelConfig(),
+        config: ModelConfig | None = None,
         trace: bool = False,
     ) -> None:
         self.topo = topo
         self.algo = check_algo(algo)
         self.model = check_model(model)
-        self.config = config
+        self.config = ModelConfig.of(topo.spec) if config is None else config
         self.trace = trace
-        self.expander = Expander(topo, config.base_latency)
+        self.expander = Expander(topo, self.config.base_latency)
         self._steps: dict[tuple, StepResult] = {}
 
     def simulate(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> ProgramResult:

@@ -13,11 +13,12 @@ side with the single name of the other.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,9 @@ class SystemSpec:
     node_links: tuple[LinkSpec, ...]
     network_components: tuple[tuple[str, str], ...]
     network_links: tuple[LinkSpec, ...]
+    # achievable share of the link figures per NCCL algorithm (fitted by calibration)
+    efficiency: Mapping[str, float] = field(default_factory=lambda: {"ring": 1.0, "tree": 1.0})
+    notes: str = ""  # provenance, e.g. what a calibration was fitted on
 
     @property
     def node_level(self) -> int:
@@ -286,7 +290,19 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
             if a in local and b in local:
                 raise TopologyError(f"{src}: network.links[{li}].pairs: {a!r}-{b!r} joins two node components")
 
+    model = doc.get("model", {})
+    if not isinstance(model, dict):
+        raise TopologyError(f"{src}: model: must be a table")
+    efficiency = {}
+    for algo in ("ring", "tree"):
+        efficiency[algo] = _check_positive(src, f"model.{algo}_efficiency", model.get(f"{algo}_efficiency", 1.0))
+    unknown = set(model) - {"ring_efficiency", "tree_efficiency"}
+    if unknown:
+        raise TopologyError(f"{src}: model.{sorted(unknown)[0]}: unknown setting (ring_efficiency, tree_efficiency)")
+
     return SystemSpec(
+        efficiency=efficiency,
+        notes=str(doc.get("notes", "")),
         name=name,
         description=str(doc.get("description", "")),
         source=src,
@@ -299,6 +315,58 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         network_components=tuple(net_comps),
         network_links=tuple(net_links),
     )
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, str):
+        return json.dumps(v)  # a JSON string is a valid TOML basic string
+    if isinstance(v, float):
+        return "inf" if math.isinf(v) else repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return str(v)
+
+
+def _links_toml(links: tuple[LinkSpec, ...]) -> list[str]:
+    out = []
+    for ln in links:
+        extra = "".join(f", {k} = {_toml_value(getattr(ln, k))}" for k in ("bandwidth", "latency")
+                        if getattr(ln, k) is not None)
+        out.append(f"  {{ class = {_toml_value(ln.cls)}, pairs = {_toml_value([list(p) for p in ln.pairs])}{extra} }},")
+    return out
+
+
+def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
+    """Write a spec back as a system file (ranges expanded); :func:`parse_spec` reads it back."""
+    lines = [f"# {c}" for c in comment.splitlines()] + [
+        f"name = {_toml_value(spec.name)}",
+        f"description = {_toml_value(spec.description)}",
+        f"default_nodes = {spec.default_nodes}",
+    ]
+    if spec.notes:
+        lines.append(f"notes = {_toml_value(spec.notes)}")
+    lines += ["", "levels = ["]
+    for lv in spec.levels:
+        card = '"nodes"' if lv.cardinality is None else str(lv.cardinality)
+        lines.append(f"  {{ name = {_toml_value(lv.name)}, cardinality = {card} }},")
+    lines += ["]", "", "[classes]"]
+    for c in spec.classes.values():
+        lines.append(f"{c.name} = {{ bandwidth = {_toml_value(c.bandwidth)}, latency = {_toml_value(c.latency)} }}")
+    lines += ["", "[model]"] + [f"{a}_efficiency = {_toml_value(float(e))}" for a, e in spec.efficiency.items()]
+    lines += ["", "[node]", f"gpus = {_gpu_pattern(spec.gpus)}", "components = ["]
+    lines += [f"  {{ name = {_toml_value(n)}, kind = {_toml_value(k)} }}," for n, k in spec.components]
+    lines += ["]", "links = ["] + _links_toml(spec.node_links) + ["]", "", "[network]", "components = ["]
+    lines += [f"  {{ name = {_toml_value(n)}, kind = {_toml_value(k)} }}," for n, k in spec.network_components]
+    lines += ["]", "links = ["] + _links_toml(spec.network_links) + ["]", ""]
+    return "\n".join(lines)
+
+
+def _gpu_pattern(gpus: tuple[str, ...]) -> str:
+    """The GPU list as one name pattern, in its exact order (a file's ``gpus`` is one pattern)."""
+    if len(gpus) == 1:
+        return json.dumps(gpus[0])
+    prefix = gpus[0].rstrip("0123456789")
+    return json.dumps(f"{prefix}[{','.join(g[len(prefix):] for g in gpus)}]")
 
 
 def load_spec(path: str | Path) -> SystemSpec:
