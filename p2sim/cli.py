@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from . import __version__
-from .commands.analysis import cmd_plan, cmd_rank, cmd_whatif
+from .commands.analysis import cmd_calibrate, cmd_plan, cmd_rank, cmd_validate, cmd_whatif
 from .commands.formalism import cmd_placements, cmd_synth
 from .commands.simulate import cmd_simulate, cmd_systems, cmd_topo
 from .errors import P2SimError
@@ -133,6 +133,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, metavar="DIR", help="write whatif.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_whatif)
+
+    p = sub.add_parser("validate", help="compare predictions with GPU measurements",
+                       description="Simulate every measured configuration and score the predictions against the "
+                                   "measurements, beside the analytic baseline.")
+    p.add_argument("--measurements", required=True, metavar="FILE|DIR",
+                   help="P2-style CSV or bench_nccl JSON-lines log (or a directory of them)")
+    p.add_argument("--calibrate-on", default=None, metavar="FILE|DIR", help="calibrate each system on these first")
+    p.add_argument("--folds", default="1", help="with --calibrate-on: k-fold cross-validation over groups (default: 1)")
+    p.add_argument("--model", default="des", help="des or analytic (default: des; the baseline is always analytic)")
+    p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    p.add_argument("--out", default=None, metavar="DIR", help="write validation.md, validation.html and plots into DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("calibrate", help="fit link-class bandwidths to measurements",
+                       description="Fit each link class's effective bandwidth (and the tree efficiency) of one "
+                                   "system to measurements by least squares on log times; write a system file.")
+    p.add_argument("--measurements", required=True, metavar="FILE|DIR", help="measurement CSV or JSON-lines log")
+    p.add_argument("--system", required=True, help="the system to calibrate (name or .toml file)")
+    p.add_argument("--out", required=True, metavar="FILE.toml", help="the calibrated system file to write")
+    p.add_argument("--model", default="des", help="des or analytic (default: des)")
+    p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_calibrate)
     return parser
 
 

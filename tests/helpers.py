@@ -65,3 +65,19 @@ nvlink = { bandwidth = 10.0, latency = 1.0 }
 gpus = "gpu[0-2]"
 links = [{ class = "nvlink", pairs = [["gpu0", "gpu1"]] }]
 """
+
+
+def switch_node(n: int, bandwidth: float = 100.0, latency: float = 1.0) -> Topology:
+    """One node of ``n`` GPUs, each with one identical link to a switch."""
+    text = f"""
+name = "star{n}"
+levels = [{{ name = "node", cardinality = "nodes" }}, {{ name = "gpu", cardinality = {n} }}]
+default_nodes = 1
+[classes]
+link = {{ bandwidth = {bandwidth}, latency = {latency} }}
+[node]
+gpus = "gpu[0-{n - 1}]"
+components = [{{ name = "sw", kind = "nvswitch" }}]
+links = [{{ class = "link", pairs = [["gpu[0-{n - 1}]", "sw"]] }}]
+"""
+    return Topology(spec_from(text))

@@ -13,7 +13,7 @@ from p2sim.sim import ModelConfig, Simulator, check_program_completes
 from p2sim.synthesis import synthesize_placements
 from p2sim.topology import load_system
 
-from .helpers import ring_node, two_nodes_one_nic
+from .helpers import ring_node, switch_node, two_nodes_one_nic
 
 ALLREDUCE = parse_program("AllReduce(slice=0, Inside)")
 RS_AR_AG = parse_program("ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)")
@@ -26,12 +26,22 @@ def lowering(topo, axes, matrix, red):
 
 @pytest.mark.parametrize("n", [2, 3, 4, 8, 16])
 def test_ring_allreduce_on_identical_links(n):
-    topo = ring_node(n, bandwidth=100.0, latency=2.0)
+    # every GPU has one link of bandwidth B to a switch: 2(n-1)/n S / B plus latency
+    topo = switch_node(n, bandwidth=100.0, latency=1.0)
     lw = lowering(topo, [n], [[1, n]], [0])
     t = Simulator(topo).simulate(lw, ALLREDUCE, S).total_seconds
     expected = 2 * (n - 1) / n * S / 100e9 + ring_latency("AllReduce", n, 1, 2e-6, 0.0)
     assert t == pytest.approx(expected, rel=0.01)
     assert t == pytest.approx(expected, rel=1e-9)  # exact for the fluid model
+
+
+@pytest.mark.parametrize("n", [3, 4, 8])
+def test_ring_allreduce_on_a_bidirectional_nvlink_ring(n):
+    # rings run both ways round a ring of full-duplex links: each direction carries half
+    topo = ring_node(n, bandwidth=100.0, latency=2.0)
+    lw = lowering(topo, [n], [[1, n]], [0])
+    t = Simulator(topo).simulate(lw, ALLREDUCE, S).total_seconds
+    assert t == pytest.approx((n - 1) / n * S / 100e9 + ring_latency("AllReduce", n, 1, 2e-6, 0.0), rel=1e-9)
 
 
 @pytest.mark.parametrize("k", [1, 2, 4, 8])

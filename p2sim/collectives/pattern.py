@@ -42,6 +42,11 @@ class Pattern:
     hops: tuple[Hop, ...]
     analytic_seconds_per_byte: float  # NCCL tuning model: 1 / algorithm bandwidth, no contention
 
+    @property
+    def max_sent(self) -> float:
+        """Bytes the busiest member sends per byte of buffer (what a throughput ceiling limits)."""
+        return max(self.sent().values())
+
     def sent(self) -> dict[int, float]:
         """Bytes each member sends per byte of buffer."""
         out: dict[int, float] = {m: 0.0 for m in self.members}

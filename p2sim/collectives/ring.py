@@ -5,7 +5,10 @@ consecutive and the ring leaves and enters each node once.  When the ring spans
 nodes whose GPUs use several NICs, NCCL runs one channel per NIC; channel ``c``
 rotates each node's segment to start at its ``c``-th GPU, so that the node is
 entered and left through different GPUs (and NICs), each channel carrying an equal
-share of the data.
+share of the data.  Every channel also runs in the reverse direction (NCCL's ring
+search pairs rings with their reverses on NVLink), half of the data each way, so
+that both directions of a full-duplex point-to-point link carry traffic.  On
+switches and NICs this changes no link's load; on an NVLink ring it halves it.
 
 Per byte of buffer ``S`` each ring hop carries (nccl-tests' bus factors):
 AllReduce ``2(n-1)/n``, ReduceScatter and AllGather ``(n-1)/n`` (``S`` = the larger
@@ -52,8 +55,11 @@ def ring_pattern(topo: Topology, op: str, members: Sequence[int], base: float = 
     nodes = len({topo.node_of(m) for m in members})
     chans = channels(topo, members)
     hops: list[Hop] = []
-    for c in range(chans):
-        order = ring_order(topo, members, c)
+    share = 2 * chans
+    for c in range(chans * 2):
+        order = ring_order(topo, members, c // 2)
+        if c % 2:
+            order = order[::-1]
         if op in ("Broadcast", "Reduce"):
             i = order.index(root)
             order = order[i:] + order[:i]
@@ -67,12 +73,12 @@ def ring_pattern(topo: Topology, op: str, members: Sequence[int], base: float = 
             factor = (2.0 if op == "AllReduce" else 1.0) * (n - 1) / n
         for a, b in pairs:
             r = topo.route(a, b)
-            hops.append(Hop(a, b, factor / chans, r.edges, r.inter_node))
+            hops.append(Hop(a, b, factor / share, r.edges, r.inter_node))
     edges, coef = combine(hops)
     intra = max((topo.route(h.src, h.dst).latency for h in hops if not h.inter_node), default=0.0)
     inter = max((topo.route(h.src, h.dst).latency for h in hops if h.inter_node), default=0.0)
     # NCCL's tuning model: bus bandwidth = slowest hop (no sharing), algorithm time = factor / busBw
-    factor_max = max(h.coef for h in hops) * chans
+    factor_max = max(h.coef for h in hops) * share
     bottleneck = min(float(topo.capacity[list(h.edges)].min()) for h in hops) * chans
     return Pattern(
         algo="ring",

@@ -186,3 +186,55 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     if args.out:
         print(f"\nplot: {written[0]}")
     return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ..analysis.measurements import load_measurements
+    from ..analysis.validation_run import validate
+    from ..report.files import write_report
+    from ..report.validate import validation_report, validation_text
+
+    rows = load_measurements(args.measurements)
+    cal = None if args.calibrate_on is None else load_measurements(args.calibrate_on)
+    model = check_model(args.model)
+    folds = positive_int(args.folds, "folds")
+    with make_executor(workers(args)) as ex:
+        result = validate(rows, ex, model, cal, folds)
+    doc = result.to_json()
+    if args.out:
+        written = write_report(args.out, validation_report(doc))
+    if args.json:
+        emit(doc)
+    else:
+        print(validation_text(doc))
+        if args.out:
+            print(f"\nreport: {', '.join(str(w) for w in written)}")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..analysis.calibrate import calibrate
+    from ..analysis.measurements import load_measurements
+    from ..report.validate import calibration_lines
+    from ..topology import find_spec
+    from ..topology.spec import spec_to_toml
+
+    rows = load_measurements(args.measurements)
+    spec = find_spec(args.system)
+    model = check_model(args.model)
+    out = Path(args.out)
+    if out.suffix != ".toml":
+        raise InputError(f"out: {args.out!r} should be a .toml file")
+    with make_executor(workers(args)) as ex:
+        fit = calibrate(rows, spec.name, ex, model, base=spec)
+    out.write_text(spec_to_toml(fit.after, f"Calibrated by p2sim calibrate from {spec.source}\n"
+                                            f"on {args.measurements} ({fit.rows} rows, {model} model)."))
+    doc = dict(fit.to_json(), out=str(out))
+    if args.json:
+        emit(doc)
+    else:
+        print(calibration_lines([doc])[0])
+        print(f"wrote {out}")
+    return 0

@@ -38,6 +38,8 @@ def chrome_trace(topo: Topology, results: Sequence[ProgramResult]) -> dict[str, 
                 seen: set[int] = set()
                 for s in samples:
                     for e, load in zip(s.edges.tolist(), s.load.tolist()):
+                        if e >= len(edges):
+                            continue  # a collective's private rate ceiling, not a link
                         seen.add(e)
                         u, v = edges[e]
                         events.append({"ph": "C", "pid": 2, "name": f"{u}->{v} [{topo.edge_class[e]}]",

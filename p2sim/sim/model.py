@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -24,25 +25,34 @@ def check_model(model: str) -> str:
 class ModelConfig:
     """Knobs of the collective model.
 
-    ``efficiency`` scales the achievable rate of each algorithm (1.0 = links run at
-    their file figures); calibration fits it.  ``base_latency`` is NCCL's per-collective
-    start-up latency in seconds.
+    ``*_efficiency`` scales the share of the link figures an algorithm achieves (1.0 =
+    the file's figures); ``*_max_rate`` (bytes/s) caps the bytes per second the
+    busiest member of one collective can send -- NCCL's per-channel throughput times
+    its channels -- and binds on fast links only.  Calibration fits both.  ``base_latency`` is NCCL's
+    per-collective start-up latency in seconds.
     """
 
     base_latency: float = BASE_LATENCY_S
     ring_efficiency: float = 1.0
     tree_efficiency: float = 1.0
+    ring_max_rate: float = math.inf
+    tree_max_rate: float = math.inf
 
     @classmethod
     def of(cls, spec: SystemSpec) -> ModelConfig:
         """The configuration a system file asks for (its ``[model]`` table)."""
-        return cls(ring_efficiency=spec.efficiency["ring"], tree_efficiency=spec.efficiency["tree"])
+        return cls(ring_efficiency=spec.efficiency["ring"], tree_efficiency=spec.efficiency["tree"],
+                   ring_max_rate=spec.max_rate["ring"] * 1e9, tree_max_rate=spec.max_rate["tree"] * 1e9)
 
     def efficiency(self, algo: str) -> float:
         return self.tree_efficiency if algo == "tree" else self.ring_efficiency
 
+    def max_rate(self, algo: str) -> float:
+        return self.tree_max_rate if algo == "tree" else self.ring_max_rate
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        # JSON has no infinity: an absent cap is null
+        return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(self).items()}
 
 
 @dataclass(frozen=True)

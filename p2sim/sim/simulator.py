@@ -17,7 +17,10 @@ Two step models:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+
+import numpy as np
 
 from ..collectives import Expander, check_algo, step_volumes
 from ..errors import ProgramError, SemanticsError
@@ -95,18 +98,28 @@ class Simulator:
 
     def _simulate_step(self, step: LoweredStep, volumes: Sequence[float]) -> StepResult:
         op = step.op.value
-        eff = self.config.efficiency("tree" if self.algo == "tree" and op == "AllReduce" else "ring")
+        algo = "tree" if self.algo == "tree" and op == "AllReduce" else "ring"
+        eff = self.config.efficiency(algo)
+        cap = self.config.max_rate(algo)
         patterns = [self.expander.pattern(self.algo, op, g) for g in step.groups]
         spanned = max(len({self.topo.node_of(d) for d in g}) for g in step.groups)
         trace: tuple = ()
         if self.model == "analytic":
-            seconds = max(p.latency + v * p.analytic_seconds_per_byte / eff for p, v in zip(patterns, volumes))
+            seconds = max(p.latency + v * max(p.analytic_seconds_per_byte / eff, p.max_sent / cap)
+                          for p, v in zip(patterns, volumes))
         else:
-            flows = [
-                FlowSpec(p.edges, p.coef, v / eff, p.latency, f"{op} {list(g)}")
-                for p, v, g in zip(patterns, volumes, step.groups)
-            ]
-            seconds, records, samples = run_flows(flows, self.topo.capacity, record=self.trace)
+            capacity = self.topo.capacity
+            flows = []
+            for i, (p, v, g) in enumerate(zip(patterns, volumes, step.groups)):
+                edges, coef = p.edges, p.coef / eff
+                if math.isfinite(cap):
+                    # the ceiling on what a member sends per second: a private virtual link
+                    edges = np.append(edges, len(self.topo.capacity) + i)
+                    coef = np.append(coef, p.max_sent)
+                flows.append(FlowSpec(edges, coef, v, p.latency, f"{op} {list(g)}"))
+            if math.isfinite(cap):
+                capacity = np.concatenate([capacity, np.full(len(flows), cap)])
+            seconds, records, samples = run_flows(flows, capacity, record=self.trace)
             if self.trace:
                 trace = (tuple(records), tuple(samples))
         return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), trace)

@@ -74,6 +74,9 @@ class SystemSpec:
     network_links: tuple[LinkSpec, ...]
     # achievable share of the link figures per NCCL algorithm (fitted by calibration)
     efficiency: Mapping[str, float] = field(default_factory=lambda: {"ring": 1.0, "tree": 1.0})
+    # most bytes/s (GB/s) a member of one collective of each algorithm can send: NCCL's
+    # per-channel throughput ceiling times its channels; inf = only the links limit it
+    max_rate: Mapping[str, float] = field(default_factory=lambda: {"ring": math.inf, "tree": math.inf})
     notes: str = ""  # provenance, e.g. what a calibration was fitted on
 
     @property
@@ -293,15 +296,18 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     model = doc.get("model", {})
     if not isinstance(model, dict):
         raise TopologyError(f"{src}: model: must be a table")
-    efficiency = {}
+    efficiency, max_rate = {}, {}
     for algo in ("ring", "tree"):
         efficiency[algo] = _check_positive(src, f"model.{algo}_efficiency", model.get(f"{algo}_efficiency", 1.0))
-    unknown = set(model) - {"ring_efficiency", "tree_efficiency"}
+        max_rate[algo] = _check_positive(src, f"model.{algo}_max_rate", model.get(f"{algo}_max_rate", math.inf))
+    known = {f"{a}_{k}" for a in ("ring", "tree") for k in ("efficiency", "max_rate")}
+    unknown = set(model) - known
     if unknown:
-        raise TopologyError(f"{src}: model.{sorted(unknown)[0]}: unknown setting (ring_efficiency, tree_efficiency)")
+        raise TopologyError(f"{src}: model.{sorted(unknown)[0]}: unknown setting ({', '.join(sorted(known))})")
 
     return SystemSpec(
         efficiency=efficiency,
+        max_rate=max_rate,
         notes=str(doc.get("notes", "")),
         name=name,
         description=str(doc.get("description", "")),
@@ -353,6 +359,7 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
     for c in spec.classes.values():
         lines.append(f"{c.name} = {{ bandwidth = {_toml_value(c.bandwidth)}, latency = {_toml_value(c.latency)} }}")
     lines += ["", "[model]"] + [f"{a}_efficiency = {_toml_value(float(e))}" for a, e in spec.efficiency.items()]
+    lines += [f"{a}_max_rate = {_toml_value(float(r))}" for a, r in spec.max_rate.items()]
     lines += ["", "[node]", f"gpus = {_gpu_pattern(spec.gpus)}", "components = ["]
     lines += [f"  {{ name = {_toml_value(n)}, kind = {_toml_value(k)} }}," for n, k in spec.components]
     lines += ["]", "links = ["] + _links_toml(spec.node_links) + ["]", "", "[network]", "components = ["]

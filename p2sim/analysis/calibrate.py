@@ -1,0 +1,152 @@
+"""Calibration: fit effective link-class bandwidths (and tree efficiency) to measurements.
+
+The fit is a least-squares problem on log times (:func:`scipy.optimize.least_squares`):
+for every measured row the residuals are ``log(predicted / measured)`` of its
+AllReduce and of its fastest program (of every measured program, for bench_nccl
+logs).  The parameters are the log of a multiplier on each link class's bandwidth
+and the log of each measured algorithm's rate ceiling: NCCL drives a collective
+with a limited number of channels, each with a throughput limit, so an algorithm
+cannot use links faster than that (``*_max_rate``).  The ceiling binds on fast
+links only, which is how the tree can be slower than the ring inside a node yet as
+fast across a slow NIC -- something no bandwidth factor per algorithm can express.
+A weak prior pulls each bandwidth towards the file's figure, so a class the
+measurements cannot see keeps it.
+
+The fit runs in two stages: links first, then links and ceilings with the ceilings
+starting just below the fastest fitted link -- a ceiling far above every link has no
+gradient, so it must start where it binds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from ..errors import MeasurementError
+from ..topology import find_spec
+from ..topology.spec import SystemSpec
+from .executor import Executor
+from .measurements import MeasuredRow
+from .predict import groups_of, predict_groups
+
+__all__ = ["Calibration", "calibrate", "PRIOR_WEIGHT"]
+
+PRIOR_WEIGHT = 0.1  # per parameter, in units of log residuals
+BOUNDS = (-7.0, 3.0)  # multipliers between e^-7 (1/1100) and e^3 (20) of the file figure
+CAP_BOUNDS = (math.log(0.01), math.log(1e5))  # rate ceilings between 10 MB/s and 100 TB/s
+
+
+@dataclass(frozen=True)
+class Calibration:
+    system: str
+    model: str
+    before: SystemSpec
+    after: SystemSpec
+    rms_log_before: float
+    rms_log_after: float
+    residuals: int
+    evaluations: int
+    rows: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "system": self.system,
+            "model": self.model,
+            "rows": self.rows,
+            "residuals": self.residuals,
+            "evaluations": self.evaluations,
+            "rms_log_error_before": self.rms_log_before,
+            "rms_log_error_after": self.rms_log_after,
+            "classes": {
+                c: {"file_gbps": self.before.classes[c].bandwidth, "fitted_gbps": self.after.classes[c].bandwidth}
+                for c in sorted(self.before.classes)
+            },
+            "efficiency": dict(self.after.efficiency),
+            "max_rate_gbps": {a: (None if math.isinf(v) else v) for a, v in self.after.max_rate.items()},
+        }
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Which parameters the vector holds: class log-multipliers, then log ceilings (GB/s)."""
+
+    classes: tuple[str, ...]
+    caps: tuple[str, ...]  # algorithms whose rate ceiling is fitted
+
+    def prior(self, x: np.ndarray) -> np.ndarray:
+        return PRIOR_WEIGHT * x[: len(self.classes)]
+
+    def apply(self, spec: SystemSpec, x: np.ndarray) -> SystemSpec:
+        out = spec
+        for c, v in zip(self.classes, x):
+            out = out.with_class(c, bandwidth=spec.classes[c].bandwidth * math.exp(v))
+        rate = dict(spec.max_rate)
+        for a, v in zip(self.caps, x[len(self.classes):]):
+            rate[a] = math.exp(v)
+        return replace(out, max_rate=rate)
+
+
+def _residuals(rows_by_group, results) -> np.ndarray:
+    res = []
+    for key, rows in rows_by_group.items():
+        cr = results[key]
+        for r in rows:
+            progs = {p.text: p.seconds for p in cr.of(r.matrix)}
+            if r.programs:
+                res += [math.log(progs[t] / s) for t, s in r.programs if t in progs]
+            else:
+                res.append(math.log(min(progs.values()) / r.optimal_s))
+                if r.allreduce_s is not None:
+                    res.append(math.log(progs["AllReduce(slice=0, Inside)"] / r.allreduce_s))
+    return np.asarray(res)
+
+
+def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, model: str = "des",
+              base: SystemSpec | None = None, max_evaluations: int = 60) -> Calibration:
+    """Fit one system's link classes, tree efficiency and rate ceilings to its measured rows."""
+    mine = [r for r in rows if r.system == system]
+    if not mine:
+        raise MeasurementError(f"calibrate: no measurements of system {system!r}")
+    spec = base if base is not None else find_spec(system)
+    algos = sorted({r.algo for r in mine})
+    groups = groups_of(mine)
+    evaluations = 0
+
+    def fitter(layout: _Layout):
+        def fun(x: np.ndarray) -> np.ndarray:
+            nonlocal evaluations
+            evaluations += 1
+            trial = layout.apply(spec, x)
+            results = predict_groups(groups, {system: trial}, model, executor, all_matrices=False)
+            return np.concatenate([_residuals(groups, results), layout.prior(x)])
+        return fun
+
+    links = _Layout(tuple(sorted(spec.classes)), ())
+    n = len(links.classes)
+    fun = fitter(links)
+    r0 = fun(np.zeros(n))
+    data = len(r0) - n
+    first = least_squares(fun, np.zeros(n), bounds=BOUNDS, diff_step=0.05, max_nfev=max_evaluations)
+    full = _Layout(links.classes, tuple(algos))
+    fastest = max(c.bandwidth for c in links.apply(spec, first.x).classes.values())
+    x0 = np.concatenate([first.x, np.full(len(algos), math.log(0.75 * fastest))])
+    lower = np.concatenate([np.full(n, BOUNDS[0]), np.full(len(algos), CAP_BOUNDS[0])])
+    upper = np.concatenate([np.full(n, BOUNDS[1]), np.full(len(algos), CAP_BOUNDS[1])])
+    fun_full = fitter(full)
+    second = least_squares(fun_full, x0, bounds=(lower, upper), diff_step=0.05, max_nfev=max_evaluations)
+    if second.cost <= first.cost:
+        after, final = full.apply(spec, second.x), fun_full(second.x)[:data]
+    else:  # the ceilings did not help: keep the links-only fit
+        after, final = links.apply(spec, first.x), fun(first.x)[:data]
+    return Calibration(
+        system=system, model=model, before=spec,
+        after=replace(after, notes=f"calibrated ({model} model) on {len(mine)} measured rows of {mine[0].source}"),
+        rms_log_before=float(np.sqrt(np.mean(r0[:data] ** 2))),
+        rms_log_after=float(np.sqrt(np.mean(final**2))),
+        residuals=data, evaluations=evaluations, rows=len(mine),
+    )

@@ -1,0 +1,98 @@
+"""The validation workflow: (optionally) calibrate, predict every group, score.
+
+With ``folds = k`` the groups of the validated file are dealt into ``k`` folds in
+file order; each fold is predicted by models calibrated on the calibration rows of
+the other groups only, and the pooled predictions are scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InputError, MeasurementError
+from ..topology import find_spec
+from ..topology.spec import SystemSpec
+from .calibrate import Calibration, calibrate
+from .executor import Executor
+from .measurements import GroupKey, MeasuredRow
+from .predict import RowPrediction, groups_of, predict_groups, row_predictions
+from .sweep import ConfigResult
+from .validate import metrics, row_json
+
+__all__ = ["ValidationResult", "validate"]
+
+MODELS = ("des", "analytic")
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    model: str
+    groups: int
+    predictions: dict[str, list[RowPrediction]]  # by model
+    results: dict[str, dict[GroupKey, ConfigResult]]
+    calibrations: tuple[tuple[int | None, Calibration], ...]  # (fold or None, fit)
+    folds: int
+
+    def metrics(self, model: str) -> dict[str, Any]:
+        return metrics(self.predictions[model], self.results[model])
+
+    def to_json(self) -> dict[str, Any]:
+        main = self.metrics(self.model)
+        base = self.metrics("analytic")
+        baseline_by_row = {id(p.row): p for p in self.predictions["analytic"]}
+        return {
+            "groups": self.groups,
+            "model": self.model,
+            "folds": self.folds,
+            "metrics": {k: v for k, v in main.items() if k != "misses"},
+            "baseline": {k: v for k, v in base.items() if k != "misses"},
+            "misses": main["misses"],
+            "baseline_misses": base["misses"],
+            "calibration": [dict(c.to_json(), fold=f) for f, c in self.calibrations],
+            "rows": [row_json(p, baseline_by_row[id(p.row)]) for p in self.predictions[self.model]],
+        }
+
+
+def _specs(systems: Sequence[str], cal_rows: Sequence[MeasuredRow] | None, model: str, executor: Executor,
+           fold: int | None, fits: list[tuple[int | None, Calibration]]) -> dict[str, SystemSpec]:
+    out = {}
+    for s in systems:
+        if cal_rows is None:
+            out[s] = find_spec(s)
+            continue
+        if not any(r.system == s for r in cal_rows):
+            raise MeasurementError(f"calibrate-on: no measurements of system {s!r} to calibrate it on")
+        fit = calibrate(cal_rows, s, executor, model)
+        fits.append((fold, fit))
+        out[s] = fit.after
+    return out
+
+
+def validate(rows: Sequence[MeasuredRow], executor: Executor, model: str = "des",
+             calibrate_on: Sequence[MeasuredRow] | None = None, folds: int = 1) -> ValidationResult:
+    if folds > 1 and calibrate_on is None:
+        raise InputError("folds: cross-validation needs --calibrate-on")
+    groups = groups_of(rows)
+    keys = list(groups)
+    if folds > len(keys):
+        raise InputError(f"folds: {folds} folds but only {len(keys)} groups")
+    systems = sorted({r.system for r in rows})
+    preds: dict[str, list[RowPrediction]] = {}
+    results: dict[str, dict[GroupKey, ConfigResult]] = {}
+    fits: list[tuple[int | None, Calibration]] = []
+    for m in dict.fromkeys((model, "analytic")):
+        preds[m], results[m] = [], {}
+        for f in range(folds):
+            held = {k for i, k in enumerate(keys) if i % folds == f} if folds > 1 else set(keys)
+            cal = None if calibrate_on is None else (
+                [r for r in calibrate_on if r.group not in held] if folds > 1 else list(calibrate_on))
+            specs = _specs(systems, cal, m, executor, f if folds > 1 else None, fits)
+            part = {k: groups[k] for k in keys if k in held}
+            res = predict_groups(part, specs, m, executor, all_matrices=True, label=f"predicting ({m})")
+            results[m].update(res)
+            preds[m] += row_predictions(part, res)
+        order = {id(r): i for i, r in enumerate(rows)}
+        preds[m].sort(key=lambda p: order[id(p.row)])
+    return ValidationResult(model, len(keys), preds, results, tuple(fits), folds)
