@@ -76,19 +76,27 @@ class _Layout:
     """Which parameters the vector holds: class log-multipliers, then log ceilings (GB/s)."""
 
     classes: tuple[str, ...]
+    fit_tree: bool  # the tree's network efficiency relative to the ring's
     caps: tuple[str, ...]  # algorithms whose rate ceiling is fitted
 
+    @property
+    def priored(self) -> int:
+        return len(self.classes) + (1 if self.fit_tree else 0)
+
     def prior(self, x: np.ndarray) -> np.ndarray:
-        return PRIOR_WEIGHT * x[: len(self.classes)]
+        return PRIOR_WEIGHT * x[: self.priored]
 
     def apply(self, spec: SystemSpec, x: np.ndarray) -> SystemSpec:
         out = spec
         for c, v in zip(self.classes, x):
             out = out.with_class(c, bandwidth=spec.classes[c].bandwidth * math.exp(v))
+        eff = dict(spec.efficiency)
+        if self.fit_tree:
+            eff["tree"] = min(1.0, spec.efficiency["tree"] * math.exp(x[len(self.classes)]))
         rate = dict(spec.max_rate)
-        for a, v in zip(self.caps, x[len(self.classes):]):
+        for a, v in zip(self.caps, x[self.priored:]):
             rate[a] = math.exp(v)
-        return replace(out, max_rate=rate)
+        return replace(out, efficiency=eff, max_rate=rate)
 
 
 def _residuals(rows_by_group, results) -> np.ndarray:
@@ -126,13 +134,13 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
             return np.concatenate([_residuals(groups, results), layout.prior(x)])
         return fun
 
-    links = _Layout(tuple(sorted(spec.classes)), ())
-    n = len(links.classes)
+    links = _Layout(tuple(sorted(spec.classes)), algos == ["ring", "tree"], ())
+    n = links.priored
     fun = fitter(links)
     r0 = fun(np.zeros(n))
     data = len(r0) - n
     first = least_squares(fun, np.zeros(n), bounds=BOUNDS, diff_step=0.05, max_nfev=max_evaluations)
-    full = _Layout(links.classes, tuple(algos))
+    full = _Layout(links.classes, links.fit_tree, tuple(algos))
     fastest = max(c.bandwidth for c in links.apply(spec, first.x).classes.values())
     x0 = np.concatenate([first.x, np.full(len(algos), math.log(0.75 * fastest))])
     lower = np.concatenate([np.full(n, BOUNDS[0]), np.full(len(algos), CAP_BOUNDS[0])])

@@ -1,8 +1,10 @@
 """The validation workflow: (optionally) calibrate, predict every group, score.
 
-With ``folds = k`` the groups of the validated file are dealt into ``k`` folds in
-file order; each fold is predicted by models calibrated on the calibration rows of
-the other groups only, and the pooled predictions are scored.
+With ``folds = k`` the measured configurations (system, nodes, axes, reduction
+axes) are dealt into ``k`` folds in file order, the ring and tree groups of one
+configuration together, so that every fold holds both algorithms; each fold is
+predicted by models calibrated on the calibration rows of the other folds only,
+and the pooled predictions are scored.
 """
 
 from __future__ import annotations
@@ -76,16 +78,18 @@ def validate(rows: Sequence[MeasuredRow], executor: Executor, model: str = "des"
         raise InputError("folds: cross-validation needs --calibrate-on")
     groups = groups_of(rows)
     keys = list(groups)
-    if folds > len(keys):
-        raise InputError(f"folds: {folds} folds but only {len(keys)} groups")
     systems = sorted({r.system for r in rows})
     preds: dict[str, list[RowPrediction]] = {}
     results: dict[str, dict[GroupKey, ConfigResult]] = {}
     fits: list[tuple[int | None, Calibration]] = []
+    configs = list(dict.fromkeys(k[:4] for k in keys))
+    if folds > len(configs):
+        raise InputError(f"folds: {folds} folds but only {len(configs)} measured configurations")
+    fold_of = {c: i % folds for i, c in enumerate(configs)}
     for m in dict.fromkeys((model, "analytic")):
         preds[m], results[m] = [], {}
         for f in range(folds):
-            held = {k for i, k in enumerate(keys) if i % folds == f} if folds > 1 else set(keys)
+            held = {k for k in keys if fold_of[k[:4]] == f}
             cal = None if calibrate_on is None else (
                 [r for r in calibrate_on if r.group not in held] if folds > 1 else list(calibrate_on))
             specs = _specs(systems, cal, m, executor, f if folds > 1 else None, fits)

@@ -42,6 +42,14 @@ class Pattern:
     hops: tuple[Hop, ...]
     analytic_seconds_per_byte: float  # NCCL tuning model: 1 / algorithm bandwidth, no contention
 
+    def network_load(self) -> tuple[np.ndarray, np.ndarray]:
+        """The part of (edges, coef) that inter-node hops contribute."""
+        return combine(h for h in self.hops if h.inter_node)
+
+    @property
+    def crosses_nodes(self) -> bool:
+        return any(h.inter_node for h in self.hops)
+
     @property
     def max_sent(self) -> float:
         """Bytes the busiest member sends per byte of buffer (what a throughput ceiling limits)."""

@@ -25,8 +25,8 @@ def check_model(model: str) -> str:
 class ModelConfig:
     """Knobs of the collective model.
 
-    ``*_efficiency`` scales the share of the link figures an algorithm achieves (1.0 =
-    the file's figures); ``*_max_rate`` (bytes/s) caps the bytes per second the
+    ``*_efficiency`` is the share of the network's figures an algorithm achieves on its
+    inter-node hops (1.0 = the file's figures); ``*_max_rate`` (bytes/s) caps the bytes per second the
     busiest member of one collective can send -- NCCL's per-channel throughput times
     its channels -- and binds on fast links only.  Calibration fits both.  ``base_latency`` is NCCL's
     per-collective start-up latency in seconds.

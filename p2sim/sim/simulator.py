@@ -105,13 +105,19 @@ class Simulator:
         spanned = max(len({self.topo.node_of(d) for d in g}) for g in step.groups)
         trace: tuple = ()
         if self.model == "analytic":
-            seconds = max(p.latency + v * max(p.analytic_seconds_per_byte / eff, p.max_sent / cap)
+            seconds = max(p.latency + v * max(p.analytic_seconds_per_byte / (eff if p.crosses_nodes else 1.0),
+                                              p.max_sent / cap)
                           for p, v in zip(patterns, volumes))
         else:
             capacity = self.topo.capacity
             flows = []
             for i, (p, v, g) in enumerate(zip(patterns, volumes, step.groups)):
-                edges, coef = p.edges, p.coef / eff
+                edges, coef = p.edges, p.coef
+                if eff != 1.0 and p.crosses_nodes:
+                    # the algorithm achieves only ``eff`` of the network: its inter-node hops weigh more
+                    net_edges, net_coef = p.network_load()
+                    coef = coef.copy()
+                    coef[np.searchsorted(edges, net_edges)] += net_coef * (1.0 / eff - 1.0)
                 if math.isfinite(cap):
                     # the ceiling on what a member sends per second: a private virtual link
                     edges = np.append(edges, len(self.topo.capacity) + i)

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from p2sim.analysis.measurements import CSV_COLUMNS, load_measurements
+from p2sim.errors import MeasurementError
+
+DATA = Path(__file__).resolve().parents[1] / "validation" / "data"
+CSV = DATA / "measurements_2node.csv"
+
+
+def test_p2_table_loads():
+    rows = load_measurements(CSV)
+    assert len(rows) == 60
+    r = rows[0]
+    assert (r.system, r.nodes, r.axes, r.reduce_axes, r.matrix, r.algo) == ("a100", 2, (32,), (0,), ((2, 16),), "ring")
+    assert r.bytes_per_gpu == 2**29 * 2 * 4 and r.allreduce_s == 4.74 and r.programs_better == 9
+    assert len({r.group for r in rows}) == 32
+    assert len(load_measurements(DATA)) == 60  # a directory reads every file in it
+
+
+def _edit(tmp_path, old, new, count=1):
+    text = CSV.read_text().replace(old, new, count)
+    f = tmp_path / "m.csv"
+    f.write_text(text)
+    return f
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where"),
+    [
+        ("optimal_s,", "best_s,", ":1: optimal_s: missing column"),
+        ("4.74,3.18", "4.74,fast", ":2: optimal_s: 'fast' is not a number"),
+        ("4.74,3.18", "-4.74,3.18", ":2: allreduce_s: '-4.74' must be positive"),
+        ("A100,2,16,32", "Z100,2,16,32", ":2: gpu: unknown system 'z100'"),
+        ("[[2 16]]", "[[4 8]]", ":2: matrix"),
+        ("[[2 16]]", "[[2 16", ":2: matrix"),
+        ("A100,2,16,32,0,", "A100,2,16,32,3,", ":2: reduce_axes"),
+        ("A100,2,16,32", "A100,2,8,32", ":2: gpus_per_node"),
+        (",ring,4.74", ",mesh,4.74", ":2: algo"),
+    ],
+)
+def test_bad_csv_names_file_line_and_field(tmp_path, old, new, where):
+    f = _edit(tmp_path, old, new)
+    with pytest.raises(MeasurementError) as e:
+        load_measurements(f)
+    assert str(e.value).startswith(str(f) + where)
+
+
+def _log(tmp_path, records):
+    f = tmp_path / "run.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return f
+
+
+def _rec(program, seconds, **kw):
+    base = {"system": "a100", "nodes": 2, "axes": [2, 16], "reduce_axes": [1], "matrix": [[1, 2], [2, 8]],
+            "program": program, "algo": "ring", "bytes": 2**20, "seconds": seconds, "pass": True}
+    base.update(kw)
+    return base
+
+
+def test_jsonl_logs_group_programs_and_take_medians(tmp_path):
+    blue = "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"
+    f = _log(tmp_path, [_rec("AllReduce(slice=0, Inside)", s) for s in (3.0, 1.0, 2.0)]
+             + [_rec(blue, s) for s in (1.0, 1.5)] + [_rec(blue, 0.1, **{"pass": False})])
+    (row,) = load_measurements(f)
+    assert row.allreduce_s == 2.0 and row.optimal_s == 1.25
+    assert dict(row.programs)[blue] == 1.25  # the failed run is ignored
+    assert row.programs_better == 1 and row.speedup == pytest.approx(1.6)
+
+
+@pytest.mark.parametrize(
+    ("record", "where"),
+    [
+        ("{not json", ":1: record: not valid JSON"),
+        (json.dumps({k: v for k, v in _rec("x", 1.0).items() if k != "seconds"}), ":1: seconds: missing"),
+        (json.dumps(_rec("AllReduce(slice=0, Inside)", "slow")), ":1: seconds"),
+        (json.dumps(_rec("AllReduce(slice=0, Inside)", 1.0, system="tpu")), ":1: system: unknown system"),
+    ],
+)
+def test_bad_logs(tmp_path, record, where):
+    f = tmp_path / "bad.jsonl"
+    f.write_text(record + "\n")
+    with pytest.raises(MeasurementError) as e:
+        load_measurements(f)
+    assert str(e.value).startswith(str(f) + where)
+
+
+def test_missing_and_empty(tmp_path):
+    with pytest.raises(MeasurementError, match="no such measurement file"):
+        load_measurements(tmp_path / "none.csv")
+    (tmp_path / "d").mkdir()
+    with pytest.raises(MeasurementError, match="no .csv or .jsonl"):
+        load_measurements(tmp_path / "d")
+    empty = tmp_path / "e.csv"
+    empty.write_text(",".join(CSV_COLUMNS) + "\n")
+    with pytest.raises(MeasurementError, match="no measurements"):
+        load_measurements(empty)
+
+
+def test_directory_with_csv_and_log(tmp_path):
+    shutil.copy(CSV, tmp_path / "p2.csv")
+    _log(tmp_path, [_rec("AllReduce(slice=0, Inside)", 1.0)])
+    assert len(load_measurements(tmp_path)) == 61
