@@ -13,13 +13,15 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 demo: $(BIN)/.installed
-	$(BIN)/p2sim synth --hierarchy 2,16 --axes 4,8 --reduce 0 --limit 8
+	$(BIN)/p2sim rank --system a100 --axes 4,8 --reduce 0 --algo both --top 5
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/synth_appendix.py
+	$(BIN)/python benchmarks/simulate_appendix.py
+	$(BIN)/python benchmarks/simulate_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
