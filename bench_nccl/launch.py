@@ -1,0 +1,74 @@
+"""The one-machine launcher: one process per rank, watched until all have finished.
+
+It picks a free port on the loopback address, makes the run's random token, and
+starts ``world`` copies of the command with the torchrun-style variables set.  If a
+rank dies, the launcher tells the others through the store, gives them a few
+seconds to stop, ends whatever is left, and says which rank failed.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+from .env import TOKEN_VAR
+from .errors import BenchError
+from .store import StoreClient
+
+__all__ = ["launch_local", "free_port"]
+
+
+def free_port(address: str) -> int:
+    with socket.socket() as s:
+        s.bind((address, 0))
+        return s.getsockname()[1]
+
+
+def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", grace: float = 10.0) -> int:
+    port = free_port(address)
+    token = secrets.token_hex(16)
+    procs = []
+    for rank in range(world):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
+                   MASTER_ADDR=address, MASTER_PORT=str(port), **{TOKEN_VAR: token})
+        procs.append(subprocess.Popen([sys.executable, "-m", "bench_nccl", *argv], env=env))
+    failed: tuple[int, int] | None = None
+    try:
+        while any(p.poll() is None for p in procs):
+            for rank, p in enumerate(procs):
+                code = p.poll()
+                if code not in (None, 0) and failed is None:
+                    failed = (rank, code)
+                    _tell_others(address, port, token, f"rank {rank} exited with code {code}")
+                    deadline = time.monotonic() + grace
+                    while time.monotonic() < deadline and any(q.poll() is None for q in procs):
+                        time.sleep(0.1)
+                    for q in procs:
+                        if q.poll() is None:
+                            q.kill()
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        for p in procs:
+            p.kill()
+        raise BenchError("interrupted; the log keeps every completed record") from None
+    for p in procs:
+        p.wait()
+    if failed is not None:
+        raise BenchError(f"rank {failed[0]} failed (exit code {failed[1]}); stopped the other ranks; "
+                         "the log keeps every completed record")
+    return 0
+
+
+def _tell_others(address: str, port: int, token: str, msg: str) -> None:
+    try:
+        c = StoreClient(address, port, token, connect_timeout=1.0)
+        if not c.get("abort"):
+            c.set("abort", msg)
+        c.close()
+    except BenchError:
+        pass  # rank 0 itself is gone: the others lose the store and stop on their own
