@@ -204,3 +204,46 @@ def make_backend(name: str, rank: int, world: int, local_rank: int, store: Store
     if name == "nccl":
         return NcclBackend(rank, world, local_rank, store, timeout)
     raise BenchError(f"backend: {name!r} is not nccl or numpy")
+
+
+def single_gpu_check(bytes_per_gpu: int) -> list[str]:
+    """On a machine with one GPU: each of the five collectives on a one-rank communicator.
+
+    NCCL runs them as copies; the check proves CuPy, NCCL and the call signatures work
+    and that the results are right (a one-rank reduction is the input itself).
+    """
+    try:
+        import cupy as cp
+        from cupy.cuda import nccl
+    except ImportError as e:
+        raise BenchError(f"{CUPY_HELP} ({e})") from None
+    from .values import initial
+
+    chunk = max(1, bytes_per_gpu // 4)
+    comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+    stream = cp.cuda.Stream(non_blocking=True)
+    data = initial(cp, 0, [0], chunk, cp.float32)
+    lines = []
+    calls = {
+        "AllReduce": lambda o: comm.allReduce(data.data.ptr, o.data.ptr, data.size, nccl.NCCL_FLOAT32,
+                                              nccl.NCCL_SUM, stream.ptr),
+        "ReduceScatter": lambda o: comm.reduceScatter(data.data.ptr, o.data.ptr, data.size, nccl.NCCL_FLOAT32,
+                                                      nccl.NCCL_SUM, stream.ptr),
+        "AllGather": lambda o: comm.allGather(data.data.ptr, o.data.ptr, data.size, nccl.NCCL_FLOAT32, stream.ptr),
+        "Reduce": lambda o: comm.reduce(data.data.ptr, o.data.ptr, data.size, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, 0,
+                                        stream.ptr),
+        "Broadcast": lambda o: comm.broadcast(data.data.ptr, o.data.ptr, data.size, nccl.NCCL_FLOAT32, 0,
+                                              stream.ptr),
+    }
+    for name, call in calls.items():
+        out = cp.zeros_like(data)
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record(stream)
+        call(out)
+        end.record(stream)
+        end.synchronize()
+        ok = bool((out == data).all())
+        lines.append(f"{name:<14} 1 rank  {cp.cuda.get_elapsed_time(start, end) / 1000:.6f} s  "
+                     f"{'PASS' if ok else 'FAIL'}")
+    comm.destroy()
+    return lines

@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--inject-failure", default=None, metavar="RANK:RECORD", help=argparse.SUPPRESS)
     s = sub.add_parser("summary", help="summarise a log", description="One line per program of a log.")
     s.add_argument("log")
+    o = sub.add_parser("single", help="check the five NCCL collectives on a machine with one GPU",
+                       description="Run each collective on a one-rank NCCL communicator and check the results.")
+    o.add_argument("--bytes", default="64MiB", help="buffer (default: 64MiB)")
     return parser
 
 
@@ -118,6 +121,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        if args.command == "single":
+            from .backends import single_gpu_check
+
+            lines = single_gpu_check(byte_size(args.bytes))
+            print("\n".join(lines))
+            return 0 if all(line.endswith("PASS") for line in lines) else 1
         if args.command == "summary":
             records = read_log(args.log)
             if not records:
