@@ -99,14 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "with speedups over each matrix's single AllReduce.")
     _add_layout(p, system=True)
     p.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
-    p.add_argument("--algo", default="ring", help="ring, tree or both (default: ring)")
-    p.add_argument("--model", default="des", help="des or analytic (default: des)")
     p.add_argument("--bytes", default=None, help="buffer per GPU (default: P2's 2^29 x nodes float32)")
     p.add_argument("--top", default="10", help="how many to show (default: 10)")
-    p.add_argument("--profile", default="paper", help="rule profile (default: paper)")
-    p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
     p.add_argument("--out", default=None, metavar="DIR", help="write report.md, report.html and plots into DIR")
-    p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    _add_sweep_options(p, algo="ring")
     p.set_defaults(func=cmd_rank)
 
     p = sub.add_parser("plan", help="rank placements by a whole training step's communication",
@@ -148,8 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("calibrate", help="fit link-class bandwidths to measurements",
-                       description="Fit each link class's effective bandwidth (and the tree efficiency) of one "
-                                   "system to measurements by least squares on log times; write a system file.")
+                       description="Fit one system's link-class bandwidths, per-algorithm rate ceilings and tree "
+                                   "network efficiency to measurements by least squares on log times; write a "
+                                   "system file.")
     p.add_argument("--measurements", required=True, metavar="FILE|DIR", help="measurement CSV or JSON-lines log")
     p.add_argument("--system", required=True, help="the system to calibrate (name or .toml file)")
     p.add_argument("--out", required=True, metavar="FILE.toml", help="the calibrated system file to write")
@@ -160,8 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_sweep_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--algo", default="both", help="ring, tree or both (default: both)")
+def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "both") -> None:
+    p.add_argument("--algo", default=algo, help=f"ring, tree or both (default: {algo})")
     p.add_argument("--model", default="des", help="des or analytic (default: des)")
     p.add_argument("--profile", default="paper", help="rule profile (default: paper)")
     p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
