@@ -51,8 +51,9 @@ class NumpyBackend:
         self.rank, self.world, self.store, self.timeout = rank, world, store, timeout
         self._seq: dict[tuple[int, ...], int] = {}
 
-    def communicator(self, group: tuple[int, ...]) -> tuple[int, ...]:
-        return group
+    def communicators(self, partitions: list[tuple[tuple[int, ...], ...]]) -> dict[tuple[int, ...], Any]:
+        """This rank's communicators: here a group is its own communicator."""
+        return {g: g for part in partitions for g in part if self.rank in g}
 
     def versions(self) -> dict[str, Any]:
         return {"host": socket.gethostname(), "gpu_name": "cpu (numpy emulation)", "nccl_version": None,
@@ -119,6 +120,7 @@ class NcclBackend:
         self.device.use()
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self._comms: dict[tuple[int, ...], Any] = {}
+        self._world: Any = None
 
     def versions(self) -> dict[str, Any]:
         props = self.cupy.cuda.runtime.getDeviceProperties(self.device.id)
@@ -127,11 +129,38 @@ class NcclBackend:
                 "nccl_version": self.nccl.get_version(), "cupy_version": self.cupy.__version__,
                 "nccl_algo": os.environ.get("NCCL_ALGO")}
 
-    def communicator(self, group: tuple[int, ...]) -> Any:
-        """ncclCommInitRank for ``group``: its first member makes the unique id, the store carries it."""
-        hit = self._comms.get(group)
-        if hit is not None:
-            return hit
+    def communicators(self, partitions: list[tuple[tuple[int, ...], ...]]) -> dict[tuple[int, ...], Any]:
+        """This rank's communicators for every step's groups, created once and cached.
+
+        With ``commSplit`` (CuPy 13 and later with NCCL 2.18 and later), one split of a world
+        communicator per step makes all of its groups at once; otherwise each group runs
+        ncclCommInitRank with a unique id from its first member.  Every rank walks the
+        same sorted list, so the collective creation calls never wait on each other in a
+        cycle.
+        """
+        split = hasattr(self.nccl.NcclCommunicator, "commSplit")
+        if split and self._world is None:
+            self._world = self._init_rank(tuple(range(self.world)))
+        for part in partitions:
+            if all(g in self._comms for g in part):
+                continue
+            if split:
+                # every rank takes part in the split; only members of a group still missing get a colour
+                mine = [i for i, g in enumerate(part) if self.rank in g and g not in self._comms]
+                color = mine[0] if mine else getattr(self.nccl, "NCCL_SPLIT_NOCOLOR", -1)
+                key = part[mine[0]].index(self.rank) if mine else 0
+                comm = self._world.commSplit(color, key)
+                if mine:
+                    self._comms[part[mine[0]]] = comm
+                for g in part:
+                    self._comms.setdefault(g, None)  # made by this split (its members hold it)
+            else:
+                for g in part:
+                    if self.rank in g and g not in self._comms:
+                        self._comms[g] = self._init_rank(g)
+        return {g: c for g, c in self._comms.items() if self.rank in g}
+
+    def _init_rank(self, group: tuple[int, ...]) -> Any:
         key = "uid/" + "-".join(map(str, group))
         if group[0] == self.rank:
             uid = self.nccl.get_unique_id()
@@ -139,10 +168,8 @@ class NcclBackend:
             self.store.set(key, text)
         (text,) = self.store.wait([key], self.timeout, f"the NCCL id of {list(group)}")
         uid = json.loads(text) if text.startswith("[") else base64.b64decode(text)
-        comm = self.nccl.NcclCommunicator(len(group), tuple(uid) if isinstance(uid, list) else uid,
+        return self.nccl.NcclCommunicator(len(group), tuple(uid) if isinstance(uid, list) else uid,
                                           group.index(self.rank))
-        self._comms[group] = comm
-        return comm
 
     def run(self, step: RankStep, comm: Any, buf: Any, chunks: int, chunk: int) -> Any:
         cp, nccl, s = self.cupy, self.nccl, self.stream.ptr
@@ -183,15 +210,18 @@ class NcclBackend:
         end.synchronize()
         return out, cp.cuda.get_elapsed_time(start, end) / 1000.0
 
+    def _all_comms(self) -> list[Any]:
+        return [c for c in [*self._comms.values(), self._world] if c is not None]
+
     def close(self) -> None:
-        for comm in self._comms.values():
+        for comm in self._all_comms():
             try:
                 comm.destroy()
             except Exception:  # noqa: BLE001 -- best effort while shutting down
                 pass
 
     def abort(self) -> None:
-        for comm in self._comms.values():
+        for comm in self._all_comms():
             try:
                 comm.abort()
             except Exception:  # noqa: BLE001

@@ -55,6 +55,17 @@ class ProgramPlan:
         seen = {s.group for steps in self.steps.values() for s in steps if s.group is not None}
         return sorted(seen)
 
+    def partitions(self) -> list[tuple[tuple[int, ...], ...]]:
+        """The groups of each step (disjoint), distinct and in a fixed order: one split each."""
+        by_step: list[set[tuple[int, ...]]] = []
+        for steps in self.steps.values():
+            for n, s in enumerate(steps):
+                while len(by_step) <= n:
+                    by_step.append(set())
+                if s.group is not None:
+                    by_step[n].add(s.group)
+        return sorted({tuple(sorted(g)) for g in by_step if g})
+
 
 def plan_program(lowering: Lowering, program: Program) -> ProgramPlan:
     check_program_completes(lowering, program)

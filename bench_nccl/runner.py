@@ -133,7 +133,7 @@ def _run(cfg: RunConfig, p: Placement, store: StoreClient, backend_ref: list[Any
         if cfg.max_records is not None and records >= cfg.max_records:
             break
         chunk = max(1, cfg.bytes // (plan.chunks * xp.dtype(dtype).itemsize))
-        comms = {g: backend.communicator(g) for g in plan.groups() if p.rank in g}
+        comms = backend.communicators(plan.partitions())
         want = expected(xp, plan.reduction_group[p.rank], range(plan.chunks), chunk, dtype)
         for n, it in enumerate([None] * cfg.warmup + todo):  # None: a warm-up iteration
             if it is not None and cfg.inject_failure == (p.rank, records):
