@@ -161,3 +161,17 @@ def test_calibrate_cli_writes_a_loadable_system(capsys, tmp_path):
                        "AllReduce(slice=0, Inside)", "--json")
     assert rc == 0, err
     assert json.loads(out)["programs"][0]["total_seconds"] > 3.0  # about 4.7 s measured
+
+
+@pytest.mark.parametrize(("system", "devices"), [("a100", 32), ("v100", 16), ("h100", 16), ("p2-16gpu", 16)])
+def test_plan_and_whatif_on_every_shipped_system(capsys, system, devices):
+    rc, out, err = run(capsys, "plan", "--system", system, "--axes", f"{devices // 4},4", "--reduction", "0:1GiB",
+                       "--reduction", "1:64MiB x 4", "--workers", "1", "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["plans"] and doc["best"]["total_seconds"] <= doc["default"]["total_seconds"]
+    rc, out, err = run(capsys, "whatif", "--system", system, "--vary", "nic.bandwidth=4,400", "--algo", "ring",
+                       "--workers", "1", "--json")
+    assert rc == 0, err
+    pts = json.loads(out)["points"]
+    assert len(pts) == 2 and pts[1]["seconds"] <= pts[0]["seconds"]  # a faster NIC never hurts
