@@ -44,7 +44,7 @@ def channels(topo: Topology, members: Sequence[int]) -> int:
     if len(nodes) < 2:
         return 1
     first = min(nodes)
-    nics = {topo._nic_of(m % topo.gpus_per_node)[0] for m in members if topo.node_of(m) == first}
+    nics = {topo.nic_of(m) for m in members if topo.node_of(m) == first}
     return max(1, len(nics))
 
 

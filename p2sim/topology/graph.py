@@ -230,6 +230,10 @@ class Topology:
     def _nic_of(self, a: int) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
         return self._nic_assignment[a]
 
+    def nic_of(self, device: int) -> str:
+        """The NIC (component name inside its node) that GPU ``device`` uses for the network."""
+        return self._nic_of(device % self.gpus_per_node)[0]
+
     def _net_route(self, src: str, dst: str) -> tuple[int, ...]:
         hit = self._net.get((src, dst))
         if hit is not None:
