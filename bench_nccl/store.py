@@ -24,6 +24,12 @@ __all__ = ["StoreServer", "StoreClient"]
 
 class _Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
+        try:
+            self._serve()
+        except (OSError, ValueError):
+            pass  # a rank that stopped or died closed its connection mid-request
+
+    def _serve(self) -> None:
         server: StoreServer = self.server.owner  # type: ignore[attr-defined]
         for line in self.rfile:
             try:
@@ -40,6 +46,9 @@ class _Handler(socketserver.StreamRequestHandler):
 class _TCPServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+
+    def handle_error(self, request, client_address) -> None:  # type: ignore[override]
+        pass  # a peer's broken connection is reported by the peers that wait for it, not here
 
 
 class StoreServer:
@@ -127,7 +136,10 @@ class StoreClient:
             raise BenchError(f"store: lost the connection to rank 0 ({e})") from None
         if not line:
             raise BenchError("store: rank 0 closed the connection (did it die?)")
-        out = json.loads(line)
+        try:
+            out = json.loads(line)
+        except json.JSONDecodeError:
+            raise BenchError("store: a broken answer from rank 0 (did it die?)") from None
         if "error" in out:
             raise BenchError(f"store: {out['error']}")
         return out
