@@ -165,3 +165,21 @@ def test_plans_keep_chunks_packed_in_order():
             assert rows == tuple(range(plan.chunks))  # every program ends with every chunk
     assert record_key({"system": "a", "nodes": 1, "axes": [2], "reduce_axes": [0], "matrix": [[2]],
                        "program": "p", "algo": "ring", "bytes": 1, "backend": "numpy"})
+
+
+FAKEGPU = str(ROOT / "tests" / "fakegpu")
+
+
+@pytest.mark.parametrize("split", ["1", "0"])
+def test_nccl_backend_bookkeeping_with_a_stand_in_for_cupy(tmp_path, monkeypatch, split):
+    """The nccl backend's calls, counts, roots and communicators, checked against a fake NCCL."""
+    monkeypatch.setenv("PYTHONPATH", FAKEGPU + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("FAKE_GPUS", "8")
+    monkeypatch.setenv("FAKE_NCCL_SPLIT", split)  # 0: CuPy without commSplit, one unique id per group
+    log = tmp_path / "nccl.jsonl"
+    bench("run", "--system", "p2-16gpu", "--nodes", "1", "--backend", "nccl", "--bytes", "1KiB", "--warmup", "1",
+          "--iters", "1", "--algo", "tree", "--log", str(log))
+    records = read_log(log)
+    assert len(records) == 47 and all(r["pass"] is True for r in records)
+    assert records[0]["backend"] == "nccl" and records[0]["nccl_algo"] == "Tree"
+    assert records[0]["emulated"] is False
