@@ -5,6 +5,9 @@ from pathlib import Path
 
 import pytest
 
+# the CuPy stand-in is put on PYTHONPATH by the tests that need it; never import it here
+collect_ignore = ["fakegpu"]
+
 DATA = Path(__file__).resolve().parents[1] / "validation"
 
 
