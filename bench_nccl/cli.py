@@ -59,10 +59,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_of(args: argparse.Namespace) -> RunConfig:
-    from p2sim.program import parse_program
-
-    if args.programs != "all":
-        parse_program(args.programs)  # reject a malformed program before any process starts
     fail = None
     if args.inject_failure:
         a, b = args.inject_failure.split(":")
@@ -81,19 +77,19 @@ def config_of(args: argparse.Namespace) -> RunConfig:
 
 
 def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    import math
     from dataclasses import replace
 
-    from p2sim.placement import check_sizes
     from p2sim.topology import load_system
+
+    from .plan import plan_programs
 
     cfg = config_of(args)
     topo = load_system(cfg.system, cfg.nodes)
     axes = (topo.devices,) if args.axes is None else int_list(args.axes, "axes", minimum=1)
-    check_sizes(topo.hierarchy, axes)
     cfg = replace(cfg, axes=tuple(axes))
-    if math.prod(axes[i] for i in cfg.reduce_axes if 0 <= i < len(axes)) < 2:
-        raise BenchError("reduce: nothing to reduce over axes of size 1")
+    # the ranks plan the same way; planning here first rejects bad axes, reduction axes,
+    # matrices and programs with one message before any process starts
+    plan_programs(topo.hierarchy, cfg.axes, cfg.reduce_axes, cfg.matrix, cfg.programs, cfg.profile)
     if cfg.backend == "nccl":
         from .backends import CUPY_HELP
 

@@ -109,7 +109,7 @@ def _run(cfg: RunConfig, p: Placement, store: StoreClient, backend_ref: list[Any
     backend = make_backend(cfg.backend, p.rank, p.world, p.local_rank, store, cfg.timeout)
     backend_ref.append(backend)
     xp, dtype = backend.xp, backend.dtype
-    run_id = store.get("run_id") if p.rank else None
+    run_id = None
     writer = None
     if p.rank == 0:
         run_id = uuid.uuid4().hex[:12]

@@ -33,6 +33,7 @@ from ..topology.spec import SystemSpec
 from .executor import Executor
 from .measurements import MeasuredRow
 from .predict import groups_of, predict_groups
+from .sweep import ALLREDUCE_TEXT
 
 __all__ = ["Calibration", "calibrate", "PRIOR_WEIGHT"]
 
@@ -110,7 +111,7 @@ def _residuals(rows_by_group, results) -> np.ndarray:
             else:
                 res.append(math.log(min(progs.values()) / r.optimal_s))
                 if r.allreduce_s is not None:
-                    res.append(math.log(progs["AllReduce(slice=0, Inside)"] / r.allreduce_s))
+                    res.append(math.log(progs[ALLREDUCE_TEXT] / r.allreduce_s))
     return np.asarray(res)
 
 

@@ -11,7 +11,7 @@ import csv
 import json
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +19,9 @@ from ..errors import MeasurementError, P2SimError
 from ..hierarchy import reduce_axes_of
 from ..placement import Matrix, Placement, format_matrix, parse_matrix
 from ..topology import find_spec
+from .sweep import ALLREDUCE_TEXT
 
-__all__ = ["MeasuredRow", "load_measurements", "GroupKey", "CSV_COLUMNS", "ALLREDUCE_TEXT"]
-
-ALLREDUCE_TEXT = "AllReduce(slice=0, Inside)"
+__all__ = ["MeasuredRow", "load_measurements", "GroupKey", "CSV_COLUMNS"]
 
 CSV_COLUMNS = ("gpu", "nodes", "gpus_per_node", "axes", "reduce_axes", "matrix", "algo", "allreduce_s",
                "optimal_s", "speedup", "programs_better", "programs_total", "floats_per_gpu")
@@ -188,13 +187,7 @@ def _load_jsonl(path: Path) -> list[MeasuredRow]:
     for r in rows:
         if r.programs_better is not None:
             totals[r.group] = totals.get(r.group, 0) + r.programs_better
-    return [r if r.programs_better is None else _with_better(r, totals[r.group]) for r in rows]
-
-
-def _with_better(r: MeasuredRow, n: int) -> MeasuredRow:
-    from dataclasses import replace
-
-    return replace(r, programs_better=n)
+    return [r if r.programs_better is None else replace(r, programs_better=totals[r.group]) for r in rows]
 
 
 def load_measurements(paths: str | Path | Sequence[str | Path]) -> list[MeasuredRow]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..topology.spec import SystemSpec
 from .executor import Executor, run_all
 from .measurements import GroupKey, MeasuredRow
-from .sweep import ALLREDUCE_TEXT, ConfigResult, SweepTask, run_task
+from .sweep import ConfigResult, SweepTask, run_task
 
 __all__ = ["groups_of", "group_task", "predict_groups", "RowPrediction", "row_predictions"]
 
@@ -56,6 +56,6 @@ def row_predictions(groups: Mapping[GroupKey, Sequence[MeasuredRow]],
         better = res.better_than_allreduce()
         for r in rows:
             best = res.best(r.matrix)
-            ar = next(p for p in res.of(r.matrix) if p.text == ALLREDUCE_TEXT)
+            ar = res.allreduce(r.matrix)
             out.append(RowPrediction(r, ar.seconds, best.seconds, best.text, better))
     return out

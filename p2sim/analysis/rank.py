@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..placement import Matrix
@@ -92,8 +92,6 @@ def rank_results(results: Sequence[ConfigResult]) -> Ranking:
 
 def split_by_matrix(task: SweepTask, matrices: Sequence[Matrix]) -> list[SweepTask]:
     """One task per matrix, so that an executor can spread them."""
-    from dataclasses import replace
-
     return [replace(task, matrices=(m,)) for m in matrices]
 
 
