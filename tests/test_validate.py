@@ -64,7 +64,7 @@ def test_validation_end_to_end_on_a_subset(tmp_path):
     row = doc["rows"][0]
     for key in ("gpu", "nodes", "axes", "reduce_axes", "matrix", "algo", "measured_allreduce_s", "measured_optimal_s",
                 "predicted_allreduce_s", "predicted_optimal_s", "baseline_allreduce_s", "baseline_optimal_s",
-                "predicted_programs_better", "predicted_best_program"):
+                "predicted_programs_better", "predicted_best_program", "baseline_programs_better"):
         assert key in row
 
 

@@ -134,5 +134,6 @@ def row_json(p: RowPrediction, baseline: RowPrediction) -> dict[str, Any]:
         baseline_allreduce_s=baseline.allreduce_s,
         baseline_optimal_s=baseline.optimal_s,
         baseline_best_program=baseline.best_program,
+        baseline_programs_better=baseline.programs_better,
         source=f"{r.source}:{r.line}",
     )

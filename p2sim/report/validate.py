@@ -80,12 +80,15 @@ def validation_report(doc: dict[str, Any]) -> dict[str, bytes]:
         md += ["", "## Calibration", ""] + [f"- {x}" for x in calibration_lines(doc["calibration"])]
     md += ["", "## Predicted against measured", "", "![allreduce](allreduce.png)", "", "![optimal](optimal.png)", "",
            "## Rows", "", "| gpu | nodes | axes | reduce | matrix | algo | AllReduce s (meas / pred / base) | "
-           "optimal s (meas / pred / base) | predicted best program |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+           "optimal s (meas / pred / base) | programs better (meas / pred / base) | predicted best program |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in doc["rows"]:
         ar = "n/a" if r["measured_allreduce_s"] is None else f"{r['measured_allreduce_s']:.3g}"
+        better = "n/a" if r["measured_programs_better"] is None else r["measured_programs_better"]
         md.append(f"| {r['gpu']} | {r['nodes']} | {r['axes']} | {r['reduce_axes']} | {r['matrix']} | {r['algo']} | "
                   f"{ar} / {r['predicted_allreduce_s']:.3g} / {r['baseline_allreduce_s']:.3g} | "
                   f"{r['measured_optimal_s']:.3g} / {r['predicted_optimal_s']:.3g} / {r['baseline_optimal_s']:.3g} | "
+                  f"{better} / {r['predicted_programs_better']} / {r['baseline_programs_better']} | "
                   f"`{r['predicted_best_program']}` |")
     text = "\n".join(md) + "\n"
     files = {"validation.md": text.encode(), "validation.html": markdown_to_html("p2sim validation", text, images)}
