@@ -42,6 +42,8 @@ def _edit(tmp_path, old, new, count=1):
         ("A100,2,16,32,0,", "A100,2,16,32,3,", ":2: reduce_axes"),
         ("A100,2,16,32", "A100,2,8,32", ":2: gpus_per_node"),
         (",ring,4.74", ",mesh,4.74", ":2: algo"),
+        (",47,1073741824,\n", ",47\n", ":2: floats_per_gpu: missing value"),
+        (",47,1073741824,\n", ",47,1073741824,,extra\n", ":2: line: more fields"),
     ],
 )
 def test_bad_csv_names_file_line_and_field(tmp_path, old, new, where):
