@@ -107,6 +107,8 @@ def test_whatif_marks_winner_changes(capsys, tmp_path):
     four = json.loads(out)["points"][1]
     assert four["point"] == {"nodes": 4}
     assert [math.prod(r) for r in four["matrix"]] == [4, 16]  # '*' absorbed the extra devices
+    # the default buffer is P2's 2^29 x nodes floats at each point
+    assert [p["bytes_per_gpu"] for p in json.loads(out)["points"]] == [2**29 * 2 * 4, 2**29 * 4 * 4]
 
 
 @pytest.mark.parametrize(

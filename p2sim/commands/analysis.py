@@ -141,12 +141,13 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     red = int_list(args.reduce, "reduce")
     model = check_model(args.model)
     algos = algorithms(args.algo)
-    tasks, owners = [], []
+    tasks, owners, point_bytes = [], [], []
     for k, pt in enumerate(pts):
         topo = Topology(pt.spec, pt.nodes)
         p = resolve_axes(args.axes, topo.devices)
         reduce_axes_of(p, red)
         nbytes = buffer_bytes(args, topo)
+        point_bytes.append(nbytes)
         for algo in algos:
             base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, None,
                              Profile.parse(args.profile).value, positive_int(args.max_size, "max-size"))
@@ -166,7 +167,8 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         series = tuple((t, v) for t, v in pt.settings if t != first)
         previous = winners.get(series)
         winners[series] = key
-        rows.append({"point": dict(pt.settings), "label": pt.label, "matrix": [list(r) for r in best.matrix],
+        rows.append({"point": dict(pt.settings), "label": pt.label, "bytes_per_gpu": point_bytes[k],
+                     "matrix": [list(r) for r in best.matrix],
                      "algo": best.algo, "program": best.timing.text, "seconds": best.seconds,
                      "speedup_over_allreduce": best.speedup, "winner_changed": previous is not None and key != previous,
                      "best_per_matrix": [s.to_json() for s in ranking.matrices]})
@@ -181,7 +183,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     print(f"{spec.name}: what if {'; '.join(args.vary)}  (algo {args.algo}, {model} model)")
     for r in rows:
         mark = "  <- winner changes" if r["winner_changed"] else ""
-        print(f"  {r['label']:<32} {r['seconds']:10.4f} s  {r['algo']:<4} "
+        print(f"  {r['label']:<32} {r['bytes_per_gpu'] / 2**20:9.0f} MiB {r['seconds']:10.4f} s  {r['algo']:<4} "
               f"{format_matrix(tuple(tuple(x) for x in r['matrix'])):<18} {r['program']}{mark}")
     if args.out:
         print(f"\nplot: {written[0]}")
