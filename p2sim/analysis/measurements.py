@@ -117,15 +117,15 @@ def _load_csv(path: Path) -> list[MeasuredRow]:
         missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
             raise _fail(src, 1, missing[0], "missing column")
+        width = len(reader.fieldnames or [])
         rows = []
         for rec in reader:
             line = reader.line_num
             short = next((c for c in CSV_COLUMNS if rec[c] is None), None)
             if short is not None:
-                raise _fail(src, line, short, f"missing value (the line has fewer fields than the header's "
-                            f"{len(reader.fieldnames or [])})")
+                raise _fail(src, line, short, f"missing value (the line has fewer fields than the header's {width})")
             if None in rec:
-                raise _fail(src, line, "line", f"more fields than the header's {len(reader.fieldnames or [])}")
+                raise _fail(src, line, "line", f"more fields than the header's {width}")
             nodes = _number(src, line, "nodes", rec["nodes"], int)
             gpn = _number(src, line, "gpus_per_node", rec["gpus_per_node"], int)
             axes = _ints(src, line, "axes", rec["axes"])
