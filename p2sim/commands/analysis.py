@@ -121,11 +121,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_whatif(args: argparse.Namespace) -> int:
-    from dataclasses import replace
-
     from ..analysis.executor import run_all
     from ..analysis.rank import rank_results
-    from ..analysis.sweep import run_task
+    from ..analysis.sweep import ConfigResult, run_task
     from ..analysis.whatif import parse_vary, points, resolve_axes, winner_key
     from ..hierarchy import reduce_axes_of
     from ..placement import format_matrix
@@ -141,6 +139,8 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     red = int_list(args.reduce, "reduce")
     model = check_model(args.model)
     algos = algorithms(args.algo)
+    profile = Profile.parse(args.profile).value
+    max_size = positive_int(args.max_size, "max-size")
     tasks, owners, point_bytes = [], [], []
     for k, pt in enumerate(pts):
         topo = Topology(pt.spec, pt.nodes)
@@ -148,19 +148,22 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         reduce_axes_of(p, red)
         nbytes = buffer_bytes(args, topo)
         point_bytes.append(nbytes)
+        mats = enumerate_matrices(topo.hierarchy, p)
         for algo in algos:
-            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, None,
-                             Profile.parse(args.profile).value, positive_int(args.max_size, "max-size"))
-            for m in enumerate_matrices(topo.hierarchy, p):
-                tasks.append(replace(base, matrices=(m,)))
-                owners.append(k)
+            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, None, profile, max_size)
+            split = split_by_matrix(base, mats)
+            tasks += split
+            owners += [k] * len(split)
     with make_executor(workers(args)) as ex:
         results = run_all(ex, run_task, tasks, "what-if")
+    per_point: list[list[ConfigResult]] = [[] for _ in pts]
+    for r, k in zip(results, owners):
+        per_point[k].append(r)
     rows = []
     winners: dict[tuple, tuple] = {}
     first = variations[0].target
     for k, pt in enumerate(pts):
-        ranking = rank_results([r for r, o in zip(results, owners) if o == k])
+        ranking = rank_results(per_point[k])
         best = ranking.entries[0]
         key = winner_key(best.matrix, best.algo, best.timing.text)
         # a series varies the first parameter with the others fixed, as in the plot
