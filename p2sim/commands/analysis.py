@@ -16,8 +16,7 @@ from ..report.files import write_report
 from ..report.rank import ranking_json, ranking_report, ranking_text
 from ..sim import ModelConfig
 from ..sim.model import check_model
-from ..synthesis import Profile
-from .common import axes, buffer_bytes, emit, topology, workers
+from .common import axes, buffer_bytes, emit, rules, topology, workers
 
 
 def algorithms(text: str) -> tuple[str, ...]:
@@ -34,13 +33,12 @@ def cmd_rank(args: argparse.Namespace) -> int:
     model = check_model(args.model)
     top = positive_int(args.top, "top")
     algos = algorithms(args.algo)
-    profile = Profile.parse(args.profile).value
-    max_size = positive_int(args.max_size, "max-size")
+    profile, max_size = rules(args)
     mats = enumerate_matrices(h, p) if args.matrix is None else [parse_matrix(args.matrix)]
     Lowering.of(Placement.of(h, p, mats[0]), red)  # validates the reduction axes before any work
     tasks = []
     for algo in algos:
-        base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, model, nbytes, None, profile, max_size)
+        base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, model, nbytes, None, profile.value, max_size)
         tasks += split_by_matrix(base, mats)
     with make_executor(workers(args)) as ex:
         ranking = rank_tasks(tasks, ex)
@@ -82,8 +80,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     model = check_model(args.model)
     algos = algorithms(args.algo)
     mats = enumerate_matrices(h, p)
-    base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, None,
-                     Profile.parse(args.profile).value, positive_int(args.max_size, "max-size"))
+    profile, max_size = rules(args)
+    base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, None, profile.value, max_size)
     tasks = plan_tasks(base, reductions, algos, mats)
     with make_executor(workers(args)) as ex:
         results = run_all(ex, run_task, tasks, "planning")
@@ -139,8 +137,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     red = int_list(args.reduce, "reduce")
     model = check_model(args.model)
     algos = algorithms(args.algo)
-    profile = Profile.parse(args.profile).value
-    max_size = positive_int(args.max_size, "max-size")
+    profile, max_size = rules(args)
     tasks, owners, point_bytes = [], [], []
     for k, pt in enumerate(pts):
         topo = Topology(pt.spec, pt.nodes)
@@ -150,7 +147,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         point_bytes.append(nbytes)
         mats = enumerate_matrices(topo.hierarchy, p)
         for algo in algos:
-            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, None, profile, max_size)
+            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, None, profile.value, max_size)
             split = split_by_matrix(base, mats)
             tasks += split
             owners += [k] * len(split)

@@ -11,9 +11,10 @@ from typing import Any
 from ..errors import InputError
 from ..parsing import byte_size, int_list, positive_int
 from ..placement import check_sizes
+from ..synthesis import Profile
 from ..topology import Topology, load_system
 
-__all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers"]
+__all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers", "rules"]
 
 
 def emit(obj: Any) -> None:
@@ -52,6 +53,11 @@ def default_bytes(topo: Topology) -> int:
 
 def buffer_bytes(args: argparse.Namespace, topo: Topology) -> int:
     return default_bytes(topo) if args.bytes is None else byte_size(args.bytes)
+
+
+def rules(args: argparse.Namespace) -> tuple[Profile, int]:
+    """The synthesis rule profile and longest program length of ``--profile`` and ``--max-size``."""
+    return Profile.parse(args.profile), positive_int(args.max_size, "max-size")
 
 
 def workers(args: argparse.Namespace) -> int | None:

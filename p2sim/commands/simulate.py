@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InputError
-from ..parsing import int_list, positive_int
+from ..parsing import int_list
 from ..placement import format_matrix, parse_matrix
 from ..program import parse_program
 from ..report.simulate import draw_topology, program_result_json, results_text, topology_json, topology_text
 from ..report.trace import write_trace
 from ..sim import Simulator, check_program_completes
 from ..sim.model import check_model
-from ..synthesis import Profile, synthesize_placements
+from ..synthesis import synthesize_placements
 from ..topology import find_spec, system_paths
-from .common import axes, buffer_bytes, emit, topology
+from .common import axes, buffer_bytes, emit, rules, topology
 
 
 def cmd_systems(args: argparse.Namespace) -> int:
@@ -53,7 +53,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     nbytes = buffer_bytes(args, topo)
     check_model(args.model)
     mats = None if args.matrix is None else [parse_matrix(args.matrix)]
-    syn = synthesize_placements(h, p, red, Profile.parse(args.profile), positive_int(args.max_size, "max-size"), mats)
+    syn = synthesize_placements(h, p, red, *rules(args), mats)
     if args.program != "all" and len(syn.matrices) > 1:
         options = "; ".join(f'"{format_matrix(m.matrix)}"' for m in syn.matrices)
         raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(syn.matrices)} matrices; "
