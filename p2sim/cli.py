@@ -86,9 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_layout(p, system=True)
     p.add_argument("--matrix", default=None, help='the parallelism matrix, e.g. "[[2 2] [2 8]]" (default: every matrix)')
     p.add_argument("--program", default="all", help="a program in text form, or all (default: all)")
-    p.add_argument("--algo", default="ring", choices=["ring", "tree"], help="NCCL algorithm (default: ring)")
-    p.add_argument("--bytes", default=None, help="buffer per GPU, e.g. 2GiB (default: P2's 2^29 x nodes float32)")
-    p.add_argument("--model", default="des", help="des (contention-aware) or analytic (default: des)")
+    p.add_argument("--algo", default="auto", help="NCCL algorithm: auto (what NCCL would pick per collective), ring, tree, nvls, nvls_tree (default: auto)")
+    p.add_argument("--proto", default="auto", help="NCCL protocol: auto, LL, LL128 or Simple (default: auto)")
+    p.add_argument("--bytes", default=None, help="buffer per GPU, e.g. 2GiB or 8B (default: P2's 2^29 x nodes float32)")
+    p.add_argument("--model", default="des",
+                   help="des (contention-aware), analytic (NCCL's tuning model, no contention) or baseline "
+                        "(link-bottleneck formulas) (default: des)")
     p.add_argument("--profile", default="paper", help="rule profile for --program all (default: paper)")
     p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
     p.add_argument("--trace", default=None, metavar="FILE.json", help="write a Chrome trace of flows on links")
@@ -102,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bytes", default=None, help="buffer per GPU (default: P2's 2^29 x nodes float32)")
     p.add_argument("--top", default="10", help="how many to show (default: 10)")
     p.add_argument("--out", default=None, metavar="DIR", help="write report.md, report.html and plots into DIR")
-    _add_sweep_options(p, algo="ring")
+    _add_sweep_options(p)
     p.set_defaults(func=cmd_rank)
 
     p = sub.add_parser("plan", help="rank placements by a whole training step's communication",
@@ -132,20 +135,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="compare predictions with GPU measurements",
                        description="Simulate every measured configuration and score the predictions against the "
-                                   "measurements, beside the analytic baseline.")
+                                   "measurements, beside the link-bottleneck baseline.")
     p.add_argument("--measurements", required=True, metavar="FILE|DIR",
-                   help="P2-style CSV or bench_nccl JSON-lines log (or a directory of them)")
+                   help="P2-style CSV, single-collective CSV, or bench_nccl JSON-lines log (or a directory of them)")
     p.add_argument("--calibrate-on", default=None, metavar="FILE|DIR", help="calibrate each system on these first")
     p.add_argument("--folds", default="1", help="with --calibrate-on: k-fold cross-validation over groups (default: 1)")
-    p.add_argument("--model", default="des", help="des or analytic (default: des; the baseline is always analytic)")
+    p.add_argument("--model", default="des", help="des or analytic (default: des; the baseline model is always scored beside it)")
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
     p.add_argument("--out", default=None, metavar="DIR", help="write validation.md, validation.html and plots into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("calibrate", help="fit link-class bandwidths to measurements",
-                       description="Fit one system's link-class bandwidths, per-algorithm rate ceilings and tree "
-                                   "network efficiency to measurements by least squares on log times; write a "
+                       description="Fit one system's link-class bandwidths and per-channel rates (network and "
+                                   "GPU side, per algorithm) to measurements by least squares on log times; write a "
                                    "system file.")
     p.add_argument("--measurements", required=True, metavar="FILE|DIR", help="measurement CSV or JSON-lines log")
     p.add_argument("--system", required=True, help="the system to calibrate (name or .toml file)")
@@ -157,9 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "both") -> None:
-    p.add_argument("--algo", default=algo, help=f"ring, tree or both (default: {algo})")
-    p.add_argument("--model", default="des", help="des or analytic (default: des)")
+def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:
+    p.add_argument("--algo", default=algo, help="auto (NCCL's choice per collective), ring, tree, nvls, nvls_tree, "
+                                                f"or both (ring and tree, each forced) (default: {algo})")
+    p.add_argument("--proto", default="auto", help="NCCL protocol: auto, LL, LL128 or Simple (default: auto)")
+    p.add_argument("--model", default="des", help="des, analytic or baseline (default: des)")
     p.add_argument("--profile", default="paper", help="rule profile (default: paper)")
     p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")

@@ -81,3 +81,42 @@ components = [{{ name = "sw", kind = "nvswitch" }}]
 links = [{{ class = "link", pairs = [["gpu[0-{n - 1}]", "sw"]] }}]
 """
     return Topology(spec_from(text))
+
+
+def rail_nodes(gpus: int, nics: int, nic: float = 10.0, nvlink: float = 1000.0, nodes: int = 2,
+               arch: str = "ampere", model: str = "", transport: str = "ib", extra: str = "") -> Topology:
+    """Nodes of ``gpus`` GPUs on one NVSwitch and ``nics`` NICs, each NIC on a PCIe switch with
+    ``gpus / nics`` GPUs, NIC ``i`` of every node on rail switch ``i``; no latencies.
+
+    ``model`` is the text of a ``[model]`` table's body, ``extra`` more top-level tables.
+    """
+    per = gpus // nics
+    sw = ", ".join(f'["gpu[{i * per}-{i * per + per - 1}]", "pcie{i}"]' for i in range(nics))
+    text = f"""
+name = "rails{gpus}x{nics}"
+default_nodes = {nodes}
+levels = [{{ name = "node", cardinality = "nodes" }}, {{ name = "gpu", cardinality = {gpus} }}]
+[classes]
+nvswitch = {{ bandwidth = {nvlink}, latency = 0.0 }}
+pcie = {{ bandwidth = 1000.0, latency = 0.0 }}
+nic = {{ bandwidth = {nic}, latency = 0.0 }}
+[gpu]
+arch = "{arch}"
+[model]
+{model}
+{extra}
+[node]
+gpus = "gpu[0-{gpus - 1}]"
+components = [{{ name = "sw", kind = "nvswitch" }}, {{ name = "pcie[0-{nics - 1}]", kind = "pcie_switch" }},
+              {{ name = "nic[0-{nics - 1}]", kind = "nic" }}]
+links = [
+  {{ class = "nvswitch", pairs = [["gpu[0-{gpus - 1}]", "sw"]] }},
+  {{ class = "pcie", pairs = [{sw}] }},
+  {{ class = "pcie", pairs = [["nic[0-{nics - 1}]", "pcie[0-{nics - 1}]"]] }},
+]
+[network]
+transport = "{transport}"
+components = [{{ name = "rail[0-{nics - 1}]", kind = "network_switch" }}]
+links = [{{ class = "nic", pairs = [["nic[0-{nics - 1}]", "rail[0-{nics - 1}]"]] }}]
+"""
+    return Topology(spec_from(text))

@@ -97,3 +97,37 @@ def test_with_class_changes_a_whole_class():
         s.with_class("wifi", bandwidth=1.0)
     with pytest.raises(TopologyError, match="must be positive"):
         s.with_class("nic", bandwidth=0.0)
+
+
+def test_new_fields_efficiency_nvls_and_unknown_keys():
+    from p2sim.topology import find_spec
+
+    h = find_spec("dgx-h100")
+    assert h.classes["nvswitch"].capacity == pytest.approx(450 * 0.824)
+    assert h.nvls_switches == frozenset({"nvswitch"}) and h.nccl.arch == "hopper"
+    base = find_spec("a100")
+    import tomllib
+
+    from p2sim.topology.spec import parse_spec
+    from p2sim.topology.toml_out import spec_to_toml
+
+    text = spec_to_toml(base)
+    for bad, field in (
+        (text.replace('name = "a100"', 'name = "a100"\nnodse = 4'), "nodse"),
+        (text.replace("latency = 7.0, efficiency = 1.0", "latency = 7.0, efficency = 0.9"), "classes.nic.efficency"),
+        (text.replace("latency = 7.0, efficiency = 1.0", "latency = 7.0, efficiency = 1.5"), "classes.nic.efficiency"),
+        (text.replace("bandwidth = 8.0", "bandwidth = 1e300"), "classes.nic.bandwidth"),
+        (text.replace("latency = 7.0", "latency = 1e20"), "classes.nic.latency"),
+        (text.replace('kind = "nvswitch"', 'kind = "nvswitch", nvls = 1'), "nvls"),
+        (text.replace('kind = "cpu"', 'kind = "cpu", nvls = true'), "nvls"),
+        (text.replace("default_nodes = 2", "default_nodes = 1000000"), "default_nodes"),
+    ):
+        with pytest.raises(TopologyError, match=field):
+            parse_spec(tomllib.loads(bad), "x.toml")
+
+
+def test_too_many_nodes_is_refused():
+    from p2sim.topology import load_system
+
+    with pytest.raises(TopologyError, match="nodes"):
+        load_system("a100", 100_000_001)

@@ -16,6 +16,7 @@ from p2sim.analysis.validate import metrics
 from p2sim.analysis.validation_run import validate
 from p2sim.errors import InputError
 from p2sim.topology import find_spec
+from p2sim.topology.settings import ModelRates
 
 CSV = Path(__file__).resolve().parents[1] / "validation" / "data" / "measurements_2node.csv"
 
@@ -75,8 +76,8 @@ def test_calibration_fits_the_nic_and_improves_the_error(tmp_path):
     assert fit.rms_log_after < 0.5 * fit.rms_log_before
     nic = fit.after.classes["nic"].bandwidth
     assert 1.0 < nic < 3.0  # measured times imply ~1.8 GB/s, far below the 8 GB/s file figure
-    assert fit.after.efficiency["tree"] == 1.0  # no tree rows: the tree is not fitted
-    assert math.isfinite(fit.after.max_rate["ring"]) or fit.after.max_rate["ring"] == math.inf
+    # no tree rows: no tree rate is fitted
+    assert fit.after.rates.tree_net_rate is None and fit.after.rates.tree_channel_rate is None
     doc = fit.to_json()
     assert doc["classes"]["nic"]["file_gbps"] == 8.0
 
@@ -93,9 +94,11 @@ def test_calibrate_on_and_folds(tmp_path):
 def test_calibrated_spec_round_trips_through_toml():
     import tomllib
 
-    from p2sim.topology.spec import parse_spec, spec_to_toml
+    from p2sim.topology.spec import parse_spec
+    from p2sim.topology.toml_out import spec_to_toml
 
-    spec = replace(find_spec("v100").with_class("nic", bandwidth=1.5), max_rate={"ring": 20.0, "tree": math.inf},
-                   efficiency={"ring": 1.0, "tree": 0.8}, notes="calibrated")
+    spec = replace(find_spec("v100").with_class("nic", bandwidth=1.5),
+                   rates=ModelRates(ring_channel_rate=20.0, tree_net_rate=0.8, ring_net_rate=math.inf),
+                   notes="calibrated")
     back = parse_spec(tomllib.loads(spec_to_toml(spec, "a comment")), spec.source)
     assert back == spec

@@ -1,20 +1,19 @@
-"""Calibration: fit effective link-class bandwidths (and tree efficiency) to measurements.
+"""Calibration: fit effective link-class bandwidths and per-channel rates to measurements.
 
 The fit is a least-squares problem on log times (:func:`scipy.optimize.least_squares`):
 for every measured row the residuals are ``log(predicted / measured)`` of its
 AllReduce and of its fastest program (of every measured program, for bench_nccl
-logs).  The parameters are the log of a multiplier on each link class's bandwidth
-and the log of each measured algorithm's rate ceiling: NCCL drives a collective
-with a limited number of channels, each with a throughput limit, so an algorithm
-cannot use links faster than that (``*_max_rate``).  The ceiling binds on fast
-links only, which is how the tree can be slower than the ring inside a node yet as
-fast across a slow NIC -- something no bandwidth factor per algorithm can express.
-A weak prior pulls each bandwidth towards the file's figure, so a class the
-measurements cannot see keeps it.
+logs).  The parameters are the log of a multiplier on each link class's bandwidth and,
+per measured algorithm, the log of its per-channel rates: the network rate of one
+channel (``*_net_rate``: NCCL moves a channel's network traffic through one proxy
+connection, so one communicator with few channels cannot fill a NIC that several
+concurrent ones fill) and the GPU-side rate of one channel (``*_channel_rate``: binds
+on fast links only, which is how a tree can be slower than a ring inside a node yet as
+fast across a slow NIC).  A weak prior pulls each bandwidth towards the file's figure,
+so a class the measurements cannot see keeps it.
 
-The fit runs in two stages: links first, then links and ceilings with the ceilings
-starting just below the fastest fitted link -- a ceiling far above every link has no
-gradient, so it must start where it binds.
+The fit runs in two stages: links first, then links and rates with the rates starting
+just below where they bind -- a cap far above what flows through it has no gradient.
 """
 
 from __future__ import annotations
@@ -29,6 +28,7 @@ from scipy.optimize import least_squares
 
 from ..errors import MeasurementError
 from ..topology import find_spec
+from ..topology.settings import ModelRates
 from ..topology.spec import SystemSpec
 from .executor import Executor
 from .measurements import MeasuredRow
@@ -67,37 +67,28 @@ class Calibration:
                 c: {"file_gbps": self.before.classes[c].bandwidth, "fitted_gbps": self.after.classes[c].bandwidth}
                 for c in sorted(self.before.classes)
             },
-            "efficiency": dict(self.after.efficiency),
-            "max_rate_gbps": {a: (None if math.isinf(v) else v) for a, v in self.after.max_rate.items()},
+            "rates_GBps": {k: (None if math.isinf(v) else v) for k, v in self.after.rates.to_dict().items()},
         }
 
 
 @dataclass(frozen=True)
 class _Layout:
-    """Which parameters the vector holds: class log-multipliers, then log ceilings (GB/s)."""
+    """Which parameters the vector holds: class log-multipliers, then log rates (GB/s)."""
 
     classes: tuple[str, ...]
-    fit_tree: bool  # the tree's network efficiency relative to the ring's
-    caps: tuple[str, ...]  # algorithms whose rate ceiling is fitted
-
-    @property
-    def priored(self) -> int:
-        return len(self.classes) + (1 if self.fit_tree else 0)
+    rates: tuple[str, ...]  # ModelRates fields fitted
 
     def prior(self, x: np.ndarray) -> np.ndarray:
-        return PRIOR_WEIGHT * x[: self.priored]
+        return PRIOR_WEIGHT * x[: len(self.classes)]
 
     def apply(self, spec: SystemSpec, x: np.ndarray) -> SystemSpec:
         out = spec
         for c, v in zip(self.classes, x):
             out = out.with_class(c, bandwidth=spec.classes[c].bandwidth * math.exp(v))
-        eff = dict(spec.efficiency)
-        if self.fit_tree:
-            eff["tree"] = min(1.0, spec.efficiency["tree"] * math.exp(x[len(self.classes)]))
-        rate = dict(spec.max_rate)
-        for a, v in zip(self.caps, x[self.priored:]):
-            rate[a] = math.exp(v)
-        return replace(out, efficiency=eff, max_rate=rate)
+        values = spec.rates.to_dict()
+        for k, v in zip(self.rates, x[len(self.classes):]):
+            values[k] = math.exp(v)
+        return replace(out, rates=ModelRates(**values))
 
 
 def _residuals(rows_by_group, results) -> np.ndarray:
@@ -117,12 +108,12 @@ def _residuals(rows_by_group, results) -> np.ndarray:
 
 def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, model: str = "des",
               base: SystemSpec | None = None, max_evaluations: int = 60) -> Calibration:
-    """Fit one system's link classes, tree efficiency and rate ceilings to its measured rows."""
+    """Fit one system's link classes and per-channel rates to its measured rows."""
     mine = [r for r in rows if r.system == system]
     if not mine:
         raise MeasurementError(f"calibrate: no measurements of system {system!r}")
     spec = base if base is not None else find_spec(system)
-    algos = sorted({r.algo for r in mine})
+    algos = sorted({"tree" if r.algo in ("tree", "nvls_tree") else "ring" for r in mine})
     groups = groups_of(mine)
     evaluations = 0
 
@@ -135,27 +126,50 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
             return np.concatenate([_residuals(groups, results), layout.prior(x)])
         return fun
 
-    links = _Layout(tuple(sorted(spec.classes)), algos == ["ring", "tree"], ())
-    n = links.priored
+    links = _Layout(tuple(sorted(spec.classes)), ())
+    n = len(links.classes)
     fun = fitter(links)
     r0 = fun(np.zeros(n))
     data = len(r0) - n
     first = least_squares(fun, np.zeros(n), bounds=BOUNDS, diff_step=0.05, max_nfev=max_evaluations)
-    full = _Layout(links.classes, links.fit_tree, tuple(algos))
-    fastest = max(c.bandwidth for c in links.apply(spec, first.x).classes.values())
-    x0 = np.concatenate([first.x, np.full(len(algos), math.log(0.75 * fastest))])
-    lower = np.concatenate([np.full(n, BOUNDS[0]), np.full(len(algos), CAP_BOUNDS[0])])
-    upper = np.concatenate([np.full(n, BOUNDS[1]), np.full(len(algos), CAP_BOUNDS[1])])
+    crosses = any(r.nodes > 1 for r in mine)
+    # the baseline model has no channels: only its links can be fitted
+    rates = () if model == "baseline" else tuple(
+        f"{a}_{kind}" for a in algos for kind in (("net_rate",) if crosses else ()) + ("channel_rate",))
+    full = _Layout(links.classes, rates)
+    fitted = links.apply(spec, first.x)
+    start = {"net_rate": 0.75 * fitted.classes[_network_class(fitted)].capacity if crosses else 1.0,
+             "channel_rate": 0.75 * max(c.capacity for c in fitted.classes.values()) / 4}
+    x0 = np.concatenate([first.x, [math.log(start[r.split("_", 1)[1]]) for r in rates]])
+    lower = np.concatenate([np.full(n, BOUNDS[0]), np.full(len(rates), CAP_BOUNDS[0])])
+    upper = np.concatenate([np.full(n, BOUNDS[1]), np.full(len(rates), CAP_BOUNDS[1])])
+    if not rates:
+        after, final = links.apply(spec, first.x), fun(first.x)[:data]
+        return _result(system, model, spec, after, mine, r0[:data], final, data, evaluations)
     fun_full = fitter(full)
     second = least_squares(fun_full, x0, bounds=(lower, upper), diff_step=0.05, max_nfev=max_evaluations)
     if second.cost <= first.cost:
         after, final = full.apply(spec, second.x), fun_full(second.x)[:data]
-    else:  # the ceilings did not help: keep the links-only fit
+    else:  # the rates did not help: keep the links-only fit
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
+    return _result(system, model, spec, after, mine, r0[:data], final, data, evaluations)
+
+
+def _result(system: str, model: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[MeasuredRow],
+            before: np.ndarray, final: np.ndarray, data: int, evaluations: int) -> Calibration:
     return Calibration(
         system=system, model=model, before=spec,
         after=replace(after, notes=f"calibrated ({model} model) on {len(mine)} measured rows of {mine[0].source}"),
-        rms_log_before=float(np.sqrt(np.mean(r0[:data] ** 2))),
+        rms_log_before=float(np.sqrt(np.mean(before ** 2))),
         rms_log_after=float(np.sqrt(np.mean(final**2))),
         residuals=data, evaluations=evaluations, rows=len(mine),
     )
+
+
+def _network_class(spec: SystemSpec) -> str:
+    """The link class of the NICs' links (where a channel's network rate would bind)."""
+    nics = {c for c, k in spec.components if k == "nic"}
+    for ln in spec.network_links:
+        if any(a in nics or b in nics for a, b in ln.pairs):
+            return ln.cls
+    return min(spec.classes, key=lambda c: spec.classes[c].capacity)

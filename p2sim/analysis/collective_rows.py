@@ -80,6 +80,8 @@ class CollectiveRow:
     in_place: bool = False
     origin: str = ""
     gpu: str = ""  # the measured GPU model, as the source names it
+    hca: tuple[str, ...] = ()  # the NICs NCCL used (NCCL_IB_HCA), when not all of the system's
+    note: str = ""
 
     @property
     def ranks(self) -> int:

@@ -30,6 +30,7 @@ class SweepTask:
     profile: str = "paper"
     max_size: int = DEFAULT_MAX_SIZE
     matrices: tuple[Matrix, ...] | None = None
+    proto: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def run_task(task: SweepTask, topology: Topology | None = None) -> ConfigResult:
     topo = topology if topology is not None else Topology(task.spec, task.nodes)
     syn = synthesize_placements(topo.hierarchy, task.axes, task.reduce_axes, task.profile, task.max_size,
                                 task.matrices)
-    sim = Simulator(topo, task.algo, task.model, task.config)
+    sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto)
     out = []
     for mp in syn.matrices:
         for prog in mp.programs:

@@ -25,7 +25,7 @@ from .validate import metrics, row_json
 
 __all__ = ["ValidationResult", "validate"]
 
-MODELS = ("des", "analytic")
+BASELINE = "baseline"  # the link-bottleneck model every validation is compared with
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,8 @@ class ValidationResult:
 
     def to_json(self) -> dict[str, Any]:
         main = self.metrics(self.model)
-        base = self.metrics("analytic")
-        baseline_by_row = {id(p.row): p for p in self.predictions["analytic"]}
+        base = self.metrics(BASELINE)
+        baseline_by_row = {id(p.row): p for p in self.predictions[BASELINE]}
         return {
             "groups": self.groups,
             "model": self.model,
@@ -86,7 +86,7 @@ def validate(rows: Sequence[MeasuredRow], executor: Executor, model: str = "des"
     if folds > len(configs):
         raise InputError(f"folds: {folds} folds but only {len(configs)} measured configurations")
     fold_of = {c: i % folds for i, c in enumerate(configs)}
-    for m in dict.fromkeys((model, "analytic")):
+    for m in dict.fromkeys((model, BASELINE)):
         preds[m], results[m] = [], {}
         for f in range(folds):
             held = {k for k in keys if fold_of[k[:4]] == f}

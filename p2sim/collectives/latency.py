@@ -1,18 +1,40 @@
-"""NCCL's latency model (src/graph/tuning.cc), used for start-up terms and the analytic baseline.
+"""NCCL's latency model (``src/graph/tuning.cc``): the start-up time of one collective.
 
-``time = base + (nsteps - nInter) * intraLat + nInter * interLat`` for rings and
-``base + 2 * ((ppn - 1) * intraLat + log2(nNodes) * interLat)`` for trees, where the
-hardware latencies are those of the routes actually used (sums of link latencies).
+Per algorithm and protocol a base latency, plus per-step hardware latencies: ``intra``
+for a step inside a node (NVLink or PCI), ``inter`` for a step across the network.
+
+* ring: ``base + (nsteps - nInter) x intra + nInter x inter``, with ``nsteps`` =
+  2(n-1) for AllReduce and n-1 for ReduceScatter / AllGather, ``nInter`` = 2(nodes-1)
+  or nodes-1; an inter-node ring's intra steps cost at least NCCL's network post
+  overhead; Broadcast and Reduce pipeline into ``base + one step``;
+* tree: ``base + 2 ((ppn - 1) intra + log2(nodes) inter)``;
+* NVLS: ``intra (+ inter across nodes)``; NVLS-Tree: ``intra + 2 log2(nodes) inter``;
+* a multi-node Simple ring AllReduce of more than 64 bytes per channel and rank is
+  1.4x (1.9x before Ampere) slower to start (NCCL's "plateau effect of ring").
+
+p2sim's per-step latencies are NCCL's figures plus the routes' own latencies from the
+system file, which hold what NCCL's figures do not (shipped files: 0 inside a node, the
+transport's per-message time on the network); an inter-node step counts the network
+route's latency twice for Simple, as NCCL counts the network plugin's (the receive flush).
+
+Examples
+--------
+>>> us = 1e-6
+>>> round(collective_latency("ring", "Simple", "AllReduce", 8, 1, "nvlink", 0.0, 0.0, 2**30, 24, "ampere") / us, 1)
+56.0
+>>> round(collective_latency("tree", "LL", "AllReduce", 16, 2, "nvlink", 0.0, 0.0, 8, 16, "hopper") / us, 1)
+25.2
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["BASE_LATENCY_S", "ring_latency", "tree_latency", "ring_steps"]
+from .nccl_tables import NET_OVERHEAD_US, base_latency, hw_latency
 
-# NCCL's base latency of the Simple protocol, about 8.4 us per collective.
-BASE_LATENCY_S = 8.4e-6
+__all__ = ["collective_latency", "ring_steps"]
+
+US = 1e-6
 
 
 def ring_steps(op: str, ranks: int, nodes: int) -> tuple[int, int]:
@@ -22,11 +44,30 @@ def ring_steps(op: str, ranks: int, nodes: int) -> tuple[int, int]:
     return ranks - 1, nodes - 1
 
 
-def ring_latency(op: str, ranks: int, nodes: int, intra: float, inter: float, base: float = BASE_LATENCY_S) -> float:
-    nsteps, ninter = ring_steps(op, ranks, nodes)
-    return base + (nsteps - ninter) * intra + ninter * inter
-
-
-def tree_latency(per_node: int, nodes: int, intra: float, inter: float, base: float = BASE_LATENCY_S) -> float:
-    depth = math.ceil(math.log2(nodes)) if nodes > 1 else 0
-    return base + 2 * ((per_node - 1) * intra + depth * inter)
+def collective_latency(algo: str, proto: str, op: str, ranks: int, nodes: int, intra_hw: str,
+                       intra_route: float, inter_route: float, nbytes: float, channels: int, arch: str) -> float:
+    """Start-up latency in seconds (route latencies in seconds)."""
+    intra = hw_latency(intra_hw, algo, proto) * US + intra_route
+    ppn = ranks / nodes
+    # with one GPU per node every step is exposed: NCCL charges the tree's network latency
+    net_algo = "tree" if ppn == 1 and algo in ("ring", "tree") else algo
+    inter = hw_latency("net", net_algo, proto) * US + inter_route * (2 if proto == "Simple" else 1)
+    base = base_latency(algo, proto) * US
+    if algo == "ring":
+        if op in ("Broadcast", "Reduce"):
+            lat = base + (intra if nodes == 1 else inter)
+        else:
+            nsteps, ninter = ring_steps(op, ranks, nodes)
+            if nodes > 1:
+                intra = max(intra, NET_OVERHEAD_US * (3 if proto == "Simple" else 1) * US)
+            lat = base + (nsteps - ninter) * intra + ninter * inter
+        if (proto == "Simple" and nodes > 1 and op == "AllReduce"
+                and nbytes / (max(channels, 1) * ranks) >= 64):
+            lat *= 1.9 if arch == "volta" else 1.4
+        return lat
+    depth = int(math.log2(nodes)) if nodes > 1 else 0  # NCCL's log2i: floor
+    if algo == "tree":
+        return base + 2 * ((ranks // nodes - 1) * intra + depth * inter)
+    if algo == "nvls":
+        return intra + (inter if nodes > 1 else 0.0)
+    return base + intra + 2 * depth * inter  # nvls_tree

@@ -1,27 +1,30 @@
-"""NCCL tree AllReduce expansion.
+"""NCCL tree AllReduce expansion, one tree channel at a time.
 
-Inside each node the group's GPUs form a chain towards the node's first GPU;
-across nodes two complementary binary trees join those heads, each carrying half of
-the data: the second tree is the mirror of the first (even node count) or its shift
-by one (odd).  Reduce-up and broadcast-down run concurrently and pipelined, so per
-byte of buffer every chain hop carries 1 byte each way and every tree edge 1/2 byte
-each way per tree.
+Each graph channel runs NCCL's double binary tree across the nodes (two complementary
+trees, each carrying half of the channel's data: the second tree is the mirror of the
+first for an even node count, its shift by one for odd) and a chain inside each node.
+A channel's chain starts at the GPU nearest the channel's NIC; that GPU talks to the
+parent and children nodes through that NIC (NCCL's TREE pattern; trees keep the same
+NIC on every node).  Reduce-up and broadcast-down run concurrently and pipelined, so
+per byte of the channel's share every chain hop carries 1 byte each way and every tree
+edge 1/2 byte each way per tree.  On two nodes each node is the root of one tree and
+a leaf of the other, so the network carries each byte once each way -- half of what a
+ring sends -- which is why a tree's bus bandwidth can exceed the NICs' rate there.
 
-The binary tree is NCCL's: rank 0 is the root; for any other rank ``r`` with lowest
-set bit ``b``, the parent is ``(r ^ b) | (b << 1)``, or ``r ^ b`` when that is out of
-range.
+The binary tree is NCCL's (``src/graph/trees.cc``): rank 0 is the root; for any other
+rank ``r`` with lowest set bit ``b``, the parent is ``(r ^ b) | (b << 1)``, or ``r ^ b``
+when that is out of range.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import groupby
 
 from ..topology import Topology
-from .latency import BASE_LATENCY_S, tree_latency
-from .pattern import Hop, Pattern, combine
+from .channels import Segment, entry_gpus, node_nics
+from .pattern import Hop
 
-__all__ = ["btree_parent", "double_tree", "tree_pattern"]
+__all__ = ["btree_parent", "double_tree", "tree_hops", "link_pair"]
 
 
 def btree_parent(rank: int, n: int) -> int | None:
@@ -47,38 +50,43 @@ def double_tree(n: int) -> tuple[list[int | None], list[int | None]]:
     return first, second
 
 
-def tree_pattern(topo: Topology, members: Sequence[int], base: float = BASE_LATENCY_S) -> Pattern:
-    """Expand a tree AllReduce over ``members``."""
-    segments = [list(s) for _, s in groupby(sorted(members), key=topo.node_of)]
-    hops: list[Hop] = []
+def link_pair(topo: Topology, a: int, b: int, coef: float, nics: dict[int, str] | None = None) -> list[Hop]:
+    """Both directions between ``a`` and ``b`` (reduce up, broadcast down), through the given NICs."""
+    out = []
+    for s, d in ((a, b), (b, a)):
+        p, q = topo.node_of(s), topo.node_of(d)
+        r = topo.route(s, d) if p == q or nics is None else topo.route_via(s, d, nics[p], nics[q])
+        out.append(Hop(s, d, coef, r.edges, r.inter_node))
+    return out
 
-    def link(a: int, b: int, coef: float) -> None:
-        for s, d in ((a, b), (b, a)):  # reduce up and broadcast down
-            r = topo.route(s, d)
-            hops.append(Hop(s, d, coef, r.edges, r.inter_node))
 
-    for seg in segments:
-        for child, parent in zip(seg[1:], seg):
-            link(child, parent, 1.0)
-    heads = [seg[0] for seg in segments]
-    if len(heads) > 1:
-        for parents in double_tree(len(heads)):
-            for r, p in enumerate(parents):
-                if p is not None:
-                    link(heads[r], heads[p], 0.5)
-    edges, coef = combine(hops)
-    intra = max((topo.route(h.src, h.dst).latency for h in hops if not h.inter_node), default=0.0)
-    inter = max((topo.route(h.src, h.dst).latency for h in hops if h.inter_node), default=0.0)
-    per_node = max(len(s) for s in segments)
-    bottleneck = min(float(topo.capacity[list(h.edges)].min()) for h in hops)
-    return Pattern(
-        algo="tree",
-        op="AllReduce",
-        members=tuple(members),
-        edges=edges,
-        coef=coef,
-        latency=tree_latency(per_node, len(segments), intra, inter, base),
-        hops=tuple(hops),
-        # NCCL's tuning: tree algorithm bandwidth = 0.5 x bus bandwidth
-        analytic_seconds_per_byte=2.0 / bottleneck,
-    )
+def tree_hops(topo: Topology, segs: Sequence[Segment], rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]],
+              channels: int) -> list[list[Hop]]:
+    """The hops of each tree channel, per byte of its share of the buffer."""
+    lists = [node_nics(topo, s) or (topo.nic_of(s.members[0]),) for s in segs]
+    out = []
+    for c in range(channels):
+        hops: list[Hop] = []
+        heads, nics = [], {}
+        for seg, nl in zip(segs, lists):
+            base = seg.members[0] - seg.members[0] % topo.gpus_per_node
+            ring = [base + g for g in rings[seg.node][0][0]]
+            nic = nl[c % len(nl)]
+            if len(segs) == 1:  # no network: every channel runs the same chain
+                head = ring[0]
+            else:
+                near = entry_gpus(topo, seg, nic)
+                head = near[(c // len(nl)) % len(near)]
+            i = ring.index(head)
+            chain = ring[i:] + ring[:i]
+            for child, parent in zip(chain[1:], chain):
+                hops += link_pair(topo, child, parent, 1.0)
+            heads.append(head)
+            nics[seg.node] = nic
+        if len(heads) > 1:
+            for parents in double_tree(len(heads)):
+                for r, p in enumerate(parents):
+                    if p is not None:
+                        hops += link_pair(topo, heads[r], heads[p], 0.5, nics)
+        out.append(hops)
+    return out

@@ -7,7 +7,7 @@ import argparse
 from ..analysis.executor import make_executor
 from ..analysis.rank import rank_tasks, split_by_matrix
 from ..analysis.sweep import SweepTask
-from ..collectives import check_algo
+from ..collectives import check_algo, check_proto
 from ..errors import InputError
 from ..hierarchy import Lowering
 from ..parsing import int_list, positive_int
@@ -20,6 +20,7 @@ from .common import axes, buffer_bytes, emit, rules, topology, workers
 
 
 def algorithms(text: str) -> tuple[str, ...]:
+    """``both`` is P2's pair of forced algorithms; anything else one setting (``auto`` = NCCL's choice)."""
     if text == "both":
         return ("ring", "tree")
     return (check_algo(text),)
@@ -33,12 +34,14 @@ def cmd_rank(args: argparse.Namespace) -> int:
     model = check_model(args.model)
     top = positive_int(args.top, "top")
     algos = algorithms(args.algo)
+    proto = check_proto(args.proto)
     profile, max_size = rules(args)
     mats = enumerate_matrices(h, p) if args.matrix is None else [parse_matrix(args.matrix)]
     Lowering.of(Placement.of(h, p, mats[0]), red)  # validates the reduction axes before any work
     tasks = []
     for algo in algos:
-        base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, model, nbytes, None, profile.value, max_size)
+        base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, model, nbytes, None, profile.value, max_size,
+                         proto=proto)
         tasks += split_by_matrix(base, mats)
     with make_executor(workers(args)) as ex:
         ranking = rank_tasks(tasks, ex)
@@ -81,7 +84,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     algos = algorithms(args.algo)
     mats = enumerate_matrices(h, p)
     profile, max_size = rules(args)
-    base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, None, profile.value, max_size)
+    base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, None, profile.value, max_size,
+                     proto=check_proto(args.proto))
     tasks = plan_tasks(base, reductions, algos, mats)
     with make_executor(workers(args)) as ex:
         results = run_all(ex, run_task, tasks, "planning")
@@ -147,7 +151,8 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         point_bytes.append(nbytes)
         mats = enumerate_matrices(topo.hierarchy, p)
         for algo in algos:
-            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, None, profile.value, max_size)
+            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, None, profile.value, max_size,
+                             proto=check_proto(args.proto))
             split = split_by_matrix(base, mats)
             tasks += split
             owners += [k] * len(split)
@@ -221,7 +226,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..analysis.measurements import load_measurements
     from ..report.validate import calibration_lines
     from ..topology import find_spec
-    from ..topology.spec import spec_to_toml
+    from ..topology.toml_out import spec_to_toml
 
     rows = load_measurements(args.measurements)
     spec = find_spec(args.system)

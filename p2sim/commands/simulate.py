@@ -58,7 +58,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         options = "; ".join(f'"{format_matrix(m.matrix)}"' for m in syn.matrices)
         raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(syn.matrices)} matrices; "
                          f"name one with --matrix ({options})")
-    sim = Simulator(topo, args.algo, args.model, trace=args.trace is not None)
+    sim = Simulator(topo, args.algo, args.model, trace=args.trace is not None, proto=args.proto)
     rows = []
     for mp in syn.matrices:
         programs = mp.programs if args.program == "all" else (parse_program(args.program),)

@@ -10,6 +10,7 @@ from ..placement import Placement, format_matrix
 from ..program import SEPARATOR
 from ..topology import Topology
 from .files import figure_png, markdown_to_html
+from .simulate import choice_text
 
 __all__ = ["ranking_text", "ranking_json", "ranking_report"]
 
@@ -18,7 +19,7 @@ def _spans(e: RankEntry) -> str:
     parts = []
     for s, ins in zip(e.timing.steps, e.timing.text.split(SEPARATOR)):
         where = "inside a node" if s.nodes_spanned == 1 else f"across {s.nodes_spanned} nodes"
-        parts.append(f"{ins.split('(')[0]} {s.groups}x{s.group_size} {where}")
+        parts.append(f"{ins.split('(')[0]} {s.groups}x{s.group_size} {where} ({choice_text(s)})")
     return "; ".join(parts)
 
 

@@ -15,6 +15,11 @@ def span_text(nodes_spanned: int) -> str:
     return "inside a node" if nodes_spanned == 1 else f"across {nodes_spanned} nodes"
 
 
+def choice_text(step: Any) -> str:
+    """What NCCL ran for a step: ``ring/Simple x24`` (channels), several when its groups differ."""
+    return ", ".join(f"{a}/{p} x{c}" for a, p, c in step.choices) or "-"
+
+
 def program_result_json(matrix: Matrix, program: Program, r: ProgramResult) -> dict[str, Any]:
     return {
         "matrix": [list(row) for row in matrix],
@@ -34,7 +39,7 @@ def results_text(rows: list[tuple[Matrix, Program, ProgramResult]]) -> str:
         lines.append(f"  {r.total_seconds:12.6f} s  {r.text}")
         for s, ins in zip(r.steps, program.instructions):
             lines.append(f"      {s.seconds:12.6f} s  {ins.text:<40s} {s.groups} x {s.group_size} GPUs, "
-                         f"{span_text(s.nodes_spanned)}, {s.buffer_bytes / 2**20:.1f} MiB")
+                         f"{span_text(s.nodes_spanned)}, {s.buffer_bytes / 2**20:.1f} MiB, {choice_text(s)}")
     return "\n".join(lines)
 
 

@@ -15,7 +15,7 @@ def _fmt(v: Any) -> str:
 
 
 def metrics_table(doc: dict[str, Any]) -> list[str]:
-    lines = [f"| metric | {doc['model']} | analytic baseline |", "| --- | --- | --- |"]
+    lines = [f"| metric | {doc['model']} | baseline |", "| --- | --- | --- |"]
     for k in METRICS:
         if k in doc["metrics"]:
             lines.append(f"| {k} | {_fmt(doc['metrics'][k])} | {_fmt(doc['baseline'].get(k))} |")
@@ -27,9 +27,9 @@ def calibration_lines(cals: list[dict[str, Any]]) -> list[str]:
     for c in cals:
         fold = "" if c.get("fold") is None else f" (fold {c['fold']})"
         classes = ", ".join(f"{n} {v['file_gbps']:g} -> {v['fitted_gbps']:.3g} GB/s" for n, v in c["classes"].items())
-        caps = ", ".join(f"{a} {'none' if v is None else f'{v:.3g} GB/s'}" for a, v in c["max_rate_gbps"].items())
-        lines.append(f"{c['system']} ({c['model']}){fold}: {classes}; rate ceilings {caps}; tree network "
-                     f"efficiency {c['efficiency']['tree']:.3g}; rms log error "
+        rates = c["rates_GBps"]
+        caps = ", ".join(f"{k} {'none' if v is None else f'{v:.3g}'}" for k, v in rates.items()) or "none"
+        lines.append(f"{c['system']} ({c['model']}){fold}: {classes}; per-channel rates (GB/s) {caps}; rms log error "
                      f"{c['rms_log_error_before']:.3f} -> {c['rms_log_error_after']:.3f} over {c['residuals']} "
                      f"times, {c['evaluations']} evaluations")
     return lines
@@ -40,7 +40,7 @@ def validation_text(doc: dict[str, Any]) -> str:
              + (f", {doc['folds']}-fold cross-validation" if doc["folds"] > 1 else "")]
     if doc["calibration"]:
         lines += ["", "calibration:"] + [f"  {x}" for x in calibration_lines(doc["calibration"])]
-    lines += ["", f"{'metric':<26} {doc['model']:>10} {'analytic':>10}"]
+    lines += ["", f"{'metric':<26} {doc['model']:>10} {'baseline':>10}"]
     for k in METRICS:
         if k in doc["metrics"]:
             lines.append(f"{k:<26} {_fmt(doc['metrics'][k]):>10} {_fmt(doc['baseline'].get(k)):>10}")
@@ -60,7 +60,7 @@ def _scatter(doc: dict[str, Any], key: str) -> bytes:
     rows = [r for r in doc["rows"] if r[f"measured_{key}_s"]]
     for who, colour in (("predicted", "#1f77b4"), ("baseline", "#ff7f0e")):
         ax.scatter([r[f"measured_{key}_s"] for r in rows], [r[f"{who}_{key}_s"] for r in rows], s=14,
-                   color=colour, label=doc["model"] if who == "predicted" else "analytic", alpha=0.8)
+                   color=colour, label=doc["model"] if who == "predicted" else "baseline", alpha=0.8)
     lo = min(min(r[f"measured_{key}_s"], r[f"predicted_{key}_s"], r[f"baseline_{key}_s"]) for r in rows)
     hi = max(max(r[f"measured_{key}_s"], r[f"predicted_{key}_s"], r[f"baseline_{key}_s"]) for r in rows)
     ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..collectives.latency import BASE_LATENCY_S
 from ..errors import InputError
+from ..topology.settings import ModelRates
 from ..topology.spec import SystemSpec
 
 __all__ = ["ModelConfig", "StepResult", "ProgramResult", "MODELS", "check_model"]
 
-MODELS = ("des", "analytic")
+MODELS = ("des", "analytic", "baseline")
 
 
 def check_model(model: str) -> str:
@@ -23,41 +23,35 @@ def check_model(model: str) -> str:
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """Knobs of the collective model.
+    """What a run may change of the collective model: the per-channel throughput caps.
 
-    ``*_efficiency`` is the share of the network's figures an algorithm achieves on its
-    inter-node hops (1.0 = the file's figures); ``*_max_rate`` (bytes/s) caps the bytes per second the
-    busiest member of one collective can send -- NCCL's per-channel throughput times
-    its channels -- and binds on fast links only.  Calibration fits both.  ``base_latency`` is NCCL's
-    per-collective start-up latency in seconds.
+    ``rates`` replaces the system file's ``[model]`` table (calibration's fit); ``None``
+    keeps the file's.  Unset rates fall back to NCCL's tables and the transport's
+    default (see :mod:`p2sim.collectives.expand`).
     """
 
-    base_latency: float = BASE_LATENCY_S
-    ring_efficiency: float = 1.0
-    tree_efficiency: float = 1.0
-    ring_max_rate: float = math.inf
-    tree_max_rate: float = math.inf
+    rates: ModelRates | None = None
 
     @classmethod
     def of(cls, spec: SystemSpec) -> ModelConfig:
         """The configuration a system file asks for (its ``[model]`` table)."""
-        return cls(ring_efficiency=spec.efficiency["ring"], tree_efficiency=spec.efficiency["tree"],
-                   ring_max_rate=spec.max_rate["ring"] * 1e9, tree_max_rate=spec.max_rate["tree"] * 1e9)
+        return cls(spec.rates)
 
-    def efficiency(self, algo: str) -> float:
-        return self.tree_efficiency if algo == "tree" else self.ring_efficiency
-
-    def max_rate(self, algo: str) -> float:
-        return self.tree_max_rate if algo == "tree" else self.ring_max_rate
+    def resolve(self, spec: SystemSpec) -> ModelRates:
+        return spec.rates if self.rates is None else self.rates
 
     def to_json(self) -> dict[str, Any]:
-        # JSON has no infinity: an absent cap is null
-        return {k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in asdict(self).items()}
+        rates = self.rates.to_dict() if self.rates is not None else {}
+        # JSON has no infinity: an explicitly uncapped rate is null
+        return {"rates_GBps": {k: (None if math.isinf(v) else v) for k, v in rates.items()}}
 
 
 @dataclass(frozen=True)
 class StepResult:
-    """One step of a program: its collective, time, and what its groups span."""
+    """One step of a program: its collective, time, what its groups span, and what NCCL ran.
+
+    ``choices`` lists the distinct (algorithm, protocol, channels) the step's groups ran.
+    """
 
     op: str
     seconds: float
@@ -65,7 +59,19 @@ class StepResult:
     group_size: int
     nodes_spanned: int  # most nodes any one group spans (1 = inside a node)
     buffer_bytes: float  # largest per-group buffer of the step
+    choices: tuple[tuple[str, str, int], ...] = ()
     trace: tuple = field(default=(), compare=False, repr=False)
+
+    @property
+    def algo(self) -> str:
+        """The algorithm the step ran (``mixed`` when its groups differ)."""
+        names = {c[0] for c in self.choices}
+        return names.pop() if len(names) == 1 else "mixed"
+
+    @property
+    def proto(self) -> str:
+        names = {c[1] for c in self.choices}
+        return names.pop() if len(names) == 1 else "mixed"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +81,9 @@ class StepResult:
             "group_size": self.group_size,
             "nodes_spanned": self.nodes_spanned,
             "buffer_bytes": self.buffer_bytes,
+            "algo": self.algo,
+            "proto": self.proto,
+            "choices": [{"algo": a, "proto": p, "channels": c} for a, p, c in self.choices],
         }
 
 

@@ -9,20 +9,29 @@ buffers), and many programs share steps, so step results are cached per
 Two step models:
 
 ``des``
-    the contention-aware discrete-event fluid model (:mod:`p2sim.sim.engine`);
+    the contention-aware discrete-event fluid model (:mod:`p2sim.sim.engine`): every
+    channel flow of every group of a step shares the links max-min fairly, each under
+    its per-channel caps (private virtual links) and its collective's caps (a virtual
+    link its flows share);
 ``analytic``
-    NCCL's tuning model per group -- latency plus buffer over the algorithm
-    bandwidth of the group's slowest hop -- with no contention between groups.
+    NCCL's tuning model per group -- latency plus buffer over the collective's
+    uncontended algorithm bandwidth -- with no contention between groups;
+``baseline``
+    the link-bottleneck formulas of one ring or tree per group
+    (:mod:`p2sim.collectives.baseline`): the reference validation compares against.
+
+Each group's algorithm and protocol are what NCCL would pick (``algo="auto"``, the
+default) or what ``algo`` / ``proto`` force, like ``NCCL_ALGO`` / ``NCCL_PROTO``.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..collectives import Expander, check_algo, step_volumes
+from ..collectives import Collective, Expander, check_algo, check_proto, step_volumes
+from ..collectives.baseline import baseline_seconds
 from ..errors import ProgramError, SemanticsError
 from ..hierarchy import LoweredStep, Lowering
 from ..program import Program
@@ -48,7 +57,7 @@ def check_program_completes(lowering: Lowering, program: Program) -> None:
 
 
 class Simulator:
-    """Simulates programs on one topology with one algorithm and model.
+    """Simulates programs on one topology with one algorithm setting and model.
 
     Examples
     --------
@@ -57,25 +66,27 @@ class Simulator:
     >>> from p2sim.program import parse_program
     >>> topo = load_system("a100", nodes=2)
     >>> lw = Lowering.of(Placement.of(topo.hierarchy, [32], [[2, 16]]), [0])
-    >>> r = Simulator(topo).simulate(lw, parse_program("AllReduce(slice=0, Inside)"), 2**32)
-    >>> round(r.total_seconds, 3)   # 2*31/32 * 4 GiB over one 8 GB/s NIC
+    >>> r = Simulator(topo, "ring").simulate(lw, parse_program("AllReduce(slice=0, Inside)"), 2**32)
+    >>> round(r.total_seconds, 2)   # 2*31/32 * 4 GiB over one 8 GB/s NIC
     1.04
     """
 
     def __init__(
         self,
         topo: Topology,
-        algo: str = "ring",
+        algo: str = "auto",
         model: str = "des",
         config: ModelConfig | None = None,
         trace: bool = False,
+        proto: str = "auto",
     ) -> None:
         self.topo = topo
         self.algo = check_algo(algo)
+        self.proto = check_proto(proto)
         self.model = check_model(model)
         self.config = ModelConfig.of(topo.spec) if config is None else config
         self.trace = trace
-        self.expander = Expander(topo, self.config.base_latency)
+        self.expander = Expander(topo, self.config.resolve(topo.spec))
         self._steps: dict[tuple, StepResult] = {}
 
     def simulate(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> ProgramResult:
@@ -96,36 +107,59 @@ class Simulator:
             self._steps[key] = hit
         return hit
 
+    def collectives(self, op: str, groups: Sequence[Sequence[int]], volumes: Sequence[float]) -> list[Collective]:
+        """Each group's collective, with the algorithm and protocol NCCL would run (or the forced ones)."""
+        out = []
+        for g, v in zip(groups, volumes):
+            algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
+            out.append(self.expander.collective(algo, proto, op, g, v))
+        return out
+
     def _simulate_step(self, step: LoweredStep, volumes: Sequence[float]) -> StepResult:
         op = step.op.value
-        algo = "tree" if self.algo == "tree" and op == "AllReduce" else "ring"
-        eff = self.config.efficiency(algo)
-        cap = self.config.max_rate(algo)
-        patterns = [self.expander.pattern(self.algo, op, g) for g in step.groups]
         spanned = max(len({self.topo.node_of(d) for d in g}) for g in step.groups)
+        if self.model == "baseline":
+            algo = self.algo if self.algo in ("ring", "tree") else "ring"
+            seconds = max(baseline_seconds(self.topo, op, g, v, algo) for g, v in zip(step.groups, volumes))
+            used = "tree" if algo == "tree" and op == "AllReduce" else "ring"
+            return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes),
+                              ((used, "Simple", 1),))
+        colls = self.collectives(op, step.groups, volumes)
         trace: tuple = ()
+        choices = tuple(sorted({(c.algo, c.proto, c.channels) for c in colls}))
         if self.model == "analytic":
-            seconds = max(p.latency + v * max(p.analytic_seconds_per_byte / (eff if p.crosses_nodes else 1.0),
-                                              p.max_sent / cap)
-                          for p, v in zip(patterns, volumes))
+            seconds = max(self.expander.analytic_seconds(c, v) for c, v in zip(colls, volumes))
         else:
-            capacity = self.topo.capacity
-            flows = []
-            for i, (p, v, g) in enumerate(zip(patterns, volumes, step.groups)):
-                edges, coef = p.edges, p.coef
-                if eff != 1.0 and p.crosses_nodes:
-                    # the algorithm achieves only ``eff`` of the network: its inter-node hops weigh more
-                    net_edges, net_coef = p.network_load()
-                    coef = coef.copy()
-                    coef[np.searchsorted(edges, net_edges)] += net_coef * (1.0 / eff - 1.0)
-                if math.isfinite(cap):
-                    # the ceiling on what a member sends per second: a private virtual link
-                    edges = np.append(edges, len(self.topo.capacity) + i)
-                    coef = np.append(coef, p.max_sent)
-                flows.append(FlowSpec(edges, coef, v, p.latency, f"{op} {list(g)}"))
-            if math.isfinite(cap):
-                capacity = np.concatenate([capacity, np.full(len(flows), cap)])
+            flows, extra = flow_specs(colls, volumes, len(self.topo.capacity))
+            capacity = np.concatenate([self.topo.capacity, np.asarray(extra, dtype=float)])
             seconds, records, samples = run_flows(flows, capacity, record=self.trace)
             if self.trace:
                 trace = (tuple(records), tuple(samples))
-        return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), trace)
+        return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices, trace)
+
+
+def flow_specs(colls: Sequence[Collective], volumes: Sequence[float], links: int) -> tuple[list[FlowSpec], list[float]]:
+    """The engine's flows of a step, and the capacities of the virtual links appended after ``links``.
+
+    A flow's private caps become virtual links of its own; a collective's shared caps
+    one virtual link all its flows load.
+    """
+    flows: list[FlowSpec] = []
+    extra: list[float] = []
+    for c, v in zip(colls, volumes):
+        shared = []
+        for cap, _ in c.shared_caps:
+            shared.append(links + len(extra))
+            extra.append(cap)
+        for k, f in enumerate(c.flows):
+            edges, coef = [f.edges], [f.coef]
+            for cap, co in f.caps:
+                edges.append(np.array([links + len(extra)]))
+                coef.append(np.array([co]))
+                extra.append(cap)
+            for link, (_, per_flow) in zip(shared, c.shared_caps):
+                edges.append(np.array([link]))
+                coef.append(np.array([per_flow[k]]))
+            label = f"{c.op} {c.algo}/{c.proto} {list(c.members)} flow {k + 1}/{len(c.flows)}"
+            flows.append(FlowSpec(np.concatenate(edges), np.concatenate(coef), v * f.share, c.latency, label))
+    return flows, extra

@@ -7,17 +7,20 @@ Node attributes
     ``kind`` (one of :data:`~p2sim.topology.spec.KINDS`), ``node`` (node instance,
     ``None`` for network components), ``device`` (global GPU index, GPUs only).
 Edge attributes
-    ``cls`` (link class), ``bandwidth`` (bytes/s, per direction), ``latency``
-    (seconds per traversal), ``index`` (position in :attr:`Topology.capacity`).
+    ``cls`` (link class), ``bandwidth`` (bytes/s per direction that NCCL's transfers
+    achieve: the file's rate times its class's ``efficiency``), ``latency`` (seconds per
+    traversal), ``index`` (position in :attr:`Topology.capacity`).
 
 Node names are ``n<i>/<component>`` inside node ``i`` and ``net/<component>`` in the
 network.  GPU ``local`` of node ``i`` has global index ``i * gpus_per_node + local``,
 the mixed-radix index the synthesizer uses.
 
-Routes follow NCCL's transports: a direct GPU-GPU link (NVLink) or a shared NVSwitch
-first; otherwise PCIe peer-to-peer or host memory through the node's PCIe switches
-and CPUs (NCCL never relays through a third GPU); between nodes, from the GPU to its
-nearest NIC, through the network, and down from the peer's nearest NIC.
+Routes follow NCCL's transports (:mod:`p2sim.topology.paths`): a direct GPU-GPU link
+(NVLink) or a shared NVSwitch first; otherwise PCIe peer-to-peer up to
+``NCCL_P2P_LEVEL``, or host memory (SHM); between nodes, from the GPU to a NIC
+(GPUDirect RDMA, PXN through an NVLink peer, or host memory), through the network, and
+down to the peer.  :meth:`Topology.route` uses each GPU's default (nearest) NIC;
+:meth:`Topology.route_via` names the NICs, as a channel does.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ import networkx as nx
 import numpy as np
 
 from ..errors import TopologyError
-from .spec import LinkSpec, SystemSpec
+from .paths import gpu_gpu_path, gpu_nic_path, hop_weight, local_nics, nic_gpu_path, path_type
+from .spec import MAX_NODES, LinkSpec, SystemSpec
 
 __all__ = ["Route", "Topology"]
 
@@ -40,11 +44,13 @@ US = 1e-6
 
 @dataclass(frozen=True)
 class Route:
-    """A GPU-to-GPU path: directed edge indices, total latency (s), and whether it leaves the node."""
+    """A GPU-to-GPU path: directed edge indices, total latency (s), whether it leaves the
+    node, and NCCL's transport (``P2P``, ``SHM`` through host memory, or ``NET``)."""
 
     edges: tuple[int, ...]
     latency: float
     inter_node: bool
+    transport: str = "P2P"
 
 
 class Topology:
@@ -66,6 +72,8 @@ class Topology:
         n = spec.default_nodes if nodes is None else nodes
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise TopologyError(f"nodes: {n!r} must be a positive integer")
+        if spec.node_count(n) > MAX_NODES:
+            raise TopologyError(f"nodes: {n!r} gives {spec.node_count(n)} nodes, more than the {MAX_NODES} p2sim builds")
         self.spec = spec
         self.nodes = n
         self.hierarchy: tuple[int, ...] = spec.hierarchy(n)
@@ -75,9 +83,12 @@ class Topology:
         self.devices = self.node_count * self.gpus_per_node
         self._local_gpu = {g: i for i, g in enumerate(spec.gpus)}
         self._build()
-        self._intra: dict[tuple[int, int], tuple[tuple[int, ...], float]] = {}
+        self._intra: dict[tuple[int, int], tuple[tuple[int, ...], float, str]] = {}
+        self._local: dict[int, tuple[str, ...]] = {}
+        self._nicpath: dict[tuple[int, str, bool], tuple[int, ...]] = {}
         self._net: dict[tuple[str, str], tuple[int, ...]] = {}
         self._routes: dict[tuple[int, int], Route] = {}
+        self._via: dict[tuple[int, int, str, str], Route] = {}
         self._check_connected()
 
     # -- construction -------------------------------------------------------------
@@ -99,7 +110,8 @@ class Topology:
 
         def add(u: str, v: str, ln: LinkSpec) -> None:
             c = spec.classes[ln.cls]
-            b = (ln.bandwidth if ln.bandwidth is not None else c.bandwidth) * GB
+            # the capacity NCCL's transfers see: the data-sheet rate times the class's efficiency
+            b = (ln.bandwidth if ln.bandwidth is not None else c.bandwidth) * c.efficiency * GB
             t = (ln.latency if ln.latency is not None else c.latency) * US
             for a, z in ((u, v), (v, u)):
                 if g.has_edge(a, z):
@@ -156,83 +168,80 @@ class Topology:
     def classes(self) -> list[str]:
         return sorted(self.spec.classes)
 
-    # -- routing ------------------------------------------------------------------
-    def _node0_path(self, src: str, dst: str, allowed: set[str]) -> list[str] | None:
-        view = nx.subgraph_view(self.graph, filter_node=lambda x: x in allowed or x == src or x == dst)
-        try:
-            return nx.shortest_path(view, src, dst, weight=_hop_weight)
-        except nx.NetworkXNoPath:
-            return None
+    # -- routing (rules in p2sim.topology.paths) -----------------------------------
+    @cached_property
+    def host_components(self) -> frozenset[str]:
+        """Node 0's PCIe switches and CPUs: what host paths may pass through."""
+        return frozenset(f"n0/{c}" for c, k in self.spec.components if k in ("pcie_switch", "cpu"))
+
+    @cached_property
+    def gpu_names(self) -> tuple[str, ...]:
+        """Node 0's GPUs, in local index order."""
+        return tuple(f"n0/{g}" for g in self.spec.gpus)
+
+    @cached_property
+    def nics(self) -> tuple[str, ...]:
+        """The NICs NCCL may use (``nccl.hca``, else every NIC), by component name."""
+        names = [c for c, k in self.spec.components if k == "nic"]
+        hca = self.spec.nccl.hca
+        return tuple(n for n in names if not hca or n in hca)
 
     def _edge_ids(self, path: list[str]) -> tuple[int, ...]:
         return tuple(self._index[(a, b)] for a, b in zip(path, path[1:]))
 
-    @cached_property
-    def _host_nodes(self) -> set[str]:
-        return {f"n0/{c}" for c, k in self.spec.components if k in ("pcie_switch", "cpu")}
-
-    def _intra_route(self, a: int, b: int) -> tuple[tuple[int, ...], float]:
-        """Route between local GPUs of node 0 (edge ids, latency)."""
+    def _intra_route(self, a: int, b: int) -> tuple[tuple[int, ...], float, str]:
+        """Route between local GPUs of node 0 (edge ids, latency, transport)."""
         hit = self._intra.get((a, b))
-        if hit is not None:
-            return hit
-        u, v = f"n0/{self.spec.gpus[a]}", f"n0/{self.spec.gpus[b]}"
-        g = self.graph
-        path: list[str] | None = None
-        if g.has_edge(u, v):
-            path = [u, v]
-        else:
-            switches = [s for s in g.successors(u) if g.nodes[s]["kind"] == "nvswitch" and g.has_edge(s, v)]
-            if switches:
-                best = max(switches, key=lambda s: (min(g.edges[u, s]["bandwidth"], g.edges[s, v]["bandwidth"]), s))
-                path = [u, best, v]
-            else:
-                path = self._node0_path(u, v, self._host_nodes)
-        if path is None:
-            raise TopologyError(
-                f"{self.spec.source}: GPU {self.spec.gpus[a]} cannot reach GPU {self.spec.gpus[b]} inside a node "
-                "(no NVLink, NVSwitch or PCIe/host path)"
-            )
-        ids = self._edge_ids(path)
-        out = (ids, float(sum(self.latency[list(ids)])))
-        self._intra[(a, b)] = out
-        return out
+        if hit is None:
+            path, transport = gpu_gpu_path(self, self.gpu_names[a], self.gpu_names[b])
+            ids = self._edge_ids(path)
+            hit = (ids, float(sum(self.latency[list(ids)])), transport)
+            self._intra[(a, b)] = hit
+        return hit
+
+    def intra_type(self, a: int, b: int) -> str:
+        """NCCL's path type between local GPUs ``a`` and ``b`` (``NVL``, ``PIX``, ``PXB``, ``PHB``, ``SYS``)."""
+        ids = self._intra_route(a, b)[0]
+        return path_type(self, [self._edges[ids[0]][0]] + [self._edges[e][1] for e in ids])
+
+    def local_nics(self, local: int) -> tuple[str, ...]:
+        """The usable NICs nearest to local GPU ``local`` (NCCL's 'local' NICs), in file order."""
+        hit = self._local.get(local)
+        if hit is None:
+            hit = tuple(n[3:] for n in local_nics(self, self.gpu_names[local], [f"n0/{x}" for x in self.nics]))
+            self._local[local] = hit
+        return hit
 
     @cached_property
-    def _nic_assignment(self) -> dict[int, tuple[str, tuple[int, ...], tuple[int, ...]]]:
-        """Each local GPU's NIC (name, edges up, edges down) inside node 0.
-
-        A GPU takes its nearest NIC; among equally near ones, the NIC with the fewest
-        GPUs so far, so that a rail-optimised node gives GPU ``i`` NIC ``i``.
-        """
-        nics = [c for c, k in self.spec.components if k == "nic"]
-        load = {nic: 0 for nic in nics}
+    def _nic_assignment(self) -> dict[int, str]:
+        """Each local GPU's default NIC: the nearest, and among equally near ones the least used
+        so far, so that a rail-optimised node gives GPU ``i`` NIC ``i``."""
+        load = {nic: 0 for nic in self.nics}
         out = {}
-        for a, name in enumerate(self.spec.gpus):
-            gpu = f"n0/{name}"
-            best = None
-            for order, nic in enumerate(nics):
-                up = self._node0_path(gpu, f"n0/{nic}", self._host_nodes)
-                down = self._node0_path(f"n0/{nic}", gpu, self._host_nodes)
-                if up is None or down is None:
-                    continue
-                key = (len(up), load[nic], order)
-                if best is None or key < best[0]:
-                    best = (key, nic, self._edge_ids(up), self._edge_ids(down))
-            if best is None:
+        for a in range(self.gpus_per_node):
+            near = self.local_nics(a)
+            if not near:
                 if self.node_count > 1:
-                    raise TopologyError(f"{self.spec.source}: GPU {name} has no path to a NIC")
+                    raise TopologyError(f"{self.spec.source}: GPU {self.spec.gpus[a]} has no path to a NIC")
                 continue
-            load[best[1]] += 1
-            out[a] = (best[1], best[2], best[3])
+            nic = min(near, key=lambda n: (load[n], near.index(n)))
+            load[nic] += 1
+            out[a] = nic
         return out
-
-    def _nic_of(self, a: int) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
-        return self._nic_assignment[a]
 
     def nic_of(self, device: int) -> str:
-        """The NIC (component name inside its node) that GPU ``device`` uses for the network."""
-        return self._nic_of(device % self.gpus_per_node)[0]
+        """The NIC (component name inside its node) that GPU ``device`` uses by default."""
+        return self._nic_assignment[device % self.gpus_per_node]
+
+    def _nic_edges(self, local: int, nic: str, up: bool) -> tuple[int, ...]:
+        key = (local, nic, up)
+        hit = self._nicpath.get(key)
+        if hit is None:
+            gpu, n = self.gpu_names[local], f"n0/{nic}"
+            path = gpu_nic_path(self, gpu, n, [f"n0/{x}" for x in self.nics]) if up else nic_gpu_path(self, n, gpu)
+            hit = self._edge_ids(path)
+            self._nicpath[key] = hit
+        return hit
 
     def _net_route(self, src: str, dst: str) -> tuple[int, ...]:
         hit = self._net.get((src, dst))
@@ -241,50 +250,63 @@ class Topology:
         allowed = {x for x, d in self.graph.nodes(data=True) if d["node"] is None}
         view = nx.subgraph_view(self.graph, filter_node=lambda x: x in allowed or x == src or x == dst)
         try:
-            path = nx.shortest_path(view, src, dst, weight=_hop_weight)
+            path = nx.shortest_path(view, src, dst, weight=hop_weight)
         except nx.NetworkXNoPath:
             raise TopologyError(f"{self.spec.source}: the network does not join {src} and {dst}") from None
         out = self._edge_ids(path)
         self._net[(src, dst)] = out
         return out
 
+    def _check_devices(self, *devices: int) -> None:
+        for d in devices:
+            if not 0 <= d < self.devices:
+                raise TopologyError(f"device: {d} is not in 0..{self.devices - 1}")
+
     def route(self, src: int, dst: int) -> Route:
-        """The route NCCL would use from GPU ``src`` to GPU ``dst`` (cached)."""
+        """The route NCCL would use from GPU ``src`` to GPU ``dst``, through their default NICs (cached)."""
         key = (src, dst)
         hit = self._routes.get(key)
         if hit is not None:
             return hit
-        for d in key:
-            if not 0 <= d < self.devices:
-                raise TopologyError(f"device: {d} is not in 0..{self.devices - 1}")
+        self._check_devices(src, dst)
         if src == dst:
             raise TopologyError(f"device: a route from GPU {src} to itself")
         p, a = divmod(src, self.gpus_per_node)
         q, b = divmod(dst, self.gpus_per_node)
-        off = self._edges_per_node
         if p == q:
-            ids, _ = self._intra_route(a, b)
-            edges = tuple(e + p * off for e in ids)
+            ids, _, transport = self._intra_route(a, b)
+            off = p * self._edges_per_node
+            r = self._make_route(tuple(e + off for e in ids), False, transport)
         else:
-            nic_a, up, _ = self._nic_of(a)
-            nic_b, _, down = self._nic_of(b)
-            edges = (
-                tuple(e + p * off for e in up)
-                + self._net_route(f"n{p}/{nic_a}", f"n{q}/{nic_b}")
-                + tuple(e + q * off for e in down)
-            )
-        r = Route(edges, float(sum(self.latency[list(edges)])), p != q)
+            r = self.route_via(src, dst, self.nic_of(src), self.nic_of(dst))
         self._routes[key] = r
         return r
+
+    def route_via(self, src: int, dst: int, nic_out: str, nic_in: str) -> Route:
+        """Between nodes: out of ``src``'s node through ``nic_out``, into ``dst``'s through ``nic_in`` (cached)."""
+        key = (src, dst, nic_out, nic_in)
+        hit = self._via.get(key)
+        if hit is not None:
+            return hit
+        self._check_devices(src, dst)
+        p, a = divmod(src, self.gpus_per_node)
+        q, b = divmod(dst, self.gpus_per_node)
+        if p == q:
+            raise TopologyError(f"device: GPUs {src} and {dst} share a node; no NIC route between them")
+        off = self._edges_per_node
+        edges = (tuple(e + p * off for e in self._nic_edges(a, nic_out, True))
+                 + self._net_route(f"n{p}/{nic_out}", f"n{q}/{nic_in}")
+                 + tuple(e + q * off for e in self._nic_edges(b, nic_in, False)))
+        r = self._make_route(edges, True, "NET")
+        self._via[key] = r
+        return r
+
+    def _make_route(self, edges: tuple[int, ...], inter: bool, transport: str) -> Route:
+        return Route(edges, float(sum(self.latency[list(edges)])), inter, transport)
 
     def path_names(self, src: int, dst: int) -> list[tuple[str, str]]:
         """The route as directed edges ``(u, v)`` of :attr:`graph`."""
         return [self._edges[e] for e in self.route(src, dst).edges]
-
-
-def _hop_weight(u: str, v: str, data: dict) -> float:
-    # fewest hops first, then lowest latency, then widest links
-    return 1.0 + data["latency"] * 1e3 + 1.0 / (1.0 + data["bandwidth"] / GB) * 1e-3
 
 
 def bisection(topo: Topology) -> dict[str, float]:

@@ -23,22 +23,38 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TopologyError
+from .settings import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, ModelRates, NcclSettings, parse_nccl, parse_rates
 
-__all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS"]
+__all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS",
+           "TOP_LEVEL_KEYS", "MAX_NODES"]
 
-KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "nic", "network_switch")
+# memory: a CPU socket's DRAM, through which the SHM transport stages data between GPUs
+# that may not use peer-to-peer (and GPUs and NICs without GPUDirect RDMA)
+KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "memory", "nic", "network_switch")
+TOP_LEVEL_KEYS = ("name", "description", "default_nodes", "notes", "levels", "classes", "gpu", "node", "network",
+                  "nccl", "model")
+MAX_NODES = 100_000  # beyond every cluster built; larger counts are typos that would build for minutes
 
 
 @dataclass(frozen=True)
 class LinkClass:
     """A class of links that a what-if study or a calibration varies as a whole.
 
-    ``bandwidth`` is in GB/s per direction, ``latency`` in microseconds per traversal.
+    ``bandwidth`` is the data-sheet rate in GB/s per direction, ``latency`` microseconds
+    per traversal, ``efficiency`` the share of the rate that NCCL's transfers achieve
+    (protocol and encoding overheads; each file cites where its figure comes from).
+    The graph's capacity is ``bandwidth x efficiency``.
     """
 
     name: str
     bandwidth: float
     latency: float
+    efficiency: float = 1.0
+
+    @property
+    def capacity(self) -> float:
+        """Effective GB/s per direction."""
+        return self.bandwidth * self.efficiency
 
 
 @dataclass(frozen=True)
@@ -72,11 +88,9 @@ class SystemSpec:
     node_links: tuple[LinkSpec, ...]
     network_components: tuple[tuple[str, str], ...]
     network_links: tuple[LinkSpec, ...]
-    # achievable share of the link figures per NCCL algorithm (fitted by calibration)
-    efficiency: Mapping[str, float] = field(default_factory=lambda: {"ring": 1.0, "tree": 1.0})
-    # most bytes/s (GB/s) a member of one collective of each algorithm can send: NCCL's
-    # per-channel throughput ceiling times its channels; inf = only the links limit it
-    max_rate: Mapping[str, float] = field(default_factory=lambda: {"ring": math.inf, "tree": math.inf})
+    nccl: NcclSettings = field(default_factory=NcclSettings)
+    rates: ModelRates = field(default_factory=ModelRates)  # per-channel caps (calibration fits them)
+    nvls_switches: frozenset[str] = frozenset()  # NVSwitches with NVLink SHARP (multicast and reduction)
     notes: str = ""  # provenance, e.g. what a calibration was fitted on
 
     @property
@@ -96,9 +110,10 @@ class SystemSpec:
         if name not in self.classes:
             raise TopologyError(f"{self.source}: no link class {name!r} (classes: {', '.join(sorted(self.classes))})")
         old = self.classes[name]
-        new = LinkClass(name, old.bandwidth if bandwidth is None else bandwidth, old.latency if latency is None else latency)
-        _check_positive(self.source, f"classes.{name}.bandwidth", new.bandwidth)
-        _check_non_negative(self.source, f"classes.{name}.latency", new.latency)
+        new = LinkClass(name, old.bandwidth if bandwidth is None else bandwidth,
+                        old.latency if latency is None else latency, old.efficiency)
+        _check_bandwidth(self.source, f"classes.{name}.bandwidth", new.bandwidth)
+        _check_latency(self.source, f"classes.{name}.latency", new.latency)
 
         def strip(links: tuple[LinkSpec, ...]) -> tuple[LinkSpec, ...]:
             return tuple(
@@ -155,6 +170,27 @@ def _check_non_negative(src: str, field: str, value: Any) -> float:
     return float(value)
 
 
+def _check_bandwidth(src: str, field: str, value: Any) -> float:
+    v = _check_positive(src, field, value)
+    if not v <= MAX_BANDWIDTH_GBPS:
+        raise TopologyError(f"{src}: {field}: {value!r} GB/s is not a real link's rate (at most {MAX_BANDWIDTH_GBPS:g})")
+    return v
+
+
+def _check_latency(src: str, field: str, value: Any) -> float:
+    v = _check_non_negative(src, field, value)
+    if v > MAX_LATENCY_US:
+        raise TopologyError(f"{src}: {field}: {value!r} us is more than a second per traversal")
+    return v
+
+
+def _check_efficiency(src: str, field: str, value: Any) -> float:
+    v = _check_positive(src, field, value)
+    if v > 1:
+        raise TopologyError(f"{src}: {field}: {value!r} must be a share in (0, 1]")
+    return v
+
+
 def _get(src: str, table: Mapping[str, Any], key: str, field: str, kind: type | tuple[type, ...]) -> Any:
     if key not in table:
         raise TopologyError(f"{src}: {field}: missing")
@@ -173,7 +209,8 @@ def _names(src: str, field: str, pattern: Any) -> list[str]:
         raise TopologyError(f"{src}: {field}: {e}") from None
 
 
-def _components(src: str, field: str, raw: Any) -> list[tuple[str, str]]:
+def _components(src: str, field: str, raw: Any, nvls: set[str] | None = None) -> list[tuple[str, str]]:
+    """Components of a list of ``{name, kind}`` tables; NVSwitches marked ``nvls = true`` go into ``nvls``."""
     if not isinstance(raw, list):
         raise TopologyError(f"{src}: {field}: must be a list of {{name, kind}} tables")
     out = []
@@ -181,10 +218,19 @@ def _components(src: str, field: str, raw: Any) -> list[tuple[str, str]]:
         f = f"{field}[{i}]"
         if not isinstance(c, dict):
             raise TopologyError(f"{src}: {f}: must be a table with name and kind")
+        extra = sorted(set(c) - {"name", "kind", "nvls"})
+        if extra:
+            raise TopologyError(f"{src}: {f}.{extra[0]}: unknown setting (name, kind, nvls)")
         kind = _get(src, c, "kind", f"{f}.kind", str)
         if kind not in KINDS or kind == "gpu":
             raise TopologyError(f"{src}: {f}.kind: {kind!r} is not one of {', '.join(k for k in KINDS if k != 'gpu')}")
-        out += [(n, kind) for n in _names(src, f"{f}.name", c.get("name"))]
+        names = _names(src, f"{f}.name", c.get("name"))
+        flag = c.get("nvls", False)
+        if not isinstance(flag, bool) or (flag and (kind != "nvswitch" or nvls is None)):
+            raise TopologyError(f"{src}: {f}.nvls: {flag!r} (NVLink SHARP is a setting of a node's nvswitch, true or false)")
+        if flag:
+            nvls.update(names)
+        out += [(n, kind) for n in names]
     return out
 
 
@@ -199,6 +245,9 @@ def _links(src: str, field: str, raw: Any, classes: Mapping[str, LinkClass]) -> 
         cls = _get(src, ln, "class", f"{f}.class", str)
         if cls not in classes:
             raise TopologyError(f"{src}: {f}.class: {cls!r} is not a declared class ({', '.join(sorted(classes))})")
+        extra = sorted(set(ln) - {"class", "pairs", "bandwidth", "latency"})
+        if extra:
+            raise TopologyError(f"{src}: {f}.{extra[0]}: unknown setting (class, pairs, bandwidth, latency)")
         pairs_raw = _get(src, ln, "pairs", f"{f}.pairs", list)
         pairs: list[tuple[str, str]] = []
         for j, pr in enumerate(pairs_raw):
@@ -216,8 +265,8 @@ def _links(src: str, field: str, raw: Any, classes: Mapping[str, LinkClass]) -> 
         lat = ln.get("latency")
         out.append(LinkSpec(
             cls, tuple(pairs),
-            None if bw is None else _check_positive(src, f"{f}.bandwidth", bw),
-            None if lat is None else _check_non_negative(src, f"{f}.latency", lat),
+            None if bw is None else _check_bandwidth(src, f"{f}.bandwidth", bw),
+            None if lat is None else _check_latency(src, f"{f}.latency", lat),
         ))
     return out
 
@@ -225,6 +274,9 @@ def _links(src: str, field: str, raw: Any, classes: Mapping[str, LinkClass]) -> 
 def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     """Validate a parsed TOML document; every error names ``source`` and the field."""
     src = source
+    extra = sorted(set(doc) - set(TOP_LEVEL_KEYS))
+    if extra:
+        raise TopologyError(f"{src}: {extra[0]}: unknown top-level key (known: {', '.join(TOP_LEVEL_KEYS)})")
     name = _get(src, doc, "name", "name", str)
     levels_raw = _get(src, doc, "levels", "levels", list)
     levels = []
@@ -243,8 +295,8 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     if len(node_levels) != 1:
         raise TopologyError(f"{src}: levels: exactly one level needs cardinality = \"nodes\" (found {len(node_levels)})")
     default_nodes = doc.get("default_nodes", 2)
-    if isinstance(default_nodes, bool) or not isinstance(default_nodes, int) or default_nodes < 1:
-        raise TopologyError(f"{src}: default_nodes: {default_nodes!r} must be a positive integer")
+    if isinstance(default_nodes, bool) or not isinstance(default_nodes, int) or not 1 <= default_nodes <= MAX_NODES:
+        raise TopologyError(f"{src}: default_nodes: {default_nodes!r} must be a whole number in 1..{MAX_NODES}")
 
     classes_raw = _get(src, doc, "classes", "classes", dict)
     classes = {}
@@ -253,24 +305,35 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
             raise TopologyError(f"{src}: classes.{cname}: must be a table with bandwidth and latency")
         if "bandwidth" not in c:
             raise TopologyError(f"{src}: classes.{cname}.bandwidth: missing")
+        extra = sorted(set(c) - {"bandwidth", "latency", "efficiency"})
+        if extra:
+            raise TopologyError(f"{src}: classes.{cname}.{extra[0]}: unknown setting (bandwidth, latency, efficiency)")
         classes[cname] = LinkClass(
             cname,
-            _check_positive(src, f"classes.{cname}.bandwidth", c["bandwidth"]),
-            _check_non_negative(src, f"classes.{cname}.latency", c.get("latency", 0.0)),
+            _check_bandwidth(src, f"classes.{cname}.bandwidth", c["bandwidth"]),
+            _check_latency(src, f"classes.{cname}.latency", c.get("latency", 0.0)),
+            _check_efficiency(src, f"classes.{cname}.efficiency", c.get("efficiency", 1.0)),
         )
 
     node = _get(src, doc, "node", "node", dict)
+    extra = sorted(set(node) - {"gpus", "components", "links"})
+    if extra:
+        raise TopologyError(f"{src}: node.{extra[0]}: unknown setting (gpus, components, links)")
     gpus = tuple(_names(src, "node.gpus", node.get("gpus")))
     per_node = math.prod(lv.cardinality or 1 for lv in levels[node_levels[0] + 1 :])
     if len(gpus) != per_node:
         raise TopologyError(
             f"{src}: node.gpus: {len(gpus)} GPUs, but the levels below the node level hold {per_node}"
         )
-    comps = _components(src, "node.components", node.get("components", []))
+    nvls: set[str] = set()
+    comps = _components(src, "node.components", node.get("components", []), nvls)
     node_links = _links(src, "node.links", node.get("links", []), classes)
     net = doc.get("network", {})
     if not isinstance(net, dict):
         raise TopologyError(f"{src}: network: must be a table")
+    extra = sorted(set(net) - {"components", "links", "transport"})
+    if extra:
+        raise TopologyError(f"{src}: network.{extra[0]}: unknown setting (components, links, transport)")
     net_comps = _components(src, "network.components", net.get("components", []))
     net_links = _links(src, "network.links", net.get("links", []), classes)
 
@@ -293,21 +356,17 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
             if a in local and b in local:
                 raise TopologyError(f"{src}: network.links[{li}].pairs: {a!r}-{b!r} joins two node components")
 
-    model = doc.get("model", {})
-    if not isinstance(model, dict):
-        raise TopologyError(f"{src}: model: must be a table")
-    efficiency, max_rate = {}, {}
-    for algo in ("ring", "tree"):
-        efficiency[algo] = _check_positive(src, f"model.{algo}_efficiency", model.get(f"{algo}_efficiency", 1.0))
-        max_rate[algo] = _check_positive(src, f"model.{algo}_max_rate", model.get(f"{algo}_max_rate", math.inf))
-    known = {f"{a}_{k}" for a in ("ring", "tree") for k in ("efficiency", "max_rate")}
-    unknown = set(model) - known
-    if unknown:
-        raise TopologyError(f"{src}: model.{sorted(unknown)[0]}: unknown setting ({', '.join(sorted(known))})")
+    nccl = parse_nccl(doc.get("nccl", {}), net, doc.get("gpu", {}), src)
+    nics = {c for c, k in comps if k == "nic"}
+    for h in nccl.hca:
+        if h not in nics:
+            raise TopologyError(f"{src}: nccl.hca: {h!r} is not a NIC of the node ({', '.join(sorted(nics)) or 'none'})")
+    rates = parse_rates(doc.get("model", {}), src)
 
     return SystemSpec(
-        efficiency=efficiency,
-        max_rate=max_rate,
+        nccl=nccl,
+        rates=rates,
+        nvls_switches=frozenset(nvls),
         notes=str(doc.get("notes", "")),
         name=name,
         description=str(doc.get("description", "")),
@@ -321,59 +380,6 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         network_components=tuple(net_comps),
         network_links=tuple(net_links),
     )
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, str):
-        return json.dumps(v)  # a JSON string is a valid TOML basic string
-    if isinstance(v, float):
-        return "inf" if math.isinf(v) else repr(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return str(v)
-
-
-def _links_toml(links: tuple[LinkSpec, ...]) -> list[str]:
-    out = []
-    for ln in links:
-        extra = "".join(f", {k} = {_toml_value(getattr(ln, k))}" for k in ("bandwidth", "latency")
-                        if getattr(ln, k) is not None)
-        out.append(f"  {{ class = {_toml_value(ln.cls)}, pairs = {_toml_value([list(p) for p in ln.pairs])}{extra} }},")
-    return out
-
-
-def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
-    """Write a spec back as a system file (ranges expanded); :func:`parse_spec` reads it back."""
-    lines = [f"# {c}" for c in comment.splitlines()] + [
-        f"name = {_toml_value(spec.name)}",
-        f"description = {_toml_value(spec.description)}",
-        f"default_nodes = {spec.default_nodes}",
-    ]
-    if spec.notes:
-        lines.append(f"notes = {_toml_value(spec.notes)}")
-    lines += ["", "levels = ["]
-    for lv in spec.levels:
-        card = '"nodes"' if lv.cardinality is None else str(lv.cardinality)
-        lines.append(f"  {{ name = {_toml_value(lv.name)}, cardinality = {card} }},")
-    lines += ["]", "", "[classes]"]
-    for c in spec.classes.values():
-        lines.append(f"{c.name} = {{ bandwidth = {_toml_value(c.bandwidth)}, latency = {_toml_value(c.latency)} }}")
-    lines += ["", "[model]"] + [f"{a}_efficiency = {_toml_value(float(e))}" for a, e in spec.efficiency.items()]
-    lines += [f"{a}_max_rate = {_toml_value(float(r))}" for a, r in spec.max_rate.items()]
-    lines += ["", "[node]", f"gpus = {_gpu_pattern(spec.gpus)}", "components = ["]
-    lines += [f"  {{ name = {_toml_value(n)}, kind = {_toml_value(k)} }}," for n, k in spec.components]
-    lines += ["]", "links = ["] + _links_toml(spec.node_links) + ["]", "", "[network]", "components = ["]
-    lines += [f"  {{ name = {_toml_value(n)}, kind = {_toml_value(k)} }}," for n, k in spec.network_components]
-    lines += ["]", "links = ["] + _links_toml(spec.network_links) + ["]", ""]
-    return "\n".join(lines)
-
-
-def _gpu_pattern(gpus: tuple[str, ...]) -> str:
-    """The GPU list as one name pattern, in its exact order (a file's ``gpus`` is one pattern)."""
-    if len(gpus) == 1:
-        return json.dumps(gpus[0])
-    prefix = gpus[0].rstrip("0123456789")
-    return json.dumps(f"{prefix}[{','.join(g[len(prefix):] for g in gpus)}]")
 
 
 def load_spec(path: str | Path) -> SystemSpec:

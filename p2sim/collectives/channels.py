@@ -1,0 +1,99 @@
+"""Channels: how many a collective runs, which NIC each uses, where it enters each node.
+
+NCCL's rules (``src/graph/search.cc``, ``connect.cc``), as p2sim applies them:
+
+* **Inside a node** the search finds rings whose per-channel speed is NCCL's top speed
+  for the GPU generation (or what the rings can carry, if less); it fits
+  ``throughput / speed`` channels, doubles them when a channel is fast (speed >= 25
+  GB/s; on Hopper and later only when fewer than 5 channels run below 50 GB/s), and
+  ``connect.cc`` duplicates every channel once more.  Eight A100s on NVSwitch: 240 GB/s
+  of NVLink at 40 GB/s per channel, 6 x 2 x 2 = 24 channels.
+* **Across nodes** the search puts one channel on each NIC the group's GPUs are near,
+  and ``connect.cc`` duplicates them: ``channels_per_nic`` (default 2) per NIC.
+* A channel enters and leaves a node through one NIC, at a GPU near that NIC; the
+  channels are dealt over the NICs in NCCL's order (each GPU's nearest NICs in turn), so
+  two GPUs sharing a NIC never double-load it while another NIC idles.
+* The count is clamped to ``min_channels .. max_channels``.  A tree's *graph channel*
+  (what NCCL's per-channel caps count) is a pair of these channels, one per tree of the
+  double binary tree; so is a ring's (a ring and its reverse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import groupby
+
+from ..topology import Topology
+from .nccl_tables import top_channel_speed
+
+__all__ = ["Segment", "segments", "node_nics", "channel_count", "entry_gpus", "ring_channel_pairs"]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The members of a group on one node: global ids, in index order."""
+
+    node: int
+    members: tuple[int, ...]
+
+    def local(self, topo: Topology) -> tuple[int, ...]:
+        return tuple(m % topo.gpus_per_node for m in self.members)
+
+
+def segments(topo: Topology, members: Sequence[int]) -> list[Segment]:
+    """A group's members split by node, nodes in index order."""
+    return [Segment(n, tuple(s)) for n, s in groupby(sorted(members), key=topo.node_of)]
+
+
+def node_nics(topo: Topology, seg: Segment) -> tuple[str, ...]:
+    """The NICs a node's channels use: each member's nearest NICs in turn, in NCCL's channel-first order."""
+    out: list[str] = []
+    for local in seg.local(topo):
+        for nic in topo.local_nics(local):
+            if nic not in out:
+                out.append(nic)
+    return tuple(out)
+
+
+def _clamp(topo: Topology, c: int) -> int:
+    s = topo.spec.nccl
+    return max(s.min_channels, min(s.max_channels, c))
+
+
+def channel_count(topo: Topology, segs: Sequence[Segment], intra_throughput: float) -> int:
+    """Ring channels of a group (``intra_throughput``: its best ring set's GB/s per hop, one node)."""
+    nccl = topo.spec.nccl
+    if len(segs) > 1:
+        nics = min(len(node_nics(topo, s)) for s in segs)
+        return _clamp(topo, nccl.channels_per_nic * max(nics, 1))
+    speed = min(top_channel_speed(nccl.arch), intra_throughput)
+    graph = max(1, int(intra_throughput // speed + 1e-9))
+    fast_arch = nccl.arch in ("hopper", "blackwell")
+    if speed >= 25.0 and not (fast_arch and speed < 50.0 and graph > 4):
+        graph *= 2  # ncclTopoDupChannels
+    return _clamp(topo, 2 * graph)  # connect.cc duplicates every channel
+
+
+def entry_gpus(topo: Topology, seg: Segment, nic: str) -> list[int]:
+    """The segment's members nearest to ``nic`` (where a channel on that NIC enters), else all."""
+    near = [m for m in seg.members if nic in topo.local_nics(m % topo.gpus_per_node)]
+    return near or list(seg.members)
+
+
+def ring_channel_pairs(topo: Topology, segs: Sequence[Segment], pairs: int) -> list[list[tuple[str, int]]]:
+    """For each channel pair, per node: (NIC, entry GPU).
+
+    Pair ``p`` uses each node's ``p``-th NIC in its list (cyclically); pairs that share a
+    NIC enter at successive GPUs near it, so every NIC and GPU gets its share.
+    """
+    out = []
+    lists = [node_nics(topo, s) or (topo.nic_of(s.members[0]),) for s in segs]
+    for p in range(pairs):
+        row = []
+        for seg, nics in zip(segs, lists):
+            nic = nics[p % len(nics)]
+            near = entry_gpus(topo, seg, nic)
+            row.append((nic, near[(p // len(nics)) % len(near)]))
+        out.append(row)
+    return out

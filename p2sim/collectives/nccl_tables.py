@@ -1,0 +1,127 @@
+"""NCCL's tuning constants, as ``src/graph/tuning.cc``, ``src/graph/search.cc`` and ``src/graph/topo.h`` state them.
+
+Figures only (NCCL 2.2x master, read through the public source); the code that uses
+them is p2sim's own.  Latencies are microseconds, bandwidths GB/s.  Tables indexed by
+GPU generation use :data:`~p2sim.topology.settings.ARCHS` order (NCCL's compCapIndex:
+Volta, Ampere, Hopper, Blackwell); tables indexed by node count use NCCL's
+``index2`` (1 node, 2 nodes, more).
+
+Examples
+--------
+>>> base_latency("ring", "Simple"), hw_latency("net", "tree", "LL")
+(8.4, 5.0)
+>>> per_channel_tree_bw("hopper", 5), ll_max_bw("ampere", 1)
+(36.0, 87.7)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ALGOS", "PROTOS", "base_latency", "hw_latency", "ll_max_bw", "per_channel_ring_ll128_bw",
+    "per_channel_tree_ll128_bw", "per_channel_tree_bw", "per_channel_nvls_tree_bw", "nvls_efficiency",
+    "tree_correction", "top_channel_speed", "NVLS_CHANNELS", "NET_OVERHEAD_US",
+]
+
+ALGOS = ("tree", "ring", "nvls", "nvls_tree")  # NCCL's order of the algorithms p2sim models
+PROTOS = ("LL", "LL128", "Simple")  # NCCL_PROTO values, in NCCL's order
+
+_ARCH = {"volta": 0, "ampere": 1, "hopper": 2, "blackwell": 3}
+
+# baseLatencies [algorithm][LL, LL128, Simple]
+_BASE = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0)}
+
+# hwLatencies [NVLINK | PCI | NET][algorithm][LL, LL128, Simple]: per-step hardware latency
+_HW = {
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0, 0, 25.0), "nvls_tree": (0, 0, 25.0)},
+    "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0, 0, 0), "nvls_tree": (0, 0, 0)},
+    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0, 0, 18.0), "nvls_tree": (0, 0, 20.9)},
+}
+
+# llMaxBws [Volta, Ampere, Hopper, Blackwell][1 node, 2 nodes, more]: the LL protocol's
+# total bus bandwidth.  On several nodes NCCL keys the row on the CPU vendor instead
+# (row 0 Intel, row 1 AMD); p2sim assumes Intel hosts there.
+_LL_MAX = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 90.0, 70.0))
+# per-channel bus bandwidth caps [arch][1 node, 2 nodes, more]
+_RING_LL128 = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7), (40.0, 40.0, 40.0))
+_TREE_LL128 = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
+_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
+_NVLS_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0))
+
+# nvlsEfficiency: the share of NVLink bandwidth NVLink SHARP reductions achieve
+_NVLS_EFF = (0.0, 0.0, 0.85, 0.74)
+
+# treeCorrectionFactor [LL, LL128, Simple][log2(bytes / 64)]: trees "are not perfectly
+# sticking to the model for medium sizes" (NCCL's comment); 64 B .. 256 MiB
+_TREE_CORRECTION = (
+    (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
+    (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+)
+
+# the fastest speed NCCL's topology search gives one channel inside a node
+# (speedArrayIntra, sm90SpeedArrayIntra, sm100SpeedArrayIntra in src/graph/search.cc)
+_TOP_SPEED = (40.0, 40.0, 60.0, 90.0)
+
+# NVLS channels (NVLS_NCHANNELS_SM90 / _SM100 in src/transport/nvls.cc)
+NVLS_CHANNELS = {"hopper": 16, "blackwell": 32}
+
+# network post overhead per step of an inter-node ring, x3 for Simple (getNetOverhead, Intel hosts)
+NET_OVERHEAD_US = 1.0
+
+
+def _proto(proto: str) -> int:
+    return PROTOS.index(proto)
+
+
+def _nodes(nodes: int) -> int:
+    return min(nodes, 3) - 1
+
+
+def base_latency(algo: str, proto: str) -> float:
+    """NCCL's base latency (us) of one collective."""
+    return _BASE[algo][_proto(proto)]
+
+
+def hw_latency(hw: str, algo: str, proto: str) -> float:
+    """NCCL's hardware latency (us) per step over ``nvlink``, ``pci`` or ``net``."""
+    return float(_HW[hw][algo][_proto(proto)])
+
+
+def ll_max_bw(arch: str, nodes: int) -> float:
+    """The LL protocol's most bus bandwidth (GB/s) for a whole collective."""
+    row = _ARCH[arch] if nodes == 1 else 0
+    return _LL_MAX[row][_nodes(nodes)]
+
+
+def per_channel_ring_ll128_bw(arch: str, nodes: int) -> float:
+    return _RING_LL128[_ARCH[arch]][_nodes(nodes)]
+
+
+def per_channel_tree_ll128_bw(arch: str, nodes: int) -> float:
+    return _TREE_LL128[_ARCH[arch]][_nodes(nodes)]
+
+
+def per_channel_tree_bw(arch: str, nodes: int) -> float:
+    """Bus bandwidth (GB/s) one tree channel (both of its trees) reaches with Simple."""
+    return _TREE[_ARCH[arch]][_nodes(nodes)]
+
+
+def per_channel_nvls_tree_bw(arch: str, nodes: int) -> float:
+    return _NVLS_TREE[_ARCH[arch]][_nodes(nodes)]
+
+
+def nvls_efficiency(arch: str) -> float:
+    return _NVLS_EFF[_ARCH[arch]]
+
+
+def tree_correction(proto: str, nbytes: float) -> float:
+    """NCCL's medium-size bandwidth correction of tree AllReduce (1.0 outside 64 B .. 256 MiB)."""
+    if nbytes < 64:
+        return 1.0
+    log = int(nbytes // 64).bit_length() - 1
+    return _TREE_CORRECTION[_proto(proto)][log] if log < 23 else 1.0
+
+
+def top_channel_speed(arch: str) -> float:
+    """The largest per-channel bandwidth (GB/s) NCCL's search assigns inside a node."""
+    return _TOP_SPEED[_ARCH[arch]]

@@ -1,0 +1,81 @@
+"""NCCL's protocols: the share of link bandwidth each achieves and its throughput caps.
+
+* **Simple** moves data in large chunks with separate flags: the links' full rate.
+* **LL** (low latency) stores 8-byte words that carry 4 bytes of data and a 4-byte
+  flag: half the rate, low latency; its whole-collective bus bandwidth is capped at
+  ``llMaxBw``.
+* **LL128** stores 128-byte lines with 120 bytes of data (NCCL models 92%), capped per
+  channel at ``perChMaxRingLL128Bw`` / ``perChMaxTreeLL128Bw``.
+
+Trees carry NCCL's extra refinements (``src/graph/tuning.cc``): a tree AllReduce reaches
+92% of its links' rate and at most ``perChMaxTreeBw`` per channel, LL trees a further
+1/3.8, LL128 trees 7/9 on one node and 120/128 across nodes, and medium sizes are
+scaled by ``treeCorrectionFactor``.  NVLS reductions reach ``nvlsEfficiency`` of NVLink.
+
+Examples
+--------
+>>> link_share("ring", "LL", "AllReduce", 1, 2**20, "ampere")
+0.5
+>>> round(link_share("tree", "Simple", "AllReduce", 2, 2**30, "ampere"), 2)
+0.92
+"""
+
+from __future__ import annotations
+
+import math
+
+from .nccl_tables import (PROTOS, ll_max_bw, nvls_efficiency, per_channel_nvls_tree_bw, per_channel_ring_ll128_bw,
+                          per_channel_tree_bw, per_channel_tree_ll128_bw, tree_correction)
+
+__all__ = ["PROTOS", "link_share", "channel_cap_gbps", "collective_cap_gbps", "check_proto", "PROTO_CHOICES"]
+
+PROTO_CHOICES = ("auto",) + PROTOS
+
+
+def check_proto(text: str) -> str:
+    from ..errors import InputError
+
+    for p in PROTO_CHOICES:
+        if text.lower() == p.lower():
+            return p
+    raise InputError(f"proto: {text!r} is not one of {', '.join(PROTO_CHOICES)}")
+
+
+def link_share(algo: str, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
+    """The share of the links' rate a collective of this algorithm and protocol achieves."""
+    if algo in ("nvls", "nvls_tree"):
+        return nvls_efficiency(arch)
+    if algo == "ring":
+        return {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}[proto]
+    # tree AllReduce
+    share = 0.92
+    if proto == "LL":
+        share /= 3.8
+    elif proto == "LL128":
+        share *= 7.0 / 9.0 if nodes == 1 else 120.0 / 128.0
+    return share * tree_correction(proto, nbytes)
+
+
+def channel_cap_gbps(algo: str, proto: str, nodes: int, arch: str, configured: float | None) -> float:
+    """Bus bandwidth (GB/s) one graph channel can reach on the GPU side (``inf``: no cap).
+
+    ``configured`` is the system file's (or calibration's) ``*_channel_rate``; it
+    replaces NCCL's Simple-protocol figure.
+    """
+    if algo == "ring":
+        if proto == "LL128":
+            return per_channel_ring_ll128_bw(arch, nodes)
+        return configured if configured is not None else math.inf
+    if algo == "tree":
+        if proto == "LL128":
+            return per_channel_tree_ll128_bw(arch, nodes)
+        return configured if configured is not None else per_channel_tree_bw(arch, nodes)
+    if algo == "nvls_tree":
+        cap = per_channel_nvls_tree_bw(arch, nodes)
+        return cap if cap > 0 else math.inf
+    return math.inf
+
+
+def collective_cap_gbps(proto: str, nodes: int, arch: str) -> float:
+    """Bus bandwidth (GB/s) cap of a whole collective: LL's ``llMaxBw``, else none."""
+    return ll_max_bw(arch, nodes) if proto == "LL" else math.inf

@@ -1,0 +1,165 @@
+"""The NCCL-facing settings of a system file: ``[gpu]``, ``[network] transport``, ``[nccl]`` and ``[model]``.
+
+These tables describe what is not a link: the GPU generation (which of NCCL's tuning
+tables apply), the network transport (which per-channel network rate applies), NCCL's
+channel knobs as its environment variables set them, and the model's per-channel
+throughput caps that calibration fits.  Every table is optional; the defaults are
+NCCL's own (cited beside each).
+
+Examples
+--------
+>>> s = parse_nccl({"channels_per_nic": 2, "hca": ["nic0", "nic2"]}, {}, {"arch": "hopper"}, "x.toml")
+>>> s.arch, s.hca, s.max_channels
+('hopper', ('nic0', 'nic2'), 64)
+>>> parse_rates({"tree_net_rate": 0.6}, "x.toml").tree_net_rate
+0.6
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ..errors import TopologyError
+
+__all__ = ["ARCHS", "TRANSPORTS", "P2P_LEVELS", "NcclSettings", "ModelRates", "parse_nccl", "parse_rates",
+           "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US"]
+
+# NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
+ARCHS = ("volta", "ampere", "hopper", "blackwell")
+# ib and roce: NCCL's IB verbs transport; efa: AWS's libfabric plugin; socket: NCCL's TCP
+# transport; tcpx: Google's GPUDirect-TCPX(O) plugin
+TRANSPORTS = ("ib", "roce", "efa", "socket", "tcpx")
+# NCCL_P2P_LEVEL's path types, nearest first (NCCL docs, "NCCL_P2P_LEVEL")
+P2P_LEVELS = ("NVL", "PIX", "PXB", "PHB", "SYS")
+
+# sanity bounds for figures in a file: nothing measured comes near them (an NVLink 5
+# GPU has 900 GB/s per direction); above them a value is a typo or a unit mix-up
+MAX_BANDWIDTH_GBPS = 1e6
+MAX_LATENCY_US = 1e6  # one second per traversal
+
+
+@dataclass(frozen=True)
+class NcclSettings:
+    """How NCCL is set up on this system (environment variables and detected hardware).
+
+    ``channels_per_nic``: NCCL's ring search puts one channel on each NIC and
+    duplicates the channels (``src/graph/connect.cc``), so a collective across nodes
+    runs two channels per NIC by default.  ``min_channels`` / ``max_channels`` bound the
+    channel count like ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS`` (``MAXCHANNELS`` is
+    64 in ``src/include/device.h``).  ``hca`` restricts the NICs like ``NCCL_IB_HCA``.
+    ``p2p_level`` is ``NCCL_P2P_LEVEL``: NCCL's default allows GPU peer-to-peer only
+    through PCIe switches (PXB), not through a CPU (``src/graph/paths.cc``), so GPUs
+    farther apart exchange data through host memory (the SHM transport).  ``nvls``
+    is ``NCCL_NVLS_ENABLE``.
+    """
+
+    arch: str = "ampere"
+    gpu_model: str = ""
+    transport: str = "ib"
+    channels_per_nic: int = 2
+    min_channels: int = 1
+    max_channels: int = 64
+    hca: tuple[str, ...] = ()
+    p2p_level: str = "PXB"
+    nvls: bool = True
+
+
+@dataclass(frozen=True)
+class ModelRates:
+    """Per-channel throughput caps in GB/s (``None``: the default; ``inf``: uncapped).
+
+    ``*_net_rate`` caps the bytes one channel of a ring or tree sends into the network
+    per second at a node (NCCL moves a channel's network traffic through one
+    connection of its proxy thread: sockets or queue pairs).  ``*_channel_rate`` caps a
+    channel's bus bandwidth on the GPU side (one thread block copies and reduces a
+    channel's data).  Calibration fits them.
+    """
+
+    ring_net_rate: float | None = None
+    tree_net_rate: float | None = None
+    ring_channel_rate: float | None = None
+    tree_channel_rate: float | None = None
+
+    def to_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+def _fail(src: str, field: str, msg: str) -> TopologyError:
+    return TopologyError(f"{src}: {field}: {msg}")
+
+
+def _unknown(src: str, table: str, raw: Mapping[str, Any], known: set[str]) -> None:
+    extra = sorted(set(raw) - known)
+    if extra:
+        raise _fail(src, f"{table}.{extra[0]}", f"unknown setting (known: {', '.join(sorted(known))})")
+
+
+def _choice(src: str, field: str, value: Any, options: tuple[str, ...]) -> str:
+    if value not in options:
+        raise _fail(src, field, f"{value!r} is not one of {', '.join(options)}")
+    return value
+
+
+def _count(src: str, field: str, value: Any, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _fail(src, field, f"{value!r} must be a whole number in {low}..{high}")
+    return value
+
+
+def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping[str, Any], src: str) -> NcclSettings:
+    """Validate the ``[nccl]`` table, ``[network] transport`` and the ``[gpu]`` table."""
+    if not isinstance(nccl, Mapping):
+        raise _fail(src, "nccl", "must be a table")
+    if not isinstance(gpu, Mapping):
+        raise _fail(src, "gpu", "must be a table")
+    _unknown(src, "gpu", gpu, {"arch", "model"})
+    _unknown(src, "nccl", nccl, {"channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls"})
+    d = NcclSettings()
+    hca = nccl.get("hca", [])
+    if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
+        raise _fail(src, "nccl.hca", f"{hca!r} must be a list of NIC names")
+    nvls = nccl.get("nvls", d.nvls)
+    if not isinstance(nvls, bool):
+        raise _fail(src, "nccl.nvls", f"{nvls!r} must be true or false")
+    model = gpu.get("model", "")
+    if not isinstance(model, str):
+        raise _fail(src, "gpu.model", f"{model!r} is not a text")
+    out = NcclSettings(
+        arch=_choice(src, "gpu.arch", gpu.get("arch", d.arch), ARCHS),
+        gpu_model=model,
+        transport=_choice(src, "network.transport", network.get("transport", d.transport), TRANSPORTS),
+        channels_per_nic=_count(src, "nccl.channels_per_nic", nccl.get("channels_per_nic", d.channels_per_nic), 1, 64),
+        min_channels=_count(src, "nccl.min_channels", nccl.get("min_channels", d.min_channels), 1, 64),
+        max_channels=_count(src, "nccl.max_channels", nccl.get("max_channels", d.max_channels), 1, 64),
+        hca=tuple(hca),
+        p2p_level=_choice(src, "nccl.p2p_level", nccl.get("p2p_level", d.p2p_level), P2P_LEVELS),
+        nvls=nvls,
+    )
+    if out.min_channels > out.max_channels:
+        raise _fail(src, "nccl.min_channels", f"{out.min_channels} is above max_channels {out.max_channels}")
+    return out
+
+
+def parse_rates(model: Mapping[str, Any], src: str) -> ModelRates:
+    """Validate the ``[model]`` table (GB/s; ``inf`` = uncapped)."""
+    if not isinstance(model, Mapping):
+        raise _fail(src, "model", "must be a table")
+    known = {f.name for f in fields(ModelRates)}
+    for old in ("ring_efficiency", "tree_efficiency", "ring_max_rate", "tree_max_rate"):
+        if old in model:
+            raise _fail(src, f"model.{old}", "was replaced by the per-channel rates "
+                        "(ring_net_rate, tree_net_rate, ring_channel_rate, tree_channel_rate): recalibrate")
+    _unknown(src, "model", model, known)
+    values: dict[str, float] = {}
+    for k in known:
+        if k in model:
+            v = model[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+                raise _fail(src, f"model.{k}", f"{v!r} must be a positive number of GB/s (or inf)")
+            if not math.isinf(v) and v > MAX_BANDWIDTH_GBPS:
+                raise _fail(src, f"model.{k}", f"{v!r} GB/s is beyond any real link (at most {MAX_BANDWIDTH_GBPS:g})")
+            values[k] = float(v)
+    return ModelRates(**values)

@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import pytest
+
+from p2sim.collectives import Expander
+from p2sim.collectives.channels import channel_count, node_nics, ring_channel_pairs, segments
+from p2sim.topology import load_system
+
+from .helpers import rail_nodes
+
+
+def test_one_node_channels_follow_nccls_search():
+    # DGX A100: 240 GB/s of NVLink per GPU at NCCL's 40 GB/s per channel = 6, doubled twice
+    assert Expander(load_system("dgx-a100", 1)).channels(range(8)) == 24
+    # H100: 370.8 GB/s at 60 GB/s = 6, doubled twice
+    assert Expander(load_system("dgx-h100", 1)).channels(range(8)) == 24
+    # through host memory: one ring at 30.7 GB/s, one channel at that speed, doubled twice
+    assert Expander(load_system("pcie-8gpu", 1)).channels(range(8)) == 4
+    # P2's PCIe example: 10 GB/s between the CPU sockets, below NCCL's 25 GB/s doubling threshold
+    assert Expander(load_system("p2-16gpu", 1)).channels(range(8)) == 2
+
+
+def test_across_nodes_two_channels_per_nic_used():
+    topo = rail_nodes(8, 8)
+    segs = segments(topo, range(16))
+    assert [node_nics(topo, s) for s in segs] == [tuple(f"nic{i}" for i in range(8))] * 2
+    assert channel_count(topo, segs, 0.0) == 16
+    # a group of two GPUs per node uses only their two NICs
+    segs = segments(topo, [0, 1, 8, 9])
+    assert channel_count(topo, segs, 0.0) == 4
+
+
+def test_hca_restricts_the_nics():
+    from dataclasses import replace
+
+    spec = load_system("dgx-h100").spec
+    spec = replace(spec, nccl=replace(spec.nccl, hca=("nic0", "nic2", "nic4", "nic6")))
+    topo = load_system(spec, 2)
+    assert topo.local_nics(1) == ("nic0",)  # GPU 1 shares GPU 0's PCIe switch and its NIC
+    assert Expander(topo).channels(range(16)) == 8
+
+
+def test_channels_are_dealt_over_every_nic_and_gpu():
+    topo = rail_nodes(4, 2)  # two GPUs share each NIC
+    segs = segments(topo, range(8))
+    rows = ring_channel_pairs(topo, segs, 4)
+    assert [r[0] for r in rows] == [("nic0", 0), ("nic1", 2), ("nic0", 1), ("nic1", 3)]
+
+
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_min_and_max_channels_clamp(k):
+    topo = rail_nodes(8, 8, extra=f"[nccl]\nmax_channels = {k}\n")
+    assert Expander(topo).channels(range(16)) == k

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import pytest
+
+from p2sim.analysis.collective_measurements import is_collective_csv, load_collective_csv
+from p2sim.errors import MeasurementError
+
+DEV = "validation/collectives/nccl_tests_dev.csv"
+HEADER = "id,gpu,gpus_per_node,nodes,collective,algo,size_bytes,time_us,algbw_GBps,busbw_GBps,place,system"
+
+
+def test_the_dev_set_loads_with_its_mapping():
+    rows = load_collective_csv(DEV)
+    assert len(rows) == 25
+    r = {x.ident: x for x in rows}
+    assert r["36"].system == "dgx-h100" and r["36"].hca == ("nic0", "nic2", "nic4", "nic6") and r["36"].algo == "ring"
+    # busbw given: time derived with the bus factor; 8 GPUs AllReduce, 1 GiB at 228.1 GB/s
+    assert r["21"].seconds == pytest.approx(2**30 / (228.1e9 / 1.75))
+    # time given: bus bandwidth derived (2 ranks AllGather: half the algorithm bandwidth... here 64 MiB / 1568.3 us / 2)
+    assert r["46"].seconds == pytest.approx(1568.3e-6) and r["46"].busbw == pytest.approx(2**26 / 1568.3e-6 / 2)
+    assert is_collective_csv(__import__("pathlib").Path(DEV))
+
+
+def write(tmp_path, *lines):
+    f = tmp_path / "m.csv"
+    f.write_text("\n".join((HEADER,) + lines) + "\n")
+    return f
+
+
+@pytest.mark.parametrize("line,field", [
+    ("1,A100,8,1,AllToAll,auto,1024,10,,,out,dgx-a100", ":2: collective"),
+    ("1,A100,8,1,AllReduce,auto,-5,10,,,out,dgx-a100", ":2: size_bytes"),
+    ("1,A100,8,1,AllReduce,auto,1024,,,,out,dgx-a100", ":2: time_us"),
+    ("1,A100,8,1,AllReduce,fastest,1024,10,,,out,dgx-a100", ":2: algo"),
+    ("1,A100,9,1,AllReduce,auto,1024,10,,,out,dgx-a100", ":2: gpus_per_node"),
+    ("1,A100,8,1,AllReduce,auto,1024,10,,,out,z100", ":2: system"),
+    ("1,A100,1,1,AllReduce,auto,1024,10,,,out,dgx-a100", ":2: nodes"),
+    ("1,A100,8,1,AllReduce,auto,1024,10,,,out,", ":2: system"),
+])
+def test_bad_rows_name_file_line_and_field(tmp_path, line, field):
+    with pytest.raises(MeasurementError, match=field):
+        load_collective_csv(write(tmp_path, line))
+
+
+def test_repeated_ids_and_non_utf8(tmp_path):
+    with pytest.raises(MeasurementError, match=":3: id"):
+        load_collective_csv(write(tmp_path, "1,A,8,1,AllReduce,auto,1024,10,,,out,dgx-a100",
+                                  "1,A,8,1,AllReduce,auto,2048,10,,,out,dgx-a100"))
+    f = tmp_path / "bad.csv"
+    f.write_bytes(HEADER.encode() + b"\n1,\xff\xfe,8,1,AllReduce,auto,1,1,,,out,dgx-a100\n")
+    with pytest.raises(MeasurementError, match="UTF-8"):
+        load_collective_csv(f)

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+
+from p2sim.collectives import Expander, check_algo
+from p2sim.errors import InputError
+from p2sim.topology import load_system
+
+from .helpers import rail_nodes
+
+
+@pytest.mark.parametrize("system,nodes", [("dgx-h100", 1), ("dgx-h100", 2), ("dgx-a100", 2), ("pcie-8gpu", 1)])
+@pytest.mark.parametrize("nbytes", [8, 2**16, 2**20, 2**24, 2**30])
+def test_auto_picks_the_least_predicted_time(system, nodes, nbytes):
+    topo = load_system(system, nodes)
+    ex = Expander(topo)
+    members = tuple(range(topo.devices))
+    times = {ap: ex.analytic_seconds(ex.collective(*ap, "AllReduce", members, nbytes), nbytes)
+             for ap in ex.available("AllReduce", members)}
+    assert times[ex.choose("AllReduce", members, nbytes)] == min(times.values())
+
+
+def test_sizes_move_the_protocol_from_ll_to_ll128_to_simple():
+    ex = Expander(load_system("dgx-h100", 1))
+    members = tuple(range(8))
+    protos = [ex.choose("AllReduce", members, n, "ring")[1] for n in (8, 2**20, 2**22, 2**30)]
+    assert protos[0] == "LL" and protos[-1] == "Simple" and "LL128" in protos
+
+
+def test_forcing_and_falling_back():
+    ex = Expander(load_system("dgx-a100", 1))
+    members = tuple(range(8))
+    assert ex.choose("AllReduce", members, 2**30, "tree")[0] == "tree"
+    assert ex.choose("ReduceScatter", members, 2**30, "tree")[0] == "ring"  # trees reduce only
+    assert ex.choose("AllReduce", members, 2**30, "nvls")[0] == "ring"  # no NVLink SHARP on A100
+    assert ex.choose("AllReduce", members, 2**30, "auto", "LL")[1] == "LL"
+
+
+def test_per_channel_network_rate_caps_a_flow():
+    slow = rail_nodes(8, 8, model="ring_net_rate = 1.0")
+    c = Expander(slow).collective("ring", "Simple", "AllReduce", tuple(range(16)), 2**30)
+    # 16 channels of 1 GB/s each sending 2(n-1)/n per byte per node: at most 16 / (2 x 15/16) GB/s
+    assert c.algbw(slow.capacity) == pytest.approx(16e9 / (2 * 15 / 16))
+
+
+def test_check_algo():
+    assert check_algo("NVLS-Tree") == "nvls_tree"
+    with pytest.raises(InputError, match="algo"):
+        check_algo("butterfly")

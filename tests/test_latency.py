@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from p2sim.collectives import Expander
+from p2sim.collectives.latency import collective_latency, ring_steps
+from p2sim.collectives.nccl_tables import base_latency, hw_latency
+
+from .helpers import rail_nodes
+
+US = 1e-6
+
+
+def test_ring_latency_is_nccls_formula():
+    lat = collective_latency("ring", "LL", "AllReduce", 16, 2, "nvlink", 0.0, 0.0, 8, 16, "ampere")
+    nsteps, ninter = ring_steps("AllReduce", 16, 2)
+    # intra steps of an inter-node ring cost at least NCCL's 1 us network post overhead
+    expected = base_latency("ring", "LL") + (nsteps - ninter) * 1.0 + ninter * hw_latency("net", "ring", "LL")
+    assert lat == pytest.approx(expected * US)
+    one = collective_latency("ring", "Simple", "AllGather", 8, 1, "pci", 0.0, 0.0, 2**20, 2, "ampere")
+    assert one == pytest.approx((8.4 + 7 * 5.7) * US)
+
+
+@pytest.mark.parametrize("proto", ["LL", "LL128", "Simple"])
+def test_tree_latency_grows_with_log2_of_the_node_count(proto):
+    ex = {n: Expander(rail_nodes(8, 8, nodes=n)) for n in (2, 4, 8)}
+    lat = {n: ex[n].collective("tree", proto, "AllReduce", tuple(range(8 * n)), 8).latency for n in ex}
+    inter = hw_latency("net", "tree", proto) * US
+    assert lat[4] - lat[2] == pytest.approx(2 * inter) and lat[8] - lat[4] == pytest.approx(2 * inter)
+
+
+def test_ring_latency_grows_with_the_node_count():
+    ex = {n: Expander(rail_nodes(8, 8, nodes=n)) for n in (2, 3)}
+    lat = {n: ex[n].collective("ring", "LL", "AllReduce", tuple(range(8 * n)), 8).latency for n in ex}
+    # 8 more ranks: 16 more steps, 2 of them across the network
+    assert lat[3] - lat[2] == pytest.approx((14 * 1.0 + 2 * hw_latency("net", "ring", "LL")) * US)
+
+
+def test_network_route_latency_counts_twice_for_simple():
+    a = collective_latency("tree", "Simple", "AllReduce", 16, 2, "nvlink", 0.0, 3e-6, 2**30, 16, "hopper")
+    b = collective_latency("tree", "Simple", "AllReduce", 16, 2, "nvlink", 0.0, 0.0, 2**30, 16, "hopper")
+    assert a - b == pytest.approx(2 * 2 * 3e-6)
+    assert math.isclose(collective_latency("nvls", "Simple", "AllReduce", 8, 1, "nvlink", 0, 0, 1, 16, "hopper"),
+                        25 * US)

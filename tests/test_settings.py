@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from p2sim.errors import TopologyError
+from p2sim.topology.settings import NcclSettings, parse_nccl, parse_rates
+
+
+def test_defaults_are_nccls():
+    s = parse_nccl({}, {}, {}, "x.toml")
+    assert s == NcclSettings()
+    assert (s.channels_per_nic, s.max_channels, s.p2p_level, s.transport) == (2, 64, "PXB", "ib")
+
+
+@pytest.mark.parametrize("nccl,network,gpu,field", [
+    ({"channels_per_nic": 0}, {}, {}, "nccl.channels_per_nic"),
+    ({"max_channels": 65}, {}, {}, "nccl.max_channels"),
+    ({"min_channels": 8, "max_channels": 4}, {}, {}, "nccl.min_channels"),
+    ({"p2p_level": "NODE"}, {}, {}, "nccl.p2p_level"),
+    ({"hca": "nic0"}, {}, {}, "nccl.hca"),
+    ({"nvls": "yes"}, {}, {}, "nccl.nvls"),
+    ({"chanels_per_nic": 2}, {}, {}, "nccl.chanels_per_nic"),
+    ({}, {"transport": "carrier-pigeon"}, {}, "network.transport"),
+    ({}, {}, {"arch": "kepler"}, "gpu.arch"),
+    ({}, {}, {"name": "A100"}, "gpu.name"),
+])
+def test_bad_settings_name_the_field(nccl, network, gpu, field):
+    with pytest.raises(TopologyError, match=f"x.toml: {field.replace('.', '[.]')}"):
+        parse_nccl(nccl, network, gpu, "x.toml")
+
+
+def test_rates():
+    r = parse_rates({"ring_net_rate": 2, "tree_channel_rate": math.inf}, "x.toml")
+    assert r.to_dict() == {"ring_net_rate": 2.0, "tree_channel_rate": math.inf}
+    for bad, field in (({"ring_net_rate": 0}, "ring_net_rate"), ({"tree_net_rate": 2e6}, "tree_net_rate"),
+                       ({"ring_max_rate": 40}, "ring_max_rate"), ({"speed": 1}, "speed")):
+        with pytest.raises(TopologyError, match=f"model.{field}"):
+            parse_rates(bad, "x.toml")

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from p2sim.collectives import Expander
+from p2sim.collectives.tree import btree_parent, double_tree
+from p2sim.topology import load_system
+
+from .helpers import rail_nodes
+
+
+@given(st.integers(1, 200))
+def test_btree_is_a_binary_tree_rooted_at_zero(n):
+    parents = [btree_parent(r, n) for r in range(n)]
+    assert parents[0] is None
+    children = [0] * n
+    for r, p in enumerate(parents[1:], 1):
+        assert p is not None and 0 <= p < n and p != r
+        children[p] += 1
+    assert max(children) <= 2
+    for r in range(n):  # every rank reaches the root
+        seen = 0
+        while parents[r] is not None:
+            r = parents[r]
+            seen += 1
+            assert seen <= n
+
+
+@given(st.integers(2, 64))
+def test_double_tree_is_complementary(n):
+    t1, t2 = double_tree(n)
+    inner1 = {p for p in t1 if p is not None}
+    inner2 = {p for p in t2 if p is not None}
+    if n % 2 == 0:
+        assert not inner1 & inner2  # mirror: no node is interior in both trees
+    assert sum(p is None for p in t2) == 1
+
+
+def test_tree_traffic_on_four_nodes():
+    t = load_system("a100", 4)
+    members = tuple(range(0, 64, 4))  # 4 GPUs in each of 4 nodes
+    c = Expander(t).collective("tree", "Simple", "AllReduce", members, 2**30)
+    assert c.algo == "tree"
+    assert sum(c.sent().values()) == pytest.approx(sum(c.received().values()))
+    # chain: 3 hops per node, 1 byte each way; two trees over 4 nodes: 3 edges each, 1/2 byte each way
+    assert sum(c.sent().values()) == pytest.approx(4 * 3 * 2 + 2 * 3 * 0.5 * 2)
+
+
+def test_on_two_nodes_a_tree_sends_each_byte_across_once_each_way():
+    topo = rail_nodes(8, 8)
+    c = Expander(topo).collective("tree", "Simple", "AllReduce", tuple(range(16)), 2**30)
+    edges, coef = c.link_load()
+    up = sum(v for e, v in zip(edges.tolist(), coef.tolist())
+             if topo.edges[e][0].startswith("n0/nic") and topo.edges[e][1].startswith("net/"))
+    assert up == pytest.approx(1.0 / 0.92)  # S per node and direction, at NCCL's 92% tree efficiency
+    # every channel's trees use one NIC on both nodes: 8 NICs, one tree channel each
+    assert len(c.flows) == 8
+
+
+def test_odd_node_counts_use_the_shifted_tree():
+    topo = rail_nodes(8, 8, nodes=3)
+    c = Expander(topo).collective("tree", "Simple", "AllReduce", tuple(range(24)), 2**30)
+    assert sum(c.sent().values()) == pytest.approx(sum(c.received().values()))
