@@ -91,13 +91,14 @@ def test_plan_where_the_default_placement_is_wrong(capsys):
 
 
 def test_whatif_marks_winner_changes(capsys, tmp_path):
-    rc, out, err = run(capsys, "whatif", "--system", "h100", "--vary", "nic.bandwidth=12.5,50,200",
-                       "--algo", "ring", "--workers", "1", "--json", "--out", str(tmp_path))
+    rc, out, err = run(capsys, "whatif", "--system", "h100", "--vary", "nvswitch.bandwidth=5,50,450",
+                       "--workers", "1", "--json", "--out", str(tmp_path))
     assert rc == 0, err
     pts = json.loads(out)["points"]
-    assert [p["point"]["nic.bandwidth"] for p in pts] == [12.5, 50, 200]
-    # slow NICs: reduce inside the nodes first, keeping the network share small
-    assert pts[0]["program"].startswith("ReduceScatter(slice=1, Inside)") and pts[0]["speedup_over_allreduce"] > 1.2
+    assert [p["point"]["nvswitch.bandwidth"] for p in pts] == [5, 50, 450]
+    # slow NVLink: keep the share inside the nodes small (reduce across them first)
+    assert pts[0]["program"].startswith("ReduceScatter(slice=1, Parallel(0))") and pts[0]["speedup_over_allreduce"] > 1.2
+    assert pts[-1]["program"] == "AllReduce(slice=0, Inside)"
     assert any(p["winner_changed"] for p in pts) and not pts[0]["winner_changed"]
     assert pts[0]["seconds"] > pts[-1]["seconds"]
     assert (tmp_path / "whatif.png").exists()
