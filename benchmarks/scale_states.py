@@ -108,6 +108,9 @@ def simulate_16k() -> None:
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"p2sim simulate --program RS-AR-AG on 16384 A100 GPUs (1024 nodes): whole process wall_seconds={wall:.2f} "
           f"process_peak_MiB={rss:.0f}")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import p2sim.cli, p2sim.commands.simulate"], check=True)
+    print(f"  interpreter start and imports (separate process): {time.perf_counter() - t:.2f} s")
     from p2sim.cli import main
 
     prof = cProfile.Profile()
