@@ -36,7 +36,6 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from typing import Union
 
 import numpy as np
 
@@ -47,7 +46,7 @@ __all__ = ["Op", "Space", "State", "apply", "try_apply"]
 Group = Sequence[int]
 # a device's local state: (rows held, ((rows, relative contributors), ..)) -- canonical
 Local = tuple[int, tuple[tuple[int, int], ...]]
-Outcome = Union[np.ndarray, str]
+Outcome = np.ndarray | str
 
 
 class Op(str, enum.Enum):
@@ -491,6 +490,8 @@ class Space:
         return np.full(self.k, self.initial, dtype=np.int64)
 
 
+# odd 64-bit weights for hashing rows of state ids; any fixed values do (a collision is
+# detected and costs only an exact np.unique), the seed keeps runs identical
 _HASH_WEIGHTS = np.random.default_rng(20221).integers(1, 2**63, size=1 << 16, dtype=np.uint64) | np.uint64(1)
 
 
@@ -610,9 +611,10 @@ class State:
         return all(np.array_equal(self.matrix(d), other.matrix(d)) for d in range(self.k))
 
     def __hash__(self) -> int:
-        # relative contents are comparable between spaces of the same cardinalities
+        # the held rows do not depend on how contributions are stored, so states equal
+        # across representations hash alike
         if self._hash is None:
-            self._hash = hash((self.cards, self._content()))
+            self._hash = hash((self.k, self.rows))
         return self._hash
 
     def __repr__(self) -> str:
