@@ -89,6 +89,13 @@ class SynthesisHierarchy:
         Devices are numbered mixed-radix over the levels; the first member of a group
         (the root of Reduce and Broadcast) is the one in the first slice group.
         """
+        arr = self.group_array(ins)
+        if arr.shape[1] < 2:
+            return ()
+        return tuple(tuple(int(x) for x in row) for row in arr)
+
+    def group_array(self, ins: Instruction) -> np.ndarray:
+        """:meth:`groups` as an array of shape (groups, members), single devices kept."""
         self.check(ins)
         inner = self.cardinalities[1:]
         e = ins.slice
@@ -104,9 +111,7 @@ class SynthesisHierarchy:
                 arr = cube.transpose(0, 2, 1).reshape(-1, between)
             else:
                 arr = cube[:, :, 0]
-        if arr.shape[1] < 2:
-            return ()
-        return tuple(tuple(int(x) for x in row) for row in arr)
+        return np.ascontiguousarray(arr)
 
     def instructions(self, ops: Sequence[Op] = tuple(Op)) -> list[Instruction]:
         """Every syntactic instruction with at least one real group, in canonical order."""
@@ -117,7 +122,7 @@ class SynthesisHierarchy:
             for form, a in forms:
                 for op in ops:
                     ins = Instruction(op, e, form, a)
-                    if self.groups(ins):
+                    if self.group_array(ins).shape[1] > 1:
                         out.append(ins)
         return out
 

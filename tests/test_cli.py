@@ -132,6 +132,20 @@ def test_simulate_all_programs_and_models(capsys):
     assert rc == 0 and "across 2 nodes" in out
 
 
+def test_simulate_one_program_synthesizes_nothing(capsys, monkeypatch):
+    import p2sim.commands.simulate as cmd
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("simulate --program must not synthesize every program")
+
+    monkeypatch.setattr(cmd, "synthesize_placements", refuse)
+    rc, out, _ = run(capsys, "simulate", "--system", "a100", "--nodes", "4", "--axes", "64", "--program", BLUE)
+    assert rc == 0 and "16 x 4 GPUs, across 4 nodes" in out
+    rc, _, err = run(capsys, "simulate", "--system", "a100", "--axes", "32", "--program",
+                     "AllReduce(slice=1, Inside) ; AllReduce(slice=0, Inside)")
+    assert rc == 2 and "step 2 AllReduce(slice=0, Inside) is invalid here" in err
+
+
 def _system_file(tmp_path, text):
     f = tmp_path / "sys.toml"
     f.write_text(text)

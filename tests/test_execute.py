@@ -36,6 +36,7 @@ def test_every_program_of_every_appendix_configuration_computes_the_sums(count_r
         ((1, 2, 2, 4), (4, 4), (1,)),  # P2's 16-GPU example, reduction over a 4-way axis
         ((2, 2, 4), (2, 4, 2), (0, 2)),  # several reduction axes collapsed over three levels
         ((2, 2, 2, 2), (4, 4), (0,)),  # four hardware levels
+        ((2, 2, 3), (12,), (0,)),  # ReduceScatter blocks that cut across level digits
     ],
 )
 def test_every_program_on_deeper_hierarchies(hierarchy, axes, red, profile):

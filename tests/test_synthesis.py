@@ -2,10 +2,18 @@ from __future__ import annotations
 
 import pytest
 
-from p2sim.errors import InputError, PlacementError
+from p2sim import reference_semantics as ref
+from p2sim.errors import InputError, PlacementError, ProgramError
 from p2sim.hierarchy import SynthesisHierarchy
-from p2sim.program import parse_program
-from p2sim.synthesis import Profile, synthesize, synthesize_placements
+from p2sim.program import Program, parse_program
+from p2sim.synthesis import (
+    Profile,
+    _distinct_instructions,
+    placement_lowerings,
+    synthesize,
+    synthesize_placements,
+    validate_program,
+)
 
 from .conftest import config_of
 
@@ -86,3 +94,87 @@ def test_given_matrix_only():
     assert [m.matrix for m in s.matrices] == [((2, 2), (2, 8))]
     assert s.total_programs == 47
     assert parse_program(s.matrices[0].programs[-1].text) == s.matrices[0].programs[-1]
+
+
+def reference_synthesis(sh: SynthesisHierarchy, profile: Profile, max_size: int = 5) -> list[str]:
+    """The synthesizer as it was on k x k states: a memoised depth-first enumeration."""
+    table = [(ins, sh.groups(ins)) for ins, _ in _distinct_instructions(sh, profile)]
+    memo: dict = {}
+
+    def complete(state, left):
+        key = (state, left)
+        if key not in memo:
+            found = []
+            for idx, (ins, groups) in enumerate(table):
+                nxt = ref.try_apply(state, ins.op, groups)
+                if nxt is None:
+                    continue
+                if nxt.is_goal:
+                    found.append((idx,))
+                elif left > 1:
+                    found.extend((idx,) + rest for rest in complete(nxt, left - 1))
+            memo[key] = found
+        return memo[key]
+
+    paths = sorted(complete(ref.State.initial(sh.size), max_size), key=lambda p: (len(p), p))
+    return [Program(tuple(table[i][0] for i in p)).text for p in paths]
+
+
+@pytest.mark.parametrize("profile", list(Profile))
+@pytest.mark.parametrize("levels", [[6], [2, 3], [3, 4], [2, 2, 3], [3, 2, 2], [2, 3, 2], [2, 2, 2, 2]])
+def test_compact_synthesis_is_the_reference_synthesis(levels, profile):
+    """Same programs in the same order, including hierarchies whose ReduceScatter
+    blocks cut across level digits."""
+    sh = SynthesisHierarchy.of(levels)
+    assert [p.text for p in synthesize(sh, profile)] == reference_synthesis(sh, profile)
+
+
+def test_synthesis_is_shared_by_hierarchies_with_the_same_cardinalities():
+    a = SynthesisHierarchy((1, 2, 8), (None, 0, 1))
+    b = SynthesisHierarchy((1, 2, 8), (None, 1, 2))
+    assert synthesize(a) is synthesize(b)
+    s = synthesize_placements([2, 2, 8], [4, 8], [1])
+    by_cards = {}
+    for mp in s.matrices:
+        assert by_cards.setdefault(mp.synthesis.cardinalities, mp.programs) is mp.programs
+
+
+RS_AR_AG = "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"
+
+
+def test_validate_program_on_a_group_of_16384_devices():
+    sh = SynthesisHierarchy.of([1024, 16])
+    validate_program(sh, parse_program(RS_AR_AG))
+    validate_program(sh, parse_program("Reduce(slice=1, Inside) ; AllReduce(slice=1, Master(0)) ; Broadcast(slice=1, Inside)"))
+    with pytest.raises(ProgramError, match="step 2 AllReduce.slice=1, Inside. is invalid here: AllReduce: members hold different"):
+        validate_program(sh, parse_program("ReduceScatter(slice=0, Inside) ; AllReduce(slice=1, Inside)"))
+    with pytest.raises(ProgramError, match="does not complete the reduction"):
+        validate_program(sh, parse_program("ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0))"))
+    with pytest.raises(ProgramError, match="slice 2"):
+        validate_program(sh, parse_program("AllReduce(slice=2, Inside)"))
+
+
+@pytest.mark.parametrize("levels", [[2, 8], [2, 2, 3], [4, 4]])
+def test_validate_program_accepts_exactly_the_synthesized_programs(levels):
+    sh = SynthesisHierarchy.of(levels)
+    full = synthesize(sh, Profile.FULL)
+    for p in full:
+        validate_program(sh, p)
+    # every two-step sequence that is not a program is rejected
+    table = [ins for ins, _ in _distinct_instructions(sh, Profile.FULL)]
+    texts = {p.text for p in full}
+    for a in table:
+        for b in table:
+            prog = Program((a, b))
+            if prog.text in texts:
+                continue
+            with pytest.raises(ProgramError):
+                validate_program(sh, prog)
+
+
+def test_placement_lowerings_synthesize_nothing():
+    lws = placement_lowerings([4, 16], [4, 16], [0])
+    assert [lw.placement.matrix for lw in lws] == [m.matrix for m in synthesize_placements([4, 16], [4, 16], [0]).matrices]
+    assert [lw.synthesis.cardinalities for lw in placement_lowerings([4, 16], [4, 16], [0], [((2, 2), (2, 8))])] == [(1, 2, 2)]
+    with pytest.raises(PlacementError, match="nothing to reduce"):
+        placement_lowerings([2, 8], [16, 1], [1])

@@ -4,37 +4,92 @@ A member holding ``r`` of the ``k`` chunks holds ``r/k`` of the full buffer.  An
 AllReduce, ReduceScatter (input) and Reduce move the members' rows; an AllGather's
 buffer is its output, the union of the members' rows; a Broadcast moves the root's
 rows.  The ring and tree expansions take this buffer as ``S``.
+
+Only the *number* of rows each device holds matters, and on a valid program the
+rules fix it: AllReduce keeps it, ReduceScatter divides it by the group size,
+AllGather sums the members' (disjoint) rows, Reduce empties the non-roots and
+Broadcast copies the root's.  So the sizes are computed from one integer per device
+of the reduction group, never from ``k x k`` states.  Whether the program is valid is
+:func:`p2sim.synthesis.validate_program`'s question (synthesized programs are); the
+counts are checked for the conditions they can see, so a plainly invalid program
+raises :class:`~p2sim.errors.SemanticsError` rather than getting sizes.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from ..errors import SemanticsError
 from ..hierarchy import Lowering
 from ..program import Program
-from ..semantics import Op, State, apply
+from ..semantics import Op
 
 __all__ = ["step_fractions", "step_volumes"]
+
+
+def _held_after(op: Op, held: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows each group's collective moves, rows each device holds afterwards)."""
+    k = len(held)
+    n = groups.shape[1]
+    if n < 2:
+        raise SemanticsError(f"a group of {n} device is not a collective")
+    mine = held[groups]
+    root = mine[:, 0]
+    out = held.copy()
+    if op is Op.ALL_GATHER:
+        total = mine.sum(axis=1)
+        if (mine == 0).any() or (total > k).any():
+            raise SemanticsError("AllGather: members hold no data or overlapping chunks")
+        out[groups] = total[:, None]
+        return total, out
+    if op is Op.BROADCAST:
+        if (mine > root[:, None]).any():
+            raise SemanticsError("Broadcast: the root does not cover every member (information would be lost)")
+        out[groups] = root[:, None]
+        return root, out
+    if (root == 0).any() or (mine != root[:, None]).any():
+        raise SemanticsError(f"{op.value}: members hold no data or different chunks")
+    if op is Op.REDUCE_SCATTER:
+        if (root % n).any():
+            raise SemanticsError(f"ReduceScatter: chunks do not split evenly over {n} members")
+        out[groups] = (root // n)[:, None]
+    elif op is Op.REDUCE:
+        out[groups[:, 1:]] = 0
+    return root, out
 
 
 def step_fractions(lowering: Lowering, program: Program) -> list[tuple[float, ...]]:
     """Per step, per lowered group: the fraction of the full buffer its collective moves.
 
-    States after each prefix are memoised on the lowering: programs share prefixes.
+    Row counts after each prefix are memoised on the lowering: programs share prefixes.
+
+    Examples
+    --------
+    >>> from p2sim.placement import Placement
+    >>> from p2sim.program import parse_program
+    >>> lw = Lowering.of(Placement.of([256, 16], [4096], [[256, 16]]), [0])
+    >>> fr = step_fractions(lw, parse_program(
+    ...     "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"))
+    >>> [(len(f), f[0]) for f in fr]
+    [(256, 1.0), (16, 0.0625), (256, 1.0)]
     """
     sh = lowering.synthesis
     k = sh.size
     reps = lowering.table.shape[0]
-    state = State.initial(k)
+    held = np.full(k, k, dtype=np.int64)
     out = []
     for n, ins in enumerate(program.instructions):
-        key = ("fractions", program.instructions[: n + 1])
+        key = ("row counts", program.instructions[: n + 1])
         hit = lowering.memo.get(key)
         if hit is None:
-            groups = sh.groups(ins)
-            nxt = apply(state, ins.op, groups)
-            source = nxt if ins.op is Op.ALL_GATHER else state
-            hit = (nxt, tuple(source.held_rows(g[0]) / k for g in groups) * reps)
+            groups = lowering.memo.get(("group array", ins))
+            if groups is None:
+                groups = sh.group_array(ins)
+                lowering.memo[("group array", ins)] = groups
+            moved, after = _held_after(ins.op, held, groups)
+            hit = (after, tuple((moved / k).tolist()) * reps)
             lowering.memo[key] = hit
-        state = hit[0]
+        held = hit[0]
         out.append(hit[1])
     return out
 

@@ -10,9 +10,9 @@ from ..placement import format_matrix, parse_matrix
 from ..program import parse_program
 from ..report.simulate import draw_topology, program_result_json, results_text, topology_json, topology_text
 from ..report.trace import write_trace
-from ..sim import Simulator, check_program_completes
+from ..sim import Simulator
 from ..sim.model import check_model
-from ..synthesis import synthesize_placements
+from ..synthesis import placement_lowerings, synthesize_placements, validate_program
 from ..topology import find_spec, system_paths
 from .common import axes, buffer_bytes, emit, rules, topology
 
@@ -53,28 +53,37 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     nbytes = buffer_bytes(args, topo)
     check_model(args.model)
     mats = None if args.matrix is None else [parse_matrix(args.matrix)]
-    syn = synthesize_placements(h, p, red, *rules(args), mats)
-    if args.program != "all" and len(syn.matrices) > 1:
-        options = "; ".join(f'"{format_matrix(m.matrix)}"' for m in syn.matrices)
-        raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(syn.matrices)} matrices; "
-                         f"name one with --matrix ({options})")
+    profile, max_size = rules(args)
+    if args.program == "all":
+        syn = synthesize_placements(h, p, red, profile, max_size, mats)
+        work = [(mp.matrix, mp.lowering, mp.programs) for mp in syn.matrices]
+        reduce_axes = syn.reduce_axes
+    else:
+        # one program: check it on compact states; nothing is synthesized
+        lws = placement_lowerings(h, p, red, mats)
+        if len(lws) > 1:
+            options = "; ".join(f'"{format_matrix(lw.placement.matrix)}"' for lw in lws)
+            raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(lws)} matrices; "
+                             f"name one with --matrix ({options})")
+        prog = parse_program(args.program)
+        validate_program(lws[0].synthesis, prog)
+        work = [(lws[0].placement.matrix, lws[0], (prog,))]
+        reduce_axes = lws[0].reduce_axes
     sim = Simulator(topo, args.algo, args.model, trace=args.trace is not None, proto=args.proto)
     rows = []
-    for mp in syn.matrices:
-        programs = mp.programs if args.program == "all" else (parse_program(args.program),)
+    for matrix, lowering, programs in work:
         for prog in programs:
-            check_program_completes(mp.lowering, prog)
-            rows.append((mp.matrix, prog, sim.simulate(mp.lowering, prog, nbytes)))
+            rows.append((matrix, prog, sim.simulate(lowering, prog, nbytes)))
     if args.trace:
         write_trace(args.trace, topo, [r for _, _, r in rows])
     if args.json:
         emit({
-            "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": list(syn.reduce_axes),
+            "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": list(reduce_axes),
             "algo": args.algo, "model": args.model, "bytes_per_gpu": nbytes, "config": sim.config.to_json(),
             "programs": [program_result_json(m, prog, r) for m, prog, r in rows],
         })
     else:
         print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce "
-              f"{list(syn.reduce_axes)}; {args.algo}, {args.model} model, {nbytes / 2**30:g} GiB per GPU")
+              f"{list(reduce_axes)}; {args.algo}, {args.model} model, {nbytes / 2**30:g} GiB per GPU")
         print(results_text(rows))
     return 0

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from p2sim import reference_semantics as ref
+from p2sim.collectives.volumes import step_fractions, step_volumes
+from p2sim.errors import SemanticsError
+from p2sim.hierarchy import Lowering
+from p2sim.placement import Placement
+from p2sim.program import Program, parse_program
+from p2sim.semantics import Op
+
+RS_AR_AG = "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"
+R_AR_B = "Reduce(slice=1, Inside) ; AllReduce(slice=1, Master(0)) ; Broadcast(slice=1, Inside)"
+
+
+def one_group(levels) -> Lowering:
+    """The whole system as one reduction group whose synthesis hierarchy is ``levels``."""
+    k = math.prod(levels)
+    return Lowering.of(Placement.of(list(levels), [k], [list(levels)]), [0])
+
+
+def test_blueconnect_moves_one_nth_across_nodes():
+    lw = Lowering.of(Placement.of((2, 16), (2, 16), ((1, 2), (2, 8))), [1])  # groups of 16 = 2 nodes x 8
+    vols = step_volumes(lw, parse_program(RS_AR_AG), 1024.0)
+    assert [set(v) for v in vols] == [{1024.0}, {128.0}, {1024.0}]
+    assert [len(v) for v in vols] == [4, 16, 4]  # 2 reduction groups x (2, 8, 2) groups
+    assert [set(v) for v in step_volumes(lw, parse_program(R_AR_B), 1024.0)] == [{1024.0}] * 3
+
+
+@pytest.mark.parametrize("nodes", [256, 1024])
+def test_sizes_at_thousands_of_gpus(nodes):
+    lw = one_group([nodes, 16])
+    fr = step_fractions(lw, parse_program(RS_AR_AG))
+    assert [len(f) for f in fr] == [nodes, 16, nodes]
+    assert [set(f) for f in fr] == [{1.0}, {1 / 16}, {1.0}]
+    fr = step_fractions(lw, parse_program("ReduceScatter(slice=0, Inside) ; AllGather(slice=0, Inside)"))
+    assert fr == [(1.0,), (1.0,)]
+
+
+def test_count_visible_violations_raise():
+    lw = one_group([2, 3])
+    with pytest.raises(SemanticsError, match="AllGather"):
+        step_fractions(lw, parse_program("AllGather(slice=0, Inside)"))
+    with pytest.raises(SemanticsError, match="evenly"):
+        step_fractions(lw, parse_program("ReduceScatter(slice=0, Inside) ; ReduceScatter(slice=1, Inside)"))
+    with pytest.raises(SemanticsError, match="no data"):
+        step_fractions(lw, parse_program("Reduce(slice=1, Inside) ; AllReduce(slice=0, Inside)"))
+    with pytest.raises(SemanticsError, match="cover"):  # the masters hold 2 rows, the others 4
+        step_fractions(one_group([2, 2]), parse_program("ReduceScatter(slice=1, Master(0)) ; Broadcast(slice=1, Inside)"))
+
+
+def test_prefixes_are_memoised_on_the_lowering():
+    lw = one_group([4, 4])
+    a = step_fractions(lw, parse_program(RS_AR_AG))
+    assert any(key[0] == "row counts" for key in lw.memo if isinstance(key, tuple))
+    assert step_fractions(lw, parse_program(RS_AR_AG)) == a
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.integers(2, 5), min_size=1, max_size=4), st.data())
+def test_sizes_equal_the_reference_states_rows(levels, data):
+    """On random valid programs, the row counts give exactly the sizes the k x k states give."""
+    while math.prod(levels) > 64:
+        levels.pop()
+    lw = one_group(levels)
+    sh = lw.synthesis
+    k = sh.size
+    table = [(ins, sh.groups(ins)) for ins in sh.instructions()]
+    state = ref.State.initial(k)
+    chosen, expected = [], []
+    for _ in range(data.draw(st.integers(1, 6))):
+        moves = [(ins, g, nxt) for ins, g in table if (nxt := ref.try_apply(state, ins.op, g)) is not None]
+        if not moves or state.is_goal:
+            break
+        ins, groups, nxt = data.draw(st.sampled_from(moves))
+        source = nxt if ins.op is Op.ALL_GATHER else state
+        expected.append(tuple(source.held_rows(g[0]) / k for g in groups))
+        chosen.append(ins)
+        state = nxt
+    if chosen:
+        assert step_fractions(lw, Program(tuple(chosen))) == expected
