@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .errors import InputError, PlacementError
-from .hierarchy import Lowering, SynthesisHierarchy, reduce_axes_of
+from .hierarchy import Lowering, Order, SynthesisHierarchy, reduce_axes_of
 from .placement import Matrix, Placement, check_sizes, enumerate_matrices
 from .program import Form, Instruction, Program
 from .semantics import Op, State, try_apply
@@ -143,6 +143,7 @@ class Synthesis:
     profile: Profile
     max_size: int
     matrices: tuple[MatrixPrograms, ...] = field(repr=False)
+    order: Order = Order.ALIGNED  # the device order of the lowerings
 
     @property
     def total_programs(self) -> int:
@@ -156,8 +157,12 @@ def synthesize_placements(
     profile: Profile | str = Profile.PAPER,
     max_size: int = DEFAULT_MAX_SIZE,
     matrices: Sequence[Matrix] | None = None,
+    order: str | Order = Order.ALIGNED,
 ) -> Synthesis:
     """Enumerate matrices (or take the given ones) and synthesize programs for each.
+
+    The programs depend on the synthesis hierarchy only; ``order`` (the device order
+    of a reduction group, :class:`~p2sim.hierarchy.Order`) changes their lowerings.
 
     Examples
     --------
@@ -167,12 +172,13 @@ def synthesize_placements(
     """
     h, p = check_sizes(hierarchy, axes)
     prof = Profile.parse(profile)
+    order = Order.parse(order)
     red = reduce_axes_of(p, reduce_axes)
     if math.prod(p[i] for i in red) < 2:
         raise PlacementError("reduce: the reduction axes have size 1, so there is nothing to reduce")
     mats = enumerate_matrices(h, p) if matrices is None else list(matrices)
     out = []
     for m in mats:
-        lw = Lowering.of(Placement.of(h, p, m), red)
+        lw = Lowering.of(Placement.of(h, p, m), red, order)
         out.append(MatrixPrograms(lw.placement.matrix, lw, synthesize(lw.synthesis, prof, max_size)))
-    return Synthesis(h, p, red, prof, max_size, tuple(out))
+    return Synthesis(h, p, red, prof, max_size, tuple(out), order)
