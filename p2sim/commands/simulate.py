@@ -14,7 +14,7 @@ from ..sim import Simulator, check_program_completes
 from ..sim.model import check_model
 from ..synthesis import synthesize_placements
 from ..topology import find_spec, system_paths
-from .common import axes, buffer_bytes, emit, rules, topology
+from .common import axes, buffer_bytes, emit, order, order_label, rules, topology
 
 
 def cmd_systems(args: argparse.Namespace) -> int:
@@ -53,7 +53,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     nbytes = buffer_bytes(args, topo)
     check_model(args.model)
     mats = None if args.matrix is None else [parse_matrix(args.matrix)]
-    syn = synthesize_placements(h, p, red, *rules(args), mats)
+    syn = synthesize_placements(h, p, red, *rules(args), mats, order(args))
     if args.program != "all" and len(syn.matrices) > 1:
         options = "; ".join(f'"{format_matrix(m.matrix)}"' for m in syn.matrices)
         raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(syn.matrices)} matrices; "
@@ -70,11 +70,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.json:
         emit({
             "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": list(syn.reduce_axes),
-            "algo": args.algo, "model": args.model, "bytes_per_gpu": nbytes, "config": sim.config.to_json(),
+            "order": syn.order.value, "algo": args.algo, "model": args.model, "bytes_per_gpu": nbytes,
+            "config": sim.config.to_json(),
             "programs": [program_result_json(m, prog, r) for m, prog, r in rows],
         })
     else:
         print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce "
-              f"{list(syn.reduce_axes)}; {args.algo}, {args.model} model, {nbytes / 2**30:g} GiB per GPU")
+              f"{list(syn.reduce_axes)}{order_label(syn.order, syn.reduce_axes)}; {args.algo}, {args.model} model, "
+              f"{nbytes / 2**30:g} GiB per GPU")
         print(results_text(rows))
     return 0

@@ -38,6 +38,7 @@ def calibration_lines(cals: list[dict[str, Any]]) -> list[str]:
 def validation_text(doc: dict[str, Any]) -> str:
     lines = [f"{doc['groups']} groups, {len(doc['rows'])} rows; model {doc['model']}"
              + (f", {doc['folds']}-fold cross-validation" if doc["folds"] > 1 else "")]
+    lines += [f"device order {o['order']} for {o['source']} ({o['rows']} rows; {o['from']})" for o in doc.get("orders", [])]
     if doc["calibration"]:
         lines += ["", "calibration:"] + [f"  {x}" for x in calibration_lines(doc["calibration"])]
     lines += ["", f"{'metric':<26} {doc['model']:>10} {'analytic':>10}"]
