@@ -16,8 +16,8 @@ from ..placement import check_sizes
 from ..synthesis import Profile
 from ..topology import Topology, load_system
 
-__all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers", "rules", "order",
-           "order_label"]
+__all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers", "rules",
+           "order", "order_label"]
 
 
 def emit(obj: Any) -> None:

@@ -36,7 +36,8 @@ def comparison_json(rows: Sequence[OrderComparison]) -> list[dict[str, Any]]:
 
 def comparison_markdown(rows: Sequence[OrderComparison]) -> list[str]:
     md = ["## Device orders", "", TITLE[len("device orders: "):].capitalize() + ".", "",
-          "| matrix | algo | AllReduce s | aligned best s | aligned best program | p2 best s | p2 best program | gain |",
+          "| matrix | algo | AllReduce s | aligned best s | aligned best program | p2 best s | p2 best program "
+          "| gain |",
           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for c in rows:
         p2 = "same groups" if c.same_groups else f"`{c.p2.best.text}`"
