@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--timeout", default="300", help="seconds to wait for peers before giving up (default: 300)")
     r.add_argument("--max-records", default=None, help="stop after writing this many records (resume later)")
     r.add_argument("--profile", default="paper", help="synthesis rule profile (default: paper)")
+    r.add_argument("--order", default="aligned", choices=["aligned", "p2"],
+                   help="device order of a reduction group over several axes (default: aligned; p2: as P2/XLA)")
     r.add_argument("--inject-failure", default=None, metavar="RANK:RECORD", help=argparse.SUPPRESS)
     s = sub.add_parser("summary", help="summarise a log", description="One line per program of a log.")
     s.add_argument("log")
@@ -72,7 +74,7 @@ def config_of(args: argparse.Namespace) -> RunConfig:
         warmup=int_list(args.warmup, "warmup")[0], iters=positive_int(args.iters, "iters"), log=args.log,
         resume=args.resume, backend=args.backend, timeout=float(positive_int(args.timeout, "timeout")),
         max_records=None if args.max_records is None else positive_int(args.max_records, "max-records"),
-        inject_failure=fail, profile=args.profile,
+        inject_failure=fail, profile=args.profile, order=args.order,
     )
 
 
@@ -89,7 +91,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     cfg = replace(cfg, axes=tuple(axes))
     # the ranks plan the same way; planning here first rejects bad axes, reduction axes,
     # matrices and programs with one message before any process starts
-    plan_programs(topo.hierarchy, cfg.axes, cfg.reduce_axes, cfg.matrix, cfg.programs, cfg.profile)
+    plan_programs(topo.hierarchy, cfg.axes, cfg.reduce_axes, cfg.matrix, cfg.programs, cfg.profile, cfg.order)
     if cfg.backend == "nccl":
         from .backends import CUPY_HELP
 

@@ -19,12 +19,13 @@ from .errors import BenchError
 
 __all__ = ["LogWriter", "read_log", "record_key", "completed", "summary_lines"]
 
-KEY_FIELDS = ("system", "nodes", "axes", "reduce_axes", "matrix", "program", "algo", "bytes", "backend")
+KEY_FIELDS = ("system", "nodes", "axes", "reduce_axes", "matrix", "program", "algo", "bytes", "backend", "order")
+LEGACY = {"order": "aligned"}  # logs written before bench_nccl had device orders ran the aligned one
 
 
 def record_key(rec: dict[str, Any]) -> str:
     """What identifies a measured program (every field but the iteration and results)."""
-    return json.dumps([rec[k] for k in KEY_FIELDS], separators=(",", ":"))
+    return json.dumps([rec[k] if k in rec else LEGACY[k] for k in KEY_FIELDS], separators=(",", ":"))
 
 
 class LogWriter:
@@ -77,7 +78,7 @@ def completed(records: Iterable[dict[str, Any]]) -> dict[str, set[int]]:
     """Measured iterations per program key."""
     done: dict[str, set[int]] = {}
     for r in records:
-        if all(k in r for k in KEY_FIELDS) and "iteration" in r:
+        if all(k in r or k in LEGACY for k in KEY_FIELDS) and "iteration" in r:
             done.setdefault(record_key(r), set()).add(int(r["iteration"]))
     return done
 
@@ -93,6 +94,7 @@ def summary_lines(records: list[dict[str, Any]]) -> list[str]:
         secs = [r["seconds"] for r in recs]
         ok = all(r.get("pass") is True for r in recs)
         tag = " (emulated)" if first.get("emulated") else ""
+        tag += f" ({first['order']} order)" if first.get("order", "aligned") != "aligned" else ""
         lines.append(f"{statistics.median(secs):10.6f} s median  [{min(secs):.6f} .. {max(secs):.6f}]  "
                      f"{len(recs):3d} iters  {'PASS' if ok else 'FAIL'}{tag}  {first['algo']:<4} "
                      f"{first['matrix']}  {first['program']}")

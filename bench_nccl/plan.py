@@ -101,12 +101,13 @@ def plan_program(lowering: Lowering, program: Program) -> ProgramPlan:
 
 
 def plan_programs(hierarchy: Sequence[int], axes: Sequence[int], reduce_axes: Sequence[int],
-                  matrix: Matrix | None, programs: str, profile: str = "paper") -> list[ProgramPlan]:
-    """Plans for every synthesized program (``programs="all"``) or one program text."""
+                  matrix: Matrix | None, programs: str, profile: str = "paper",
+                  order: str = "aligned") -> list[ProgramPlan]:
+    """Plans for every synthesized program (``programs="all"``) or one program text, lowered in ``order``."""
     from p2sim.program import parse_program
 
     mats = None if matrix is None else [matrix]
-    syn = synthesize_placements(hierarchy, axes, reduce_axes, profile, matrices=mats)
+    syn = synthesize_placements(hierarchy, axes, reduce_axes, profile, matrices=mats, order=order)
     out = []
     for mp in syn.matrices:
         chosen = mp.programs if programs == "all" else (parse_program(programs),)

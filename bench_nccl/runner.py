@@ -49,6 +49,7 @@ class RunConfig:
     max_records: int | None = None
     inject_failure: tuple[int, int] | None = None  # (rank, record number): for testing failure handling
     profile: str = "paper"
+    order: str = "aligned"  # device order of reduction groups (p2sim.hierarchy.Order), recorded in the log
 
 
 def _watchdog(p: Placement, backend_ref: list[Any], stop: threading.Event) -> None:
@@ -105,7 +106,8 @@ def _run(cfg: RunConfig, p: Placement, store: StoreClient, backend_ref: list[Any
         raise BenchError(f"world: {p.world} ranks, but {topo.spec.name} with {topo.node_count} nodes has "
                          f"{topo.devices} GPUs (one rank per GPU)")
     os.environ["NCCL_ALGO"] = {"ring": "Ring", "tree": "Tree"}[cfg.algo]  # read by NCCL at communicator creation
-    plans = plan_programs(topo.hierarchy, cfg.axes, cfg.reduce_axes, cfg.matrix, cfg.programs, cfg.profile)
+    plans = plan_programs(topo.hierarchy, cfg.axes, cfg.reduce_axes, cfg.matrix, cfg.programs, cfg.profile,
+                          cfg.order)
     backend = make_backend(cfg.backend, p.rank, p.world, p.local_rank, store, cfg.timeout)
     backend_ref.append(backend)
     xp, dtype = backend.xp, backend.dtype
@@ -126,7 +128,8 @@ def _run(cfg: RunConfig, p: Placement, store: StoreClient, backend_ref: list[Any
     for pid, plan in enumerate(plans):
         base = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(cfg.axes),
                 "reduce_axes": list(cfg.reduce_axes), "matrix": [list(r) for r in plan.matrix],
-                "program": plan.text, "algo": cfg.algo, "bytes": cfg.bytes, "backend": backend.name}
+                "program": plan.text, "algo": cfg.algo, "bytes": cfg.bytes, "backend": backend.name,
+                "order": cfg.order}
         todo = [i for i in range(cfg.iters) if i not in done.get(record_key(base), set())]
         if not todo:
             continue

@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="paper", help="rule profile: paper (P2's counts) or full (default: paper)")
     p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
     p.add_argument("--lower", action="store_true", help="with --json: include the global device groups of every step")
+    _add_order(p)
     p.add_argument("--limit", default="20", help="programs shown per matrix in the table (0 = all; default 20)")
     p.set_defaults(func=cmd_synth)
 
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default="paper", help="rule profile for --program all (default: paper)")
     p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
     p.add_argument("--trace", default=None, metavar="FILE.json", help="write a Chrome trace of flows on links")
+    _add_order(p)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("rank", help="rank every (matrix, program) by predicted time",
@@ -105,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bytes", default=None, help="buffer per GPU (default: P2's 2^29 x nodes float32)")
     p.add_argument("--top", default="10", help="how many to show (default: 10)")
     p.add_argument("--out", default=None, metavar="DIR", help="write report.md, report.html and plots into DIR")
+    p.add_argument("--compare-orders", action="store_true",
+                   help="also give each matrix's best program under both device orders and the aligned one's gain")
     _add_sweep_options(p)
     p.set_defaults(func=cmd_rank)
 
@@ -168,6 +172,14 @@ def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:
     p.add_argument("--profile", default="paper", help="rule profile (default: paper)")
     p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    _add_order(p)
+
+
+def _add_order(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--order", default="aligned", choices=["aligned", "p2"],
+                   help="device order of a reduction group over several axes: aligned (the default; the "
+                        "synthesis hierarchy's levels stay hardware levels) or p2 (row-major over the reduction "
+                        "axes' coordinates, as P2 through XLA)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,12 +7,31 @@ level (their product), lower axis the more significant digit.  Levels of
 cardinality 1 are dropped: they create no new groups.
 
 A program synthesized on (d) is *lowered* to the full system: (d)-device ``t``
-stands, in every reduction group, for the device whose reduction-axis digits equal
-``t``'s coordinates.
+stands, in every reduction group, for the ``t``-th device of the group.  Which device
+is the ``t``-th depends on the *device order* (:class:`Order`) of the group:
+
+``aligned`` (the default)
+    the reduction axes' digits interleaved level by level, outer level first: all
+    reduction axes' level-0 digits (lower axis more significant), then their level-1
+    digits, and so on.  ``t``'s digits are then its coordinates on (d), so (d)'s
+    levels line up with hardware levels: a step inside a (d) level stays inside the
+    hardware level it came from.
+``p2``
+    row-major over the reduction-axis coordinates, as the replica groups of JAX/XLA
+    list a group's devices (P2 lowered through XLA): the coordinate on the first
+    reduction axis most significant, each coordinate the mixed-radix number of its
+    digits over the hardware levels, outer level most significant.  When a later
+    reduction axis is split across an outer level and an earlier one across an inner
+    level, (d)'s inner levels then mix hardware levels, and "local" steps cross nodes.
+
+With one reduction axis both orders are the same, and in general they differ only
+in which device of a group is which (d)-device: the groups and the synthesis
+hierarchy are the same.
 """
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,12 +39,12 @@ from functools import cached_property
 
 import numpy as np
 
-from .errors import PlacementError, ProgramError
+from .errors import InputError, PlacementError, ProgramError
 from .placement import Placement
 from .program import Form, Instruction, Program
 from .semantics import Op
 
-__all__ = ["SynthesisHierarchy", "Lowering", "LoweredStep", "reduce_axes_of"]
+__all__ = ["SynthesisHierarchy", "Order", "Lowering", "LoweredStep", "reduce_axes_of"]
 
 Groups = tuple[tuple[int, ...], ...]
 
@@ -141,6 +160,28 @@ def reduce_axes_of(axes: Sequence[int], reduce_axes: Sequence[int]) -> tuple[int
     return tuple(sorted(out))
 
 
+class Order(str, enum.Enum):
+    """The device order of a reduction group (see the module docstring).
+
+    Examples
+    --------
+    >>> Order.parse("P2").value
+    'p2'
+    """
+
+    ALIGNED = "aligned"
+    P2 = "p2"
+
+    @classmethod
+    def parse(cls, text: str | Order) -> Order:
+        if isinstance(text, Order):
+            return text
+        try:
+            return cls(str(text).strip().lower())
+        except ValueError:
+            raise InputError(f"order: {text!r} is not one of {', '.join(o.value for o in cls)}") from None
+
+
 @dataclass(frozen=True)
 class LoweredStep:
     """One step of a lowered program: a collective on global device groups, run concurrently."""
@@ -154,26 +195,37 @@ class Lowering:
     """Maps a synthesis hierarchy's devices to global devices of a placement.
 
     ``table[r, t]`` is the global index of (d)-device ``t`` inside reduction group
-    ``r``; reduction groups are numbered by their non-reduction axis coordinates,
-    lower axis the more significant.
+    ``r`` under the device order ``order``; reduction groups are numbered by their
+    non-reduction axis coordinates, lower axis the more significant.
 
     Examples
     --------
     >>> lw = Lowering.of(Placement.of([2, 4], [2, 4], [[1, 2], [2, 2]]), [0])
     >>> lw.table.tolist()
     [[0, 2], [1, 3], [4, 6], [5, 7]]
+
+    Two reduction axes, axis 0 split over the inner level and axis 1 over the outer
+    one (nodes of 4): (d) is ``[1, 2, 4]``; the aligned order keeps (d)'s inner level
+    inside a node, P2's puts (d)-devices 0..3 on both nodes.
+
+    >>> pl = Placement.of([2, 4], [4, 2], [[1, 4], [2, 1]])
+    >>> Lowering.of(pl, [0, 1]).table.tolist()
+    [[0, 1, 2, 3, 4, 5, 6, 7]]
+    >>> Lowering.of(pl, [0, 1], "p2").table.tolist()
+    [[0, 4, 1, 5, 2, 6, 3, 7]]
     """
 
     placement: Placement
     reduce_axes: tuple[int, ...]
     synthesis: SynthesisHierarchy
+    order: Order = Order.ALIGNED
     # memo of derived per-instruction / per-prefix data; never part of the value
     memo: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     @classmethod
-    def of(cls, placement: Placement, reduce_axes: Sequence[int]) -> Lowering:
+    def of(cls, placement: Placement, reduce_axes: Sequence[int], order: str | Order = Order.ALIGNED) -> Lowering:
         r = reduce_axes_of(placement.axes, reduce_axes)
-        return cls(placement, r, SynthesisHierarchy.of_placement(placement, r))
+        return cls(placement, r, SynthesisHierarchy.of_placement(placement, r), Order.parse(order))
 
     @cached_property
     def table(self) -> np.ndarray:
@@ -181,7 +233,10 @@ class Lowering:
         n_ax, n_lv = len(pl.axes), len(pl.hierarchy)
         digits = pl._digits  # array axes ordered (level j, axis i)
         keep = [j * n_ax + i for i in range(n_ax) if i not in self.reduce_axes for j in range(n_lv)]
-        red = [j * n_ax + i for j in range(n_lv) for i in self.reduce_axes]
+        if self.order is Order.ALIGNED:  # level-major: (d)-device t's digits are its (d) coordinates
+            red = [j * n_ax + i for j in range(n_lv) for i in self.reduce_axes]
+        else:  # axis-major: row-major over the reduction-axis coordinates, as XLA's replica groups
+            red = [j * n_ax + i for i in self.reduce_axes for j in range(n_lv)]
         k = self.synthesis.size
         return digits.transpose(keep + red).reshape(-1, k)
 

@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import InputError, PlacementError, ProgramError
-from .hierarchy import Lowering, SynthesisHierarchy, reduce_axes_of
+from .hierarchy import Lowering, Order, SynthesisHierarchy, reduce_axes_of
 from .placement import Matrix, Placement, check_sizes, enumerate_matrices
 from .program import Form, Instruction, Program
 from .semantics import Op, Space
@@ -266,6 +266,7 @@ class Synthesis:
     profile: Profile
     max_size: int
     matrices: tuple[MatrixPrograms, ...] = field(repr=False)
+    order: Order = Order.ALIGNED  # the device order of the lowerings
 
     @property
     def total_programs(self) -> int:
@@ -277,8 +278,9 @@ def placement_lowerings(
     axes: Sequence[int],
     reduce_axes: Sequence[int],
     matrices: Sequence[Matrix] | None = None,
+    order: str | Order = Order.ALIGNED,
 ) -> tuple[Lowering, ...]:
-    """The lowering of every matrix (enumerated, or the given ones), nothing synthesized.
+    """The lowering of every matrix (enumerated, or the given ones) in a device order, nothing synthesized.
 
     Examples
     --------
@@ -290,7 +292,7 @@ def placement_lowerings(
     if math.prod(p[i] for i in red) < 2:
         raise PlacementError("reduce: the reduction axes have size 1, so there is nothing to reduce")
     mats = enumerate_matrices(h, p) if matrices is None else list(matrices)
-    return tuple(Lowering.of(Placement.of(h, p, m), red) for m in mats)
+    return tuple(Lowering.of(Placement.of(h, p, m), red, Order.parse(order)) for m in mats)
 
 
 def synthesize_placements(
@@ -300,8 +302,12 @@ def synthesize_placements(
     profile: Profile | str = Profile.PAPER,
     max_size: int = DEFAULT_MAX_SIZE,
     matrices: Sequence[Matrix] | None = None,
+    order: str | Order = Order.ALIGNED,
 ) -> Synthesis:
     """Enumerate matrices (or take the given ones) and synthesize programs for each.
+
+    The programs depend on the synthesis hierarchy only; ``order`` (the device order
+    of a reduction group, :class:`~p2sim.hierarchy.Order`) changes their lowerings.
 
     Examples
     --------
@@ -311,7 +317,8 @@ def synthesize_placements(
     """
     h, p = check_sizes(hierarchy, axes)
     prof = Profile.parse(profile)
-    lws = placement_lowerings(h, p, reduce_axes, matrices)
+    order = Order.parse(order)
+    lws = placement_lowerings(h, p, reduce_axes, matrices, order)
     out = [MatrixPrograms(lw.placement.matrix, lw, synthesize(lw.synthesis, prof, max_size)) for lw in lws]
     red = lws[0].reduce_axes if lws else reduce_axes_of(p, reduce_axes)
-    return Synthesis(h, p, red, prof, max_size, tuple(out))
+    return Synthesis(h, p, red, prof, max_size, tuple(out), order)

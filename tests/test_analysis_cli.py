@@ -64,6 +64,46 @@ def test_rank_serial_and_parallel_agree(capsys):
     assert json.loads(out) == a
 
 
+def test_rank_compare_orders(capsys, tmp_path):
+    args = ["--system", "a100", "--nodes", "4", "--axes", "8,2,4", "--reduce", "0,2", "--algo", "ring"]
+    doc = rank_json(capsys, *args, "--matrix", "[[2 4] [1 2] [2 2]]", "--compare-orders", "--out", str(tmp_path))
+    assert doc["order"] == "aligned"
+    (c,) = doc["order_comparison"]
+    assert c["matrix"] == [[2, 4], [1, 2], [2, 2]] and c["algo"] == "ring" and c["same_groups"] is False
+    assert c["aligned"]["best_seconds"] == doc["matrices"][0]["best_seconds"]
+    assert c["gain"] == pytest.approx(c["p2"]["best_seconds"] / c["aligned"]["best_seconds"]) and c["gain"] > 1.1
+    # the p2 side is what a ranking in the p2 order finds
+    p2 = rank_json(capsys, *args, "--matrix", "[[2 4] [1 2] [2 2]]", "--order", "p2")
+    assert p2["order"] == "p2" and "order_comparison" not in p2
+    assert (p2["matrices"][0]["best_seconds"], p2["matrices"][0]["best_program"]) == (
+        c["p2"]["best_seconds"], c["p2"]["best_program"])
+    assert "## Device orders" in (tmp_path / "report.md").read_text()
+    rc, out, _ = run(capsys, "rank", "--workers", "1", *args, "--matrix", "[[4 2] [1 2] [1 4]]", "--compare-orders")
+    assert rc == 0 and "device orders:" in out and "same groups under both orders" in out
+
+
+def test_rank_one_reduction_axis_is_the_same_in_both_orders(capsys):
+    args = ["--system", "v100", "--axes", "4,4", "--algo", "both", "--top", "50"]
+    a = rank_json(capsys, *args, "--compare-orders")
+    p = rank_json(capsys, *args, "--order", "p2")
+    assert all(c["same_groups"] and c["gain"] == 1.0 for c in a["order_comparison"])
+    assert {k: v for k, v in a.items() if k not in ("order", "order_comparison")} == \
+        {k: v for k, v in p.items() if k != "order"}
+
+
+def test_plan_and_whatif_state_the_order(capsys):
+    rc, out, err = run(capsys, "plan", "--system", "a100", "--nodes", "4", "--axes", "8,2,4", "--reduction",
+                       "0,2:1GiB", "--order", "p2", "--workers", "1", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["order"] == "p2"
+    rc, out, _ = run(capsys, "plan", "--system", "a100", "--nodes", "4", "--axes", "8,2,4", "--reduction",
+                     "0,2:1GiB", "--workers", "1")
+    assert "(data axis 0); aligned order;" in out
+    rc, out, err = run(capsys, "whatif", "--system", "a100", "--nodes", "4", "--axes", "8,2,4", "--reduce", "0,2",
+                       "--vary", "nic.bandwidth=8", "--algo", "ring", "--order", "p2", "--workers", "1")
+    assert rc == 0 and "ring, des model; p2 order)" in out, err
+
+
 def test_plan_reports_best_default_and_savings(capsys):
     rc, out, err = run(capsys, "plan", "--system", "a100", "--axes", "4,8", "--reduction", "0:4GiB",
                        "--reduction", "1:512MiB x 24", "--workers", "1", "--json")
@@ -144,10 +184,18 @@ def test_validate_cli_json_and_report(capsys, tmp_path):
     assert {"metrics", "baseline", "rows"} <= set(doc)
     assert {p.name for p in out_dir.iterdir()} == {"validation.md", "validation.html", "allreduce.png", "optimal.png"}
     md = (out_dir / "validation.md").read_text()
+    assert f"device order p2 for {f} (16 rows; P2's CSV: P2 lowered through XLA)" in md
     r = doc["rows"][0]
     # each row shows measured, predicted and baseline counts of programs beating the AllReduce
     assert (f"| {r['measured_programs_better']} / {r['predicted_programs_better']} / "
             f"{r['baseline_programs_better']} |") in md
+
+
+def test_validate_says_which_order_it_predicts_in(capsys, tmp_path):
+    f = subset(tmp_path, lambda r: r["gpu"] == "A100" and r["axes"] == "2 16" and r["algo"] == "ring")
+    rc, out, err = run(capsys, "validate", "--measurements", str(f), "--workers", "1")
+    assert rc == 0, err
+    assert out.splitlines()[1] == f"device order p2 for {f} (4 rows; P2's CSV: P2 lowered through XLA)"
 
 
 def test_validate_bad_file_writes_nothing(capsys, tmp_path):

@@ -12,7 +12,7 @@ import pytest
 
 from bench_nccl.env import from_environment
 from bench_nccl.errors import BenchError
-from bench_nccl.logfile import read_log, record_key
+from bench_nccl.logfile import completed, read_log, record_key
 from bench_nccl.plan import plan_programs
 from bench_nccl.store import StoreClient, StoreServer
 from p2sim.semantics import Op
@@ -65,6 +65,34 @@ def test_three_level_configuration_every_program_verified(tmp_path):
           "--log", str(log))
     records = read_log(log)
     assert len(records) == 825 and all(x["pass"] is True for x in records)
+
+
+def test_logs_record_their_device_order_and_validate_reads_it_back(tmp_path):
+    # axes 2,2,2 on 2 CPUs x 4 GPUs, reduce 0 and 2: axis 2 across the CPUs, axis 0 inside, so the orders differ
+    args = ["run", "--system", "p2-16gpu", "--nodes", "1", "--axes", "2,2,2", "--reduce", "0,2",
+            "--matrix", "[[1 1 1 2] [1 1 1 2] [1 1 2 1]]", "--backend", "numpy", "--bytes", "1KiB",
+            "--warmup", "0", "--iters", "1"]
+    bench(*args, "--order", "p2", "--log", str(tmp_path / "p2.jsonl"))
+    bench(*args, "--log", str(tmp_path / "aligned.jsonl"))
+    p2, aligned = read_log(tmp_path / "p2.jsonl"), read_log(tmp_path / "aligned.jsonl")
+    assert len(p2) == len(aligned) == 47 and all(x["pass"] is True for x in p2 + aligned)
+    assert {x["order"] for x in p2} == {"p2"} and {x["order"] for x in aligned} == {"aligned"}
+    assert "(p2 order)" in bench("summary", str(tmp_path / "p2.jsonl")).stdout
+    v = subprocess.run([sys.executable, "-m", "p2sim", "validate", "--measurements", str(tmp_path), "--workers", "1",
+                        "--json"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert v.returncode == 0, v.stderr
+    doc = json.loads(v.stdout)
+    assert doc["groups"] == 2  # one configuration, measured in each order: two groups
+    assert sorted(r["order"] for r in doc["rows"]) == ["aligned", "p2"]
+    assert sorted((o["order"], Path(o["source"]).name, o["from"]) for o in doc["orders"]) == [
+        ("aligned", "aligned.jsonl", "recorded by bench_nccl"), ("p2", "p2.jsonl", "recorded by bench_nccl")]
+
+
+def test_logs_without_an_order_were_run_in_the_aligned_order():
+    rec = {"system": "a", "nodes": 1, "axes": [2], "reduce_axes": [0], "matrix": [[2]], "program": "p",
+           "algo": "ring", "bytes": 1, "backend": "numpy", "iteration": 0}
+    assert record_key(rec) == record_key(dict(rec, order="aligned")) != record_key(dict(rec, order="p2"))
+    assert completed([rec]) == {record_key(dict(rec, order="aligned")): {0}}
 
 
 def test_interrupted_run_resumes_to_the_same_log(tmp_path):

@@ -146,6 +146,46 @@ def test_simulate_one_program_synthesizes_nothing(capsys, monkeypatch):
     assert rc == 2 and "step 2 AllReduce(slice=0, Inside) is invalid here" in err
 
 
+EXAMPLE = ["--axes", "8,2,4", "--reduce", "0,2", "--matrix", "[[2 4] [1 2] [2 2]]"]
+
+
+def test_synth_lower_states_and_uses_the_order(capsys):
+    groups = {}
+    for order in ("aligned", "p2"):
+        rc, out, err = run(capsys, "synth", "--hierarchy", "4,16", *EXAMPLE, "--json", "--lower", "--order", order)
+        assert rc == 0, err
+        doc = json.loads(out)
+        (m,) = doc["matrices"]
+        assert doc["order"] == order and m["synthesis_hierarchy"] == [1, 4, 8] and len(m["programs"]) == 47
+        groups[order] = m["reduction_groups"][0]
+    # the README's worked example, by hand: node n holds devices 16n .. 16n+15
+    assert groups["aligned"][:8] == [0, 1, 4, 5, 8, 9, 12, 13]
+    assert groups["p2"][:8] == [0, 1, 16, 17, 4, 5, 20, 21]
+    assert sorted(groups["aligned"]) == sorted(groups["p2"])
+    rc, out, _ = run(capsys, "synth", "--hierarchy", "4,16", "--axes", "4,16", "--reduce", "0", "--json")
+    assert json.loads(out)["order"] == "aligned"
+
+
+def test_simulate_in_either_order(capsys):
+    spans = {}
+    for order in ("aligned", "p2"):
+        rc, out, err = run(capsys, "simulate", "--system", "a100", "--nodes", "4", *EXAMPLE, "--program", BLUE,
+                           "--order", order, "--json")
+        assert rc == 0, err
+        doc = json.loads(out)
+        assert doc["order"] == order
+        spans[order] = [s["nodes_spanned"] for s in doc["programs"][0]["steps"]]
+        if order == "p2":
+            # each node holds 4 GPUs of 4 ReduceScatter rings of 8 spanning 2 nodes: each ring crosses each
+            # NIC direction once with 7/8 of the 8 GiB buffer, at 8 GB/s
+            assert doc["programs"][0]["steps"][0]["seconds"] == pytest.approx(4 * 7 / 8 * 8 * 2**30 / 8e9, rel=0.01)
+    assert spans == {"aligned": [1, 4, 1], "p2": [2, 2, 2]}
+    rc, out, _ = run(capsys, "simulate", "--system", "a100", "--nodes", "4", *EXAMPLE, "--program", BLUE)
+    assert rc == 0 and "reduce [0, 2]; aligned order;" in out
+    rc, out, _ = run(capsys, "simulate", "--system", "a100", "--axes", "32", "--program", "AllReduce(slice=0, Inside)")
+    assert "order" not in out  # one reduction axis: the orders agree, the header does not mention them
+
+
 def _system_file(tmp_path, text):
     f = tmp_path / "sys.toml"
     f.write_text(text)
@@ -163,6 +203,8 @@ def _system_file(tmp_path, text):
         (["simulate", "--system", "a100", "--axes", "32", "--bytes", "lots"], "bytes"),
         (["simulate", "--system", "a100", "--axes", "32", "--model", "magic"], "model"),
         (["simulate", "--system", "a100", "--algo", "butterfly"], "algo"),
+        (["simulate", "--system", "a100", "--order", "xla"], "--order: invalid choice: 'xla'"),
+        (["synth", "--order", "row-major"], "--order: invalid choice"),
         (["topo", "nonesuch"], "unknown system"),
     ],
 )

@@ -5,7 +5,7 @@ import pytest
 
 from p2sim.errors import SemanticsError
 from p2sim.execute import Buffers, check_program, collective, execute
-from p2sim.hierarchy import Lowering
+from p2sim.hierarchy import Lowering, Order
 from p2sim.placement import Placement, enumerate_matrices
 from p2sim.program import parse_program
 from p2sim.semantics import Op
@@ -14,20 +14,23 @@ from p2sim.synthesis import Profile, synthesize_placements
 from .conftest import config_of
 
 
-def _check_all(hierarchy, axes, red, profile):
-    s = synthesize_placements(hierarchy, axes, red, profile)
+def _check_all(hierarchy, axes, red, profile, order):
+    s = synthesize_placements(hierarchy, axes, red, profile, order=order)
     assert s.total_programs > 0
     for mp in s.matrices:
+        assert mp.lowering.order is order
         for p in mp.programs:
             r = check_program(mp.lowering, p, chunk=1, seed=len(p))
-            assert r.ok, f"{mp.matrix} {p.text}: {r.reason}"
+            assert r.ok, f"{mp.matrix} {p.text} ({order.value} order): {r.reason}"
 
 
+@pytest.mark.parametrize("order", list(Order))
 @pytest.mark.parametrize("profile", list(Profile))
-def test_every_program_of_every_appendix_configuration_computes_the_sums(count_row, profile):
-    _check_all(*config_of(count_row), profile)
+def test_every_program_of_every_appendix_configuration_computes_the_sums(count_row, profile, order):
+    _check_all(*config_of(count_row), profile, order)
 
 
+@pytest.mark.parametrize("order", list(Order))
 @pytest.mark.parametrize("profile", list(Profile))
 @pytest.mark.parametrize(
     ("hierarchy", "axes", "red"),
@@ -39,8 +42,8 @@ def test_every_program_of_every_appendix_configuration_computes_the_sums(count_r
         ((2, 2, 3), (12,), (0,)),  # ReduceScatter blocks that cut across level digits
     ],
 )
-def test_every_program_on_deeper_hierarchies(hierarchy, axes, red, profile):
-    _check_all(hierarchy, axes, red, profile)
+def test_every_program_on_deeper_hierarchies(hierarchy, axes, red, profile, order):
+    _check_all(hierarchy, axes, red, profile, order)
 
 
 def test_invalid_programs_fail_the_numeric_check():

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
-import pytest
+import math
 
-from p2sim.errors import PlacementError, ProgramError
-from p2sim.hierarchy import Lowering, SynthesisHierarchy, reduce_axes_of
-from p2sim.placement import Placement
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from p2sim.errors import InputError, PlacementError, ProgramError
+from p2sim.hierarchy import Lowering, Order, SynthesisHierarchy, reduce_axes_of
+from p2sim.placement import Placement, enumerate_matrices
 from p2sim.program import Form, Instruction
 from p2sim.semantics import Op
 
@@ -98,3 +103,83 @@ def test_reduce_axes_validation():
     for bad, msg in [([], "empty"), ([3], "out of range"), ([0, 0], "twice"), ([-1], "out of range")]:
         with pytest.raises(PlacementError, match=msg):
             reduce_axes_of([2, 3, 4], bad)
+
+
+# The README's worked example: [[2 4] [1 2] [2 2]] on 4 nodes x 16 GPUs, reduce axes 0 and 2.
+# A device's node is 2*a00 + a20 and its GPU 4*a01 + 2*a11 + a21 (lower axis more significant).
+EXAMPLE = Placement.of([4, 16], [8, 2, 4], [[2, 4], [1, 2], [2, 2]])
+
+
+def test_aligned_order_by_hand():
+    lw = Lowering.of(EXAMPLE, [0, 2])
+    assert lw.order is Order.ALIGNED and lw.synthesis.cardinalities == (1, 4, 8)
+    # t = (a00, a20, a01, a21), radix (2, 2, 4, 2): the first 8 (d)-devices are node 0's GPUs
+    # with a11 = 0, i.e. 4*a01 + a21, then node 1's (16 + ..), node 2's, node 3's
+    node0 = [0, 1, 4, 5, 8, 9, 12, 13]
+    assert lw.table[0].tolist() == [16 * n + g for n in range(4) for g in node0]
+    assert lw.table[1].tolist() == [d + 2 for d in lw.table[0].tolist()]  # a11 = 1: GPU + 2
+    inner = lw.lower_instruction(Instruction(Op.ALL_REDUCE, 1, Form.INSIDE))
+    assert inner.groups[0] == tuple(node0)
+    assert all(len({d // 16 for d in grp}) == 1 for grp in inner.groups)  # inside a node
+
+
+def test_p2_order_by_hand():
+    lw = Lowering.of(EXAMPLE, [0, 2], "p2")
+    assert lw.order is Order.P2 and lw.synthesis.cardinalities == (1, 4, 8)
+    # t = 4*x0 + x2 with x0 = 4*a00 + a01 and x2 = 2*a20 + a21: digits (a00, a01, a20, a21)
+    assert lw.table[0, :16].tolist() == [0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29]
+    assert lw.table[0, 16:].tolist() == [d + 32 for d in lw.table[0, :16].tolist()]  # a00 = 1: nodes 2, 3
+    inner = lw.lower_instruction(Instruction(Op.ALL_REDUCE, 1, Form.INSIDE))
+    assert inner.groups[0] == (0, 1, 16, 17, 4, 5, 20, 21)
+    assert all(len({d // 16 for d in grp}) == 2 for grp in inner.groups)  # a "local" step spans 2 nodes
+
+
+def test_orders_share_groups_and_hierarchy():
+    a, p = Lowering.of(EXAMPLE, [0, 2]), Lowering.of(EXAMPLE, [0, 2], Order.P2)
+    assert a.synthesis == p.synthesis
+    assert [sorted(r) for r in a.table.tolist()] == [sorted(r) for r in p.table.tolist()]
+    assert a != p  # the order is part of the value
+
+
+def _placements(data):
+    h = data.draw(st.lists(st.sampled_from([1, 2, 3, 4, 6, 8]), min_size=1, max_size=3))
+    n = math.prod(h)
+    axes, left = [], n
+    for _ in range(data.draw(st.integers(0, 2))):
+        d = data.draw(st.sampled_from([x for x in range(1, left + 1) if left % x == 0]))
+        axes.append(d)
+        left //= d
+    axes.append(left)
+    m = data.draw(st.sampled_from(enumerate_matrices(h, axes)))
+    return Placement.of(h, axes, m)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_one_reduction_axis_gives_identical_groups(data):
+    pl = _placements(data)
+    r = data.draw(st.integers(0, len(pl.axes) - 1))
+    assert np.array_equal(Lowering.of(pl, [r]).table, Lowering.of(pl, [r], "p2").table)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data())
+def test_p2_order_is_row_major_over_reduction_coordinates(data):
+    pl = _placements(data)
+    red = sorted(data.draw(st.sets(st.integers(0, len(pl.axes) - 1), min_size=1)))
+    lw = Lowering.of(pl, red, "p2")
+    sizes = [pl.axes[i] for i in red]
+    for row in lw.table:
+        coords = [pl.coordinates(int(d)) for d in row]
+        # (d)-device t is the t-th device in row-major order of (x_r0, x_r1, ..)
+        assert [int(np.ravel_multi_index([c[i] for i in red], sizes)) for c in coords] == list(range(len(row)))
+        assert len({tuple(c[i] for i in range(len(pl.axes)) if i not in red) for c in coords}) == 1
+    aligned = Lowering.of(pl, red)
+    assert sorted(lw.table.ravel().tolist()) == list(range(pl.devices))
+    assert [sorted(r) for r in lw.table.tolist()] == [sorted(r) for r in aligned.table.tolist()]
+
+
+def test_order_parsing():
+    assert Order.parse(" Aligned ") is Order.ALIGNED and Order.parse(Order.P2) is Order.P2
+    with pytest.raises(InputError, match="order: 'xla' is not one of aligned, p2"):
+        Order.parse("xla")

@@ -21,6 +21,20 @@ def test_p2_table_loads():
     assert r.bytes_per_gpu == 2**29 * 2 * 4 and r.allreduce_s == 4.74 and r.programs_better == 9
     assert len({r.group for r in rows}) == 32
     assert len(load_measurements(DATA)) == 60  # a directory reads every file in it
+    # P2 lowered through XLA: its rows are predicted with the p2 device order
+    assert {r.order for r in rows} == {"p2"} and "P2's CSV" in r.order_from
+
+
+def test_csv_order_column(tmp_path):
+    f = tmp_path / "o.csv"
+    lines = CSV.read_text().splitlines()
+    f.write_text("\n".join([lines[0] + ",order", lines[1] + ",aligned", lines[2] + ",XLA"]) + "\n")
+    with pytest.raises(MeasurementError) as e:
+        load_measurements(f)
+    assert str(e.value) == f"{f}:3: order: 'XLA' is not one of aligned, p2"
+    f.write_text("\n".join([lines[0] + ",order", lines[1] + ",aligned", lines[2] + ","]) + "\n")
+    a, b = load_measurements(f)
+    assert (a.order, b.order) == ("aligned", "p2") and a.order_from == "the file's order column"
 
 
 def _edit(tmp_path, old, new, count=1):
@@ -83,6 +97,7 @@ def test_jsonl_logs_group_programs_and_take_medians(tmp_path):
         (json.dumps({k: v for k, v in _rec("x", 1.0).items() if k != "seconds"}), ":1: seconds: missing"),
         (json.dumps(_rec("AllReduce(slice=0, Inside)", "slow")), ":1: seconds"),
         (json.dumps(_rec("AllReduce(slice=0, Inside)", 1.0, system="tpu")), ":1: system: unknown system"),
+        (json.dumps(_rec("AllReduce(slice=0, Inside)", 1.0, order="xla")), ":1: order: 'xla' is not one of"),
     ],
 )
 def test_bad_logs(tmp_path, record, where):
@@ -103,6 +118,16 @@ def test_missing_and_empty(tmp_path):
     empty.write_text(",".join(CSV_COLUMNS) + "\n")
     with pytest.raises(MeasurementError, match="no measurements"):
         load_measurements(empty)
+
+
+def test_log_orders_group_apart_and_default_to_aligned(tmp_path):
+    ar = "AllReduce(slice=0, Inside)"
+    f = _log(tmp_path, [_rec(ar, 1.0), _rec(ar, 2.0, order="aligned"), _rec(ar, 3.0, order="p2")])
+    a, p = load_measurements(f)
+    assert (a.order, a.allreduce_s, p.order, p.allreduce_s) == ("aligned", 1.5, "p2", 3.0)
+    assert a.group != p.group and p.order_from == "recorded by bench_nccl"
+    (old,) = load_measurements(_log(tmp_path, [_rec(ar, 1.0)]))
+    assert old.order == "aligned" and old.order_from.startswith("not recorded")
 
 
 def test_directory_with_csv_and_log(tmp_path):

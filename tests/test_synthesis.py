@@ -23,6 +23,10 @@ def test_paper_profile_reproduces_every_appendix_row(count_row):
     s = synthesize_placements(h, axes, red, Profile.PAPER)
     assert len(s.matrices) == int(count_row["matrices"])
     assert s.total_programs == int(count_row["programs_total"])
+    # the device order changes the lowering, never the synthesis hierarchy or the programs
+    p2 = synthesize_placements(h, axes, red, Profile.PAPER, order="p2")
+    assert p2.order.value == "p2" and all(m.lowering.order.value == "p2" for m in p2.matrices)
+    assert [(m.synthesis, m.programs) for m in p2.matrices] == [(m.synthesis, m.programs) for m in s.matrices]
 
 
 @pytest.mark.parametrize("levels", [[2], [16], [2, 2], [2, 8], [4, 16], [3, 5]])

@@ -62,6 +62,8 @@ def test_validation_end_to_end_on_a_subset(tmp_path):
     assert set(doc["baseline"]) == set(doc["metrics"])
     # with the reduction inside a node or across it, the uncalibrated simulator still orders the matrices
     assert doc["metrics"]["top1_matrix"] == 1.0 and doc["metrics"]["pairwise_order"] == 1.0
+    assert doc["orders"] == [{"source": str(f), "order": "p2", "from": "P2's CSV: P2 lowered through XLA", "rows": 8}]
+    assert {r["order"] for r in doc["rows"]} == {"p2"}
     row = doc["rows"][0]
     for key in ("gpu", "nodes", "axes", "reduce_axes", "matrix", "algo", "measured_allreduce_s", "measured_optimal_s",
                 "predicted_allreduce_s", "predicted_optimal_s", "baseline_allreduce_s", "baseline_optimal_s",

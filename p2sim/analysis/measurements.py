@@ -1,8 +1,14 @@
 """Measurement files: P2's appendix CSV and bench_nccl's JSON-lines logs.
 
 Both become :class:`MeasuredRow` values, one per (system, nodes, axes, reduction
-axes, matrix, algorithm).  Every problem is reported with the file, the line and
-the field.
+axes, matrix, algorithm, device order).  Every problem is reported with the file,
+the line and the field.
+
+Each row carries the device order its programs were run with, so that they are
+predicted with the same groups: P2's CSV is P2's (``p2``: P2 lowered through XLA,
+whose replica groups list a group's devices row-major over the reduction axes),
+unless the file has an ``order`` column; a bench_nccl log records its ``order``,
+and a log written before bench_nccl had orders ran the ``aligned`` one.
 """
 
 from __future__ import annotations
@@ -16,17 +22,20 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MeasurementError, P2SimError
-from ..hierarchy import reduce_axes_of
+from ..hierarchy import Order, reduce_axes_of
 from ..placement import Matrix, Placement, format_matrix, parse_matrix
 from ..topology import find_spec
 from .sweep import ALLREDUCE_TEXT
 
-__all__ = ["MeasuredRow", "load_measurements", "GroupKey", "CSV_COLUMNS"]
+__all__ = ["MeasuredRow", "load_measurements", "GroupKey", "CSV_COLUMNS", "CSV_ORDER", "LOG_ORDER"]
 
 CSV_COLUMNS = ("gpu", "nodes", "gpus_per_node", "axes", "reduce_axes", "matrix", "algo", "allreduce_s",
                "optimal_s", "speedup", "programs_better", "programs_total", "floats_per_gpu")
 
-GroupKey = tuple[str, int, tuple[int, ...], tuple[int, ...], str, float]
+GroupKey = tuple[str, int, tuple[int, ...], tuple[int, ...], str, float, str]
+
+CSV_ORDER = Order.P2  # P2's measurements: programs lowered through XLA's replica groups
+LOG_ORDER = Order.ALIGNED  # a bench_nccl log without an order field: run before orders, with the aligned one
 
 
 @dataclass(frozen=True)
@@ -47,14 +56,16 @@ class MeasuredRow:
     programs_better: int | None
     programs: tuple[tuple[str, float], ...] = ()  # per-program medians (logs only)
     emulated: bool = False
+    order: str = Order.ALIGNED.value  # the device order the programs were run with
+    order_from: str = ""  # where the order came from, for reports
 
     @property
     def group(self) -> GroupKey:
-        return (self.system, self.nodes, self.axes, self.reduce_axes, self.algo, self.bytes_per_gpu)
+        return (self.system, self.nodes, self.axes, self.reduce_axes, self.algo, self.bytes_per_gpu, self.order)
 
     def ident(self) -> dict[str, Any]:
         return {"gpu": self.gpu, "nodes": self.nodes, "axes": list(self.axes), "reduce_axes": list(self.reduce_axes),
-                "matrix": format_matrix(self.matrix), "algo": self.algo}
+                "matrix": format_matrix(self.matrix), "algo": self.algo, "order": self.order}
 
 
 def _fail(src: str, line: int, field: str, msg: str) -> MeasurementError:
@@ -110,6 +121,13 @@ def _algo(src: str, line: int, raw: Any) -> str:
     return raw
 
 
+def _order(src: str, line: int, raw: Any) -> str:
+    try:
+        return Order.parse(raw).value
+    except P2SimError:
+        raise _fail(src, line, "order", f"{raw!r} is not one of {', '.join(o.value for o in Order)}") from None
+
+
 def _load_csv(path: Path) -> list[MeasuredRow]:
     src = str(path)
     with path.open(newline="") as f:
@@ -140,6 +158,8 @@ def _load_csv(path: Path) -> list[MeasuredRow]:
                 optimal_s=_number(src, line, "optimal_s", rec["optimal_s"]),
                 speedup=_number(src, line, "speedup", rec["speedup"]),
                 programs_better=_number(src, line, "programs_better", rec["programs_better"], int, positive=False),
+                order=_order(src, line, rec["order"]) if rec.get("order") else CSV_ORDER.value,
+                order_from="the file's order column" if rec.get("order") else "P2's CSV: P2 lowered through XLA",
             ))
     return rows
 
@@ -170,14 +190,14 @@ def _load_jsonl(path: Path) -> list[MeasuredRow]:
             red = _ints(src, line, "reduce_axes", rec["reduce_axes"])
             matrix, red, name = _check_layout(src, line, str(rec["system"]), nodes, axes, red, rec["matrix"], None)
             key = (name, nodes, axes, red, matrix, _algo(src, line, rec["algo"]),
-                   _number(src, line, "bytes", rec["bytes"]))
-            g = groups.setdefault(key, {"line": line, "times": {}, "emulated": False})
+                   _number(src, line, "bytes", rec["bytes"]), _order(src, line, rec.get("order", LOG_ORDER.value)))
+            g = groups.setdefault(key, {"line": line, "times": {}, "emulated": False, "recorded": "order" in rec})
             if not isinstance(rec["program"], str) or not rec["program"].strip():
                 raise _fail(src, line, "program", f"{rec['program']!r} is not a program text")
             g["times"].setdefault(rec["program"], []).append(_number(src, line, "seconds", rec["seconds"]))
             g["emulated"] = g["emulated"] or bool(rec.get("emulated", False))
     rows = []
-    for (name, nodes, axes, red, matrix, algo, nbytes), g in groups.items():
+    for (name, nodes, axes, red, matrix, algo, nbytes, order), g in groups.items():
         medians = tuple((t, statistics.median(v)) for t, v in g["times"].items())
         ar = dict(medians).get(ALLREDUCE_TEXT)
         best = min(s for _, s in medians)
@@ -186,7 +206,8 @@ def _load_jsonl(path: Path) -> list[MeasuredRow]:
             algo=algo, bytes_per_gpu=nbytes, allreduce_s=ar, optimal_s=best,
             speedup=None if ar is None else ar / best,
             programs_better=None if ar is None else sum(1 for _, s in medians if s < ar),
-            programs=medians, emulated=g["emulated"],
+            programs=medians, emulated=g["emulated"], order=order,
+            order_from="recorded by bench_nccl" if g["recorded"] else "not recorded: bench_nccl before orders",
         ))
     # programs_better in P2's table counts over all matrices of a configuration
     totals: dict[tuple, int] = {}

@@ -14,7 +14,7 @@ __all__ = ["groups_of", "group_task", "predict_groups", "RowPrediction", "row_pr
 
 
 def groups_of(rows: Sequence[MeasuredRow]) -> dict[GroupKey, list[MeasuredRow]]:
-    """Rows by (system, nodes, axes, reduction axes, algorithm, bytes), in first-seen order."""
+    """Rows by (system, nodes, axes, reduction axes, algorithm, bytes, device order), in first-seen order."""
     out: dict[GroupKey, list[MeasuredRow]] = {}
     for r in rows:
         out.setdefault(r.group, []).append(r)
@@ -23,9 +23,9 @@ def groups_of(rows: Sequence[MeasuredRow]) -> dict[GroupKey, list[MeasuredRow]]:
 
 def group_task(key: GroupKey, spec: SystemSpec, model: str, all_matrices: bool,
                rows: Sequence[MeasuredRow]) -> SweepTask:
-    system, nodes, axes, red, algo, nbytes = key
+    system, nodes, axes, red, algo, nbytes, order = key
     mats = None if all_matrices else tuple(dict.fromkeys(r.matrix for r in rows))
-    return SweepTask(spec, nodes, axes, red, algo, model, nbytes, None, "paper", 5, mats)
+    return SweepTask(spec, nodes, axes, red, algo, model, nbytes, None, "paper", 5, mats, order)
 
 
 def predict_groups(groups: Mapping[GroupKey, Sequence[MeasuredRow]], specs: Mapping[str, SystemSpec], model: str,

@@ -31,6 +31,7 @@ class SweepTask:
     max_size: int = DEFAULT_MAX_SIZE
     matrices: tuple[Matrix, ...] | None = None
     proto: str = "auto"
+    order: str = "aligned"  # the device order of reduction groups (p2sim.hierarchy.Order)
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def run_task(task: SweepTask, topology: Topology | None = None) -> ConfigResult:
     """Synthesize and simulate every program of every matrix of a task."""
     topo = topology if topology is not None else Topology(task.spec, task.nodes)
     syn = synthesize_placements(topo.hierarchy, task.axes, task.reduce_axes, task.profile, task.max_size,
-                                task.matrices)
+                                task.matrices, task.order)
     sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto)
     out = []
     for mp in syn.matrices:

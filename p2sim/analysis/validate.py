@@ -35,8 +35,10 @@ BEATS = 1.05  # "beats AllReduce" means faster by at least 5%
 
 
 def group_label(key: GroupKey) -> str:
-    system, nodes, axes, red, algo, _ = key
-    return f"{system} {nodes} nodes axes {list(axes)} reduce {list(red)} {algo}"
+    system, nodes, axes, red, algo, _, order = key
+    # the order changes nothing with one reduction axis, so it is named only with several
+    named = f" {order} order" if len(red) > 1 else ""
+    return f"{system} {nodes} nodes axes {list(axes)} reduce {list(red)}{named} {algo}"
 
 
 def _share(hits: list[bool]) -> float | None:

@@ -9,7 +9,7 @@ and the pooled predictions are scored.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from .predict import RowPrediction, groups_of, predict_groups, row_predictions
 from .sweep import ConfigResult
 from .validate import metrics, row_json
 
-__all__ = ["ValidationResult", "validate"]
+__all__ = ["ValidationResult", "validate", "orders_used"]
 
 BASELINE = "baseline"  # the link-bottleneck model every validation is compared with
 
@@ -52,9 +52,19 @@ class ValidationResult:
             "baseline": {k: v for k, v in base.items() if k != "misses"},
             "misses": main["misses"],
             "baseline_misses": base["misses"],
+            "orders": orders_used(p.row for p in self.predictions[self.model]),
             "calibration": [dict(c.to_json(), fold=f) for f, c in self.calibrations],
             "rows": [row_json(p, baseline_by_row[id(p.row)]) for p in self.predictions[self.model]],
         }
+
+
+def orders_used(rows: Iterable[MeasuredRow]) -> list[dict[str, Any]]:
+    """Which device order each measurement file's rows are predicted with, and why."""
+    out: dict[tuple[str, str, str], int] = {}
+    for r in rows:
+        key = (r.source, r.order, r.order_from)
+        out[key] = out.get(key, 0) + 1
+    return [{"source": s, "order": o, "from": f, "rows": n} for (s, o, f), n in out.items()]
 
 
 def _specs(systems: Sequence[str], cal_rows: Sequence[MeasuredRow] | None, model: str, executor: Executor,

@@ -5,18 +5,18 @@ from __future__ import annotations
 import argparse
 
 from ..analysis.executor import make_executor
-from ..analysis.rank import rank_tasks, split_by_matrix
+from ..analysis.rank import split_by_matrix
 from ..analysis.sweep import SweepTask
 from ..collectives import check_algo, check_proto
 from ..errors import InputError
-from ..hierarchy import Lowering
+from ..hierarchy import Lowering, Order
 from ..parsing import int_list, positive_int
 from ..placement import Placement, enumerate_matrices, parse_matrix
 from ..report.files import write_report
 from ..report.rank import ranking_json, ranking_report, ranking_text
 from ..sim import ModelConfig
 from ..sim.model import check_model
-from .common import axes, buffer_bytes, emit, rules, topology, workers
+from .common import axes, buffer_bytes, emit, order, order_label, rules, topology, workers
 
 
 def algorithms(text: str) -> tuple[str, ...]:
@@ -27,6 +27,14 @@ def algorithms(text: str) -> tuple[str, ...]:
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from ..analysis.executor import run_all
+    from ..analysis.orders import compare_orders, orders_agree
+    from ..analysis.rank import rank_results
+    from ..analysis.sweep import run_task
+    from ..report.orders import comparison_json, comparison_markdown, comparison_text
+
     topo = topology(args)
     h, p = axes(args, topo.hierarchy)
     red = int_list(args.reduce, "reduce")
@@ -36,28 +44,48 @@ def cmd_rank(args: argparse.Namespace) -> int:
     algos = algorithms(args.algo)
     proto = check_proto(args.proto)
     profile, max_size = rules(args)
+    chosen = order(args)
     mats = enumerate_matrices(h, p) if args.matrix is None else [parse_matrix(args.matrix)]
     Lowering.of(Placement.of(h, p, mats[0]), red)  # validates the reduction axes before any work
     tasks = []
     for algo in algos:
         base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, model, nbytes, None, profile.value, max_size,
-                         proto=proto)
+                         proto=proto, order=chosen.value)
         tasks += split_by_matrix(base, mats)
+    others: list[SweepTask] = []
+    if args.compare_orders:
+        # the other order is simulated only where it changes the groups
+        same = {m: orders_agree(Placement.of(h, p, m), red) for m in mats}
+        other = Order.P2 if chosen is Order.ALIGNED else Order.ALIGNED
+        others = [replace(t, order=other.value) for t in tasks if not same[t.matrices[0]]]
     with make_executor(workers(args)) as ex:
-        ranking = rank_tasks(tasks, ex)
-    header = (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce {sorted(set(red))}; "
-              f"algo {args.algo}, {model} model, {nbytes / 2**30:g} GiB per GPU; {len(ranking.entries)} simulations")
+        results = run_all(ex, run_task, tasks + others, "simulating")
+    ranking = rank_results(results[:len(tasks)])
+    comparison = None
+    if args.compare_orders:
+        rest = rank_results(results[len(tasks):])
+        comparison = compare_orders(*((ranking, rest) if chosen is Order.ALIGNED else (rest, ranking)), same)
+    header = (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce {sorted(set(red))}"
+              f"{order_label(chosen, red)}; algo {args.algo}, {model} model, {nbytes / 2**30:g} GiB per GPU; "
+              f"{len(ranking.entries)} simulations")
     meta = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": sorted(set(red)),
-            "algo": args.algo, "model": model, "bytes_per_gpu": nbytes, "config": ModelConfig.of(topo.spec).to_json()}
+            "order": chosen.value, "algo": args.algo, "model": model, "bytes_per_gpu": nbytes,
+            "config": ModelConfig.of(topo.spec).to_json()}
     if args.out:
         best = ranking.entries[0]
         files = ranking_report(f"p2sim rank: {topo.spec.name}", header, ranking, top, topo,
-                               Lowering.of(Placement.of(h, p, best.matrix), red))
+                               Lowering.of(Placement.of(h, p, best.matrix), red, chosen),
+                               comparison_markdown(comparison) if comparison is not None else ())
         written = write_report(args.out, files)
     if args.json:
-        emit(ranking_json(meta, ranking, top))
+        doc = ranking_json(meta, ranking, top)
+        if comparison is not None:
+            doc["order_comparison"] = comparison_json(comparison)
+        emit(doc)
     else:
         print(ranking_text(header, ranking, top))
+        if comparison is not None:
+            print("\n" + comparison_text(comparison))
         if args.out:
             print(f"\nreport: {', '.join(str(w) for w in written)}")
     return 0
@@ -84,8 +112,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     algos = algorithms(args.algo)
     mats = enumerate_matrices(h, p)
     profile, max_size = rules(args)
+    chosen = order(args)
     base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, None, profile.value, max_size,
-                     proto=check_proto(args.proto))
+                     proto=check_proto(args.proto), order=chosen.value)
     tasks = plan_tasks(base, reductions, algos, mats)
     with make_executor(workers(args)) as ex:
         results = run_all(ex, run_task, tasks, "planning")
@@ -100,13 +129,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     }
     if args.json:
         emit({"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "data_axis": data_axis,
-              "algo": args.algo, "model": model,
+              "order": chosen.value, "algo": args.algo, "model": model,
               "reductions": [{"axes": list(r.axes), "bytes": r.bytes, "count": r.count} for r in reductions],
               "plans": [pl.to_json() for pl in plans], "best": best.to_json(), "default": dplan.to_json(),
               "savings": savings})
         return 0
-    print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} (data axis {data_axis}); "
-          f"algo {args.algo}, {model} model")
+    print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} (data axis {data_axis})"
+          f"{order_label(chosen, *(r.axes for r in reductions))}; algo {args.algo}, {model} model")
     print("reductions: " + "; ".join(f"axes {list(r.axes)} {r.bytes / 2**20:g} MiB x {r.count}" for r in reductions))
     print(f"\n{'rank':>4}  {'step seconds':>12}  {'AllReduce only':>14}  matrix")
     for i, pl in enumerate(plans, 1):
@@ -142,6 +171,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     model = check_model(args.model)
     algos = algorithms(args.algo)
     profile, max_size = rules(args)
+    chosen = order(args)
     tasks, owners, point_bytes = [], [], []
     for k, pt in enumerate(pts):
         topo = Topology(pt.spec, pt.nodes)
@@ -152,7 +182,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         mats = enumerate_matrices(topo.hierarchy, p)
         for algo in algos:
             base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, model, nbytes, None, profile.value, max_size,
-                             proto=check_proto(args.proto))
+                             proto=check_proto(args.proto), order=chosen.value)
             split = split_by_matrix(base, mats)
             tasks += split
             owners += [k] * len(split)
@@ -183,9 +213,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         written = write_report(args.out, {"whatif.png": whatif_plot(variations, rows)})
     if args.json:
         emit({"system": spec.name, "vary": [{"target": v.target, "values": list(v.values)} for v in variations],
-              "algo": args.algo, "model": model, "points": rows})
+              "order": chosen.value, "algo": args.algo, "model": model, "points": rows})
         return 0
-    print(f"{spec.name}: what if {'; '.join(args.vary)}  (algo {args.algo}, {model} model)")
+    print(f"{spec.name}: what if {'; '.join(args.vary)}  (algo {args.algo}, {model} model{order_label(chosen, red)})")
     for r in rows:
         mark = "  <- winner changes" if r["winner_changed"] else ""
         print(f"  {r['label']:<32} {r['bytes_per_gpu'] / 2**20:9.0f} MiB {r['seconds']:10.4f} s  {r['algo']:<4} "

@@ -6,15 +6,18 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from ..errors import InputError
+from ..hierarchy import Order
 from ..parsing import byte_size, int_list, positive_int
 from ..placement import check_sizes
 from ..synthesis import Profile
 from ..topology import Topology, load_system
 
-__all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers", "rules"]
+__all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers", "rules",
+           "order", "order_label"]
 
 
 def emit(obj: Any) -> None:
@@ -62,3 +65,18 @@ def rules(args: argparse.Namespace) -> tuple[Profile, int]:
 
 def workers(args: argparse.Namespace) -> int | None:
     return None if args.workers is None else positive_int(args.workers, "workers")
+
+
+def order(args: argparse.Namespace) -> Order:
+    """The device order of ``--order``."""
+    return Order.parse(args.order)
+
+
+def order_label(value: Order, *reduce_axes: Sequence[int]) -> str:
+    """``"; p2 order"`` for a header, where the order matters (a reduction over several axes) or is not the default.
+
+    With one reduction axis the two orders give the same groups, so headers stay as they were.
+    """
+    if value is Order.ALIGNED and all(len(set(r)) < 2 for r in reduce_axes):
+        return ""
+    return f"; {value.value} order"

@@ -8,7 +8,7 @@ from ..parsing import int_list, positive_int
 from ..placement import enumerate_matrices, parse_matrix
 from ..report.synth import placements_text, synthesis_json, synthesis_text
 from ..synthesis import synthesize_placements
-from .common import emit, layout, rules
+from .common import emit, layout, order, rules
 
 
 def cmd_placements(args: argparse.Namespace) -> int:
@@ -25,7 +25,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     h, p = layout(args)
     red = int_list(args.reduce, "reduce")
     mats = None if args.matrix is None else [parse_matrix(args.matrix)]
-    s = synthesize_placements(h, p, red, *rules(args), mats)
+    s = synthesize_placements(h, p, red, *rules(args), mats, order(args))
     if args.json:
         emit(synthesis_json(s, lowered=args.lower))
     else:

@@ -14,7 +14,7 @@ from ..sim import Simulator
 from ..sim.model import check_model
 from ..synthesis import placement_lowerings, synthesize_placements, validate_program
 from ..topology import find_spec, system_paths
-from .common import axes, buffer_bytes, emit, rules, topology
+from .common import axes, buffer_bytes, emit, order, order_label, rules, topology
 
 
 def cmd_systems(args: argparse.Namespace) -> int:
@@ -54,13 +54,14 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     check_model(args.model)
     mats = None if args.matrix is None else [parse_matrix(args.matrix)]
     profile, max_size = rules(args)
+    chosen = order(args)
     if args.program == "all":
-        syn = synthesize_placements(h, p, red, profile, max_size, mats)
+        syn = synthesize_placements(h, p, red, profile, max_size, mats, chosen)
         work = [(mp.matrix, mp.lowering, mp.programs) for mp in syn.matrices]
         reduce_axes = syn.reduce_axes
     else:
         # one program: check it on compact states; nothing is synthesized
-        lws = placement_lowerings(h, p, red, mats)
+        lws = placement_lowerings(h, p, red, mats, chosen)
         if len(lws) > 1:
             options = "; ".join(f'"{format_matrix(lw.placement.matrix)}"' for lw in lws)
             raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(lws)} matrices; "
@@ -79,11 +80,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.json:
         emit({
             "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": list(reduce_axes),
-            "algo": args.algo, "model": args.model, "bytes_per_gpu": nbytes, "config": sim.config.to_json(),
+            "order": chosen.value, "algo": args.algo, "model": args.model, "bytes_per_gpu": nbytes,
+            "config": sim.config.to_json(),
             "programs": [program_result_json(m, prog, r) for m, prog, r in rows],
         })
     else:
         print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce "
-              f"{list(reduce_axes)}; {args.algo}, {args.model} model, {nbytes / 2**30:g} GiB per GPU")
+              f"{list(reduce_axes)}{order_label(chosen, reduce_axes)}; {args.algo}, {args.model} model, "
+              f"{nbytes / 2**30:g} GiB per GPU")
         print(results_text(rows))
     return 0

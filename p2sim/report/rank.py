@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..analysis.rank import RankEntry, Ranking
@@ -105,7 +106,8 @@ def placement_figure(topo: Topology, lowering: Lowering) -> bytes:
 
 
 def ranking_report(title: str, header: str, ranking: Ranking, top: int, topo: Topology,
-                   best_lowering: Lowering) -> dict[str, bytes]:
+                   best_lowering: Lowering, sections: Sequence[str] = ()) -> dict[str, bytes]:
+    """The report files; ``sections`` are further Markdown lines, placed before the plots."""
     images = {
         "programs.png": _plot_programs(ranking),
         "best_vs_allreduce.png": _plot_best(ranking),
@@ -121,7 +123,7 @@ def ranking_report(title: str, header: str, ranking: Ranking, top: int, topo: To
     for s in ranking.matrices:
         md.append(f"| `{format_matrix(s.matrix)}` | {s.algo} | {s.allreduce.seconds:.4f} | {s.best.seconds:.4f} | "
                   f"{s.allreduce.seconds / s.best.seconds:.2f}x | `{s.best.text}` |")
-    md += ["", "## Plots", "", "![programs](programs.png)", "", "![best](best_vs_allreduce.png)", "",
+    md += ["", *sections, "## Plots", "", "![programs](programs.png)", "", "![best](best_vs_allreduce.png)", "",
            "## Best placement", "", "![placement](placement.png)", ""]
     text = "\n".join(md)
     files = {"report.md": text.encode(), "report.html": markdown_to_html(title, text, images)}

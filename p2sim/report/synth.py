@@ -34,6 +34,7 @@ def synthesis_json(s: Synthesis, lowered: bool = False) -> dict[str, Any]:
         "reduce_axes": list(s.reduce_axes),
         "profile": s.profile.value,
         "max_size": s.max_size,
+        "order": s.order.value,
         "total_programs": s.total_programs,
         "matrices": [
             {

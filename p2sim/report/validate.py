@@ -35,9 +35,15 @@ def calibration_lines(cals: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def _order_lines(doc: dict[str, Any]) -> list[str]:
+    """Which device order each file's programs are predicted in (that of the measurements)."""
+    return [f"device order {o['order']} for {o['source']} ({o['rows']} rows; {o['from']})" for o in doc["orders"]]
+
+
 def validation_text(doc: dict[str, Any]) -> str:
     lines = [f"{doc['groups']} groups, {len(doc['rows'])} rows; model {doc['model']}"
              + (f", {doc['folds']}-fold cross-validation" if doc["folds"] > 1 else "")]
+    lines += _order_lines(doc)
     if doc["calibration"]:
         lines += ["", "calibration:"] + [f"  {x}" for x in calibration_lines(doc["calibration"])]
     lines += ["", f"{'metric':<26} {doc['model']:>10} {'baseline':>10}"]
@@ -75,7 +81,8 @@ def _scatter(doc: dict[str, Any], key: str) -> bytes:
 
 def validation_report(doc: dict[str, Any]) -> dict[str, bytes]:
     images = {"allreduce.png": _scatter(doc, "allreduce"), "optimal.png": _scatter(doc, "optimal")}
-    md = ["# p2sim validation", "", validation_text(doc).splitlines()[0], ""] + metrics_table(doc)
+    md = ["# p2sim validation", "", validation_text(doc).splitlines()[0], ""]
+    md += [f"- {x}" for x in _order_lines(doc)] + [""] + metrics_table(doc)
     if doc["calibration"]:
         md += ["", "## Calibration", ""] + [f"- {x}" for x in calibration_lines(doc["calibration"])]
     md += ["", "## Predicted against measured", "", "![allreduce](allreduce.png)", "", "![optimal](optimal.png)", "",
