@@ -163,7 +163,7 @@ def test_calibrate_cli_writes_a_loadable_system(capsys, tmp_path):
                        "--workers", "1", "--json")
     assert rc == 0, err
     doc = json.loads(out)
-    assert doc["classes"]["nic"]["fitted_gbps"] < 4.0
+    assert doc["classes"]["nic"]["fitted_GBps"] < 4.0
     rc, out, err = run(capsys, "simulate", "--system", str(toml), "--axes", "32", "--program",
                        "AllReduce(slice=0, Inside)", "--json")
     assert rc == 0, err

@@ -78,7 +78,7 @@ def test_calibration_fits_the_nic_and_improves_the_error(tmp_path):
     assert fit.after.efficiency["tree"] == 1.0  # no tree rows: the tree is not fitted
     assert math.isfinite(fit.after.max_rate["ring"]) or fit.after.max_rate["ring"] == math.inf
     doc = fit.to_json()
-    assert doc["classes"]["nic"]["file_gbps"] == 8.0
+    assert doc["classes"]["nic"]["file_GBps"] == 8.0
 
 
 def test_calibrate_on_and_folds(tmp_path):

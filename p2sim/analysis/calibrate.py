@@ -64,11 +64,11 @@ class Calibration:
             "rms_log_error_before": self.rms_log_before,
             "rms_log_error_after": self.rms_log_after,
             "classes": {
-                c: {"file_gbps": self.before.classes[c].bandwidth, "fitted_gbps": self.after.classes[c].bandwidth}
+                c: {"file_GBps": self.before.classes[c].bandwidth, "fitted_GBps": self.after.classes[c].bandwidth}
                 for c in sorted(self.before.classes)
             },
             "efficiency": dict(self.after.efficiency),
-            "max_rate_gbps": {a: (None if math.isinf(v) else v) for a, v in self.after.max_rate.items()},
+            "max_rate_GBps": {a: (None if math.isinf(v) else v) for a, v in self.after.max_rate.items()},
         }
 
 

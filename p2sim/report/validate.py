@@ -26,8 +26,8 @@ def calibration_lines(cals: list[dict[str, Any]]) -> list[str]:
     lines = []
     for c in cals:
         fold = "" if c.get("fold") is None else f" (fold {c['fold']})"
-        classes = ", ".join(f"{n} {v['file_gbps']:g} -> {v['fitted_gbps']:.3g} GB/s" for n, v in c["classes"].items())
-        caps = ", ".join(f"{a} {'none' if v is None else f'{v:.3g} GB/s'}" for a, v in c["max_rate_gbps"].items())
+        classes = ", ".join(f"{n} {v['file_GBps']:g} -> {v['fitted_GBps']:.3g} GB/s" for n, v in c["classes"].items())
+        caps = ", ".join(f"{a} {'none' if v is None else f'{v:.3g} GB/s'}" for a, v in c["max_rate_GBps"].items())
         lines.append(f"{c['system']} ({c['model']}){fold}: {classes}; rate ceilings {caps}; tree network "
                      f"efficiency {c['efficiency']['tree']:.3g}; rms log error "
                      f"{c['rms_log_error_before']:.3f} -> {c['rms_log_error_after']:.3f} over {c['residuals']} "
