@@ -52,6 +52,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     red = int_list(args.reduce, "reduce")
     nbytes = buffer_bytes(args, topo)
     check_model(args.model)
+    if args.trace and args.model == "analytic":
+        raise InputError("trace: --trace needs --model des; the analytic model computes each step in closed form "
+                         "and has no flows to trace")
     mats = None if args.matrix is None else [parse_matrix(args.matrix)]
     syn = synthesize_placements(h, p, red, *rules(args), mats)
     if args.program != "all" and len(syn.matrices) > 1:
@@ -59,14 +62,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(syn.matrices)} matrices; "
                          f"name one with --matrix ({options})")
     sim = Simulator(topo, args.algo, args.model, trace=args.trace is not None)
-    rows = []
+    rows, lowered = [], []
     for mp in syn.matrices:
         programs = mp.programs if args.program == "all" else (parse_program(args.program),)
         for prog in programs:
             check_program_completes(mp.lowering, prog)
             rows.append((mp.matrix, prog, sim.simulate(mp.lowering, prog, nbytes)))
+            lowered.append(mp.lowering.lower(prog))
     if args.trace:
-        write_trace(args.trace, topo, [r for _, _, r in rows])
+        write_trace(args.trace, topo, [(r, low) for (_, _, r), low in zip(rows, lowered)])
     if args.json:
         emit({
             "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": list(syn.reduce_axes),
