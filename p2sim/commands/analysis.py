@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..analysis.executor import make_executor
 from ..analysis.rank import rank_tasks, split_by_matrix
 from ..analysis.sweep import SweepTask
 from ..collectives import check_algo
@@ -13,10 +12,11 @@ from ..hierarchy import Lowering
 from ..parsing import int_list, positive_int
 from ..placement import Placement, enumerate_matrices, parse_matrix
 from ..report.files import write_report
+from ..report.mesh import MeshChoice, MeshReduction, check_emit, emit_mesh
 from ..report.rank import ranking_json, ranking_report, ranking_text
 from ..sim import ModelConfig
 from ..sim.model import check_model
-from .common import axes, buffer_bytes, emit, rules, topology, workers
+from .common import axes, buffer_bytes, emit, executor, rules, topology
 
 
 def algorithms(text: str) -> tuple[str, ...]:
@@ -34,13 +34,14 @@ def cmd_rank(args: argparse.Namespace) -> int:
     top = positive_int(args.top, "top")
     algos = algorithms(args.algo)
     profile, max_size = rules(args)
+    form = check_emit(args.emit, args.json)
     mats = enumerate_matrices(h, p) if args.matrix is None else [parse_matrix(args.matrix)]
     Lowering.of(Placement.of(h, p, mats[0]), red)  # validates the reduction axes before any work
     tasks = []
     for algo in algos:
         base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, model, nbytes, None, profile.value, max_size)
         tasks += split_by_matrix(base, mats)
-    with make_executor(workers(args)) as ex:
+    with executor(args) as ex:
         ranking = rank_tasks(tasks, ex)
     header = (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce {sorted(set(red))}; "
               f"algo {args.algo}, {model} model, {nbytes / 2**30:g} GiB per GPU; {len(ranking.entries)} simulations")
@@ -51,7 +52,13 @@ def cmd_rank(args: argparse.Namespace) -> int:
         files = ranking_report(f"p2sim rank: {topo.spec.name}", header, ranking, top, topo,
                                Lowering.of(Placement.of(h, p, best.matrix), red))
         written = write_report(args.out, files)
-    if args.json:
+    if form:
+        best = ranking.entries[0]
+        reduction = MeshReduction(tuple(sorted(set(red))), best.algo, best.timing.text, best.seconds)
+        choice = MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, Placement.of(h, p, best.matrix),
+                            (reduction,))
+        print(emit_mesh(form, choice), end="")
+    elif args.json:
         emit(ranking_json(meta, ranking, top))
     else:
         print(ranking_text(header, ranking, top))
@@ -81,9 +88,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     algos = algorithms(args.algo)
     mats = enumerate_matrices(h, p)
     profile, max_size = rules(args)
+    form = check_emit(args.emit, args.json)
     base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, None, profile.value, max_size)
     tasks = plan_tasks(base, reductions, algos, mats)
-    with make_executor(workers(args)) as ex:
+    with executor(args) as ex:
         results = run_all(ex, run_task, tasks, "planning")
     plans = build_plans(reductions, results, mats)
     default = default_matrix(mats, data_axis)
@@ -94,6 +102,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         "vs_default_allreduce": 1 - best.total_seconds / dplan.allreduce_total_seconds,
         "vs_best_placement_allreduce": 1 - best.total_seconds / min(pl.allreduce_total_seconds for pl in plans),
     }
+    if form:
+        choice = MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, Placement.of(h, p, best.matrix),
+                            tuple(MeshReduction(c.reduction.axes, c.algo, c.program, c.seconds) for c in best.choices))
+        print(emit_mesh(form, choice), end="")
+        return 0
     if args.json:
         emit({"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "data_axis": data_axis,
               "algo": args.algo, "model": model,
@@ -151,7 +164,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
             split = split_by_matrix(base, mats)
             tasks += split
             owners += [k] * len(split)
-    with make_executor(workers(args)) as ex:
+    with executor(args) as ex:
         results = run_all(ex, run_task, tasks, "what-if")
     per_point: list[list[ConfigResult]] = [[] for _ in pts]
     for r, k in zip(results, owners):
@@ -200,7 +213,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     cal = None if args.calibrate_on is None else load_measurements(args.calibrate_on)
     model = check_model(args.model)
     folds = positive_int(args.folds, "folds")
-    with make_executor(workers(args)) as ex:
+    with executor(args) as ex:
         result = validate(rows, ex, model, cal, folds)
     doc = result.to_json()
     if args.out:
@@ -229,7 +242,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix != ".toml":
         raise InputError(f"out: {args.out!r} should be a .toml file")
-    with make_executor(workers(args)) as ex:
+    with executor(args) as ex:
         fit = calibrate(rows, spec.name, ex, model, base=spec)
     out.write_text(spec_to_toml(fit.after, f"Calibrated by p2sim calibrate from {spec.source}\n"
                                             f"on {args.measurements} ({fit.rows} rows, {model} model)."))

@@ -6,15 +6,18 @@ import argparse
 import json
 import math
 import sys
+from contextlib import AbstractContextManager
 from typing import Any
 
+from ..analysis.executor import Executor, make_executor
 from ..errors import InputError
 from ..parsing import byte_size, int_list, positive_int
 from ..placement import check_sizes
 from ..synthesis import Profile
 from ..topology import Topology, load_system
 
-__all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers", "rules"]
+__all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers", "rules",
+           "executor"]
 
 
 def emit(obj: Any) -> None:
@@ -62,3 +65,8 @@ def rules(args: argparse.Namespace) -> tuple[Profile, int]:
 
 def workers(args: argparse.Namespace) -> int | None:
     return None if args.workers is None else positive_int(args.workers, "workers")
+
+
+def executor(args: argparse.Namespace) -> AbstractContextManager[Executor]:
+    """The executor of ``--workers`` or ``--scheduler``."""
+    return make_executor(workers(args), args.scheduler)
