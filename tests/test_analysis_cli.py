@@ -143,8 +143,8 @@ def test_validate_cli_json_and_report(capsys, tmp_path):
     assert {p.name for p in out_dir.iterdir()} == {"validation.md", "validation.html", "allreduce.png", "optimal.png"}
     md = (out_dir / "validation.md").read_text()
     r = doc["rows"][0]
-    # each row shows measured, predicted and baseline counts of programs beating the AllReduce
-    assert (f"| {r['measured_programs_better']} / {r['predicted_programs_better']} / "
+    # each row shows measured, predicted and baseline counts of programs beating the AllReduce in their own columns
+    assert (f"| {r['measured_programs_better']} | {r['predicted_programs_better']} | "
             f"{r['baseline_programs_better']} |") in md
 
 
