@@ -152,7 +152,7 @@ def _rows_table(doc: dict[str, Any]) -> Table:
                 lambda r, w: _s(r[f"{w}_allreduce_s"])),
         *triple("best program s", "optimal", "seconds of the matrix's fastest program",
                 lambda r, w: _s(r[f"{w}_optimal_s"])),
-        *triple("speedup", "speedup", "AllReduce s / best program s of the same source", speedup),
+        *triple("speedup", "speedup", "the matrix's AllReduce s / its best program s (same algorithm), each", speedup),
         *triple("programs faster than AllReduce", "better",
                 "count, over all matrices of the configuration, of programs faster than their matrix's AllReduce",
                 better),
