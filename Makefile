@@ -22,6 +22,7 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/synth_appendix.py
 	$(BIN)/python benchmarks/simulate_appendix.py
 	$(BIN)/python benchmarks/simulate_scale.py
+	$(BIN)/python benchmarks/executors.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

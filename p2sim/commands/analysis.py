@@ -251,5 +251,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         emit(doc)
     else:
         print(calibration_lines([doc])[0])
+        for w in doc["warnings"]:
+            print(f"WARNING {w}")
         print(f"wrote {out}")
     return 0
