@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 import time
 
@@ -60,6 +61,17 @@ def test_dask_pool_and_serial_give_identical_json(capsys, cluster, argv):
         assert rc == 0, err
         outs.append(out)
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_workers_with_another_p2sim_are_refused(capsys, cluster, monkeypatch):
+    import p2sim
+
+    # the in-process workers report the installed version; pretend this client is another one
+    monkeypatch.setattr(p2sim, "__version__", "0.0.0-other")
+    rc, out, err = run(capsys, "rank", "--system", "a100", "--axes", "4,8", "--scheduler", cluster.scheduler_address)
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1
+    installed = importlib.metadata.version("p2sim")
+    assert f"has p2sim {installed}, this is p2sim 0.0.0-other" in err
 
 
 def test_local_cluster_of_worker_processes(capsys):

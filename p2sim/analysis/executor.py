@@ -92,7 +92,24 @@ def dask_executor(scheduler: str) -> Iterator[DaskExecutor]:
     except (OSError, TimeoutError, ValueError) as e:
         raise InputError(f"scheduler: cannot connect to {scheduler!r}: {e}") from None
     with client:
+        check_workers(client)
         yield DaskExecutor(client)
+
+
+def check_workers(client: Any) -> None:
+    """Refuse a cluster whose workers lack this version of p2sim (tasks would fail or differ)."""
+    from importlib.metadata import version
+
+    from .. import __version__
+
+    # importlib.metadata.version travels by reference to the standard library, so it runs
+    # even on a worker without p2sim; there it returns PackageNotFoundError
+    found = client.run(version, "p2sim", on_error="return")
+    for worker, v in sorted(found.items()):
+        if v != __version__:
+            have = f"p2sim {v}" if isinstance(v, str) else "no p2sim"
+            raise InputError(f"scheduler: worker {worker} has {have}, this is p2sim {__version__}; install the same "
+                             "p2sim (pip install 'p2sim[dask]') on every worker")
 
 
 def default_workers() -> int:
