@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
 demo: $(BIN)/.installed
@@ -23,6 +23,7 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/simulate_appendix.py
 	$(BIN)/python benchmarks/simulate_scale.py
 	$(BIN)/python benchmarks/scale_states.py
+	$(BIN)/python benchmarks/executors.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

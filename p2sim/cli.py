@@ -109,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None, metavar="DIR", help="write report.md, report.html and plots into DIR")
     p.add_argument("--compare-orders", action="store_true",
                    help="also give each matrix's best program under both device orders and the aligned one's gain")
+    _add_emit(p)
     _add_sweep_options(p)
     p.set_defaults(func=cmd_rank)
 
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reduction", action="append", default=[], metavar='"AXES:SIZE[ x COUNT]"',
                    help='a reduction of the step, e.g. "0:4GiB" or "1:512MiB x 24" (repeatable)')
     p.add_argument("--data-axis", default="0", help="the data-parallel axis, placed outermost by default (default: 0)")
+    _add_emit(p)
     _add_sweep_options(p)
     p.set_defaults(func=cmd_plan)
 
@@ -146,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--folds", default="1", help="with --calibrate-on: k-fold cross-validation over groups (default: 1)")
     p.add_argument("--model", default="des", help="des or analytic (default: des; the baseline model is always scored beside it)")
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    _add_scheduler(p)
     p.add_argument("--out", default=None, metavar="DIR", help="write validation.md, validation.html and plots into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_validate)
@@ -159,9 +162,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="FILE.toml", help="the calibrated system file to write")
     p.add_argument("--model", default="des", help="des or analytic (default: des)")
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    _add_scheduler(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_calibrate)
     return parser
+
+
+def _add_scheduler(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS|local:N",
+                   help="run the simulations on Dask: a dask.distributed scheduler address (tcp://host:8786) "
+                        "or local:N worker processes here (needs p2sim[dask])")
+
+
+def _add_emit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--emit", default=None, metavar="torch|jax|json",
+                   help="print the best placement as a PyTorch DeviceMesh, a JAX Mesh or JSON instead of the table")
 
 
 def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:
@@ -172,6 +187,7 @@ def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:
     p.add_argument("--profile", default="paper", help="rule profile (default: paper)")
     p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    _add_scheduler(p)
     _add_order(p)
 
 

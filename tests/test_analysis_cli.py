@@ -186,8 +186,8 @@ def test_validate_cli_json_and_report(capsys, tmp_path):
     md = (out_dir / "validation.md").read_text()
     assert f"device order p2 for {f} (16 rows; P2's CSV: P2 lowered through XLA)" in md
     r = doc["rows"][0]
-    # each row shows measured, predicted and baseline counts of programs beating the AllReduce
-    assert (f"| {r['measured_programs_better']} / {r['predicted_programs_better']} / "
+    # each row shows measured, predicted and baseline counts of programs beating the AllReduce in their own columns
+    assert (f"| {r['measured_programs_better']} | {r['predicted_programs_better']} | "
             f"{r['baseline_programs_better']} |") in md
 
 
@@ -213,7 +213,7 @@ def test_calibrate_cli_writes_a_loadable_system(capsys, tmp_path):
                        "--workers", "1", "--json")
     assert rc == 0, err
     doc = json.loads(out)
-    assert doc["classes"]["nic"]["fitted_gbps"] < 4.0
+    assert doc["classes"]["nic"]["fitted_GBps"] < 4.0
     rc, out, err = run(capsys, "simulate", "--system", str(toml), "--axes", "32", "--program",
                        "AllReduce(slice=0, Inside)", "--algo", "ring", "--json")
     assert rc == 0, err

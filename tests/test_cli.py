@@ -97,7 +97,7 @@ def test_systems_and_topo(capsys, tmp_path):
     rc, out, _ = run(capsys, "topo", "v100", "--nodes", "4", "--json")
     doc = json.loads(out)
     assert doc["devices"] == 32 and doc["links"]["nic"]["directed_edges"] == 8
-    assert doc["bisection_gbps"]["nodes"] == pytest.approx(16.0)
+    assert doc["bisection_GBps"]["nodes"] == pytest.approx(16.0)
     png = tmp_path / "g.png"
     rc, out, _ = run(capsys, "topo", "p2-16gpu", "--draw", str(png))
     assert rc == 0 and png.read_bytes()[:4] == b"\x89PNG" and "bisection" in out

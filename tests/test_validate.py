@@ -81,7 +81,7 @@ def test_calibration_fits_the_nic_and_improves_the_error(tmp_path):
     # no tree rows: no tree rate is fitted
     assert fit.after.rates.tree_net_rate is None and fit.after.rates.tree_channel_rate is None
     doc = fit.to_json()
-    assert doc["classes"]["nic"]["file_gbps"] == 8.0
+    assert doc["classes"]["nic"]["file_GBps"] == 8.0
 
 
 def test_calibrate_on_and_folds(tmp_path):
@@ -104,3 +104,47 @@ def test_calibrated_spec_round_trips_through_toml():
                    notes="calibrated")
     back = parse_spec(tomllib.loads(spec_to_toml(spec, "a comment")), spec.source)
     assert back == spec
+
+
+def _fit(system: str, after_bandwidths: dict[str, float]):
+    from p2sim.analysis.calibrate import Calibration
+
+    before = find_spec(system)
+    after = before
+    for c, bw in after_bandwidths.items():
+        after = after.with_class(c, bandwidth=bw)
+    return Calibration(system, "des", before, after, 1.0, 0.5, 10, 5, 3)
+
+
+def test_calibration_flags_implausible_link_rates():
+    # a100's file: nic 8, nvswitch 270, pcie 32 GB/s
+    fit = _fit("a100", {"nvswitch": 12.0, "pcie": 70.0, "nic": 0.8})
+    warnings = fit.warnings()
+    assert len(warnings) == 2
+    assert "nvswitch fitted to 12 GB/s, below a tenth of the file's 270 GB/s" in warnings[0]
+    assert "pcie fitted to 70 GB/s, above twice the file's 32 GB/s" in warnings[1]
+    doc = fit.to_json()
+    assert doc["warnings"] == warnings and doc["classes"]["nic"]["ratio"] == pytest.approx(0.1)
+    assert _fit("a100", {"nic": 16.0, "nvswitch": 27.0}).warnings() == []  # the bounds themselves are plausible
+
+
+@pytest.mark.parametrize(("scored", "calibrated_on", "folds", "basis", "seen"), [
+    (("2 8",), None, 1, "not calibrated", None),
+    (("2 8",), ("2 8",), 1, "in sample", 4),
+    (("2 8", "8 2"), ("2 8", "8 2"), 2, "out of sample", 0),
+    (("2 8",), ("8 2",), 1, "out of sample", 0),
+    (("2 8", "8 2"), ("2 8",), 1, "partly in sample", 4),
+])
+def test_calibration_basis_says_whether_scored_rows_were_calibration_rows(monkeypatch, scored, calibrated_on, folds,
+                                                                          basis, seen):
+    import p2sim.analysis.validation_run as vr
+
+    # the fit itself is irrelevant here: keep the file's figures, count the rows it was given
+    monkeypatch.setattr(vr, "calibrate", lambda rows, system, executor, model: _fit(system, {}))
+    rows = [r for r in load_measurements(CSV) if r.gpu == "V100" and r.algo == "ring"]
+    pick = lambda sizes: [r for r in rows if " ".join(map(str, r.axes)) in sizes]  # noqa: E731
+    cal = None if calibrated_on is None else pick(calibrated_on)
+    doc = validate(pick(scored), SerialExecutor(), "analytic", cal, folds).to_json()
+    b = doc["calibration_basis"]
+    assert (b["basis"], b["rows_also_in_calibration"], b["folds"]) == (basis, seen, folds)
+    assert b["scored_rows"] == len(doc["rows"])

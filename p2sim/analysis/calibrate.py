@@ -35,11 +35,16 @@ from .measurements import MeasuredRow
 from .predict import groups_of, predict_groups
 from .sweep import ALLREDUCE_TEXT
 
-__all__ = ["Calibration", "calibrate", "PRIOR_WEIGHT"]
+__all__ = ["Calibration", "calibrate", "PRIOR_WEIGHT", "PLAUSIBLE"]
 
 PRIOR_WEIGHT = 0.1  # per parameter, in units of log residuals
 BOUNDS = (-7.0, 3.0)  # multipliers between e^-7 (1/1100) and e^3 (20) of the file figure
 CAP_BOUNDS = (math.log(0.01), math.log(1e5))  # rate ceilings between 10 MB/s and 100 TB/s
+# Fitted rates outside (0.1, 2) x the file's figure are flagged (issue 16's bounds): NCCL's
+# measured bus bandwidth reaches 70-90% of a link's rate (nccl-tests' PERFORMANCE.md), so a
+# fit below a tenth says the model misplaces a bottleneck rather than that the link is slow,
+# and a fit above twice the data sheet's figure is physically impossible for that link.
+PLAUSIBLE = (0.1, 2.0)
 
 
 @dataclass(frozen=True)
@@ -64,11 +69,29 @@ class Calibration:
             "rms_log_error_before": self.rms_log_before,
             "rms_log_error_after": self.rms_log_after,
             "classes": {
-                c: {"file_gbps": self.before.classes[c].bandwidth, "fitted_gbps": self.after.classes[c].bandwidth}
+                c: {"file_GBps": self.before.classes[c].bandwidth, "fitted_GBps": self.after.classes[c].bandwidth,
+                    "ratio": self.ratio(c)}
                 for c in sorted(self.before.classes)
             },
             "rates_GBps": {k: (None if math.isinf(v) else v) for k, v in self.after.rates.to_dict().items()},
+            "warnings": self.warnings(),
         }
+
+    def ratio(self, cls: str) -> float:
+        """The fitted bandwidth of a link class over the file's figure."""
+        return self.after.classes[cls].bandwidth / self.before.classes[cls].bandwidth
+
+    def warnings(self) -> list[str]:
+        """Fitted link rates implausibly far from the file's figures (see :data:`PLAUSIBLE`)."""
+        out = []
+        for c in sorted(self.before.classes):
+            r = self.ratio(c)
+            if not PLAUSIBLE[0] <= r <= PLAUSIBLE[1]:
+                what = "below a tenth of" if r < PLAUSIBLE[0] else "above twice"
+                out.append(f"{self.system} ({self.model}): {c} fitted to {self.after.classes[c].bandwidth:.3g} GB/s, "
+                           f"{what} the file's {self.before.classes[c].bandwidth:g} GB/s ({r:.2g}x): implausible, "
+                           "the model likely misplaces a bottleneck")
+        return out
 
 
 @dataclass(frozen=True)

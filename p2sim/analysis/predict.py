@@ -25,7 +25,7 @@ def group_task(key: GroupKey, spec: SystemSpec, model: str, all_matrices: bool,
                rows: Sequence[MeasuredRow]) -> SweepTask:
     system, nodes, axes, red, algo, nbytes, order = key
     mats = None if all_matrices else tuple(dict.fromkeys(r.matrix for r in rows))
-    return SweepTask(spec, nodes, axes, red, algo, model, nbytes, None, "paper", 5, mats, order)
+    return SweepTask(spec, nodes, axes, red, algo, model, nbytes, None, "paper", 5, mats, order=order)
 
 
 def predict_groups(groups: Mapping[GroupKey, Sequence[MeasuredRow]], specs: Mapping[str, SystemSpec], model: str,

@@ -29,9 +29,30 @@ from .measurements import GroupKey, MeasuredRow
 from .predict import RowPrediction
 from .sweep import ConfigResult
 
-__all__ = ["metrics", "BEATS", "group_label"]
+__all__ = ["metrics", "BEATS", "group_label", "DEFINITIONS"]
 
 BEATS = 1.05  # "beats AllReduce" means faster by at least 5%
+
+# what each metric measures, as reports print it next to the figures
+DEFINITIONS = {
+    "top1_matrix": "share of groups with 2+ measured matrices whose fastest predicted matrix (by its best program) "
+                   "is the fastest measured one (by optimal_s); higher is better",
+    "pairwise_order": "share of pairs of measured matrices in a group whose AllReduce order (which is faster) the "
+                      "prediction gets right; higher is better",
+    "beats_allreduce_accuracy": "share of rows where 'some program beats the AllReduce by >= 5%' is predicted as "
+                                "measured; higher is better",
+    "mape_allreduce": "mean absolute percentage error of the predicted AllReduce seconds (0.10 = 10%); lower is better",
+    "mape_optimal": "mean absolute percentage error of the predicted best program's seconds; lower is better",
+    "programs_better_spearman": "Spearman rank correlation, over groups, of the predicted and measured counts of "
+                                "programs faster than their matrix's AllReduce (-1..1); higher is better",
+    "top1_program": "per-program logs: share of groups whose measured fastest (matrix, program) is predicted fastest",
+    "top3_program": "per-program logs: share of groups whose measured fastest (matrix, program) is in the "
+                    "predicted top 3",
+    "top5_program": "per-program logs: share of groups whose measured fastest (matrix, program) is in the "
+                    "predicted top 5",
+    "top10_program": "per-program logs: share of groups whose measured fastest (matrix, program) is in the "
+                     "predicted top 10",
+}
 
 
 def group_label(key: GroupKey) -> str:

@@ -36,6 +36,23 @@ class ValidationResult:
     results: dict[str, dict[GroupKey, ConfigResult]]
     calibrations: tuple[tuple[int | None, Calibration], ...]  # (fold or None, fit)
     folds: int
+    # scored rows whose measured configuration and matrix are among the rows their model was
+    # calibrated on (None: not calibrated)
+    rows_in_calibration: int | None = None
+
+    def calibration_basis(self) -> dict[str, Any]:
+        """Whether calibration saw the rows it is scored on."""
+        scored = len(self.predictions[self.model])
+        seen = self.rows_in_calibration
+        if seen is None:
+            basis = "not calibrated"
+        elif seen == 0:
+            basis = "out of sample"
+        elif seen == scored:
+            basis = "in sample"
+        else:
+            basis = "partly in sample"
+        return {"basis": basis, "folds": self.folds, "scored_rows": scored, "rows_also_in_calibration": seen}
 
     def metrics(self, model: str) -> dict[str, Any]:
         return metrics(self.predictions[model], self.results[model])
@@ -54,6 +71,7 @@ class ValidationResult:
             "baseline_misses": base["misses"],
             "orders": orders_used(p.row for p in self.predictions[self.model]),
             "calibration": [dict(c.to_json(), fold=f) for f, c in self.calibrations],
+            "calibration_basis": self.calibration_basis(),
             "rows": [row_json(p, baseline_by_row[id(p.row)]) for p in self.predictions[self.model]],
         }
 
@@ -96,6 +114,7 @@ def validate(rows: Sequence[MeasuredRow], executor: Executor, model: str = "des"
     if folds > len(configs):
         raise InputError(f"folds: {folds} folds but only {len(configs)} measured configurations")
     fold_of = {c: i % folds for i, c in enumerate(configs)}
+    seen = None if calibrate_on is None else 0
     for m in dict.fromkeys((model, BASELINE)):
         preds[m], results[m] = [], {}
         for f in range(folds):
@@ -104,9 +123,12 @@ def validate(rows: Sequence[MeasuredRow], executor: Executor, model: str = "des"
                 [r for r in calibrate_on if r.group not in held] if folds > 1 else list(calibrate_on))
             specs = _specs(systems, cal, m, executor, f if folds > 1 else None, fits)
             part = {k: groups[k] for k in keys if k in held}
+            if cal is not None and m == model:
+                known = {(r.group, r.matrix) for r in cal}
+                seen += sum(1 for k in part for r in part[k] if (r.group, r.matrix) in known)
             res = predict_groups(part, specs, m, executor, all_matrices=True, label=f"predicting ({m})")
             results[m].update(res)
             preds[m] += row_predictions(part, res)
         order = {id(r): i for i, r in enumerate(rows)}
         preds[m].sort(key=lambda p: order[id(p.row)])
-    return ValidationResult(model, len(keys), preds, results, tuple(fits), folds)
+    return ValidationResult(model, len(keys), preds, results, tuple(fits), folds, seen)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..analysis.executor import make_executor
 from ..analysis.rank import split_by_matrix
 from ..analysis.sweep import SweepTask
 from ..collectives import check_algo, check_proto
@@ -13,10 +12,11 @@ from ..hierarchy import Lowering, Order
 from ..parsing import int_list, positive_int
 from ..placement import Placement, enumerate_matrices, parse_matrix
 from ..report.files import write_report
+from ..report.mesh import MeshChoice, MeshReduction, check_emit, emit_mesh
 from ..report.rank import ranking_json, ranking_report, ranking_text
 from ..sim import ModelConfig
 from ..sim.model import check_model
-from .common import axes, buffer_bytes, emit, order, order_label, rules, topology, workers
+from .common import axes, buffer_bytes, emit, executor, order, order_label, rules, topology
 
 
 def algorithms(text: str) -> tuple[str, ...]:
@@ -33,7 +33,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     from ..analysis.orders import compare_orders, orders_agree
     from ..analysis.rank import rank_results
     from ..analysis.sweep import run_task
-    from ..report.orders import comparison_json, comparison_markdown, comparison_text
+    from ..report.orders import comparison_json, comparison_table, comparison_text
 
     topo = topology(args)
     h, p = axes(args, topo.hierarchy)
@@ -45,6 +45,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     proto = check_proto(args.proto)
     profile, max_size = rules(args)
     chosen = order(args)
+    form = check_emit(args.emit, args.json)
     mats = enumerate_matrices(h, p) if args.matrix is None else [parse_matrix(args.matrix)]
     Lowering.of(Placement.of(h, p, mats[0]), red)  # validates the reduction axes before any work
     tasks = []
@@ -58,7 +59,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         same = {m: orders_agree(Placement.of(h, p, m), red) for m in mats}
         other = Order.P2 if chosen is Order.ALIGNED else Order.ALIGNED
         others = [replace(t, order=other.value) for t in tasks if not same[t.matrices[0]]]
-    with make_executor(workers(args)) as ex:
+    with executor(args) as ex:
         results = run_all(ex, run_task, tasks + others, "simulating")
     ranking = rank_results(results[:len(tasks)])
     comparison = None
@@ -75,9 +76,15 @@ def cmd_rank(args: argparse.Namespace) -> int:
         best = ranking.entries[0]
         files = ranking_report(f"p2sim rank: {topo.spec.name}", header, ranking, top, topo,
                                Lowering.of(Placement.of(h, p, best.matrix), red, chosen),
-                               comparison_markdown(comparison) if comparison is not None else ())
+                               (comparison_table(comparison),) if comparison is not None else ())
         written = write_report(args.out, files)
-    if args.json:
+    if form:
+        best = ranking.entries[0]
+        reduction = MeshReduction(tuple(sorted(set(red))), best.algo, best.timing.text, best.seconds)
+        choice = MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, Placement.of(h, p, best.matrix),
+                            (reduction,))
+        print(emit_mesh(form, choice), end="")
+    elif args.json:
         doc = ranking_json(meta, ranking, top)
         if comparison is not None:
             doc["order_comparison"] = comparison_json(comparison)
@@ -113,10 +120,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     mats = enumerate_matrices(h, p)
     profile, max_size = rules(args)
     chosen = order(args)
+    form = check_emit(args.emit, args.json)
     base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, None, profile.value, max_size,
                      proto=check_proto(args.proto), order=chosen.value)
     tasks = plan_tasks(base, reductions, algos, mats)
-    with make_executor(workers(args)) as ex:
+    with executor(args) as ex:
         results = run_all(ex, run_task, tasks, "planning")
     plans = build_plans(reductions, results, mats)
     default = default_matrix(mats, data_axis)
@@ -127,6 +135,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
         "vs_default_allreduce": 1 - best.total_seconds / dplan.allreduce_total_seconds,
         "vs_best_placement_allreduce": 1 - best.total_seconds / min(pl.allreduce_total_seconds for pl in plans),
     }
+    if form:
+        choice = MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, Placement.of(h, p, best.matrix),
+                            tuple(MeshReduction(c.reduction.axes, c.algo, c.program, c.seconds) for c in best.choices))
+        print(emit_mesh(form, choice), end="")
+        return 0
     if args.json:
         emit({"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "data_axis": data_axis,
               "order": chosen.value, "algo": args.algo, "model": model,
@@ -186,7 +199,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
             split = split_by_matrix(base, mats)
             tasks += split
             owners += [k] * len(split)
-    with make_executor(workers(args)) as ex:
+    with executor(args) as ex:
         results = run_all(ex, run_task, tasks, "what-if")
     per_point: list[list[ConfigResult]] = [[] for _ in pts]
     for r, k in zip(results, owners):
@@ -235,7 +248,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     cal = None if args.calibrate_on is None else load_measurements(args.calibrate_on)
     model = check_model(args.model)
     folds = positive_int(args.folds, "folds")
-    with make_executor(workers(args)) as ex:
+    with executor(args) as ex:
         result = validate(rows, ex, model, cal, folds)
     doc = result.to_json()
     if args.out:
@@ -264,7 +277,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix != ".toml":
         raise InputError(f"out: {args.out!r} should be a .toml file")
-    with make_executor(workers(args)) as ex:
+    with executor(args) as ex:
         fit = calibrate(rows, spec.name, ex, model, base=spec)
     out.write_text(spec_to_toml(fit.after, f"Calibrated by p2sim calibrate from {spec.source}\n"
                                             f"on {args.measurements} ({fit.rows} rows, {model} model)."))
@@ -273,5 +286,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         emit(doc)
     else:
         print(calibration_lines([doc])[0])
+        for w in doc["warnings"]:
+            print(f"WARNING {w}")
         print(f"wrote {out}")
     return 0

@@ -7,8 +7,10 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
+from ..analysis.executor import Executor, make_executor
 from ..errors import InputError
 from ..hierarchy import Order
 from ..parsing import byte_size, int_list, positive_int
@@ -17,7 +19,7 @@ from ..synthesis import Profile
 from ..topology import Topology, load_system
 
 __all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers", "rules",
-           "order", "order_label"]
+           "order", "order_label", "executor"]
 
 
 def emit(obj: Any) -> None:
@@ -80,3 +82,6 @@ def order_label(value: Order, *reduce_axes: Sequence[int]) -> str:
     if value is Order.ALIGNED and all(len(set(r)) < 2 for r in reduce_axes):
         return ""
     return f"; {value.value} order"
+def executor(args: argparse.Namespace) -> AbstractContextManager[Executor]:
+    """The executor of ``--workers`` or ``--scheduler``."""
+    return make_executor(workers(args), args.scheduler)

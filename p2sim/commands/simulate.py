@@ -52,6 +52,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     red = int_list(args.reduce, "reduce")
     nbytes = buffer_bytes(args, topo)
     check_model(args.model)
+    if args.trace and args.model == "analytic":
+        raise InputError("trace: --trace needs --model des; the analytic model computes each step in closed form "
+                         "and has no flows to trace")
     mats = None if args.matrix is None else [parse_matrix(args.matrix)]
     profile, max_size = rules(args)
     chosen = order(args)
@@ -71,12 +74,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         work = [(lws[0].placement.matrix, lws[0], (prog,))]
         reduce_axes = lws[0].reduce_axes
     sim = Simulator(topo, args.algo, args.model, trace=args.trace is not None, proto=args.proto)
-    rows = []
+    rows, lowered = [], []
     for matrix, lowering, programs in work:
         for prog in programs:
             rows.append((matrix, prog, sim.simulate(lowering, prog, nbytes)))
+            lowered.append(lowering.lower(prog))
     if args.trace:
-        write_trace(args.trace, topo, [r for _, _, r in rows])
+        write_trace(args.trace, topo, [(r, low) for (_, _, r), low in zip(rows, lowered)])
     if args.json:
         emit({
             "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": list(reduce_axes),

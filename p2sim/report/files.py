@@ -1,19 +1,25 @@
-"""Writing report directories: everything is rendered in memory first, then written.
+"""Rendering and writing report directories.
 
-A failure while rendering leaves ``--out`` untouched; the files then land through
-a temporary directory and renames, so a reader never sees half a report.
+Reports are rendered from their data with the jinja2 templates in
+``p2sim/report/templates`` (Markdown and self-contained HTML from the same data).
+Everything is rendered in memory first: a failure while rendering leaves ``--out``
+untouched; the files then land through a temporary directory and renames, so a
+reader never sees half a report.
 """
 
 from __future__ import annotations
 
 import base64
-import html
+import functools
 import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
-__all__ = ["write_report", "markdown_to_html", "figure_png"]
+import jinja2
+
+__all__ = ["write_report", "render", "data_uris", "figure_png"]
 
 
 def figure_png(fig) -> bytes:
@@ -44,44 +50,27 @@ def write_report(out: str | Path, files: dict[str, bytes]) -> list[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def markdown_to_html(title: str, markdown: str, images: dict[str, bytes]) -> bytes:
-    """A self-contained HTML page from our simple Markdown (headings, tables, images, text)."""
-    body: list[str] = []
-    lines = markdown.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            body.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
-        elif line.startswith("|"):
-            rows = []
-            while i < len(lines) and lines[i].startswith("|"):
-                cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
-                if not all(set(c) <= set("-: ") for c in cells):
-                    rows.append(cells)
-                i += 1
-            head, *rest = rows
-            body.append("<table><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr>")
-            body += ["<tr>" + "".join(f"<td>{html.escape(c.strip('`'))}</td>" for c in r) + "</tr>" for r in rest]
-            body.append("</table>")
-            continue
-        elif line.startswith("![") and "](" in line:
-            name = line[line.index("](") + 2 : line.rindex(")")]
-            data = base64.b64encode(images[name]).decode()
-            body.append(f'<p><img alt="{html.escape(name)}" src="data:image/png;base64,{data}"></p>')
-        elif line.startswith("```"):
-            i += 1
-            block = []
-            while i < len(lines) and not lines[i].startswith("```"):
-                block.append(lines[i])
-                i += 1
-            body.append("<pre>" + html.escape("\n".join(block)) + "</pre>")
-        elif line.strip():
-            body.append(f"<p>{html.escape(line)}</p>")
-        i += 1
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}img{max-width:100%}")
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
-    return page.encode()
+@functools.cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("p2sim.report", "templates"),
+        # HTML templates escape every value; Markdown ones escape table cells with |mdcell
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html",), default_for_string=False),
+        undefined=jinja2.StrictUndefined,  # a missing value is an error, never an empty cell
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.globals["zip"] = zip
+    env.filters["mdcell"] = lambda v: str(v).replace("|", "\\|").replace("\n", " ")
+    return env
+
+
+def render(template: str, **data: Any) -> bytes:
+    """Render a template of ``p2sim/report/templates`` with ``data``."""
+    return _environment().get_template(template).render(**data).encode()
+
+
+def data_uris(images: dict[str, bytes]) -> dict[str, str]:
+    """PNG images as ``data:`` URIs, so that an HTML page is self-contained."""
+    return {name: "data:image/png;base64," + base64.b64encode(data).decode() for name, data in images.items()}

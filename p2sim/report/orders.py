@@ -7,8 +7,9 @@ from typing import Any
 
 from ..analysis.orders import OrderComparison
 from ..placement import format_matrix
+from .tables import Column, Table
 
-__all__ = ["comparison_text", "comparison_json", "comparison_markdown"]
+__all__ = ["comparison_text", "comparison_json", "comparison_table"]
 
 TITLE = "device orders: best program per matrix under each order (gain = p2 best / aligned best)"
 
@@ -34,14 +35,19 @@ def comparison_json(rows: Sequence[OrderComparison]) -> list[dict[str, Any]]:
     return [c.to_json() for c in rows]
 
 
-def comparison_markdown(rows: Sequence[OrderComparison]) -> list[str]:
-    md = ["## Device orders", "", TITLE[len("device orders: "):].capitalize() + ".", "",
-          "| matrix | algo | AllReduce s | aligned best s | aligned best program | p2 best s | p2 best program "
-          "| gain |",
-          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for c in rows:
-        p2 = "same groups" if c.same_groups else f"`{c.p2.best.text}`"
-        md.append(f"| `{format_matrix(c.matrix)}` | {c.algo} | {c.aligned.allreduce.seconds:.4f} | "
-                  f"{c.aligned.best.seconds:.4f} | `{c.aligned.best.text}` | {c.p2.best.seconds:.4f} | {p2} | "
-                  f"{c.gain:.2f}x |")
-    return md + [""]
+def comparison_table(rows: Sequence[OrderComparison]) -> Table:
+    """The comparison as a report table (Markdown and HTML)."""
+    cols = (
+        Column("matrix", "the parallelism matrix", lambda c: format_matrix(c.matrix), code=True, wrap=False),
+        Column("algo", "the NCCL algorithm setting", lambda c: c.algo),
+        Column("AllReduce s", "the matrix's single AllReduce, aligned order", lambda c: f"{c.aligned.allreduce.seconds:.4f}",
+               numeric=True),
+        Column("aligned best s", "fastest program under the aligned order", lambda c: f"{c.aligned.best.seconds:.4f}",
+               numeric=True),
+        Column("aligned best program", "that program", lambda c: c.aligned.best.text, code=True),
+        Column("p2 best s", "fastest program under P2's order", lambda c: f"{c.p2.best.seconds:.4f}", numeric=True),
+        Column("p2 best program", "that program (same groups: the orders agree)",
+               lambda c: "same groups" if c.same_groups else c.p2.best.text, code=True),
+        Column("gain", "p2 best s / aligned best s", lambda c: f"{c.gain:.2f}x", numeric=True),
+    )
+    return Table.of("Device orders", cols, rows, intro=TITLE[len("device orders: "):].capitalize() + ".")

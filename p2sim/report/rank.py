@@ -10,10 +10,11 @@ from ..hierarchy import Lowering
 from ..placement import Placement, format_matrix
 from ..program import SEPARATOR
 from ..topology import Topology
-from .files import figure_png, markdown_to_html
+from .files import data_uris, figure_png, render
+from .tables import Column, Table
 from .simulate import choice_text
 
-__all__ = ["ranking_text", "ranking_json", "ranking_report"]
+__all__ = ["ranking_text", "ranking_json", "ranking_report", "ranking_tables", "RANK_COLUMNS", "MATRIX_COLUMNS"]
 
 
 def _spans(e: RankEntry) -> str:
@@ -25,7 +26,8 @@ def _spans(e: RankEntry) -> str:
 
 
 def ranking_text(header: str, ranking: Ranking, top: int) -> str:
-    lines = [header, "", f"{'rank':>4}  {'seconds':>10}  {'speedup':>7}  {'algo':<4}  {'matrix':<22} program"]
+    lines = [header, "speedup = seconds of the same matrix's AllReduce with the same algorithm / the program's seconds",
+             "", f"{'rank':>4}  {'seconds':>10}  {'speedup':>7}  {'algo':<4}  {'matrix':<22} program"]
     for i, e in enumerate(ranking.top(top), 1):
         lines.append(f"{i:4d}  {e.seconds:10.4f}  {e.speedup:6.2f}x  {e.algo:<4}  {format_matrix(e.matrix):<22} {e.timing.text}")
         lines.append(f"{'':36}{'':22} groups: {_spans(e)}")
@@ -98,6 +100,9 @@ def placement_figure(topo: Topology, lowering: Lowering) -> bytes:
         for d in range(topo.devices):
             n, g = divmod(d, topo.gpus_per_node)
             ax.text(g, n, ",".join(map(str, pl.coordinates(d))), ha="center", va="center", fontsize=7)
+    if topo.devices <= 128:  # integer ticks while they stay readable
+        ax.set_xticks(range(topo.gpus_per_node))
+        ax.set_yticks(range(topo.node_count))
     ax.set_xlabel("GPU in node")
     ax.set_ylabel("node")
     ax.set_title(f"{format_matrix(pl.matrix)}: colour = reduction group over axes {list(lowering.reduce_axes)}; "
@@ -105,27 +110,72 @@ def placement_figure(topo: Topology, lowering: Lowering) -> bytes:
     return figure_png(fig)
 
 
+SPEEDUP_BASIS = ("Every speedup is relative to the same matrix's single AllReduce(slice=0, Inside) with the "
+                 "same algorithm: it compares programs within one (matrix, algorithm), never algorithms or matrices "
+                 "with each other, so two rows of equal seconds show different speedups when their algorithms' "
+                 "AllReduces take different times (the AllReduce s column).")
+
+MATRIX_HELP = "parallelism matrix: one row per axis, one column per hierarchy level (outermost first)"
+ALGO_HELP = "NCCL algorithm: ring, or tree (the tree applies to AllReduce steps only, as in NCCL)"
+
+# the ranking table: one Column per column, so that a column is added here only
+RANK_COLUMNS: tuple[Column, ...] = (
+    Column("rank", "position by predicted seconds, fastest first", lambda r: str(r[0]), numeric=True),
+    Column("seconds", "predicted time of the whole program, its steps one after another",
+           lambda r: f"{r[1].seconds:.4f}", numeric=True),
+    Column("AllReduce s", "predicted time of the same matrix's single AllReduce with the same algorithm: the basis "
+           "of the speedup", lambda r: f"{r[1].allreduce_seconds:.4f}", numeric=True),
+    Column("speedup", "AllReduce s / seconds (1.00x: as fast as that AllReduce)",
+           lambda r: f"{r[1].speedup:.2f}x", numeric=True),
+    Column("algo", ALGO_HELP, lambda r: r[1].algo),
+    Column("matrix", MATRIX_HELP, lambda r: format_matrix(r[1].matrix), code=True, wrap=False),
+    Column("program", "the reduction program in text form, steps separated by ;", lambda r: r[1].timing.text,
+           code=True),
+    Column("groups", "per step: the collective, (groups)x(GPUs per group), and whether a group stays inside a node",
+           lambda r: _spans(r[1])),
+)
+
+MATRIX_COLUMNS: tuple[Column, ...] = (
+    Column("matrix", MATRIX_HELP, lambda s: format_matrix(s.matrix), code=True, wrap=False),
+    Column("algo", ALGO_HELP, lambda s: s.algo),
+    Column("programs", "programs synthesized and simulated for the matrix", lambda s: str(len(s.programs)),
+           numeric=True),
+    Column("AllReduce s", "predicted time of the matrix's single AllReduce with this algorithm",
+           lambda s: f"{s.allreduce.seconds:.4f}", numeric=True),
+    Column("best s", "predicted time of the matrix's fastest program with this algorithm",
+           lambda s: f"{s.best.seconds:.4f}", numeric=True),
+    Column("speedup", "AllReduce s / best s", lambda s: f"{s.allreduce.seconds / s.best.seconds:.2f}x", numeric=True),
+    Column("best program", "the fastest program", lambda s: s.best.text, code=True),
+)
+
+
+def ranking_tables(ranking: Ranking, top: int) -> list[Table]:
+    return [
+        Table.of(f"Top {min(top, len(ranking.entries))} of {len(ranking.entries)} (matrix, program, algorithm)",
+                 RANK_COLUMNS, enumerate(ranking.top(top), 1)),
+        Table.of("Best program per matrix and algorithm", MATRIX_COLUMNS, ranking.matrices,
+                 intro="Fastest first, by best s."),
+    ]
+
+
 def ranking_report(title: str, header: str, ranking: Ranking, top: int, topo: Topology,
-                   best_lowering: Lowering, sections: Sequence[str] = ()) -> dict[str, bytes]:
-    """The report files; ``sections`` are further Markdown lines, placed before the plots."""
+                   best_lowering: Lowering, extra: Sequence[Table] = ()) -> dict[str, bytes]:
+    """The report files; ``extra`` tables follow the ranking's."""
     images = {
         "programs.png": _plot_programs(ranking),
         "best_vs_allreduce.png": _plot_best(ranking),
         "placement.png": placement_figure(topo, best_lowering),
     }
-    md = [f"# {title}", "", header, "", "| rank | seconds | speedup | algo | matrix | program | groups |",
-          "| --- | --- | --- | --- | --- | --- | --- |"]
-    for i, e in enumerate(ranking.top(top), 1):
-        md.append(f"| {i} | {e.seconds:.4f} | {e.speedup:.2f}x | {e.algo} | `{format_matrix(e.matrix)}` | "
-                  f"`{e.timing.text}` | {_spans(e)} |")
-    md += ["", "## Best program per matrix", "", "| matrix | algo | AllReduce s | best s | speedup | best program |",
-           "| --- | --- | --- | --- | --- | --- |"]
-    for s in ranking.matrices:
-        md.append(f"| `{format_matrix(s.matrix)}` | {s.algo} | {s.allreduce.seconds:.4f} | {s.best.seconds:.4f} | "
-                  f"{s.allreduce.seconds / s.best.seconds:.2f}x | `{s.best.text}` |")
-    md += ["", *sections, "## Plots", "", "![programs](programs.png)", "", "![best](best_vs_allreduce.png)", "",
-           "## Best placement", "", "![placement](placement.png)", ""]
-    text = "\n".join(md)
-    files = {"report.md": text.encode(), "report.html": markdown_to_html(title, text, images)}
+    captions = {
+        "programs.png": "Predicted seconds of every program per (matrix, algorithm); the red bar is the AllReduce.",
+        "best_vs_allreduce.png": "Each (matrix, algorithm): its AllReduce against its fastest program.",
+        "placement.png": f"The best matrix {format_matrix(best_lowering.placement.matrix)}: GPUs by node, coloured "
+                         f"by reduction group over axes {list(best_lowering.reduce_axes)}.",
+    }
+    uris = data_uris(images)
+    figs = [{"name": n, "caption": captions[n], "uri": uris[n]} for n in images]
+    data = {"title": title, "header": header, "basis": SPEEDUP_BASIS,
+            "tables": ranking_tables(ranking, top) + list(extra), "images": figs}
+    files = {"report.md": render("rank.md", **data), "report.html": render("rank.html", **data)}
     files.update(images)
     return files

@@ -56,12 +56,12 @@ def topology_json(topo: Topology) -> dict[str, Any]:
     links: dict[str, dict[str, Any]] = {}
     for k, (u, v) in enumerate(topo.edges):
         c = topo.edge_class[k]
-        entry = links.setdefault(c, {"directed_edges": 0, "bandwidth_gbps": set(), "latency_us": set()})
+        entry = links.setdefault(c, {"directed_edges": 0, "bandwidth_GBps": set(), "latency_us": set()})
         entry["directed_edges"] += 1
-        entry["bandwidth_gbps"].add(round(topo.capacity[k] / 1e9, 6))
+        entry["bandwidth_GBps"].add(round(topo.capacity[k] / 1e9, 6))
         entry["latency_us"].add(round(topo.latency[k] * 1e6, 6))
     for entry in links.values():
-        entry["bandwidth_gbps"] = sorted(entry["bandwidth_gbps"])
+        entry["bandwidth_GBps"] = sorted(entry["bandwidth_GBps"])
         entry["latency_us"] = sorted(entry["latency_us"])
     return {
         "system": topo.spec.name,
@@ -72,7 +72,7 @@ def topology_json(topo: Topology) -> dict[str, Any]:
         "devices": topo.devices,
         "components": dict(sorted(kinds.items())),
         "links": dict(sorted(links.items())),
-        "bisection_gbps": bisection(topo),
+        "bisection_GBps": bisection(topo),
     }
 
 
@@ -87,10 +87,10 @@ def topology_text(topo: Topology) -> str:
         "  links (per direction):",
     ]
     for c, e in d["links"].items():
-        bw = "/".join(f"{b:g}" for b in e["bandwidth_gbps"])
+        bw = "/".join(f"{b:g}" for b in e["bandwidth_GBps"])
         lat = "/".join(f"{t:g}" for t in e["latency_us"])
         lines.append(f"    {c:<10s} {e['directed_edges'] // 2:5d} links  {bw} GB/s  {lat} us")
-    for k, v in d["bisection_gbps"].items():
+    for k, v in d["bisection_GBps"].items():
         what = "between the two halves of the nodes" if k == "nodes" else "between the two halves of a node's GPUs"
         lines.append(f"  bisection  {v:g} GB/s per direction {what}")
     return "\n".join(lines)

@@ -133,8 +133,9 @@ class Simulator:
             flows, extra = flow_specs(colls, volumes, len(self.topo.capacity))
             capacity = np.concatenate([self.topo.capacity, np.asarray(extra, dtype=float)])
             seconds, records, samples = run_flows(flows, capacity, record=self.trace)
-            if self.trace:
-                trace = (tuple(records), tuple(samples))
+            if self.trace:  # records, rate samples, and each flow's group
+                owners = tuple(g for g, c in enumerate(colls) for _ in c.flows)
+                trace = (tuple(records), tuple(samples), owners)
         return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices, trace)
 
 

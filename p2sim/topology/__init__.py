@@ -1,27 +1,41 @@
 """Systems: data files under ``topologies/`` that become networkx graphs.
 
 Systems are looked up by name in the directories of ``$P2SIM_TOPOLOGIES``
-(``os.pathsep``-separated) and then in the project's ``topologies/``; a path to a
-``.toml`` file works anywhere a system name does.
+(``os.pathsep``-separated) and then among the built-in files; a path to a
+``.toml`` file works anywhere a system name does.  The built-in files live in the
+source tree's ``topologies/`` and are installed as the package data of
+``p2sim.systems`` (pyproject.toml maps that package onto the directory), so they
+are found through :mod:`importlib.resources` in wheels and editable installs alike.
 """
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 from ..errors import TopologyError
 from .graph import Route, Topology, bisection
 from .spec import LinkClass, SystemSpec, load_spec
 
-__all__ = ["Route", "Topology", "SystemSpec", "LinkClass", "bisection", "load_system", "find_spec", "system_paths"]
+__all__ = ["Route", "Topology", "SystemSpec", "LinkClass", "bisection", "load_system", "find_spec", "system_paths",
+           "builtin_dir"]
 
-BUILTIN = Path(__file__).resolve().parents[2] / "topologies"
+
+def builtin_dir() -> Path:
+    """The directory holding the built-in system files."""
+    try:
+        root = resources.files("p2sim.systems")
+    except ModuleNotFoundError:
+        # a source tree put on sys.path without installing it: the files sit beside p2sim/
+        return Path(__file__).resolve().parents[2] / "topologies"
+    # pip installs packages unzipped, so the package data is a directory on disk
+    return Path(str(root))
 
 
 def _dirs() -> list[Path]:
     extra = [Path(p) for p in os.environ.get("P2SIM_TOPOLOGIES", "").split(os.pathsep) if p]
-    return extra + [BUILTIN]
+    return extra + [builtin_dir()]
 
 
 def system_paths() -> dict[str, Path]:
