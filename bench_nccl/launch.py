@@ -60,6 +60,8 @@ def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", gr
         raise BenchError("interrupted; the log keeps every completed record") from None
     for p in procs:
         p.wait()
+    if failed is None:  # the ranks may all have ended between two looks
+        failed = next(((r, p.returncode) for r, p in enumerate(procs) if p.returncode != 0), None)
     if failed is not None:
         raise BenchError(f"rank {failed[0]} failed (exit code {failed[1]}); stopped the other ranks; "
                          "the log keeps every completed record")

@@ -117,7 +117,9 @@ def _inputs(op: Op, count: int, index: int, n: int) -> np.ndarray:
         return np.concatenate([pattern(index, b, count) for b in range(n)])
     if op is Op.ALL_GATHER:
         return pattern(index, index, count)
-    return pattern(0 if op is Op.BROADCAST else index, 0, count)
+    if op is Op.BROADCAST and index:
+        return np.zeros(count, np.float32)  # only the root's data counts: zeros elsewhere, so NCCL must write
+    return pattern(index, 0, count)
 
 
 def _expected(op: Op, count: int, index: int, n: int) -> np.ndarray | None:
@@ -157,6 +159,7 @@ def measure(backend: Any, comm: Any, op: Op, count: int, index: int, n: int, buf
     _, seconds = backend.timed(lambda: [call() for _ in range(iters)])
     if not check:
         return seconds / iters, None, 0.0
+    recv[...] = 0  # no value a correct result holds (they are 1 and up): a call that writes nothing fails
     fill()
     sync_ranks()
     call()

@@ -380,6 +380,19 @@ def test_sweep_numpy_and_nccl_agree(tmp_path):
     assert r.returncode == 1 and "DIFFERENT" in r.stdout
 
 
+def test_sweep_catches_wrong_results(tmp_path):
+    from p2sim.analysis.sweep_log import read_sweep_log
+    from p2sim.errors import MeasurementError
+
+    log = tmp_path / "bad.jsonl"
+    r = bench("sweep", "--ranks", "2", "-C", "Broadcast", "-b", "1KiB", "-e", "1KiB", "-w", "0", "-n", "1",
+              "--log", str(log), check=False, env=fake_env(FAKE_NCCL_CORRUPT="1"))
+    assert r.returncode != 0 and "# Out of bounds values : 1024 FAILED" in r.stdout  # 256 floats x 2 ranks x 2
+    assert [x["wrong"] for x in read_log(log)] == [512, 512]
+    with pytest.raises(MeasurementError, match="wrong: 512 wrong elements"):
+        read_sweep_log(log, system="h100")
+
+
 def test_sweep_with_a_system_and_bad_arguments(tmp_path):
     log = tmp_path / "s.jsonl"
     bench("sweep", "--backend", "numpy", "--system", TINY3, "-b", "1KiB", "-e", "1KiB", "-w", "0", "-n", "1",

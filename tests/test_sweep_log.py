@@ -71,6 +71,7 @@ def test_program_records_are_skipped_and_a_cut_last_line_dropped(sweep, tmp_path
     ({"collective": "AllToAll"}, "collective", "'AllToAll' is not one of"),
     ({"algo": "Ring"}, "algo", "'Ring' is not one of"),
     ({"size": None}, "size", "None is not a whole number"),
+    ({"ranks": 16}, "ranks", "16, but 1 nodes x 8 GPUs per node"),
 ])
 def test_bad_records_name_line_and_field(sweep, tmp_path, change, field, message):
     recs = records(sweep)

@@ -55,7 +55,7 @@ def _forced(raw: Any, names: tuple[str, ...]) -> str:
     return match[0] if match else "auto"
 
 
-def read_sweep_log(path: str | Path, system: str | None = None, origin: str | None = None) -> list[CollectiveRow]:
+def read_sweep_log(path: str | Path, *, system: str | None = None, origin: str | None = None) -> list[CollectiveRow]:
     """The sweep records of a bench_nccl log, in file order.
 
     Parameters
@@ -117,6 +117,8 @@ def read_sweep_log(path: str | Path, system: str | None = None, origin: str | No
                         "(bench_nccl sweep --system S, or the system argument)")
         nodes = _positive(src, n, "nodes", rec["nodes"], int)
         per_node = _positive(src, n, "gpus_per_node", rec["gpus_per_node"], int)
+        if "ranks" in rec and rec["ranks"] != nodes * per_node:
+            raise _fail(src, n, "ranks", f"{rec['ranks']!r}, but {nodes} nodes x {per_node} GPUs per node")
         size = _positive(src, n, "size", rec["size"], int)
         seconds = _positive(src, n, "seconds", rec["seconds"], float)
         algo = rec.get("algo", "auto")

@@ -10,6 +10,7 @@ being filled on another stream reads as garbage.  Environment knobs:
                            every collective but AllReduce ("no algorithm/protocol available")
 ``FAKE_NCCL_AVAILABLE=0``  CuPy without NCCL
 ``FAKE_NCCL_LOG=FILE``     append one JSON line per call (method, ranks, NCCL_ALGO at init)
+``FAKE_NCCL_CORRUPT=1``    every result off by one (a broken NCCL, for the checks to catch)
 """
 
 from __future__ import annotations
@@ -104,6 +105,8 @@ class NcclCommunicator:
 
         arr, s = cupy.array_of(ptr), cupy.cuda.stream_of(stream)
         racing = cupy.pending(arr, s)
+        if os.environ.get("FAKE_NCCL_CORRUPT") == "1":
+            values = values + 1
         cupy.lookup(ptr)[: len(values)] = np.nan if racing else values  # a write in flight elsewhere lands later
         cupy._written(arr, s)
 
