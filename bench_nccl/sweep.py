@@ -41,7 +41,7 @@ from .gpu import nccl_algo_env
 from .logfile import LogWriter
 from .session import barrier, run_session
 from .steps import OPS
-from .values import pattern
+from .values import pattern, pattern_sum
 
 __all__ = ["SweepConfig", "sizes", "run_sweep_rank", "measure", "Buffers", "PROGRAM_NAMES", "format_row"]
 
@@ -125,9 +125,9 @@ def _inputs(op: Op, count: int, index: int, n: int) -> np.ndarray:
 def _expected(op: Op, count: int, index: int, n: int) -> np.ndarray | None:
     """What this member must hold after the call (numpy); ``None``: nothing (Reduce, not root)."""
     if op is Op.ALL_REDUCE or (op is Op.REDUCE and index == 0):
-        return np.sum([pattern(j, 0, count) for j in range(n)], axis=0, dtype=np.float32)
+        return pattern_sum(range(n), 0, count)
     if op is Op.REDUCE_SCATTER:
-        return np.sum([pattern(j, index, count) for j in range(n)], axis=0, dtype=np.float32)
+        return pattern_sum(range(n), index, count)
     if op is Op.ALL_GATHER:
         return np.concatenate([pattern(j, j, count) for j in range(n)])
     if op is Op.BROADCAST:
