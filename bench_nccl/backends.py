@@ -1,9 +1,10 @@
 """Backends: NCCL on GPUs through cupy.cuda.nccl, or the numeric executor on CPUs.
 
-A backend executes one :class:`~bench_nccl.plan.RankStep` on a rank's packed
-buffer (its held chunks in sorted order, ``chunk`` elements each) and times blocks
-of steps.  Both see the same plans, communicators and logs; only the data path
-differs.
+A backend makes one collective call in nccl-tests' conventions (:meth:`collective`: send
+and receive buffers, a count, a root), executes one program step on a rank's packed buffer
+(:meth:`run`: its held chunks in sorted order, ``chunk`` elements each), and times blocks
+of calls (:meth:`timed`, with :meth:`mark` between steps).  Both backends see the same
+plans, communicators and logs; only the data path differs.
 """
 
 from __future__ import annotations
@@ -22,16 +23,25 @@ from p2sim.execute import collective as reference_collective
 from p2sim.semantics import Op
 
 from .errors import BenchError
-from .plan import RankStep
+from .gpu import CUPY_HELP, can_split, gpu_message, is_gpu_error, load
+from .steps import RankStep, single_call
 from .store import StoreClient
 
-__all__ = ["NumpyBackend", "NcclBackend", "make_backend", "CUPY_HELP"]
+__all__ = ["NumpyBackend", "NcclBackend", "make_backend", "CUPY_HELP", "device_index"]
 
-CUPY_HELP = (
-    "the nccl backend needs CuPy with NCCL: install the wheel matching the local CUDA, e.g. "
-    "'pip install cupy-cuda12x' for CUDA 12 or 'pip install cupy-cuda11x' for CUDA 11 "
-    "(nvidia-smi shows the CUDA version); or run with --backend numpy to emulate on CPUs"
-)
+
+def device_index(local_rank: int, visible: int) -> int:
+    """The GPU of a rank among those it sees: its local rank modulo their count (F2).
+
+    Under ``srun --gpus-per-task 1`` each task sees one GPU (device 0) whatever its local
+    rank; on a plain launch every rank sees all of the node's GPUs.
+
+    Examples
+    --------
+    >>> device_index(3, 1), device_index(3, 8)
+    (0, 3)
+    """
+    return local_rank % visible
 
 
 class NumpyBackend:
@@ -45,11 +55,15 @@ class NumpyBackend:
     name = "numpy"
     emulated = True
     xp = np
-    dtype = np.float64
+    dtype = np.float32  # NCCL's float, so that both backends move the same bytes
 
     def __init__(self, rank: int, world: int, local_rank: int, store: StoreClient, timeout: float) -> None:
         self.rank, self.world, self.store, self.timeout = rank, world, store, timeout
+        self.local_rank = local_rank
         self._seq: dict[tuple[int, ...], int] = {}
+        self._marks: list[float] | None = None
+        self._t0 = 0.0
+        self.nccl_version: int | None = None
 
     def communicators(self, partitions: list[tuple[tuple[int, ...], ...]]) -> dict[tuple[int, ...], Any]:
         """This rank's communicators: here a group is its own communicator."""
@@ -58,6 +72,10 @@ class NumpyBackend:
     def versions(self) -> dict[str, Any]:
         return {"host": socket.gethostname(), "gpu_name": "cpu (numpy emulation)", "nccl_version": None,
                 "cupy_version": None, "numpy_version": np.__version__}
+
+    def device_info(self) -> dict[str, Any]:
+        return {"host": socket.gethostname(), "pid": os.getpid(), "device": self.local_rank, "bus": "[cpu]",
+                "gpu": "cpu (numpy emulation)"}
 
     def run(self, step: RankStep, comm: tuple[int, ...], buf: np.ndarray, chunks: int, chunk: int) -> np.ndarray:
         group = comm
@@ -83,68 +101,111 @@ class NumpyBackend:
         rows = np.flatnonzero(out_h[0, step.index])
         if tuple(rows.tolist()) != step.rows_out:
             raise BenchError(f"numpy backend: {step.op.value} left chunks {rows.tolist()}, the plan says {list(step.rows_out)}")
-        return out_v[0, step.index, rows]
+        return out_v[0, step.index, rows].astype(self.dtype)
+
+    def collective(self, op: Op, comm: tuple[int, ...], send: np.ndarray, recv: np.ndarray, count: int,
+                   root: int = 0) -> None:
+        """One call in nccl-tests' buffer conventions (see :meth:`NcclBackend.collective`)."""
+        if root != 0:
+            raise BenchError("numpy backend: the root is member 0")
+        index = comm.index(self.rank)
+        step, chunks = single_call(op, comm, index)
+        buf = send.reshape(-1)[: len(step.rows_in) * count].reshape(len(step.rows_in), count)
+        out = self.run(step, comm, buf, chunks, count)
+        if out.size:
+            recv.reshape(-1)[: out.size] = out.reshape(-1)
 
     def timed(self, block: Callable[[], Any]) -> tuple[Any, float]:
-        start = time.perf_counter()
+        self._t0 = time.perf_counter()
+        self._marks = []
         out = block()
-        return out, time.perf_counter() - start
+        seconds = time.perf_counter() - self._t0
+        return out, seconds
+
+    def mark(self) -> None:
+        """Note the time since the block started (after each step of a program)."""
+        if self._marks is not None:
+            self._marks.append(time.perf_counter() - self._t0)
+
+    def marks(self) -> list[float]:
+        return list(self._marks or [])
+
+    def sync(self) -> None:
+        pass
+
+    def to_host(self, a: Any) -> np.ndarray:
+        return np.asarray(a)
 
     def close(self) -> None:
         pass
 
 
 class NcclBackend:
-    """NCCL through cupy.cuda.nccl on the GPU ``local_rank``; CUDA events time each block."""
+    """NCCL through cupy.cuda.nccl on one GPU; CUDA events time each block.
+
+    Everything this rank does on its GPU -- fills, NCCL calls, reorders, checks -- runs on
+    one stream, made current at start (F1: NCCL on a stream of its own could read a buffer
+    still being filled on the default stream).
+    """
 
     name = "nccl"
     emulated = False
 
     def __init__(self, rank: int, world: int, local_rank: int, store: StoreClient, timeout: float) -> None:
-        try:
-            import cupy
-            from cupy.cuda import nccl
-        except ImportError as e:
-            raise BenchError(f"{CUPY_HELP} ({e})") from None
-        if not getattr(nccl, "available", True):
-            raise BenchError(f"this CuPy has no NCCL; {CUPY_HELP}")
+        cupy, nccl = load()
         self.cupy, self.nccl = cupy, nccl
         self.xp = cupy
         self.dtype = cupy.float32
         self.rank, self.world, self.store, self.timeout = rank, world, store, timeout
-        ndev = cupy.cuda.runtime.getDeviceCount()
-        if local_rank >= ndev:
-            raise BenchError(f"rank {rank}: local rank {local_rank} but this host has {ndev} GPUs "
-                             "(one rank per GPU: NCCL refuses two ranks on one GPU)")
-        self.device = cupy.cuda.Device(local_rank)
-        self.device.use()
-        self.stream = cupy.cuda.Stream(non_blocking=True)
+        try:
+            ndev = cupy.cuda.runtime.getDeviceCount()
+            self.device_id = device_index(local_rank, ndev)
+            self.device = cupy.cuda.Device(self.device_id)
+            self.device.use()
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+            self.stream.use()  # F1: the one stream of this rank's GPU work
+            self.nccl_version = int(nccl.get_version())
+            self.nccl_build = int(nccl.get_build_version()) if hasattr(nccl, "get_build_version") else None
+        except Exception as e:  # noqa: BLE001
+            if not is_gpu_error(e):
+                raise
+            raise BenchError(f"rank {rank}: {gpu_message(e)}") from None
+        self.split = can_split(nccl, self.nccl_version, self.nccl_build)
         self._comms: dict[tuple[int, ...], Any] = {}
         self._world: Any = None
+        self._events: list[Any] | None = None
+        self._start: Any = None
 
     def versions(self) -> dict[str, Any]:
-        props = self.cupy.cuda.runtime.getDeviceProperties(self.device.id)
+        props = self.cupy.cuda.runtime.getDeviceProperties(self.device_id)
         name = props["name"]
         return {"host": socket.gethostname(), "gpu_name": name.decode() if isinstance(name, bytes) else str(name),
-                "nccl_version": self.nccl.get_version(), "cupy_version": self.cupy.__version__,
-                "nccl_algo": os.environ.get("NCCL_ALGO")}
+                "nccl_version": self.nccl_version, "nccl_build_version": self.nccl_build,
+                "cupy_version": self.cupy.__version__, "nccl_algo": os.environ.get("NCCL_ALGO"),
+                "comm_split": self.split}
+
+    def device_info(self) -> dict[str, Any]:
+        props = self.cupy.cuda.runtime.getDeviceProperties(self.device_id)
+        name = props["name"]
+        bus = "[%04x:%02x:%02x]" % (props.get("pciDomainID", 0), props.get("pciBusID", 0), props.get("pciDeviceID", 0))
+        return {"host": socket.gethostname(), "pid": os.getpid(), "device": self.device_id, "bus": bus,
+                "gpu": name.decode() if isinstance(name, bytes) else str(name)}
 
     def communicators(self, partitions: list[tuple[tuple[int, ...], ...]]) -> dict[tuple[int, ...], Any]:
         """This rank's communicators for every step's groups, created once and cached.
 
-        With ``commSplit`` (CuPy 13 and later with NCCL 2.18 and later), one split of a world
-        communicator per step makes all of its groups at once; otherwise each group runs
-        ncclCommInitRank with a unique id from its first member.  Every rank walks the
-        same sorted list, so the collective creation calls never wait on each other in a
-        cycle.
+        With ``commSplit`` (CuPy 14 and NCCL 2.18 or later, both at build and at run time:
+        :func:`bench_nccl.gpu.can_split`), one split of a world communicator per step makes
+        all of its groups at once; otherwise each group runs ncclCommInitRank with a unique
+        id from its first member.  Every rank walks the same sorted list, so the
+        collective creation calls never wait on each other in a cycle.
         """
-        split = hasattr(self.nccl.NcclCommunicator, "commSplit")
-        if split and self._world is None:
+        if self.split and self._world is None:
             self._world = self._init_rank(tuple(range(self.world)))
         for part in partitions:
             if all(g in self._comms for g in part):
                 continue
-            if split:
+            if self.split:
                 # every rank takes part in the split; only members of a group still missing get a colour
                 mine = [i for i, g in enumerate(part) if self.rank in g and g not in self._comms]
                 color = mine[0] if mine else getattr(self.nccl, "NCCL_SPLIT_NOCOLOR", -1)
@@ -171,44 +232,84 @@ class NcclBackend:
         return self.nccl.NcclCommunicator(len(group), tuple(uid) if isinstance(uid, list) else uid,
                                           group.index(self.rank))
 
-    def run(self, step: RankStep, comm: Any, buf: Any, chunks: int, chunk: int) -> Any:
-        cp, nccl, s = self.cupy, self.nccl, self.stream.ptr
+    def collective(self, op: Op, comm: Any, send: Any, recv: Any, count: int, root: int = 0) -> None:
+        """One NCCL call on this rank's stream, in nccl-tests' conventions.
+
+        ``count`` is NCCL's count: the elements of ``send`` for AllReduce, AllGather,
+        Reduce and Broadcast, of ``recv`` for ReduceScatter.  In place is NCCL's own rule:
+        ``recv`` is ``send`` (AllReduce, Reduce, Broadcast), ``recv`` is this rank's block
+        of ``send`` (ReduceScatter), ``send`` is this rank's block of ``recv`` (AllGather).
+        """
+        nccl, s = self.nccl, self.stream.ptr
         f32, total = nccl.NCCL_FLOAT32, nccl.NCCL_SUM
+        sp, rp, count = send.data.ptr, recv.data.ptr, int(count)
+        if op is Op.ALL_REDUCE:
+            comm.allReduce(sp, rp, count, f32, total, s)
+        elif op is Op.REDUCE_SCATTER:
+            comm.reduceScatter(sp, rp, count, f32, total, s)
+        elif op is Op.ALL_GATHER:
+            comm.allGather(sp, rp, count, f32, s)
+        elif op is Op.REDUCE:
+            comm.reduce(sp, rp, count, f32, total, int(root), s)
+        elif op is Op.BROADCAST:
+            comm.broadcast(sp, rp, count, f32, int(root), s)
+        else:
+            raise BenchError(f"unknown collective {op!r}")
+
+    def run(self, step: RankStep, comm: Any, buf: Any, chunks: int, chunk: int) -> Any:
+        cp = self.cupy
         count = len(step.rows_in) * chunk
         op = step.op
         if op is Op.ALL_REDUCE:
-            comm.allReduce(buf.data.ptr, buf.data.ptr, count, f32, total, s)
+            self.collective(op, comm, buf, buf, count)
             return buf
         if op is Op.REDUCE_SCATTER:
             out = cp.empty((len(step.rows_out), chunk), dtype=self.dtype)
-            comm.reduceScatter(buf.data.ptr, out.data.ptr, out.size, f32, total, s)
+            self.collective(op, comm, buf, out, out.size)
             return out
         if op is Op.ALL_GATHER:
             out = cp.empty((len(step.gathered), chunk), dtype=self.dtype)
-            comm.allGather(buf.data.ptr, out.data.ptr, count, f32, s)
+            self.collective(op, comm, buf, out, count)
             if list(step.gathered) != sorted(step.gathered):
-                with self.stream:
-                    out = out[np.argsort(step.gathered)]  # back to chunk order, on the GPU
+                out = out[np.argsort(step.gathered)]  # back to chunk order, on the GPU (on this rank's stream)
             return out
         if op is Op.REDUCE:
             out = cp.empty_like(buf) if step.index == 0 else buf
-            comm.reduce(buf.data.ptr, out.data.ptr, count, f32, total, 0, s)
+            self.collective(op, comm, buf, out, count, 0)
             return out if step.index == 0 else cp.empty((0, chunk), dtype=self.dtype)
         if op is Op.BROADCAST:
             out = buf if step.index == 0 else cp.empty((len(step.rows_out), chunk), dtype=self.dtype)
-            comm.broadcast(buf.data.ptr, out.data.ptr, len(step.rows_out) * chunk, f32, 0, s)
+            self.collective(op, comm, buf, out, len(step.rows_out) * chunk, 0)
             return out
         raise BenchError(f"unknown collective {op!r}")
 
     def timed(self, block: Callable[[], Any]) -> tuple[Any, float]:
         cp = self.cupy
         start, end = cp.cuda.Event(), cp.cuda.Event()
-        self.stream.synchronize()
+        self.stream.synchronize()  # the fills are done before the clock starts
+        self._start, self._events = start, []
         start.record(self.stream)
         out = block()
         end.record(self.stream)
         end.synchronize()
         return out, cp.cuda.get_elapsed_time(start, end) / 1000.0
+
+    def mark(self) -> None:
+        """Record an event after a step, for per-step times (read by :meth:`marks`)."""
+        if self._events is not None:
+            ev = self.cupy.cuda.Event()
+            ev.record(self.stream)
+            self._events.append(ev)
+
+    def marks(self) -> list[float]:
+        get = self.cupy.cuda.get_elapsed_time
+        return [get(self._start, ev) / 1000.0 for ev in self._events or []]
+
+    def sync(self) -> None:
+        self.stream.synchronize()
+
+    def to_host(self, a: Any) -> np.ndarray:
+        return self.cupy.asnumpy(a, stream=self.stream)
 
     def _all_comms(self) -> list[Any]:
         return [c for c in [*self._comms.values(), self._world] if c is not None]
@@ -234,46 +335,3 @@ def make_backend(name: str, rank: int, world: int, local_rank: int, store: Store
     if name == "nccl":
         return NcclBackend(rank, world, local_rank, store, timeout)
     raise BenchError(f"backend: {name!r} is not nccl or numpy")
-
-
-def single_gpu_check(bytes_per_gpu: int) -> list[str]:
-    """On a machine with one GPU: each of the five collectives on a one-rank communicator.
-
-    NCCL runs them as copies; the check proves CuPy, NCCL and the call signatures work
-    and that the results are right (a one-rank reduction is the input itself).
-    """
-    try:
-        import cupy as cp
-        from cupy.cuda import nccl
-    except ImportError as e:
-        raise BenchError(f"{CUPY_HELP} ({e})") from None
-    from .values import initial
-
-    chunk = max(1, bytes_per_gpu // 4)
-    comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
-    stream = cp.cuda.Stream(non_blocking=True)
-    data = initial(cp, 0, [0], chunk, cp.float32)
-    lines = []
-    calls = {
-        "AllReduce": lambda o: comm.allReduce(data.data.ptr, o.data.ptr, data.size, nccl.NCCL_FLOAT32,
-                                              nccl.NCCL_SUM, stream.ptr),
-        "ReduceScatter": lambda o: comm.reduceScatter(data.data.ptr, o.data.ptr, data.size, nccl.NCCL_FLOAT32,
-                                                      nccl.NCCL_SUM, stream.ptr),
-        "AllGather": lambda o: comm.allGather(data.data.ptr, o.data.ptr, data.size, nccl.NCCL_FLOAT32, stream.ptr),
-        "Reduce": lambda o: comm.reduce(data.data.ptr, o.data.ptr, data.size, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, 0,
-                                        stream.ptr),
-        "Broadcast": lambda o: comm.broadcast(data.data.ptr, o.data.ptr, data.size, nccl.NCCL_FLOAT32, 0,
-                                              stream.ptr),
-    }
-    for name, call in calls.items():
-        out = cp.zeros_like(data)
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record(stream)
-        call(out)
-        end.record(stream)
-        end.synchronize()
-        ok = bool((out == data).all())
-        lines.append(f"{name:<14} 1 rank  {cp.cuda.get_elapsed_time(start, end) / 1000:.6f} s  "
-                     f"{'PASS' if ok else 'FAIL'}")
-    comm.destroy()
-    return lines

@@ -8,13 +8,21 @@ from collections.abc import Sequence
 
 from p2sim.errors import P2SimError
 from p2sim.parsing import byte_size, int_list, positive_int
-from p2sim.placement import parse_matrix
 
 from .env import Placement, from_environment
 from .errors import BenchError
+from .gpu import gpu_message, is_gpu_error, preflight
 from .launch import launch_local
-from .logfile import read_log, summary_lines
-from .runner import RunConfig, run_rank
+from .logfile import compare_lines, read_log, summary_lines
+
+# the collectives by the names users type: p2sim's, nccl-tests' programs, and short forms
+COLLECTIVE_NAMES = {alias: name for name, aliases in {
+    "AllReduce": ("allreduce", "all_reduce", "all_reduce_perf", "ar"),
+    "ReduceScatter": ("reducescatter", "reduce_scatter", "reduce_scatter_perf", "rs"),
+    "AllGather": ("allgather", "all_gather", "all_gather_perf", "ag"),
+    "Broadcast": ("broadcast", "broadcast_perf", "bcast"),
+    "Reduce": ("reduce", "reduce_perf"),
+}.items() for alias in (name.lower(), *aliases)}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--reduce", default="0", help="reduction axes (default: 0)")
     r.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
     r.add_argument("--programs", default="all", help="all, or one program in p2sim's text form (default: all)")
-    r.add_argument("--algo", default="ring", choices=["ring", "tree"], help="NCCL_ALGO for the run (default: ring)")
+    r.add_argument("--algo", default="ring", choices=["ring", "tree"],
+                   help="ring: NCCL_ALGO=Ring; tree: AllReduce as a tree, the rest as rings (NCCL >= 2.19) "
+                        "(default: ring)")
     r.add_argument("--bytes", default="256MiB", help="buffer per GPU (default: 256MiB)")
     r.add_argument("--warmup", default="3", help="warm-up iterations per program (default: 3)")
     r.add_argument("--iters", default="10", help="timed iterations per program (default: 10)")
@@ -52,15 +62,53 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--order", default="aligned", choices=["aligned", "p2"],
                    help="device order of a reduction group over several axes (default: aligned; p2: as P2/XLA)")
     r.add_argument("--inject-failure", default=None, metavar="RANK:RECORD", help=argparse.SUPPRESS)
-    s = sub.add_parser("summary", help="summarise a log", description="One line per program of a log.")
+    w = sub.add_parser("sweep", help="time one collective over a range of sizes (nccl-tests' table)",
+                       description="Time one collective from --minbytes to --maxbytes like nccl-tests' "
+                                   "all_reduce_perf and friends: out of place and in place, back-to-back calls "
+                                   "between two CUDA events, checked against numpy; prints nccl-tests' table and "
+                                   "logs one JSON record per size that p2sim validate reads. Started plainly, it "
+                                   "launches --ranks processes (default: every GPU); under torchrun, mpirun or "
+                                   "srun each process is one rank.")
+    w.add_argument("--collective", "-C", default="AllReduce",
+                   help="AllReduce, ReduceScatter, AllGather, Broadcast or Reduce (or all_reduce_perf, ...; "
+                        "default: AllReduce)")
+    w.add_argument("-b", "--minbytes", default="1KiB", help="smallest size (default: 1KiB)")
+    w.add_argument("-e", "--maxbytes", default="256MiB", help="largest size (default: 256MiB)")
+    w.add_argument("-f", "--stepfactor", default="2", help="each size this many times the last (default: 2)")
+    w.add_argument("-w", "--warmup", default="5", help="untimed calls per size (default: 5, as nccl-tests)")
+    w.add_argument("-n", "--iters", default="20", help="timed calls per size (default: 20, as nccl-tests)")
+    w.add_argument("-c", "--check", default="1", choices=["0", "1"], help="check the results (default: 1)")
+    w.add_argument("--algo", default="auto", choices=["auto", "ring", "tree"],
+                   help="auto: NCCL chooses; ring or tree: NCCL_ALGO (tree: AllReduce only) (default: auto)")
+    w.add_argument("--ranks", default=None, help="processes to launch (default: the system's GPUs, else every GPU)")
+    w.add_argument("--system", default=None, help="the p2sim system measured, recorded in the log (optional)")
+    w.add_argument("--nodes", default=None, help="its node count (default: the system file's)")
+    w.add_argument("--log", default="sweep.jsonl", help="JSON-lines log to append to (default: sweep.jsonl)")
+    w.add_argument("--backend", default="nccl", choices=["nccl", "numpy"],
+                   help="nccl (GPUs) or numpy (CPU emulation with p2sim's numeric executor)")
+    w.add_argument("--address", default="127.0.0.1", help=argparse.SUPPRESS)
+    w.add_argument("--timeout", default="300", help="seconds to wait for peers before giving up (default: 300)")
+    s = sub.add_parser("summary", help="summarise a log", description="One line per program (or sweep) of a log.")
     s.add_argument("log")
-    o = sub.add_parser("single", help="check the five NCCL collectives on a machine with one GPU",
-                       description="Run each collective on a one-rank NCCL communicator and check the results.")
+    c = sub.add_parser("compare", help="compare two sweep logs (e.g. numpy against nccl)",
+                       description="Match two sweep logs row by row (collective, size, in place) and compare "
+                                   "#wrong and the checksums of the results; exit 1 on any difference.")
+    c.add_argument("log_a")
+    c.add_argument("log_b")
+    o = sub.add_parser("single", help="check the backend on one GPU: every collective, one rank",
+                       description="Run the backend with one rank: its communicators (a one-rank commSplit where "
+                                   "CuPy and NCCL have it), every collective as a program step and as sweep calls "
+                                   "out of place and in place, each checked against numpy.")
     o.add_argument("--bytes", default="64MiB", help="buffer (default: 64MiB)")
+    o.add_argument("--backend", default="nccl", choices=["nccl", "numpy"], help="nccl (default) or numpy")
     return parser
 
 
-def config_of(args: argparse.Namespace) -> RunConfig:
+def config_of(args: argparse.Namespace):
+    from p2sim.placement import parse_matrix
+
+    from .runner import RunConfig
+
     fail = None
     if args.inject_failure:
         a, b = args.inject_failure.split(":")
@@ -92,23 +140,64 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     # the ranks plan the same way; planning here first rejects bad axes, reduction axes,
     # matrices and programs with one message before any process starts
     plan_programs(topo.hierarchy, cfg.axes, cfg.reduce_axes, cfg.matrix, cfg.programs, cfg.profile, cfg.order)
-    if cfg.backend == "nccl":
-        from .backends import CUPY_HELP
-
-        try:
-            import cupy  # noqa: F401
-        except ImportError:
-            raise BenchError(CUPY_HELP) from None
     placement: Placement | None = from_environment()
     if placement is None:
-        if args.address not in ("127.0.0.1", "localhost", "::1"):
-            raise BenchError("address: the local launcher serves on loopback only; across machines start the "
-                             "ranks with torchrun, mpirun or srun (see bench_nccl/README.md)")
+        _local_only(args.address)
+        if cfg.backend == "nccl":
+            preflight(topo.devices)  # F5: one message for a missing driver, GPUs or NCCL, before any rank starts
         code = launch_local(argv, topo.devices, args.address)
         if code == 0:
             print("\n".join(summary_lines(read_log(cfg.log))))
         return code
+    from .runner import run_rank
+
     return run_rank(cfg, placement)
+
+
+def _local_only(address: str) -> None:
+    if address not in ("127.0.0.1", "localhost", "::1"):
+        raise BenchError("address: the local launcher serves on loopback only; across machines start the "
+                         "ranks with torchrun, mpirun or srun (see bench_nccl/README.md)")
+
+
+def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    from .sweep import SweepConfig, run_sweep_rank
+
+    name = COLLECTIVE_NAMES.get(args.collective.lower())
+    if name is None:
+        raise BenchError(f"collective: {args.collective!r} is not one of AllReduce, ReduceScatter, AllGather, "
+                         "Broadcast, Reduce")
+    if args.algo == "tree" and name != "AllReduce":
+        raise BenchError(f"algo: NCCL has a tree only for AllReduce, not {name}")
+    lo, hi = byte_size(args.minbytes), byte_size(args.maxbytes)
+    if lo > hi:
+        raise BenchError(f"minbytes: {args.minbytes} is above maxbytes {args.maxbytes}")
+    cfg = SweepConfig(collective=name, minbytes=lo, maxbytes=hi, factor=positive_int(args.stepfactor, "stepfactor"),
+                      warmup=int_list(args.warmup, "warmup")[0], iters=positive_int(args.iters, "iters"),
+                      check=args.check == "1", algo=args.algo, log=args.log, backend=args.backend,
+                      timeout=float(positive_int(args.timeout, "timeout")), system=args.system,
+                      nodes=None if args.nodes is None else positive_int(args.nodes, "nodes"))
+    ranks = None if args.ranks is None else positive_int(args.ranks, "ranks")
+    devices = None
+    if cfg.system is not None:
+        from p2sim.topology import load_system
+
+        devices = load_system(cfg.system, cfg.nodes).devices
+        if ranks is not None and ranks != devices:
+            raise BenchError(f"ranks: {ranks}, but system {cfg.system} has {devices} GPUs (one rank per GPU)")
+    placement = from_environment()
+    if placement is None:
+        _local_only(args.address)
+        ranks = ranks or devices
+        if cfg.backend == "nccl":
+            ranks = ranks or preflight().devices
+            preflight(ranks)  # F5
+        elif ranks is None:
+            raise BenchError("ranks: --backend numpy needs --ranks N (or --system)")
+        return launch_local(argv, ranks, args.address)
+    if ranks is not None and ranks != placement.world:
+        raise BenchError(f"ranks: {ranks}, but the launcher started {placement.world} ranks")
+    return run_sweep_rank(cfg, placement)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -120,18 +209,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         if args.command == "single":
-            from .backends import single_gpu_check
+            from .single import single_check
 
-            lines = single_gpu_check(byte_size(args.bytes))
+            if args.backend == "nccl":
+                preflight(1)  # F5: the install/driver message, not a CUDA traceback
+            lines = single_check(byte_size(args.bytes), args.backend)
             print("\n".join(lines))
-            return 0 if all(line.endswith("PASS") for line in lines) else 1
+            return 0 if all(line.endswith("PASS") for line in lines[1:]) else 1
         if args.command == "summary":
             records = read_log(args.log)
             if not records:
                 raise BenchError(f"{args.log}: no records")
             print("\n".join(summary_lines(records)))
             return 0
+        if args.command == "compare":
+            lines, same = compare_lines(read_log(args.log_a), read_log(args.log_b), args.log_a, args.log_b)
+            print("\n".join(lines))
+            return 0 if same else 1
+        if args.command == "sweep":
+            return cmd_sweep(args, argv)
         return cmd_run(args, argv)
     except P2SimError as e:
         print(f"bench_nccl: error: {e}", file=sys.stderr)
         return 1 if isinstance(e, BenchError) else 2
+    except Exception as e:  # noqa: BLE001
+        if not is_gpu_error(e):
+            raise
+        # F5: a CUDA or NCCL failure is one line, not a traceback
+        print(f"bench_nccl: error: {gpu_message(e)}", file=sys.stderr)
+        return 1

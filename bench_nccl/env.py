@@ -1,4 +1,10 @@
-"""Rank, world size and rendezvous address from the usual launchers' variables."""
+"""Rank, world size and rendezvous address from the usual launchers' variables.
+
+The store's address and port come from ``P2SIM_BENCH_ADDR`` / ``P2SIM_BENCH_PORT`` when
+set, else from ``MASTER_ADDR`` / ``MASTER_PORT``.  Under torchrun (``TORCHELASTIC_RUN_ID``
+set) ``MASTER_PORT`` is torchrun's own store, already listening on rank 0's host, so
+without ``P2SIM_BENCH_PORT`` the store takes the port above it.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +13,12 @@ from dataclasses import dataclass
 
 from .errors import BenchError
 
-__all__ = ["Placement", "from_environment", "TOKEN_VAR"]
+__all__ = ["Placement", "from_environment", "TOKEN_VAR", "ADDR_VAR", "PORT_VAR", "DEFAULT_PORT"]
 
 TOKEN_VAR = "P2SIM_BENCH_TOKEN"
+ADDR_VAR = "P2SIM_BENCH_ADDR"
+PORT_VAR = "P2SIM_BENCH_PORT"
+DEFAULT_PORT = 29533
 
 # (rank, world size, local rank) variables of torchrun, Open MPI, MPICH/PMI, and Slurm
 _SOURCES = (
@@ -30,6 +39,29 @@ class Placement:
     token: str
 
 
+def _port(var: str, raw: str) -> int:
+    try:
+        port = int(raw)
+    except ValueError:
+        raise BenchError(f"{var}: {raw!r} is not a port") from None
+    if not 0 < port < 65536:
+        raise BenchError(f"{var}: {port} is not a port (1..65535)")
+    return port
+
+
+def store_address() -> tuple[str, int]:
+    """Where rank 0's store listens (see the module's docstring)."""
+    env = os.environ
+    address = env.get(ADDR_VAR) or env.get("MASTER_ADDR") or "127.0.0.1"
+    if env.get(PORT_VAR):
+        return address, _port(PORT_VAR, env[PORT_VAR])
+    if env.get("MASTER_PORT"):
+        port = _port("MASTER_PORT", env["MASTER_PORT"])
+        # torchrun's agent serves its own store on MASTER_PORT (F3: "Address already in use")
+        return address, port + 1 if env.get("TORCHELASTIC_RUN_ID") else port
+    return address, DEFAULT_PORT
+
+
 def from_environment() -> Placement | None:
     """The rank's placement when a launcher started it; ``None`` when none did."""
     for rank_var, world_var, local_var in _SOURCES:
@@ -39,11 +71,7 @@ def from_environment() -> Placement | None:
                 local = int(os.environ.get(local_var, rank))
             except ValueError:
                 raise BenchError(f"{rank_var}/{world_var}: not integers") from None
-            address = os.environ.get("MASTER_ADDR", "127.0.0.1")
-            try:
-                port = int(os.environ.get("MASTER_PORT", "29533"))
-            except ValueError:
-                raise BenchError(f"MASTER_PORT: {os.environ['MASTER_PORT']!r} is not a port") from None
+            address, port = store_address()
             token = os.environ.get(TOKEN_VAR, "")
             if not token:
                 raise BenchError(f"{TOKEN_VAR}: set the same random token on every rank "

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from .env import TOKEN_VAR
+from .env import ADDR_VAR, PORT_VAR, TOKEN_VAR
 from .errors import BenchError
 from .store import StoreClient
 
@@ -35,7 +35,9 @@ def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", gr
     procs = []
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
-                   MASTER_ADDR=address, MASTER_PORT=str(port), **{TOKEN_VAR: token})
+                   MASTER_ADDR=address, MASTER_PORT=str(port), **{TOKEN_VAR: token, ADDR_VAR: address,
+                                                                   PORT_VAR: str(port)})
+        env.pop("TORCHELASTIC_RUN_ID", None)  # these ranks are ours, not torchrun's
         procs.append(subprocess.Popen([sys.executable, "-m", "bench_nccl", *argv], env=env))
     failed: tuple[int, int] | None = None
     try:
@@ -58,6 +60,8 @@ def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", gr
         raise BenchError("interrupted; the log keeps every completed record") from None
     for p in procs:
         p.wait()
+    if failed is None:  # the ranks may all have ended between two looks
+        failed = next(((r, p.returncode) for r, p in enumerate(procs) if p.returncode != 0), None)
     if failed is not None:
         raise BenchError(f"rank {failed[0]} failed (exit code {failed[1]}); stopped the other ranks; "
                          "the log keeps every completed record")

@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import BenchError
 
-__all__ = ["LogWriter", "read_log", "record_key", "completed", "summary_lines"]
+__all__ = ["LogWriter", "read_log", "record_key", "completed", "summary_lines", "compare_lines"]
 
 KEY_FIELDS = ("system", "nodes", "axes", "reduce_axes", "matrix", "program", "algo", "bytes", "backend", "order")
 LEGACY = {"order": "aligned"}  # logs written before bench_nccl had device orders ran the aligned one
@@ -83,10 +83,34 @@ def completed(records: Iterable[dict[str, Any]]) -> dict[str, set[int]]:
     return done
 
 
+def _is_sweep(r: dict[str, Any]) -> bool:
+    return r.get("kind") == "sweep"
+
+
 def summary_lines(records: list[dict[str, Any]]) -> list[str]:
-    """One line per program: median, min and max seconds, and whether every check passed."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    """One line per program: median, min and max seconds, and whether every check passed.
+
+    Sweep records get one line per sweep (run and collective): its sizes, the busbw at
+    the largest size, and the wrong elements.
+    """
+    sweeps: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in records:
+        if _is_sweep(r):
+            sweeps.setdefault((str(r.get("run_id")), str(r.get("collective"))), []).append(r)
+    lines = []
+    for (run, coll), recs in sweeps.items():
+        big = max(recs, key=lambda r: (r["size"], not r["in_place"]))
+        wrong = sum(r["wrong"] or 0 for r in recs)
+        checked = all(r["wrong"] is not None for r in recs)
+        tag = " (emulated)" if recs[0].get("emulated") else ""
+        lines.append(f"sweep {coll:<13} {recs[0]['ranks']} ranks  {min(r['size'] for r in recs)}..{big['size']} B  "
+                     f"{len(recs)} rows  busbw {big['busbw_GBps']:.2f} GB/s at {big['size']} B  "
+                     f"{'wrong ' + str(wrong) if checked else 'unchecked'}{tag}  run {run}")
+    programs = [r for r in records if not _is_sweep(r)]
+    if not programs:
+        return lines
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in programs:
         groups.setdefault(record_key(r), []).append(r)
     lines = []
     for recs in groups.values():
@@ -98,6 +122,37 @@ def summary_lines(records: list[dict[str, Any]]) -> list[str]:
         lines.append(f"{statistics.median(secs):10.6f} s median  [{min(secs):.6f} .. {max(secs):.6f}]  "
                      f"{len(recs):3d} iters  {'PASS' if ok else 'FAIL'}{tag}  {first['algo']:<4} "
                      f"{first['matrix']}  {first['program']}")
-    passed = sum(1 for r in records if r.get("pass") is True)
-    lines.append(f"records={len(records)} programs={len(groups)} passed={passed} failed={len(records) - passed}")
+    passed = sum(1 for r in programs if r.get("pass") is True)
+    lines.append(f"records={len(programs)} programs={len(groups)} passed={passed} failed={len(programs) - passed}")
     return lines
+
+
+def compare_lines(a: list[dict[str, Any]], b: list[dict[str, Any]], name_a: str = "a",
+                  name_b: str = "b") -> tuple[list[str], bool]:
+    """Two sweep logs row by row: #wrong and the results' checksums must agree.
+
+    Rows match on (collective, size, count, in place); the last record of each wins.
+    Returns the lines to print and whether every row is in both, right, and equal.
+    """
+    def rows(recs: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+        return {(r["collective"], r["size"], r["count"], r["in_place"]): r for r in recs if _is_sweep(r)}
+
+    ra, rb = rows(a), rows(b)
+    be_a, be_b = (next(iter(x.values()), {}).get("backend", "?") for x in (ra, rb))
+    lines = [f"{'collective':<13} {'size':>12} {'place':<12} {'#wrong':>13} {'checksum ' + be_a:>20} "
+             f"{'checksum ' + be_b:>20} {'time ' + be_a + ' (us)':>18} {'time ' + be_b + ' (us)':>18}  result"]
+    same = bool(ra) and bool(rb)
+    for key in sorted(set(ra) | set(rb), key=lambda k: (k[0], k[1], k[3])):
+        x, y = ra.get(key), rb.get(key)
+        if x is None or y is None:
+            same = False
+            lines.append(f"{key[0]:<13} {key[1]:>12} {'in-place' if key[3] else 'out-of-place':<12} only in "
+                         f"{name_a if y is None else name_b}")
+            continue
+        ok = x["wrong"] == 0 and y["wrong"] == 0 and x["checksum"] == y["checksum"]
+        same = same and ok
+        lines.append(f"{key[0]:<13} {key[1]:>12} {'in-place' if key[3] else 'out-of-place':<12} "
+                     f"{str(x['wrong']) + '/' + str(y['wrong']):>13} {x['checksum']!s:>20} {y['checksum']!s:>20} "
+                     f"{x['seconds'] * 1e6:>18.2f} {y['seconds'] * 1e6:>18.2f}  {'same' if ok else 'DIFFERENT'}")
+    lines.append(f"{len(set(ra) | set(rb))} rows: {'all present in both, right, and equal' if same else 'DIFFERENCES'}")
+    return lines, same

@@ -20,22 +20,13 @@ from p2sim.sim import check_program_completes
 from p2sim.synthesis import synthesize_placements
 
 from .errors import BenchError
+from .steps import RankStep
 
 __all__ = ["RankStep", "ProgramPlan", "plan_program", "plan_programs"]
 
 
 def _rows(mask: int) -> tuple[int, ...]:
     return tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
-
-
-@dataclass(frozen=True)
-class RankStep:
-    op: Op
-    group: tuple[int, ...] | None  # communicator members, root first; None: idle in this step
-    index: int  # this rank's position in ``group``
-    rows_in: tuple[int, ...]
-    rows_out: tuple[int, ...]
-    gathered: tuple[int, ...] = ()  # AllGather: chunk order of the concatenated output
 
 
 @dataclass(frozen=True)

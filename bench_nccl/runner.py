@@ -10,21 +10,21 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import sys
-import threading
-import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from p2sim.analysis.collective_rows import bus_factor
 from p2sim.placement import Matrix
 
 from .backends import make_backend
 from .env import Placement
 from .errors import BenchError
+from .gpu import nccl_algo_env
 from .logfile import LogWriter, completed, read_log, record_key
 from .plan import ProgramPlan, plan_programs
-from .store import StoreClient, StoreServer
+from .session import barrier, run_session
+from .store import StoreClient
 from .values import expected, initial
 
 __all__ = ["RunConfig", "run_rank"]
@@ -52,50 +52,12 @@ class RunConfig:
     order: str = "aligned"  # device order of reduction groups (p2sim.hierarchy.Order), recorded in the log
 
 
-def _watchdog(p: Placement, backend_ref: list[Any], stop: threading.Event) -> None:
-    """Stops this rank when another rank reported a failure, or rank 0 vanished."""
-    try:
-        client = StoreClient(p.address, p.port, p.token)
-    except BenchError:
-        return
-    while not stop.wait(0.2):
-        try:
-            msg = client.get("abort")
-        except BenchError:
-            if stop.is_set():
-                return
-            msg = "rank 0 (which serves the store) is gone"
-        if msg and not stop.is_set() and not msg.startswith(f"rank {p.rank}:"):
-            print(f"bench_nccl rank {p.rank}: stopping: {msg}", file=sys.stderr, flush=True)
-            if backend_ref and hasattr(backend_ref[0], "abort"):
-                backend_ref[0].abort()
-            os._exit(3)
-
-
 def run_rank(cfg: RunConfig, p: Placement) -> int:
-    server = StoreServer(p.address, p.port, p.token).start() if p.rank == 0 else None
-    store = StoreClient(p.address, p.port, p.token)
-    backend_ref: list[Any] = []
-    stop = threading.Event()
-    threading.Thread(target=_watchdog, args=(p, backend_ref, stop), daemon=True).start()
-    try:
-        return _run(cfg, p, store, backend_ref)
-    except Exception as e:
-        try:
-            store.set("abort", f"rank {p.rank}: {e}")
-        except BenchError:
-            pass
-        raise
-    finally:
-        stop.set()
-        if server is not None:
-            time.sleep(0.3)  # let the other ranks' last requests finish
-            server.close()
+    return run_session(p, lambda store, backend_ref: _run(cfg, p, store, backend_ref))
 
 
 def _barrier(store: StoreClient, name: str, p: Placement, timeout: float) -> None:
-    store.set(f"b/{name}/{p.rank}", "1")
-    store.wait([f"b/{name}/{r}" for r in range(p.world)], timeout, f"the ranks at barrier {name}")
+    barrier(store, name, p, timeout)
 
 
 def _run(cfg: RunConfig, p: Placement, store: StoreClient, backend_ref: list[Any]) -> int:
@@ -105,11 +67,17 @@ def _run(cfg: RunConfig, p: Placement, store: StoreClient, backend_ref: list[Any
     if p.world != topo.devices:
         raise BenchError(f"world: {p.world} ranks, but {topo.spec.name} with {topo.node_count} nodes has "
                          f"{topo.devices} GPUs (one rank per GPU)")
-    os.environ["NCCL_ALGO"] = {"ring": "Ring", "tree": "Tree"}[cfg.algo]  # read by NCCL at communicator creation
     plans = plan_programs(topo.hierarchy, cfg.axes, cfg.reduce_axes, cfg.matrix, cfg.programs, cfg.profile,
                           cfg.order)
     backend = make_backend(cfg.backend, p.rank, p.world, p.local_rank, store, cfg.timeout)
     backend_ref.append(backend)
+    # read by NCCL at communicator creation (none exists yet); F7: what "tree" may mean depends on NCCL
+    ops = {s.op for plan in plans for steps in plan.steps.values() for s in steps if s.group is not None}
+    algo_env = nccl_algo_env(cfg.algo, backend.nccl_version, ops)
+    if algo_env is None:
+        os.environ.pop("NCCL_ALGO", None)
+    else:
+        os.environ["NCCL_ALGO"] = algo_env
     xp, dtype = backend.xp, backend.dtype
     run_id = None
     writer = None
@@ -147,13 +115,14 @@ def _run(cfg: RunConfig, p: Placement, store: StoreClient, backend_ref: list[Any
             ok = bool(out.shape == want.shape and bool((out == want).all()))
             if it is None:
                 continue
-            store.set(f"r/{pid}/{it}/{p.rank}", json.dumps([seconds, ok]))
+            store.set(f"r/{pid}/{it}/{p.rank}", json.dumps([seconds, ok, backend.marks()]))
             if writer is not None:
                 got = [json.loads(v) for v in store.wait([f"r/{pid}/{it}/{r}" for r in range(p.world)],
                                                          cfg.timeout, "the ranks' results")]
                 writer.write(dict(
                     base, run_id=run_id, iteration=it, seconds=max(g[0] for g in got),
                     fastest_rank_seconds=min(g[0] for g in got), **{"pass": all(g[1] for g in got)},
+                    steps=step_records(plan, chunk * xp.dtype(dtype).itemsize, [g[2] for g in got]),
                     emulated=backend.emulated, world_size=p.world, warmup=cfg.warmup, **versions,
                     time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 ))
@@ -171,4 +140,33 @@ def _execute(backend: Any, plan: ProgramPlan, rank: int, comms: dict, buf: Any, 
     for step in plan.steps[rank]:
         if step.group is not None:
             buf = backend.run(step, comms[step.group], buf, plan.chunks, chunk)
+        backend.mark()
     return buf
+
+
+def step_records(plan: ProgramPlan, chunk_bytes: int, marks: list[list[float]]) -> list[dict[str, Any]]:
+    """Per step of a program: its collective, groups, bytes, time, algbw and busbw.
+
+    ``marks[r][i]`` is when rank ``r`` finished step ``i``, counted from its start event;
+    the step ends when its slowest rank does (``E_i = max_r marks[r][i]``) and lasts
+    ``E_i - E_{i-1}``, so the steps add up to the program's time.  ``bytes`` is nccl-tests'
+    size of a member's call (the larger of its input and output); ``algbw_GBps`` is
+    ``bytes / seconds`` and ``busbw_GBps`` that times the collective's bus factor on the
+    group's size (:func:`p2sim.analysis.collective_rows.bus_factor`), in GB/s (10^9 bytes).
+    """
+    ends = [max(m[i] for m in marks) for i in range(min(len(m) for m in marks))] if marks else []
+    out = []
+    for i, end in enumerate(ends):
+        calls = [steps[i] for steps in plan.steps.values() if i < len(steps) and steps[i].group is not None]
+        if not calls:
+            continue
+        s = calls[0]
+        rows = max(max(len(c.rows_in), len(c.rows_out)) for c in calls)
+        n = len(s.group)
+        seconds = end - (ends[i - 1] if i else 0.0)
+        nbytes = rows * chunk_bytes
+        alg = nbytes / seconds / 1e9 if seconds > 0 else None
+        out.append({"step": i, "op": s.op.value, "group_size": n, "groups": len({c.group for c in calls}),
+                    "bytes": nbytes, "seconds": seconds, "algbw_GBps": alg,
+                    "busbw_GBps": None if alg is None else alg * bus_factor(s.op.value, n)})
+    return out

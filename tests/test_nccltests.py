@@ -1,0 +1,245 @@
+"""nccl-tests logs as measurements: the layouts of nccl-tests 2.x, and every malformed case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from p2sim.analysis.collective_rows import bus_factor
+from p2sim.analysis.nccltests import is_nccltests_log, parse_nccltests, read_nccltests
+from p2sim.errors import MeasurementError
+
+DATA = Path(__file__).resolve().parent / "data" / "nccltests"
+ONE = DATA / "all_reduce_perf_1node_h100.txt"
+TWO = DATA / "all_reduce_perf_2node_h100.txt"
+
+
+def text(path: Path) -> str:
+    return path.read_text()
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def line_of(src: list[str], needle: str) -> int:
+    return next(i for i, x in enumerate(src, 1) if needle in x)
+
+
+def fails(data, name: str, match: str, **kw) -> str:
+    with pytest.raises(MeasurementError) as e:
+        parse_nccltests(data, name, system=kw.pop("system", "h100"), **kw)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(name + ":"), msg
+    assert match in msg, msg
+    return msg
+
+
+@pytest.mark.parametrize("name, collective, nodes, per_node, sizes, algo, gpu", [
+    ("all_reduce_perf_1node_h100.txt", "AllReduce", 1, 8, 13, "auto", "NVIDIA H100 80GB HBM3"),
+    ("all_reduce_perf_2node_h100.txt", "AllReduce", 2, 8, 11, "ring", "NVIDIA H100 80GB HBM3"),
+    ("all_gather_perf_v100_nccl28.txt", "AllGather", 1, 8, 11, "auto", "Tesla V100-SXM2-16GB"),  # + one 0 B row
+    ("reduce_scatter_perf_v100.log", "ReduceScatter", 1, 8, 8, "auto", "Tesla V100-SXM2-16GB"),
+    ("broadcast_perf_2node.txt", "Broadcast", 2, 8, 7, "auto", "NVIDIA H100 80GB HBM3"),
+    ("reduce_perf_1node_h100.txt", "Reduce", 1, 8, 6, "auto", "NVIDIA H100 80GB HBM3"),
+])
+def test_every_layout_reads(name, collective, nodes, per_node, sizes, algo, gpu):
+    path = DATA / name
+    assert is_nccltests_log(path)
+    rows = read_nccltests(path, system="h100")
+    assert len(rows) == 2 * sizes
+    assert [r.in_place for r in rows] == [False, True] * sizes
+    assert {(r.collective, r.nodes, r.gpus_per_node, r.algo, r.proto, r.gpu, r.system, r.ident)
+            for r in rows} == {(collective, nodes, per_node, algo, "auto", gpu, "h100", name)}
+    assert all(r.origin == str(path) and r.source == str(path) for r in rows)
+    n = nodes * per_node
+    src = lines(path)
+    for r in rows:
+        # every row is the line it came from: size and time as printed, busbw = size / time x bus factor
+        tok = src[r.line - 1].split("<stdout>:")[-1].split()
+        assert float(tok[0]) == r.size_bytes
+        assert float(tok[-4 if r.in_place else -8]) * 1e-6 == pytest.approx(r.seconds, rel=1e-12)
+        assert r.busbw == pytest.approx(r.size_bytes / r.seconds * bus_factor(collective, n), rel=1e-12)
+        printed = float(tok[-2 if r.in_place else -6]) * 1e9
+        if r.algbw >= 1e9:
+            assert r.busbw == pytest.approx(printed, rel=0.01)
+
+
+def test_figures_by_hand():
+    rows = read_nccltests(ONE, system="h100")
+    last = rows[-2]  # 128 MiB out of place: 692.84 us on 8 ranks
+    assert (last.size_bytes, last.seconds) == (134217728.0, pytest.approx(692.84e-6))
+    assert last.algbw / 1e9 == pytest.approx(134217728 / 692.84e-6 / 1e9)  # 193.72 GB/s
+    assert last.busbw / 1e9 == pytest.approx(193.72 * 1.75, rel=1e-4)  # 2 (n - 1) / n = 1.75
+    ag = read_nccltests(DATA / "all_gather_perf_v100_nccl28.txt", system="v100")
+    assert ag[0].size_bytes == 32.0  # 1 float per rank x 8 ranks; the 0-byte row before it is skipped
+    assert ag[-1].busbw / 1e9 == pytest.approx(33554432 / 257.1e-6 / 1e9 * 7 / 8)
+
+
+def test_collective_from_the_log_the_command_line_the_file_name_or_the_argument():
+    # the 2-node log names all_reduce_perf only on its mpirun line; any file name works
+    assert parse_nccltests(text(TWO), "x.txt", system="h100")[0].collective == "AllReduce"
+    # the old reduce_scatter log names nothing: its file name does
+    rs = text(DATA / "reduce_scatter_perf_v100.log")
+    fails(rs, "results.txt", "cannot tell which nccl-tests program")
+    assert parse_nccltests(rs, "rs.txt", system="v100", collective="ReduceScatter")[0].collective == "ReduceScatter"
+    assert parse_nccltests(rs, "run_reducescatter_8gpu.txt", system="v100")[0].collective == "ReduceScatter"
+    # a wrong name is caught by the rows: an AllGather table read as AllReduce
+    msg = fails(text(DATA / "all_gather_perf_v100_nccl28.txt"), "x.txt", "count:", collective="AllReduce")
+    assert f":{line_of(lines(DATA / 'all_gather_perf_v100_nccl28.txt'), '          32             1')}: count:" in msg
+    # ReduceScatter and AllReduce have the same columns; the counts tell them apart
+    fails(rs, "all_reduce_perf.txt", "count:")
+    # programs p2sim does not model
+    fails(text(ONE).replace("Collective test starting: all_reduce_perf", "Collective test starting: alltoall_perf"),
+          "a.txt", "alltoall_perf ('Collective test starting: alltoall_perf') is not one of")
+
+
+def test_several_runs_of_one_collective_and_mixed_collectives():
+    two = text(ONE) + "\n==== second case ====\n" + text(ONE)
+    rows = parse_nccltests(two, "cases.txt", system="h100")
+    assert len(rows) == 52 and {r.ident for r in rows} == {"cases.txt#1", "cases.txt#2"}
+    n = len(lines(ONE))
+    assert rows[26].line == rows[0].line + n + 2  # an empty line and the banner between the runs
+    mixed = text(ONE) + text(DATA / "reduce_perf_1node_h100.txt")
+    header2 = n + line_of(lines(DATA / "reduce_perf_1node_h100.txt"), "#       size")
+    msg = fails(mixed, "mixed.txt", "one collective per file")
+    assert msg.startswith(f"mixed.txt:{header2}: collective: this table is Reduce")
+
+
+def test_cut_logs():
+    src = lines(ONE)
+    row = line_of(src, "     2097152 ")
+    fails("\n".join(src[:row]), "cut.txt", f"cut.txt:{row}: table: the table stops here")
+    fails("\n".join(src[:row - 1] + [src[row - 1][:70]]), "cut.txt", f"cut.txt:{row}: table:")
+    # a row cut short inside a complete table
+    cut = src[:row - 1] + [src[row - 1][:70]] + src[row:]
+    fails("\n".join(cut), "cut.txt", f"cut.txt:{row}: busbw (out-of-place): missing: the row has 7 fields, the header 13")
+    fails("\n".join(src[:line_of(src, "Using devices")]), "head.txt", "no nccl-tests table")
+
+
+def test_wrong_results():
+    src = lines(ONE)
+    row = line_of(src, "      524288 ")
+    bad = src[:]
+    bad[row - 1] = bad[row - 1][:-7] + "     12"
+    fails("\n".join(bad), "w.txt", f"w.txt:{row}: #wrong (in-place): 12 wrong elements")
+    bad = [x.replace("Out of bounds values : 0 OK", "Out of bounds values : 3 FAILED") for x in src]
+    fails("\n".join(bad), "w.txt", f"w.txt:{line_of(src, 'Out of bounds')}: Out of bounds values: 3")
+    # before nccl-tests 2.13: the largest deviation, wrong above 1e-5 x (ranks - 1) for float
+    old = lines(DATA / "reduce_scatter_perf_v100.log")
+    row = line_of(old, "       16384 ")
+    ok, bad = old[:], old[:]
+    ok[row - 1] = ok[row - 1][:-5] + "7e-05"
+    bad[row - 1] = bad[row - 1][:-5] + "8e-05"
+    assert parse_nccltests("\n".join(ok), "reduce_scatter_perf.txt", system="v100")
+    fails("\n".join(bad), "reduce_scatter_perf.txt", f":{row}: error (in-place): 8e-05")
+    # -c 0: nothing was checked, the times stand
+    na = "\n".join(x.replace("      0\n", "    N/A\n") for x in [y + "\n" for y in src])
+    assert len(parse_nccltests(na, "na.txt", system="h100")) == 26
+
+
+def test_rank_lines():
+    src = lines(ONE)
+    header = line_of(src, "#       size")
+    no_ranks = [x for x in src if "#  Rank" not in x]
+    fails("\n".join(no_ranks), "r.txt", f"r.txt:{header - 8}: Rank: no '#  Rank N ... on HOST device D' lines")
+    uneven = [x.replace("on dgx-h100-07 device  7", "on dgx-h100-08 device  7") for x in src]
+    fails("\n".join(uneven), "r.txt", "hosts: the hosts run different rank counts (dgx-h100-07 7, dgx-h100-08 1)")
+    twice = [x.replace("#  Rank  7 Group", "#  Rank  6 Group") for x in src]
+    fails("\n".join(twice), "r.txt", "Rank: rank 6 is listed twice")
+    split = [x.replace("#  Rank  7 Group  0", "#  Rank  7 Group  1") for x in src]
+    fails("\n".join(split), "r.txt", "Group: ranks are split into 2 communicators")
+
+
+def test_bytes_that_are_not_utf8():
+    data = ONE.read_bytes().replace(b"NVIDIA H100 80GB HBM3\n#  Rank  5", b"NVIDIA H100 \xe9GB\n#  Rank  5", 1)
+    row = line_of(lines(ONE), "#  Rank  4")
+    fails(data, "b.txt", f"b.txt:{row}: encoding: byte 0xe9 at column")
+
+
+def test_launcher_prefixes_and_foreign_lines_are_skipped():
+    plain = parse_nccltests(text(ONE), "a.txt", system="h100")
+    labelled = "\n".join("0: " + x for x in lines(ONE))  # srun --label
+    assert [(r.size_bytes, r.seconds) for r in parse_nccltests(labelled, "a.txt", system="h100")] == \
+        [(r.size_bytes, r.seconds) for r in plain]
+    noisy = text(ONE).replace("           8             2", "node:1:2 [0] NCCL INFO Channel 00/32 :    0   1\n"
+                                                            "           8             2")
+    assert len(parse_nccltests(noisy, "a.txt", system="h100")) == len(plain)
+
+
+def test_per_iteration_and_timestamp_columns():
+    # nccl-tests 2.19 with -I 1 -T 1 (util.cu writeResultHeader / writeBenchmarkLineBody / writePerIterReport)
+    head = ("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s"
+            "  %7s %*s" % ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "i_min",
+                           "i_max", "i_p99", "i_cv%", "time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99",
+                           "i_cv%", 19, "timestamp"))
+    row = ("%12li  %12li  %8s  %6s  %6s" % (1048576, 262144, "float", "sum", "%6i" % -1)
+           + "  %7s  %6s  %6s  %6g" % ("  20.00", " 52.43", " 91.75", 0) + "  %7s  %7s  %7s  %7s" % (
+               "  19.10", "  24.80", "  24.80", "   6.10")
+           + "  %7s  %6s  %6s  %6g" % ("  21.00", " 49.93", " 87.38", 0) + "  %7s  %7s  %7s  %7s" % (
+               "  20.00", "  25.10", "  25.10", "   5.90") + "%21s" % "2026-03-02 10:11:12")
+    ranks = "\n".join(f"#  Rank {r:2d} Group  0 Pid {100 + r:6d} on      node0 device {r:2d} [0000:{r:02x}:00] "
+                      "NVIDIA H100 80GB HBM3" for r in range(8))
+    log = (f"# Collective test starting: all_reduce_perf\n# Using devices\n{ranks}\n#\n{head}\n{row}\n"
+           "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 89.565 \n")
+    rows = parse_nccltests(log, "i.txt", system="h100")
+    assert [(r.seconds * 1e6, r.in_place) for r in rows] == [(pytest.approx(20.0), False), (pytest.approx(21.0), True)]
+
+
+def test_arguments_are_checked():
+    fails(text(ONE), "a.txt", "collective: 'Allreduce' is not one of", collective="Allreduce")
+    fails(text(ONE), "a.txt", "algo: 'Ring' is not one of", algo="Ring")
+    assert {r.algo for r in parse_nccltests(text(TWO), "b.txt", system="h100", algo="tree")} == {"tree"}
+    assert {r.proto for r in parse_nccltests(text(TWO).replace("NCCL_ALGO", "NCCL_PROTO"), "b.txt",
+                                              system="h100")} == {"auto"}  # "Ring" is no protocol
+    with pytest.raises(MeasurementError, match="cannot read"):
+        read_nccltests(DATA / "none.txt", system="h100")
+
+
+def test_sniffing(tmp_path):
+    for p in DATA.iterdir():
+        assert is_nccltests_log(p) == (p.suffix != ".py")
+    (tmp_path / "a.csv").write_text("gpu,nodes\nA100,2\n")
+    (tmp_path / "b.jsonl").write_text('{"system": "a100"}\n')
+    (tmp_path / "c.bin").write_bytes(bytes(range(256)) * 4)
+    assert not any(is_nccltests_log(tmp_path / n) for n in ("a.csv", "b.jsonl", "c.bin", "missing.txt"))
+    (tmp_path / "tagged.out").write_text("[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 8 maxBytes 8\n")
+    assert is_nccltests_log(tmp_path / "tagged.out")
+
+
+def _format_row(size: int, count: int, redop: str, root: int, times: tuple[float, float], bf: float) -> str:
+    out = "%12li  %12li  %8s  %6s  %6s" % (size, count, "float", redop, "%6i" % root)
+    for us in times:
+        alg = size / us / 1e3
+        out += "  %7.2f  %6.2f  %6.2f  %5g" % (us, alg, alg * bf, 0)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(coll=st.sampled_from(["AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"]),
+       nodes=st.integers(1, 4), per_node=st.sampled_from([1, 2, 4, 8]),
+       counts=st.lists(st.integers(1, 1 << 22), min_size=1, max_size=6),
+       times=st.lists(st.floats(1.0, 9999.0), min_size=2, max_size=2))
+def test_rows_round_trip(coll, nodes, per_node, counts, times):
+    """Whatever the collective and ranks, each printed row comes back with its size and time."""
+    n = nodes * per_node
+    scatter = coll in ("ReduceScatter", "AllGather")
+    redop = "none" if coll in ("AllGather", "Broadcast") else "sum"
+    root = 0 if coll in ("Broadcast", "Reduce") else -1
+    ranks = "\n".join(f"#  Rank {r:2d} Group  0 Pid {r:6d} on {'host' + str(r // per_node):>10} device "
+                      f"{r % per_node:2d} [0x{r:02x}] GPU" for r in range(n))
+    head = ("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s" %
+            ("size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw",
+             "busbw", "#wrong"))
+    body = [_format_row(c * 4 * (n if scatter else 1), c, redop, root, (round(times[0], 2), round(times[1], 2)),
+                        bus_factor(coll, n)) for c in counts]
+    log = "\n".join(["# Using devices", ranks, head, *body, "# Out of bounds values : 0 OK",
+                     "# Avg bus bandwidth    : 1"])
+    rows = parse_nccltests(log, "p.txt", system="s", collective=coll)
+    assert [r.size_bytes for r in rows] == [float(c * 4 * (n if scatter else 1)) for c in counts for _ in (0, 1)]
+    assert [r.seconds for r in rows] == [pytest.approx(round(t, 2) * 1e-6) for _ in counts for t in times]
+    assert all((r.nodes, r.gpus_per_node) == (nodes, per_node) for r in rows)
+    assert all(r.busbw == pytest.approx(r.algbw * bus_factor(coll, n)) for r in rows)
