@@ -31,6 +31,8 @@ from ..topology import find_spec
 from ..topology.settings import ModelRates
 from ..topology.spec import SystemSpec
 from .executor import Executor
+from .collective_predict import predict_collectives
+from .collective_rows import CollectiveRow
 from .measurements import MeasuredRow
 from .predict import groups_of, predict_groups
 from .sweep import ALLREDUCE_TEXT
@@ -129,14 +131,30 @@ def _residuals(rows_by_group, results) -> np.ndarray:
     return np.asarray(res)
 
 
+def _collective_residuals(rows: Sequence[CollectiveRow], trial: SystemSpec, model: str) -> np.ndarray:
+    if not rows:
+        return np.zeros(0)
+    preds = predict_collectives(rows, {trial.name: trial})
+    return np.asarray([math.log((p.baseline_seconds if model == "baseline" else p.seconds) / p.row.seconds)
+                       for p in preds])
+
+
 def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, model: str = "des",
-              base: SystemSpec | None = None, max_evaluations: int = 60) -> Calibration:
-    """Fit one system's link classes and per-channel rates to its measured rows."""
+              base: SystemSpec | None = None, max_evaluations: int = 60,
+              collectives: Sequence[CollectiveRow] = ()) -> Calibration:
+    """Fit one system's link classes and per-channel rates to its measured rows.
+
+    ``rows`` are programs' measurements (P2's table, bench_nccl logs); ``collectives``
+    single-collective ones (nccl-tests and bench_nccl sweeps): both may be given.
+    """
     mine = [r for r in rows if r.system == system]
-    if not mine:
+    singles = [r for r in collectives if r.system == system]
+    if not mine and not singles:
         raise MeasurementError(f"calibrate: no measurements of system {system!r}")
     spec = base if base is not None else find_spec(system)
-    algos = sorted({"tree" if r.algo in ("tree", "nvls_tree") else "ring" for r in mine})
+    algos = sorted({"tree" if r.algo in ("tree", "nvls_tree") else "ring" for r in mine}
+                   | {"tree" if r.algo in ("tree", "nvls_tree", "auto") else "ring" for r in singles}
+                   | ({"ring"} if singles else set()))
     groups = groups_of(mine)
     evaluations = 0
 
@@ -145,8 +163,11 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
             nonlocal evaluations
             evaluations += 1
             trial = layout.apply(spec, x)
-            results = predict_groups(groups, {system: trial}, model, executor, all_matrices=False)
-            return np.concatenate([_residuals(groups, results), layout.prior(x)])
+            res = [_collective_residuals(singles, trial, model)]
+            if mine:
+                results = predict_groups(groups, {system: trial}, model, executor, all_matrices=False)
+                res.insert(0, _residuals(groups, results))
+            return np.concatenate(res + [layout.prior(x)])
         return fun
 
     links = _Layout(tuple(sorted(spec.classes)), ())
@@ -155,7 +176,7 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     r0 = fun(np.zeros(n))
     data = len(r0) - n
     first = least_squares(fun, np.zeros(n), bounds=BOUNDS, diff_step=0.05, max_nfev=max_evaluations)
-    crosses = any(r.nodes > 1 for r in mine)
+    crosses = any(r.nodes > 1 for r in (*mine, *singles))
     # the baseline model has no channels: only its links can be fitted
     rates = () if model == "baseline" else tuple(
         f"{a}_{kind}" for a in algos for kind in (("net_rate",) if crosses else ()) + ("channel_rate",))
@@ -166,19 +187,20 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     x0 = np.concatenate([first.x, [math.log(start[r.split("_", 1)[1]]) for r in rates]])
     lower = np.concatenate([np.full(n, BOUNDS[0]), np.full(len(rates), CAP_BOUNDS[0])])
     upper = np.concatenate([np.full(n, BOUNDS[1]), np.full(len(rates), CAP_BOUNDS[1])])
+    what = [*mine, *singles]
     if not rates:
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
-        return _result(system, model, spec, after, mine, r0[:data], final, data, evaluations)
+        return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
     fun_full = fitter(full)
     second = least_squares(fun_full, x0, bounds=(lower, upper), diff_step=0.05, max_nfev=max_evaluations)
     if second.cost <= first.cost:
         after, final = full.apply(spec, second.x), fun_full(second.x)[:data]
     else:  # the rates did not help: keep the links-only fit
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
-    return _result(system, model, spec, after, mine, r0[:data], final, data, evaluations)
+    return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
 
 
-def _result(system: str, model: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[MeasuredRow],
+def _result(system: str, model: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[Any],
             before: np.ndarray, final: np.ndarray, data: int, evaluations: int) -> Calibration:
     return Calibration(
         system=system, model=model, before=spec,

@@ -239,25 +239,40 @@ def cmd_whatif(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ..analysis.measurements import load_measurements
+    from ..analysis.collective_validation import validate_collectives
+    from ..analysis.inputs import load_inputs
     from ..analysis.validation_run import validate
+    from ..report.collectives import collectives_report, collectives_text
     from ..report.files import write_report
     from ..report.validate import validation_report, validation_text
 
-    rows = load_measurements(args.measurements)
-    cal = None if args.calibrate_on is None else load_measurements(args.calibrate_on)
+    data = load_inputs(args.measurements, args.system)
+    cal = None if args.calibrate_on is None else load_inputs(args.calibrate_on, args.system)
     model = check_model(args.model)
     folds = positive_int(args.folds, "folds")
+    doc: dict = {}
+    files: dict[str, bytes] = {}
     with executor(args) as ex:
-        result = validate(rows, ex, model, cal, folds)
-    doc = result.to_json()
-    if args.out:
-        written = write_report(args.out, validation_report(doc))
+        if data.programs:
+            result = validate(list(data.programs), ex, model, None if cal is None else list(cal.programs), folds)
+            doc = result.to_json()
+            if args.out:
+                files.update(validation_report(doc))
+        if data.collectives:
+            if cal is not None and not cal.collectives:
+                raise InputError("calibrate-on: no single-collective measurements to calibrate the collectives on")
+            doc["collectives"] = validate_collectives(data.collectives, ex, model,
+                                                      None if cal is None else cal.collectives)
+            if args.out:
+                files.update(collectives_report(doc["collectives"]))
+    written = write_report(args.out, files) if args.out else []
     if args.json:
         emit(doc)
     else:
-        print(validation_text(doc))
-        if args.out:
+        parts = ([validation_text(doc)] if data.programs else []) + (
+            [collectives_text(doc["collectives"])] if data.collectives else [])
+        print("\n\n".join(parts))
+        if written:
             print(f"\nreport: {', '.join(str(w) for w in written)}")
     return 0
 
@@ -266,19 +281,19 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..analysis.calibrate import calibrate
-    from ..analysis.measurements import load_measurements
+    from ..analysis.inputs import load_inputs
     from ..report.validate import calibration_lines
     from ..topology import find_spec
     from ..topology.toml_out import spec_to_toml
 
-    rows = load_measurements(args.measurements)
     spec = find_spec(args.system)
+    data = load_inputs(args.measurements, spec.name)
     model = check_model(args.model)
     out = Path(args.out)
     if out.suffix != ".toml":
         raise InputError(f"out: {args.out!r} should be a .toml file")
     with executor(args) as ex:
-        fit = calibrate(rows, spec.name, ex, model, base=spec)
+        fit = calibrate(list(data.programs), spec.name, ex, model, base=spec, collectives=data.collectives)
     out.write_text(spec_to_toml(fit.after, f"Calibrated by p2sim calibrate from {spec.source}\n"
                                             f"on {args.measurements} ({fit.rows} rows, {model} model)."))
     doc = dict(fit.to_json(), out=str(out))

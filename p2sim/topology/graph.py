@@ -89,6 +89,8 @@ class Topology:
         self._net: dict[tuple[str, str], tuple[int, ...]] = {}
         self._routes: dict[tuple[int, int], Route] = {}
         self._via: dict[tuple[int, int, str, str], Route] = {}
+        # derived data of other layers (ring searches, GPU classes), computed once per topology
+        self.memo: dict = {}
         self._check_connected()
 
     # -- construction -------------------------------------------------------------
@@ -141,6 +143,19 @@ class Topology:
         self.latency = np.asarray(lat, dtype=float)
         self.edge_class: tuple[str, ...] = tuple(cls)
         self._index = {e: k for k, e in enumerate(self._edges)}
+        # moving everything by one node moves a node's own edge by ``stride`` ids: its node's
+        # block of edges, or the next node's pair of links to the same network component
+        stride = np.zeros(len(self._edges), dtype=np.int64)
+        stride[: self._edges_per_node * self.node_count] = self._edges_per_node
+        for k in range(self._edges_per_node * self.node_count, len(self._edges)):
+            if g.nodes[self._edges[k][0]]["node"] is not None or g.nodes[self._edges[k][1]]["node"] is not None:
+                stride[k] = 2
+        self._stride = stride
+
+    def shift_edges(self, edges: np.ndarray, nodes: int) -> np.ndarray:
+        """The edges that ``edges`` become when everything moves ``nodes`` nodes on (every node is
+        the same template, joined to the network the same way: the move is a symmetry)."""
+        return edges + nodes * self._stride[edges]
 
     def _check_connected(self) -> None:
         for a in range(self.gpus_per_node):
