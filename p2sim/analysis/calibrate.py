@@ -182,9 +182,6 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
         f"{a}_{kind}" for a in algos for kind in (("net_rate",) if crosses else ()) + ("channel_rate",))
     full = _Layout(links.classes, rates)
     fitted = links.apply(spec, first.x)
-    start = {"net_rate": 0.75 * fitted.classes[_network_class(fitted)].capacity if crosses else 1.0,
-             "channel_rate": 0.75 * max(c.capacity for c in fitted.classes.values()) / 4}
-    x0 = np.concatenate([first.x, [math.log(start[r.split("_", 1)[1]]) for r in rates]])
     lower = np.concatenate([np.full(n, BOUNDS[0]), np.full(len(rates), CAP_BOUNDS[0])])
     upper = np.concatenate([np.full(n, BOUNDS[1]), np.full(len(rates), CAP_BOUNDS[1])])
     what = [*mine, *singles]
@@ -192,12 +189,43 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
         return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
     fun_full = fitter(full)
+    x0 = _scan_rates(fun_full, first.x, rates, fitted, crosses)
     second = least_squares(fun_full, x0, bounds=(lower, upper), diff_step=0.05, max_nfev=max_evaluations)
     if second.cost <= first.cost:
-        after, final = full.apply(spec, second.x), fun_full(second.x)[:data]
+        x = second.x.copy()
+        # a cap left far above everything it could bind is no cap: report it as unset
+        x[n:][x[n:] > CAP_BOUNDS[1] - 1.0] = np.nan
+        after = full.apply(spec, np.nan_to_num(x, nan=CAP_BOUNDS[1]))
+        after = replace(after, rates=ModelRates(**{k: v for k, v in after.rates.to_dict().items()
+                                                    if k not in rates or not math.isnan(x[n + rates.index(k)])}))
+        final = fun_full(second.x)[:data]
     else:  # the rates did not help: keep the links-only fit
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
     return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
+
+
+def _scan_rates(fun, x_links: np.ndarray, rates: Sequence[str], fitted: SystemSpec, crosses: bool) -> np.ndarray:
+    """Starting values for the rates: one at a time, the best of a few binding levels.
+
+    A cap far above the traffic it limits has no gradient, and one far below it has the
+    same slope everywhere, so the local fit needs a start near where it matters: each rate
+    tries uncapped and 1/1, 1/2, ..., 1/32 of the fastest link in a node (a channel's GPU side) or of
+    the NIC's link (a channel's network connection), keeping the best cost so far.
+    """
+    fast = max(fitted.classes[ln.cls].capacity for ln in fitted.node_links)  # inside a node
+    nic = fitted.classes[_network_class(fitted)].capacity if crosses else fast
+    x = np.concatenate([x_links, np.full(len(rates), CAP_BOUNDS[1])])
+    best = float(np.sum(fun(x) ** 2))
+    for i, r in enumerate(rates):
+        base = nic if r.endswith("net_rate") else fast
+        keep = x[len(x_links) + i]
+        for k in range(6):
+            x[len(x_links) + i] = math.log(base / 2**k)
+            cost = float(np.sum(fun(x) ** 2))
+            if cost < best:
+                best, keep = cost, x[len(x_links) + i]
+        x[len(x_links) + i] = keep
+    return x
 
 
 def _result(system: str, model: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[Any],

@@ -54,6 +54,8 @@ def _log_mapping(folder: Path) -> dict[str, dict[str, str]]:
                 name = (rec.get("file") or "").strip()
                 if not name or not (rec.get("system") or "").strip():
                     raise MeasurementError(f"{path}:{reader.line_num}: file, system: both are needed")
+                if not (folder / name).is_file():  # a typo would leave its log without a system
+                    raise MeasurementError(f"{path}:{reader.line_num}: file: {name!r} is not a file in {folder}")
                 out[name] = {k: (v or "").strip() for k, v in rec.items() if k}
     except UnicodeDecodeError:
         raise MeasurementError(f"{path}: not UTF-8 text") from None

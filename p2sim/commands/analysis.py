@@ -70,8 +70,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
               f"{order_label(chosen, red)}; algo {args.algo}, {model} model, {nbytes / 2**30:g} GiB per GPU; "
               f"{len(ranking.entries)} simulations")
     meta = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": sorted(set(red)),
-            "order": chosen.value, "algo": args.algo, "model": model, "bytes_per_gpu": nbytes,
-            "config": ModelConfig.of(topo.spec).to_json()}
+            "order": chosen.value, "algo": args.algo, "proto": proto, "model": model, "bytes_per_gpu": nbytes,
+            "config": ModelConfig.of(topo.spec).to_json(topo.spec)}
     if args.out:
         best = ranking.entries[0]
         files = ranking_report(f"p2sim rank: {topo.spec.name}", header, ranking, top, topo,

@@ -85,7 +85,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         emit({
             "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": list(reduce_axes),
             "order": chosen.value, "algo": args.algo, "model": args.model, "bytes_per_gpu": nbytes,
-            "config": sim.config.to_json(),
+            "proto": args.proto, "config": sim.config.to_json(topo.spec),
             "programs": [program_result_json(m, prog, r) for m, prog, r in rows],
         })
     else:
