@@ -47,6 +47,8 @@ CAP_BOUNDS = (math.log(0.01), math.log(1e5))  # rate ceilings between 10 MB/s an
 # fit below a tenth says the model misplaces a bottleneck rather than that the link is slow,
 # and a fit above twice the data sheet's figure is physically impossible for that link.
 PLAUSIBLE = (0.1, 2.0)
+# the rates' starting grid: factors of sqrt(2) from the link's rate down to 1/22.6 of it
+SCAN_STEP, SCAN_STEPS = 0.5 * math.log(2.0), 10
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,9 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
         return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
     fun_full = fitter(full)
-    x0 = _scan_rates(fun_full, first.x, rates, fitted, crosses)
+    net_class = _network_class(fitted) if crosses else None
+    x0 = _scan_rates(fun_full, first.x, rates, fitted, crosses,
+                     links.classes.index(net_class) if net_class in links.classes else None)
     second = least_squares(fun_full, x0, bounds=(lower, upper), diff_step=0.05, max_nfev=max_evaluations)
     if second.cost <= first.cost:
         x = second.x.copy()
@@ -204,27 +208,39 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
 
 
-def _scan_rates(fun, x_links: np.ndarray, rates: Sequence[str], fitted: SystemSpec, crosses: bool) -> np.ndarray:
+def _scan_rates(fun, x_links: np.ndarray, rates: Sequence[str], fitted: SystemSpec, crosses: bool,
+                net_index: int | None) -> np.ndarray:
     """Starting values for the rates: one at a time, the best of a few binding levels.
 
     A cap far above the traffic it limits has no gradient, and one far below it has the
     same slope everywhere, so the local fit needs a start near where it matters: each rate
-    tries uncapped and 1/1, 1/2, ..., 1/32 of the fastest link in a node (a channel's GPU side) or of
-    the NIC's link (a channel's network connection), keeping the best cost so far.
+    tries uncapped and 1, 1/sqrt(2), 1/2, ..., 1/22.6 of the fastest link in a node (a channel's GPU
+    side) or of the NIC's link (a channel's network connection), keeping the best cost so
+    far.  A network rate is also tried with the NIC back at the file's figure: the links-only
+    fit explains a slow single communicator by a slow NIC, and only the two moving together
+    (NIC up, cap down) show that concurrent communicators fill the NIC where one cannot.
     """
+    k = len(x_links)
     fast = max(fitted.classes[ln.cls].capacity for ln in fitted.node_links)  # inside a node
     nic = fitted.classes[_network_class(fitted)].capacity if crosses else fast
     x = np.concatenate([x_links, np.full(len(rates), CAP_BOUNDS[1])])
     best = float(np.sum(fun(x) ** 2))
     for i, r in enumerate(rates):
-        base = nic if r.endswith("net_rate") else fast
-        keep = x[len(x_links) + i]
-        for k in range(6):
-            x[len(x_links) + i] = math.log(base / 2**k)
-            cost = float(np.sum(fun(x) ** 2))
-            if cost < best:
-                best, keep = cost, x[len(x_links) + i]
-        x[len(x_links) + i] = keep
+        is_net = r.endswith("net_rate")
+        base = nic if is_net else fast
+        keep = x.copy()
+        nic_starts = [x[net_index]] + ([0.0] if is_net and net_index is not None and x[net_index] != 0.0 else [])
+        for nic_x in nic_starts:
+            for j in range(SCAN_STEPS):
+                trial = x.copy()
+                if is_net and net_index is not None:
+                    trial[net_index] = nic_x
+                    base = nic * math.exp(nic_x - x[net_index])
+                trial[k + i] = math.log(base) - j * SCAN_STEP
+                cost = float(np.sum(fun(trial) ** 2))
+                if cost < best:
+                    best, keep = cost, trial
+        x = keep
     return x
 
 

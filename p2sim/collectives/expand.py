@@ -22,6 +22,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -404,14 +405,13 @@ def _free(topo: Topology, seg: Segment) -> bool:
 
 def _route_latencies(topo: Topology, flows: Sequence[Flow]) -> tuple[float, float]:
     """The slowest intra-node and inter-node route of the collective (seconds, from the file's links)."""
-    intra = inter = 0.0
-    for f in flows:
-        for h in f.hops:
-            if SWITCH in (h.src, h.dst):
-                continue
-            lat = float(topo.latency[list(h.edges)].sum())
-            if h.inter_node:
-                inter = max(inter, lat)
-            else:
-                intra = max(intra, lat)
-    return intra, inter
+    out = {False: 0.0, True: 0.0}
+    for inter in (False, True):
+        routes = [h.edges for f in flows for h in f.hops
+                  if h.inter_node is inter and SWITCH not in (h.src, h.dst) and h.edges]
+        if routes:  # one summed segment per route
+            starts = np.cumsum([0] + [len(r) for r in routes[:-1]])
+            lat = np.add.reduceat(topo.latency[np.fromiter(itertools.chain.from_iterable(routes), dtype=np.int64)],
+                                  starts)
+            out[inter] = float(lat.max())
+    return out[False], out[True]
