@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from ..errors import InputError
 from .maxmin import MaxMin
 
 __all__ = ["FlowSpec", "FlowRecord", "RateSample", "run_flows"]
@@ -142,10 +143,10 @@ class FluidNetwork:
         rates = self.rate[ids]
         if self.record:
             self._sample(ids)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             eta = np.where(np.isinf(rates), 0.0, self.remaining[ids] / rates)
         horizon = float(np.min(eta))
-        if np.isfinite(horizon):
+        if np.isfinite(self.env.now + horizon):  # else no flow can finish at a representable time
             gen = self._generation
             target = ids[eta <= horizon]  # what this timer is for: they finish when it fires
             self.env.timeout(max(horizon, 0.0)).callbacks.append(lambda _ev: self._on_timer(gen, target))
@@ -172,10 +173,17 @@ class FluidNetwork:
         self._reschedule()
 
 
+def _short(label: str) -> str:
+    return repr(label if len(label) <= 60 else label[:57] + "...")
+
+
 def run_flows(
     flows: Sequence[FlowSpec], capacity: np.ndarray, record: bool = False
 ) -> tuple[float, list[FlowRecord], list[RateSample]]:
     """Run flows that all start at time 0; return (makespan, per-flow records, rate samples).
+
+    Raises :class:`~p2sim.errors.InputError` for a flow that can never finish (a link of zero
+    bandwidth, or a finish time beyond the float range) or a non-finite latency or volume.
 
     Examples
     --------
@@ -187,6 +195,10 @@ def run_flows(
     >>> t, [(r.start, r.end) for r in recs]
     (20.0, [(0.0, 18.0), (2.0, 20.0)])
     """
+    for f in flows:
+        if not (np.isfinite(f.latency) and f.latency >= 0 and np.isfinite(f.volume) and f.volume >= 0):
+            raise InputError(f"flow {_short(f.label)}: latency {f.latency} s and volume {f.volume} bytes "
+                             "must be finite and non-negative")
     env = simpy.Environment()
     net = FluidNetwork(env, flows, capacity, record)
     by_latency: dict[float, list[int]] = {}
@@ -196,7 +208,11 @@ def run_flows(
         group = by_latency[latency]
         env.timeout(latency).callbacks.append(lambda _ev, group=group: net.arrive(group))
     env.run()
-    if np.isnan(net.ends).any():
-        raise RuntimeError("a flow never finished (a link without capacity?)")
+    stuck = np.flatnonzero(np.isnan(net.ends))
+    if stuck.size:
+        i = int(stuck[0])
+        why = ("its rate is 0 (a link of zero bandwidth)" if net.rate[i] == 0 else
+               f"at {net.rate[i]:.3g} bytes/s its {net.remaining[i]:.3g} bytes end past the largest float time")
+        raise InputError(f"flow {_short(flows[i].label)} never finishes: {why}")
     out = [FlowRecord(f.label, float(s), float(e)) for f, s, e in zip(flows, net.starts, net.ends)]
     return (max((r.end for r in out), default=0.0), out, net.samples)
