@@ -77,22 +77,31 @@ class Cluster:
         return out + [int(self.nic_down[nb * NICS + rb]), int(self.pcie_down[b])]
 
 
-def scenario(n: int, seed: int = 0) -> tuple[list[FlowSpec], np.ndarray]:
-    """``n`` ring-channel flows with private ceilings; returns (flows, capacity)."""
+def scenario(n: int, seed: int = 0, kind: str = "rings") -> tuple[list[FlowSpec], np.ndarray]:
+    """``n`` flows with private ceilings; returns (flows, capacity).
+
+    ``rings``: each flow one channel of a ring over a random group; ``pairs``: each flow one
+    point-to-point transfer between two random GPUs (one hop of a ring).
+    """
     cl = Cluster()
     rng = np.random.default_rng(seed)
     flows = []
     for j in range(n):
-        # a group as P2 lowers them: the same local GPUs on each of a few nodes, its ring
-        # sorted by GPU index, so it leaves and enters each node once
-        m = int(rng.choice([1, 2, 4, 8]))
-        g = int(rng.choice([1, 2, 4, 8] if m > 1 else [2, 4, 8]))
-        nodes = rng.choice(NODES, size=m, replace=False)
-        local = rng.choice(GPUS, size=g, replace=False)
-        group = np.sort((nodes[:, None] * GPUS + local[None, :]).ravel())
+        if kind == "pairs":
+            group = rng.choice(NODES * GPUS, size=2, replace=False)
+            hops = [(int(group[0]), int(group[1]))]
+        else:
+            # a group as P2 lowers them: the same local GPUs on each of a few nodes, its ring
+            # sorted by GPU index, so it leaves and enters each node once
+            m = int(rng.choice([1, 2, 4, 8]))
+            g = int(rng.choice([1, 2, 4, 8] if m > 1 else [2, 4, 8]))
+            nodes = rng.choice(NODES, size=m, replace=False)
+            local = rng.choice(GPUS, size=g, replace=False)
+            group = np.sort((nodes[:, None] * GPUS + local[None, :]).ravel())
+            hops = list(zip(group.tolist(), np.roll(group, -1).tolist()))
         channel = int(rng.integers(8))
         load: dict[int, int] = {}
-        for a, b in zip(group, np.roll(group, -1)):
+        for a, b in hops:
             for e in cl.hop(int(a), int(b), channel):
                 load[e] = load.get(e, 0) + 1
         load[cl.links + j] = 1  # the private per-channel ceiling

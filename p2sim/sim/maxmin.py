@@ -8,27 +8,32 @@ saturated link on which no flow is faster.
 :class:`MaxMin` keeps that allocation while flows join and leave, touching only what
 changes:
 
-* **Sparse.**  Usage is kept per flow and per link (CSR and CSC), never as a flows x links
-  matrix.
-* **Only the links that bind.**  The allocation is solved over a set ``K`` of links that have
-  saturated at some time (plus each flow's tightest link).  A solution over ``K`` that fits
-  every other link is the solution over all links (each flow's bottleneck in ``K`` is still a
-  bottleneck), so after each update the links of the flows that sped up are checked, and a
-  link found overloaded joins ``K`` and the update is redone.
+* **Sparse.**  Usage is kept per flow and per link, never as a flows x links matrix.
+* **Only the links that bind.**  The allocation is solved over a set ``K`` of links: those
+  that bind now or lately, and each joining flow's tightest link.  A solution over ``K`` that
+  fits every other link is the solution over all links (each flow's bottleneck in ``K`` is
+  still a bottleneck), so after each update the links of the flows that sped up are checked;
+  a link found overloaded joins ``K`` and the update is redone.  Links that have had room to
+  spare for a while leave ``K``.
 * **Local repair in level order.**  An update re-runs progressive filling only where the
   allocation can change, like Dijkstra's algorithm over levels: a heap holds the *dirty*
-  links (a flow on them changed) keyed by the level at which they saturate, found by
-  water-filling over the link's flows; flows that do not touch a dirty link keep their
-  rates.  A saturating link freezes its flows that are still growing and lowers the faster
-  ones (whose other links become dirty); a flow whose every bottleneck became dirty is
-  released at its old rate and grows on.  Everything below the current level is final, as
-  in progressive filling, so the result is the same allocation.
+  links (a flow on them changed) keyed by the level at which they saturate; flows that touch
+  no dirty link keep their rates.  A saturating link freezes its flows that still grow and
+  lowers the faster ones (whose other links become dirty); a flow whose every bottleneck
+  became dirty is released at its old rate and grows on.  Everything below the current level
+  is final, as in progressive filling, so the result is the same allocation.
+* **Water-filling kept per link.**  Each link of ``K`` keeps its water-filling state -- the
+  level ``t`` at which it saturates, the load ``B`` of its flows capped below ``t`` and the
+  weight ``W`` of those at or above it (``B + W t = capacity``) -- so a flow changing its
+  ceiling moves ``t`` in O(1); the link's flows are scanned again only when ``t`` crosses
+  the highest capped flow below it (and every 64 changes, against rounding drift).
 
 :func:`max_min_rates` solves one dense problem with it.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Iterable
 
@@ -41,10 +46,17 @@ __all__ = ["MaxMin", "max_min_rates"]
 _TIE = 1e-12
 # a link not in K is overloaded when its load exceeds its capacity by more than this (relative)
 _OVER = 1e-12
+# a link of K with this much room (relative) after an update is dropped from K
+_ROOM = 0.2
+_REFRESH = 64  # O(1) updates of a link's water-filling state between full rescans
 
 _OPEN, _FROZEN = 1, 2
 _INF = float("inf")
-_SMALL = 48  # links with at most this many flows are water-filled in plain Python
+
+# a link's water-filling state: [level t, load B of the flows capped below t, weight W of the
+# rest, upper: sorted (ceiling, coef, flow) of the capped flows at or above t, lo: an upper
+# bound on the ceilings below t, grow: {flow: coef} of its growing flows, changes since scan]
+_T, _B, _W, _UP, _LO, _GROW, _AGE = range(7)
 
 
 class MaxMin:
@@ -86,30 +98,29 @@ class MaxMin:
         n, nlinks = len(indptr) - 1, len(self.capacity)
         self.rate = np.zeros(n)
         self.active = np.zeros(n, dtype=bool)
+        self._indptr, self._links, self._coef = indptr, links, coef
         owner = np.repeat(np.arange(n), np.diff(indptr))
-        self._f_links = [links[indptr[j]:indptr[j + 1]] for j in range(n)]
-        self._f_coef = [coef[indptr[j]:indptr[j + 1]] for j in range(n)]
         order = np.argsort(links, kind="stable")
-        lptr = np.concatenate([[0], np.cumsum(np.bincount(links, minlength=nlinks))])
-        lflows, lcoef = owner[order], coef[order]
+        lptr = np.concatenate([[0], np.cumsum(np.bincount(links, minlength=nlinks))]).tolist()
+        lflows, lcoef = owner[order].tolist(), coef[order].tolist()
         self._l_flows = [lflows[lptr[i]:lptr[i + 1]] for i in range(nlinks)]
         self._l_coef = [lcoef[lptr[i]:lptr[i + 1]] for i in range(nlinks)]
-        self._l_flows_py = [a.tolist() for a in self._l_flows]
-        self._l_coef_py = [a.tolist() for a in self._l_coef]
-        self._capacity_py = self.capacity.tolist()
-        # each flow's tightest finite link (smallest capacity per unit of load): where a flow
-        # alone would be limited, so it enters K with the flow
-        self._tight = np.full(n, -1, dtype=np.int64)
+        self._capacity = self.capacity.tolist()
+        # each flow's tightest finite link (least capacity per unit of its load): where it would
+        # be limited alone, so it enters K with the flow
+        with np.errstate(divide="ignore"):
+            solo = self.capacity[links] / coef
+        self._tight = [-1] * n
         for j in range(n):
-            solo = self.capacity[self._f_links[j]] / self._f_coef[j]
-            if solo.size and np.isfinite(solo).any():
-                self._tight[j] = self._f_links[j][int(np.argmin(solo))]
-        self._in_k = np.zeros(nlinks, dtype=bool)
+            a, b = indptr[j], indptr[j + 1]
+            if b > a and np.isfinite(solo[a:b]).any():
+                self._tight[j] = int(links[a + int(np.argmin(solo[a:b]))])
+        self._in_k = [False] * nlinks
         self._k_links: list[list[int]] = [[] for _ in range(n)]  # each flow's links in K
         self._k_coef: list[list[float]] = [[] for _ in range(n)]  # and its coefficients on them
-        self._level_py = [_INF] * nlinks  # saturation level of every link in K (inf: not saturated)
-        self._rate_py = [0.0] * n  # self.rate as a list, for fast scalar reads
+        self._state: dict[int, list] = {}  # water-filling state of every link in K
         self._load = np.zeros(nlinks)  # load of every link at the current rates
+        self._rate = [0.0] * n  # self.rate as a list, for fast scalar reads
         self.repairs = 0  # updates redone after a link outside K was found overloaded
 
     # ---- public -------------------------------------------------------------------------
@@ -118,211 +129,239 @@ class MaxMin:
         """Activate ``joined`` and deactivate ``finished`` flows; return the flows whose rate changed."""
         joined = [int(j) for j in joined]
         finished = [int(j) for j in finished]
-        for j in joined:
-            if self._tight[j] >= 0:
-                self._add_to_k([int(self._tight[j])])
+        self._add_to_k(self._tight[j] for j in joined if self._tight[j] >= 0)
         while True:
-            new, levels = self._repair(joined, finished)
-            changed = np.array(sorted(j for j, x in new.items() if x != self.rate[j]), dtype=np.int64)
-            unbounded = [int(self._tight[j]) for j in changed if np.isinf(new[j]) and self._tight[j] >= 0]
+            new, work = self._repair(joined, finished)
+            old = self._rate
+            changed = sorted(j for j, x in new.items() if x != old[j])
+            unbounded = [self._tight[j] for j in changed if new[j] == _INF and self._tight[j] >= 0]
             if unbounded:  # rare: a flow whose finite links are all outside K
+                if all(self._in_k[link] for link in unbounded):
+                    raise RuntimeError("max-min repair left a flow unbounded on links it knows")
                 self._add_to_k(unbounded)
                 continue
-            load = self._load.copy()
-            faster = []
-            for j in changed.tolist():
-                old, x = self.rate[j], new[j]
-                if np.isinf(x) or np.isinf(old):
-                    continue  # on infinite links only: loads nothing that can saturate
-                load[self._f_links[j]] += self._f_coef[j] * (x - old)
-                if x > old:
-                    faster.append(self._f_links[j])
-            over: list[int] = []
-            if faster:
-                ls = np.unique(np.concatenate(faster))
-                ls = ls[~self._in_k[ls] & (load[ls] > self.capacity[ls] * (1.0 + _OVER))]
-                over = ls.tolist()
+            load, over = self._check(changed, new)
             if over:
                 self.repairs += 1
                 self._add_to_k(over)
                 continue
             break
         self._load = load
-        for link, t in levels.items():
-            self._level_py[link] = t
+        self._state.update(work)
         for j in joined:
             self.active[j] = True
         for j in finished:
             self.active[j] = False
-        for j, x in new.items():
-            self.rate[j] = x
-            self._rate_py[j] = x
-        return changed
+        for j in changed:
+            self.rate[j] = old[j] = new[j]
+        self._drop_from_k([link for link, s in work.items() if s[_T] == _INF and not s[_GROW]
+                           and s[_B] < (1.0 - _ROOM) * self._capacity[link]])
+        return np.array(changed, dtype=np.int64)
+
+    def _check(self, changed: list[int], new: dict[int, float]) -> tuple[np.ndarray, list[int]]:
+        """Loads at the new rates, and the links outside K that they overload."""
+        load = self._load.copy()
+        if not changed:
+            return load, []
+        ids = np.array(changed, dtype=np.int64)
+        old = self.rate[ids]
+        x = np.array([new[j] for j in changed])
+        finite = np.isfinite(old) & np.isfinite(x)  # a flow on infinite links only loads nothing
+        ids, dx = ids[finite], (x - old)[finite]
+        start, stop = self._indptr[ids], self._indptr[ids + 1]
+        counts = stop - start
+        ents = np.repeat(start - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+        links = self._links[ents]
+        np.add.at(load, links, self._coef[ents] * np.repeat(dx, counts))
+        up = links[np.repeat(dx > 0, counts)]
+        up = np.unique(up)
+        in_k = np.array([self._in_k[i] for i in up.tolist()], dtype=bool)
+        over = up[~in_k & (load[up] > self.capacity[up] * (1.0 + _OVER))] if up.size else up
+        return load, over.tolist()
 
     # ---- the set K of links that bind ---------------------------------------------------------
 
     def _add_to_k(self, links: Iterable[int]) -> None:
         for link in sorted(set(links)):
-            if self._in_k[link] or not np.isfinite(self.capacity[link]):
+            if self._in_k[link] or self._capacity[link] == _INF:
                 continue
             self._in_k[link] = True
-            for j, c in zip(self._l_flows_py[link], self._l_coef_py[link]):
+            for j, c in zip(self._l_flows[link], self._l_coef[link]):
                 self._k_links[j].append(link)
                 self._k_coef[j].append(c)
-            # its level under the current rates, which stay max-min fair over K and this link
-            u = self.rate[self._l_flows[link]]
-            busy = u > 0
-            full = busy.any() and float(np.dot(self._l_coef[link], u)) >= self.capacity[link] * (1.0 - _TIE)
-            self._level_py[link] = float(u.max()) if full else _INF
+            # its state under the current rates, which stay max-min fair over K and this link
+            self._state[link] = self._scan(link, self._rate)
+
+    def _drop_from_k(self, links: list[int]) -> None:
+        for link in links:
+            self._in_k[link] = False
+            del self._state[link]
+            for j in self._l_flows[link]:
+                ks = self._k_links[j]
+                i = ks.index(link)
+                del ks[i]
+                del self._k_coef[j][i]
 
     # ---- water-filling on one link ------------------------------------------------------------
 
-    def _fill(self, link: int, cap: list[float], cap_a: np.ndarray) -> float:
-        """Smallest level t with sum(c * min(cap, t)) >= capacity over the link's flows, or inf.
+    def _scan(self, link: int, cap: list[float]) -> list:
+        """The link's water-filling state from scratch, given every flow's ceiling ``cap``.
 
-        ``cap`` (a list, and ``cap_a`` the same as an array) is each flow's ceiling: its final
-        rate, or ``inf`` while it still grows.
+        The level is the smallest ``t`` with ``sum(c * min(cap, t)) >= capacity`` (``inf`` if
+        none): a ceiling is a flow's final rate, or ``inf`` while it still grows.
         """
-        flows = self._l_flows_py[link]
-        capacity = self._capacity_py[link]
-        if len(flows) <= _SMALL:  # a Python loop beats numpy's call overhead
-            w_grow = 0.0
-            pts = []
-            for j, c in zip(flows, self._l_coef_py[link]):
-                u = cap[j]
-                if u == _INF:
-                    w_grow += c
-                elif u > 0.0:
-                    pts.append((u, c))
-            if pts:
-                pts.sort()
-                below = 0.0
-                above = w_grow + sum(c for _, c in pts)
-                for u, c in pts:
-                    if below + u * above >= capacity:
-                        return (capacity - below) / above
-                    below += c * u
-                    above -= c
-                rest = capacity - below
-            else:
-                rest = capacity
-            return rest / w_grow if w_grow > 0.0 else _INF
-        u = cap_a[self._l_flows[link]]
-        c = self._l_coef[link]
-        grow = np.isinf(u)
-        w_grow = float(c[grow].sum())
-        fixed = ~grow & (u > 0)
-        uf, cf = u[fixed], c[fixed]
-        if uf.size:
-            order = np.argsort(uf, kind="stable")
-            uf, cf = uf[order], cf[order]
-            cu = cf * uf
-            below = np.cumsum(cu) - cu  # load of the slower flows, each at its ceiling
-            above = w_grow + (float(cf.sum()) - (np.cumsum(cf) - cf))  # weight still growing at uf[i]
-            need = below + uf * above  # load when the level reaches uf[i]
-            i = int(np.searchsorted(need, capacity))
-            if i < uf.size:
-                return float((capacity - below[i]) / above[i])
-            rest = capacity - float(below[-1] + cu[-1])
-        else:
-            rest = capacity
-        return rest / w_grow if w_grow > 0 else _INF
+        capacity = self._capacity[link]
+        grow: dict[int, float] = {}
+        pts = []
+        for j, c in zip(self._l_flows[link], self._l_coef[link]):
+            u = cap[j]
+            if u == _INF:
+                grow[j] = c
+            elif u > 0.0:
+                pts.append((u, c, j))
+        w_grow = sum(grow.values())
+        pts.sort()
+        below = 0.0
+        above = w_grow + sum(p[1] for p in pts)
+        for i, (u, c, _j) in enumerate(pts):
+            if below + u * above >= capacity:
+                t = min((capacity - below) / above, u)
+                return [t, below, above, pts[i:], pts[i - 1][0] if i else 0.0, grow, 0]
+            below += c * u
+            above -= c
+        t = (capacity - below) / w_grow if w_grow > 0.0 else _INF
+        return [t, below, w_grow, [], pts[-1][0] if pts else 0.0, grow, 0]
 
-    def _faster_than(self, link: int, cap: list[float], cap_a: np.ndarray, t: float) -> list[int]:
-        """The link's flows whose ceiling is above ``t``."""
-        flows = self._l_flows_py[link]
-        if len(flows) <= _SMALL:
-            return [j for j in flows if cap[j] > t]
-        fl = self._l_flows[link]
-        return fl[cap_a[fl] > t].tolist()
+    def _move(self, s: list, link: int, j: int, c: float, a: float, b: float, cap: list[float]) -> list:
+        """Flow ``j`` (coefficient ``c``) changes its ceiling from ``a`` to ``b`` on a link in state ``s``.
+
+        Updates ``s`` in place and returns it, or returns a fresh scan where the level left
+        the range the state can follow.
+        """
+        t = s[_T]
+        if a == _INF:
+            s[_W] -= c
+            del s[_GROW][j]
+        elif a > 0.0:
+            up = s[_UP]
+            i = bisect.bisect_left(up, (a, c, j)) if a >= t else len(up)
+            if i < len(up) and up[i][2] == j:
+                del up[i]
+                s[_W] -= c
+            else:
+                s[_B] -= c * a
+        if b == _INF:
+            s[_W] += c
+            s[_GROW][j] = c
+        elif b > 0.0:
+            if b >= t:
+                bisect.insort(s[_UP], (b, c, j))
+                s[_W] += c
+            else:
+                s[_B] += c * b
+                if b > s[_LO]:
+                    s[_LO] = b
+        s[_AGE] += 1
+        if s[_AGE] > _REFRESH:
+            return self._scan(link, cap)
+        capacity = self._capacity[link]
+        up = s[_UP]
+        while True:
+            if not up and not s[_GROW]:
+                s[_W] = 0.0
+                if s[_B] >= capacity * (1.0 - _TIE):
+                    return self._scan(link, cap)
+                t = _INF
+            elif s[_W] > 0.0:
+                t = (capacity - s[_B]) / s[_W]
+            else:
+                return self._scan(link, cap)
+            if up and t > up[0][0]:  # the lowest capped flow above stops at its ceiling
+                u, c2, _j2 = up.pop(0)
+                s[_B] += c2 * u
+                s[_W] -= c2
+                if u > s[_LO]:
+                    s[_LO] = u
+                continue
+            break
+        if t < s[_LO]:  # below a capped flow whose ceiling is not kept: rescan
+            return self._scan(link, cap)
+        s[_T] = t
+        return s
+
+    def _at_level(self, link: int, s: list, t: float, cap: list[float]) -> list[tuple[float, float, int]]:
+        """The capped flows of a link in state ``s`` whose ceiling is at or above level ``t``.
+
+        Those kept above the level, and any counted below it but within a tie of it.
+        """
+        out = list(s[_UP])
+        if s[_LO] >= t * (1.0 - _TIE):
+            listed = {p[2] for p in out}
+            out += [(cap[j], c, j) for j, c in zip(self._l_flows[link], self._l_coef[link])
+                    if j not in listed and t * (1.0 - _TIE) <= cap[j] < _INF]
+        return out
 
     # ---- the level-ordered repair -------------------------------------------------------------
 
-    def _repair(self, joined: list[int], finished: list[int]) -> tuple[dict[int, float], dict[int, float]]:
-        """New rates of the flows whose rate may change (the rest keep theirs) and new levels."""
-        old = self._rate_py
+    def _repair(self, joined: list[int], finished: list[int]) -> tuple[dict[int, float], dict[int, list]]:
+        """New rates of the flows whose rate may change (the rest keep theirs) and new link states."""
+        old = self._rate
         cap = list(old)  # each flow's ceiling during the repair: final rate, or inf while growing
-        cap_a = self.rate.copy()  # the same, as an array, for the links with many flows
-        for j in finished:
-            cap[j] = cap_a[j] = 0.0
         state: dict[int, int] = {}
         new: dict[int, float] = {}
-        version: dict[int, int] = {}  # dirty links -> version of their heap entry
-        stale: set[int] = set()  # dirty links whose entry is only a lower bound
-        saturated: dict[int, float] = {}
+        work: dict[int, list] = {}  # the dirty links' states
+        version: dict[int, int] = {}
+        saturated: set[int] = set()
         heap: list[tuple[float, int, int, int]] = []
-        level = self._level_py
-        k_links = self._k_links
+        states, k_links, k_coef = self._state, self._k_links, self._k_coef
+        live = set(joined)
 
-        room: dict[int, list[float]] = {}  # unsaturated dirty links: [slack, sum c*x, sum c] of growing flows
-        load, capacity = self._load, self._capacity_py
-
-        def grow(link: int, c: float, x: float) -> None:
-            """A flow on the link grows on from rate ``x``: the link may saturate earlier."""
-            if link in saturated:
-                return
-            if level[link] < _INF:
-                touch(link)
-                return
-            # a link with room: saturates no earlier than when the growing flows alone,
-            # each from its old rate, have used its slack (a cheap lower bound, made exact
-            # by water-filling only if the repair's level gets there)
-            r = room.get(link)
-            if r is None:
-                r = room[link] = [capacity[link] * (1.0 - _OVER) - float(load[link]), 0.0, 0.0]
+        def move(link: int, j: int, c: float, a: float, b: float) -> None:
+            """Flow j's ceiling on the link goes from a to b: update the link's level."""
+            s = work.get(link)
+            if s is None:  # the link becomes dirty
+                p = states[link]
+                s = work[link] = [p[_T], p[_B], p[_W], list(p[_UP]), p[_LO], {}, p[_AGE]]
                 version[link] = 0
-            r[1] += c * x
-            r[2] += c
-            version[link] += 1
-            stale.add(link)
-            heapq.heappush(heap, ((r[0] + r[1]) / r[2], 0, link, version[link]))
-
-        def touch(link: int) -> None:
-            """(Re)compute a link's saturation level now that one of its flows has changed."""
-            if link in saturated:
-                return
-            if link not in version:
-                version[link] = 0
-                s = level[link]
-                if s < _INF:  # its bottlenecked flows are free again, unless held elsewhere
-                    for j in self._faster_than(link, cap, cap_a, s * (1.0 - _TIE)):
-                        if j not in state:
-                            heapq.heappush(heap, (old[j], 1, j, 0))
+                t0 = p[_T]
+                if t0 < _INF:
+                    # its bottlenecked flows are free again, unless held by another link
+                    for u, _c, f in self._at_level(link, p, t0, old):
+                        if u <= t0 * (1.0 + _TIE) and f not in state and (f in live or self.active[f]):
+                            heapq.heappush(heap, (old[f], 1, f, 0))
+                t_before = _INF
             else:
+                t_before = s[_T]
+            s2 = self._move(s, link, j, c, a, b, cap)
+            if s2 is not s:
+                work[link] = s2
+            t = s2[_T]
+            if t != t_before or version[link] == 0:
                 version[link] += 1
-            stale.discard(link)
-            t = self._fill(link, cap, cap_a)
-            if t < _INF:
-                heapq.heappush(heap, (t, 0, link, version[link]))
+                if t < _INF:
+                    heapq.heappush(heap, (t, 0, link, version[link]))
 
         for j in finished:
             state[j], new[j] = _FROZEN, 0.0
+            a, cap[j] = cap[j], 0.0
+            for link, c in zip(k_links[j], k_coef[j]):
+                move(link, j, c, a, 0.0)
         for j in joined:
-            state[j], cap[j], cap_a[j] = _OPEN, _INF, _INF
-        for j in finished:
-            for link in k_links[j]:
-                if level[link] < _INF:  # a link with room stays so when a flow leaves it
-                    touch(link)
-        for j in joined:
-            for link, c in zip(k_links[j], self._k_coef[j]):
-                grow(link, c, 0.0)
+            state[j], cap[j] = _OPEN, _INF
+            for link, c in zip(k_links[j], k_coef[j]):
+                move(link, j, c, 0.0, _INF)
 
         while heap:
             t, kind, i, ver = heapq.heappop(heap)
             if kind == 0:
                 if i in saturated or version[i] != ver:
                     continue
-                if i in stale:
-                    stale.discard(i)
-                    version[i] += 1
-                    t2 = self._fill(i, cap, cap_a)
-                    if t2 > t * (1.0 + _TIE):
-                        if t2 < _INF:
-                            heapq.heappush(heap, (t2, 0, i, version[i]))
-                        continue
-                    t = t2
-                saturated[i] = t
-                for j in self._faster_than(i, cap, cap_a, t * (1.0 - _TIE)):
+                saturated.add(i)
+                s = work[i]
+                grow = s[_GROW]
+                candidates = self._at_level(i, s, t, cap) + [(_INF, grow[j], j) for j in grow]
+                frozen = []  # (flow, coef, old ceiling, new rate) of the flows this link stops
+                for u, c, j in candidates:
                     st = state.get(j)
                     if st == _FROZEN:
                         continue
@@ -331,29 +370,39 @@ class MaxMin:
                     same = abs(t - x) <= _TIE * x
                     if st is None and same:
                         continue  # already at this level: unchanged
-                    cap[j] = cap_a[j] = new[j] = x if same else t
-                    for link in k_links[j]:
-                        if link == i or link in saturated:
-                            continue
-                        if link in version:
-                            stale.add(link)  # a flow stopped growing or slowed: its level can only rise
-                        elif level[link] < _INF:
-                            touch(link)  # a clean link with room keeps it when a flow slows
+                    v = new[j] = x if same else t
+                    frozen.append((j, c, u, v))
+                # the link's own state: its growing and faster flows now capped at the level
+                stopped = {j for j, _c, _u, _v in frozen}
+                up = [p for p in s[_UP] if p[2] not in stopped]
+                for j, c, u, v in frozen:
+                    if u < t:  # it was counted below the level
+                        s[_B] -= c * u
+                        s[_W] += c
+                    up.append((v, c, j))
+                up.sort()
+                s[_UP], s[_GROW], s[_T] = up, {}, t
+                for j, _c, u, v in frozen:
+                    cap[j] = v  # only now: a rescan of a link must see the moves made so far
+                    for link, c in zip(k_links[j], k_coef[j]):
+                        if link != i and link not in saturated:
+                            move(link, j, c, u, v)
             else:
                 if i in state:
                     continue
                 # held at its rate by a bottleneck that did not change?
                 x = old[i]
-                if any(lk not in version and level[lk] <= x * (1.0 + _TIE) for lk in k_links[i]):
+                if any(lk not in work and states[lk][_T] <= x * (1.0 + _TIE) for lk in k_links[i]):
                     continue
-                state[i], cap[i], cap_a[i] = _OPEN, _INF, _INF
-                for link, c in zip(k_links[i], self._k_coef[i]):
-                    grow(link, c, x)
+                state[i], cap[i] = _OPEN, _INF
+                for link, c in zip(k_links[i], k_coef[i]):
+                    if link not in saturated:
+                        move(link, i, c, x, _INF)
 
         for j, st in state.items():
             if st == _OPEN:
                 new[j] = _INF  # grows without bound on K: checked against the other links
-        return new, {link: saturated.get(link, _INF) for link in version}
+        return new, work
 
 
 def max_min_rates(usage: np.ndarray, capacity: np.ndarray) -> np.ndarray:
