@@ -17,7 +17,8 @@ relative difference of the flows' finish times between the two.  ``--reference N
 previous dense engine (``tests/reference_engine.py``) up to N flows and prints the largest
 relative difference of the finish times.
 
-    python benchmarks/flows_scaling.py [--flows 100,200,500,1000,2000,5000] [--reference 500]
+    python benchmarks/flows_scaling.py [--flows 100,200,500,1000,2000,5000] [--scenario rings,pairs]
+                                       [--reference 500] [--simgrid-timeout 1200]
 """
 
 from __future__ import annotations
@@ -114,8 +115,11 @@ def scenario(n: int, seed: int = 0, kind: str = "rings") -> tuple[list[FlowSpec]
     return flows, capacity
 
 
-def simgrid_times(flows: list[FlowSpec], capacity: np.ndarray, python: str) -> dict | None:
-    """SimGrid's run on the same flows, or None when its bindings are not importable."""
+def simgrid_times(flows: list[FlowSpec], capacity: np.ndarray, python: str, timeout: float) -> dict | None:
+    """SimGrid's run on the same flows, or None when its bindings are not importable.
+
+    ``{"timeout": seconds}`` when it ran longer than ``timeout`` seconds.
+    """
     try:
         subprocess.run([python, "-c", "import simgrid"], check=True, capture_output=True)
     except (OSError, subprocess.CalledProcessError):
@@ -127,7 +131,9 @@ def simgrid_times(flows: list[FlowSpec], capacity: np.ndarray, python: str) -> d
         json.dump(data, tmp)
     try:
         out = subprocess.run([python, str(ROOT / "benchmarks" / "simgrid_flows.py"), tmp.name],
-                             check=True, capture_output=True, text=True)
+                             check=True, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"timeout": timeout}
     finally:
         Path(tmp.name).unlink()
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -141,22 +147,26 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flows", default="100,200,500,1000,2000,5000")
     ap.add_argument("--reference", type=int, default=0, help="run the previous dense engine up to N flows")
+    ap.add_argument("--scenario", default="rings,pairs", help="rings, pairs or both (comma-separated)")
     ap.add_argument("--simgrid-python", default="/usr/bin/python3")
+    ap.add_argument("--simgrid-timeout", type=float, default=1200.0, help="seconds before giving SimGrid up")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     cl = Cluster()
     print(f"cluster: {NODES} nodes x {GPUS} GPUs, {cl.links} links (+1 private link per flow)")
-    for n in (int(x) for x in args.flows.split(",")):
-        flows, capacity = scenario(n, args.seed)
+    for kind, n in ((k, int(x)) for k in args.scenario.split(",") for x in args.flows.split(",")):
+        flows, capacity = scenario(n, args.seed, kind)
         entries = sum(len(f.edges) for f in flows)
         t = time.perf_counter()
         makespan, records, _ = run_flows(flows, capacity)
         wall = time.perf_counter() - t
         ends = np.array([r.end for r in records])
-        line = (f"flows={n} entries={entries} distinct_ends={len(np.unique(ends))} "
+        line = (f"{kind} flows={n} entries={entries} distinct_ends={len(np.unique(ends))} "
                 f"makespan={makespan:.6f} p2sim_seconds={wall:.3f}")
-        sg = simgrid_times(flows, capacity, args.simgrid_python)
-        if sg is not None:
+        sg = simgrid_times(flows, capacity, args.simgrid_python, args.simgrid_timeout)
+        if sg is not None and "timeout" in sg:
+            line += f" simgrid_seconds>{sg['timeout']:.0f}"
+        elif sg is not None:
             line += (f" simgrid_seconds={sg['run_seconds']:.3f} ratio={wall / sg['run_seconds']:.2f}"
                      f" vs_simgrid_rel={rel_diff(ends, np.array(sg['ends'])):.1e}")
         if n <= args.reference:

@@ -13,8 +13,8 @@ changes:
   that bind now or lately, and each joining flow's tightest link.  A solution over ``K`` that
   fits every other link is the solution over all links (each flow's bottleneck in ``K`` is
   still a bottleneck), so after each update the links of the flows that sped up are checked;
-  a link found overloaded joins ``K`` and the update is redone.  Links that have had room to
-  spare for a while leave ``K``.
+  a link found overloaded joins ``K`` and the update is redone.  A link of ``K`` left with
+  room by an update leaves it.
 * **Local repair in level order.**  An update re-runs progressive filling only where the
   allocation can change, like Dijkstra's algorithm over levels: a heap holds the *dirty*
   links (a flow on them changed) keyed by the level at which they saturate; flows that touch
@@ -23,10 +23,10 @@ changes:
   became dirty is released at its old rate and grows on.  Everything below the current level
   is final, as in progressive filling, so the result is the same allocation.
 * **Water-filling kept per link.**  Each link of ``K`` keeps its water-filling state -- the
-  level ``t`` at which it saturates, the load ``B`` of its flows capped below ``t`` and the
-  weight ``W`` of those at or above it (``B + W t = capacity``) -- so a flow changing its
-  ceiling moves ``t`` in O(1); the link's flows are scanned again only when ``t`` crosses
-  the highest capped flow below it (and every 64 changes, against rounding drift).
+  level ``t`` at which it saturates, its capped flows sorted by ceiling, the load ``B`` of
+  those below ``t`` and the weight ``W`` of the rest (``B + W t = capacity``) -- so a flow
+  changing its ceiling moves ``t`` by a binary search and a few steps along the sorted
+  ceilings; the link's flows are scanned again only every 256 moves, against rounding drift.
 
 :func:`max_min_rates` solves one dense problem with it.
 """
@@ -46,17 +46,17 @@ __all__ = ["MaxMin", "max_min_rates"]
 _TIE = 1e-12
 # a link not in K is overloaded when its load exceeds its capacity by more than this (relative)
 _OVER = 1e-12
-# a link of K with this much room (relative) after an update is dropped from K
-_ROOM = 0.2
-_REFRESH = 64  # O(1) updates of a link's water-filling state between full rescans
+# moves of a link's water-filling state between rescans: its running sums B and W drift by
+# about an ulp of the capacity per move, far below the 1e-12 ties
+_REFRESH = 256
 
 _OPEN, _FROZEN = 1, 2
 _INF = float("inf")
 
 # a link's water-filling state: [level t, load B of the flows capped below t, weight W of the
-# rest, upper: sorted (ceiling, coef, flow) of the capped flows at or above t, lo: an upper
-# bound on the ceilings below t, grow: {flow: coef} of its growing flows, changes since scan]
-_T, _B, _W, _UP, _LO, _GROW, _AGE = range(7)
+# rest, caps: its capped flows as sorted (ceiling, coef, flow), k: how many of them are below
+# t, grow: {flow: coef} of its growing flows, moves since the last scan]
+_T, _B, _W, _CAPS, _K, _GROW, _AGE = range(7)
 
 
 class MaxMin:
@@ -116,6 +116,7 @@ class MaxMin:
             if b > a and np.isfinite(solo[a:b]).any():
                 self._tight[j] = int(links[a + int(np.argmin(solo[a:b]))])
         self._in_k = [False] * nlinks
+        self._active = [False] * n
         self._k_links: list[list[int]] = [[] for _ in range(n)]  # each flow's links in K
         self._k_coef: list[list[float]] = [[] for _ in range(n)]  # and its coefficients on them
         self._state: dict[int, list] = {}  # water-filling state of every link in K
@@ -149,13 +150,13 @@ class MaxMin:
         self._load = load
         self._state.update(work)
         for j in joined:
-            self.active[j] = True
+            self.active[j] = self._active[j] = True
         for j in finished:
-            self.active[j] = False
+            self.active[j] = self._active[j] = False
         for j in changed:
             self.rate[j] = old[j] = new[j]
-        self._drop_from_k([link for link, s in work.items() if s[_T] == _INF and not s[_GROW]
-                           and s[_B] < (1.0 - _ROOM) * self._capacity[link]])
+        # links with room after this update leave K (they rejoin if ever overloaded)
+        self._drop_from_k([link for link, s in work.items() if s[_T] == _INF])
         return np.array(changed, dtype=np.int64)
 
     def _check(self, changed: list[int], new: dict[int, float]) -> tuple[np.ndarray, list[int]]:
@@ -174,10 +175,8 @@ class MaxMin:
         links = self._links[ents]
         np.add.at(load, links, self._coef[ents] * np.repeat(dx, counts))
         up = links[np.repeat(dx > 0, counts)]
-        up = np.unique(up)
-        in_k = np.array([self._in_k[i] for i in up.tolist()], dtype=bool)
-        over = up[~in_k & (load[up] > self.capacity[up] * (1.0 + _OVER))] if up.size else up
-        return load, over.tolist()
+        full = up[load[up] > self.capacity[up] * (1.0 + _OVER)]
+        return load, sorted(link for link in set(full.tolist()) if not self._in_k[link])
 
     # ---- the set K of links that bind ---------------------------------------------------------
 
@@ -224,82 +223,20 @@ class MaxMin:
         below = 0.0
         above = w_grow + sum(p[1] for p in pts)
         for i, (u, c, _j) in enumerate(pts):
-            if below + u * above >= capacity:
-                t = min((capacity - below) / above, u)
-                return [t, below, above, pts[i:], pts[i - 1][0] if i else 0.0, grow, 0]
+            if below + u * above >= capacity * (1.0 - _TIE):
+                return [min((capacity - below) / above, u), below, above, pts, i, grow, 0]
             below += c * u
             above -= c
         t = (capacity - below) / w_grow if w_grow > 0.0 else _INF
-        return [t, below, w_grow, [], pts[-1][0] if pts else 0.0, grow, 0]
+        return [t, below, w_grow, pts, len(pts), grow, 0]
 
-    def _move(self, s: list, link: int, j: int, c: float, a: float, b: float, cap: list[float]) -> list:
-        """Flow ``j`` (coefficient ``c``) changes its ceiling from ``a`` to ``b`` on a link in state ``s``.
-
-        Updates ``s`` in place and returns it, or returns a fresh scan where the level left
-        the range the state can follow.
-        """
-        t = s[_T]
-        if a == _INF:
-            s[_W] -= c
-            del s[_GROW][j]
-        elif a > 0.0:
-            up = s[_UP]
-            i = bisect.bisect_left(up, (a, c, j)) if a >= t else len(up)
-            if i < len(up) and up[i][2] == j:
-                del up[i]
-                s[_W] -= c
-            else:
-                s[_B] -= c * a
-        if b == _INF:
-            s[_W] += c
-            s[_GROW][j] = c
-        elif b > 0.0:
-            if b >= t:
-                bisect.insort(s[_UP], (b, c, j))
-                s[_W] += c
-            else:
-                s[_B] += c * b
-                if b > s[_LO]:
-                    s[_LO] = b
-        s[_AGE] += 1
-        if s[_AGE] > _REFRESH:
-            return self._scan(link, cap)
-        capacity = self._capacity[link]
-        up = s[_UP]
-        while True:
-            if not up and not s[_GROW]:
-                s[_W] = 0.0
-                if s[_B] >= capacity * (1.0 - _TIE):
-                    return self._scan(link, cap)
-                t = _INF
-            elif s[_W] > 0.0:
-                t = (capacity - s[_B]) / s[_W]
-            else:
-                return self._scan(link, cap)
-            if up and t > up[0][0]:  # the lowest capped flow above stops at its ceiling
-                u, c2, _j2 = up.pop(0)
-                s[_B] += c2 * u
-                s[_W] -= c2
-                if u > s[_LO]:
-                    s[_LO] = u
-                continue
-            break
-        if t < s[_LO]:  # below a capped flow whose ceiling is not kept: rescan
-            return self._scan(link, cap)
-        s[_T] = t
-        return s
-
-    def _at_level(self, link: int, s: list, t: float, cap: list[float]) -> list[tuple[float, float, int]]:
-        """The capped flows of a link in state ``s`` whose ceiling is at or above level ``t``.
-
-        Those kept above the level, and any counted below it but within a tie of it.
-        """
-        out = list(s[_UP])
-        if s[_LO] >= t * (1.0 - _TIE):
-            listed = {p[2] for p in out}
-            out += [(cap[j], c, j) for j, c in zip(self._l_flows[link], self._l_coef[link])
-                    if j not in listed and t * (1.0 - _TIE) <= cap[j] < _INF]
-        return out
+    @staticmethod
+    def _at_level(s: list, t: float) -> list[tuple[float, float, int]]:
+        """The capped flows of a link in state ``s`` at or above level ``t`` (within a tie)."""
+        caps, k = s[_CAPS], s[_K]
+        while k > 0 and caps[k - 1][0] >= t * (1.0 - _TIE):
+            k -= 1
+        return caps[k:]
 
     # ---- the level-ordered repair -------------------------------------------------------------
 
@@ -316,30 +253,106 @@ class MaxMin:
         states, k_links, k_coef = self._state, self._k_links, self._k_coef
         live = set(joined)
 
-        def move(link: int, j: int, c: float, a: float, b: float) -> None:
-            """Flow j's ceiling on the link goes from a to b: update the link's level."""
+        capacity, active, scan = self._capacity, self._active, self._scan
+        bisect_left, heappush = bisect.bisect_left, heapq.heappush
+        inf, tie_lo, tie_hi = _INF, 1.0 - _TIE, 1.0 + _TIE
+
+        def move(link: int, j: int, c: float, a: float, b: float, push: bool = True) -> None:
+            """Flow j (coefficient c) changes its ceiling on the link from a to b: move the level.
+
+            The link's state is updated in place, every ``_REFRESH`` moves rescanned; its
+            new level is pushed on the heap (unless ``push`` is false).  One function, all
+            inline: it runs once per changed flow and link, the engine's innermost loop.
+            """
             s = work.get(link)
             if s is None:  # the link becomes dirty
                 p = states[link]
-                s = work[link] = [p[_T], p[_B], p[_W], list(p[_UP]), p[_LO], {}, p[_AGE]]
+                s = work[link] = [p[0], p[1], p[2], p[3][:], p[4], {}, p[6]]
                 version[link] = 0
-                t0 = p[_T]
-                if t0 < _INF:
+                t0 = p[0]
+                if t0 < inf:
                     # its bottlenecked flows are free again, unless held by another link
-                    for u, _c, f in self._at_level(link, p, t0, old):
-                        if u <= t0 * (1.0 + _TIE) and f not in state and (f in live or self.active[f]):
-                            heapq.heappush(heap, (old[f], 1, f, 0))
-                t_before = _INF
+                    for u, _c, f in self._at_level(p, t0):
+                        if u <= t0 * tie_hi and f not in state and (f in live or active[f]):
+                            heappush(heap, (old[f], 1, f, 0))
+                t_before = -1.0
             else:
-                t_before = s[_T]
-            s2 = self._move(s, link, j, c, a, b, cap)
-            if s2 is not s:
-                work[link] = s2
-            t = s2[_T]
-            if t != t_before or version[link] == 0:
-                version[link] += 1
-                if t < _INF:
-                    heapq.heappush(heap, (t, 0, link, version[link]))
+                t_before = s[0]
+            caps, k, bsum, w, grow = s[3], s[4], s[1], s[2], s[5]
+            if a == inf:
+                w -= c
+                del grow[j]
+            elif a > 0.0:
+                i = bisect_left(caps, (a, c, j))
+                del caps[i]
+                if i < k:
+                    bsum -= c * a
+                    k -= 1
+                else:
+                    w -= c
+            if b == inf:
+                w += c
+                grow[j] = c
+            elif b > 0.0:
+                e = (b, c, j)
+                i = bisect_left(caps, e)
+                caps.insert(i, e)
+                if i < k or (i == k and b < s[0]):
+                    bsum += c * b
+                    k += 1
+                else:
+                    w += c
+            s[6] += 1
+            if s[6] > _REFRESH:  # against the drift of the running sums
+                s = work[link] = scan(link, cap)
+                t = s[0]
+            else:
+                # walk the split between B and W to the new level: B + W t = capacity
+                n = len(caps)
+                cl = capacity[link]
+                if k == 0:
+                    bsum = 0.0
+                if k == n and not grow:
+                    w = 0.0
+                way = 0
+                while True:
+                    if w > 0.0:
+                        t = (cl - bsum) / w
+                    elif bsum < cl * tie_lo:
+                        t = inf
+                    elif k > 0 and (way == 1 or bsum <= cl * tie_hi):
+                        t = caps[k - 1][0]
+                        break
+                    elif k > 0:
+                        t = -inf
+                    else:
+                        t = 0.0
+                        break
+                    if way >= 0 and k < n and t > caps[k][0]:
+                        e = caps[k]
+                        bsum += e[1] * e[0]
+                        w -= e[1]
+                        k += 1
+                        way = 1
+                        if k == n and not grow:
+                            w = 0.0
+                    elif way <= 0 and k > 0 and t < caps[k - 1][0]:
+                        k -= 1
+                        e = caps[k]
+                        bsum -= e[1] * e[0]
+                        w += e[1]
+                        way = -1
+                        if k == 0:
+                            bsum = 0.0
+                    else:
+                        break
+                if t < 0.0:
+                    t = 0.0
+                s[0], s[1], s[2], s[4] = t, bsum, w, k
+            if push and t != t_before:
+                v = version[link] = version[link] + 1
+                if t < inf:
+                    heappush(heap, (t, 0, link, v))
 
         for j in finished:
             state[j], new[j] = _FROZEN, 0.0
@@ -359,9 +372,8 @@ class MaxMin:
                 saturated.add(i)
                 s = work[i]
                 grow = s[_GROW]
-                candidates = self._at_level(i, s, t, cap) + [(_INF, grow[j], j) for j in grow]
                 frozen = []  # (flow, coef, old ceiling, new rate) of the flows this link stops
-                for u, c, j in candidates:
+                for u, c, j in self._at_level(s, t) + [(_INF, grow[j], j) for j in grow]:
                     st = state.get(j)
                     if st == _FROZEN:
                         continue
@@ -372,20 +384,12 @@ class MaxMin:
                         continue  # already at this level: unchanged
                     v = new[j] = x if same else t
                     frozen.append((j, c, u, v))
-                # the link's own state: its growing and faster flows now capped at the level
-                stopped = {j for j, _c, _u, _v in frozen}
-                up = [p for p in s[_UP] if p[2] not in stopped]
-                for j, c, u, v in frozen:
-                    if u < t:  # it was counted below the level
-                        s[_B] -= c * u
-                        s[_W] += c
-                    up.append((v, c, j))
-                up.sort()
-                s[_UP], s[_GROW], s[_T] = up, {}, t
                 for j, _c, u, v in frozen:
                     cap[j] = v  # only now: a rescan of a link must see the moves made so far
                     for link, c in zip(k_links[j], k_coef[j]):
-                        if link != i and link not in saturated:
+                        if link == i:
+                            move(i, j, c, u, v, push=False)
+                        elif link not in saturated:
                             move(link, j, c, u, v)
             else:
                 if i in state:
