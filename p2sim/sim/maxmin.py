@@ -14,7 +14,7 @@ changes:
   fits every other link is the solution over all links (each flow's bottleneck in ``K`` is
   still a bottleneck), so after each update the links of the flows that sped up are checked;
   a link found overloaded joins ``K`` and the update is redone.  A link of ``K`` left with
-  room by an update leaves it.
+  room to spare by an update leaves it.
 * **Local repair in level order.**  An update re-runs progressive filling only where the
   allocation can change, like Dijkstra's algorithm over levels: a heap holds the *dirty*
   links (a flow on them changed) keyed by the level at which they saturate; flows that touch
@@ -49,6 +49,7 @@ _OVER = 1e-12
 # moves of a link's water-filling state between rescans: its running sums B and W drift by
 # about an ulp of the capacity per move, far below the 1e-12 ties
 _REFRESH = 256
+_ROOM = 0.3
 
 _OPEN, _FROZEN = 1, 2
 _INF = float("inf")
@@ -156,7 +157,8 @@ class MaxMin:
         for j in changed:
             self.rate[j] = old[j] = new[j]
         # links with room after this update leave K (they rejoin if ever overloaded)
-        self._drop_from_k([link for link, s in work.items() if s[_T] == _INF])
+        self._drop_from_k([link for link, s in work.items()
+                           if s[_T] == _INF and s[_B] < (1.0 - _ROOM) * self._capacity[link]])
         return np.array(changed, dtype=np.int64)
 
     def _check(self, changed: list[int], new: dict[int, float]) -> tuple[np.ndarray, list[int]]:
