@@ -5,10 +5,11 @@ import signal
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from p2sim.errors import InputError
+from p2sim.sim import maxmin
 from p2sim.sim.engine import FlowSpec, run_flows
 
 from .reference_engine import run_flows as run_reference
@@ -71,6 +72,14 @@ def test_same_run_twice_is_identical():
 # ---- the incremental engine against the previous dense engine ---------------------------------
 
 
+@pytest.fixture(params=["incremental", "auto"])
+def solver_mode(request, monkeypatch):
+    """Every network solved incrementally, or small ones densely (the default)."""
+    if request.param == "incremental":
+        monkeypatch.setattr(maxmin, "_DENSE", 0)
+    return request.param
+
+
 @st.composite
 def scenarios(draw):
     """Random flows on a few links: shared links, weights, private ceilings, staggered starts."""
@@ -91,9 +100,10 @@ def scenarios(draw):
     return flows, capacity
 
 
-@settings(max_examples=300, deadline=None)
+# the fixture only picks the solver: the same for every generated input
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenarios())
-def test_results_equal_the_dense_engine(scenario):
+def test_results_equal_the_dense_engine(solver_mode, scenario):
     flows, capacity = scenario
     try:
         want = run_reference(flows, capacity)
@@ -108,7 +118,7 @@ def test_results_equal_the_dense_engine(scenario):
         assert a.end == pytest.approx(b.end, rel=1e-9, abs=1e-12)
 
 
-def test_many_flows_finishing_at_distinct_times_equal_the_dense_engine():
+def test_many_flows_finishing_at_distinct_times_equal_the_dense_engine(solver_mode):
     rng = np.random.default_rng(3)
     links = 30
     cap = rng.choice([10.0, 25.0, 100.0], size=links)
@@ -127,7 +137,7 @@ def test_many_flows_finishing_at_distinct_times_equal_the_dense_engine():
 
 
 @pytest.mark.parametrize("system", ["a100", "v100", "h100"])
-def test_simulated_programs_equal_the_dense_engine(monkeypatch, system):
+def test_simulated_programs_equal_the_dense_engine(monkeypatch, solver_mode, system):
     # every step of every program of every matrix on 2 nodes, ring and tree, through both engines
     from p2sim.sim import Simulator
     from p2sim.sim import simulator as simulator_module
@@ -173,7 +183,7 @@ def deadline(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-def test_a_latency_of_1e20_us_completes():
+def test_a_latency_of_1e20_us_completes(solver_mode):
     # at t = 1e14 s the clock's spacing is 1/64 s, far above these flows' durations: the dense
     # engine looped for ever here; now the flows finish at the instant the clock can represent
     lat = 1e20 * 1e-6
@@ -184,7 +194,7 @@ def test_a_latency_of_1e20_us_completes():
     assert [(r.start, r.end) for r in recs] == [(lat, lat), (lat, lat), (lat + 1.0, lat + 1.0)]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.lists(st.tuples(st.sampled_from([0.0, 1e-6, 1.0, 1e6, 1e14, 1e20 * 1e-6 + 1.0]),
                        st.sampled_from([1e-300, 1.0, 1e9, 1e20, 1e300]),
@@ -192,7 +202,7 @@ def test_a_latency_of_1e20_us_completes():
              min_size=1, max_size=6),
     st.lists(st.sampled_from([1e-9, 1.0, 1e11, 1e300]), min_size=3, max_size=3),
 )
-def test_no_stall_whatever_the_magnitudes(specs, capacity):
+def test_no_stall_whatever_the_magnitudes(solver_mode, specs, capacity):
     """Latencies up to 1e20 us, bandwidths from 1e-9 to 1e300 bytes/s: time advances or flows end."""
     flows = [flow(sorted(e), volume, latency) for latency, volume, e in specs]
     longest = max(f.latency for f in flows) + sum(f.volume for f in flows) / min(capacity)

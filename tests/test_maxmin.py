@@ -24,10 +24,11 @@ def problems(draw, max_flows=6, max_links=5):
     return usage, cap
 
 
-def solver(usage: np.ndarray, cap: np.ndarray) -> MaxMin:
+def solver(usage: np.ndarray, cap: np.ndarray, dense: bool = False) -> MaxMin:
+    """The incremental solver on a dense problem (not the dense one these sizes would get)."""
     rows, cols = np.nonzero(usage > 0)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=usage.shape[0]))])
-    return MaxMin(indptr, cols, usage[rows, cols], cap)
+    return MaxMin(indptr, cols, usage[rows, cols], cap, dense=dense)
 
 
 def assert_same_rates(got: np.ndarray, want: np.ndarray) -> None:
@@ -58,7 +59,11 @@ def test_max_min_is_feasible_and_every_flow_is_bottlenecked(problem):
 @given(problems())
 def test_one_shot_rates_equal_the_dense_solver(problem):
     usage, cap = problem
-    assert_same_rates(max_min_rates(usage, cap), dense_max_min_rates(usage, cap))
+    mm = solver(usage, cap)
+    mm.update(joined=range(usage.shape[0]))
+    assert_same_rates(mm.rate, dense_max_min_rates(usage, cap))
+    # the dense solver kept for small networks is the previous one, unchanged
+    assert max_min_rates(usage, cap).tolist() == dense_max_min_rates(usage, cap).tolist()
 
 
 @st.composite
@@ -78,9 +83,10 @@ def histories(draw):
 
 @settings(max_examples=300, deadline=None)
 @given(histories())
-def test_incremental_updates_equal_the_dense_solver_after_every_step(history):
+@pytest.mark.parametrize("dense", [False, True])
+def test_incremental_updates_equal_the_dense_solver_after_every_step(dense, history):
     usage, cap, steps = history
-    mm = solver(usage, cap)
+    mm = solver(usage, cap, dense)
     active = np.zeros(usage.shape[0], dtype=bool)
     for joined, finished in steps:
         before = mm.rate.copy()

@@ -74,22 +74,19 @@ class FluidNetwork:
         self.starts = np.full(len(flows), np.nan)
         self.ends = np.full(len(flows), np.nan)
         # sparse usage over the links any flow touches (local indices), each link once per flow
-        edges = [np.asarray(f.edges, dtype=np.int64) for f in flows]
-        self.links = np.unique(np.concatenate(edges)) if flows else np.zeros(0, np.int64)
-        local, coef, sizes = [], [], []
-        for f, e in zip(flows, edges):
-            ix, c = np.searchsorted(self.links, e), np.asarray(f.coef, dtype=float)
-            keep = c > 0
-            if not keep.all() or len(np.unique(ix)) < len(ix):  # merge repeats, drop zeros
-                ix, c = ix[keep], c[keep]
-                u, inv = np.unique(ix, return_inverse=True)
-                ix, c = u, np.bincount(inv, weights=c, minlength=len(u))
-            local.append(ix)
-            coef.append(c)
-            sizes.append(len(ix))
-        indptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self._usage = (indptr, np.concatenate(local) if local else np.zeros(0, np.int64),
-                       np.concatenate(coef) if coef else np.zeros(0))
+        # (repeats merged, zero coefficients dropped), in one vectorised pass
+        n = len(flows)
+        sizes = np.array([len(f.edges) for f in flows], dtype=np.int64)
+        edges = np.concatenate([np.asarray(f.edges, dtype=np.int64) for f in flows]) if n else np.zeros(0, np.int64)
+        coef = np.concatenate([np.asarray(f.coef, dtype=float) for f in flows]) if n else np.zeros(0)
+        self.links, local = np.unique(edges, return_inverse=True)
+        owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
+        keep = coef > 0
+        keys, inv = np.unique(owner[keep] * max(len(self.links), 1) + local[keep], return_inverse=True)
+        coef = np.bincount(inv, weights=coef[keep], minlength=len(keys))
+        owner, local = np.divmod(keys, max(len(self.links), 1))
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.int64)
+        self._usage = (indptr, local, coef)
         self.solver = MaxMin(*self._usage, np.asarray(capacity, dtype=float)[self.links])
         self.volume = np.array([f.volume for f in flows], dtype=float)
         self.remaining = self.volume.copy()

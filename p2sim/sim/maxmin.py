@@ -28,7 +28,8 @@ changes:
   changing its ceiling moves ``t`` by a binary search and a few steps along the sorted
   ceilings; the link's flows are scanned again only every 256 moves, against rounding drift.
 
-:func:`max_min_rates` solves one dense problem with it.
+Small networks (at most ``_DENSE`` flows x links) are solved whole at every update by
+:func:`max_min_rates`, dense progressive filling, which is faster there.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ __all__ = ["MaxMin", "max_min_rates"]
 _TIE = 1e-12
 # a link not in K is overloaded when its load exceeds its capacity by more than this (relative)
 _OVER = 1e-12
+# the dense solver's saturation test: a link with less than this (relative) left is full
+_SATURATED = 1e-12
 # moves of a link's water-filling state between rescans: its running sums B and W drift by
 # about an ulp of the capacity per move, far below the 1e-12 ties
 _REFRESH = 256
@@ -53,6 +56,11 @@ _REFRESH = 256
 # to keep up to date, against an update redone when it overloads again (0.1 measured best
 # of 0, 0.1, 0.3 on benchmarks/flows_scaling.py)
 _ROOM = 0.1
+
+# networks of at most this many flows x links are solved densely at every update, as before
+# the incremental solver: numpy's whole-matrix passes beat its bookkeeping there (measured on
+# benchmarks/simulate_appendix.py, up to 32 flows, and benchmarks/flows_scaling.py)
+_DENSE = 1 << 14
 
 _OPEN, _FROZEN = 1, 2
 _INF = float("inf")
@@ -73,6 +81,9 @@ class MaxMin:
         with the positive coefficients ``coef[indptr[j]:indptr[j+1]]``, each link once.
     capacity : ndarray
         Link capacities, positive or ``inf`` (never saturates); a zero capacity stops its flows.
+    dense : bool, optional
+        Solve the whole network densely at every update (:func:`max_min_rates`) instead of
+        incrementally; by default only networks of at most ``_DENSE`` flows x links.
 
     Attributes
     ----------
@@ -83,7 +94,7 @@ class MaxMin:
     --------
     Link 0 (capacity 10) carries flows 0 and 1; flow 1 also crosses link 1 (capacity 4):
 
-    >>> mm = MaxMin(np.array([0, 1, 3]), np.array([0, 0, 1]), np.ones(3), np.array([10.0, 4.0]))
+    >>> mm = MaxMin(np.array([0, 1, 3]), np.array([0, 0, 1]), np.ones(3), np.array([10.0, 4.0]), dense=False)
     >>> mm.update(joined=[0, 1]).tolist()
     [0, 1]
     >>> mm.rate.tolist()
@@ -94,7 +105,8 @@ class MaxMin:
     [10.0, 0.0]
     """
 
-    def __init__(self, indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: np.ndarray) -> None:
+    def __init__(self, indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: np.ndarray,
+                 dense: bool | None = None) -> None:
         indptr = np.asarray(indptr, dtype=np.int64)
         links = np.asarray(links, dtype=np.int64)
         coef = np.asarray(coef, dtype=float)
@@ -104,6 +116,12 @@ class MaxMin:
         self.active = np.zeros(n, dtype=bool)
         self._indptr, self._links, self._coef = indptr, links, coef
         owner = np.repeat(np.arange(n), np.diff(indptr))
+        self.repairs = 0  # updates redone after a link outside K was found overloaded
+        self._usage = None
+        if dense or (dense is None and n * nlinks <= _DENSE):
+            self._usage = np.zeros((n, nlinks))
+            self._usage[owner, links] = coef
+            return
         order = np.argsort(links, kind="stable")
         lptr = np.concatenate([[0], np.cumsum(np.bincount(links, minlength=nlinks))]).tolist()
         lflows, lcoef = owner[order].tolist(), coef[order].tolist()
@@ -114,11 +132,11 @@ class MaxMin:
         # be limited alone, so it enters K with the flow
         with np.errstate(divide="ignore"):
             solo = self.capacity[links] / coef
-        self._tight = [-1] * n
-        for j in range(n):
-            a, b = indptr[j], indptr[j + 1]
-            if b > a and np.isfinite(solo[a:b]).any():
-                self._tight[j] = int(links[a + int(np.argmin(solo[a:b]))])
+        first = np.lexsort((solo, owner))[np.unique(owner, return_index=True)[1]] if n else owner
+        tight = np.full(n, -1, dtype=np.int64)
+        finite = np.isfinite(solo[first])
+        tight[owner[first][finite]] = links[first][finite]
+        self._tight = tight.tolist()
         self._in_k = [False] * nlinks
         self._active = [False] * n
         self._k_links: list[list[int]] = [[] for _ in range(n)]  # each flow's links in K
@@ -126,7 +144,6 @@ class MaxMin:
         self._state: dict[int, list] = {}  # water-filling state of every link in K
         self._load = np.zeros(nlinks)  # load of every link at the current rates
         self._rate = [0.0] * n  # self.rate as a list, for fast scalar reads
-        self.repairs = 0  # updates redone after a link outside K was found overloaded
 
     # ---- public -------------------------------------------------------------------------
 
@@ -134,6 +151,16 @@ class MaxMin:
         """Activate ``joined`` and deactivate ``finished`` flows; return the flows whose rate changed."""
         joined = [int(j) for j in joined]
         finished = [int(j) for j in finished]
+        if self._usage is not None:  # a small network: solved whole
+            self.active[joined] = True
+            self.active[finished] = False
+            ids = np.flatnonzero(self.active)
+            rate = np.zeros(len(self.rate))
+            if ids.size:
+                rate[ids] = max_min_rates(self._usage[ids], self.capacity)
+            changed = np.flatnonzero(rate != self.rate)
+            self.rate[:] = rate
+            return changed
         self._add_to_k(self._tight[j] for j in joined if self._tight[j] >= 0)
         while True:
             new, work = self._repair(joined, finished)
@@ -415,7 +442,10 @@ class MaxMin:
 
 
 def max_min_rates(usage: np.ndarray, capacity: np.ndarray) -> np.ndarray:
-    """Max-min fair rates of a dense problem.
+    """Max-min fair rates of a dense problem, by progressive filling over the whole matrix.
+
+    What :class:`MaxMin` uses for small networks; its results are those of the engine before
+    the incremental solver (checked against SimGrid to 1e-8).
 
     Parameters
     ----------
@@ -435,9 +465,27 @@ def max_min_rates(usage: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     >>> max_min_rates(np.array([[2.0], [1.0]]), np.array([9.0])).tolist()  # weighted
     [3.0, 3.0]
     """
-    usage = np.asarray(usage, dtype=float)
-    rows, cols = np.nonzero(usage > 0)
-    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=usage.shape[0]))])
-    mm = MaxMin(indptr, cols, usage[rows, cols], capacity)
-    mm.update(joined=range(usage.shape[0]))
-    return mm.rate.copy()
+    flows = usage.shape[0]
+    rates = np.zeros(flows)
+    frozen = np.zeros(flows, dtype=bool)
+    left = capacity.astype(float).copy()
+    while not frozen.all():
+        active = ~frozen
+        load = usage[active].sum(axis=0)
+        used = load > 0
+        if not used.any():
+            rates[active] = np.inf
+            break
+        inc = float(np.min(left[used] / load[used]))
+        if not np.isfinite(inc):
+            rates[active] = np.inf
+            break
+        rates[active] += inc
+        left[used] -= inc * load[used]
+        saturated = used & (left <= _SATURATED * np.where(np.isfinite(capacity), capacity, 1.0))
+        hit = active & (usage[:, saturated] > 0).any(axis=1)
+        if not hit.any():  # numerical corner: freeze the flows on the tightest link
+            tight = np.argmin(np.where(used, left / np.where(used, load, 1.0), np.inf))
+            hit = active & (usage[:, tight] > 0)
+        frozen |= hit
+    return rates
