@@ -279,7 +279,8 @@ class MaxMin:
         state: dict[int, int] = {}
         new: dict[int, float] = {}
         work: dict[int, list] = {}  # the dirty links' states
-        version: dict[int, int] = {}
+        version: dict[int, int] = {}  # of each dirty link's live heap entry
+        queued: dict[int, float] = {}  # and its level
         saturated: set[int] = set()
         heap: list[tuple[float, int, int, int]] = []
         states, k_links, k_coef = self._state, self._k_links, self._k_coef
@@ -307,9 +308,7 @@ class MaxMin:
                     for u, _c, f in self._at_level(p, t0):
                         if u <= t0 * tie_hi and f not in state and (f in live or active[f]):
                             heappush(heap, (old[f], 1, f, 0))
-                t_before = -1.0
-            else:
-                t_before = s[0]
+
             caps, k, bsum, w, grow = s[3], s[4], s[1], s[2], s[5]
             if a == inf:
                 w -= c
@@ -381,10 +380,12 @@ class MaxMin:
                 if t < 0.0:
                     t = 0.0
                 s[0], s[1], s[2], s[4] = t, bsum, w, k
-            if push and t != t_before:
+            # the heap holds a lower bound of each dirty link's level: a level that rose is
+            # pushed again only when its old entry comes up, a level that fell at once
+            if push and t < queued.get(link, inf):
                 v = version[link] = version[link] + 1
-                if t < inf:
-                    heappush(heap, (t, 0, link, v))
+                queued[link] = t
+                heappush(heap, (t, 0, link, v))
 
         for j in finished:
             state[j], new[j] = _FROZEN, 0.0
@@ -401,8 +402,15 @@ class MaxMin:
             if kind == 0:
                 if i in saturated or version[i] != ver:
                     continue
-                saturated.add(i)
                 s = work[i]
+                if s[0] > t * tie_hi:  # its level rose since: queue it at the new one
+                    t = queued[i] = s[0]
+                    if t < inf:
+                        v = version[i] = ver + 1
+                        heappush(heap, (t, 0, i, v))
+                    continue
+                t = s[0]
+                saturated.add(i)
                 grow = s[_GROW]
                 frozen = []  # (flow, coef, old ceiling, new rate) of the flows this link stops
                 for u, c, j in self._at_level(s, t) + [(_INF, grow[j], j) for j in grow]:
