@@ -72,11 +72,14 @@ def test_same_run_twice_is_identical():
 # ---- the incremental engine against the previous dense engine ---------------------------------
 
 
-@pytest.fixture(params=["incremental", "auto"])
+@pytest.fixture(params=["incremental", "switch", "auto"])
 def solver_mode(request, monkeypatch):
-    """Every network solved incrementally, or small ones densely (the default)."""
+    """Every network solved incrementally; densely for 2 updates, then incrementally; the default."""
     if request.param == "incremental":
+        monkeypatch.setattr(maxmin, "_DENSE_MATRIX", 0)
+    elif request.param == "switch":
         monkeypatch.setattr(maxmin, "_DENSE", 0)
+        monkeypatch.setattr(maxmin, "_DENSE_UPDATES", 2)
     return request.param
 
 

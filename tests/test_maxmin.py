@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from p2sim.sim import maxmin
 from p2sim.sim.maxmin import MaxMin, max_min_rates
 
 from .reference_engine import max_min_rates as dense_max_min_rates
@@ -24,7 +25,7 @@ def problems(draw, max_flows=6, max_links=5):
     return usage, cap
 
 
-def solver(usage: np.ndarray, cap: np.ndarray, dense: bool = False) -> MaxMin:
+def solver(usage: np.ndarray, cap: np.ndarray, dense: bool | None = False) -> MaxMin:
     """The incremental solver on a dense problem (not the dense one these sizes would get)."""
     rows, cols = np.nonzero(usage > 0)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=usage.shape[0]))])
@@ -81,11 +82,14 @@ def histories(draw):
     return usage, cap, steps
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(histories())
-@pytest.mark.parametrize("dense", [False, True])
-def test_incremental_updates_equal_the_dense_solver_after_every_step(dense, history):
+@pytest.mark.parametrize("dense", [False, True, None])
+def test_incremental_updates_equal_the_dense_solver_after_every_step(monkeypatch, dense, history):
     usage, cap, steps = history
+    if dense is None:  # dense for two updates, then incremental from there on
+        monkeypatch.setattr(maxmin, "_DENSE", 0)
+        monkeypatch.setattr(maxmin, "_DENSE_UPDATES", 2)
     mm = solver(usage, cap, dense)
     active = np.zeros(usage.shape[0], dtype=bool)
     for joined, finished in steps:

@@ -57,10 +57,14 @@ _REFRESH = 256
 # of 0, 0.1, 0.3 on benchmarks/flows_scaling.py)
 _ROOM = 0.1
 
-# networks of at most this many flows x links are solved densely at every update, as before
-# the incremental solver: numpy's whole-matrix passes beat its bookkeeping there (measured on
-# benchmarks/simulate_appendix.py, up to 32 flows, and benchmarks/flows_scaling.py)
+# networks of at most _DENSE flows x links are solved densely at every update, as before the
+# incremental solver: numpy's whole-matrix passes beat its bookkeeping there (measured on
+# benchmarks/simulate_appendix.py, up to 32 flows, and benchmarks/flows_scaling.py); up to
+# _DENSE_MATRIX (8 MiB of matrix) for their first _DENSE_UPDATES updates, which covers the
+# symmetric steps of a program (all groups join, then finish, together), then incrementally
 _DENSE = 1 << 14
+_DENSE_MATRIX = 1 << 20
+_DENSE_UPDATES = 8
 
 _OPEN, _FROZEN = 1, 2
 _INF = float("inf")
@@ -115,18 +119,27 @@ class MaxMin:
         self.rate = np.zeros(n)
         self.active = np.zeros(n, dtype=bool)
         self._indptr, self._links, self._coef = indptr, links, coef
-        owner = np.repeat(np.arange(n), np.diff(indptr))
         self.repairs = 0  # updates redone after a link outside K was found overloaded
-        self._usage = None
-        if dense or (dense is None and n * nlinks <= _DENSE):
+        self._usage = None  # the dense usage matrix while solving densely
+        self._dense_left = 0  # dense updates left before going incremental
+        size = n * nlinks
+        if dense or (dense is None and size <= _DENSE_MATRIX):
+            owner = np.repeat(np.arange(n), np.diff(indptr))
             self._usage = np.zeros((n, nlinks))
             self._usage[owner, links] = coef
-            return
+            self._dense_left = _INF if dense or size <= _DENSE else _DENSE_UPDATES
+        else:
+            self._start_incremental()
+
+    def _start_incremental(self) -> None:
+        """Set up the incremental solver, from the current (max-min fair) rates."""
+        indptr, links, coef = self._indptr, self._links, self._coef
+        n, nlinks = len(indptr) - 1, len(self.capacity)
+        owner = np.repeat(np.arange(n), np.diff(indptr))
         order = np.argsort(links, kind="stable")
-        lptr = np.concatenate([[0], np.cumsum(np.bincount(links, minlength=nlinks))]).tolist()
-        lflows, lcoef = owner[order].tolist(), coef[order].tolist()
-        self._l_flows = [lflows[lptr[i]:lptr[i + 1]] for i in range(nlinks)]
-        self._l_coef = [lcoef[lptr[i]:lptr[i + 1]] for i in range(nlinks)]
+        self._lptr = np.concatenate([[0], np.cumsum(np.bincount(links, minlength=nlinks))])
+        self._lflows, self._lcoef = owner[order], coef[order]
+        self._per_link: dict[int, tuple[list[int], list[float]]] = {}
         self._capacity = self.capacity.tolist()
         # each flow's tightest finite link (least capacity per unit of its load): where it would
         # be limited alone, so it enters K with the flow
@@ -138,12 +151,23 @@ class MaxMin:
         tight[owner[first][finite]] = links[first][finite]
         self._tight = tight.tolist()
         self._in_k = [False] * nlinks
-        self._active = [False] * n
+        self._active = self.active.tolist()
         self._k_links: list[list[int]] = [[] for _ in range(n)]  # each flow's links in K
         self._k_coef: list[list[float]] = [[] for _ in range(n)]  # and its coefficients on them
         self._state: dict[int, list] = {}  # water-filling state of every link in K
-        self._load = np.zeros(nlinks)  # load of every link at the current rates
-        self._rate = [0.0] * n  # self.rate as a list, for fast scalar reads
+        self._rate = self.rate.tolist()  # self.rate as a list, for fast scalar reads
+        rate = np.where(np.isfinite(self.rate), self.rate, 0.0)
+        self._load = np.bincount(links, weights=coef * rate[owner], minlength=nlinks)  # at the current rates
+        full = np.isfinite(self.capacity) & (self._load > 0) & (self._load >= self.capacity * (1.0 - _TIE))
+        self._add_to_k(np.flatnonzero(full).tolist())  # every active flow's bottleneck
+
+    def _flows_of(self, link: int) -> tuple[list[int], list[float]]:
+        """The flows on a link and their coefficients (as lists, made when first asked for)."""
+        got = self._per_link.get(link)
+        if got is None:
+            a, b = self._lptr[link], self._lptr[link + 1]
+            got = self._per_link[link] = (self._lflows[a:b].tolist(), self._lcoef[a:b].tolist())
+        return got
 
     # ---- public -------------------------------------------------------------------------
 
@@ -151,7 +175,8 @@ class MaxMin:
         """Activate ``joined`` and deactivate ``finished`` flows; return the flows whose rate changed."""
         joined = [int(j) for j in joined]
         finished = [int(j) for j in finished]
-        if self._usage is not None:  # a small network: solved whole
+        if self._usage is not None and self._dense_left > 0:  # a small network: solved whole
+            self._dense_left -= 1
             self.active[joined] = True
             self.active[finished] = False
             ids = np.flatnonzero(self.active)
@@ -161,6 +186,9 @@ class MaxMin:
             changed = np.flatnonzero(rate != self.rate)
             self.rate[:] = rate
             return changed
+        if self._usage is not None:  # many updates: from now on, incrementally
+            self._usage = None
+            self._start_incremental()
         self._add_to_k(self._tight[j] for j in joined if self._tight[j] >= 0)
         while True:
             new, work = self._repair(joined, finished)
@@ -217,7 +245,7 @@ class MaxMin:
             if self._in_k[link] or self._capacity[link] == _INF:
                 continue
             self._in_k[link] = True
-            for j, c in zip(self._l_flows[link], self._l_coef[link]):
+            for j, c in zip(*self._flows_of(link)):
                 self._k_links[j].append(link)
                 self._k_coef[j].append(c)
             # its state under the current rates, which stay max-min fair over K and this link
@@ -227,7 +255,7 @@ class MaxMin:
         for link in links:
             self._in_k[link] = False
             del self._state[link]
-            for j in self._l_flows[link]:
+            for j in self._flows_of(link)[0]:
                 ks = self._k_links[j]
                 i = ks.index(link)
                 del ks[i]
@@ -244,7 +272,7 @@ class MaxMin:
         capacity = self._capacity[link]
         grow: dict[int, float] = {}
         pts = []
-        for j, c in zip(self._l_flows[link], self._l_coef[link]):
+        for j, c in zip(*self._flows_of(link)):
             u = cap[j]
             if u == _INF:
                 grow[j] = c
