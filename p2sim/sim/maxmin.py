@@ -29,7 +29,9 @@ changes:
   ceilings; the link's flows are scanned again only every 256 moves, against rounding drift.
 
 Small networks (at most ``_DENSE`` flows x links) are solved whole at every update by
-:func:`max_min_rates`, dense progressive filling, which is faster there.
+:func:`max_min_rates`, dense progressive filling, which is faster there; mid-size ones (up to
+``_DENSE_MATRIX``) for their first ``_DENSE_UPDATES`` updates, then incrementally from the
+allocation reached.
 """
 
 from __future__ import annotations
@@ -158,7 +160,8 @@ class MaxMin:
         self._rate = self.rate.tolist()  # self.rate as a list, for fast scalar reads
         rate = np.where(np.isfinite(self.rate), self.rate, 0.0)
         self._load = np.bincount(links, weights=coef * rate[owner], minlength=nlinks)  # at the current rates
-        full = np.isfinite(self.capacity) & (self._load > 0) & (self._load >= self.capacity * (1.0 - _TIE))
+        used = np.bincount(links, weights=self.active[owner].astype(float), minlength=nlinks) > 0
+        full = used & np.isfinite(self.capacity) & (self._load >= self.capacity * (1.0 - _TIE))
         self._add_to_k(np.flatnonzero(full).tolist())  # every active flow's bottleneck
 
     def _flows_of(self, link: int) -> tuple[list[int], list[float]]:
