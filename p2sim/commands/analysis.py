@@ -10,7 +10,7 @@ from ..analysis.sweep import SweepTask
 from ..collectives import check_algo, check_proto
 from ..errors import InputError
 from ..hierarchy import Lowering, Order
-from ..parsing import int_list, positive_int
+from ..parsing import positive_int
 from ..fileio import check_output_dir, check_output_file, writing
 from ..placement import Placement, enumerate_matrices, parse_matrix
 from ..report.files import write_report
@@ -21,8 +21,8 @@ from ..sim.model import check_model
 from ..placement import format_matrix
 from ..report.axes import axes_text, describe_placement, is_default, matrix_legend, reduce_text
 from ..units import format_bytes, format_seconds
-from .common import (axes, axis_names, buffer_bytes, emit, executor, limits, order, order_label, reduce_axes, rules,
-                     topology, warn_memory, where)
+from .common import (axes, axis_names, buffer_bytes, emit, executor, limits, order, order_label, reduce_axes,
+                     reduces_something, rules, topology, warn_memory, where)
 
 
 def algorithms(text: str) -> tuple[str, ...]:
@@ -72,7 +72,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
         mats = enumerate_matrices(h, p)
     else:
         mats = [parse_matrix(args.matrix)]
-    red = Lowering.of(Placement.of(h, p, mats[0]), red).reduce_axes  # validates the reduction axes before any work
+    Placement.of(h, p, mats[0])  # a given matrix is checked before any work
+    red = reduces_something(p, red)
     counts = dict(zip(mats, program_counts(mats, red, profile, max_size, lim)))
     tasks = []
     for algo in algos:
@@ -87,11 +88,12 @@ def cmd_rank(args: argparse.Namespace) -> int:
         others = [replace(t, order=other.value) for t in tasks if not same[t.matrices[0]]]
     total = sum(counts[t.matrices[0]] for t in tasks + others)
     what = (f"{plural(len(mats), 'matrix')}, {plural(sum(counts.values()), 'program')}, "
-            f"{plural(len(algos), 'algorithm')}" + (f", {len(others)} tasks in the other order" if others else ""))
+            f"{plural(len(algos), 'algorithm')}" + (f", {plural(len(others), 'task')} in the other order"
+                                                     if others else ""))
     lim.check_simulations(total, what)
     warn_memory("rank", topo.spec, nbytes, args.bytes is None, topo.node_count)
     with executor(args, len(tasks + others)) as ex:
-        announce("rank", f"{what}: {plural(total, 'simulation')} in {len(tasks + others)} tasks "
+        announce("rank", f"{what}: {plural(total, 'simulation')} in {plural(len(tasks + others), 'task')} "
                          f"{where(args, len(tasks + others))}")
         results = run_all(ex, run_task, tasks + others, "simulating")
     ranking = rank_results(results[:len(tasks)])
@@ -144,7 +146,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ..analysis.executor import run_all
     from ..analysis.jobsize import announce, plural, program_counts
     from ..analysis.sweep import run_task
-    from ..hierarchy import reduce_axes_of
     from ..parsing import axis_indices
     from ..placement import count_matrices
 
@@ -155,7 +156,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise InputError("reduction: give at least one --reduction AXES:SIZE[ x COUNT]")
     reductions = [parse_reduction(r, names) for r in args.reduction]
     for r in reductions:
-        reduce_axes_of(p, r.axes)
+        reduces_something(p, r.axes)
     (data_axis, *more) = axis_indices(args.data_axis, names, "data-axis")
     if more:
         raise InputError(f"data-axis: {args.data_axis!r} names {len(more) + 1} axes; give one")
@@ -179,7 +180,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                      proto=proto, order=chosen.value)
     tasks = plan_tasks(base, reductions, algos, mats)
     with executor(args, len(tasks)) as ex:
-        announce("plan", f"{what}: {plural(total, 'simulation')} in {len(tasks)} tasks {where(args, len(tasks))}")
+        announce("plan", f"{what}: {plural(total, 'simulation')} in {plural(len(tasks), 'task')} "
+                         f"{where(args, len(tasks))}")
         results = run_all(ex, run_task, tasks, "planning")
     plans = build_plans(reductions, results, mats)
     default = default_matrix(mats, data_axis)
@@ -237,7 +239,6 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     from ..analysis.sweep import ConfigResult, run_task
     from ..analysis.whatif import parse_vary, points, resolve_axes, winner_key
     from ..analysis.jobsize import announce, plural, program_counts
-    from ..hierarchy import reduce_axes_of
     from ..placement import count_matrices
     from ..report.whatif import whatif_plot
     from ..topology import Topology, find_spec
@@ -264,7 +265,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         if pt.nodes not in counted:
             p = resolve_axes(args.axes, topo.devices)
             names = axis_names(args, len(p))
-            red = reduce_axes_of(p, reduce_axes(args, names))
+            red = reduces_something(p, reduce_axes(args, names))
             lim.check_matrices(count_matrices(topo.hierarchy, p),
                                f"axes {','.join(map(str, p))} on {spec.name} with {pt.nodes} nodes")
             mats = enumerate_matrices(topo.hierarchy, p)
@@ -285,7 +286,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     lim.check_simulations(simulations, what)
     warn_memory("whatif", largest[1].spec, largest[0], args.bytes is None, largest[1].node_count)
     with executor(args, len(tasks)) as ex:
-        announce("whatif", f"{what}: {plural(simulations, 'simulation')} in {len(tasks)} tasks "
+        announce("whatif", f"{what}: {plural(simulations, 'simulation')} in {plural(len(tasks), 'task')} "
                            f"{where(args, len(tasks))}")
         results = run_all(ex, run_task, tasks, "what-if")
     per_point: list[list[ConfigResult]] = [[] for _ in pts]
@@ -371,6 +372,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     cal = None if args.calibrate_on is None else load_measurements(args.calibrate_on)
     model = check_model(args.model)
     folds = positive_int(args.folds, "folds")
+    if folds > 1 and cal is None:  # validate() says so too, but only after the announcement
+        raise InputError("folds: cross-validation needs --calibrate-on")
+    configs = len({r.group[:4] for r in rows})
+    if folds > configs:
+        raise InputError(f"folds: {folds} folds but only {configs} measured configurations")
     warnings = [] if args.allow_emulated else emulated_warnings(rows)
     if cal is not None and not args.allow_emulated:
         refuse_emulated(cal, "calibrates on them")
@@ -421,7 +427,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     with executor(args, tasks) as ex:
         if mine:
             announce("calibrate", f"{plural(len(mine), 'row')} of {spec.name}: each evaluation "
-                                  f"{plural(per_eval, 'simulation')} in {tasks} tasks {where(args, tasks)} (a fit "
+                                  f"{plural(per_eval, 'simulation')} in {plural(tasks, 'task')} {where(args, tasks)} (a fit "
                                   "takes tens to a few hundred evaluations)")
         fit = calibrate(rows, spec.name, ex, model, base=spec)
     text = spec_to_toml(fit.after, f"Calibrated by p2sim calibrate from {spec.source}\n"

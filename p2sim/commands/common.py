@@ -12,8 +12,8 @@ from typing import Any
 
 from ..analysis.executor import Executor, capped_workers, make_executor
 from ..analysis.jobsize import Limits
-from ..errors import InputError
-from ..hierarchy import Order
+from ..errors import InputError, PlacementError
+from ..hierarchy import Order, reduce_axes_of
 from ..parsing import axes_spec, axis_indices, byte_size, default_axis_names, int_list, named_parts, positive_int
 from ..placement import check_sizes
 from ..report.axes import generic_levels
@@ -24,7 +24,7 @@ from ..units import format_bytes
 
 __all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers", "rules",
            "order", "order_label", "executor", "axis_names", "reduce_axes", "limits", "level_names", "warn_memory",
-           "where", "DEFAULT_BYTES_HELP", "layout_levels"]
+           "where", "DEFAULT_BYTES_HELP", "layout_levels", "reduces_something"]
 
 
 def emit(obj: Any) -> None:
@@ -73,6 +73,14 @@ def axis_names(args: argparse.Namespace, count: int) -> tuple[str, ...]:
 def reduce_axes(args: argparse.Namespace, names: tuple[str, ...]) -> tuple[int, ...]:
     """``--reduce`` by index or by axis name."""
     return axis_indices(args.reduce, names, "reduce")
+
+
+def reduces_something(p: tuple[int, ...], red: tuple[int, ...]) -> tuple[int, ...]:
+    """Validated reduction axes (sorted) that hold more than one device, before any work is announced."""
+    red = reduce_axes_of(p, red)
+    if math.prod(p[i] for i in red) < 2:
+        raise PlacementError("reduce: the reduction axes have size 1, so there is nothing to reduce")
+    return red
 
 
 def limits(args: argparse.Namespace) -> Limits:
