@@ -83,7 +83,7 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     assert unit == "s" and 1.9 < float(value) < 2.2
 
     # the README's main command (make demo)
-    out = _run([str(bin_dir / "p2sim"), "rank", "--system", "a100", "--axes", "4,8", "--reduce", "0",
+    out = _run([str(bin_dir / "p2sim"), "rank", "--system", "a100", "--axes", "data=4,tensor=8", "--reduce", "data",
                 "--algo", "both", "--top", "5", "--workers", "1"], work, env)
     assert "100 simulations" in out.splitlines()[0]
 

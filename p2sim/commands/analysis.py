@@ -315,9 +315,10 @@ def cmd_whatif(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             write_report(args.out, {"whatif.png": whatif_plot(variations, rows)})
         return 0
-    given = "one axis" if args.axes is None else args.axes  # '*' resolves per point
-    print(f"{spec.name}: what if {'; '.join(args.vary)}  (axes {given} reduce {reduce_text(red, names)}; "
-          f"algo {args.algo}, {model} model{order_label(chosen, red)})")
+    # the axes as given: a '*' resolves per point
+    given = "one axis over all GPUs" if args.axes is None else f"axes {args.axes} reduce {reduce_text(red, names)}"
+    print(f"{spec.name}: what if {'; '.join(args.vary)}  ({given}; algo {args.algo}, {model} model"
+          f"{order_label(chosen, red)})")
     print(matrix_legend(names, largest[1].level_names))
     for r in rows:
         mark = "  <- winner changes" if r["winner_changed"] else ""
