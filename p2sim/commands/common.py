@@ -23,7 +23,7 @@ from ..topology.spec import SystemSpec
 from ..units import format_bytes
 
 __all__ = ["emit", "topology", "hierarchy", "axes", "layout", "default_bytes", "buffer_bytes", "workers", "rules",
-           "order", "order_label", "executor", "axis_names", "reduce_axes", "limits", "level_names", "warn_memory",
+           "order", "order_label", "executor", "axis_names", "reduce_axes", "limits", "warn_memory",
            "where", "DEFAULT_BYTES_HELP", "layout_levels", "reduces_something"]
 
 
@@ -91,11 +91,6 @@ def limits(args: argparse.Namespace) -> Limits:
                      None if ms is None else positive_int(ms, "max-simulations"))
 
 
-def level_names(topo: Topology | None, count: int) -> tuple[str, ...]:
-    """The hierarchy's level names: the system's, or ``level0, level1, ..`` for ``--hierarchy``."""
-    return topo.level_names if topo is not None else generic_levels(count)
-
-
 def layout(args: argparse.Namespace) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return axes(args, hierarchy(args))
 
@@ -156,7 +151,7 @@ def executor(args: argparse.Namespace, tasks: int | None = None) -> AbstractCont
 
 
 def where(args: argparse.Namespace, tasks: int) -> str:
-    """Where ``tasks`` tasks run, for the job-size line: ``in-process``, ``on 2 worker processes``, Dask."""
+    """Where ``tasks`` tasks run, for the job-size line: ``in this process``, ``on 2 worker processes``, Dask."""
     if args.scheduler is not None:
         return f"on Dask ({args.scheduler})"
     n = capped_workers(workers(args), tasks)
