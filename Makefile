@@ -24,6 +24,7 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/simulate_scale.py
 	$(BIN)/python benchmarks/scale_states.py
 	$(BIN)/python benchmarks/executors.py
+	$(BIN)/python benchmarks/flows_scaling.py --flows 100,500,2000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

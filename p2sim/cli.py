@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from . import __version__
+from .commands.sweep import cmd_sweep
 from .commands.analysis import cmd_calibrate, cmd_plan, cmd_rank, cmd_validate, cmd_whatif
 from .commands.formalism import cmd_placements, cmd_synth
 from .analysis.jobsize import MAX_MATRICES, MAX_SIMULATIONS
@@ -107,6 +108,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_order(p)
     p.set_defaults(func=cmd_simulate)
 
+    p = sub.add_parser("sweep", help="one collective over a range of sizes, like nccl-tests",
+                       description="Predict one collective over sizes from -b to -e by factor -f on a system's GPUs, "
+                                   "printed in nccl-tests' columns with the algorithm and protocol NCCL would pick.")
+    p.add_argument("--system", default="a100", help="system name or .toml file (default: a100; see p2sim systems)")
+    p.add_argument("--nodes", default=None, help="node count (default: the system file's)")
+    p.add_argument("--gpus-per-node", default=None, help="GPUs of each node taking part, the first ones (default: all)")
+    p.add_argument("-C", "--collective", default="AllReduce",
+                   help="AllReduce, ReduceScatter, AllGather, Broadcast or Reduce (or nccl-tests' names; "
+                        "default: AllReduce)")
+    p.add_argument("-b", "--minbytes", default="8", help="smallest size (default: 8)")
+    p.add_argument("-e", "--maxbytes", default="1GiB", help="largest size (default: 1GiB)")
+    p.add_argument("-f", "--stepfactor", default="2", help="size factor between points (default: 2)")
+    p.add_argument("--algo", default="auto", help="auto, ring, tree, nvls or nvls_tree (default: auto)")
+    p.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default: auto)")
+    p.add_argument("--model", default="des", help="des or analytic (default: des)")
+    p.add_argument("--out", default=None, metavar="DIR", help="write sweep.txt and the plot sweep.png into DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_sweep)
+
     p = sub.add_parser("rank", help="rank every (matrix, program) by predicted time",
                        description="Simulate every program of every parallelism matrix and print the top K, "
                                    "with speedups over each matrix's single AllReduce. Only the reduction over "
@@ -158,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--measurements", required=True, metavar="FILE|DIR",
                    help="P2-style CSV, single-collective CSV, or bench_nccl JSON-lines log (or a directory of them)")
     p.add_argument("--calibrate-on", default=None, metavar="FILE|DIR", help="calibrate each system on these first")
+    p.add_argument("--system", default=None,
+                   help="the p2sim system of nccl-tests logs that a directory's systems.csv does not map")
     p.add_argument("--folds", default="1", help="with --calibrate-on: k-fold cross-validation over groups (default: 1)")
     p.add_argument("--model", default="des", help="des or analytic (default: des; the baseline model is always scored beside it)")
     p.add_argument("--allow-emulated", action="store_true",

@@ -70,8 +70,8 @@ def byte_size(text: str, field: str = "bytes") -> int:
     if not m or unit is None:
         raise InputError(f"{field}: {text!r} is not a size like 2GiB, 512MiB or 1e9")
     value = float(m.group(1)) * unit
-    if value <= 0 or value != value or value == float("inf"):
-        raise InputError(f"{field}: {text!r} is not a positive size")
+    if not 1 <= value < float("inf"):
+        raise InputError(f"{field}: {text!r} is not a size of at least one byte")
     return int(round(value))
 
 

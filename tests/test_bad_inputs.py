@@ -77,6 +77,7 @@ def no_work(monkeypatch):
     ["rank", "--system", "a100", "--axes", "4,8"],
     ["whatif", "--vary", "nodes=2,4"],
     ["validate", "--measurements", str(DATA)],
+    ["sweep", "--system", "h100"],
 ])
 def test_out_that_is_a_file(capsys, no_work, a_file, command):
     refused(capsys, *command, "--out", str(a_file), says=("out:", str(a_file), "not a directory"))
@@ -130,10 +131,12 @@ def test_system_file_not_utf8(capsys, tmp_path):
 def test_measurements_not_utf8(capsys, tmp_path, name):
     f = tmp_path / name
     f.write_bytes(DATA.read_bytes()[:200] + BAD_BYTES + b"\n")
+    # a CSV's header is read first to tell P2's table from single-collective measurements
     line = DATA.read_bytes()[:200].count(b"\n") + 1
-    refused(capsys, "validate", "--measurements", str(f), says=(f"{f}:{line}: encoding", "not UTF-8"))
+    where = f"{f}: not UTF-8" if name.endswith(".csv") else f"{f}:{line}: encoding"
+    refused(capsys, "validate", "--measurements", str(f), says=(where, "UTF-8"))
     refused(capsys, "calibrate", "--measurements", str(f), "--system", "a100", "--out", str(tmp_path / "c.toml"),
-            says=(f"{f}:{line}: encoding",))
+            says=(where,))
 
 
 def test_bench_nccl_logs_not_utf8(capsys, tmp_path, monkeypatch):

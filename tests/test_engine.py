@@ -1,9 +1,18 @@
 from __future__ import annotations
 
+import contextlib
+import signal
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from p2sim.errors import InputError
+from p2sim.sim import maxmin
 from p2sim.sim.engine import FlowSpec, run_flows
+
+from .reference_engine import run_flows as run_reference
 
 
 def flow(edges, volume, latency=0.0, coef=None):
@@ -58,3 +67,176 @@ def test_same_run_twice_is_identical():
     b = run_flows(flows, cap, True)
     assert a[0] == b[0] and a[1] == b[1]
     assert all((x.load == y.load).all() for x, y in zip(a[2], b[2]))
+
+
+# ---- the incremental engine against the previous dense engine ---------------------------------
+
+
+@pytest.fixture(params=["incremental", "switch", "auto"])
+def solver_mode(request, monkeypatch):
+    """Every network solved incrementally; densely for 2 updates, then incrementally; the default."""
+    if request.param == "incremental":
+        monkeypatch.setattr(maxmin, "_DENSE_MATRIX", 0)
+    elif request.param == "switch":
+        monkeypatch.setattr(maxmin, "_DENSE", 0)
+        monkeypatch.setattr(maxmin, "_DENSE_UPDATES", 2)
+    return request.param
+
+
+@st.composite
+def scenarios(draw):
+    """Random flows on a few links: shared links, weights, private ceilings, staggered starts."""
+    links = draw(st.integers(1, 6))
+    n = draw(st.integers(1, 14))
+    cap = draw(st.lists(st.sampled_from([1.0, 2.0, 5.0, 10.0, 7.5, np.inf]), min_size=links, max_size=links))
+    flows = []
+    for j in range(n):
+        edges = draw(st.sets(st.integers(0, links - 1), min_size=1, max_size=links))
+        coef = [draw(st.sampled_from([0.5, 1.0, 1.0, 2.0])) for _ in edges]
+        if draw(st.booleans()):  # a private ceiling, as the simulator appends per channel
+            edges = set(edges) | {links + j}
+            coef.append(draw(st.sampled_from([1.0, 3.0])))
+        volume = draw(st.sampled_from([0.0, 1.0, 10.0, 17.0, 100.0, 250.0]))
+        latency = draw(st.sampled_from([0.0, 0.0, 0.5, 1.0, 2.5]))
+        flows.append(flow(sorted(edges), volume, latency, coef))
+    capacity = np.array(cap + [draw(st.sampled_from([3.0, 4.0])) for _ in range(n)])
+    return flows, capacity
+
+
+# the fixture only picks the solver: the same for every generated input
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scenarios())
+def test_results_equal_the_dense_engine(solver_mode, scenario):
+    flows, capacity = scenario
+    try:
+        want = run_reference(flows, capacity)
+    except RuntimeError:  # a flow that can never finish: both engines must say so
+        with pytest.raises(InputError, match="never finishes"):
+            run_flows(flows, capacity)
+        return
+    got = run_flows(flows, capacity)
+    assert got[0] == pytest.approx(want[0], rel=1e-9)
+    for a, b in zip(got[1], want[1]):
+        assert (a.label, a.start) == (b.label, b.start)
+        assert a.end == pytest.approx(b.end, rel=1e-9, abs=1e-12)
+
+
+def test_many_flows_finishing_at_distinct_times_equal_the_dense_engine(solver_mode):
+    rng = np.random.default_rng(3)
+    links = 30
+    cap = rng.choice([10.0, 25.0, 100.0], size=links)
+    flows = []
+    for _ in range(150):
+        edges = np.sort(rng.choice(links, size=rng.integers(1, 6), replace=False))
+        flows.append(flow(edges, float(rng.integers(1, 1000)), float(rng.uniform(0, 5)), rng.choice([1.0, 2.0], len(edges))))
+    got, want = run_flows(flows, cap, True), run_reference(flows, cap, True)
+    assert got[0] == pytest.approx(want[0], rel=1e-9)
+    np.testing.assert_allclose([r.end for r in got[1]], [r.end for r in want[1]], rtol=1e-9)
+    # the rate samples too: the same times, and the same loads on the same links
+    assert [s.time for s in got[2]] == pytest.approx([s.time for s in want[2]], rel=1e-12)
+    for a, b in zip(got[2], want[2]):
+        assert a.edges.tolist() == b.edges.tolist()
+        np.testing.assert_allclose(a.load, b.load, rtol=1e-9)
+
+
+@pytest.mark.parametrize("system", ["a100", "v100", "h100"])
+def test_simulated_programs_equal_the_dense_engine(monkeypatch, solver_mode, system):
+    # every step of every program of every matrix on 2 nodes, ring and tree, through both engines
+    from p2sim.sim import Simulator
+    from p2sim.sim import simulator as simulator_module
+    from p2sim.synthesis import synthesize_placements
+    from p2sim.topology import load_system
+
+    steps = []
+
+    def both(flows, capacity, record=False):
+        got, want = run_flows(flows, capacity, record), run_reference(flows, capacity, record)
+        steps.append(len(flows))
+        assert got[0] == pytest.approx(want[0], rel=1e-9)
+        np.testing.assert_allclose([r.end for r in got[1]], [r.end for r in want[1]], rtol=1e-9)
+        return got
+
+    monkeypatch.setattr(simulator_module, "run_flows", both)
+    topo = load_system(system, nodes=2)
+    syn = synthesize_placements(topo.hierarchy, [2, topo.devices // 2], [1])
+    for algo in ("ring", "tree"):
+        sim = Simulator(topo, algo)
+        for m in syn.matrices:
+            for p in m.programs:
+                sim.simulate(m.lowering, p, 2**30)
+    assert len(steps) > 10 and max(steps) > 1
+
+
+# ---- no stall, whatever the magnitudes --------------------------------------------------------
+
+
+@contextlib.contextmanager
+def deadline(seconds: float):
+    """Fail (rather than hang the suite) if the block runs longer than ``seconds``."""
+
+    def expired(_signum, _frame):
+        raise TimeoutError(f"still running after {seconds} s: the engine stalled")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_latency_of_1e20_us_completes(solver_mode):
+    # at t = 1e14 s the clock's spacing is 1/64 s, far above these flows' durations: the dense
+    # engine looped for ever here; now the flows finish at the instant the clock can represent
+    lat = 1e20 * 1e-6
+    flows = [flow([0], 1e6, lat), flow([0, 1], 5e5, lat), flow([1], 1e3, lat + 1.0)]
+    with deadline(10):
+        t, recs, _ = run_flows(flows, np.array([1e9, 1e9]))
+    assert t == lat + 1.0
+    assert [(r.start, r.end) for r in recs] == [(lat, lat), (lat, lat), (lat + 1.0, lat + 1.0)]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.tuples(st.sampled_from([0.0, 1e-6, 1.0, 1e6, 1e14, 1e20 * 1e-6 + 1.0]),
+                       st.sampled_from([1e-300, 1.0, 1e9, 1e20, 1e300]),
+                       st.lists(st.integers(0, 2), min_size=1, max_size=3, unique=True)),
+             min_size=1, max_size=6),
+    st.lists(st.sampled_from([1e-9, 1.0, 1e11, 1e300]), min_size=3, max_size=3),
+)
+def test_no_stall_whatever_the_magnitudes(solver_mode, specs, capacity):
+    """Latencies up to 1e20 us, bandwidths from 1e-9 to 1e300 bytes/s: time advances or flows end."""
+    flows = [flow(sorted(e), volume, latency) for latency, volume, e in specs]
+    longest = max(f.latency for f in flows) + sum(f.volume for f in flows) / min(capacity)
+    with deadline(10):
+        if not np.isfinite(longest) or longest > 1e300:
+            # past the float range (1e300 bytes at 1e-9 bytes/s): refused with one message, not hung
+            with contextlib.suppress(InputError):
+                run_flows(flows, np.array(capacity))
+            return
+        t, recs, _ = run_flows(flows, np.array(capacity))
+    for f, r in zip(flows, recs):
+        assert r.start == f.latency
+        alone = f.volume / min(capacity[e] for e in f.edges.tolist())
+        # never faster than alone on its slowest link, never slower than behind every other flow
+        assert r.end >= r.start
+        assert r.end - r.start >= alone * (1 - 1e-9) or r.end - r.start <= np.spacing(r.end)
+        assert np.isfinite(r.end)
+    assert t == max(r.end for r in recs)
+
+
+@pytest.mark.parametrize("bandwidth", [1e-9, 1e300])
+def test_one_flow_at_extreme_bandwidths_takes_volume_over_bandwidth(bandwidth):
+    with deadline(10):
+        t, recs, _ = run_flows([flow([0], 1e3, 2.0)], np.array([bandwidth]))
+    assert t == pytest.approx(2.0 + 1e3 / bandwidth, rel=1e-12)
+
+
+def test_a_flow_that_can_never_finish_is_one_clear_error():
+    with pytest.raises(InputError, match=r"flow 'stuck' never finishes: its rate is 0"):
+        run_flows([FlowSpec(np.array([0]), np.ones(1), 5.0, 0.0, "stuck")], np.array([0.0]))
+    with pytest.raises(InputError, match="past the largest float time"):
+        run_flows([flow([0], 1e300, 0.0)], np.array([1e-300]))
+    with pytest.raises(InputError, match="must be finite"):
+        run_flows([flow([0], 1.0, np.inf)], np.array([1.0]))

@@ -47,3 +47,16 @@ def test_check_algo():
     assert check_algo("NVLS-Tree") == "nvls_tree"
     with pytest.raises(InputError, match="algo"):
         check_algo("butterfly")
+
+
+def test_a_group_moved_between_nodes_expands_alike():
+    topo = load_system("dgx-h100", 4)
+    ex = Expander(topo)
+    a = ex.collective("ring", "Simple", "AllReduce", (0, 1, 8, 9), 2**30)
+    b = ex.collective("ring", "Simple", "AllReduce", (16, 17, 24, 25), 2**30)  # built by moving a
+    c = Expander(topo)._build("ring", "Simple", "AllReduce", (16, 17, 24, 25),
+                              __import__("p2sim.collectives.channels", fromlist=["segments"]).segments(
+                                  topo, (16, 17, 24, 25)), 4, 1.0, 2**30)
+    assert [f.edges.tolist() for f in b.flows] == [f.edges.tolist() for f in c.flows]
+    assert [f.coef.tolist() for f in b.flows] == [f.coef.tolist() for f in c.flows]
+    assert b.sent() == c.sent() and a.latency == b.latency

@@ -1,23 +1,41 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from p2sim.sim.maxmin import max_min_rates
+from p2sim.sim import maxmin
+from p2sim.sim.maxmin import MaxMin, max_min_rates
+
+from .reference_engine import max_min_rates as dense_max_min_rates
 
 
 @st.composite
-def problems(draw):
-    flows = draw(st.integers(1, 6))
-    links = draw(st.integers(1, 5))
+def problems(draw, max_flows=6, max_links=5):
+    flows = draw(st.integers(1, max_flows))
+    links = draw(st.integers(1, max_links))
     usage = draw(arrays(float, (flows, links), elements=st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0])))
     for j in range(flows):  # every flow uses at least one link
         if not usage[j].any():
             usage[j, draw(st.integers(0, links - 1))] = 1.0
-    cap = draw(arrays(float, (links,), elements=st.floats(1.0, 100.0)))
+    # small integers make ties (several links saturating at one level) common
+    cap = draw(arrays(float, (links,), elements=st.one_of(st.floats(1.0, 100.0), st.sampled_from([1.0, 2.0, 4.0, np.inf]))))
     return usage, cap
+
+
+def solver(usage: np.ndarray, cap: np.ndarray, dense: bool | None = False) -> MaxMin:
+    """The incremental solver on a dense problem (not the dense one these sizes would get)."""
+    rows, cols = np.nonzero(usage > 0)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=usage.shape[0]))])
+    return MaxMin(indptr, cols, usage[rows, cols], cap, dense=dense)
+
+
+def assert_same_rates(got: np.ndarray, want: np.ndarray) -> None:
+    assert (np.isinf(got) == np.isinf(want)).all()
+    fin = np.isfinite(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=1e-9, atol=0.0)
 
 
 @settings(max_examples=200, deadline=None)
@@ -25,16 +43,119 @@ def problems(draw):
 def test_max_min_is_feasible_and_every_flow_is_bottlenecked(problem):
     usage, cap = problem
     rates = max_min_rates(usage, cap)
-    load = rates @ usage
+    finite = np.where(np.isfinite(rates), rates, 0.0)
+    load = finite @ usage
     assert (load <= cap * (1 + 1e-9)).all()  # never exceeds a link
     saturated = load >= cap * (1 - 1e-9)
     for j in range(len(rates)):
+        if np.isinf(rates[j]):  # only on infinite links
+            assert np.isinf(cap[usage[j] > 0]).all()
+            continue
         # max-min: each flow crosses a saturated link on which no flow has a larger rate
         links = np.flatnonzero((usage[j] > 0) & saturated)
-        assert any(rates[j] >= rates[usage[:, l] > 0].max() * (1 - 1e-9) for l in links)
+        assert any(rates[j] >= finite[usage[:, l] > 0].max() * (1 - 1e-9) for l in links)
+
+
+@settings(max_examples=200, deadline=None)
+@given(problems())
+def test_one_shot_rates_equal_the_dense_solver(problem):
+    usage, cap = problem
+    mm = solver(usage, cap)
+    mm.update(joined=range(usage.shape[0]))
+    assert_same_rates(mm.rate, dense_max_min_rates(usage, cap))
+    # the dense solver kept for small networks is the previous one, unchanged
+    assert max_min_rates(usage, cap).tolist() == dense_max_min_rates(usage, cap).tolist()
+
+
+@st.composite
+def histories(draw):
+    """A problem and a sequence of (joining, finishing) sets, as the engine produces them."""
+    usage, cap = draw(problems(max_flows=14, max_links=8))
+    flows = usage.shape[0]
+    active: set[int] = set()
+    steps = []
+    for _ in range(draw(st.integers(1, 12))):
+        joined = draw(st.sets(st.sampled_from(range(flows)))) - active
+        finished = draw(st.sets(st.sampled_from(sorted(active)))) if active else set()
+        steps.append((sorted(joined), sorted(finished)))
+        active = (active | joined) - finished
+    return usage, cap, steps
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(histories())
+@pytest.mark.parametrize("dense", [False, True, None])
+def test_incremental_updates_equal_the_dense_solver_after_every_step(monkeypatch, dense, history):
+    usage, cap, steps = history
+    if dense is None:  # dense for two updates, then incremental from there on
+        monkeypatch.setattr(maxmin, "_DENSE", 0)
+        monkeypatch.setattr(maxmin, "_DENSE_UPDATES", 2)
+    mm = solver(usage, cap, dense)
+    active = np.zeros(usage.shape[0], dtype=bool)
+    for joined, finished in steps:
+        before = mm.rate.copy()
+        changed = mm.update(joined=joined, finished=finished)
+        active[joined] = True
+        active[finished] = False
+        want = np.zeros(usage.shape[0])
+        ids = np.flatnonzero(active)
+        if ids.size:
+            want[ids] = dense_max_min_rates(usage[ids], cap)
+        assert_same_rates(mm.rate, want)
+        # ``changed`` names exactly the flows whose rate moved
+        moved = np.flatnonzero(mm.rate != before)
+        assert changed.tolist() == moved.tolist()
+        assert (mm.rate[~active] == 0).all()
+
+
+def test_incremental_on_a_larger_random_network():
+    # 120 flows over 40 links joining and leaving in random batches, against the dense solver
+    rng = np.random.default_rng(7)
+    flows, links = 120, 40
+    usage = np.zeros((flows, links))
+    for j in range(flows):
+        usage[j, rng.choice(links, size=rng.integers(1, 6), replace=False)] = rng.choice([1.0, 1.0, 2.0, 0.5])
+    cap = rng.choice([10.0, 25.0, 100.0], size=links)
+    mm = solver(usage, cap)
+    active = np.zeros(flows, dtype=bool)
+    for _ in range(60):
+        joined = [int(j) for j in np.flatnonzero(~active) if rng.random() < 0.15]
+        finished = [int(j) for j in np.flatnonzero(active) if rng.random() < 0.1]
+        mm.update(joined=joined, finished=finished)
+        active[joined] = True
+        active[finished] = False
+        ids = np.flatnonzero(active)
+        if ids.size:
+            assert_same_rates(mm.rate[ids], dense_max_min_rates(usage[ids], cap))
 
 
 def test_equal_sharing_and_infinite_links():
     assert max_min_rates(np.ones((4, 1)), np.array([8.0])).tolist() == [2.0] * 4
     r = max_min_rates(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([np.inf, 5.0]))
     assert np.isinf(r[0]) and r[1] == 5.0
+
+
+def test_a_finishing_flow_frees_its_share_along_a_chain():
+    # links 0..2 of capacity 10; flow 0 on link 0, flow 1 on links 0-1, flow 2 on links 1-2, flow 3 on link 2
+    usage = np.array([[1.0, 0, 0], [1, 1, 0], [0, 1, 1], [0, 0, 1]])
+    mm = solver(usage, np.array([10.0, 10.0, 10.0]))
+    mm.update(joined=[0, 1, 2, 3])
+    assert mm.rate.tolist() == [5.0, 5.0, 5.0, 5.0]
+    mm.update(finished=[0])  # flow 1 takes link 0's room, up to link 1's half
+    assert mm.rate.tolist() == [0.0, 5.0, 5.0, 5.0]
+    mm.update(finished=[3])  # now link 1 binds flows 1 and 2 at 5 each still
+    assert mm.rate.tolist() == [0.0, 5.0, 5.0, 0.0]
+    mm.update(finished=[2])
+    assert mm.rate.tolist() == [0.0, 10.0, 0.0, 0.0]
+
+
+def test_zero_capacity_stops_its_flows():
+    r = max_min_rates(np.array([[1.0, 1.0], [0.0, 1.0]]), np.array([0.0, 4.0]))
+    assert r.tolist() == [0.0, 4.0]
+
+
+@pytest.mark.parametrize("scale", [1e-9, 1.0, 1e300])
+def test_extreme_capacities(scale):
+    usage = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]])
+    cap = np.array([3.0, 4.0]) * scale
+    assert_same_rates(max_min_rates(usage, cap), dense_max_min_rates(usage, cap))

@@ -31,6 +31,8 @@ from ..topology import find_spec
 from ..topology.settings import ModelRates
 from ..topology.spec import SystemSpec
 from .executor import Executor
+from .collective_predict import predict_collectives
+from .collective_rows import CollectiveRow
 from .measurements import MeasuredRow
 from .predict import groups_of, predict_groups
 from .sweep import ALLREDUCE_TEXT
@@ -45,6 +47,8 @@ CAP_BOUNDS = (math.log(0.01), math.log(1e5))  # rate ceilings between 10 MB/s an
 # fit below a tenth says the model misplaces a bottleneck rather than that the link is slow,
 # and a fit above twice the data sheet's figure is physically impossible for that link.
 PLAUSIBLE = (0.1, 2.0)
+# the rates' starting grid: factors of sqrt(2) from the link's rate down to 1/22.6 of it
+SCAN_STEP, SCAN_STEPS = 0.5 * math.log(2.0), 10
 
 
 @dataclass(frozen=True)
@@ -129,14 +133,30 @@ def _residuals(rows_by_group, results) -> np.ndarray:
     return np.asarray(res)
 
 
+def _collective_residuals(rows: Sequence[CollectiveRow], trial: SystemSpec, model: str) -> np.ndarray:
+    if not rows:
+        return np.zeros(0)
+    preds = predict_collectives(rows, {trial.name: trial})
+    return np.asarray([math.log((p.baseline_seconds if model == "baseline" else p.seconds) / p.row.seconds)
+                       for p in preds])
+
+
 def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, model: str = "des",
-              base: SystemSpec | None = None, max_evaluations: int = 60) -> Calibration:
-    """Fit one system's link classes and per-channel rates to its measured rows."""
+              base: SystemSpec | None = None, max_evaluations: int = 60,
+              collectives: Sequence[CollectiveRow] = ()) -> Calibration:
+    """Fit one system's link classes and per-channel rates to its measured rows.
+
+    ``rows`` are programs' measurements (P2's table, bench_nccl logs); ``collectives``
+    single-collective ones (nccl-tests and bench_nccl sweeps): both may be given.
+    """
     mine = [r for r in rows if r.system == system]
-    if not mine:
+    singles = [r for r in collectives if r.system == system]
+    if not mine and not singles:
         raise MeasurementError(f"calibrate: no measurements of system {system!r}")
     spec = base if base is not None else find_spec(system)
-    algos = sorted({"tree" if r.algo in ("tree", "nvls_tree") else "ring" for r in mine})
+    algos = sorted({"tree" if r.algo in ("tree", "nvls_tree") else "ring" for r in mine}
+                   | {"tree" if r.algo in ("tree", "nvls_tree", "auto") else "ring" for r in singles}
+                   | ({"ring"} if singles else set()))
     groups = groups_of(mine)
     evaluations = 0
 
@@ -145,8 +165,11 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
             nonlocal evaluations
             evaluations += 1
             trial = layout.apply(spec, x)
-            results = predict_groups(groups, {system: trial}, model, executor, all_matrices=False)
-            return np.concatenate([_residuals(groups, results), layout.prior(x)])
+            res = [_collective_residuals(singles, trial, model)]
+            if mine:
+                results = predict_groups(groups, {system: trial}, model, executor, all_matrices=False)
+                res.insert(0, _residuals(groups, results))
+            return np.concatenate(res + [layout.prior(x)])
         return fun
 
     links = _Layout(tuple(sorted(spec.classes)), ())
@@ -155,30 +178,73 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     r0 = fun(np.zeros(n))
     data = len(r0) - n
     first = least_squares(fun, np.zeros(n), bounds=BOUNDS, diff_step=0.05, max_nfev=max_evaluations)
-    crosses = any(r.nodes > 1 for r in mine)
+    crosses = any(r.nodes > 1 for r in (*mine, *singles))
     # the baseline model has no channels: only its links can be fitted
     rates = () if model == "baseline" else tuple(
         f"{a}_{kind}" for a in algos for kind in (("net_rate",) if crosses else ()) + ("channel_rate",))
     full = _Layout(links.classes, rates)
     fitted = links.apply(spec, first.x)
-    start = {"net_rate": 0.75 * fitted.classes[_network_class(fitted)].capacity if crosses else 1.0,
-             "channel_rate": 0.75 * max(c.capacity for c in fitted.classes.values()) / 4}
-    x0 = np.concatenate([first.x, [math.log(start[r.split("_", 1)[1]]) for r in rates]])
     lower = np.concatenate([np.full(n, BOUNDS[0]), np.full(len(rates), CAP_BOUNDS[0])])
     upper = np.concatenate([np.full(n, BOUNDS[1]), np.full(len(rates), CAP_BOUNDS[1])])
+    what = [*mine, *singles]
     if not rates:
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
-        return _result(system, model, spec, after, mine, r0[:data], final, data, evaluations)
+        return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
     fun_full = fitter(full)
+    net_class = _network_class(fitted) if crosses else None
+    x0 = _scan_rates(fun_full, first.x, rates, fitted, crosses,
+                     links.classes.index(net_class) if net_class in links.classes else None)
     second = least_squares(fun_full, x0, bounds=(lower, upper), diff_step=0.05, max_nfev=max_evaluations)
     if second.cost <= first.cost:
-        after, final = full.apply(spec, second.x), fun_full(second.x)[:data]
+        x = second.x.copy()
+        # a cap left far above everything it could bind is no cap: report it as unset
+        x[n:][x[n:] > CAP_BOUNDS[1] - 1.0] = np.nan
+        after = full.apply(spec, np.nan_to_num(x, nan=CAP_BOUNDS[1]))
+        after = replace(after, rates=ModelRates(**{k: v for k, v in after.rates.to_dict().items()
+                                                    if k not in rates or not math.isnan(x[n + rates.index(k)])}))
+        final = fun_full(second.x)[:data]
     else:  # the rates did not help: keep the links-only fit
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
-    return _result(system, model, spec, after, mine, r0[:data], final, data, evaluations)
+    return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
 
 
-def _result(system: str, model: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[MeasuredRow],
+def _scan_rates(fun, x_links: np.ndarray, rates: Sequence[str], fitted: SystemSpec, crosses: bool,
+                net_index: int | None) -> np.ndarray:
+    """Starting values for the rates: one at a time, the best of a few binding levels.
+
+    A cap far above the traffic it limits has no gradient, and one far below it has the
+    same slope everywhere, so the local fit needs a start near where it matters: each rate
+    tries uncapped and 1, 1/sqrt(2), 1/2, ..., 1/22.6 of the fastest link in a node (a channel's GPU
+    side) or of the NIC's link (a channel's network connection), keeping the best cost so
+    far.  A network rate is also tried with the NIC back at the file's figure: the links-only
+    fit explains a slow single communicator by a slow NIC, and only the two moving together
+    (NIC up, cap down) show that concurrent communicators fill the NIC where one cannot.
+    """
+    k = len(x_links)
+    fast = max(fitted.classes[ln.cls].capacity for ln in fitted.node_links)  # inside a node
+    nic = fitted.classes[_network_class(fitted)].capacity if crosses else fast
+    x = np.concatenate([x_links, np.full(len(rates), CAP_BOUNDS[1])])
+    best = float(np.sum(fun(x) ** 2))
+    for i, r in enumerate(rates):
+        is_net = r.endswith("net_rate")
+        base = nic if is_net else fast
+        keep = x.copy()
+        nic_starts = [x[net_index]] + ([0.0] if is_net and net_index is not None and x[net_index] != 0.0 else [])
+        for nic_x in nic_starts:
+            for j in range(SCAN_STEPS):
+                trial = x.copy()
+                if is_net and net_index is not None:
+                    trial[net_index] = nic_x
+                    base = nic * math.exp(nic_x - x[net_index])
+                trial[k + i] = math.log(base) - j * SCAN_STEP
+                cost = float(np.sum(fun(trial) ** 2))
+                if cost < best:
+                    best, keep = cost, trial
+        x = keep
+    return x
+
+
+def _result(system: str, model: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[Any],
             before: np.ndarray, final: np.ndarray, data: int, evaluations: int) -> Calibration:
     return Calibration(
         system=system, model=model, before=spec,

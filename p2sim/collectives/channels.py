@@ -76,9 +76,14 @@ def channel_count(topo: Topology, segs: Sequence[Segment], intra_throughput: flo
 
 
 def entry_gpus(topo: Topology, seg: Segment, nic: str) -> list[int]:
-    """The segment's members nearest to ``nic`` (where a channel on that NIC enters), else all."""
+    """The segment's members near ``nic`` (where a channel on that NIC enters), else all.
+
+    The NIC's own GPUs come first: NCCL deals the NICs that several GPUs share out among
+    them (``ncclTopoGetLocalNet``), so two GPUs under one switch with two NICs take one each.
+    """
     near = [m for m in seg.members if nic in topo.local_nics(m % topo.gpus_per_node)]
-    return near or list(seg.members)
+    owners = [m for m in near if topo.nic_of(m) == nic]
+    return owners + [m for m in near if m not in owners] or list(seg.members)
 
 
 def ring_channel_pairs(topo: Topology, segs: Sequence[Segment], pairs: int) -> list[list[tuple[str, int]]]:

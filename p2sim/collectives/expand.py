@@ -21,8 +21,13 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 from collections.abc import Sequence
+
+import networkx as nx
+import numpy as np
 
 from ..errors import InputError
 from ..topology import Topology
@@ -89,13 +94,75 @@ class Expander:
         self._rings: dict[tuple[int, ...], tuple] = {}
         self._cache: dict[tuple, Collective] = {}
         self._choice: dict[tuple, tuple[str, str]] = {}
+        self._by_shape: dict[tuple, object] = {}
+        self._shapes: dict[tuple[int, ...], tuple] = {}
+        self._moved: dict[tuple, Collective] = {}
+
+    def shape(self, members: Sequence[int]) -> tuple:
+        """A group up to the topology's symmetries: what decides how it expands, not where it is.
+
+        Every node of a p2sim topology is the same template joined to the network the same
+        way, so moving a group between nodes changes nothing; inside a node, GPUs that the
+        node's links cannot tell apart (same Weisfeiler-Lehman class of the node graph) are
+        interchangeable when they relate to each other alike (path type, the route's
+        narrowest link and hops, shared NICs).  Groups of one shape are congruent in every
+        shipped system: NCCL's choice, channel counts and estimates are computed once per
+        shape (the event-driven model still expands every group on its own links).
+        """
+        members = tuple(members)
+        hit = self._shapes.get(members)
+        if hit is not None:
+            return hit
+        gpn = self.topo.gpus_per_node
+        first = min(members) // gpn
+        cls = self._gpu_classes
+        per = tuple((m // gpn - first, cls[m % gpn]) for m in members)
+        pairs = []
+        for i, a in enumerate(members):
+            for j in range(i + 1, len(members)):
+                b = members[j]
+                if a // gpn == b // gpn:
+                    pairs.append((i, j, self._relation(a % gpn, b % gpn)))
+        self._shapes[members] = out = (per, tuple(pairs))
+        return out
+
+    @functools.cached_property
+    def _gpu_classes(self) -> tuple[str, ...]:
+        """Each local GPU's Weisfeiler-Lehman class in the node's graph (kinds and capacities)."""
+        if "gpu classes" not in self.topo.memo:
+            self.topo.memo["gpu classes"] = self._wl_classes()
+        return self.topo.memo["gpu classes"]
+
+    def _wl_classes(self) -> tuple[str, ...]:
+        # full-duplex links: the undirected graph says as much, and hashes stably across networkx versions
+        node0 = self.topo.graph.subgraph(x for x, d in self.topo.graph.nodes(data=True)
+                                         if d["node"] == 0).to_undirected()
+        for u, v, d in node0.edges(data=True):
+            d["cap"] = f"{d['bandwidth']:.6g}"
+        h = nx.weisfeiler_lehman_subgraph_hashes(node0, node_attr="kind", edge_attr="cap", iterations=3)
+        return tuple(h[g][-1] for g in self.topo.gpu_names)
+
+    def _relation(self, a: int, b: int) -> tuple:
+        key = ("relation", a, b)
+        if key not in self._by_shape:
+            ids = self.topo._intra_route(a, b)[0]
+            self._by_shape[key] = (self.topo.intra_type(a, b), len(ids), float(self.topo.capacity[list(ids)].min()),
+                                   self.topo.local_nics(a) == self.topo.local_nics(b))
+        return self._by_shape[key]
+
+    def _memo(self, what: str, members: Sequence[int], extra: tuple, compute):
+        key = (what, self.shape(members)) + extra
+        if key not in self._by_shape:
+            self._by_shape[key] = compute()
+        return self._by_shape[key]
 
     # -- structure -----------------------------------------------------------------
     def rings(self, local: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], float], ...]:
-        hit = self._rings.get(local)
+        key = ("rings", local)  # a property of the topology: shared by every expander of it
+        hit = self.topo.memo.get(key)
         if hit is None:
             hit = best_rings(self.topo, local)
-            self._rings[local] = hit
+            self.topo.memo[key] = hit
         return hit
 
     def _ring_mix(self, segs: Sequence[Segment]) -> dict[int, tuple]:
@@ -118,11 +185,18 @@ class Expander:
 
     def _nvlink_only(self, segs: Sequence[Segment]) -> bool:
         """Every intra-node path of the group is NVLink or one NVSwitch (NCCL's typeIntra <= NVB)."""
-        return all(self.topo.intra_type(a, b) == "NVL" for s in segs for a in s.local(self.topo)
-                   for b in s.local(self.topo) if a != b)
+        locals_ = frozenset(s.local(self.topo) for s in segs)
+        key = ("nvlink", locals_)
+        if key not in self._by_shape:
+            self._by_shape[key] = all(self.topo.intra_type(a, b) == "NVL" for loc in locals_ for a in loc
+                                      for b in loc if a != b)
+        return self._by_shape[key]
 
     def channels(self, members: Sequence[int]) -> int:
         """Ring channels NCCL would build for this group."""
+        return self._memo("channels", members, (), lambda: self._channels(members))
+
+    def _channels(self, members: Sequence[int]) -> int:
         segs = segments(self.topo, members)
         mix = self._ring_mix(segs)
         t = self._mix_throughput(mix[segs[0].node]) if len(segs) == 1 else math.inf
@@ -130,6 +204,9 @@ class Expander:
 
     def available(self, op: str, members: Sequence[int]) -> list[tuple[str, str]]:
         """The (algorithm, protocol) pairs NCCL may use for this collective, in NCCL's order."""
+        return self._memo("available", members, (op,), lambda: self._available(op, members))
+
+    def _available(self, op: str, members: Sequence[int]) -> list[tuple[str, str]]:
         segs = segments(self.topo, members)
         nvls = self._nvls_switches(segs)
         out = []
@@ -155,10 +232,8 @@ class Expander:
         return None if any(x is None for x in sw) or any(len(s.members) < 2 for s in segs) else sw
 
     # -- expansion -----------------------------------------------------------------
-    def collective(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> Collective:
-        """The collective ``op`` over ``members`` with this algorithm and protocol, for ``nbytes``."""
-        members = tuple(members)
-        segs = segments(self.topo, members)
+    def _settings(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
+        """What of ``nbytes`` shapes a collective: channels used, link share, NCCL's ring plateau."""
         full = self.channels(members)
         if algo in ("nvls", "nvls_tree"):
             used = NVLS_CHANNELS[self.arch]
@@ -166,13 +241,42 @@ class Expander:
             # NCCL drops channels while each would get less than threads x threshold bytes
             per = _THREADS[proto] * _THRESHOLD[proto] * (len(members) if proto == "LL" and algo == "ring" else 1)
             used = max(1, min(full, int(nbytes // per)))
-        share = link_share(algo, proto, op, len(segs), nbytes, self.arch)
-        key = (algo, proto, op, members, used, round(share, 12))
+        nodes = len({m // self.topo.gpus_per_node for m in members})
+        share = link_share(algo, proto, op, nodes, nbytes, self.arch)
+        plateau = nbytes / (used * len(members)) >= 64  # see latency.collective_latency
+        return used, round(share, 12), plateau
+
+    def collective(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> Collective:
+        """The collective ``op`` over ``members`` with this algorithm and protocol, for ``nbytes``."""
+        members = tuple(members)
+        used, share, plateau = self._settings(algo, proto, op, members, nbytes)
+        key = (algo, proto, op, members, used, share, plateau)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._build(algo, proto, op, members, segs, used, share, nbytes)
+            # the same group on other nodes, built before: move it here (an exact symmetry)
+            gpn = self.topo.gpus_per_node
+            first = min(members) // gpn
+            local = tuple(m - first * gpn for m in members)
+            seen = self._moved.get((algo, proto, op, local, used, share, plateau))
+            if seen is not None:
+                hit = _moved(self.topo, seen, first - min(seen.members) // gpn)
+            else:
+                hit = self._build(algo, proto, op, members, segments(self.topo, members), used, share, nbytes)
+                self._moved[(algo, proto, op, local, used, share, plateau)] = hit
             self._cache[key] = hit
         return hit
+
+    def estimate(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> float:
+        """:meth:`analytic_seconds` of the collective, computed once per group shape."""
+        members = tuple(members)
+        settings = self._settings(algo, proto, op, members, nbytes)
+        lat, bw = self._memo("estimate", members, (algo, proto, op) + settings, lambda: self._estimate(
+            algo, proto, op, members, nbytes))
+        return lat + nbytes / bw
+
+    def _estimate(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
+        c = self.collective(algo, proto, op, members, nbytes)
+        return c.latency, c.algbw(self.topo.capacity)
 
     def _build(self, algo: str, proto: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
                share: float, nbytes: float) -> Collective:
@@ -236,7 +340,7 @@ class Expander:
     def choose(self, op: str, members: Sequence[int], nbytes: float, algo: str = "auto",
                proto: str = "auto") -> tuple[str, str]:
         """The (algorithm, protocol) NCCL would run (``algo``/``proto`` force one, like NCCL_ALGO/NCCL_PROTO)."""
-        key = (op, tuple(members), nbytes, algo, proto)
+        key = (op, self.shape(members), nbytes, algo, proto)  # groups of one shape choose alike
         hit = self._choice.get(key)
         if hit is not None:
             return hit
@@ -246,9 +350,26 @@ class Expander:
             cands = [(a, p) for a, p in avail if a == "ring" and (proto == "auto" or p == proto)]
         if not cands:
             cands = [("ring", "Simple")]
-        best = min(cands, key=lambda ap: self.analytic_seconds(self.collective(*ap, op, members, nbytes), nbytes))
+        best = min(cands, key=lambda ap: self.estimate(*ap, op, members, nbytes))
         self._choice[key] = best
         return best
+
+
+def _moved(topo: Topology, c: Collective, nodes: int) -> Collective:
+    """Collective ``c`` moved ``nodes`` nodes on."""
+    if nodes == 0:
+        return c
+    d = nodes * topo.gpus_per_node
+
+    def hop(h: Hop) -> Hop:
+        return Hop(h.src if h.src == SWITCH else h.src + d, h.dst if h.dst == SWITCH else h.dst + d, h.coef,
+                   tuple(topo.shift_edges(np.asarray(h.edges, dtype=np.int64), nodes).tolist()), h.inter_node,
+                   h.overhead)
+
+    flows = tuple(Flow(f.share, f.channels, topo.shift_edges(f.edges, nodes), f.coef, tuple(hop(h) for h in f.hops),
+                       f.caps) for f in c.flows)
+    return Collective(c.algo, c.proto, c.op, tuple(m + d for m in c.members), c.nodes, c.channels, flows, c.latency,
+                      c.bus_factor, c.shared_caps)
 
 
 def _merge(groups: list[list[Hop]], per_flow: list[int], graph: list[int]) -> tuple[list, list, list]:
@@ -275,19 +396,22 @@ def _free(topo: Topology, seg: Segment) -> bool:
     """Any ring order is as good inside this segment (all members on one NVSwitch)."""
     from .ringsearch import _one_switch
 
-    return _one_switch(topo, seg.local(topo)) if len(seg.members) > 2 else True
+    local = seg.local(topo)
+    key = ("one switch", local)
+    if key not in topo.memo:
+        topo.memo[key] = _one_switch(topo, local) if len(local) > 2 else True
+    return topo.memo[key]
 
 
 def _route_latencies(topo: Topology, flows: Sequence[Flow]) -> tuple[float, float]:
     """The slowest intra-node and inter-node route of the collective (seconds, from the file's links)."""
-    intra = inter = 0.0
-    for f in flows:
-        for h in f.hops:
-            if SWITCH in (h.src, h.dst):
-                continue
-            lat = float(topo.latency[list(h.edges)].sum())
-            if h.inter_node:
-                inter = max(inter, lat)
-            else:
-                intra = max(intra, lat)
-    return intra, inter
+    out = {False: 0.0, True: 0.0}
+    for inter in (False, True):
+        routes = [h.edges for f in flows for h in f.hops
+                  if h.inter_node is inter and SWITCH not in (h.src, h.dst) and h.edges]
+        if routes:  # one summed segment per route
+            starts = np.cumsum([0] + [len(r) for r in routes[:-1]])
+            lat = np.add.reduceat(topo.latency[np.fromiter(itertools.chain.from_iterable(routes), dtype=np.int64)],
+                                  starts)
+            out[inter] = float(lat.max())
+    return out[False], out[True]

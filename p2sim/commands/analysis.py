@@ -111,8 +111,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
               + (f"\n{scope}" if scope else "") + f"\n{matrix_legend(names, levels)}")
     meta = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "axis_names": list(names),
             "level_names": list(levels), "reduce_axes": sorted(set(red)), "scope": scope,
-            "order": chosen.value, "algo": args.algo, "model": model, "bytes_per_gpu": nbytes,
-            "config": ModelConfig.of(topo.spec).to_json(),
+            "order": chosen.value, "algo": args.algo, "proto": proto, "model": model, "bytes_per_gpu": nbytes,
+            "config": ModelConfig.of(topo.spec).to_json(topo.spec),
             "best_placement": {"matrix": [list(r) for r in best.matrix], "placement": placement_words}}
     if form:
         reduction = MeshReduction(tuple(sorted(set(red))), best.algo, best.timing.text, best.seconds)
@@ -360,46 +360,70 @@ def _validation_size(rows, cal, model: str, folds: int, lim) -> tuple[str, int]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from ..analysis.collective_validation import validate_collectives
     from ..analysis.emulated import emulated_warnings, refuse_emulated
-    from ..analysis.jobsize import announce
-    from ..analysis.measurements import load_measurements
+    from ..analysis.inputs import load_inputs
+    from ..analysis.jobsize import announce, plural
     from ..analysis.predict import groups_of
     from ..analysis.validation_run import validate
+    from ..report.collectives import collectives_report, collectives_text
     from ..report.validate import validation_report, validation_text
 
     if args.out:
         check_output_dir(args.out, "out")
-    rows = load_measurements(args.measurements)
-    cal = None if args.calibrate_on is None else load_measurements(args.calibrate_on)
+    data = load_inputs(args.measurements, args.system)
+    cal = None if args.calibrate_on is None else load_inputs(args.calibrate_on, args.system)
     model = check_model(args.model)
     folds = positive_int(args.folds, "folds")
-    if folds > 1 and cal is None:  # validate() says so too, but only after the announcement
-        raise InputError("folds: cross-validation needs --calibrate-on")
-    configs = len({r.group[:4] for r in rows})
-    if folds > configs:
-        raise InputError(f"folds: {folds} folds but only {configs} measured configurations")
-    warnings = [] if args.allow_emulated else emulated_warnings(rows)
+    # validate() and validate_collectives() check these too, but only after the job-size line
+    if data.programs:
+        if folds > 1 and cal is None:
+            raise InputError("folds: cross-validation needs --calibrate-on")
+        configs = len({r.group[:4] for r in data.programs})
+        if folds > configs:
+            raise InputError(f"folds: {folds} folds but only {configs} measured configurations")
+    if data.collectives and cal is not None and not cal.collectives:
+        raise InputError("calibrate-on: no single-collective measurements to calibrate the collectives on")
+    warnings = [] if args.allow_emulated else emulated_warnings(data.programs + data.collectives)
     if cal is not None and not args.allow_emulated:
-        refuse_emulated(cal, "calibrates on them")
-    what, _ = _validation_size(rows, cal, model, folds, limits(args))
-    tasks = len(groups_of(rows))
+        refuse_emulated(cal.programs + cal.collectives, "calibrates on them")
+    parts, tasks = [], None
+    if data.programs:
+        what, _ = _validation_size(list(data.programs), None if cal is None else list(cal.programs), model, folds,
+                                   limits(args))
+        parts.append(what)
+        tasks = None if data.collectives else len(groups_of(data.programs))
+    if data.collectives:
+        parts.append(plural(len(data.collectives), "single-collective row"))
     if args.json:  # the text output ends with them
         for w in warnings:
             print(f"p2sim validate: warning: {w}", file=sys.stderr, flush=True)
+    doc: dict = {}
     with executor(args, tasks) as ex:
-        announce("validate", f"{what}; {where(args, tasks)}")
-        result = validate(rows, ex, model, cal, folds)
-    doc = result.to_json()
+        announce("validate", f"{'; '.join(parts)}; {where(args, tasks)}")
+        if data.programs:
+            result = validate(list(data.programs), ex, model, None if cal is None else list(cal.programs), folds)
+            doc = result.to_json()
+        if data.collectives:
+            doc["collectives"] = validate_collectives(data.collectives, ex, model,
+                                                      None if cal is None else cal.collectives)
     doc["warnings"] = warnings
     if args.json:
         emit(doc)
     else:
-        print(validation_text(doc))
+        texts = ([validation_text(doc)] if data.programs else []) + (
+            [collectives_text(doc["collectives"])] if data.collectives else [])
+        print("\n\n".join(texts))
         for w in warnings:
             print(f"WARNING {w}")
     if args.out:
         sys.stdout.flush()  # the scores stand even if the report cannot be written
-        written = write_report(args.out, validation_report(doc))
+        files: dict[str, bytes] = {}
+        if data.programs:
+            files.update(validation_report(doc))
+        if data.collectives:
+            files.update(collectives_report(doc["collectives"]))
+        written = write_report(args.out, files)
         if not args.json:
             print(f"\nreport: {', '.join(str(w) for w in written)}")
     return 0
@@ -408,29 +432,31 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..analysis.calibrate import calibrate
     from ..analysis.emulated import refuse_emulated
+    from ..analysis.inputs import load_inputs
     from ..analysis.jobsize import Limits, announce, plural, program_counts
-    from ..analysis.measurements import load_measurements
     from ..analysis.predict import groups_of
     from ..report.validate import calibration_lines
     from ..topology import find_spec
     from ..topology.toml_out import spec_to_toml
 
     out = check_output_file(args.out, "out", (".toml",))
-    rows = load_measurements(args.measurements)
     spec = find_spec(args.system)
+    data = load_inputs(args.measurements, spec.name)
     model = check_model(args.model)
-    mine = [r for r in rows if r.system == spec.name]
+    mine = [r for r in data.programs if r.system == spec.name]
+    singles = [r for r in data.collectives if r.system == spec.name]
     if not args.allow_emulated:
-        refuse_emulated(mine, "calibrates on them")
+        refuse_emulated(mine + singles, "calibrates on them")
     per_eval = sum(sum(program_counts(tuple(dict.fromkeys(r.matrix for r in g)), key[3], "paper", 5, Limits.of(True)))
                    for key, g in groups_of(mine).items())
-    tasks = len(groups_of(mine))
+    tasks = len(groups_of(mine)) if mine and not singles else None
+    parts = ([f"{plural(len(mine), 'program row')}: each evaluation {plural(per_eval, 'simulation')}"] if mine else []
+             ) + ([plural(len(singles), "single-collective row")] if singles else [])
     with executor(args, tasks) as ex:
-        if mine:
-            announce("calibrate", f"{plural(len(mine), 'row')} of {spec.name}: each evaluation "
-                                  f"{plural(per_eval, 'simulation')} in {plural(tasks, 'task')} {where(args, tasks)} (a fit "
-                                  "takes tens to a few hundred evaluations)")
-        fit = calibrate(rows, spec.name, ex, model, base=spec)
+        if parts:
+            announce("calibrate", f"{spec.name}: {'; '.join(parts)}; {where(args, tasks)} (a fit takes tens to a few "
+                                  "hundred evaluations)")
+        fit = calibrate(list(data.programs), spec.name, ex, model, base=spec, collectives=data.collectives)
     text = spec_to_toml(fit.after, f"Calibrated by p2sim calibrate from {spec.source}\n"
                                    f"on {args.measurements} ({fit.rows} rows, {model} model).")
     doc = dict(fit.to_json(), out=str(out))

@@ -150,7 +150,7 @@ def executor(args: argparse.Namespace, tasks: int | None = None) -> AbstractCont
     return make_executor(workers(args), args.scheduler, tasks)
 
 
-def where(args: argparse.Namespace, tasks: int) -> str:
+def where(args: argparse.Namespace, tasks: int | None) -> str:
     """Where ``tasks`` tasks run, for the job-size line: ``in this process``, ``on 2 worker processes``, Dask."""
     if args.scheduler is not None:
         return f"on Dask ({args.scheduler})"

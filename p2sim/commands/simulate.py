@@ -104,7 +104,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "axis_names": list(names),
             "level_names": list(levels), "reduce_axes": list(reduce_axes_used),
             "order": chosen.value, "algo": args.algo, "model": args.model, "bytes_per_gpu": nbytes,
-            "config": sim.config.to_json(),
+            "proto": args.proto, "config": sim.config.to_json(topo.spec),
             "programs": [dict(program_result_json(m, prog, r),
                               placement=describe_placement(m, names, levels, topo.spec.node_level))
                          for m, prog, r in rows],

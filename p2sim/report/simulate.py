@@ -66,9 +66,10 @@ def topology_json(topo: Topology) -> dict[str, Any]:
         entry["directed_edges"] += 1
         entry["bandwidth_GBps"].add(round(topo.capacity[k] / 1e9, 6))
         entry["latency_us"].add(round(topo.latency[k] * 1e6, 6))
-    for entry in links.values():
+    for c, entry in links.items():
         entry["bandwidth_GBps"] = sorted(entry["bandwidth_GBps"])
         entry["latency_us"] = sorted(entry["latency_us"])
+        entry["efficiency"] = topo.spec.classes[c].efficiency  # bandwidth_GBps is data sheet x efficiency
     return {
         "system": topo.spec.name,
         "description": topo.spec.description,
@@ -90,12 +91,13 @@ def topology_text(topo: Topology) -> str:
         "  hierarchy  " + ", ".join(f"{h['name']} {h['cardinality']}" for h in d["hierarchy"])
         + f"  ({d['devices']} GPUs on {d['nodes']} nodes)",
         "  components " + ", ".join(f"{n} {k}" for k, n in d["components"].items()),
-        "  links (per direction):",
+        "  links (per direction; effective: the file's rate x its class's efficiency):",
     ]
     for c, e in d["links"].items():
         bw = "/".join(f"{b:g}" for b in e["bandwidth_GBps"])
         lat = "/".join(f"{t:g}" for t in e["latency_us"])
-        lines.append(f"    {c:<10s} {e['directed_edges'] // 2:5d} links  {bw} GB/s  {lat} us")
+        eff = "" if e["efficiency"] == 1 else f" ({e['efficiency']:g} of the data sheet)"
+        lines.append(f"    {c:<10s} {e['directed_edges'] // 2:5d} links  {bw} GB/s{eff}  {lat} us")
     for k, v in d["bisection_GBps"].items():
         what = "between the two halves of the nodes" if k == "nodes" else "between the two halves of a node's GPUs"
         lines.append(f"  bisection  {v:g} GB/s per direction {what}")

@@ -1,11 +1,17 @@
 """The discrete-event fluid engine: the only module that imports SimPy.
 
-Each collective is a SimPy process: it waits out its start-up latency, then joins
-the :class:`FluidNetwork` as a fluid flow and waits for its completion event.  The
-network keeps every active flow's remaining bytes; whenever a flow joins or
-finishes it advances all flows to the current time, recomputes the max-min fair
-rates, and schedules one timer for the next completion.  SimPy thus jumps from flow
-event to flow event, never simulating chunks.
+Each flow waits out its start-up latency, then joins the :class:`FluidNetwork` as a fluid
+flow.  The network keeps every active flow's remaining bytes; whenever flows join or finish
+it advances all flows to the current time, updates the max-min fair rates incrementally
+(:class:`~p2sim.sim.maxmin.MaxMin`: only the flows whose rates can change are re-solved), and
+schedules one timer for the next completion.  SimPy thus jumps from flow event to flow
+event, never simulating chunks, and holds one event per distinct start time and one timer --
+no process per flow.
+
+Simulated time always advances or a flow completes: the flow a timer was set for finishes
+when it fires, even where the clock cannot represent the remaining time (a horizon below
+the float spacing of a clock at 1e14 s), so no magnitude of latency, bandwidth or volume can
+stall the engine.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from .maxmin import max_min_rates
+from ..errors import InputError
+from .maxmin import MaxMin
 
 __all__ = ["FlowSpec", "FlowRecord", "RateSample", "run_flows"]
 
@@ -54,8 +61,8 @@ class FluidNetwork:
     """Active fluid flows sharing links max-min fairly, driven by a SimPy environment.
 
     Joins at one instant are batched: the first schedules a zero-delay update, which
-    SimPy runs after every other event of that instant, so the rates are computed
-    once per instant rather than once per joining flow.
+    SimPy runs after every other event of that instant, so the rates are updated once
+    per instant rather than once per joining flow.
     """
 
     def __init__(self, env: simpy.Environment, flows: Sequence[FlowSpec], capacity: np.ndarray,
@@ -64,35 +71,46 @@ class FluidNetwork:
         self.flows = flows
         self.record = record
         self.samples: list[RateSample] = []
-        # one dense usage matrix over every link any flow touches, built once
-        self.links = np.unique(np.concatenate([f.edges for f in flows])) if flows else np.zeros(0, np.int64)
-        self.capacity = capacity[self.links]
-        self.usage = np.zeros((len(flows), len(self.links)))
-        for i, f in enumerate(flows):
-            self.usage[i, np.searchsorted(self.links, f.edges)] = f.coef
+        self.starts = np.full(len(flows), np.nan)
+        self.ends = np.full(len(flows), np.nan)
+        # sparse usage over the links any flow touches (local indices), each link once per flow
+        # (repeats merged, zero coefficients dropped), in one vectorised pass
+        n = len(flows)
+        sizes = np.array([len(f.edges) for f in flows], dtype=np.int64)
+        edges = np.concatenate([np.asarray(f.edges, dtype=np.int64) for f in flows]) if n else np.zeros(0, np.int64)
+        coef = np.concatenate([np.asarray(f.coef, dtype=float) for f in flows]) if n else np.zeros(0)
+        self.links, local = np.unique(edges, return_inverse=True)
+        owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
+        keep = coef > 0
+        keys, inv = np.unique(owner[keep] * max(len(self.links), 1) + local[keep], return_inverse=True)
+        coef = np.bincount(inv, weights=coef[keep], minlength=len(keys))
+        owner, local = np.divmod(keys, max(len(self.links), 1))
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.int64)
+        self._usage = (indptr, local, coef)
+        self.solver = MaxMin(*self._usage, np.asarray(capacity, dtype=float)[self.links])
         self.volume = np.array([f.volume for f in flows], dtype=float)
         self.remaining = self.volume.copy()
-        self.rate = np.zeros(len(flows))
+        self.rate = self.solver.rate  # shared, updated in place by the solver
         self.active = np.zeros(len(flows), dtype=bool)
-        self.done: dict[int, simpy.Event] = {}
+        self._joining: list[int] = []
         self._last = 0.0
         self._generation = 0
         self._pending = False
 
-    def join(self, index: int) -> simpy.Event:
-        done = self.env.event()
-        if self.volume[index] <= 0:
-            done.succeed()
-            return done
-        self._advance()
-        self.active[index] = True
-        self.rate[index] = 0.0
-        self.done[index] = done
-        if not self._pending:
+    def arrive(self, indices: Sequence[int]) -> None:
+        """Flows ``indices`` start their transfer now."""
+        now = self.env.now
+        for i in indices:
+            self.starts[i] = now
+            if self.volume[i] <= 0:
+                self.ends[i] = now
+            else:
+                self._joining.append(i)
+        if self._joining and not self._pending:
+            self._advance()
             self._pending = True
             self._generation += 1  # cancels the pending timer; the update below replaces it
             self.env.timeout(0).callbacks.append(lambda _ev: self._update())
-        return done
 
     def _advance(self) -> None:
         dt = self.env.now - self._last
@@ -103,59 +121,95 @@ class FluidNetwork:
     def _update(self) -> None:
         self._pending = False
         self._advance()
+        self._resolve([])
         self._reschedule()
+
+    def _resolve(self, finished: list[int]) -> None:
+        joined, self._joining = self._joining, []
+        if not joined and not finished:
+            return
+        self.solver.update(joined=joined, finished=finished)
+        self.active[joined] = True
+        self.active[finished] = False
 
     def _reschedule(self) -> None:
         self._generation += 1
         ids = np.flatnonzero(self.active)
         if ids.size == 0:
             return
-        usage = self.usage[ids]
-        rates = max_min_rates(usage, self.capacity)
-        self.rate[ids] = rates
+        rates = self.rate[ids]
         if self.record:
-            finite = np.where(np.isfinite(rates), rates, 0.0)
-            load = finite @ usage
-            keep = load > 0
-            self.samples.append(RateSample(self.env.now, self.links[keep], load[keep]))
-        with np.errstate(divide="ignore", invalid="ignore"):
+            self._sample(ids)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             eta = np.where(np.isinf(rates), 0.0, self.remaining[ids] / rates)
         horizon = float(np.min(eta))
-        if np.isfinite(horizon):
+        if np.isfinite(self.env.now + horizon):  # else no flow can finish at a representable time
             gen = self._generation
-            self.env.timeout(max(horizon, 0.0)).callbacks.append(lambda _ev: self._on_timer(gen))
+            target = ids[eta <= horizon]  # what this timer is for: they finish when it fires
+            self.env.timeout(max(horizon, 0.0)).callbacks.append(lambda _ev: self._on_timer(gen, target))
 
-    def _on_timer(self, generation: int) -> None:
+    def _sample(self, ids: np.ndarray) -> None:
+        indptr, local, coef = self._usage
+        rates = np.zeros(len(self.flows))
+        rates[ids] = np.where(np.isfinite(self.rate[ids]), self.rate[ids], 0.0)
+        owner = np.repeat(np.arange(len(self.flows)), np.diff(indptr))
+        load = np.bincount(local, weights=coef * rates[owner], minlength=len(self.links))
+        keep = load > 0
+        self.samples.append(RateSample(self.env.now, self.links[keep], load[keep]))
+
+    def _on_timer(self, generation: int, target: np.ndarray) -> None:
         if generation != self._generation:
             return  # superseded by a later join or finish
         self._advance()
         ids = np.flatnonzero(self.active)
-        fin = ids[np.isinf(self.rate[ids]) | (self.remaining[ids] <= _DONE * self.volume[ids])]
-        for i in fin.tolist():
-            self.active[i] = False
-            self.done.pop(i).succeed()
+        done = np.isinf(self.rate[ids]) | (self.remaining[ids] <= _DONE * self.volume[ids])
+        done[np.searchsorted(ids, target)] = True  # even if the clock could not advance enough
+        fin = ids[done]
+        self.ends[fin] = self.env.now
+        self._resolve(fin.tolist())
         self._reschedule()
+
+
+def _short(label: str) -> str:
+    return repr(label if len(label) <= 60 else label[:57] + "...")
 
 
 def run_flows(
     flows: Sequence[FlowSpec], capacity: np.ndarray, record: bool = False
 ) -> tuple[float, list[FlowRecord], list[RateSample]]:
-    """Run flows that all start at time 0; return (makespan, per-flow records, rate samples)."""
+    """Run flows that all start at time 0; return (makespan, per-flow records, rate samples).
+
+    Raises :class:`~p2sim.errors.InputError` for a flow that can never finish (a link of zero
+    bandwidth, or a finish time beyond the float range) or a non-finite latency or volume.
+
+    Examples
+    --------
+    Two 100-byte flows share a 10 bytes/s link; the second starts 2 s late:
+
+    >>> link = np.array([0])
+    >>> t, recs, _ = run_flows([FlowSpec(link, np.ones(1), 100.0, 0.0),
+    ...                         FlowSpec(link, np.ones(1), 100.0, 2.0)], np.array([10.0]))
+    >>> t, [(r.start, r.end) for r in recs]
+    (20.0, [(0.0, 18.0), (2.0, 20.0)])
+    """
+    for f in flows:
+        if not (np.isfinite(f.latency) and f.latency >= 0 and np.isfinite(f.volume) and f.volume >= 0):
+            raise InputError(f"flow {_short(f.label)}: latency {f.latency} s and volume {f.volume} bytes "
+                             "must be finite and non-negative")
     env = simpy.Environment()
     net = FluidNetwork(env, flows, capacity, record)
-    records: list[FlowRecord | None] = [None] * len(flows)
-
-    def collective(i: int):
-        spec = flows[i]
-        yield env.timeout(spec.latency)
-        start = env.now
-        yield net.join(i)
-        records[i] = FlowRecord(spec.label, start, env.now)
-
-    for i in range(len(flows)):
-        env.process(collective(i))
+    by_latency: dict[float, list[int]] = {}
+    for i, f in enumerate(flows):
+        by_latency.setdefault(float(f.latency), []).append(i)
+    for latency in sorted(by_latency):
+        group = by_latency[latency]
+        env.timeout(latency).callbacks.append(lambda _ev, group=group: net.arrive(group))
     env.run()
-    if any(r is None for r in records):
-        raise RuntimeError("a flow never finished (a link without capacity?)")
-    out = [r for r in records if r is not None]
+    stuck = np.flatnonzero(np.isnan(net.ends))
+    if stuck.size:
+        i = int(stuck[0])
+        why = ("its rate is 0 (a link of zero bandwidth)" if net.rate[i] == 0 else
+               f"at {net.rate[i]:.3g} bytes/s its {net.remaining[i]:.3g} bytes end past the largest float time")
+        raise InputError(f"flow {_short(flows[i].label)} never finishes: {why}")
+    out = [FlowRecord(f.label, float(s), float(e)) for f, s, e in zip(flows, net.starts, net.ends)]
     return (max((r.end for r in out), default=0.0), out, net.samples)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..errors import InputError
@@ -40,10 +40,15 @@ class ModelConfig:
     def resolve(self, spec: SystemSpec) -> ModelRates:
         return spec.rates if self.rates is None else self.rates
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, spec: SystemSpec | None = None) -> dict[str, Any]:
+        """The caps in force, and with ``spec`` the system's NCCL settings beside them."""
         rates = self.rates.to_dict() if self.rates is not None else {}
         # JSON has no infinity: an explicitly uncapped rate is null
-        return {"rates_GBps": {k: (None if math.isinf(v) else v) for k, v in rates.items()}}
+        out: dict[str, Any] = {"rates_GBps": {k: (None if math.isinf(v) else v) for k, v in rates.items()}}
+        if spec is not None:
+            out["nccl"] = {f.name: (list(v) if isinstance(v := getattr(spec.nccl, f.name), tuple) else v)
+                           for f in fields(spec.nccl)}
+        return out
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,8 @@ class Topology:
         self._net: dict[tuple[str, str], tuple[int, ...]] = {}
         self._routes: dict[tuple[int, int], Route] = {}
         self._via: dict[tuple[int, int, str, str], Route] = {}
+        # derived data of other layers (ring searches, GPU classes), computed once per topology
+        self.memo: dict = {}
         self._check_connected()
 
     # -- construction -------------------------------------------------------------
@@ -141,6 +143,19 @@ class Topology:
         self.latency = np.asarray(lat, dtype=float)
         self.edge_class: tuple[str, ...] = tuple(cls)
         self._index = {e: k for k, e in enumerate(self._edges)}
+        # moving everything by one node moves a node's own edge by ``stride`` ids: its node's
+        # block of edges, or the next node's pair of links to the same network component
+        stride = np.zeros(len(self._edges), dtype=np.int64)
+        stride[: self._edges_per_node * self.node_count] = self._edges_per_node
+        for k in range(self._edges_per_node * self.node_count, len(self._edges)):
+            if g.nodes[self._edges[k][0]]["node"] is not None or g.nodes[self._edges[k][1]]["node"] is not None:
+                stride[k] = 2
+        self._stride = stride
+
+    def shift_edges(self, edges: np.ndarray, nodes: int) -> np.ndarray:
+        """The edges that ``edges`` become when everything moves ``nodes`` nodes on (every node is
+        the same template, joined to the network the same way: the move is a symmetry)."""
+        return edges + nodes * self._stride[edges]
 
     def _check_connected(self) -> None:
         for a in range(self.gpus_per_node):
@@ -243,17 +258,38 @@ class Topology:
             self._nicpath[key] = hit
         return hit
 
+    @cached_property
+    def _switch_paths(self) -> dict[str, tuple[dict[str, float], dict[str, list[str]]]]:
+        """Shortest paths between the network's switches (all pairs, once).
+
+        Routes between NICs run NIC -> switches -> NIC and never through a node or another
+        NIC, so a route is the best (first switch, last switch) combination over these:
+        searching the whole graph for each of a thousand-node ring's NIC pairs is what this
+        avoids.
+        """
+        net = [x for x, d in self.graph.nodes(data=True) if d["node"] is None]
+        g = self.graph.subgraph(net)
+        return {s: nx.single_source_dijkstra(g, s, weight=hop_weight) for s in sorted(net)}
+
     def _net_route(self, src: str, dst: str) -> tuple[int, ...]:
         hit = self._net.get((src, dst))
         if hit is not None:
             return hit
-        allowed = {x for x, d in self.graph.nodes(data=True) if d["node"] is None}
-        view = nx.subgraph_view(self.graph, filter_node=lambda x: x in allowed or x == src or x == dst)
-        try:
-            path = nx.shortest_path(view, src, dst, weight=hop_weight)
-        except nx.NetworkXNoPath:
-            raise TopologyError(f"{self.spec.source}: the network does not join {src} and {dst}") from None
-        out = self._edge_ids(path)
+        g, paths = self.graph, self._switch_paths
+        best: tuple[float, list[str]] | None = None
+        if g.has_edge(src, dst):  # NICs cabled back to back
+            best = (hop_weight(src, dst, g.edges[src, dst]), [src, dst])
+        ins = sorted(u for u in g.predecessors(dst) if u in paths)
+        for s in sorted(v for v in g.successors(src) if v in paths):
+            dist, route = paths[s]
+            w0 = hop_weight(src, s, g.edges[src, s])
+            for t in (u for u in ins if u in dist):
+                w = w0 + dist[t] + hop_weight(t, dst, g.edges[t, dst])
+                if best is None or w < best[0]:
+                    best = (w, [src, *route[t], dst])
+        if best is None:
+            raise TopologyError(f"{self.spec.source}: the network does not join {src} and {dst}")
+        out = self._edge_ids(best[1])
         self._net[(src, dst)] = out
         return out
 

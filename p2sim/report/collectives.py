@@ -1,0 +1,181 @@
+"""Rendering of single-collective validation: per-row table, metrics, plots (text, Markdown, HTML)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from .files import data_uris, figure_png, render
+from .tables import Column, Table
+
+__all__ = ["collectives_text", "collectives_report", "size_text"]
+
+METRIC_HELP = {
+    "rows": "rows scored",
+    "median_ratio": "median of measured / predicted bus bandwidth (1 = right; below 1: the model is optimistic)",
+    "gsd": "geometric standard deviation of that ratio (1 = every row off by the same factor)",
+    "spearman": "rank correlation of measured and predicted bus bandwidth over the rows",
+    "multi_node_within_1_5_of_median": "share of multi-node rows whose ratio is within 1.5x of the median ratio",
+}
+SCOPES = {"all": "every row", "large": "rows of 64 MiB and more", "small_medium": "rows below 64 MiB"}
+
+
+def size_text(n: float) -> str:
+    """Bytes in the largest binary unit that keeps the number at least 1 (``8 B``, ``64 MiB``)."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n:g} B"
+
+
+def _f(v: Any, fmt: str = ".3f") -> str:
+    return "n/a" if v is None else format(v, fmt)
+
+
+def _metric_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    out = []
+    for scope, m in doc["metrics"].items():
+        for key in ("all", "single-node", "multi-node", "pcie", "small", "medium", "large"):
+            if key in m["des"]:
+                d, b = m["des"][key], m["baseline"].get(key, {})
+                out.append((SCOPES[scope], f"{key} ({d['rows']} rows)",
+                            f"median {_f(d['median_ratio'])}, gsd {_f(d['gsd'])}",
+                            f"median {_f(b.get('median_ratio'))}, gsd {_f(b.get('gsd'))}"))
+        for key in ("spearman", "multi_node_within_1_5_of_median"):
+            if key in m["des"]:
+                out.append((SCOPES[scope], key, _f(m["des"][key]), _f(m["baseline"].get(key))))
+    return out
+
+
+def collectives_text(doc: dict[str, Any]) -> str:
+    rows = doc["rows"]
+    lines = [f"single collectives: {len(rows)} rows ({', '.join(f'{v} {k}' for k, v in doc['size_classes'].items())});"
+             " bus bandwidth in GB/s, ratio = measured / predicted", ""]
+    lines.append(f"{'id':>5} {'system':<10} {'GPUs':>6} {'collective':<13} {'size':>9} {'measured':>9} "
+                 f"{'des':>9} {'ratio':>6} {'baseline':>9} {'ratio':>6}  ran")
+    for r in rows:
+        lines.append(f"{r['id']:>5} {r['system']:<10} {r['nodes']}x{r['gpus_per_node']:<4} {r['collective']:<13} "
+                     f"{size_text(r['size_bytes']):>9} {r['measured_busbw_GBps']:9.2f} {r['predicted_busbw_GBps']:9.2f} "
+                     f"{r['ratio']:6.2f} {r['baseline_busbw_GBps']:9.2f} {r['baseline_ratio']:6.2f}  "
+                     f"{r['algo']}/{r['proto']} x{r['channels']}")
+    lines += ["", f"{'rows':<26} {'':<28} {'des':<32} baseline"]
+    for scope, key, d, b in _metric_rows(doc):
+        lines.append(f"{scope:<26} {key:<28} {d:<32} {b}")
+    if doc["calibration"]:
+        lines += ["", f"calibrated on single collectives ({doc['calibrated_on_scored_rows']} of the scored rows among "
+                  "them)"]
+    return "\n".join(lines)
+
+
+def _colours(names: list[str]) -> dict[str, Any]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    return {n: cmap(i % 10) for i, n in enumerate(names)}
+
+
+def _scatter(doc: dict[str, Any]) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = doc["rows"]
+    systems = sorted({r["system"] for r in rows})
+    colour = _colours(systems)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5), sharex=True, sharey=True)
+    vals = [r[k] for r in rows for k in ("measured_busbw_GBps", "predicted_busbw_GBps", "baseline_busbw_GBps")]
+    lo, hi = min(vals) / 1.5, max(vals) * 1.5
+    for ax, (key, name) in zip(axes, (("predicted", "des"), ("baseline", "baseline"))):
+        for s in systems:
+            sel = [r for r in rows if r["system"] == s]
+            ax.scatter([r["measured_busbw_GBps"] for r in sel], [r[f"{key}_busbw_GBps"] for r in sel], s=22,
+                       color=colour[s], label=s, alpha=0.85)
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_xlabel("measured bus bandwidth (GB/s)")
+        ax.set_title(name)
+    axes[0].set_ylabel("predicted bus bandwidth (GB/s)")
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=9, title="system")
+    fig.suptitle("Single collectives: predicted against measured bus bandwidth")
+    return figure_png(fig)
+
+
+def _curves(doc: dict[str, Any]) -> bytes | None:
+    """Bus bandwidth against size for every (system, layout, collective, algorithm) with three sizes or more."""
+    series: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for r in doc["rows"]:
+        series[(r["system"], r["nodes"], r["gpus_per_node"], r["collective"], r["algo_asked"], r["gpu"])].append(r)
+    series = {k: sorted(v, key=lambda r: r["size_bytes"]) for k, v in series.items()
+              if len({r["size_bytes"] for r in v}) >= 3}
+    if not series:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    colour = _colours([str(k) for k in series])
+    for k, rs in series.items():
+        label = f"{k[5] or k[0]} {k[1]}x{k[2]} {k[3]} ({k[4]})"
+        c = colour[str(k)]
+        ax.plot([r["size_bytes"] for r in rs], [r["measured_busbw_GBps"] for r in rs], "o-", color=c,
+                label=f"{label}: measured")
+        ax.plot([r["size_bytes"] for r in rs], [r["predicted_busbw_GBps"] for r in rs], "--", color=c,
+                label=f"{label}: predicted")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("size (bytes)")
+    ax.set_ylabel("bus bandwidth (GB/s)")
+    ax.legend(fontsize=8)
+    ax.set_title("Bus bandwidth against size: measured (solid) and predicted (dashed)")
+    return figure_png(fig)
+
+
+ROW_COLUMNS = (
+    Column("id", "the row's id (or file:line)", lambda r: str(r["id"])),
+    Column("system", "the p2sim system it ran on", lambda r: r["system"], code=True, wrap=False),
+    Column("GPUs", "nodes x GPUs per node", lambda r: f"{r['nodes']}x{r['gpus_per_node']}", numeric=True),
+    Column("collective", "the collective", lambda r: r["collective"]),
+    Column("size", "nccl-tests' size: the larger of a rank's input and output", lambda r: size_text(r["size_bytes"]),
+           numeric=True),
+    Column("measured", "measured bus bandwidth, GB/s", lambda r: f"{r['measured_busbw_GBps']:.2f}", numeric=True,
+           group="busbw"),
+    Column("des", "predicted by the event-driven model, GB/s", lambda r: f"{r['predicted_busbw_GBps']:.2f}",
+           numeric=True, group="busbw"),
+    Column("baseline", "predicted by the link-bottleneck baseline, GB/s", lambda r: f"{r['baseline_busbw_GBps']:.2f}",
+           numeric=True, group="busbw"),
+    Column("des", "measured / predicted by the event-driven model", lambda r: f"{r['ratio']:.2f}", numeric=True,
+           group="ratio"),
+    Column("baseline", "measured / predicted by the baseline", lambda r: f"{r['baseline_ratio']:.2f}", numeric=True,
+           group="ratio"),
+    Column("ran", "what the event-driven model ran: algorithm / protocol x channels",
+           lambda r: f"{r['algo']}/{r['proto']} x{r['channels']}", code=True),
+)
+
+
+def collectives_report(doc: dict[str, Any]) -> dict[str, bytes]:
+    """``collectives.md``, ``collectives.html`` and their plots."""
+    images = {"collectives.png": _scatter(doc)}
+    curves = _curves(doc)
+    if curves is not None:
+        images["collectives_sizes.png"] = curves
+    captions = {"collectives.png": "Every row: predicted against measured bus bandwidth, one panel per model, colour "
+                                   "= system; on the grey line the prediction is right.",
+                "collectives_sizes.png": "Bus bandwidth against size for each series of three sizes or more."}
+    uris = data_uris(images)
+    metric_cols = (Column("rows", "which rows", lambda x: x[0]), Column("scope", "class of rows or metric",
+                   lambda x: x[1]), Column("des", "event-driven model", lambda x: x[2]),
+                   Column("baseline", "link-bottleneck baseline", lambda x: x[3]))
+    notes = tuple(f"{k}: {v}" for k, v in METRIC_HELP.items())
+    tables = [Table.of("Metrics", metric_cols, _metric_rows(doc), notes=notes),
+              Table.of("Rows", ROW_COLUMNS, doc["rows"])]
+    data = {"title": "p2sim validation: single collectives", "summary": collectives_text(doc).splitlines()[0],
+            "tables": tables, "images": [{"name": n, "caption": captions[n], "uri": uris[n]} for n in images]}
+    files = {"collectives.md": render("collectives.md", **data), "collectives.html": render("collectives.html", **data)}
+    files.update(images)
+    return files

@@ -1,0 +1,93 @@
+"""Size sweeps (``p2sim.analysis.size_sweep``) and the ``p2sim sweep`` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from p2sim.analysis.size_sweep import sizes, sweep_sizes
+from p2sim.errors import InputError
+from p2sim.topology import load_system
+
+from .test_analysis_cli import run
+
+
+def test_sizes_follow_nccl_tests():
+    assert sizes(8, 64, 2) == [8, 16, 32, 64]
+    assert sizes(1024, 5000, 4) == [1024, 4096]
+    assert sizes(7, 7, 2) == [7]
+    with pytest.raises(InputError, match="maxbytes"):
+        sizes(64, 8, 2)
+    with pytest.raises(InputError, match="stepfactor"):
+        sizes(8, 64, 1)
+
+
+def test_large_ring_reaches_the_nvswitch_port_rate():
+    # DGX A100: 12 NVLink 3 links of 25 GB/s per GPU at NCCL's 20 GB/s each = 240 GB/s per
+    # direction; a ring AllReduce's bus bandwidth approaches it from below as the size grows
+    topo = load_system("dgx-a100", 1)
+    pts = sweep_sizes(topo, "AllReduce", range(8), [2**33], algo="ring", proto="Simple")
+    assert 0.99 * 240e9 < pts[0].busbw <= 240e9 + 1e-3
+    assert pts[0].algbw == pytest.approx(pts[0].busbw * 8 / 14)
+    assert pts[0].count == 2**31 and pts[0].channels == 24
+
+
+def test_time_grows_and_protocols_switch_with_size():
+    topo = load_system("dgx-h100", 2)
+    pts = sweep_sizes(topo, "AllReduce", range(16), sizes(8, 2**30, 8))
+    secs = [p.seconds for p in pts]
+    assert secs == sorted(secs)
+    assert pts[0].proto == "LL" and pts[-1].proto == "Simple"
+    assert pts[0].seconds > 5e-6  # NCCL's base latencies alone are several microseconds
+    assert pts[-1].busbw > 100 * pts[0].busbw
+
+
+def test_forced_choices_are_kept():
+    topo = load_system("dgx-h100", 2)
+    for algo in ("ring", "tree"):
+        pts = sweep_sizes(topo, "AllReduce", range(16), [2**20, 2**26], algo=algo, proto="LL128")
+        assert {(p.algo, p.proto) for p in pts} == {(algo, "LL128")}
+
+
+def test_every_collective_sweeps_and_bad_input_is_refused():
+    topo = load_system("dgx-a100", 1)
+    for c in ("AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"):
+        (p,) = sweep_sizes(topo, c, range(4), [2**24])
+        assert p.seconds > 0 and p.algo == "ring"
+    with pytest.raises(InputError, match="collective"):
+        sweep_sizes(topo, "AllToAll", range(4), [8])
+    with pytest.raises(InputError, match="two GPUs"):
+        sweep_sizes(topo, "AllReduce", [0], [8])
+
+
+def test_sweep_command_text_json_and_files(capsys, tmp_path):
+    rc, out, err = run(capsys, "sweep", "--system", "dgx-h100", "--nodes", "1", "-C", "reduce_scatter_perf",
+                       "-b", "1KiB", "-e", "1MiB", "-f", "4")
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("# dgx-h100, 1 node(s) x 8 GPUs, ReduceScatter")
+    assert "algbw" in lines[1] and "busbw" in lines[1]
+    assert [int(x.split()[0]) for x in lines[3:]] == [1024, 4096, 16384, 65536, 262144, 1048576]
+    rc, out, err = run(capsys, "sweep", "--system", "dgx-h100", "--nodes", "2", "--gpus-per-node", "4",
+                       "-b", "1MiB", "-e", "4MiB", "--json", "--out", str(tmp_path / "rep"))
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["gpus_per_node"] == 4 and doc["collective"] == "AllReduce"
+    assert [p["size"] for p in doc["points"]] == [2**20, 2**21, 2**22]
+    assert {"seconds", "algbw_GBps", "busbw_GBps", "algo", "proto", "channels"} <= set(doc["points"][0])
+    assert sorted(f.name for f in (tmp_path / "rep").iterdir()) == ["sweep.png", "sweep.txt"]
+
+
+@pytest.mark.parametrize("argv,field", [
+    (("--gpus-per-node", "9"), "gpus-per-node"),
+    (("-C", "alltoall"), "collective"),
+    (("-b", "1MiB", "-e", "1KiB"), "maxbytes"),
+    (("-b", "lots"), "minbytes"),
+    (("--model", "baseline"), "model"),
+    (("--algo", "collnet"), "algo"),
+])
+def test_sweep_command_errors(capsys, tmp_path, argv, field):
+    rc, out, err = run(capsys, "sweep", "--system", "dgx-h100", "--nodes", "1", "--out", str(tmp_path / "o"), *argv)
+    assert rc == 2 and out == "" and field in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
