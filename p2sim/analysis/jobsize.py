@@ -9,15 +9,14 @@ cached, and worker processes forked afterwards inherit it) -- prints the count o
 stderr, flushed, and refuses a job above a limit unless ``--yes`` or a ``--max-*``
 option raises it.
 
-The default limits bound a job that starts unasked to minutes.  Measured on the
-2-core development machine (load average 4-5): ``rank`` of a 512-GPU configuration
+The default limits bound a job that starts unasked to about a minute.  Measured on the
+2-core development machine (load average about 1): ``rank`` of a 512-GPU configuration
 (``p2-16gpu`` with 64 servers, axes 8,4,4,4 reducing axes 0 and 1: 37 matrices, 11,677
-simulations) took 48 s of CPU in one process, about 4 ms a simulation, so 20,000
-simulations of such a system take about a minute and a half of CPU (the README's
-sweep of 15,508 simulations of 16-GPU configurations takes 6-7 s).  Synthesis of
-programs of up to 5 steps took 0.6 s for a synthesis hierarchy of 4 levels, 5.2 s for
-5 and 29 s for 6 (``[2, 2, 2, 2, 2, 2]``, paper profile, same machine); deeper ones
-are refused unless ``--yes``.
+simulations) took 12.3 s of CPU in one process, about 1 ms a simulation, so 50,000
+simulations of such a system take about a minute (larger systems take longer per
+simulation).  Synthesis of programs of up to 5 steps took 0.6 s for a synthesis hierarchy
+of 4 levels, 5.2 s for 5 and 29 s for 6 (``[2, 2, 2, 2, 2, 2]``, paper profile, same
+machine); deeper ones are refused unless ``--yes``.
 
 Examples
 --------
@@ -47,7 +46,7 @@ __all__ = ["Limits", "MAX_MATRICES", "MAX_SIMULATIONS", "MAX_SYNTHESIS_LEVELS", 
            "program_counts", "announce", "plural"]
 
 MAX_MATRICES = 10_000
-MAX_SIMULATIONS = 20_000
+MAX_SIMULATIONS = 50_000
 MAX_SYNTHESIS_LEVELS = 6  # levels of (d) below its root
 
 
