@@ -89,6 +89,7 @@ class Topology:
         self._net: dict[tuple[str, str], tuple[int, ...]] = {}
         self._routes: dict[tuple[int, int], Route] = {}
         self._via: dict[tuple[int, int, str, str], Route] = {}
+        self._templates: dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
         # derived data of other layers (ring searches, GPU classes), computed once per topology
         self.memo: dict = {}
         self._check_connected()
@@ -339,6 +340,81 @@ class Topology:
 
     def _make_route(self, edges: tuple[int, ...], inter: bool, transport: str) -> Route:
         return Route(edges, float(sum(self.latency[list(edges)])), inter, transport)
+
+    # -- many routes at once --------------------------------------------------------
+    def _route_template(self, code: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """A route in three parts of node-0 edge ids: moved with the sender's node, fixed, moved
+        with the receiver's node (``code`` as :meth:`route_table` numbers it)."""
+        hit = self._templates.get(code)
+        if hit is not None:
+            return hit
+        gpn, nn = self.gpus_per_node, len(self.nics) + 1
+        if code < gpn * gpn:  # inside a node
+            hit = (self._intra_route(*divmod(code, gpn))[0], (), ())
+        else:  # node 0 to node 1: route_via's parts, the last network edge moved back to node 0
+            rest, b = divmod(code - gpn * gpn, gpn)
+            rest, y = divmod(rest, nn)
+            a, x = divmod(rest, nn)
+            out_nic = self.nic_of(a) if x == 0 else self.nics[x - 1]
+            in_nic = self.nic_of(b) if y == 0 else self.nics[y - 1]
+            net = self._net_route(f"n0/{out_nic}", f"n1/{in_nic}")
+            last = net[-1] - int(self._stride[net[-1]])
+            hit = (self._nic_edges(a, out_nic, True) + net[:1], net[1:-1], (last,) + self._nic_edges(b, in_nic, False))
+        self._templates[code] = hit
+        return hit
+
+    def route_table(self, src: np.ndarray, dst: np.ndarray, nic_out: np.ndarray | None = None,
+                    nic_in: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The routes of many (sender, receiver) pairs at once, as :meth:`route` and :meth:`route_via` give them.
+
+        ``nic_out`` / ``nic_in`` name each pair's NICs by index into :attr:`nics` (``-1``: the
+        GPU's default NIC); they matter only between nodes.  Returns ``(indptr, edges)``: pair
+        ``i`` takes ``edges[indptr[i]:indptr[i + 1]]``, in route order.  A route is computed once
+        per (local GPUs, NICs) and moved to every node (each node is the same template, joined
+        to the network the same way), so a ring over thousands of nodes costs a few array passes.
+
+        Examples
+        --------
+        >>> from p2sim.topology import load_system
+        >>> topo = load_system("a100", nodes=2)
+        >>> indptr, edges = topo.route_table(np.array([0, 0]), np.array([1, 16]))
+        >>> tuple(edges[indptr[1]:indptr[2]]) == topo.route(0, 16).edges
+        True
+        """
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        n = len(src)
+        if n:
+            self._check_devices(int(src.min()), int(src.max()), int(dst.min()), int(dst.max()))
+        if np.any(src == dst):
+            raise TopologyError(f"device: a route from GPU {int(src[src == dst][0])} to itself")
+        gpn, nn = self.gpus_per_node, len(self.nics) + 1
+        p, a = np.divmod(src, gpn)
+        q, b = np.divmod(dst, gpn)
+        x = np.zeros(n, dtype=np.int64) if nic_out is None else np.asarray(nic_out, dtype=np.int64) + 1
+        y = np.zeros(n, dtype=np.int64) if nic_in is None else np.asarray(nic_in, dtype=np.int64) + 1
+        code = np.where(p == q, a * gpn + b, gpn * gpn + ((a * nn + x) * nn + y) * gpn + b)
+        codes, which = np.unique(code, return_inverse=True)
+        parts = [self._route_template(int(c)) for c in codes]
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        lens = [np.array([len(t[k]) for t in parts], dtype=np.int64)[which] for k in range(3)]
+        np.cumsum(lens[0] + lens[1] + lens[2], out=indptr[1:])
+        edges = np.empty(int(indptr[-1]), dtype=np.int64)
+        start = indptr[:-1].copy()
+        for k, moved in ((0, p), (1, None), (2, q)):
+            flat = np.fromiter((e for t in parts for e in t[k]), dtype=np.int64)
+            offsets = np.zeros(len(parts), dtype=np.int64)
+            np.cumsum([len(t[k]) for t in parts[:-1]], out=offsets[1:])
+            ln = lens[k]
+            total = int(ln.sum())
+            if total:
+                within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(ln) - ln, ln)
+                vals = flat[np.repeat(offsets[which], ln) + within]
+                if moved is not None:
+                    vals = vals + np.repeat(moved, ln) * self._stride[vals]
+                edges[np.repeat(start, ln) + within] = vals
+            start += ln
+        return indptr, edges
 
     def path_names(self, src: int, dst: int) -> list[tuple[str, str]]:
         """The route as directed edges ``(u, v)`` of :attr:`graph`."""
