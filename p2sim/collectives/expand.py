@@ -121,6 +121,7 @@ class _Shared:
         self.shapes: dict[tuple[int, ...], tuple] = {}
         self.moved: dict[tuple, Collective] = {}
         self.structures: dict[tuple, _Structure] = {}
+        self.settings: dict[tuple, tuple] = {}
 
 
 class Expander:
@@ -141,6 +142,7 @@ class Expander:
         self._shapes = shared.shapes
         self._moved = shared.moved
         self._structures = shared.structures
+        self._settings_of = shared.settings
 
     def shape(self, members: Sequence[int]) -> tuple:
         """A group up to the topology's symmetries: what decides how it expands, not where it is.
@@ -295,6 +297,13 @@ class Expander:
     # -- expansion -----------------------------------------------------------------
     def _settings(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
         """What of ``nbytes`` shapes a collective: channels used, link share, NCCL's ring plateau."""
+        key = (algo, proto, op, members, nbytes)
+        hit = self._settings_of.get(key)
+        if hit is None:
+            hit = self._settings_of[key] = self._compute_settings(algo, proto, op, members, nbytes)
+        return hit
+
+    def _compute_settings(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
         full = self.channels(members)
         if algo in ("nvls", "nvls_tree"):
             used = NVLS_CHANNELS[self.arch]

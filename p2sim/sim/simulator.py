@@ -86,8 +86,12 @@ class Simulator:
         self.model = check_model(model)
         self.config = ModelConfig.of(topo.spec) if config is None else config
         self.trace = trace
-        self.expander = Expander(topo, self.config.resolve(topo.spec))
-        self._steps: dict[tuple, StepResult] = {}
+        rates = self.config.resolve(topo.spec)
+        self.expander = Expander(topo, rates)
+        # a step's result depends on these and the step alone: simulators of one topology share them
+        # (a traced simulator keeps its own, with the traces)
+        self._steps: dict[tuple, StepResult] = (
+            {} if trace else topo.memo.setdefault(("steps", self.algo, self.proto, self.model, rates), {}))
 
     def simulate(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> ProgramResult:
         """Simulate one program (which must be valid for ``lowering``)."""

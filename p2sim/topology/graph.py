@@ -40,6 +40,9 @@ __all__ = ["Route", "Topology"]
 
 GB = 1e9
 US = 1e-6
+# up to this many routes, Topology.route_table looks each up in the route caches (measured faster
+# than its array passes below about a hundred on benchmarks/simulate_appendix.py)
+_FEW_ROUTES = 96
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ class Topology:
         self._net: dict[tuple[str, str], tuple[int, ...]] = {}
         self._routes: dict[tuple[int, int], Route] = {}
         self._via: dict[tuple[int, int, str, str], Route] = {}
+        self._types: dict[tuple[int, int], str] = {}
         self._templates: dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
         # derived data of other layers (ring searches, GPU classes), computed once per topology
         self.memo: dict = {}
@@ -217,8 +221,11 @@ class Topology:
 
     def intra_type(self, a: int, b: int) -> str:
         """NCCL's path type between local GPUs ``a`` and ``b`` (``NVL``, ``PIX``, ``PXB``, ``PHB``, ``SYS``)."""
-        ids = self._intra_route(a, b)[0]
-        return path_type(self, [self._edges[ids[0]][0]] + [self._edges[e][1] for e in ids])
+        hit = self._types.get((a, b))
+        if hit is None:
+            ids = self._intra_route(a, b)[0]
+            hit = self._types[(a, b)] = path_type(self, [self._edges[ids[0]][0]] + [self._edges[e][1] for e in ids])
+        return hit
 
     def local_nics(self, local: int) -> tuple[str, ...]:
         """The usable NICs nearest to local GPU ``local`` (NCCL's 'local' NICs), in file order."""
@@ -384,6 +391,19 @@ class Topology:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         n = len(src)
+        if n <= _FEW_ROUTES:  # the cached routes, one by one: cheaper than the array passes here
+            ids: list[int] = []
+            ends = [0]
+            for i, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):
+                if a // self.gpus_per_node == b // self.gpus_per_node or nic_out is None:
+                    r = self.route(a, b)
+                else:
+                    x, y = int(nic_out[i]), int(nic_in[i])
+                    r = self.route_via(a, b, self.nic_of(a) if x < 0 else self.nics[x],
+                                       self.nic_of(b) if y < 0 else self.nics[y])
+                ids += r.edges
+                ends.append(len(ids))
+            return np.array(ends, dtype=np.int64), np.array(ids, dtype=np.int64)
         if n:
             self._check_devices(int(src.min()), int(src.max()), int(dst.min()), int(dst.max()))
         if np.any(src == dst):
