@@ -198,7 +198,7 @@ class Expander:
 
     def _wl_classes(self) -> tuple[str, ...]:
         # full-duplex links: the undirected graph says as much, and hashes stably across networkx versions
-        node0 = self.topo.graph.subgraph(x for x, d in self.topo.graph.nodes(data=True)
+        node0 = self.topo.template.subgraph(x for x, d in self.topo.template.nodes(data=True)
                                          if d["node"] == 0).to_undirected()
         for u, v, d in node0.edges(data=True):
             d["cap"] = f"{d['bandwidth']:.6g}"

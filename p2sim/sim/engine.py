@@ -82,8 +82,10 @@ class FluidNetwork:
         self.links, local = np.unique(edges, return_inverse=True)
         owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
         keep = coef > 0
-        keys, inv = np.unique(owner[keep] * max(len(self.links), 1) + local[keep], return_inverse=True)
-        coef = np.bincount(inv, weights=coef[keep], minlength=len(keys))
+        keys = owner[keep] * max(len(self.links), 1) + local[keep]
+        if keys.size and not (keep.all() and np.all(keys[1:] > keys[:-1])):  # else already sorted and unique
+            keys, inv = np.unique(keys, return_inverse=True)
+            coef = np.bincount(inv, weights=coef[keep], minlength=len(keys))
         owner, local = np.divmod(keys, max(len(self.links), 1))
         indptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.int64)
         self._usage = (indptr, local, coef)

@@ -157,14 +157,19 @@ def flow_specs(colls: Sequence[Collective], volumes: Sequence[float], links: int
             shared.append(links + len(extra))
             extra.append(cap)
         for k, f in enumerate(c.flows):
-            edges, coef = [f.edges], [f.coef]
+            ids: list[int] = []
+            cos: list[float] = []
             for cap, co in f.caps:
-                edges.append(np.array([links + len(extra)]))
-                coef.append(np.array([co]))
+                ids.append(links + len(extra))
+                cos.append(co)
                 extra.append(cap)
             for link, (_, per_flow) in zip(shared, c.shared_caps):
-                edges.append(np.array([link]))
-                coef.append(np.array([per_flow[k]]))
+                ids.append(link)
+                cos.append(per_flow[k])
+            edges, coef = f.edges, f.coef
+            if ids:
+                edges = np.concatenate((edges, np.array(ids, dtype=np.int64)))
+                coef = np.concatenate((coef, np.array(cos, dtype=float)))
             label = f"{c.op} {c.algo}/{c.proto} {list(c.members)} flow {k + 1}/{len(c.flows)}"
-            flows.append(FlowSpec(np.concatenate(edges), np.concatenate(coef), v * f.share, c.latency, label))
+            flows.append(FlowSpec(edges, coef, v * f.share, c.latency, label))
     return flows, extra
