@@ -24,10 +24,15 @@ import simpy
 
 from ..errors import InputError
 from .maxmin import MaxMin
+from .symmetry import quotient
 
-__all__ = ["FlowSpec", "FlowRecord", "RateSample", "run_flows"]
+__all__ = ["FlowSpec", "FlowRecord", "RateSample", "run_flows", "sparse_usage"]
 
 _DONE = 1e-9  # relative remaining volume treated as finished (floating-point slack)
+# flows loading at least this many (flow, link) pairs are first reduced to their classes of
+# symmetric flows (p2sim.sim.symmetry); below it the search costs more than it saves (every
+# step of benchmarks/simulate_appendix.py stays below, with at most a few hundred)
+_SYMMETRY_MIN = 1 << 12
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,7 @@ class FluidNetwork:
     """
 
     def __init__(self, env: simpy.Environment, flows: Sequence[FlowSpec], capacity: np.ndarray,
-                 record: bool = False) -> None:
+                 record: bool = False, usage: tuple | None = None) -> None:
         self.env = env
         self.flows = flows
         self.record = record
@@ -75,20 +80,7 @@ class FluidNetwork:
         self.ends = np.full(len(flows), np.nan)
         # sparse usage over the links any flow touches (local indices), each link once per flow
         # (repeats merged, zero coefficients dropped), in one vectorised pass
-        n = len(flows)
-        sizes = np.array([len(f.edges) for f in flows], dtype=np.int64)
-        edges = np.concatenate([np.asarray(f.edges, dtype=np.int64) for f in flows]) if n else np.zeros(0, np.int64)
-        coef = np.concatenate([np.asarray(f.coef, dtype=float) for f in flows]) if n else np.zeros(0)
-        self.links, local = np.unique(edges, return_inverse=True)
-        owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
-        keep = coef > 0
-        keys = owner[keep] * max(len(self.links), 1) + local[keep]
-        if keys.size and not (keep.all() and np.all(keys[1:] > keys[:-1])):  # else already sorted and unique
-            keys, inv = np.unique(keys, return_inverse=True)
-            coef = np.bincount(inv, weights=coef[keep], minlength=len(keys))
-        owner, local = np.divmod(keys, max(len(self.links), 1))
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.int64)
-        self._usage = (indptr, local, coef)
+        self.links, self._usage = usage if usage is not None else sparse_usage(flows)
         self.solver = MaxMin(*self._usage, np.asarray(capacity, dtype=float)[self.links])
         self.volume = np.array([f.volume for f in flows], dtype=float)
         self.remaining = self.volume.copy()
@@ -172,6 +164,28 @@ class FluidNetwork:
         self._reschedule()
 
 
+def sparse_usage(flows: Sequence[FlowSpec]) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The links the flows touch (sorted ids), and per flow its local links and coefficients
+    (CSR ``indptr, local, coef``): each link once per flow, repeats summed, zero coefficients dropped."""
+    n = len(flows)
+    sizes = np.array([len(f.edges) for f in flows], dtype=np.int64)
+    edges = np.concatenate([np.asarray(f.edges, dtype=np.int64) for f in flows]) if n else np.zeros(0, np.int64)
+    coef = np.concatenate([np.asarray(f.coef, dtype=float) for f in flows]) if n else np.zeros(0)
+    links, local = np.unique(edges, return_inverse=True)
+    local = local.reshape(-1)
+    owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
+    keep = coef > 0
+    width = max(len(links), 1)
+    keys = owner[keep] * width + local[keep]
+    coef = coef[keep]
+    if keys.size and not np.all(keys[1:] > keys[:-1]):  # else already sorted and unique
+        keys, inv = np.unique(keys, return_inverse=True)
+        coef = np.bincount(inv.reshape(-1), weights=coef, minlength=len(keys))
+    owner, local = np.divmod(keys, width)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.int64)
+    return links, (indptr, local, coef)
+
+
 def _short(label: str) -> str:
     return repr(label if len(label) <= 60 else label[:57] + "...")
 
@@ -198,8 +212,23 @@ def run_flows(
         if not (np.isfinite(f.latency) and f.latency >= 0 and np.isfinite(f.volume) and f.volume >= 0):
             raise InputError(f"flow {_short(f.label)}: latency {f.latency} s and volume {f.volume} bytes "
                              "must be finite and non-negative")
+    usage = sparse_usage(flows)
+    if not record and len(usage[1][2]) >= _SYMMETRY_MIN:
+        links, (indptr, local, coef) = usage
+        q = quotient(indptr, links[local], coef, capacity, np.array([f.volume for f in flows], dtype=float),
+                     np.array([f.latency for f in flows], dtype=float))
+        if q is not None:  # one flow per class of flows that share links alike (p2sim.sim.symmetry)
+            classes = [FlowSpec(q.links[q.indptr[a]:q.indptr[a + 1]], q.coef[q.indptr[a]:q.indptr[a + 1]],
+                                flows[r].volume, flows[r].latency, flows[r].label) for a, r in enumerate(q.flow_rep.tolist())]
+            t, recs, _ = _run(classes, q.capacity, False, None)
+            return t, [FlowRecord(f.label, recs[c].start, recs[c].end) for f, c in zip(flows, q.of_flow.tolist())], []
+    return _run(flows, capacity, record, usage)
+
+
+def _run(flows: Sequence[FlowSpec], capacity: np.ndarray, record: bool,
+         usage: tuple | None) -> tuple[float, list[FlowRecord], list[RateSample]]:
     env = simpy.Environment()
-    net = FluidNetwork(env, flows, capacity, record)
+    net = FluidNetwork(env, flows, capacity, record, usage)
     by_latency: dict[float, list[int]] = {}
     for i, f in enumerate(flows):
         by_latency.setdefault(float(f.latency), []).append(i)
