@@ -36,7 +36,7 @@ from .channels import Segment, channel_count, segments
 from .latency import collective_latency
 from .nccl_tables import ALGOS, NVLS_CHANNELS, PROTOS
 from .nvls import nvls_hops, nvls_switch, nvls_tree_hops
-from .pattern import Collective, Flow, HopTable
+from .pattern import Collective, Flow, HopTable, MovedHops
 from .protocols import channel_cap_gbps, collective_cap_gbps, link_share
 from .ring import ring_factor, ring_tables
 from .ringsearch import best_rings, ring_throughput
@@ -122,6 +122,7 @@ class _Shared:
         self.moved: dict[tuple, Collective] = {}
         self.structures: dict[tuple, _Structure] = {}
         self.settings: dict[tuple, tuple] = {}
+        self.chosen: dict[tuple, tuple[str, str]] = {}
 
 
 class Expander:
@@ -143,6 +144,7 @@ class Expander:
         self._moved = shared.moved
         self._structures = shared.structures
         self._settings_of = shared.settings
+        self._chosen = shared.chosen
 
     def shape(self, members: Sequence[int]) -> tuple:
         """A group up to the topology's symmetries: what decides how it expands, not where it is.
@@ -387,10 +389,10 @@ class Expander:
             per_flow = [max(1, used // len(groups))] * len(groups)
             graph = [1] * len(groups)
         groups, per_flow, graph = _merge(groups, per_flow, graph)
+        lats = [t.route_latencies(topo.latency) for t in groups]
         return _Structure(tuple(groups), tuple(t.load() for t in groups), tuple(per_flow), tuple(graph),
                           tuple(_max_sent_to_net(t, topo) for t in groups),
-                          max(t.route_latency(topo.latency, False) for t in groups),
-                          max(t.route_latency(topo.latency, True) for t in groups), bus,
+                          max(x[0] for x in lats), max(x[1] for x in lats), bus,
                           min(members) // topo.gpus_per_node, nodes, self._nvlink_only(segs))
 
     def _finish(self, st: _Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
@@ -428,9 +430,14 @@ class Expander:
     def choose(self, op: str, members: Sequence[int], nbytes: float, algo: str = "auto",
                proto: str = "auto") -> tuple[str, str]:
         """The (algorithm, protocol) NCCL would run (``algo``/``proto`` force one, like NCCL_ALGO/NCCL_PROTO)."""
+        direct = (op, members if isinstance(members, tuple) else tuple(members), nbytes, algo, proto)
+        hit = self._chosen.get(direct)
+        if hit is not None:
+            return hit
         key = (op, self.shape(members), nbytes, algo, proto)  # groups of one shape choose alike
         hit = self._choice.get(key)
         if hit is not None:
+            self._chosen[direct] = hit
             return hit
         avail = self.available(op, members)
         cands = [(a, p) for a, p in avail if (algo == "auto" or a == algo) and (proto == "auto" or p == proto)]
@@ -439,7 +446,7 @@ class Expander:
         if not cands:
             cands = [("ring", "Simple")]
         best = min(cands, key=lambda ap: self.estimate(*ap, op, members, nbytes))
-        self._choice[key] = best
+        self._choice[key] = self._chosen[direct] = best
         return best
 
 
@@ -449,7 +456,9 @@ def _moved(topo: Topology, c: Collective, nodes: int) -> Collective:
         return c
     d = nodes * topo.gpus_per_node
     flows = tuple(Flow(f.share, f.channels, topo.shift_edges(f.edges, nodes), f.coef,
-                       f.table.moved(topo.shift_edges, nodes, topo.gpus_per_node), f.caps) for f in c.flows)
+                       (f.table if isinstance(f.table, MovedHops) else MovedHops(f.table, topo.shift_edges, 0,
+                                                                                 topo.gpus_per_node)).moved(
+                           topo.shift_edges, nodes, topo.gpus_per_node), f.caps) for f in c.flows)
     return Collective(c.algo, c.proto, c.op, tuple(m + d for m in c.members), c.nodes, c.channels, flows, c.latency,
                       c.bus_factor, c.shared_caps)
 

@@ -14,12 +14,12 @@ the whole collective, such as the LL protocol's).  ``hops`` keep the per-GPU tra
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Hop", "HopTable", "Flow", "Collective", "combine", "make_flow"]
+__all__ = ["Hop", "HopTable", "MovedHops", "Flow", "Collective", "combine", "make_flow"]
 
 
 @dataclass(frozen=True)
@@ -102,23 +102,48 @@ class HopTable:
         """Equal for tables of identical hops (sender, receiver, coefficient, edges, overhead)."""
         return b"|".join(a.tobytes() for a in (self.src, self.dst, self.coef, self.overhead, self.indptr, self.edges))
 
-    def route_latency(self, latency: np.ndarray, inter: bool) -> float:
-        """The slowest route (summed latencies of its edges) among the hops to and from GPUs that
-        cross nodes (``inter``) or not; 0 without any."""
+    def route_latencies(self, latency: np.ndarray) -> tuple[float, float]:
+        """The slowest route (summed latencies of its edges) among the hops to and from GPUs
+        inside a node and across nodes; 0 without any."""
         lens = np.diff(self.indptr)
-        keep = (lens > 0) & (self.src >= 0) & (self.dst >= 0) & (self.inter == inter)
-        if not keep.any():
-            return 0.0
         nonempty = lens > 0
+        if not nonempty.any():
+            return 0.0, 0.0
         # one sequential sum per route, as numpy's reduceat sums each segment
-        sums = np.add.reduceat(latency[self.edges], self.indptr[:-1][nonempty]) if len(self.edges) else np.zeros(0)
-        return float(sums[keep[nonempty]].max())
+        sums = np.add.reduceat(latency[self.edges], self.indptr[:-1][nonempty])
+        gpus = ((self.src >= 0) & (self.dst >= 0))[nonempty]
+        inter = self.inter[nonempty]
+        out = []
+        for side in (~inter, inter):
+            keep = gpus & side
+            out.append(float(sums[keep].max()) if keep.any() else 0.0)
+        return out[0], out[1]
 
     def moved(self, shift_edges, nodes: int, gpus: int) -> HopTable:
         """The hops ``nodes`` nodes on (``shift_edges`` moves edge ids, ``gpus`` GPUs per node)."""
         d = nodes * gpus
         return HopTable(np.where(self.src >= 0, self.src + d, self.src), np.where(self.dst >= 0, self.dst + d, self.dst),
                         self.coef, self.inter, self.overhead, self.indptr, shift_edges(self.edges, nodes))
+
+
+@dataclass(frozen=True, eq=False)
+class MovedHops:
+    """A :class:`HopTable` moved ``nodes`` nodes on (``shift_edges`` moves edge ids), made
+    only when read: a step of thousands of moved groups never needs their hops."""
+
+    base: HopTable
+    shift_edges: Callable[[np.ndarray, int], np.ndarray]
+    nodes: int
+    gpus: int
+
+    def table(self) -> HopTable:
+        return self.base.moved(self.shift_edges, self.nodes, self.gpus)
+
+    def hops(self) -> tuple[Hop, ...]:
+        return self.table().hops()
+
+    def moved(self, shift_edges, nodes: int, gpus: int) -> MovedHops:
+        return MovedHops(self.base, shift_edges, self.nodes + nodes, gpus)
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,7 +154,7 @@ class Flow:
     channels: int  # NCCL channels it carries
     edges: np.ndarray
     coef: np.ndarray
-    table: HopTable
+    table: HopTable | MovedHops
     caps: tuple[tuple[float, float], ...] = ()  # (bytes/s, coef): private virtual links
 
     @property

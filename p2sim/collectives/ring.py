@@ -73,10 +73,9 @@ def chain_pairs(op: str, seq: Sequence[int], root: int) -> list[tuple[int, int]]
 def _chain_arrays(op: str, seq: np.ndarray, root: int) -> tuple[np.ndarray, np.ndarray]:
     """:func:`chain_pairs` as (senders, receivers) arrays."""
     if op not in ("Broadcast", "Reduce"):
-        return seq, np.roll(seq, -1)
-    rot = np.roll(seq, -int(np.flatnonzero(seq == root)[0]))
-    if op == "Reduce":
-        rot = np.roll(rot, -1)  # a chain that ends at the root
+        return seq, np.concatenate((seq[1:], seq[:1]))
+    i = int(np.flatnonzero(seq == root)[0]) + (1 if op == "Reduce" else 0)  # a Reduce's chain ends at the root
+    rot = np.concatenate((seq[i:], seq[:i]))
     return rot[:-1], rot[1:]
 
 

@@ -91,7 +91,7 @@ class Simulator:
         # a step's result depends on these and the step alone: simulators of one topology share them
         # (a traced simulator keeps its own, with the traces)
         self._steps: dict[tuple, StepResult] = (
-            {} if trace else topo.memo.setdefault(("steps", self.algo, self.proto, self.model, rates), {}))
+            {} if trace else topo.memo.setdefault(("steps", self.proto, self.model, rates), {}))
 
     def simulate(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> ProgramResult:
         """Simulate one program (which must be valid for ``lowering``)."""
@@ -104,7 +104,10 @@ class Simulator:
         return ProgramResult(program.text, tuple(self.step(s, v) for s, v in zip(steps, vols)))
 
     def step(self, step: LoweredStep, volumes: Sequence[float]) -> StepResult:
-        key = (step.op, step.groups, tuple(volumes))
+        # NCCL has trees for AllReduce only: a forced tree runs any other collective as a ring
+        # (Expander.choose, baseline_seconds), so the two settings share those steps
+        algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
+        key = (algo, step.op, step.groups, tuple(volumes))
         hit = self._steps.get(key)
         if hit is None:
             hit = self._simulate_step(step, volumes)
