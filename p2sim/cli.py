@@ -131,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also give each matrix's best program under both device orders and the aligned one's gain")
     _add_emit(p)
     _add_sweep_options(p)
+    _add_search_options(p)
     p.set_defaults(func=cmd_rank)
 
     p = sub.add_parser("plan", help="rank placements by a whole training step's communication",
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-axis", default="0", help="the data-parallel axis, placed outermost by default (default: 0)")
     _add_emit(p)
     _add_sweep_options(p)
+    _add_search_options(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("whatif", help="vary link classes or the node count and find the winners",
@@ -155,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CLASS.bandwidth (GB/s), CLASS.latency (us) or nodes, with values (repeatable)")
     p.add_argument("--bytes", default=None, help="buffer per GPU (default: P2's 2^29 x nodes float32 at each point)")
     _add_sweep_options(p)
+    _add_search_options(p, pruning=False)
     p.add_argument("--out", default=None, metavar="DIR", help="write whatif.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_whatif)
@@ -211,6 +214,20 @@ def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
     _add_scheduler(p)
     _add_order(p)
+
+
+def _add_search_options(p: argparse.ArgumentParser, pruning: bool = True) -> None:
+    p.add_argument("--exhaustive", action="store_true",
+                   help="simulate every program (default with the des model: bound every program first and "
+                        "simulate only those whose lower bound can still beat the K-th best or their matrix's "
+                        "best; the answer is the same)")
+    if not pruning:
+        return
+    p.add_argument("--budget", default=None, metavar="SECONDS",
+                   help="stop simulating after about this many seconds and say whether the answer is proven "
+                        "(default: no limit)")
+    p.add_argument("--top-matrices", default=None, metavar="K",
+                   help="search only the K matrices with the least lower bounds (default: every matrix)")
 
 
 def _add_order(p: argparse.ArgumentParser) -> None:

@@ -14,6 +14,7 @@ the whole collective, such as the LL protocol's).  ``hops`` keep the per-GPU tra
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -187,6 +188,10 @@ class Collective:
 
     def link_load(self) -> tuple[np.ndarray, np.ndarray]:
         """Link bytes per byte of buffer when every flow progresses in proportion to its share."""
+        return self._link_load
+
+    @functools.cached_property
+    def _link_load(self) -> tuple[np.ndarray, np.ndarray]:
         return combine_weighted((f.edges, f.coef, f.share) for f in self.flows)
 
     def sent(self) -> dict[int, float]:

@@ -26,13 +26,43 @@ def algorithms(text: str) -> tuple[str, ...]:
     return (check_algo(text),)
 
 
+def _search_options(args: argparse.Namespace) -> dict:
+    """``--exhaustive``, ``--budget SECONDS`` and ``--top-matrices K`` for :func:`~p2sim.analysis.search.run_search`."""
+    budget = getattr(args, "budget", None)
+    if budget is not None:
+        try:
+            budget = float(budget)
+        except ValueError:
+            raise InputError(f"budget: {args.budget!r} is not a number of seconds") from None
+        if not (budget > 0 and budget < float("inf")):
+            raise InputError(f"budget: {args.budget!r} must be a positive number of seconds")
+    k = getattr(args, "top_matrices", None)
+    return {"exhaustive": args.exhaustive, "budget": budget,
+            "top_matrices": None if k is None else positive_int(k, "top-matrices")}
+
+
+def search_text(stats, top: int | None = None) -> str:
+    """What a search simulated and skipped, in words (one line)."""
+    text = f"{stats.simulated} of {stats.programs} programs simulated"
+    if stats.bounded_out:
+        nth = {1: "1st", 2: "2nd", 3: "3rd"}.get(top, f"{top}th") if top else ""
+        why = (f"the {nth} best time and " if top else "") + "their matrix's best"
+        text += f", {stats.bounded_out} bounded out (lower bound above {why})"
+    if stats.searched < stats.matrices:
+        text += (f"; only the {stats.searched} of {stats.matrices} (matrix, algorithm) pairs with the least lower "
+                 f"bounds searched (--top-matrices)")
+    if stats.stopped_by_budget:
+        text += (f"; stopped by --budget {stats.budget_seconds:g} s: NOT proven, programs with lower bounds from "
+                 f"{stats.next_bound:.4g} s on were not simulated")
+    return text
+
+
 def cmd_rank(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from ..analysis.executor import run_all
     from ..analysis.orders import compare_orders, orders_agree
     from ..analysis.rank import rank_results
-    from ..analysis.sweep import run_task
+    from ..analysis.search import run_search
     from ..report.orders import comparison_json, comparison_table, comparison_text
 
     topo = topology(args)
@@ -46,6 +76,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     profile, max_size = rules(args)
     chosen = order(args)
     form = check_emit(args.emit, args.json)
+    search = _search_options(args)
     mats = enumerate_matrices(h, p) if args.matrix is None else [parse_matrix(args.matrix)]
     Lowering.of(Placement.of(h, p, mats[0]), red)  # validates the reduction axes before any work
     tasks = []
@@ -54,21 +85,27 @@ def cmd_rank(args: argparse.Namespace) -> int:
                          proto=proto, order=chosen.value)
         tasks += split_by_matrix(base, mats)
     others: list[SweepTask] = []
+    rest_results: list = []
     if args.compare_orders:
         # the other order is simulated only where it changes the groups
         same = {m: orders_agree(Placement.of(h, p, m), red) for m in mats}
         other = Order.P2 if chosen is Order.ALIGNED else Order.ALIGNED
         others = [replace(t, order=other.value) for t in tasks if not same[t.matrices[0]]]
     with executor(args) as ex:
-        results = run_all(ex, run_task, tasks + others, "simulating")
-    ranking = rank_results(results[:len(tasks)])
+        results, stats = run_search(tasks, ex, top, **search)
+        if others:  # the other order: each matrix's best (no top k of its own)
+            kept = {r.task.matrices[0] for r in results}
+            others = [t for t in others if t.matrices[0] in kept]
+            rest_results = run_search(others, ex, 0, exhaustive=search["exhaustive"])[0] if others else []
+    ranking = rank_results(results)
     comparison = None
     if args.compare_orders:
-        rest = rank_results(results[len(tasks):])
+        rest = rank_results(rest_results)
+        same = {m: v for m, v in same.items() if m in {s.matrix for s in ranking.matrices}}
         comparison = compare_orders(*((ranking, rest) if chosen is Order.ALIGNED else (rest, ranking)), same)
     header = (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce {sorted(set(red))}"
               f"{order_label(chosen, red)}; algo {args.algo}, {model} model, {nbytes / 2**30:g} GiB per GPU; "
-              f"{len(ranking.entries)} simulations")
+              f"{search_text(stats, top)}")
     meta = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": sorted(set(red)),
             "order": chosen.value, "algo": args.algo, "proto": proto, "model": model, "bytes_per_gpu": nbytes,
             "config": ModelConfig.of(topo.spec).to_json(topo.spec)}
@@ -85,7 +122,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
                             (reduction,))
         print(emit_mesh(form, choice), end="")
     elif args.json:
-        doc = ranking_json(meta, ranking, top)
+        doc = dict(ranking_json(meta, ranking, top), search=stats.to_json())
         if comparison is not None:
             doc["order_comparison"] = comparison_json(comparison)
         emit(doc)
@@ -99,9 +136,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from ..analysis.plan import build_plans, default_matrix, parse_reduction, plan_tasks
-    from ..analysis.executor import run_all
-    from ..analysis.sweep import run_task
+    from ..analysis.plan import build_plans, default_matrix, parse_reduction, plan_tasks, plan_scores
+    from ..analysis.search import run_search
     from ..hierarchy import reduce_axes_of
     from ..placement import format_matrix
 
@@ -121,13 +157,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
     profile, max_size = rules(args)
     chosen = order(args)
     form = check_emit(args.emit, args.json)
+    search = _search_options(args)
     base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, None, profile.value, max_size,
                      proto=check_proto(args.proto), order=chosen.value)
     tasks = plan_tasks(base, reductions, algos, mats)
-    with executor(args) as ex:
-        results = run_all(ex, run_task, tasks, "planning")
-    plans = build_plans(reductions, results, mats)
     default = default_matrix(mats, data_axis)
+    with executor(args) as ex:
+        # each matrix's best program per reduction: exact, with or without the bounds
+        results, stats = run_search(tasks, ex, 0, score=plan_scores(reductions), always=frozenset([default]),
+                                    label="planning", **search)
+    mats = [m for m in mats if m in {r.task.matrices[0] for r in results}]
+    plans = build_plans(reductions, results, mats)
     dplan = next(pl for pl in plans if pl.matrix == default)
     best = plans[0]
     savings = {
@@ -145,11 +185,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
               "order": chosen.value, "algo": args.algo, "model": model,
               "reductions": [{"axes": list(r.axes), "bytes": r.bytes, "count": r.count} for r in reductions],
               "plans": [pl.to_json() for pl in plans], "best": best.to_json(), "default": dplan.to_json(),
-              "savings": savings})
+              "savings": savings, "search": stats.to_json()})
         return 0
     print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} (data axis {data_axis})"
           f"{order_label(chosen, *(r.axes for r in reductions))}; algo {args.algo}, {model} model")
     print("reductions: " + "; ".join(f"axes {list(r.axes)} {r.bytes / 2**20:g} MiB x {r.count}" for r in reductions))
+    print(search_text(stats))
     print(f"\n{'rank':>4}  {'step seconds':>12}  {'AllReduce only':>14}  matrix")
     for i, pl in enumerate(plans, 1):
         mark = "  <- default placement" if pl.matrix == default else ""
@@ -165,9 +206,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_whatif(args: argparse.Namespace) -> int:
-    from ..analysis.executor import run_all
     from ..analysis.rank import rank_results
-    from ..analysis.sweep import ConfigResult, run_task
+    from ..analysis.search import run_search
+    from ..analysis.sweep import ConfigResult
     from ..analysis.whatif import parse_vary, points, resolve_axes, winner_key
     from ..hierarchy import reduce_axes_of
     from ..placement import format_matrix
@@ -199,11 +240,11 @@ def cmd_whatif(args: argparse.Namespace) -> int:
             split = split_by_matrix(base, mats)
             tasks += split
             owners += [k] * len(split)
-    with executor(args) as ex:
-        results = run_all(ex, run_task, tasks, "what-if")
     per_point: list[list[ConfigResult]] = [[] for _ in pts]
-    for r, k in zip(results, owners):
-        per_point[k].append(r)
+    with executor(args) as ex:
+        for k in range(len(pts)):  # each point's winner and matrices' bests: exact, with or without the bounds
+            mine = [t for t, o in zip(tasks, owners) if o == k]
+            per_point[k] = run_search(mine, ex, 1, exhaustive=args.exhaustive, label="what-if")[0]
     rows = []
     winners: dict[tuple, tuple] = {}
     first = variations[0].target

@@ -26,11 +26,12 @@ default) or what ``algo`` / ``proto`` force, like ``NCCL_ALGO`` / ``NCCL_PROTO``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..collectives import Collective, Expander, check_algo, check_proto, step_volumes
+from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
 from ..collectives.baseline import baseline_seconds
 from ..errors import ProgramError, SemanticsError
 from ..hierarchy import LoweredStep, Lowering
@@ -40,7 +41,11 @@ from ..topology import Topology
 from .engine import FlowSpec, run_flows
 from .model import ModelConfig, ProgramResult, StepResult, check_model
 
-__all__ = ["Simulator", "check_program_completes"]
+__all__ = ["Simulator", "check_program_completes", "BOUND_SLACK"]
+
+# relative margin between Simulator.lower_bound and simulated times: the engine ends a flow
+# with up to 1e-9 of it left (engine._DONE), and sums in other orders differ by ulps
+BOUND_SLACK = 1e-6
 
 
 def check_program_completes(lowering: Lowering, program: Program) -> None:
@@ -92,6 +97,8 @@ class Simulator:
         # (a traced simulator keeps its own, with the traces)
         self._steps: dict[tuple, StepResult] = (
             {} if trace else topo.memo.setdefault(("steps", self.proto, self.model, rates), {}))
+        self._interned: dict = topo.memo.setdefault("interned steps", {})
+        self._seen: dict[int, tuple[object, int]] = {}
 
     def simulate(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> ProgramResult:
         """Simulate one program (which must be valid for ``lowering``)."""
@@ -100,8 +107,28 @@ class Simulator:
                 f"matrix: the placement has {lowering.placement.devices} devices, the system {self.topo.devices}"
             )
         steps = lowering.lower(program)
-        vols = step_volumes(lowering, program, bytes_per_gpu)
-        return ProgramResult(program.text, tuple(self.step(s, v) for s, v in zip(steps, vols)))
+        fractions = step_fractions(lowering, program)
+        return ProgramResult(program.text, tuple(self._step(s, f, bytes_per_gpu) for s, f in zip(steps, fractions)))
+
+    def _intern(self, value: object) -> int:
+        """A small integer for a hashable value, equal for equal values: the lowering hands out
+        the same step and fraction objects again and again, so each is hashed once."""
+        hit = self._seen.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        number = self._interned.setdefault(value, len(self._interned))
+        self._seen[id(value)] = (value, number)  # kept alive: its id stays its own
+        return number
+
+    def _step(self, step: LoweredStep, fractions: tuple[float, ...], nbytes: float, bound: bool = False):
+        """:meth:`step` (or :meth:`step_bound`) of a lowered step and its groups' buffer fractions."""
+        algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
+        key = (bound, algo, self._intern(step), self._intern(fractions), nbytes)
+        hit = self._steps.get(key)
+        if hit is None:
+            volumes = tuple(f * nbytes for f in fractions)  # as step_volumes computes them
+            hit = self._steps[key] = self._step_bound(step, volumes) if bound else self.step(step, volumes)
+        return hit
 
     def step(self, step: LoweredStep, volumes: Sequence[float]) -> StepResult:
         # NCCL has trees for AllReduce only: a forced tree runs any other collective as a ring
@@ -113,6 +140,62 @@ class Simulator:
             hit = self._simulate_step(step, volumes)
             self._steps[key] = hit
         return hit
+
+    def lower_bound(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> float:
+        """A lower bound of :meth:`simulate`'s total seconds with the ``des`` model, without the engine.
+
+        Per step (see :meth:`step_bound`), summed: microseconds where a simulation takes
+        milliseconds, so a search can simulate only the programs whose bound can still win.
+        """
+        steps = lowering.lower(program)
+        fractions = step_fractions(lowering, program)
+        return sum(self._step(s, f, bytes_per_gpu, True) for s, f in zip(steps, fractions))
+
+    def step_bound(self, step: LoweredStep, volumes: Sequence[float]) -> float:
+        """A lower bound of the step's event-driven time: the larger of two.
+
+        * **Each group alone**: its start-up latency plus its buffer over its uncontended
+          algorithm bandwidth -- the ``analytic`` model's figure for the group.  In the
+          event-driven run all of a group's flows start after that latency, and the link
+          (or cap) that sets the algorithm bandwidth must carry ``buffer x its load per byte``
+          at no more than its capacity, whatever the others do: so no group finishes earlier.
+        * **Each link**: all groups' bytes over it (buffer x load per byte, summed over the
+          groups) at its capacity, after the step's earliest start-up latency.
+
+        Groups that are the same group moved between nodes (an exact symmetry of the
+        system) are expanded once.  Floating-point sums may put the simulated time a few
+        ulps (and the engine's completion slack, 1e-9 of a flow) below the bound; callers
+        compare with a relative margin (:data:`BOUND_SLACK`).
+        """
+        algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
+        key = ("bound", algo, step.op, step.groups, tuple(volumes))
+        hit = self._steps.get(key)
+        if hit is None:
+            hit = self._steps[key] = self._step_bound(step, volumes)
+        return hit
+
+    def _step_bound(self, step: LoweredStep, volumes: Sequence[float]) -> float:
+        op = step.op.value
+        gpn = self.topo.gpus_per_node
+        stride = self.topo._stride
+        alone, start = 0.0, math.inf
+        edges, loads = [], []
+        for g, v, shifts in _moved_classes(step.groups, volumes, gpn):
+            algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
+            c = self.expander.collective(algo, proto, op, g, v)
+            alone = max(alone, self.expander.analytic_seconds(c, v))
+            start = min(start, c.latency)
+            e, load = c.link_load()
+            edges.append((e[None, :] + shifts[:, None] * stride[e][None, :]).ravel())
+            loads.append(np.tile(load * v, len(shifts)))
+        e = np.concatenate(edges)
+        if not len(e):
+            return alone
+        used, inverse = np.unique(e, return_inverse=True)
+        work = np.bincount(inverse.reshape(-1), weights=np.concatenate(loads), minlength=len(used))
+        with np.errstate(divide="ignore"):
+            links = float(np.max(work / self.topo.capacity[used]))
+        return max(alone, start + links)
 
     def collectives(self, op: str, groups: Sequence[Sequence[int]], volumes: Sequence[float]) -> list[Collective]:
         """Each group's collective, with the algorithm and protocol NCCL would run (or the forced ones)."""
@@ -144,6 +227,33 @@ class Simulator:
                 owners = tuple(g for g, c in enumerate(colls) for _ in c.flows)
                 trace = (tuple(records), tuple(samples), owners)
         return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices, trace)
+
+
+def _moved_classes(groups: Sequence[Sequence[int]], volumes: Sequence[float], gpn: int):
+    """The groups of a step by class of the same group moved between nodes (with the same
+    buffer): per class one group and the node shifts (from it) of all its groups."""
+    n = len(groups[0])
+    if all(len(g) == n for g in groups):
+        arr = np.array(groups, dtype=np.int64)
+        first = arr.min(axis=1) // gpn
+        key = np.concatenate([arr - (first * gpn)[:, None],
+                              np.asarray(volumes, dtype=float).view(np.int64)[:, None]], axis=1)
+        _, rep, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(rep) + 1))
+        for c, r in enumerate(rep.tolist()):
+            members = order[bounds[c]:bounds[c + 1]]
+            yield tuple(groups[r]), volumes[r], first[members] - first[r]
+        return
+    classes: dict[tuple, list[int]] = {}
+    for i, g in enumerate(groups):
+        f = min(g) // gpn
+        classes.setdefault((tuple(m - f * gpn for m in g), volumes[i]), []).append(i)
+    for members in classes.values():
+        r = members[0]
+        f = min(groups[r]) // gpn
+        yield tuple(groups[r]), volumes[r], np.array([min(groups[i]) // gpn - f for i in members], dtype=np.int64)
 
 
 def flow_specs(colls: Sequence[Collective], volumes: Sequence[float], links: int) -> tuple[list[FlowSpec], list[float]]:
