@@ -26,6 +26,7 @@ default) or what ``algo`` / ``proto`` force, like ``NCCL_ALGO`` / ``NCCL_PROTO``
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 
@@ -97,8 +98,7 @@ class Simulator:
         # (a traced simulator keeps its own, with the traces)
         self._steps: dict[tuple, StepResult] = (
             {} if trace else topo.memo.setdefault(("steps", self.proto, self.model, rates), {}))
-        self._interned: dict = topo.memo.setdefault("interned steps", {})
-        self._seen: dict[int, tuple[object, int]] = {}
+        self._seen: dict[int, tuple[object, bytes]] = {}
 
     def simulate(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> ProgramResult:
         """Simulate one program (which must be valid for ``lowering``)."""
@@ -110,27 +110,35 @@ class Simulator:
         fractions = step_fractions(lowering, program)
         return ProgramResult(program.text, tuple(self._step(s, f, bytes_per_gpu) for s, f in zip(steps, fractions)))
 
-    def _intern(self, value: object) -> int:
-        """A small integer for a hashable value, equal for equal values: the lowering hands out
-        the same step and fraction objects again and again, so each is hashed once."""
+    def _digest(self, value: LoweredStep | tuple[float, ...]) -> bytes:
+        """A 160-bit digest of a lowered step or of its groups' buffer fractions, computed once per
+        object (the lowering hands out the same objects again and again): the shared step
+        results are keyed by it rather than by groups of thousands of GPUs."""
         hit = self._seen.get(id(value))
         if hit is not None and hit[0] is value:
             return hit[1]
-        number = self._interned.setdefault(value, len(self._interned))
-        self._seen[id(value)] = (value, number)  # kept alive: its id stays its own
-        return number
+        if isinstance(value, LoweredStep):
+            sizes = np.fromiter((len(g) for g in value.groups), np.int64, len(value.groups))
+            members = np.fromiter((m for g in value.groups for m in g), np.int64, int(sizes.sum()))
+            data = value.op.value.encode() + b"|" + sizes.tobytes() + b"|" + members.tobytes()
+        else:
+            data = np.asarray(value, dtype=float).tobytes()
+        digest = hashlib.blake2b(data, digest_size=20).digest()
+        self._seen[id(value)] = (value, digest)  # kept alive while this simulator is: its id stays its own
+        return digest
 
     def _step(self, step: LoweredStep, fractions: tuple[float, ...], nbytes: float, bound: bool = False):
         """:meth:`step` (or :meth:`step_bound`) of a lowered step and its groups' buffer fractions."""
         algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
-        key = (bound, algo, self._intern(step), self._intern(fractions), nbytes)
+        key = (bound, algo, self._digest(step), self._digest(fractions), nbytes)
         hit = self._steps.get(key)
         if hit is None:
             volumes = tuple(f * nbytes for f in fractions)  # as step_volumes computes them
-            hit = self._steps[key] = self._step_bound(step, volumes) if bound else self.step(step, volumes)
+            hit = self._steps[key] = self._step_bound(step, volumes) if bound else self._simulate_step(step, volumes)
         return hit
 
     def step(self, step: LoweredStep, volumes: Sequence[float]) -> StepResult:
+        """One lowered step with each group's buffer in bytes (cached)."""
         # NCCL has trees for AllReduce only: a forced tree runs any other collective as a ring
         # (Expander.choose, baseline_seconds), so the two settings share those steps
         algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
