@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..placement import Matrix
+from ..program import parse_program
 from ..sim import ModelConfig, Simulator, StepResult
+from ..sim.simulator import forget_shapes
 from ..synthesis import DEFAULT_MAX_SIZE, synthesize_placements
 from ..topology import Topology
 from ..topology.spec import SystemSpec
@@ -82,14 +84,19 @@ class ConfigResult:
 def task_topology(task: SweepTask) -> Topology:
     """The task's topology, built once per process for consecutive tasks of one system.
 
-    A topology keeps what its simulators computed (routes, expansions, step results), so
-    the tasks of one sweep that run in one process share it.
+    A topology keeps what its simulators computed, so the tasks of one sweep that run in
+    one process share its routes, ring searches and collectives; what depends on the order
+    in which groups came (decisions per group shape, and the step results built on them) is
+    forgotten between tasks, so a task's results never depend on the tasks before it (or on
+    the executor that placed it).
     """
     key = (repr(task.spec), task.nodes)
     hit = _TOPOLOGY.get(key)
     if hit is None:
         _TOPOLOGY.clear()  # one system at a time: a sweep's tasks share one
         hit = _TOPOLOGY[key] = Topology(task.spec, task.nodes)
+    else:
+        forget_shapes(hit)
     return hit
 
 
@@ -102,11 +109,12 @@ def run_task(task: SweepTask, topology: Topology | None = None) -> ConfigResult:
     syn = synthesize_placements(topo.hierarchy, task.axes, task.reduce_axes, task.profile, task.max_size,
                                 task.matrices, task.order)
     sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto)
-    wanted = None if task.programs is None else set(task.programs)
+    # programs compare as values: parsing the few wanted beats printing every one
+    wanted = None if task.programs is None else {parse_program(t) for t in task.programs}
     out = []
     for mp in syn.matrices:
         for prog in mp.programs:
-            if wanted is not None and prog.text not in wanted:
+            if wanted is not None and prog not in wanted:
                 continue
             r = sim.simulate(mp.lowering, prog, task.bytes_per_gpu)
             out.append(ProgramTiming(mp.matrix, r.text, r.total_seconds, r.steps))

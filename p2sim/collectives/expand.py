@@ -111,6 +111,9 @@ class _Structure:
                           self.out_net, self.intra, self.inter, self.bus, node, self.nodes, self.nvlink)
 
 
+_PER_SHAPE = ("channels", "available", "estimate")  # Expander._memo's decisions, one per group shape
+
+
 class _Shared:
     """The caches of every :class:`Expander` of one topology with the same rates."""
 
@@ -124,9 +127,29 @@ class _Shared:
         self.settings: dict[tuple, tuple] = {}
         self.chosen: dict[tuple, tuple[str, str]] = {}
 
+    def forget_shapes(self) -> None:
+        """Drop what was decided once per group shape (NCCL's choice, channels, estimates):
+        the first group of a shape decides for all, so across independent tasks the decisions
+        must not depend on which task ran first.  Caches exact per group stay."""
+        for d in (self.choice, self.settings, self.chosen):
+            d.clear()
+        for key in [k for k in self.by_shape if k[0] in _PER_SHAPE]:
+            del self.by_shape[key]
+
 
 class Expander:
-    """Builds collectives on one topology; every result is cached."""
+    """Builds collectives on one topology; every result is cached.
+
+    Expanders of one topology with the same rates share their caches (a topology's
+    ``memo``); :meth:`forget_shapes` drops those that depend on the order groups came in.
+    """
+
+    @staticmethod
+    def forget_shapes(topo: Topology) -> None:
+        """:meth:`_Shared.forget_shapes` for every expander of ``topo``."""
+        for key, value in topo.memo.items():
+            if isinstance(key, tuple) and key[0] == "expander":
+                value.forget_shapes()
 
     def __init__(self, topo: Topology, rates: ModelRates | None = None) -> None:
         self.topo = topo

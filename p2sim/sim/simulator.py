@@ -39,14 +39,31 @@ from ..hierarchy import LoweredStep, Lowering
 from ..program import Program
 from ..semantics import State, apply
 from ..topology import Topology
-from .engine import FlowSpec, run_flows
+from .engine import FlowArrays, FlowSpec, run_flow_arrays, run_flows
 from .model import ModelConfig, ProgramResult, StepResult, check_model
 
-__all__ = ["Simulator", "check_program_completes", "BOUND_SLACK"]
+__all__ = ["Simulator", "check_program_completes", "BOUND_SLACK", "forget_shapes"]
+
+# steps of up to this many groups expand group by group; larger ones once per class of groups
+# moved between nodes, in array passes (measured on benchmarks/simulate_appendix.py, at most 16
+# groups a step, and on benchmarks/rank_scale.py, up to 256)
+_FEW_GROUPS = 16
 
 # relative margin between Simulator.lower_bound and simulated times: the engine ends a flow
 # with up to 1e-9 of it left (engine._DONE), and sums in other orders differ by ulps
 BOUND_SLACK = 1e-6
+
+
+def forget_shapes(topo: Topology) -> None:
+    """Forget the decisions taken once per group shape and the step results built on them.
+
+    For a topology reused by independent tasks (a sweep's tasks in one worker process):
+    what a task computes must not depend on which tasks the process ran before it.  Routes,
+    ring searches and every group's expansion stay.
+    """
+    Expander.forget_shapes(topo)
+    for key in [k for k in topo.memo if isinstance(k, tuple) and k[0] == "steps"]:
+        del topo.memo[key]
 
 
 def check_program_completes(lowering: Lowering, program: Program) -> None:
@@ -188,7 +205,7 @@ class Simulator:
         stride = self.topo._stride
         alone, start = 0.0, math.inf
         edges, loads = [], []
-        for g, v, shifts in _moved_classes(step.groups, volumes, gpn):
+        for g, v, shifts, _ in _moved_classes(step.groups, volumes, gpn):
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             c = self.expander.collective(algo, proto, op, g, v)
             alone = max(alone, self.expander.analytic_seconds(c, v))
@@ -222,24 +239,102 @@ class Simulator:
             used = "tree" if algo == "tree" and op == "AllReduce" else "ring"
             return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes),
                               ((used, "Simple", 1),))
-        colls = self.collectives(op, step.groups, volumes)
-        trace: tuple = ()
-        choices = tuple(sorted({(c.algo, c.proto, c.channels) for c in colls}))
-        if self.model == "analytic":
-            seconds = max(self.expander.analytic_seconds(c, v) for c, v in zip(colls, volumes))
-        else:
+        if self.trace or len(step.groups) <= _FEW_GROUPS:  # every group's collective (the trace's tracks)
+            colls = self.collectives(op, step.groups, volumes)
+            choices = tuple(sorted({(c.algo, c.proto, c.channels) for c in colls}))
+            if self.model == "analytic":
+                seconds = max(self.expander.analytic_seconds(c, v) for c, v in zip(colls, volumes))
+                return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices)
             flows, extra = flow_specs(colls, volumes, len(self.topo.capacity))
             capacity = np.concatenate([self.topo.capacity, np.asarray(extra, dtype=float)])
             seconds, records, samples = run_flows(flows, capacity, record=self.trace)
+            trace = ()
             if self.trace:  # records, rate samples, and each flow's group
-                owners = tuple(g for g, c in enumerate(colls) for _ in c.flows)
-                trace = (tuple(records), tuple(samples), owners)
-        return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices, trace)
+                trace = (tuple(records), tuple(samples), tuple(g for g, c in enumerate(colls) for _ in c.flows))
+            return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices, trace)
+        # one collective per class of groups that are the same group moved between nodes: the
+        # others are it moved (an exact symmetry), their flows its flows shifted
+        classes = []
+        for g, v, shifts, members in _moved_classes(step.groups, volumes, self.topo.gpus_per_node):
+            algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
+            classes.append((self.expander.collective(algo, proto, op, g, v), v, shifts, members))
+        choices = tuple(sorted({(c.algo, c.proto, c.channels) for c, _, _, _ in classes}))
+        if self.model == "analytic":
+            seconds = max(self.expander.analytic_seconds(c, v) for c, v, _, _ in classes)
+        else:
+            flows, capacity = self._flow_arrays(op, step.groups, classes)
+            seconds = run_flow_arrays(flows, capacity)[0]
+        return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices)
+
+    def _flow_arrays(self, op: str, groups: Sequence[Sequence[int]], classes: list) -> tuple[FlowArrays, np.ndarray]:
+        """The engine's flows of a step, as :func:`flow_specs` lays them out (groups in order, each
+        group's flows in order, virtual links numbered alike), built per class of moved groups
+        in array passes."""
+        links = len(self.topo.capacity)
+        stride = self.topo._stride
+        ngroups = len(groups)
+        # virtual links per group (shared caps, then each flow's private caps), numbered in group order
+        sizes = np.zeros(ngroups, dtype=np.int64)
+        for c, _, _, members in classes:
+            sizes[members] = len(c.shared_caps) + sum(len(f.caps) for f in c.flows)
+        base = links + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        blocks, templates, caps = [], [], np.zeros(int(sizes.sum()))
+        row_group, row_flow, row_start, row_len, row_coef, row_vol, row_lat = [], [], [], [], [], [], []
+        at = coef_at = 0
+        for c, v, shifts, members in classes:
+            b = base[members]
+            nshared = len(c.shared_caps)
+            cap_row = np.array([cap for cap, _ in c.shared_caps] + [cap for f in c.flows for cap, _ in f.caps])
+            if len(cap_row):
+                caps[((b - links)[:, None] + np.arange(len(cap_row))[None, :]).ravel()] = np.tile(cap_row, len(b))
+            shared = b[:, None] + np.arange(nshared, dtype=np.int64)[None, :]
+            offset = nshared
+            for k, f in enumerate(c.flows):
+                own = b[:, None] + (offset + np.arange(len(f.caps), dtype=np.int64))[None, :]
+                offset += len(f.caps)
+                block = np.concatenate([f.edges[None, :] + shifts[:, None] * stride[f.edges][None, :], own, shared],
+                                       axis=1)
+                width = block.shape[1]
+                blocks.append(block.ravel())
+                templates.append(np.concatenate([f.coef, np.array([co for _, co in f.caps], dtype=float),
+                                                 np.array([pf[k] for _, pf in c.shared_caps], dtype=float)]))
+                row_group.append(members)
+                row_flow.append(np.full(len(members), k, dtype=np.int64))
+                row_start.append(at + width * np.arange(len(members), dtype=np.int64))
+                row_len.append(np.full(len(members), width, dtype=np.int64))
+                row_coef.append(np.full(len(members), coef_at, dtype=np.int64))
+                row_vol.append(np.full(len(members), v * f.share))
+                row_lat.append(np.full(len(members), c.latency))
+                at += block.size
+                coef_at += width
+        group, flow = np.concatenate(row_group), np.concatenate(row_flow)
+        order = np.lexsort((flow, group))  # groups in order, each group's flows in order
+        start, length = np.concatenate(row_start)[order], np.concatenate(row_len)[order]
+        coef_start = np.concatenate(row_coef)[order]
+        indptr = np.zeros(len(order) + 1, dtype=np.int64)
+        np.cumsum(length, out=indptr[1:])
+        within = np.arange(int(indptr[-1]), dtype=np.int64) - np.repeat(indptr[:-1], length)
+        edges = np.concatenate(blocks)[np.repeat(start, length) + within]
+        coef = np.concatenate(templates)[np.repeat(coef_start, length) + within]
+        group, flow = group[order], flow[order]
+        per_group = np.bincount(group, minlength=ngroups)
+        cls = {}
+        for c, _, _, members in classes:
+            for i in members.tolist():
+                cls[i] = c
+
+        def label(f: int) -> str:
+            i = int(group[f])
+            c = cls[i]
+            return f"{op} {c.algo}/{c.proto} {list(groups[i])} flow {int(flow[f]) + 1}/{int(per_group[i])}"
+
+        flows = FlowArrays(indptr, edges, coef, np.concatenate(row_vol)[order], np.concatenate(row_lat)[order], label)
+        return flows, np.concatenate([self.topo.capacity, caps])
 
 
 def _moved_classes(groups: Sequence[Sequence[int]], volumes: Sequence[float], gpn: int):
     """The groups of a step by class of the same group moved between nodes (with the same
-    buffer): per class one group and the node shifts (from it) of all its groups."""
+    buffer): per class one group, and the node shifts (from it) and positions of all its groups."""
     n = len(groups[0])
     if all(len(g) == n for g in groups):
         arr = np.array(groups, dtype=np.int64)
@@ -252,7 +347,7 @@ def _moved_classes(groups: Sequence[Sequence[int]], volumes: Sequence[float], gp
         bounds = np.searchsorted(inverse[order], np.arange(len(rep) + 1))
         for c, r in enumerate(rep.tolist()):
             members = order[bounds[c]:bounds[c + 1]]
-            yield tuple(groups[r]), volumes[r], first[members] - first[r]
+            yield tuple(groups[r]), volumes[r], first[members] - first[r], members
         return
     classes: dict[tuple, list[int]] = {}
     for i, g in enumerate(groups):
@@ -261,7 +356,8 @@ def _moved_classes(groups: Sequence[Sequence[int]], volumes: Sequence[float], gp
     for members in classes.values():
         r = members[0]
         f = min(groups[r]) // gpn
-        yield tuple(groups[r]), volumes[r], np.array([min(groups[i]) // gpn - f for i in members], dtype=np.int64)
+        yield (tuple(groups[r]), volumes[r], np.array([min(groups[i]) // gpn - f for i in members], dtype=np.int64),
+               np.array(members, dtype=np.int64))
 
 
 def flow_specs(colls: Sequence[Collective], volumes: Sequence[float], links: int) -> tuple[list[FlowSpec], list[float]]:
