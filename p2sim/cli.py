@@ -120,8 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("rank", help="rank every (matrix, program) by predicted time",
-                       description="Simulate every program of every parallelism matrix and print the top K, "
-                                   "with speedups over each matrix's single AllReduce.")
+                       description="Rank every program of every parallelism matrix and print the top K, "
+                                   "with speedups over each matrix's single AllReduce (with the des model, only "
+                                   "the programs whose lower bound can still win are simulated: same answer).")
     _add_layout(p, system=True)
     p.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
     p.add_argument("--bytes", default=None, help="buffer per GPU (default: P2's 2^29 x nodes float32)")

@@ -196,7 +196,8 @@ def run_search(tasks: Sequence[SweepTask], executor: Executor, top: int, exhaust
         if budget is not None or top_matrices is not None:
             from ..errors import InputError
 
-            raise InputError("budget: --budget and --top-matrices prune with the des model's lower bounds; "
+            field = "budget" if budget is not None else "top-matrices"
+            raise InputError(f"{field}: --budget and --top-matrices prune with the des model's lower bounds; "
                              "they need --model des and no --exhaustive")
         results = run_all(executor, run_task, list(tasks), label)
         n = sum(len(r.programs) for r in results)
