@@ -13,7 +13,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 demo: $(BIN)/.installed
-	$(BIN)/p2sim rank --system a100 --axes 4,8 --reduce 0 --algo both --top 5
+	$(BIN)/p2sim rank --system a100 --axes data=4,tensor=8 --reduce data --algo both --top 5
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from p2sim.errors import P2SimError
 from p2sim.parsing import byte_size, int_list, positive_int
+from p2sim.fileio import check_output_file
 
 from .env import Placement, from_environment
 from .errors import BenchError
@@ -141,6 +142,8 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     # matrices and programs with one message before any process starts
     plan_programs(topo.hierarchy, cfg.axes, cfg.reduce_axes, cfg.matrix, cfg.programs, cfg.profile, cfg.order)
     placement: Placement | None = from_environment()
+    if placement is None or placement.rank == 0:
+        _check_log(cfg.log)
     if placement is None:
         _local_only(args.address)
         if cfg.backend == "nccl":
@@ -152,6 +155,12 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from .runner import run_rank
 
     return run_rank(cfg, placement)
+
+
+def _check_log(path: str) -> None:
+    """Before any rank starts: the log can be written, and what it holds already is a readable log."""
+    check_output_file(path, "log")
+    read_log(path)  # also what --resume reads back
 
 
 def _local_only(address: str) -> None:
@@ -186,6 +195,8 @@ def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if ranks is not None and ranks != devices:
             raise BenchError(f"ranks: {ranks}, but system {cfg.system} has {devices} GPUs (one rank per GPU)")
     placement = from_environment()
+    if placement is None or placement.rank == 0:
+        _check_log(cfg.log)
     if placement is None:
         _local_only(args.address)
         ranks = ranks or devices

@@ -15,11 +15,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from p2sim.errors import MeasurementError
+from p2sim.fileio import read_text
+from p2sim.units import format_bytes, format_seconds
+
 from .errors import BenchError
 
 __all__ = ["LogWriter", "read_log", "record_key", "completed", "summary_lines", "compare_lines"]
 
 KEY_FIELDS = ("system", "nodes", "axes", "reduce_axes", "matrix", "program", "algo", "bytes", "backend", "order")
+SUMMARY_FIELDS = KEY_FIELDS + ("iteration", "seconds")
+SWEEP_FIELDS = ("collective", "size", "count", "in_place", "seconds", "busbw_GBps", "wrong", "checksum", "ranks")
 LEGACY = {"order": "aligned"}  # logs written before bench_nccl had device orders ran the aligned one
 
 
@@ -56,21 +62,38 @@ class LogWriter:
 
 
 def read_log(path: str | Path) -> list[dict[str, Any]]:
-    """Records of a log; a last line cut short by an interruption is dropped."""
+    """Records of a log; a last line cut short by an interruption is dropped.
+
+    A log that is not UTF-8 text, holds a line that is not a JSON object (but the last),
+    or lacks a field that the summary needs is one :class:`~p2sim.errors.MeasurementError`
+    naming the file, the line and the field.
+    """
+    return [rec for _, rec in numbered_records(path)]
+
+
+def numbered_records(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """``(line, record)`` of every record of a log (none when the file does not exist)."""
     p = Path(path)
     if not p.exists():
         return []
-    lines = p.read_text(encoding="utf-8").splitlines()
+    lines = read_text(p, "bench_nccl log", MeasurementError).splitlines()
     out = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
+            rec = json.loads(line)
         except json.JSONDecodeError:
             if n == len(lines):
                 break
-            raise BenchError(f"{p}:{n}: record: not valid JSON") from None
+            raise MeasurementError(f"{p}:{n}: record: not valid JSON") from None
+        if not isinstance(rec, dict):
+            raise MeasurementError(f"{p}:{n}: record: is not a JSON object (is this a bench_nccl log?)")
+        needed = SWEEP_FIELDS if _is_sweep(rec) else SUMMARY_FIELDS
+        missing = next((k for k in needed if k not in rec and k not in LEGACY), None)
+        if missing is not None:
+            raise MeasurementError(f"{p}:{n}: {missing}: missing (is this a bench_nccl log?)")
+        out.append((n, rec))
     return out
 
 
@@ -103,8 +126,9 @@ def summary_lines(records: list[dict[str, Any]]) -> list[str]:
         wrong = sum(r["wrong"] or 0 for r in recs)
         checked = all(r["wrong"] is not None for r in recs)
         tag = " (emulated)" if recs[0].get("emulated") else ""
-        lines.append(f"sweep {coll:<13} {recs[0]['ranks']} ranks  {min(r['size'] for r in recs)}..{big['size']} B  "
-                     f"{len(recs)} rows  busbw {big['busbw_GBps']:.2f} GB/s at {big['size']} B  "
+        lines.append(f"sweep {coll:<13} {recs[0]['ranks']} ranks  {format_bytes(min(r['size'] for r in recs))}.."
+                     f"{format_bytes(big['size'])}  {len(recs)} rows  busbw {big['busbw_GBps']:.2f} GB/s at "
+                     f"{format_bytes(big['size'])}  "
                      f"{'wrong ' + str(wrong) if checked else 'unchecked'}{tag}  run {run}")
     programs = [r for r in records if not _is_sweep(r)]
     if not programs:
@@ -119,7 +143,8 @@ def summary_lines(records: list[dict[str, Any]]) -> list[str]:
         ok = all(r.get("pass") is True for r in recs)
         tag = " (emulated)" if first.get("emulated") else ""
         tag += f" ({first['order']} order)" if first.get("order", "aligned") != "aligned" else ""
-        lines.append(f"{statistics.median(secs):10.6f} s median  [{min(secs):.6f} .. {max(secs):.6f}]  "
+        lines.append(f"{format_seconds(statistics.median(secs)):>10} median  [{format_seconds(min(secs))} .. "
+                     f"{format_seconds(max(secs))}]  "
                      f"{len(recs):3d} iters  {'PASS' if ok else 'FAIL'}{tag}  {first['algo']:<4} "
                      f"{first['matrix']}  {first['program']}")
     passed = sum(1 for r in programs if r.get("pass") is True)

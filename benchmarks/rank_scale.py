@@ -29,9 +29,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RANK = ["rank", "--system", str(HERE / "systems" / "a100-pods.toml"), "--axes", "8,4,4,4", "--reduce", "0",
-        "--top", "10"]
+        "--top", "10", "--yes"]
 PLAN = ["plan", "--system", str(HERE / "systems" / "a100-3level.toml"), "--axes", "32,8,16",
-        "--reduction", "0:4GiB", "--reduction", "2:256MiB x 48"]
+        "--reduction", "0:4GiB", "--reduction", "2:256MiB x 48", "--yes"]
 
 
 def run(argv: list[str], workers: int, exhaustive: bool) -> dict:

@@ -15,6 +15,8 @@ from . import __version__
 from .commands.sweep import cmd_sweep
 from .commands.analysis import cmd_calibrate, cmd_plan, cmd_rank, cmd_validate, cmd_whatif
 from .commands.formalism import cmd_placements, cmd_synth
+from .analysis.jobsize import MAX_MATRICES, MAX_SIMULATIONS
+from .commands.common import DEFAULT_BYTES_HELP
 from .commands.simulate import cmd_simulate, cmd_systems, cmd_topo
 from .errors import P2SimError
 from .synthesis import DEFAULT_MAX_SIZE
@@ -38,11 +40,12 @@ def _add_layout(p: argparse.ArgumentParser, reduce: bool = True, system: bool = 
                        help="level cardinalities, outermost first (default: 2,16 -- two nodes of 16 GPUs)")
         p.add_argument("--system", default=None, help="take the hierarchy from a system (name or .toml file)")
         p.add_argument("--nodes", default=None, help="node count of --system (default: the system file's)")
-    p.add_argument("--axes", default=None, metavar="P0,P1,..",
-                   help="parallelism axis sizes; their product must equal the device count "
-                        "(default: one axis over all devices)")
+    p.add_argument("--axes", default=None, metavar="P0,P1,.. | NAME=P0,..",
+                   help="parallelism axis sizes, optionally named (data=8,tensor=4,pipeline=2); their product must "
+                        "equal the device count (default: one axis over all devices)")
     if reduce:
-        p.add_argument("--reduce", default="0", metavar="R,..", help="indices of the reduction axes (default: 0)")
+        p.add_argument("--reduce", default="0", metavar="R,..",
+                       help="the reduction axes, by index or name (default: 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
@@ -55,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("placements", help="enumerate the parallelism matrices of axes over a hierarchy",
                        description="Enumerate every parallelism matrix of the axes over the hierarchy.")
     _add_layout(p, reduce=False)
+    _add_limits(p, simulations=False)
     p.set_defaults(func=cmd_placements)
 
     p = sub.add_parser("synth", help="synthesize every reduction program for every matrix",
@@ -67,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lower", action="store_true", help="with --json: include the global device groups of every step")
     _add_order(p)
     p.add_argument("--limit", default="20", help="programs shown per matrix in the table (0 = all; default 20)")
+    _add_limits(p, simulations=False)
     p.set_defaults(func=cmd_synth)
 
     p = sub.add_parser("systems", help="list the known systems",
@@ -78,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Summarise a system: devices, links by class, bisection bandwidth.")
     p.add_argument("system", help="system name or .toml file")
     p.add_argument("--nodes", default=None, help="node count (default: the system file's)")
-    p.add_argument("--draw", default=None, metavar="FILE.png", help="also write a picture of the graph")
+    p.add_argument("--draw", default=None, metavar="FILE.png",
+                   help="also write a picture of the graph (.png, .svg or .pdf)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_topo)
 
@@ -90,13 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--program", default="all", help="a program in text form, or all (default: all)")
     p.add_argument("--algo", default="auto", help="NCCL algorithm: auto (what NCCL would pick per collective), ring, tree, nvls, nvls_tree (default: auto)")
     p.add_argument("--proto", default="auto", help="NCCL protocol: auto, LL, LL128 or Simple (default: auto)")
-    p.add_argument("--bytes", default=None, help="buffer per GPU, e.g. 2GiB or 8B (default: P2's 2^29 x nodes float32)")
+    p.add_argument("--bytes", default=None, help=f"buffer per GPU, e.g. 2GiB or 8B (default: {DEFAULT_BYTES_HELP})")
     p.add_argument("--model", default="des",
                    help="des (contention-aware), analytic (NCCL's tuning model, no contention) or baseline "
                         "(link-bottleneck formulas) (default: des)")
     p.add_argument("--profile", default="paper", help="rule profile for --program all (default: paper)")
     p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
-    p.add_argument("--trace", default=None, metavar="FILE.json", help="write a Chrome trace of flows on links")
+    p.add_argument("--trace", default=None, metavar="FILE.json",
+                   help="write a Chrome trace of flows on links (its directory must exist)")
+    _add_limits(p)
     _add_order(p)
     p.set_defaults(func=cmd_simulate)
 
@@ -122,10 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("rank", help="rank every (matrix, program) by predicted time",
                        description="Rank every program of every parallelism matrix and print the top K, "
                                    "with speedups over each matrix's single AllReduce (with the des model, only "
-                                   "the programs whose lower bound can still win are simulated: same answer).")
+                                   "the programs whose lower bound can still win are simulated: same answer). "
+                                   "Only the reduction over --reduce is optimised: the other axes' traffic is not "
+                                   "counted (p2sim plan weighs every reduction of a training step).")
     _add_layout(p, system=True)
     p.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
-    p.add_argument("--bytes", default=None, help="buffer per GPU (default: P2's 2^29 x nodes float32)")
+    p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
     p.add_argument("--top", default="10", help="how many to show (default: 10)")
     p.add_argument("--out", default=None, metavar="DIR", help="write report.md, report.html and plots into DIR")
     p.add_argument("--compare-orders", action="store_true",
@@ -141,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_layout(p, reduce=False, system=True)
     p.add_argument("--reduction", action="append", default=[], metavar='"AXES:SIZE[ x COUNT]"',
                    help='a reduction of the step, e.g. "0:4GiB" or "1:512MiB x 24" (repeatable)')
-    p.add_argument("--data-axis", default="0", help="the data-parallel axis, placed outermost by default (default: 0)")
+    p.add_argument("--data-axis", default="0",
+                   help="the data-parallel axis, by index or name, placed outermost by default (default: 0)")
     _add_emit(p)
     _add_sweep_options(p)
     _add_search_options(p)
@@ -152,11 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the best matrix and program at each point, marking where the winner changes.")
     p.add_argument("--system", default="a100", help="system name or .toml file (default: a100)")
     p.add_argument("--nodes", default=None, help="node count when not varied (default: the system file's)")
-    p.add_argument("--axes", default=None, help="axis sizes; one '*' absorbs the remaining devices (default: one axis)")
-    p.add_argument("--reduce", default="0", help="reduction axes (default: 0)")
+    p.add_argument("--axes", default=None,
+                   help="axis sizes, optionally named (data=*,tensor=16); one '*' absorbs the remaining devices "
+                        "(default: one axis)")
+    p.add_argument("--reduce", default="0", help="reduction axes, by index or name (default: 0)")
     p.add_argument("--vary", action="append", default=[], metavar="TARGET=V1,V2,..",
                    help="CLASS.bandwidth (GB/s), CLASS.latency (us) or nodes, with values (repeatable)")
-    p.add_argument("--bytes", default=None, help="buffer per GPU (default: P2's 2^29 x nodes float32 at each point)")
+    p.add_argument("--bytes", default=None, help=f"buffer per GPU (default, at each point: {DEFAULT_BYTES_HELP})")
     _add_sweep_options(p)
     _add_search_options(p, pruning=False)
     p.add_argument("--out", default=None, metavar="DIR", help="write whatif.png into DIR")
@@ -173,8 +186,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the p2sim system of nccl-tests logs that a directory's systems.csv does not map")
     p.add_argument("--folds", default="1", help="with --calibrate-on: k-fold cross-validation over groups (default: 1)")
     p.add_argument("--model", default="des", help="des or analytic (default: des; the baseline model is always scored beside it)")
+    p.add_argument("--allow-emulated", action="store_true",
+                   help="score (and calibrate on) bench_nccl's CPU emulations (--backend numpy) without a warning")
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
     _add_scheduler(p)
+    _add_limits(p)
     p.add_argument("--out", default=None, metavar="DIR", help="write validation.md, validation.html and plots into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_validate)
@@ -187,11 +203,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", required=True, help="the system to calibrate (name or .toml file)")
     p.add_argument("--out", required=True, metavar="FILE.toml", help="the calibrated system file to write")
     p.add_argument("--model", default="des", help="des or analytic (default: des)")
+    p.add_argument("--allow-emulated", action="store_true",
+                   help="fit bench_nccl's CPU emulations (--backend numpy) too; refused otherwise: they time numpy, "
+                        "not the links")
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
     _add_scheduler(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_calibrate)
     return parser
+
+
+def _add_limits(p: argparse.ArgumentParser, simulations: bool = True) -> None:
+    p.add_argument("--max-matrices", default=None, metavar="N",
+                   help=f"refuse more parallelism matrices than this (default: {MAX_MATRICES})")
+    if simulations:
+        p.add_argument("--max-simulations", default=None, metavar="N",
+                       help=f"refuse a job of more simulations than this (default: {MAX_SIMULATIONS})")
+    p.add_argument("--yes", action="store_true",
+                   help="run however large the job (lifts the limits on matrices, simulations and synthesis depth)")
 
 
 def _add_scheduler(p: argparse.ArgumentParser) -> None:
@@ -212,8 +241,10 @@ def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:
     p.add_argument("--model", default="des", help="des, analytic or baseline (default: des)")
     p.add_argument("--profile", default="paper", help="rule profile (default: paper)")
     p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
-    p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    p.add_argument("--workers", default=None,
+                   help="worker processes (default: all cores; at most the cores and the tasks; 1 = in-process)")
     _add_scheduler(p)
+    _add_limits(p)
     _add_order(p)
 
 

@@ -31,5 +31,9 @@ class MeasurementError(InputError):
     """A measurement file is malformed (names file, line and field)."""
 
 
+class OutputError(InputError):
+    """An output path cannot be written (names the option and the path)."""
+
+
 class SemanticsError(P2SimError):
     """A collective's precondition does not hold (the step is semantically invalid)."""

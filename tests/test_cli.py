@@ -138,7 +138,8 @@ def test_simulate_one_program_synthesizes_nothing(capsys, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("simulate --program must not synthesize every program")
 
-    monkeypatch.setattr(cmd, "synthesize_placements", refuse)
+    monkeypatch.setattr(cmd, "synthesize", refuse)
+    monkeypatch.setattr(cmd, "program_counts", refuse)
     rc, out, _ = run(capsys, "simulate", "--system", "a100", "--nodes", "4", "--axes", "64", "--program", BLUE)
     assert rc == 0 and "16 x 4 GPUs, across 4 nodes" in out
     rc, _, err = run(capsys, "simulate", "--system", "a100", "--axes", "32", "--program",

@@ -71,8 +71,9 @@ def test_two_nodes_of_eight_gpus_and_eight_nics_reach_the_nics_aggregate_rate():
     assert t == pytest.approx(2 * 15 / 16 * S / 80e9, rel=1e-9)  # bus bandwidth = 80 GB/s
     tree = Simulator(topo, "tree", proto="Simple")
     t = one(tree, "AllReduce", [range(16)]).seconds - latency(tree, "AllReduce", range(16))
-    # the tree sends S each way per node: 80 GB/s of algorithm bandwidth, at NCCL's 92% tree efficiency
-    assert t == pytest.approx(S / (80e9 * 0.92), rel=1e-9)
+    # the tree sends S each way per node: 80 GB/s of algorithm bandwidth, the NICs' aggregate
+    # (NCCL's 92% tree efficiency is charged inside nodes, where NVLink is far from binding)
+    assert t == pytest.approx(S / 80e9, rel=1e-9)
 
 
 def test_one_communicator_is_capped_by_its_channels_and_four_fill_the_nic():
@@ -168,8 +169,8 @@ def test_tree_against_ring_across_two_nodes():
     tree = Simulator(topo, "tree", proto="Simple")
     r = ring.simulate(lw, ALLREDUCE, S).total_seconds - latency(ring, "AllReduce", range(32))
     t = tree.simulate(lw, ALLREDUCE, S).total_seconds - latency(tree, "AllReduce", range(32))
-    # the tree moves S through each NIC direction, the ring 2(n-1)/n S; trees reach 92%
-    assert t == pytest.approx(r * 32 / 62 / 0.92, rel=1e-9)
+    # the tree moves S through each NIC direction, the ring 2(n-1)/n S: both NIC-bound
+    assert t == pytest.approx(r * 32 / 62, rel=1e-9)
 
 
 def test_auto_records_what_each_step_ran():

@@ -197,12 +197,17 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     second = least_squares(fun_full, x0, bounds=(lower, upper), diff_step=0.05, max_nfev=max_evaluations)
     if second.cost <= first.cost:
         x = second.x.copy()
-        # a cap left far above everything it could bind is no cap: report it as unset
-        x[n:][x[n:] > CAP_BOUNDS[1] - 1.0] = np.nan
-        after = full.apply(spec, np.nan_to_num(x, nan=CAP_BOUNDS[1]))
+        cost = float(np.sum(fun_full(x) ** 2))
+        unbound = []
+        for i, r in enumerate(rates):  # a cap that binds nothing is no cap: report it as unset
+            trial = x.copy()
+            trial[n + i] = CAP_BOUNDS[1]
+            if float(np.sum(fun_full(trial) ** 2)) <= cost:
+                x, unbound = trial, unbound + [r]
+        after = full.apply(spec, x)
         after = replace(after, rates=ModelRates(**{k: v for k, v in after.rates.to_dict().items()
-                                                    if k not in rates or not math.isnan(x[n + rates.index(k)])}))
-        final = fun_full(second.x)[:data]
+                                                    if k not in unbound}))
+        final = fun_full(x)[:data]
     else:  # the rates did not help: keep the links-only fit
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
     return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)

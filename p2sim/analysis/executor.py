@@ -22,7 +22,8 @@ from tqdm import tqdm
 
 from ..errors import InputError
 
-__all__ = ["Executor", "SerialExecutor", "DaskExecutor", "make_executor", "run_all", "default_workers"]
+__all__ = ["Executor", "SerialExecutor", "DaskExecutor", "make_executor", "run_all", "default_workers",
+           "capped_workers"]
 
 CONNECT_TIMEOUT_S = 10  # how long to wait for a remote scheduler before giving up
 
@@ -73,9 +74,14 @@ def _local_workers(scheduler: str) -> int | None:
 
 
 @contextmanager
-def dask_executor(scheduler: str) -> Iterator[DaskExecutor]:
-    """A :class:`DaskExecutor` on the scheduler at an address, or on ``local:N`` worker processes."""
+def dask_executor(scheduler: str, tasks: int | None = None) -> Iterator[DaskExecutor]:
+    """A :class:`DaskExecutor` on the scheduler at an address, or on ``local:N`` worker processes.
+
+    ``local:N`` starts at most as many workers as there are cores and ``tasks``.
+    """
     n = _local_workers(scheduler)
+    if n is not None:
+        n = capped_workers(n, tasks)
     try:
         from distributed import Client, LocalCluster
     except ImportError:
@@ -116,18 +122,43 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
-@contextmanager
-def make_executor(workers: int | None, scheduler: str | None = None) -> Iterator[Executor]:
-    """``workers`` processes (``None``: all cores; 1: in-process), or Dask at ``scheduler``."""
-    if scheduler is not None:
-        if workers is not None:
-            raise InputError("workers: --workers sizes the local process pool; with --scheduler give local:N instead")
-        with dask_executor(scheduler) as ex:
-            yield ex
-        return
+def capped_workers(workers: int | None, tasks: int | None = None) -> int:
+    """Worker processes for ``tasks`` tasks: ``workers`` (``None``: all cores), at most the cores and the tasks.
+
+    More processes than cores only share the cores, and more than tasks sit idle
+    (``--workers 10000`` for 50 tasks would start 10000 processes).
+
+    Examples
+    --------
+    >>> capped_workers(10_000, tasks=1)
+    1
+    >>> capped_workers(1, tasks=50)
+    1
+    """
     n = default_workers() if workers is None else workers
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InputError(f"workers: {workers!r} must be a positive integer")
+    n = min(n, default_workers())
+    if tasks is not None:
+        n = min(n, max(tasks, 1))
+    return n
+
+
+@contextmanager
+def make_executor(workers: int | None, scheduler: str | None = None, tasks: int | None = None) -> Iterator[Executor]:
+    """``workers`` processes (``None``: all cores; 1: in-process), or Dask at ``scheduler``.
+
+    The pool has at most as many processes as cores and as ``tasks`` (when given).
+    """
+    if scheduler is not None:
+        if workers is not None:
+            raise InputError("workers: --workers sizes the local process pool; with --scheduler give local:N instead")
+        with dask_executor(scheduler, tasks) as ex:
+            yield ex
+        return
+    if isinstance(workers, bool) or workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise InputError(f"workers: {workers!r} must be a positive integer")
+    n = capped_workers(workers, tasks)
     if n == 1:
         yield SerialExecutor()
         return

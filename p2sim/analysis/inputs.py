@@ -23,7 +23,7 @@ from pathlib import Path
 from ..errors import MeasurementError
 from .collective_measurements import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
 from .collective_rows import CollectiveRow
-from .measurements import MeasuredRow, load_measurements
+from .measurements import MeasuredRow, duplicate_rows, load_measurements
 from .nccltests import is_nccltests_log, read_nccltests
 from .sweep_log import is_sweep_log, read_sweep_log
 
@@ -113,4 +113,5 @@ def load_inputs(paths: str | Path | Sequence[str | Path], system: str | None = N
             raise MeasurementError(f"{f}: neither a measurement CSV, a bench_nccl log nor nccl-tests output")
     if not programs and not singles:
         raise MeasurementError(f"{', '.join(map(str, files))}: no measurements")
+    duplicate_rows(programs)  # across files too: a copy of a CSV in the directory would count twice
     return Measurements(tuple(programs), tuple(singles))

@@ -14,6 +14,7 @@ and a log written before bench_nccl had orders ran the ``aligned`` one.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import statistics
 from collections.abc import Mapping, Sequence
@@ -22,12 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import MeasurementError, P2SimError
-from ..hierarchy import Order, reduce_axes_of
+from ..hierarchy import Lowering, Order, reduce_axes_of
+from ..fileio import read_text
 from ..placement import Matrix, Placement, format_matrix, parse_matrix
+from ..program import parse_program
+from ..synthesis import validate_program
 from ..topology import find_spec
+from ..units import format_bytes
 from .sweep import ALLREDUCE_TEXT
 
-__all__ = ["MeasuredRow", "load_measurements", "GroupKey", "CSV_COLUMNS", "CSV_ORDER", "LOG_ORDER"]
+__all__ = ["MeasuredRow", "load_measurements", "GroupKey", "CSV_COLUMNS", "CSV_ORDER", "LOG_ORDER", "EMULATED_GPU",
+           "is_emulated_record", "duplicate_rows"]
 
 CSV_COLUMNS = ("gpu", "nodes", "gpus_per_node", "axes", "reduce_axes", "matrix", "algo", "allreduce_s",
                "optimal_s", "speedup", "programs_better", "programs_total", "floats_per_gpu")
@@ -128,9 +134,51 @@ def _order(src: str, line: int, raw: Any) -> str:
         raise _fail(src, line, "order", f"{raw!r} is not one of {', '.join(o.value for o in Order)}") from None
 
 
+EMULATED_GPU = "cpu (numpy emulation)"  # bench_nccl's gpu_name for its numpy backend
+
+
+def is_emulated_record(rec: Mapping[str, Any]) -> bool:
+    """Whether a bench_nccl record timed the CPU emulation (``--backend numpy``), not NCCL on GPUs."""
+    return bool(rec.get("emulated", False)) or rec.get("gpu_name") == EMULATED_GPU or rec.get("backend") == "numpy"
+
+
+def _program(src: str, line: int, raw: Any, key: tuple, seen: dict[tuple, dict[str, str]]) -> str:
+    """A log's program text, parsed and checked on the row's matrix; its canonical text."""
+    known = seen.setdefault(key, {})
+    if isinstance(raw, str) and raw in known:
+        return known[raw]
+    if not isinstance(raw, str) or not raw.strip():
+        raise _fail(src, line, "program", f"{raw!r} is not a program text")
+    name, nodes, axes, red, matrix, _, _, order = key
+    try:
+        prog = parse_program(raw)
+        lowering = Lowering.of(Placement.of(find_spec(name).hierarchy(nodes), axes, matrix), red, order)
+        validate_program(lowering.synthesis, prog)
+    except P2SimError as e:
+        detail = str(e).removeprefix("program: ")
+        raise _fail(src, line, "program", f"{raw!r}: {detail}") from None
+    known[raw] = prog.text
+    return prog.text
+
+
+def duplicate_rows(rows: Sequence[MeasuredRow]) -> None:
+    """Refuse two rows of the same measurement (group and matrix): they would count twice in every metric."""
+    first: dict[tuple, MeasuredRow] = {}
+    for r in rows:
+        key = (r.group, r.matrix)
+        if key in first:
+            a = first[key]
+            where = f"line {a.line}" if a.source == r.source else f"{a.source}:{a.line}"
+            raise _fail(r.source, r.line, "row", f"measures the same configuration as {where} ({r.gpu}, {r.nodes} "
+                        f"nodes, axes {list(r.axes)}, reduce_axes {list(r.reduce_axes)}, matrix "
+                        f"{format_matrix(r.matrix)}, {r.algo}, {format_bytes(r.bytes_per_gpu)}, {r.order} order): keep one "
+                        "(a log's repeated runs of a configuration belong in one file)")
+        first[key] = r
+
+
 def _load_csv(path: Path) -> list[MeasuredRow]:
     src = str(path)
-    with path.open(newline="") as f:
+    with io.StringIO(read_text(path, "measurement file", MeasurementError), newline="") as f:
         reader = csv.DictReader(f)
         missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
@@ -150,14 +198,31 @@ def _load_csv(path: Path) -> list[MeasuredRow]:
             red = _ints(src, line, "reduce_axes", rec["reduce_axes"])
             system = rec["gpu"].strip().lower()
             matrix, red, name = _check_layout(src, line, system, nodes, axes, red, rec["matrix"], gpn)
+            allreduce_s = _number(src, line, "allreduce_s", rec["allreduce_s"])
+            optimal_s = _number(src, line, "optimal_s", rec["optimal_s"])
+            if optimal_s > allreduce_s:
+                # the AllReduce is one of the programs, so the best one is never slower
+                raise _fail(src, line, "optimal_s", f"{rec['optimal_s']} s is slower than allreduce_s "
+                            f"{rec['allreduce_s']} s: the fastest program cannot be slower than the AllReduce, "
+                            "which is one of the programs")
+            speedup = _number(src, line, "speedup", rec["speedup"])
+            if speedup < 1:
+                raise _fail(src, line, "speedup", f"{rec['speedup']} is below 1: it is allreduce_s / optimal_s, "
+                            "and the fastest program is never slower than the AllReduce")
+            better = _number(src, line, "programs_better", rec["programs_better"], int, positive=False)
+            if better < 0:
+                raise _fail(src, line, "programs_better", f"{better} is negative")
+            total = rec.get("programs_total", "").strip()
+            if total.isdigit() and better > int(total):
+                raise _fail(src, line, "programs_better", f"{better} is more than programs_total {total}")
             rows.append(MeasuredRow(
                 source=src, line=line, system=name, gpu=rec["gpu"].strip(), nodes=nodes, axes=axes, reduce_axes=red,
                 matrix=matrix, algo=_algo(src, line, rec["algo"].strip()),
                 bytes_per_gpu=4.0 * _number(src, line, "floats_per_gpu", rec["floats_per_gpu"], int),
-                allreduce_s=_number(src, line, "allreduce_s", rec["allreduce_s"]),
-                optimal_s=_number(src, line, "optimal_s", rec["optimal_s"]),
-                speedup=_number(src, line, "speedup", rec["speedup"]),
-                programs_better=_number(src, line, "programs_better", rec["programs_better"], int, positive=False),
+                allreduce_s=allreduce_s,
+                optimal_s=optimal_s,
+                speedup=speedup,
+                programs_better=better,
                 order=_order(src, line, rec["order"]) if rec.get("order") else CSV_ORDER.value,
                 order_from="the file's order column" if rec.get("order") else "P2's CSV: P2 lowered through XLA",
             ))
@@ -170,7 +235,9 @@ LOG_FIELDS = ("system", "nodes", "axes", "reduce_axes", "matrix", "program", "al
 def _load_jsonl(path: Path) -> list[MeasuredRow]:
     src = str(path)
     groups: dict[tuple, dict[str, Any]] = {}
-    with path.open() as f:
+    programs_seen: dict[tuple, dict[str, str]] = {}  # per group: raw text -> canonical text
+    iterations: dict[tuple, int] = {}
+    with io.StringIO(read_text(path, "measurement file", MeasurementError)) as f:
         for line, text in enumerate(f, 1):
             if not text.strip():
                 continue
@@ -192,10 +259,17 @@ def _load_jsonl(path: Path) -> list[MeasuredRow]:
             key = (name, nodes, axes, red, matrix, _algo(src, line, rec["algo"]),
                    _number(src, line, "bytes", rec["bytes"]), _order(src, line, rec.get("order", LOG_ORDER.value)))
             g = groups.setdefault(key, {"line": line, "times": {}, "emulated": False, "recorded": "order" in rec})
-            if not isinstance(rec["program"], str) or not rec["program"].strip():
-                raise _fail(src, line, "program", f"{rec['program']!r} is not a program text")
-            g["times"].setdefault(rec["program"], []).append(_number(src, line, "seconds", rec["seconds"]))
-            g["emulated"] = g["emulated"] or bool(rec.get("emulated", False))
+            text = _program(src, line, rec["program"], key, programs_seen)
+            seconds = _number(src, line, "seconds", rec["seconds"])
+            if "iteration" in rec:
+                # the same iteration of the same program and run twice: a log concatenated with itself
+                ident = (key, text, rec.get("run_id"), rec["iteration"])
+                if ident in iterations:
+                    raise _fail(src, line, "iteration", f"{rec['iteration']!r} of run {rec.get('run_id')!r} of "
+                                f"{text} is already on line {iterations[ident]}: a duplicated record")
+                iterations[ident] = line
+            g["times"].setdefault(text, []).append(seconds)
+            g["emulated"] = g["emulated"] or is_emulated_record(rec)
     rows = []
     for (name, nodes, axes, red, matrix, algo, nbytes, order), g in groups.items():
         medians = tuple((t, statistics.median(v)) for t, v in g["times"].items())
@@ -234,4 +308,5 @@ def load_measurements(paths: str | Path | Sequence[str | Path]) -> list[Measured
         rows += _load_jsonl(path) if path.suffix in (".jsonl", ".json") else _load_csv(path)
     if not rows:
         raise MeasurementError(f"{', '.join(map(str, files))}: no measurements")
+    duplicate_rows(rows)
     return rows

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import InputError
-from ..parsing import byte_size, int_list, positive_int
+from ..parsing import axis_indices, byte_size, positive_int
 from ..placement import Matrix
 from .sweep import ConfigResult, SweepTask
 
@@ -35,21 +35,23 @@ class Reduction:
         return f"{','.join(map(str, self.axes))}:{self.bytes}B x {self.count}"
 
 
-_RED = re.compile(r"^\s*([0-9,\s]+):\s*([^x]+?)\s*(?:x\s*(\S+))?\s*$")
+_RED = re.compile(r"^\s*([\w,\s-]+?)\s*:\s*([^x]+?)\s*(?:x\s*(\S+))?\s*$")
 
 
-def parse_reduction(text: str) -> Reduction:
-    """Parse ``"0:4GiB"``, ``"1:512MiB x 24"`` or ``"0,2:1GiB"``.
+def parse_reduction(text: str, names: Sequence[str] = ()) -> Reduction:
+    """Parse ``"0:4GiB"``, ``"1:512MiB x 24"``, ``"0,2:1GiB"`` or, with axis names, ``"tensor:512MiB x 24"``.
 
     Examples
     --------
     >>> parse_reduction("1:512MiB x 24")
     Reduction(axes=(1,), bytes=536870912, count=24)
+    >>> parse_reduction("data,pipeline:1GiB", ("data", "tensor", "pipeline")).axes
+    (0, 2)
     """
     m = _RED.match(text)
     if not m:
         raise InputError(f"reduction: {text!r} is not AXES:SIZE[ x COUNT], e.g. \"1:512MiB x 24\"")
-    axes = int_list(m.group(1), "reduction axes")
+    axes = axis_indices(m.group(1), tuple(names), "reduction axes")
     count = 1 if m.group(3) is None else positive_int(m.group(3), "reduction count")
     return Reduction(tuple(sorted(set(axes))), byte_size(m.group(2), "reduction size"), count)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError, PlacementError
+from ..parsing import named_parts
 from ..placement import Matrix
 from ..topology.spec import SystemSpec
 
@@ -71,6 +72,27 @@ class Point:
 
 
 def points(spec: SystemSpec, nodes: int, variations: Sequence[Variation]) -> list[Point]:
+    """The Cartesian product of the variations' values, the first varying fastest.
+
+    A target varied twice, or a value given twice, would make points that overwrite or
+    repeat each other, so both are refused.
+
+    Examples
+    --------
+    >>> from p2sim.topology import find_spec
+    >>> points(find_spec("a100"), 2, [Variation("nodes", (2.0,)), Variation("nodes", (4.0,))])
+    Traceback (most recent call last):
+    ...
+    p2sim.errors.InputError: vary: nodes is varied twice; give its values in one --vary nodes=V1,V2,..
+    """
+    seen: set[str] = set()
+    for v in variations:
+        if v.target in seen:
+            raise InputError(f"vary: {v.target} is varied twice; give its values in one --vary {v.target}=V1,V2,..")
+        seen.add(v.target)
+        twice = sorted({x for x in v.values if v.values.count(x) > 1})
+        if twice:
+            raise InputError(f"vary: {v.target} lists the value {twice[0]:g} twice")
     out = []
     # the first variation varies fastest, so that consecutive points form its series
     order = list(reversed(variations))
@@ -91,9 +113,7 @@ def resolve_axes(text: str | None, devices: int) -> tuple[int, ...]:
     """Axis sizes, where one ``*`` takes the devices the others leave."""
     if text is None:
         return (devices,)
-    parts = [p for p in re.split(r"[\s,]+", text.strip()) if p]
-    if not parts:
-        raise InputError("axes: the list is empty")
+    parts, _ = named_parts(text, "axes")  # data=*,tensor=16 as well as *,16
     stars = [i for i, p in enumerate(parts) if p == "*"]
     if len(stars) > 1:
         raise InputError("axes: at most one '*'")

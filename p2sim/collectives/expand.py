@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import networkx as nx
 import numpy as np
@@ -37,7 +37,7 @@ from .latency import collective_latency
 from .nccl_tables import ALGOS, NVLS_CHANNELS, PROTOS
 from .nvls import nvls_hops, nvls_switch, nvls_tree_hops
 from .pattern import Collective, Flow, HopTable, MovedHops
-from .protocols import channel_cap_gbps, collective_cap_gbps, link_share
+from .protocols import TREE_GPU_SHARE, channel_cap_gbps, collective_cap_gbps, link_share
 from .ring import ring_factor, ring_tables
 from .ringsearch import best_rings, ring_throughput
 from .tree import tree_tables
@@ -51,8 +51,10 @@ GB = 1e9
 # Per-channel network rate by transport, GB/s.  InfiniBand/RoCE and EFA: one connection
 # (queue pair / SRD endpoint) per channel reaches the NIC's line rate, so only links bind.
 # TCP sockets: NCCL's socket transport moves a channel through a few helper threads and
-# sockets (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), bounded by CPU copies; the
-# figure is the calibration fit on P2's measurements (GCP, TCP; see the README).
+# sockets (NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD), bounded by CPU copies, so one
+# communicator may not fill a NIC; no public figure gives that rate, so the default is
+# uncapped and calibration fits it per system (P2's A100 over GCP's TCP: a tree channel at
+# 0.65 GB/s; see the README's validation section).
 NET_RATE_DEFAULTS = {"ib": math.inf, "roce": math.inf, "efa": math.inf, "tcpx": math.inf, "socket": math.inf}
 
 # NCCL's threads per channel and bytes per thread before it adds a channel
@@ -399,7 +401,9 @@ class Expander:
         elif algo == "tree":
             bus = 2.0  # NCCL: a tree's busBw is twice its algorithm bandwidth
             graph_channels = max(1, used // 2)
-            groups = tree_tables(topo, segs, mix, graph_channels)
+            # NCCL's 92% of a tree is charged on its hops inside nodes (protocols.TREE_GPU_SHARE)
+            groups = [replace(t, overhead=np.where(t.inter, t.overhead, t.overhead / TREE_GPU_SHARE))
+                      for t in tree_tables(topo, segs, mix, graph_channels)]
             per_flow = [2] * len(groups)
             graph = [1] * len(groups)
         elif algo == "nvls":

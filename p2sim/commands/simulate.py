@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..errors import InputError
-from ..parsing import int_list
 from ..placement import format_matrix, parse_matrix
 from ..program import parse_program
-from ..report.simulate import draw_topology, program_result_json, results_text, topology_json, topology_text
+from ..fileio import check_output_file
+from ..report.simulate import DRAW_SUFFIXES, draw_topology, program_result_json, results_text, topology_json, topology_text
 from ..report.trace import write_trace
 from ..sim import Simulator
 from ..sim.model import check_model
-from ..synthesis import placement_lowerings, synthesize_placements, validate_program
+from ..analysis.jobsize import announce, plural, program_counts
+from ..placement import count_matrices
+from ..report.axes import axes_text, describe_placement, matrix_legend, reduce_text
+from ..synthesis import placement_lowerings, synthesize, validate_program
 from ..topology import find_spec, system_paths
-from .common import axes, buffer_bytes, emit, order, order_label, rules, topology
+from ..units import format_bytes
+from .common import (axes, axis_names, buffer_bytes, emit, limits, order, order_label, reduce_axes, rules, topology,
+                     warn_memory)
 
 
 def cmd_systems(args: argparse.Namespace) -> int:
@@ -34,22 +40,27 @@ def cmd_systems(args: argparse.Namespace) -> int:
 
 
 def cmd_topo(args: argparse.Namespace) -> int:
-    topo = topology(args)
     if args.draw:
-        draw_topology(topo, args.draw)
+        check_output_file(args.draw, "draw", DRAW_SUFFIXES)
+    topo = topology(args)
     if args.json:
         emit(topology_json(topo))
     else:
-        print(topology_text(topo))
-        if args.draw:
+        print(topology_text(topo), flush=True)
+    if args.draw:
+        draw_topology(topo, args.draw)
+        if not args.json:
             print(f"  picture    {args.draw}")
     return 0
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.trace:
+        check_output_file(args.trace, "trace")
     topo = topology(args)
     h, p = axes(args, topo.hierarchy)
-    red = int_list(args.reduce, "reduce")
+    names = axis_names(args, len(p))
+    red = reduce_axes(args, names)
     nbytes = buffer_bytes(args, topo)
     check_model(args.model)
     if args.trace and args.model == "analytic":
@@ -58,10 +69,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     mats = None if args.matrix is None else [parse_matrix(args.matrix)]
     profile, max_size = rules(args)
     chosen = order(args)
+    lim = limits(args)
     if args.program == "all":
-        syn = synthesize_placements(h, p, red, profile, max_size, mats, chosen)
-        work = [(mp.matrix, mp.lowering, mp.programs) for mp in syn.matrices]
-        reduce_axes = syn.reduce_axes
+        if mats is None:
+            lim.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
+        lws = placement_lowerings(h, p, red, mats, chosen)
+        counts = program_counts([lw.placement.matrix for lw in lws], red, profile, max_size, lim)
+        lim.check_simulations(sum(counts), f"{plural(len(lws), 'matrix')} with {sum(counts)} programs")
+        work = [(lw.placement.matrix, lw, synthesize(lw.synthesis, profile, max_size)) for lw in lws]
+        reduce_axes_used = lws[0].reduce_axes
     else:
         # one program: check it on compact states; nothing is synthesized
         lws = placement_lowerings(h, p, red, mats, chosen)
@@ -72,25 +88,34 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         prog = parse_program(args.program)
         validate_program(lws[0].synthesis, prog)
         work = [(lws[0].placement.matrix, lws[0], (prog,))]
-        reduce_axes = lws[0].reduce_axes
+        reduce_axes_used = lws[0].reduce_axes
     sim = Simulator(topo, args.algo, args.model, trace=args.trace is not None, proto=args.proto)
+    warn_memory("simulate", topo.spec, nbytes, args.bytes is None, topo.node_count)
+    if args.program == "all":
+        announce("simulate", f"{plural(len(work), 'matrix')}, {plural(sum(len(w[2]) for w in work), 'simulation')}")
+    levels = topo.level_names
     rows, lowered = [], []
     for matrix, lowering, programs in work:
         for prog in programs:
             rows.append((matrix, prog, sim.simulate(lowering, prog, nbytes)))
             lowered.append(lowering.lower(prog))
-    if args.trace:
-        write_trace(args.trace, topo, [(r, low) for (_, _, r), low in zip(rows, lowered)])
     if args.json:
         emit({
-            "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "reduce_axes": list(reduce_axes),
+            "system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "axis_names": list(names),
+            "level_names": list(levels), "reduce_axes": list(reduce_axes_used),
             "order": chosen.value, "algo": args.algo, "model": args.model, "bytes_per_gpu": nbytes,
             "proto": args.proto, "config": sim.config.to_json(topo.spec),
-            "programs": [program_result_json(m, prog, r) for m, prog, r in rows],
+            "programs": [dict(program_result_json(m, prog, r),
+                              placement=describe_placement(m, names, levels, topo.spec.node_level))
+                         for m, prog, r in rows],
         })
     else:
-        print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {list(p)} reduce "
-              f"{list(reduce_axes)}{order_label(chosen, reduce_axes)}; {args.algo}, {args.model} model, "
-              f"{nbytes / 2**30:g} GiB per GPU")
-        print(results_text(rows))
+        print(f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(p, names)} reduce "
+              f"{reduce_text(reduce_axes_used, names)}{order_label(chosen, reduce_axes_used)}; {args.algo}, "
+              f"{args.model} model, {format_bytes(nbytes)} per GPU")
+        print(matrix_legend(names, levels))
+        print(results_text(rows, lambda m: describe_placement(m, names, levels, topo.spec.node_level)))
+    if args.trace:
+        sys.stdout.flush()  # the results stand even if the trace cannot be written
+        write_trace(args.trace, topo, [(r, low) for (_, _, r), low in zip(rows, lowered)])
     return 0

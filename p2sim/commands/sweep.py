@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..analysis.size_sweep import sizes, sweep_sizes
 from ..collectives import check_algo, check_proto
 from ..errors import InputError
+from ..fileio import check_output_dir
 from ..parsing import byte_size, positive_int
 from ..sim.model import check_model
 from .common import emit, topology
@@ -23,6 +25,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from ..report.files import write_report
     from ..report.size_sweep import sweep_plot, sweep_table
 
+    if args.out:
+        check_output_dir(args.out, "out")
     topo = topology(args)
     coll = COLLECTIVE_NAMES.get(args.collective.lower().replace("-", "_").removesuffix("_perf"))
     if coll is None:
@@ -40,15 +44,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                                                  positive_int(args.stepfactor, "stepfactor")), algo, proto, model)
     header = (f"{topo.spec.name}, {topo.node_count} node(s) x {gpn} GPUs, {coll}; algo {algo}, proto {proto}, "
               f"{model} model (predicted)")
-    files = {}
-    if args.out:
-        files = write_report(args.out, {"sweep.png": sweep_plot(header, pts),
-                                        "sweep.txt": (sweep_table(header, coll, pts) + "\n").encode()})
     if args.json:
         emit({"system": topo.spec.name, "nodes": topo.node_count, "gpus_per_node": gpn, "collective": coll,
               "algo": algo, "proto": proto, "model": model, "points": [p.to_json() for p in pts]})
     else:
         print(sweep_table(header, coll, pts))
-        if files:
+    if args.out:
+        sys.stdout.flush()  # the table stands even if the report cannot be written
+        files = write_report(args.out, {"sweep.png": sweep_plot(header, pts),
+                                        "sweep.txt": (sweep_table(header, coll, pts) + "\n").encode()})
+        if not args.json:
             print(f"\nreport: {', '.join(str(w) for w in files)}")
     return 0

@@ -19,6 +19,8 @@ from typing import Any
 
 import jinja2
 
+from ..fileio import writing
+
 __all__ = ["write_report", "render", "data_uris", "figure_png"]
 
 
@@ -34,20 +36,27 @@ def figure_png(fig) -> bytes:
 
 
 def write_report(out: str | Path, files: dict[str, bytes]) -> list[Path]:
-    """Write ``files`` (name -> content) into directory ``out``."""
+    """Write ``files`` (name -> content) into directory ``out``.
+
+    A failure to write (a full disk, a directory removed meanwhile) is one
+    :class:`~p2sim.errors.OutputError` naming ``out``; commands check ``out`` with
+    :func:`p2sim.fileio.check_output_dir` before their work and call this after printing
+    their results, so a late failure loses no answer.
+    """
     target = Path(out)
-    target.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".p2sim-", dir=target))
-    try:
-        for name, data in files.items():
-            (tmp / name).write_bytes(data)
-        written = []
-        for name in files:
-            os.replace(tmp / name, target / name)
-            written.append(target / name)
-        return written
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    with writing("out", target):
+        target.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".p2sim-", dir=target))
+        try:
+            for name, data in files.items():
+                (tmp / name).write_bytes(data)
+            written = []
+            for name in files:
+                os.replace(tmp / name, target / name)
+                written.append(target / name)
+            return written
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 @functools.cache

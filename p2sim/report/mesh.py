@@ -15,7 +15,10 @@ import numpy as np
 
 from ..errors import InputError
 from ..mesh import device_order, mesh_slices, rank_mesh
+from ..parsing import default_axis_names
 from ..placement import Placement, format_matrix
+from ..units import format_seconds
+from .axes import axes_text
 
 __all__ = ["EMIT_FORMS", "MeshReduction", "MeshChoice", "check_emit", "emit_mesh"]
 
@@ -50,9 +53,11 @@ class MeshChoice:
     placement: Placement
     reductions: tuple[MeshReduction, ...]
 
+    axis_names: tuple[str, ...] = ()  # --axes data=8,..; empty: axis0, axis1, ..
+
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(f"axis{i}" for i in range(len(self.placement.axes)))
+        return self.axis_names or default_axis_names(len(self.placement.axes))
 
 
 def _nested(a: np.ndarray, indent: int = 0) -> str:
@@ -66,13 +71,13 @@ def _nested(a: np.ndarray, indent: int = 0) -> str:
 
 def _header(c: MeshChoice) -> list[str]:
     pl = c.placement
-    lines = [f"# p2sim: {c.system}, {c.nodes} nodes x {c.gpus_per_node} GPUs; axes {list(pl.axes)}; "
+    lines = [f"# p2sim: {c.system}, {c.nodes} nodes x {c.gpus_per_node} GPUs; axes {axes_text(pl.axes, c.names)}; "
              f"matrix {format_matrix(pl.matrix)}",
              f"# rank = node x {c.gpus_per_node} + local GPU (torchrun --nnodes {c.nodes} "
              f"--nproc-per-node {c.gpus_per_node}: RANK = node_rank x {c.gpus_per_node} + LOCAL_RANK)"]
     for r in c.reductions:
         dims = tuple(c.names[a] for a in r.axes)
-        lines.append(f"# reduce over mesh dims {dims}: {r.algo} {r.program} ({r.seconds:.4g} s predicted)")
+        lines.append(f"# reduce over mesh dims {dims}: {r.algo} {r.program} ({format_seconds(r.seconds)} predicted)")
     return lines
 
 

@@ -11,6 +11,7 @@ from ..placement import Placement, format_matrix
 from ..program import SEPARATOR
 from ..topology import Topology
 from .files import data_uris, figure_png, render
+from ..units import format_seconds
 from .tables import Column, Table
 from .simulate import choice_text
 
@@ -26,15 +27,18 @@ def _spans(e: RankEntry) -> str:
 
 
 def ranking_text(header: str, ranking: Ranking, top: int) -> str:
-    lines = [header, "speedup = seconds of the same matrix's AllReduce with the same algorithm / the program's seconds",
-             "", f"{'rank':>4}  {'seconds':>10}  {'speedup':>7}  {'algo':<4}  {'matrix':<22} program"]
+    """The top entries and each matrix's best program, times in adaptive units."""
+    lines = [header, "speedup = time of the same matrix's AllReduce with the same algorithm / the program's time",
+             "", f"{'rank':>4}  {'time':>10}  {'speedup':>7}  {'algo':<4}  {'matrix':<22} program"]
     for i, e in enumerate(ranking.top(top), 1):
-        lines.append(f"{i:4d}  {e.seconds:10.4f}  {e.speedup:6.2f}x  {e.algo:<4}  {format_matrix(e.matrix):<22} {e.timing.text}")
+        lines.append(f"{i:4d}  {format_seconds(e.seconds):>10}  {e.speedup:6.2f}x  {e.algo:<4}  "
+                     f"{format_matrix(e.matrix):<22} {e.timing.text}")
         lines.append(f"{'':36}{'':22} groups: {_spans(e)}")
     lines += ["", "best program per matrix:"]
     for s in ranking.matrices:
-        lines.append(f"  {format_matrix(s.matrix):<22} {s.algo:<4} AllReduce {s.allreduce.seconds:10.4f} s  "
-                     f"best {s.best.seconds:10.4f} s ({s.allreduce.seconds / s.best.seconds:.2f}x)  {s.best.text}")
+        lines.append(f"  {format_matrix(s.matrix):<22} {s.algo:<4} AllReduce {format_seconds(s.allreduce.seconds):>10}"
+                     f"  best {format_seconds(s.best.seconds):>10} ({s.allreduce.seconds / s.best.seconds:.2f}x)  "
+                     f"{s.best.text}")
     return "\n".join(lines)
 
 
@@ -112,8 +116,8 @@ def placement_figure(topo: Topology, lowering: Lowering) -> bytes:
 
 SPEEDUP_BASIS = ("Every speedup is relative to the same matrix's single AllReduce(slice=0, Inside) with the "
                  "same algorithm: it compares programs within one (matrix, algorithm), never algorithms or matrices "
-                 "with each other, so two rows of equal seconds show different speedups when their algorithms' "
-                 "AllReduces take different times (the AllReduce s column).")
+                 "with each other, so two rows of equal time show different speedups when their algorithms' "
+                 "AllReduces take different times (the AllReduce column).")
 
 MATRIX_HELP = "parallelism matrix: one row per axis, one column per hierarchy level (outermost first)"
 ALGO_HELP = "NCCL algorithm: ring, or tree (the tree applies to AllReduce steps only, as in NCCL)"
@@ -121,11 +125,11 @@ ALGO_HELP = "NCCL algorithm: ring, or tree (the tree applies to AllReduce steps 
 # the ranking table: one Column per column, so that a column is added here only
 RANK_COLUMNS: tuple[Column, ...] = (
     Column("rank", "position by predicted seconds, fastest first", lambda r: str(r[0]), numeric=True),
-    Column("seconds", "predicted time of the whole program, its steps one after another",
-           lambda r: f"{r[1].seconds:.4f}", numeric=True),
-    Column("AllReduce s", "predicted time of the same matrix's single AllReduce with the same algorithm: the basis "
-           "of the speedup", lambda r: f"{r[1].allreduce_seconds:.4f}", numeric=True),
-    Column("speedup", "AllReduce s / seconds (1.00x: as fast as that AllReduce)",
+    Column("time", "predicted time of the whole program, its steps one after another",
+           lambda r: format_seconds(r[1].seconds), numeric=True),
+    Column("AllReduce", "predicted time of the same matrix's single AllReduce with the same algorithm: the basis "
+           "of the speedup", lambda r: format_seconds(r[1].allreduce_seconds), numeric=True),
+    Column("speedup", "AllReduce / time (1.00x: as fast as that AllReduce)",
            lambda r: f"{r[1].speedup:.2f}x", numeric=True),
     Column("algo", ALGO_HELP, lambda r: r[1].algo),
     Column("matrix", MATRIX_HELP, lambda r: format_matrix(r[1].matrix), code=True, wrap=False),
@@ -140,11 +144,11 @@ MATRIX_COLUMNS: tuple[Column, ...] = (
     Column("algo", ALGO_HELP, lambda s: s.algo),
     Column("programs", "programs synthesized and simulated for the matrix", lambda s: str(len(s.programs)),
            numeric=True),
-    Column("AllReduce s", "predicted time of the matrix's single AllReduce with this algorithm",
-           lambda s: f"{s.allreduce.seconds:.4f}", numeric=True),
-    Column("best s", "predicted time of the matrix's fastest program with this algorithm",
-           lambda s: f"{s.best.seconds:.4f}", numeric=True),
-    Column("speedup", "AllReduce s / best s", lambda s: f"{s.allreduce.seconds / s.best.seconds:.2f}x", numeric=True),
+    Column("AllReduce", "predicted time of the matrix's single AllReduce with this algorithm",
+           lambda s: format_seconds(s.allreduce.seconds), numeric=True),
+    Column("best", "predicted time of the matrix's fastest program with this algorithm",
+           lambda s: format_seconds(s.best.seconds), numeric=True),
+    Column("speedup", "AllReduce / best", lambda s: f"{s.allreduce.seconds / s.best.seconds:.2f}x", numeric=True),
     Column("best program", "the fastest program", lambda s: s.best.text, code=True),
 )
 
@@ -154,7 +158,7 @@ def ranking_tables(ranking: Ranking, top: int) -> list[Table]:
         Table.of(f"Top {min(top, len(ranking.entries))} of {len(ranking.entries)} (matrix, program, algorithm)",
                  RANK_COLUMNS, enumerate(ranking.top(top), 1)),
         Table.of("Best program per matrix and algorithm", MATRIX_COLUMNS, ranking.matrices,
-                 intro="Fastest first, by best s."),
+                 intro="Fastest first, by best time."),
     ]
 
 

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
+from ..fileio import writing
 from ..placement import Matrix, format_matrix
 from ..program import Program
 from ..sim import ProgramResult
 from ..topology import Topology, bisection
+from ..units import format_bytes, format_seconds
 
 
 def span_text(nodes_spanned: int) -> str:
@@ -29,17 +32,20 @@ def program_result_json(matrix: Matrix, program: Program, r: ProgramResult) -> d
     }
 
 
-def results_text(rows: list[tuple[Matrix, Program, ProgramResult]]) -> str:
+def results_text(rows: list[tuple[Matrix, Program, ProgramResult]],
+                 describe: Callable[[Matrix], str] | None = None) -> str:
+    """Each program's time and its steps', in adaptive units; ``describe`` puts a matrix in words."""
     lines = []
     current = None
     for matrix, program, r in rows:
         if matrix != current:
             current = matrix
-            lines.append(f"matrix {format_matrix(matrix)}")
-        lines.append(f"  {r.total_seconds:12.6f} s  {r.text}")
+            words = f"  ({describe(matrix)})" if describe is not None else ""
+            lines.append(f"matrix {format_matrix(matrix)}{words}")
+        lines.append(f"  {format_seconds(r.total_seconds):>10}  {r.text}")
         for s, ins in zip(r.steps, program.instructions):
-            lines.append(f"      {s.seconds:12.6f} s  {ins.text:<40s} {s.groups} x {s.group_size} GPUs, "
-                         f"{span_text(s.nodes_spanned)}, {s.buffer_bytes / 2**20:.1f} MiB, {choice_text(s)}")
+            lines.append(f"      {format_seconds(s.seconds):>10}  {ins.text:<40s} {s.groups} x {s.group_size} GPUs, "
+                         f"{span_text(s.nodes_spanned)}, {format_bytes(s.buffer_bytes)}, {choice_text(s)}")
     return "\n".join(lines)
 
 
@@ -98,6 +104,9 @@ def topology_text(topo: Topology) -> str:
     return "\n".join(lines)
 
 
+DRAW_SUFFIXES = (".png", ".svg", ".pdf")  # the picture formats --draw writes (by matplotlib)
+
+
 def draw_topology(topo: Topology, path: str) -> None:
     """Write a picture of the graph: one column per node, network on top."""
     import matplotlib
@@ -135,5 +144,6 @@ def draw_topology(topo: Topology, path: str) -> None:
     ax.set_title(f"{topo.spec.name}: {topo.devices} GPUs on {topo.node_count} nodes")
     ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with writing("draw", path):
+        fig.savefig(path, dpi=120)
     plt.close(fig)

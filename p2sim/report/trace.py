@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..hierarchy import LoweredStep
+from ..fileio import writing
 from ..sim import ProgramResult
 from ..topology import Topology
 
@@ -105,4 +106,6 @@ def chrome_trace(topo: Topology, programs: Sequence[tuple[ProgramResult, Sequenc
 
 def write_trace(path: str | Path, topo: Topology,
                 programs: Sequence[tuple[ProgramResult, Sequence[LoweredStep]]]) -> None:
-    Path(path).write_text(json.dumps(chrome_trace(topo, programs)))
+    text = json.dumps(chrome_trace(topo, programs))
+    with writing("trace", path):
+        Path(path).write_text(text)

@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import TopologyError
 
 __all__ = ["ARCHS", "TRANSPORTS", "P2P_LEVELS", "NcclSettings", "ModelRates", "parse_nccl", "parse_rates",
-           "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US"]
+           "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
 
 # NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
@@ -39,6 +39,7 @@ P2P_LEVELS = ("NVL", "PIX", "PXB", "PHB", "SYS")
 # GPU has 900 GB/s per direction); above them a value is a typo or a unit mix-up
 MAX_BANDWIDTH_GBPS = 1e6
 MAX_LATENCY_US = 1e6  # one second per traversal
+MAX_MEMORY_GIB = 1e4  # a GPU's memory: the largest have 192-288 GB (B200, B300 data sheets)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class NcclSettings:
 
     arch: str = "ampere"
     gpu_model: str = ""
+    memory_gib: float | None = None  # the GPU's memory (data sheet), for warnings about buffers
     transport: str = "ib"
     channels_per_nic: int = 2
     min_channels: int = 1
@@ -115,7 +117,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
         raise _fail(src, "nccl", "must be a table")
     if not isinstance(gpu, Mapping):
         raise _fail(src, "gpu", "must be a table")
-    _unknown(src, "gpu", gpu, {"arch", "model"})
+    _unknown(src, "gpu", gpu, {"arch", "model", "memory_gib"})
     _unknown(src, "nccl", nccl, {"channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
@@ -127,9 +129,14 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     model = gpu.get("model", "")
     if not isinstance(model, str):
         raise _fail(src, "gpu.model", f"{model!r} is not a text")
+    memory = gpu.get("memory_gib")
+    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, float))
+                               or not 0 < memory <= MAX_MEMORY_GIB):
+        raise _fail(src, "gpu.memory_gib", f"{memory!r} must be a number of GiB in (0, {MAX_MEMORY_GIB:g}]")
     out = NcclSettings(
         arch=_choice(src, "gpu.arch", gpu.get("arch", d.arch), ARCHS),
         gpu_model=model,
+        memory_gib=None if memory is None else float(memory),
         transport=_choice(src, "network.transport", network.get("transport", d.transport), TRANSPORTS),
         channels_per_nic=_count(src, "nccl.channels_per_nic", nccl.get("channels_per_nic", d.channels_per_nic), 1, 64),
         min_channels=_count(src, "nccl.min_channels", nccl.get("min_channels", d.min_channels), 1, 64),

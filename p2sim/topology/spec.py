@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TopologyError
+from ..fileio import read_text
 from .settings import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, ModelRates, NcclSettings, parse_nccl, parse_rates
 
 __all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS",
@@ -385,11 +386,9 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
 def load_spec(path: str | Path) -> SystemSpec:
     """Read and validate one system file."""
     p = Path(path)
+    text = read_text(p, "system file", TopologyError)
     try:
-        with p.open("rb") as f:
-            doc = tomllib.load(f)
-    except FileNotFoundError:
-        raise TopologyError(f"{p}: no such system file") from None
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TopologyError(f"{p}: not valid TOML: {e}") from None
     return parse_spec(doc, str(p))

@@ -79,6 +79,7 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
         lines.append(f"{c.name} = {{ bandwidth = {_value(c.bandwidth)}, latency = {_value(c.latency)}, "
                      f"efficiency = {_value(c.efficiency)} }}")
     lines += ["", "[gpu]", f"arch = {_value(nc.arch)}"] + ([f"model = {_value(nc.gpu_model)}"] if nc.gpu_model else [])
+    lines += [f"memory_gib = {_value(nc.memory_gib)}"] if nc.memory_gib is not None else []
     lines += ["", "[nccl]"]
     for key in ("channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls"):
         if getattr(nc, key) != getattr(d, key):

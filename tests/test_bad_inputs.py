@@ -1,0 +1,336 @@
+"""Bad inputs, one by one: each gets exit status 2 and one line naming the file or field.
+
+The commands run in this process through ``main``: an exception that escapes them (a
+traceback) fails the test instead of passing it, and every case also checks that
+stderr holds exactly one line without "Traceback".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from bench_nccl.cli import main as bench_main
+from p2sim.cli import main
+
+DATA = Path(__file__).resolve().parents[1] / "validation" / "data" / "measurements_2node.csv"
+BAD_BYTES = b"\xff\xfe"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        rc = main(list(argv))
+    except SystemExit as e:
+        rc = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def refused(capsys, *argv: str, says: tuple[str, ...]) -> str:
+    """Run a command that must be refused; return its one error line."""
+    rc, out, err = run(capsys, *argv)
+    lines = err.strip().splitlines()
+    assert rc == 2 and "Traceback" not in err and len(lines) == 1, err
+    for s in says:
+        assert s in lines[0], lines[0]
+    return lines[0]
+
+
+def log_records(path: Path, records: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def program_record(program: str, seconds: float, **kw) -> dict:
+    rec = {"system": "a100", "nodes": 2, "axes": [2, 16], "reduce_axes": [1], "matrix": [[1, 2], [2, 8]],
+           "program": program, "algo": "ring", "bytes": 2**20, "seconds": seconds, "pass": True}
+    rec.update(kw)
+    return rec
+
+
+# ---------------------------------------------------------------- item 1: output paths, checked first
+
+@pytest.fixture
+def a_file(tmp_path) -> Path:
+    f = tmp_path / "afile"
+    f.write_text("not a directory")
+    return f
+
+
+@pytest.fixture
+def no_work(monkeypatch):
+    """Every simulation and fit fails the test: output checks must come before any work."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("work started before the output path was checked")
+
+    import p2sim.analysis.calibrate as calibrate
+    import p2sim.analysis.executor as executor
+
+    monkeypatch.setattr(executor, "run_all", refuse)
+    monkeypatch.setattr(calibrate, "calibrate", refuse)
+
+
+@pytest.mark.parametrize("command", [
+    ["rank", "--system", "a100", "--axes", "4,8"],
+    ["whatif", "--vary", "nodes=2,4"],
+    ["validate", "--measurements", str(DATA)],
+    ["sweep", "--system", "h100"],
+])
+def test_out_that_is_a_file(capsys, no_work, a_file, command):
+    refused(capsys, *command, "--out", str(a_file), says=("out:", str(a_file), "not a directory"))
+    refused(capsys, *command, "--out", str(a_file / "report"), says=("out:", "is a file"))
+
+
+def test_calibrate_out_is_checked_before_the_fit(capsys, no_work, tmp_path):
+    refused(capsys, "calibrate", "--measurements", str(DATA), "--system", "a100", "--out",
+            str(tmp_path / "missing" / "a100-cal.toml"), says=("out:", "missing", "does not exist"))
+    refused(capsys, "calibrate", "--measurements", str(DATA), "--system", "a100", "--out", str(tmp_path / "cal.txt"),
+            says=("out:", "cal.txt", ".toml"))
+    refused(capsys, "calibrate", "--measurements", str(DATA), "--system", "a100", "--out", str(tmp_path),
+            says=("out:", "should end in .toml"))
+
+
+def test_trace_and_draw_paths(capsys, tmp_path, a_file):
+    sim = ["simulate", "--system", "a100", "--axes", "32", "--program", "AllReduce(slice=0, Inside)"]
+    refused(capsys, *sim, "--trace", str(tmp_path / "missing" / "t.json"), says=("trace:", "does not exist"))
+    refused(capsys, *sim, "--trace", str(tmp_path), says=("trace:", "is a directory"))
+    refused(capsys, *sim, "--trace", str(a_file / "t.json"), says=("trace:", "is not a directory"))
+    refused(capsys, "topo", "a100", "--draw", str(tmp_path / "out.txt"), says=("draw:", "out.txt", ".png"))
+    refused(capsys, "topo", "a100", "--draw", str(tmp_path / "missing" / "t.png"), says=("draw:", "does not exist"))
+
+
+def test_a_late_write_failure_keeps_the_printed_answer(capsys, monkeypatch, tmp_path):
+    import p2sim.report.files as files
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "replace", full_disk)
+    rc, out, err = run(capsys, "rank", "--system", "a100", "--axes", "4,8", "--model", "analytic", "--workers", "1",
+                       "--out", str(tmp_path / "report"))
+    assert rc == 2 and "best program per matrix:" in out and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == (f"p2sim rank: error: out: cannot write {tmp_path / 'report'} "
+                                            "(No space left on device)")
+    assert list((tmp_path / "report").iterdir()) == []  # nothing half-written
+
+
+# ---------------------------------------------------------------- item 1: files that are not UTF-8
+
+def test_system_file_not_utf8(capsys, tmp_path):
+    f = tmp_path / "sys.toml"
+    f.write_bytes(b'name = "x"\n' + b'description = "' + BAD_BYTES + b'"\n')
+    refused(capsys, "topo", str(f), says=(f"{f}:2: encoding: byte 0xff at column 16 is not UTF-8",))
+    refused(capsys, "rank", "--system", str(f), says=(f"{f}:2: encoding",))
+    refused(capsys, "topo", str(tmp_path), says=(str(tmp_path), "is a directory"))
+
+
+@pytest.mark.parametrize("name", ["p2.csv", "run.jsonl"])
+def test_measurements_not_utf8(capsys, tmp_path, name):
+    f = tmp_path / name
+    f.write_bytes(DATA.read_bytes()[:200] + BAD_BYTES + b"\n")
+    # a CSV's header is read first to tell P2's table from single-collective measurements
+    line = DATA.read_bytes()[:200].count(b"\n") + 1
+    where = f"{f}: not UTF-8" if name.endswith(".csv") else f"{f}:{line}: encoding"
+    refused(capsys, "validate", "--measurements", str(f), says=(where, "UTF-8"))
+    refused(capsys, "calibrate", "--measurements", str(f), "--system", "a100", "--out", str(tmp_path / "c.toml"),
+            says=(where,))
+
+
+def test_bench_nccl_logs_not_utf8(capsys, tmp_path, monkeypatch):
+    log = tmp_path / "run.jsonl"
+    log.write_bytes(json.dumps(program_record("AllReduce(slice=0, Inside)", 1.0)).encode() + b"\n" + BAD_BYTES + b"\n")
+    assert bench_main(["summary", str(log)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"bench_nccl: error: {log}:2: encoding: byte 0xff at column 1 is not UTF-8 "
+                   "(is this a bench_nccl log?)"]
+    import bench_nccl.cli as cli
+
+    def no_launch(*args, **kwargs):
+        raise AssertionError("ranks launched before the log was checked")
+
+    monkeypatch.setattr(cli, "launch_local", no_launch)
+    for extra in (["--resume"], []):  # --resume reads it back; a plain run appends to it
+        rc = bench_main(["run", "--system", "h100", "--nodes", "1", "--axes", "8", "--backend", "numpy",
+                         "--bytes", "1KiB", "--log", str(log), *extra])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and f"{log}:2: encoding" in err[0]
+    rc = bench_main(["run", "--system", "h100", "--nodes", "1", "--backend", "numpy", "--log",
+                     str(tmp_path / "missing" / "run.jsonl")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "log: the directory" in err[0]
+    other = tmp_path / "list.jsonl"
+    other.write_text("[1, 2]\n{}\n")
+    assert bench_main(["summary", str(other)]) == 2
+    assert "list.jsonl:1: record: is not a JSON object" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- item 2: combinatorial limits
+
+def test_placements_of_twelve_levels_are_counted_and_refused(capsys):
+    twelve = ",".join(["2"] * 12)
+    refused(capsys, "placements", "--hierarchy", twelve, "--axes", twelve,
+            says=("matrices:", "479001600 parallelism matrices", "--max-matrices", "--yes"))
+    refused(capsys, "placements", "--hierarchy", "4,16", "--axes", "4,16", "--max-matrices", "2",
+            says=("matrices:", "3 parallelism matrices", "limit of 2"))
+    rc, out, _ = run(capsys, "placements", "--hierarchy", "4,16", "--axes", "4,16", "--max-matrices", "3")
+    assert rc == 0 and out.startswith("hierarchy [4, 16]  axes [4, 16]: 3 parallelism matrices")
+
+
+def test_deep_synthesis_is_refused_unless_yes(capsys):
+    refused(capsys, "synth", "--hierarchy", ",".join(["2"] * 7), "--axes", "128",
+            says=("synthesis:", "7 levels", "--yes"))
+
+
+def test_simulations_are_counted_before_they_start_and_limited(capsys):
+    refused(capsys, "rank", "--system", "a100", "--axes", "4,8", "--algo", "both", "--max-simulations", "99",
+            says=("simulations:", "100 simulations", "limit of 99", "--max-simulations"))
+    refused(capsys, "plan", "--system", "a100", "--axes", "2,16", "--reduction", "0:1GiB", "--reduction", "1:1MiB",
+            "--max-simulations", "10", says=("simulations:", "56 simulations"))
+    refused(capsys, "whatif", "--vary", "nodes=2,4", "--max-simulations", "10", says=("simulations:", "2 points"))
+    refused(capsys, "validate", "--measurements", str(DATA), "--max-simulations", "10",
+            says=("simulations:", "60 rows in 32 groups"))
+    refused(capsys, "simulate", "--system", "a100", "--axes", "4,8", "--max-simulations", "49",
+            says=("simulations:", "50 programs"))
+    rc, out, err = run(capsys, "rank", "--system", "a100", "--axes", "4,8", "--model", "analytic",
+                       "--workers", "10000", "--yes")
+    assert rc == 0, err
+    (line,) = err.strip().splitlines()
+    cores = len(os.sched_getaffinity(0))
+    workers = "in this process" if min(cores, 2) == 1 else f"on {min(cores, 2)} worker processes"
+    assert line == f"p2sim rank: 2 matrices, 50 programs, 1 algorithm: 50 simulations in 2 tasks {workers}"
+
+
+def test_whatif_varies_a_target_once(capsys):
+    refused(capsys, "whatif", "--vary", "nodes=2", "--vary", "nodes=4", says=("vary: nodes is varied twice",))
+    refused(capsys, "whatif", "--vary", "nic.bandwidth=8,8", says=("vary: nic.bandwidth lists the value 8 twice",))
+
+
+def test_absurd_sizes(capsys):
+    refused(capsys, "placements", "--hierarchy", "1000000007,1000000009", "--axes", "1000000007,1000000009",
+            says=("hierarchy:", "2^24"))
+    refused(capsys, "topo", "a100", "--nodes", "100000000", says=("nodes",))
+
+
+# ---------------------------------------------------------------- item 4: validation inputs
+
+def test_emulated_logs_are_refused_by_calibrate_and_flagged_by_validate(capsys, tmp_path):
+    ar = "AllReduce(slice=0, Inside)"
+    log = log_records(tmp_path / "emu.jsonl", [program_record(ar, 1e-3, emulated=True, iteration=i) for i in range(2)])
+    refused(capsys, "calibrate", "--measurements", str(log), "--system", "a100", "--out", str(tmp_path / "c.toml"),
+            says=(f"{log}:1: emulated:", "--backend numpy", "--allow-emulated"))
+    refused(capsys, "validate", "--measurements", str(DATA), "--calibrate-on", str(log),
+            says=(f"{log}:1: emulated:",))
+    rc, out, err = run(capsys, "validate", "--measurements", str(log), "--workers", "1")
+    assert rc == 0 and f"WARNING {log}:1: 1 row of this file timed bench_nccl's CPU emulation" in out
+    rc, out, err = run(capsys, "validate", "--measurements", str(log), "--workers", "1", "--json")
+    assert rc == 0 and json.loads(out)["warnings"] and "warning:" in err
+    rc, out, err = run(capsys, "validate", "--measurements", str(log), "--workers", "1", "--allow-emulated")
+    assert rc == 0 and "WARNING" not in out and "warning" not in err
+    # a sweep log's emulated rows carry bench_nccl's name for the numpy backend
+    from bench_nccl.backends import NumpyBackend
+    from p2sim.analysis.emulated import EMULATED_GPU, is_emulated
+    from p2sim.analysis.sweep_log import read_sweep_log
+
+    assert NumpyBackend(0, 1, 0, None, 1.0).versions()["gpu_name"] == EMULATED_GPU
+
+    sweep = log_records(tmp_path / "sweep.jsonl", [{
+        "kind": "sweep", "collective": "AllReduce", "size": 4096, "count": 1024, "in_place": False, "seconds": 1e-4,
+        "wrong": 0, "ranks": 2, "nodes": 1, "gpus_per_node": 2, "system": "h100", "algo": "auto",
+        "gpu_name": "cpu (numpy emulation)", "emulated": True}])
+    assert all(is_emulated(r) for r in read_sweep_log(sweep))
+
+
+def test_log_programs_are_parsed(capsys, tmp_path):
+    log = log_records(tmp_path / "a2a.jsonl", [program_record("AllReduce(slice=0, Inside)", 1.0),
+                                               program_record("AllToAll(slice=0, Inside)", 0.5)])
+    refused(capsys, "validate", "--measurements", str(log),
+            says=(f"{log}:2: program: 'AllToAll(slice=0, Inside)': unknown collective 'AllToAll'",))
+    log = log_records(tmp_path / "bad.jsonl", [program_record("AllReduce(slice=3, Inside)", 1.0)])
+    refused(capsys, "validate", "--measurements", str(log), says=(f"{log}:1: program:",))
+    # any spelling the parser accepts is the same program
+    from p2sim.analysis.measurements import load_measurements
+
+    log = log_records(tmp_path / "case.jsonl", [program_record("AllReduce(slice=0, Inside)", 1.0),
+                                                program_record("allreduce(0, inside)", 3.0)])
+    (row,) = load_measurements(log)
+    assert row.programs == (("AllReduce(slice=0, Inside)", 2.0),)
+
+
+def test_duplicate_rows(capsys, tmp_path):
+    lines = DATA.read_text().splitlines()
+    f = tmp_path / "dup.csv"
+    f.write_text("\n".join([lines[0], lines[1], lines[2], lines[1]]) + "\n")
+    refused(capsys, "validate", "--measurements", str(f),
+            says=(f"{f}:4: row: measures the same configuration as line 2",))
+    d = tmp_path / "two"
+    d.mkdir()
+    (d / "a.csv").write_text(DATA.read_text())
+    (d / "b.csv").write_text(DATA.read_text())
+    refused(capsys, "validate", "--measurements", str(d), says=(f"{d / 'b.csv'}:2: row:", f"{d / 'a.csv'}:2"))
+    rec = program_record("AllReduce(slice=0, Inside)", 1.0, run_id="r1", iteration=0)
+    log = log_records(tmp_path / "twice.jsonl", [rec, rec])
+    refused(capsys, "validate", "--measurements", str(log),
+            says=(f"{log}:2: iteration: 0 of run 'r1'", "already on line 1"))
+
+
+@pytest.mark.parametrize(("old", "new", "says"), [
+    ("4.74,3.18,1.49", "3.18,4.74,1.49", ":2: optimal_s: 4.74 s is slower than allreduce_s 3.18 s"),
+    ("4.74,3.18,1.49", "4.74,0,1.49", ":2: optimal_s: '0' must be positive"),
+    ("4.74,3.18,1.49", "-1,3.18,1.49", ":2: allreduce_s: '-1' must be positive"),
+    ("4.74,3.18,1.49", "4.74,3.18,0.9", ":2: speedup: 0.9 is below 1"),
+    ("1.49,9,47", "1.49,-1,47", ":2: programs_better: -1 is negative"),
+    ("1.49,9,47", "1.49,48,47", ":2: programs_better: 48 is more than programs_total 47"),
+])
+def test_impossible_rows(capsys, tmp_path, old, new, says):
+    f = tmp_path / "m.csv"
+    f.write_text(DATA.read_text().replace(old, new, 1))
+    refused(capsys, "validate", "--measurements", str(f), says=(str(f) + says,))
+    log = log_records(tmp_path / "t.jsonl", [program_record("AllReduce(slice=0, Inside)", 0.0)])
+    refused(capsys, "validate", "--measurements", str(log), says=(f"{log}:1: seconds: 0.0 must be positive",))
+
+
+def test_system_file_fields(capsys, tmp_path):
+    text = Path(__file__).resolve().parents[1].joinpath("topologies", "a100.toml").read_text()
+    f = tmp_path / "s.toml"
+    f.write_text(text.replace("memory_gib = 40", "memory_gib = -1"))
+    refused(capsys, "topo", str(f), says=(f"{f}: gpu.memory_gib: -1",))
+    f.write_text("typo_key = 1\n" + text)
+    refused(capsys, "topo", str(f), says=(f"{f}: typo_key: unknown top-level key",))
+
+
+# ---------------------------------------------------------------- item 5: answers a person can read
+
+def test_default_buffer_beyond_gpu_memory_is_a_warning(capsys):
+    one = ["simulate", "--system", "a100", "--nodes", "32", "--axes", "512", "--program", "AllReduce(slice=0, Inside)",
+           "--model", "analytic"]
+    rc, out, err = run(capsys, *one)
+    assert rc == 0 and err.strip() == (
+        "p2sim simulate: warning: the default buffer (P2's 2^29 x 32 nodes float32) of 64 GiB per GPU exceeds the "
+        "40 GiB of GPU memory of a100 ([gpu] memory_gib): no real GPU holds it; give --bytes")
+    rc, out, err = run(capsys, *one, "--bytes", "1GiB")
+    assert rc == 0 and err == ""
+
+
+def test_axis_names_reach_every_answer(capsys):
+    named = ["--system", "a100", "--axes", "data=4,tensor=8", "--reduce", "data"]
+    rc, out, _ = run(capsys, "rank", *named, "--model", "analytic", "--workers", "1")
+    assert rc == 0 and "axes data=4 tensor=8 reduce data;" in out
+    assert "optimises the reduction over data only: the traffic of tensor is not counted" in out
+    assert "matrix rows: data, tensor (axes); columns: node, gpu (levels, outermost first)" in out
+    assert "best placement [[1 4] [2 4]]: data: 4 GPUs inside a node; tensor: 2 nodes x 4 GPUs" in out
+    rc, out, _ = run(capsys, "rank", *named, "--model", "analytic", "--workers", "1", "--json")
+    doc = json.loads(out)
+    assert doc["axis_names"] == ["data", "tensor"] and doc["level_names"] == ["node", "gpu"]
+    assert doc["best_placement"]["placement"] == "data: 4 GPUs inside a node; tensor: 2 nodes x 4 GPUs"
+    rc, out, _ = run(capsys, "rank", *named, "--model", "analytic", "--workers", "1", "--emit", "torch")
+    assert "mesh_dim_names=('data', 'tensor')" in out
+    rc, out, _ = run(capsys, "plan", "--system", "a100", "--axes", "data=2,tensor=16", "--reduction", "data:1GiB",
+                     "--reduction", "tensor:1MiB x 4", "--data-axis", "data", "--model", "analytic", "--workers", "1")
+    assert rc == 0 and "reductions: axes data 1 GiB x 1; axes tensor 1 MiB x 4" in out
+    refused(capsys, "rank", "--system", "a100", "--axes", "data=4,8", says=("axes: name every axis",))
+    refused(capsys, "rank", *named[:4], "--reduce", "pipeline",
+            says=("reduce: 'pipeline' is neither an axis index nor an axis name (data, tensor)",))
+    refused(capsys, "rank", "--system", "a100", "--axes", "data=4,data=8", says=("given twice",))

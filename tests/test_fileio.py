@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import pytest
+
+from p2sim.errors import InputError, OutputError
+from p2sim.fileio import check_output_dir, check_output_file, decode, read_text, writing
+
+
+def test_read_text(tmp_path):
+    f = tmp_path / "a.csv"
+    f.write_bytes(b"\xef\xbb\xbfgpu,nodes\nA100,2\n")  # a spreadsheet's byte-order mark is dropped
+    assert read_text(f).startswith("gpu,nodes")
+    f.write_bytes(b"\xef\xbb\xbfgpu\nA\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(InputError, match=r"a.csv:2: encoding: byte 0xe9 at column 2 is not UTF-8 \(is this a log\?\)"):
+        read_text(f, "log")
+    with pytest.raises(InputError, match="no such log"):
+        read_text(tmp_path / "none", "log")
+    with pytest.raises(InputError, match="is a directory, not a log"):
+        read_text(tmp_path, "log")
+
+
+def test_decode_counts_lines_and_columns():
+    with pytest.raises(InputError, match=r"^x:3: encoding: byte 0xff at column 3"):
+        decode(b"a\nb\nab\xff", "x")
+
+
+def test_output_directories(tmp_path):
+    assert check_output_dir(tmp_path / "new" / "deeper", "out") == tmp_path / "new" / "deeper"
+    assert check_output_dir(tmp_path, "out") == tmp_path
+    f = tmp_path / "f"
+    f.write_text("")
+    with pytest.raises(OutputError, match="out: .*f exists and is not a directory"):
+        check_output_dir(f, "out")
+    with pytest.raises(OutputError, match="is a file, so the directory"):
+        check_output_dir(f / "sub" / "dir", "out")
+
+
+def test_output_files(tmp_path):
+    assert check_output_file(tmp_path / "t.json", "trace") == tmp_path / "t.json"
+    with pytest.raises(OutputError, match=r"draw: .*p.txt should end in .png or .svg"):
+        check_output_file(tmp_path / "p.txt", "draw", (".png", ".svg"))
+    assert check_output_file(tmp_path / "P.PNG", "draw", (".png",))  # suffixes in any case
+    with pytest.raises(OutputError, match="does not exist"):
+        check_output_file(tmp_path / "no" / "t.json", "trace")
+    with pytest.raises(OutputError, match="is a directory, not a file"):
+        check_output_file(tmp_path, "trace")
+
+
+def test_writing_turns_os_errors_into_one_message(tmp_path):
+    with pytest.raises(OutputError, match=r"^out: cannot write x \(No space left on device\)$"):
+        with writing("out", "x"):
+            raise OSError(28, "No space left on device")
