@@ -22,6 +22,7 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/synth_appendix.py
 	$(BIN)/python benchmarks/simulate_appendix.py
 	$(BIN)/python benchmarks/simulate_scale.py
+	$(BIN)/python benchmarks/rank_scale.py
 	$(BIN)/python benchmarks/scale_states.py
 	$(BIN)/python benchmarks/executors.py
 	$(BIN)/python benchmarks/flows_scaling.py --flows 100,500,2000

@@ -3,9 +3,10 @@
 For each row of validation/program_counts.csv, on the matching A100 or V100
 system with that node count, every program (paper profile) of every matrix is
 simulated with the event-driven model, once with ring and once with tree, at P2's
-buffer of 2^29 x nodes float32 per GPU.  Last line:
+buffer of 2^29 x nodes float32 per GPU.  Last line (wall and CPU seconds of this
+process after its imports: the CPU figure is the steadier one on a loaded machine):
 
-    simulations=N seconds=S
+    simulations=N seconds=S cpu_seconds=C
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ def main() -> int:
         rows = list(csv.DictReader(f))
     sims = 0
     start = time.perf_counter()
+    cpu = time.process_time()
     topologies = {}
     for row in rows:
         key = (row["gpu"].lower(), int(row["nodes"]))
@@ -46,7 +48,7 @@ def main() -> int:
                     sims += 1
         print(f"{row['gpu']} nodes={key[1]} axes={axes} reduce={red} programs={s.total_programs} "
               f"seconds={time.perf_counter() - t0:.3f}")
-    print(f"simulations={sims} seconds={time.perf_counter() - start:.3f}")
+    print(f"simulations={sims} seconds={time.perf_counter() - start:.3f} cpu_seconds={time.process_time() - cpu:.3f}")
     return 0
 
 

@@ -128,10 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("rank", help="rank every (matrix, program) by predicted time",
-                       description="Simulate every program of every parallelism matrix and print the top K, "
-                                   "with speedups over each matrix's single AllReduce. Only the reduction over "
-                                   "--reduce is optimised: the other axes' traffic is not counted (p2sim plan "
-                                   "weighs every reduction of a training step).")
+                       description="Rank every program of every parallelism matrix and print the top K, "
+                                   "with speedups over each matrix's single AllReduce (with the des model, only "
+                                   "the programs whose lower bound can still win are simulated: same answer). "
+                                   "Only the reduction over --reduce is optimised: the other axes' traffic is not "
+                                   "counted (p2sim plan weighs every reduction of a training step).")
     _add_layout(p, system=True)
     p.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
@@ -141,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also give each matrix's best program under both device orders and the aligned one's gain")
     _add_emit(p)
     _add_sweep_options(p)
+    _add_search_options(p)
     p.set_defaults(func=cmd_rank)
 
     p = sub.add_parser("plan", help="rank placements by a whole training step's communication",
@@ -153,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the data-parallel axis, by index or name, placed outermost by default (default: 0)")
     _add_emit(p)
     _add_sweep_options(p)
+    _add_search_options(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("whatif", help="vary link classes or the node count and find the winners",
@@ -168,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="CLASS.bandwidth (GB/s), CLASS.latency (us) or nodes, with values (repeatable)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default, at each point: {DEFAULT_BYTES_HELP})")
     _add_sweep_options(p)
+    _add_search_options(p, pruning=False)
     p.add_argument("--out", default=None, metavar="DIR", help="write whatif.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_whatif)
@@ -242,6 +246,20 @@ def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:
     _add_scheduler(p)
     _add_limits(p)
     _add_order(p)
+
+
+def _add_search_options(p: argparse.ArgumentParser, pruning: bool = True) -> None:
+    p.add_argument("--exhaustive", action="store_true",
+                   help="simulate every program (default with the des model: bound every program first and "
+                        "simulate only those whose lower bound can still beat the K-th best or their matrix's "
+                        "best; the answer is the same)")
+    if not pruning:
+        return
+    p.add_argument("--budget", default=None, metavar="SECONDS",
+                   help="stop simulating after about this many seconds and say whether the answer is proven "
+                        "(default: no limit)")
+    p.add_argument("--top-matrices", default=None, metavar="K",
+                   help="search only the K matrices with the least lower bounds (default: every matrix)")
 
 
 def _add_order(p: argparse.ArgumentParser) -> None:

@@ -85,7 +85,7 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     # the README's main command (make demo)
     out = _run([str(bin_dir / "p2sim"), "rank", "--system", "a100", "--axes", "data=4,tensor=8", "--reduce", "data",
                 "--algo", "both", "--top", "5", "--workers", "1"], work, env)
-    assert "100 simulations" in out.splitlines()[0]
+    assert "of 100 programs simulated" in out.splitlines()[0]
 
     # $P2SIM_TOPOLOGIES and paths still work beside the packaged systems
     out = _run([str(bin_dir / "p2sim"), "systems"], work, dict(env, P2SIM_TOPOLOGIES=str(ROOT / "tests" / "data")))

@@ -195,3 +195,43 @@ def test_program_checks():
     with pytest.raises(ProgramError, match="devices"):
         Simulator(other).simulate(lw, ALLREDUCE, S)
 
+
+
+@pytest.mark.parametrize("system,nodes,program", [("h100", 8, RS_AR_AG), ("a100", 4, RS_AR_AG),
+                                                 ("dgx-h100", 4, ALLREDUCE)])
+def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system, nodes, program):
+    import numpy as np
+
+    from p2sim.sim.engine import FlowArrays
+    from p2sim.sim.simulator import _moved_classes, flow_specs
+
+    topo = load_system(system, nodes)
+    gpn = topo.gpus_per_node
+    lw = lowering(topo, [topo.devices], [[nodes, gpn]], [0])
+    sim = Simulator(topo, "auto")
+    for step in lw.lower(program):
+        volumes = (float(S),) * len(step.groups)
+        op = step.op.value
+        classes = []
+        for g, v, shifts, members in _moved_classes(step.groups, volumes, gpn):
+            algo, proto = sim.expander.choose(op, g, v, sim.algo, sim.proto)
+            classes.append((sim.expander.collective(algo, proto, op, g, v), v, shifts, members))
+        fast, capacity = sim._flow_arrays(op, step.groups, classes)
+        specs, extra = flow_specs(sim.collectives(op, step.groups, volumes), volumes, len(topo.capacity))
+        slow = FlowArrays.of(specs)
+        for field in ("indptr", "edges", "coef", "volume", "latency"):
+            assert np.array_equal(getattr(fast, field), getattr(slow, field))
+        assert np.array_equal(capacity, np.concatenate([topo.capacity, extra]))
+        assert [fast.label(i) for i in range(len(specs))] == [f.label for f in specs]
+
+
+def test_tasks_in_one_process_forget_the_decisions_of_the_tasks_before():
+    from p2sim.analysis.sweep import SweepTask, run_task, task_topology
+
+    topo = load_system("a100", 2)
+    a = SweepTask(topo.spec, 2, (4, 8), (0,), "auto", "des", float(S), matrices=(((1, 4), (2, 4)),))
+    first = run_task(a)
+    shared = task_topology(a)  # the same topology, its per-shape decisions and step results dropped
+    assert not any(isinstance(k, tuple) and k[0] == "steps" for k in shared.memo)
+    assert all(not v.choice for k, v in shared.memo.items() if isinstance(k, tuple) and k[0] == "expander")
+    assert run_task(a) == first

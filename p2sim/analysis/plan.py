@@ -20,7 +20,8 @@ from ..parsing import axis_indices, byte_size, positive_int
 from ..placement import Matrix
 from .sweep import ConfigResult, SweepTask
 
-__all__ = ["Reduction", "parse_reduction", "default_matrix", "PlanChoice", "Plan", "plan_tasks", "build_plans"]
+__all__ = ["Reduction", "parse_reduction", "default_matrix", "PlanChoice", "Plan", "plan_tasks", "build_plans",
+           "plan_scores"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,24 @@ def plan_tasks(base: SweepTask, reductions: Sequence[Reduction], algos: Sequence
         replace(base, reduce_axes=r.axes, bytes_per_gpu=float(r.bytes), algo=a, matrices=(m,))
         for r in reductions for a in algos for m in matrices
     ]
+
+
+def plan_scores(reductions: Sequence[Reduction]):
+    """A lower bound of each matrix's plan (count x least bound per reduction, summed), for
+    :func:`~p2sim.analysis.search.run_search`'s ``--top-matrices``."""
+    def score(bounds) -> dict[Matrix, float]:
+        least: dict[tuple, float] = {}
+        for b in bounds:
+            for m, _, bound in b.programs:
+                key = (b.task.reduce_axes, b.task.bytes_per_gpu, m)
+                least[key] = min(least.get(key, float("inf")), bound)
+        out: dict[Matrix, float] = {}
+        for (axes, nbytes, m), v in least.items():
+            count = sum(r.count for r in reductions if r.axes == axes and float(r.bytes) == nbytes)
+            out[m] = out.get(m, 0.0) + count * v
+        return out
+
+    return score
 
 
 def build_plans(reductions: Sequence[Reduction], results: Sequence[ConfigResult],

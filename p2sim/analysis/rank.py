@@ -52,13 +52,14 @@ class MatrixSummary:
     algo: str
     allreduce: ProgramTiming
     best: ProgramTiming
-    programs: tuple[ProgramTiming, ...]
+    programs: tuple[ProgramTiming, ...]  # those simulated
+    count: int | None = None  # every program of the matrix (None: all simulated)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "matrix": [list(r) for r in self.matrix],
             "algo": self.algo,
-            "programs": len(self.programs),
+            "programs": len(self.programs) if self.count is None else self.count,
             "allreduce_seconds": self.allreduce.seconds,
             "best_seconds": self.best.seconds,
             "best_program": self.best.text,
@@ -82,7 +83,7 @@ def rank_results(results: Sequence[ConfigResult]) -> Ranking:
         for m in res.matrices():
             ar = res.allreduce(m)
             progs = tuple(res.of(m))
-            summaries.append(MatrixSummary(m, res.task.algo, ar, res.best(m), progs))
+            summaries.append(MatrixSummary(m, res.task.algo, ar, res.best(m), progs, res.count(m)))
             entries += [RankEntry(m, res.task.algo, p, ar.seconds) for p in progs]
     # ties broken by a total order on the inputs, so the ranking is reproducible
     entries.sort(key=lambda e: (e.seconds, e.algo, e.matrix, e.timing.text))

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..placement import Matrix
+from ..program import parse_program
 from ..sim import ModelConfig, Simulator, StepResult
+from ..sim.simulator import forget_shapes
 from ..synthesis import DEFAULT_MAX_SIZE, synthesize_placements
 from ..topology import Topology
 from ..topology.spec import SystemSpec
 
-__all__ = ["SweepTask", "ProgramTiming", "ConfigResult", "run_task", "ALLREDUCE_TEXT"]
+__all__ = ["SweepTask", "ProgramTiming", "ConfigResult", "run_task", "task_topology", "ALLREDUCE_TEXT"]
 
 ALLREDUCE_TEXT = "AllReduce(slice=0, Inside)"
 
@@ -32,6 +34,7 @@ class SweepTask:
     matrices: tuple[Matrix, ...] | None = None
     proto: str = "auto"
     order: str = "aligned"  # the device order of reduction groups (p2sim.hierarchy.Order)
+    programs: tuple[str, ...] | None = None  # only these programs (by text; None: every one)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,11 @@ class ProgramTiming:
 class ConfigResult:
     task: SweepTask
     programs: tuple[ProgramTiming, ...]
+    counts: tuple[tuple[Matrix, int], ...] = ()  # programs per matrix, where not all are in ``programs``
+
+    def count(self, matrix: Matrix) -> int:
+        """How many programs the matrix has (simulated or not)."""
+        return dict(self.counts).get(matrix, len(self.of(matrix)))
 
     def matrices(self) -> list[Matrix]:
         out: list[Matrix] = []
@@ -73,15 +81,41 @@ class ConfigResult:
         return n
 
 
+def task_topology(task: SweepTask) -> Topology:
+    """The task's topology, built once per process for consecutive tasks of one system.
+
+    A topology keeps what its simulators computed, so the tasks of one sweep that run in
+    one process share its routes, ring searches and collectives; what depends on the order
+    in which groups came (decisions per group shape, and the step results built on them) is
+    forgotten between tasks, so a task's results never depend on the tasks before it (or on
+    the executor that placed it).
+    """
+    key = (repr(task.spec), task.nodes)
+    hit = _TOPOLOGY.get(key)
+    if hit is None:
+        _TOPOLOGY.clear()  # one system at a time: a sweep's tasks share one
+        hit = _TOPOLOGY[key] = Topology(task.spec, task.nodes)
+    else:
+        forget_shapes(hit)
+    return hit
+
+
+_TOPOLOGY: dict[tuple, Topology] = {}
+
+
 def run_task(task: SweepTask, topology: Topology | None = None) -> ConfigResult:
-    """Synthesize and simulate every program of every matrix of a task."""
-    topo = topology if topology is not None else Topology(task.spec, task.nodes)
+    """Synthesize and simulate every program of every matrix of a task (or the task's ``programs``)."""
+    topo = topology if topology is not None else task_topology(task)
     syn = synthesize_placements(topo.hierarchy, task.axes, task.reduce_axes, task.profile, task.max_size,
                                 task.matrices, task.order)
     sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto)
+    # programs compare as values: parsing the few wanted beats printing every one
+    wanted = None if task.programs is None else {parse_program(t) for t in task.programs}
     out = []
     for mp in syn.matrices:
         for prog in mp.programs:
+            if wanted is not None and prog not in wanted:
+                continue
             r = sim.simulate(mp.lowering, prog, task.bytes_per_gpu)
             out.append(ProgramTiming(mp.matrix, r.text, r.total_seconds, r.steps))
     return ConfigResult(task, tuple(out))

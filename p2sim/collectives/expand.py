@@ -22,10 +22,9 @@ Examples
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import networkx as nx
 import numpy as np
@@ -36,12 +35,12 @@ from ..topology.settings import ModelRates
 from .channels import Segment, channel_count, segments
 from .latency import collective_latency
 from .nccl_tables import ALGOS, NVLS_CHANNELS, PROTOS
-from .nvls import SWITCH, nvls_hops, nvls_switch, nvls_tree_hops
-from .pattern import Collective, Flow, Hop, make_flow
+from .nvls import nvls_hops, nvls_switch, nvls_tree_hops
+from .pattern import Collective, Flow, HopTable, MovedHops
 from .protocols import TREE_GPU_SHARE, channel_cap_gbps, collective_cap_gbps, link_share
-from .ring import ring_factor, ring_hops
+from .ring import ring_factor, ring_tables
 from .ringsearch import best_rings, ring_throughput
-from .tree import tree_hops
+from .tree import tree_tables
 
 __all__ = ["Expander", "ALGORITHMS", "ALGO_CHOICES", "check_algo", "net_rate_gbps", "NET_RATE_DEFAULTS"]
 
@@ -77,29 +76,100 @@ def net_rate_gbps(topo: Topology, algo: str, rates: ModelRates) -> float:
     return v if v is not None else NET_RATE_DEFAULTS[topo.spec.nccl.transport]
 
 
-def _max_sent_to_net(hops: Sequence[Hop], topo: Topology) -> float:
+def _max_sent_to_net(table: HopTable, topo: Topology) -> float:
     """Most bytes any node sends into the network per byte of the flow's share."""
-    per: dict[int, float] = {}
-    for h in hops:
-        if h.inter_node:
-            n = topo.node_of(h.src)
-            per[n] = per.get(n, 0.0) + h.coef * h.overhead
-    return max(per.values(), default=0.0)
+    inter = table.inter
+    if not inter.any():
+        return 0.0
+    # summed per node in hop order, as a running sum per node would
+    return float(np.bincount(table.src[inter] // topo.gpus_per_node, weights=(table.coef * table.overhead)[inter]).max())
+
+
+@dataclass(frozen=True, eq=False)
+class _Structure:
+    """What a collective's channels put on the links, before its protocol: per flow its hops,
+    link loads (data times hop overhead), channels, graph channels and most bytes a node sends
+    into the network; the slowest intra- and inter-node routes (s)."""
+
+    tables: tuple[HopTable, ...]
+    loads: tuple[tuple[np.ndarray, np.ndarray], ...]
+    per_flow: tuple[int, ...]
+    graph: tuple[int, ...]
+    out_net: tuple[float, ...]
+    intra: float
+    inter: float
+    bus: float
+    first: int  # the node of the group's first member
+    nodes: int
+    nvlink: bool  # every intra-node path of the group is NVLink (NCCL's intra latency)
+
+    def moved(self, topo: Topology, node: int) -> _Structure:
+        """The same structure for the group moved to start at ``node``."""
+        d = node - self.first
+        if d == 0:
+            return self
+        return _Structure(tuple(t.moved(topo.shift_edges, d, topo.gpus_per_node) for t in self.tables),
+                          tuple((topo.shift_edges(e, d), c) for e, c in self.loads), self.per_flow, self.graph,
+                          self.out_net, self.intra, self.inter, self.bus, node, self.nodes, self.nvlink)
+
+
+_PER_SHAPE = ("channels", "available", "estimate")  # Expander._memo's decisions, one per group shape
+
+
+class _Shared:
+    """The caches of every :class:`Expander` of one topology with the same rates."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple, Collective] = {}
+        self.choice: dict[tuple, tuple[str, str]] = {}
+        self.by_shape: dict[tuple, object] = {}
+        self.shapes: dict[tuple[int, ...], tuple] = {}
+        self.moved: dict[tuple, Collective] = {}
+        self.structures: dict[tuple, _Structure] = {}
+        self.settings: dict[tuple, tuple] = {}
+        self.chosen: dict[tuple, tuple[str, str]] = {}
+
+    def forget_shapes(self) -> None:
+        """Drop what was decided once per group shape (NCCL's choice, channels, estimates):
+        the first group of a shape decides for all, so across independent tasks the decisions
+        must not depend on which task ran first.  Caches exact per group stay."""
+        for d in (self.choice, self.settings, self.chosen):
+            d.clear()
+        for key in [k for k in self.by_shape if k[0] in _PER_SHAPE]:
+            del self.by_shape[key]
 
 
 class Expander:
-    """Builds collectives on one topology; every result is cached."""
+    """Builds collectives on one topology; every result is cached.
+
+    Expanders of one topology with the same rates share their caches (a topology's
+    ``memo``); :meth:`forget_shapes` drops those that depend on the order groups came in.
+    """
+
+    @staticmethod
+    def forget_shapes(topo: Topology) -> None:
+        """:meth:`_Shared.forget_shapes` for every expander of ``topo``."""
+        for key, value in topo.memo.items():
+            if isinstance(key, tuple) and key[0] == "expander":
+                value.forget_shapes()
 
     def __init__(self, topo: Topology, rates: ModelRates | None = None) -> None:
         self.topo = topo
         self.rates = topo.spec.rates if rates is None else rates
         self.arch = topo.spec.nccl.arch
-        self._rings: dict[tuple[int, ...], tuple] = {}
-        self._cache: dict[tuple, Collective] = {}
-        self._choice: dict[tuple, tuple[str, str]] = {}
-        self._by_shape: dict[tuple, object] = {}
-        self._shapes: dict[tuple[int, ...], tuple] = {}
-        self._moved: dict[tuple, Collective] = {}
+        # everything below is a function of (topology, rates): expanders of one topology share it
+        key = ("expander", self.rates)
+        shared = topo.memo.get(key)
+        if shared is None:
+            shared = topo.memo[key] = _Shared()
+        self._cache = shared.cache
+        self._choice = shared.choice
+        self._by_shape = shared.by_shape
+        self._shapes = shared.shapes
+        self._moved = shared.moved
+        self._structures = shared.structures
+        self._settings_of = shared.settings
+        self._chosen = shared.chosen
 
     def shape(self, members: Sequence[int]) -> tuple:
         """A group up to the topology's symmetries: what decides how it expands, not where it is.
@@ -117,17 +187,34 @@ class Expander:
         if hit is not None:
             return hit
         gpn = self.topo.gpus_per_node
-        first = min(members) // gpn
-        cls = self._gpu_classes
-        per = tuple((m // gpn - first, cls[m % gpn]) for m in members)
-        pairs = []
-        for i, a in enumerate(members):
-            for j in range(i + 1, len(members)):
-                b = members[j]
-                if a // gpn == b // gpn:
-                    pairs.append((i, j, self._relation(a % gpn, b % gpn)))
-        self._shapes[members] = out = (per, tuple(pairs))
+        arr = np.asarray(members, dtype=np.int64)
+        node = arr // gpn
+        # per member: node offset and local GPU class; per node (in order of first appearance):
+        # the relations of its members' pairs in member order -- together they say what the
+        # pairs (i, j, relation) of same-node members would, read in a fixed order
+        per = np.concatenate([node - node.min(), self._class_ids[arr % gpn]]).tobytes()
+        by_node: dict[int, list[int]] = {}
+        for m in members:
+            by_node.setdefault(m // gpn, []).append(m % gpn)
+        rel = np.fromiter((self._segment_relations(tuple(v)) for v in by_node.values()), np.int64, len(by_node))
+        self._shapes[members] = out = (per, rel.tobytes())
         return out
+
+    @functools.cached_property
+    def _class_ids(self) -> np.ndarray:
+        """Each local GPU's class (:attr:`_gpu_classes`) as a small integer."""
+        names = sorted(set(self._gpu_classes))
+        return np.array([names.index(c) for c in self._gpu_classes], dtype=np.int64)
+
+    def _segment_relations(self, local: tuple[int, ...]) -> int:
+        """An id of the relations of every pair (in order) of a node's members ``local``."""
+        key = ("segment relations", local)
+        hit = self._by_shape.get(key)
+        if hit is None:
+            rels = tuple(self._relation(a, b) for i, a in enumerate(local) for b in local[i + 1:])
+            ids = self._by_shape.setdefault("relation ids", {})
+            hit = self._by_shape[key] = ids.setdefault(rels, len(ids))
+        return hit
 
     @functools.cached_property
     def _gpu_classes(self) -> tuple[str, ...]:
@@ -138,7 +225,7 @@ class Expander:
 
     def _wl_classes(self) -> tuple[str, ...]:
         # full-duplex links: the undirected graph says as much, and hashes stably across networkx versions
-        node0 = self.topo.graph.subgraph(x for x, d in self.topo.graph.nodes(data=True)
+        node0 = self.topo.template.subgraph(x for x, d in self.topo.template.nodes(data=True)
                                          if d["node"] == 0).to_undirected()
         for u, v, d in node0.edges(data=True):
             d["cap"] = f"{d['bandwidth']:.6g}"
@@ -237,6 +324,13 @@ class Expander:
     # -- expansion -----------------------------------------------------------------
     def _settings(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
         """What of ``nbytes`` shapes a collective: channels used, link share, NCCL's ring plateau."""
+        key = (algo, proto, op, members, nbytes)
+        hit = self._settings_of.get(key)
+        if hit is None:
+            hit = self._settings_of[key] = self._compute_settings(algo, proto, op, members, nbytes)
+        return hit
+
+    def _compute_settings(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
         full = self.channels(members)
         if algo in ("nvls", "nvls_tree"):
             used = NVLS_CHANNELS[self.arch]
@@ -264,7 +358,12 @@ class Expander:
             if seen is not None:
                 hit = _moved(self.topo, seen, first - min(seen.members) // gpn)
             else:
-                hit = self._build(algo, proto, op, members, segments(self.topo, members), used, share, nbytes)
+                skey = (algo, op, local, used, share if algo in ("nvls", "nvls_tree") else None)
+                st = self._structures.get(skey)
+                if st is None:  # the hops do not depend on the protocol: built once for all three
+                    st = self._structure(algo, op, members, segments(self.topo, members), used, share)
+                    self._structures[skey] = st
+                hit = self._finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes)
                 self._moved[(algo, proto, op, local, used, share, plateau)] = hit
             self._cache[key] = hit
         return hit
@@ -283,6 +382,12 @@ class Expander:
 
     def _build(self, algo: str, proto: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
                share: float, nbytes: float) -> Collective:
+        """The collective built where it is, from nothing cached but ring searches."""
+        return self._finish(self._structure(algo, op, members, segs, used, share), algo, proto, op, members, used,
+                            share, nbytes)
+
+    def _structure(self, algo: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
+                   share: float) -> _Structure:
         topo, n = self.topo, len(members)
         nodes = len(segs)
         mix = self._ring_mix(segs)
@@ -290,48 +395,56 @@ class Expander:
         if algo == "ring":
             bus = ring_factor(op, n)
             pairs = max(1, used // 2)
-            groups = ring_hops(topo, op, members, segs, mix, free, pairs)
+            groups = ring_tables(topo, op, members, segs, mix, free, pairs)
             per_flow = [used] if nodes == 1 else [2] * len(groups)
             graph = [max(1, c // 2) for c in per_flow]
         elif algo == "tree":
             bus = 2.0  # NCCL: a tree's busBw is twice its algorithm bandwidth
             graph_channels = max(1, used // 2)
-            groups = [[h if h.inter_node else replace(h, overhead=h.overhead / TREE_GPU_SHARE) for h in g]
-                      for g in tree_hops(topo, segs, mix, graph_channels)]
+            # NCCL's 92% of a tree is charged on its hops inside nodes (protocols.TREE_GPU_SHARE)
+            groups = [replace(t, overhead=np.where(t.inter, t.overhead, t.overhead / TREE_GPU_SHARE))
+                      for t in tree_tables(topo, segs, mix, graph_channels)]
             per_flow = [2] * len(groups)
             graph = [1] * len(groups)
         elif algo == "nvls":
             bus = ring_factor(op, n)
-            eff = share
-            share = 1.0
-            groups = [nvls_hops(topo, op, segs[0], self._nvls_switches(segs)[0], eff)]
+            groups = [HopTable.of(nvls_hops(topo, op, segs[0], self._nvls_switches(segs)[0], share))]
             per_flow, graph = [used], [used]
         else:  # nvls_tree
             bus = ring_factor(op, n)
-            eff = share
-            share = 1.0
-            groups = nvls_tree_hops(topo, segs, self._nvls_switches(segs), eff)
+            groups = [HopTable.of(h) for h in nvls_tree_hops(topo, segs, self._nvls_switches(segs), share)]
             per_flow = [max(1, used // len(groups))] * len(groups)
             graph = [1] * len(groups)
         groups, per_flow, graph = _merge(groups, per_flow, graph)
+        lats = [t.route_latencies(topo.latency) for t in groups]
+        return _Structure(tuple(groups), tuple(t.load() for t in groups), tuple(per_flow), tuple(graph),
+                          tuple(_max_sent_to_net(t, topo) for t in groups),
+                          max(x[0] for x in lats), max(x[1] for x in lats), bus,
+                          min(members) // topo.gpus_per_node, nodes, self._nvlink_only(segs))
+
+    def _finish(self, st: _Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
+                share: float, nbytes: float) -> Collective:
+        """The collective of a structure with this protocol: link shares, caps and latency."""
+        topo, nodes = self.topo, st.nodes
+        if algo in ("nvls", "nvls_tree"):
+            share = 1.0  # NVLS's efficiency is in its hops' overhead
         net = net_rate_gbps(topo, algo, self.rates) * GB
         ch_cap = channel_cap_gbps(algo, proto, nodes, self.arch, self._channel_rate(algo)) * GB
         flows = []
-        total = sum(per_flow)
-        for hops, k, g in zip(groups, per_flow, graph):
+        total = sum(st.per_flow)
+        for table, (edges, coef), out_net, k, g in zip(st.tables, st.loads, st.out_net, st.per_flow, st.graph):
             caps = []
-            out_net = _max_sent_to_net(hops, topo)
             if math.isfinite(net) and out_net > 0:  # each channel's network connection
                 caps.append((k * net, out_net / share))
             if math.isfinite(ch_cap):
-                caps.append((g * ch_cap, bus))
-            flows.append(make_flow(hops, k / total, k, 1.0 / share, tuple(caps)))
+                caps.append((g * ch_cap, st.bus))
+            flows.append(Flow(k / total, k, edges, coef * (1.0 / share), table, tuple(caps)))
         coll_cap = collective_cap_gbps(proto, nodes, self.arch) * GB
-        shared = ((coll_cap, tuple(bus for _ in flows)),) if math.isfinite(coll_cap) else ()
-        intra_hw = "nvlink" if self._nvlink_only(segs) else "pci"
-        intra, inter = _route_latencies(topo, flows)
-        lat = collective_latency(algo, proto, op, n, nodes, intra_hw, intra, inter, nbytes, used, self.arch)
-        return Collective(algo, proto, op, members, nodes, used, tuple(flows), lat, bus, shared)
+        shared = ((coll_cap, tuple(st.bus for _ in flows)),) if math.isfinite(coll_cap) else ()
+        intra_hw = "nvlink" if st.nvlink else "pci"
+        lat = collective_latency(algo, proto, op, len(members), nodes, intra_hw, st.intra, st.inter, nbytes, used,
+                                 self.arch)
+        return Collective(algo, proto, op, members, nodes, used, tuple(flows), lat, st.bus, shared)
 
     def _channel_rate(self, algo: str) -> float | None:
         return self.rates.tree_channel_rate if algo in ("tree", "nvls_tree") else self.rates.ring_channel_rate
@@ -344,9 +457,14 @@ class Expander:
     def choose(self, op: str, members: Sequence[int], nbytes: float, algo: str = "auto",
                proto: str = "auto") -> tuple[str, str]:
         """The (algorithm, protocol) NCCL would run (``algo``/``proto`` force one, like NCCL_ALGO/NCCL_PROTO)."""
+        direct = (op, members if isinstance(members, tuple) else tuple(members), nbytes, algo, proto)
+        hit = self._chosen.get(direct)
+        if hit is not None:
+            return hit
         key = (op, self.shape(members), nbytes, algo, proto)  # groups of one shape choose alike
         hit = self._choice.get(key)
         if hit is not None:
+            self._chosen[direct] = hit
             return hit
         avail = self.available(op, members)
         cands = [(a, p) for a, p in avail if (algo == "auto" or a == algo) and (proto == "auto" or p == proto)]
@@ -355,7 +473,7 @@ class Expander:
         if not cands:
             cands = [("ring", "Simple")]
         best = min(cands, key=lambda ap: self.estimate(*ap, op, members, nbytes))
-        self._choice[key] = best
+        self._choice[key] = self._chosen[direct] = best
         return best
 
 
@@ -364,26 +482,22 @@ def _moved(topo: Topology, c: Collective, nodes: int) -> Collective:
     if nodes == 0:
         return c
     d = nodes * topo.gpus_per_node
-
-    def hop(h: Hop) -> Hop:
-        return Hop(h.src if h.src == SWITCH else h.src + d, h.dst if h.dst == SWITCH else h.dst + d, h.coef,
-                   tuple(topo.shift_edges(np.asarray(h.edges, dtype=np.int64), nodes).tolist()), h.inter_node,
-                   h.overhead)
-
-    flows = tuple(Flow(f.share, f.channels, topo.shift_edges(f.edges, nodes), f.coef, tuple(hop(h) for h in f.hops),
-                       f.caps) for f in c.flows)
+    flows = tuple(Flow(f.share, f.channels, topo.shift_edges(f.edges, nodes), f.coef,
+                       (f.table if isinstance(f.table, MovedHops) else MovedHops(f.table, topo.shift_edges, 0,
+                                                                                 topo.gpus_per_node)).moved(
+                           topo.shift_edges, nodes, topo.gpus_per_node), f.caps) for f in c.flows)
     return Collective(c.algo, c.proto, c.op, tuple(m + d for m in c.members), c.nodes, c.channels, flows, c.latency,
                       c.bus_factor, c.shared_caps)
 
 
-def _merge(groups: list[list[Hop]], per_flow: list[int], graph: list[int]) -> tuple[list, list, list]:
+def _merge(groups: list[HopTable], per_flow: list[int], graph: list[int]) -> tuple[list, list, list]:
     """Channels whose hops are identical become one flow (they would progress in lockstep)."""
-    keys: dict[tuple, int] = {}
-    out_g: list[list[Hop]] = []
+    keys: dict[bytes, int] = {}
+    out_g: list[HopTable] = []
     out_k: list[int] = []
     out_c: list[int] = []
     for hops, k, g in zip(groups, per_flow, graph):
-        key = tuple((h.src, h.dst, h.coef, h.edges, h.overhead) for h in hops)
+        key = hops.key()
         i = keys.get(key)
         if i is None:
             keys[key] = len(out_g)
@@ -405,17 +519,3 @@ def _free(topo: Topology, seg: Segment) -> bool:
     if key not in topo.memo:
         topo.memo[key] = _one_switch(topo, local) if len(local) > 2 else True
     return topo.memo[key]
-
-
-def _route_latencies(topo: Topology, flows: Sequence[Flow]) -> tuple[float, float]:
-    """The slowest intra-node and inter-node route of the collective (seconds, from the file's links)."""
-    out = {False: 0.0, True: 0.0}
-    for inter in (False, True):
-        routes = [h.edges for f in flows for h in f.hops
-                  if h.inter_node is inter and SWITCH not in (h.src, h.dst) and h.edges]
-        if routes:  # one summed segment per route
-            starts = np.cumsum([0] + [len(r) for r in routes[:-1]])
-            lat = np.add.reduceat(topo.latency[np.fromiter(itertools.chain.from_iterable(routes), dtype=np.int64)],
-                                  starts)
-            out[inter] = float(lat.max())
-    return out[False], out[True]

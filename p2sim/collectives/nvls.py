@@ -34,24 +34,23 @@ SWITCH = -1  # the NVSwitch as a hop's source or destination
 
 def nvls_switch(topo: Topology, seg: Segment) -> str | None:
     """The NVLS-capable NVSwitch every member of the segment is attached to, if any."""
-    g = topo.graph
+    g = topo.template  # every node is node 0's template
     common = None
     for m in seg.members:
-        gpu = topo.gpu_name(m)
-        switches = {s for s in g.successors(gpu) if g.nodes[s]["kind"] == "nvswitch"
+        gpu = topo.gpu_names[m % topo.gpus_per_node]
+        switches = {s.split("/", 1)[1] for s in g.successors(gpu) if g.nodes[s]["kind"] == "nvswitch"
                     and s.split("/", 1)[1] in topo.spec.nvls_switches}
         common = switches if common is None else common & switches
-    return min(common) if common else None
+    return f"n{seg.node}/{min(common)}" if common else None
 
 
 def _port(topo: Topology, m: int, switch: str, up: float, down: float, efficiency: float) -> list[Hop]:
-    g = topo.graph
     gpu = topo.gpu_name(m)
     out = []
     if up > 0:
-        out.append(Hop(m, SWITCH, up, (g.edges[gpu, switch]["index"],), False, 1 / efficiency))
+        out.append(Hop(m, SWITCH, up, (topo.edge_index(gpu, switch),), False, 1 / efficiency))
     if down > 0:
-        out.append(Hop(SWITCH, m, down, (g.edges[switch, gpu]["index"],), False, 1 / efficiency))
+        out.append(Hop(SWITCH, m, down, (topo.edge_index(switch, gpu),), False, 1 / efficiency))
     return out
 
 

@@ -8,17 +8,19 @@ While a flow progresses at ``x`` bytes of its share per second it loads directed
 ``(capacity, coef)`` is a private limit ``coef * x <= capacity`` (per-channel
 throughput).  A collective's ``shared_caps`` bound all its flows together (a limit on
 the whole collective, such as the LL protocol's).  ``hops`` keep the per-GPU traffic
-(sender, receiver, bytes per byte of the flow's share).
+(sender, receiver, bytes per byte of the flow's share); a flow holds them as a
+:class:`HopTable`, arrays that a ring over thousands of GPUs fills in a few passes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Hop", "Flow", "Collective", "combine", "make_flow"]
+__all__ = ["Hop", "HopTable", "MovedHops", "Flow", "Collective", "combine", "make_flow"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,114 @@ class Hop:
 
 
 @dataclass(frozen=True, eq=False)
+class HopTable:
+    """Hops as arrays, in order: hop ``i`` is ``Hop(src[i], dst[i], coef[i],
+    edges[indptr[i]:indptr[i + 1]], inter[i], overhead[i])``.
+
+    Examples
+    --------
+    >>> t = HopTable.of([Hop(0, 1, 0.5, (3, 4), False), Hop(1, 0, 0.5, (5,), False)])
+    >>> t.load()
+    (array([3, 4, 5]), array([0.5, 0.5, 0.5]))
+    >>> t.hops()[1]
+    Hop(src=1, dst=0, coef=0.5, edges=(5,), inter_node=False, overhead=1.0)
+    """
+
+    src: np.ndarray  # int64; SWITCH (-1) for an NVSwitch
+    dst: np.ndarray
+    coef: np.ndarray
+    inter: np.ndarray  # bool
+    overhead: np.ndarray
+    indptr: np.ndarray  # int64, len(src) + 1
+    edges: np.ndarray  # int64
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    @classmethod
+    def of(cls, hops: Sequence[Hop]) -> HopTable:
+        n = len(hops)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(h.edges) for h in hops], out=indptr[1:])
+        return cls(np.fromiter((h.src for h in hops), np.int64, n), np.fromiter((h.dst for h in hops), np.int64, n),
+                   np.fromiter((h.coef for h in hops), float, n), np.fromiter((h.inter_node for h in hops), bool, n),
+                   np.fromiter((h.overhead for h in hops), float, n),
+                   indptr, np.fromiter((e for h in hops for e in h.edges), np.int64, int(indptr[-1])))
+
+    @classmethod
+    def concat(cls, tables: Sequence[HopTable]) -> HopTable:
+        if len(tables) == 1:
+            return tables[0]
+        sizes = np.cumsum([0] + [len(t.edges) for t in tables[:-1]])
+        indptr = np.concatenate([[0]] + [t.indptr[1:] + s for t, s in zip(tables, sizes)]).astype(np.int64)
+        return cls(*(np.concatenate([getattr(t, f) for t in tables]) for f in ("src", "dst", "coef", "inter", "overhead")),
+                   indptr, np.concatenate([t.edges for t in tables]))
+
+    def hops(self) -> tuple[Hop, ...]:
+        ends = self.indptr.tolist()
+        edges = self.edges.tolist()
+        return tuple(Hop(s, d, c, tuple(edges[ends[i]:ends[i + 1]]), x, o) for i, (s, d, c, x, o) in enumerate(
+            zip(self.src.tolist(), self.dst.tolist(), self.coef.tolist(), self.inter.tolist(),
+                self.overhead.tolist())))
+
+    def load(self) -> tuple[np.ndarray, np.ndarray]:
+        """Link loads (data times overhead) on sorted directed edges: :func:`combine` of the hops.
+
+        Summed in hop order, as :func:`combine` sums, so the two agree bit for bit.
+        """
+        w = np.repeat(self.coef * self.overhead, np.diff(self.indptr))
+        edges, inverse = np.unique(self.edges, return_inverse=True)
+        return edges, np.bincount(inverse.reshape(-1), weights=w, minlength=len(edges))
+
+    def key(self) -> bytes:
+        """Equal for tables of identical hops (sender, receiver, coefficient, edges, overhead)."""
+        return b"|".join(a.tobytes() for a in (self.src, self.dst, self.coef, self.overhead, self.indptr, self.edges))
+
+    def route_latencies(self, latency: np.ndarray) -> tuple[float, float]:
+        """The slowest route (summed latencies of its edges) among the hops to and from GPUs
+        inside a node and across nodes; 0 without any."""
+        lens = np.diff(self.indptr)
+        nonempty = lens > 0
+        if not nonempty.any():
+            return 0.0, 0.0
+        # one sequential sum per route, as numpy's reduceat sums each segment
+        sums = np.add.reduceat(latency[self.edges], self.indptr[:-1][nonempty])
+        gpus = ((self.src >= 0) & (self.dst >= 0))[nonempty]
+        inter = self.inter[nonempty]
+        out = []
+        for side in (~inter, inter):
+            keep = gpus & side
+            out.append(float(sums[keep].max()) if keep.any() else 0.0)
+        return out[0], out[1]
+
+    def moved(self, shift_edges, nodes: int, gpus: int) -> HopTable:
+        """The hops ``nodes`` nodes on (``shift_edges`` moves edge ids, ``gpus`` GPUs per node)."""
+        d = nodes * gpus
+        return HopTable(np.where(self.src >= 0, self.src + d, self.src), np.where(self.dst >= 0, self.dst + d, self.dst),
+                        self.coef, self.inter, self.overhead, self.indptr, shift_edges(self.edges, nodes))
+
+
+@dataclass(frozen=True, eq=False)
+class MovedHops:
+    """A :class:`HopTable` moved ``nodes`` nodes on (``shift_edges`` moves edge ids), made
+    only when read: a step of thousands of moved groups never needs their hops."""
+
+    base: HopTable
+    shift_edges: Callable[[np.ndarray, int], np.ndarray]
+    nodes: int
+    gpus: int
+
+    def table(self) -> HopTable:
+        return self.base.moved(self.shift_edges, self.nodes, self.gpus)
+
+    def hops(self) -> tuple[Hop, ...]:
+        return self.table().hops()
+
+    def moved(self, shift_edges, nodes: int, gpus: int) -> MovedHops:
+        return MovedHops(self.base, shift_edges, self.nodes + nodes, gpus)
+
+
+@dataclass(frozen=True, eq=False)
 class Flow:
     """Channels of one collective that take the same links (see module docstring)."""
 
@@ -45,8 +155,12 @@ class Flow:
     channels: int  # NCCL channels it carries
     edges: np.ndarray
     coef: np.ndarray
-    hops: tuple[Hop, ...]
+    table: HopTable | MovedHops
     caps: tuple[tuple[float, float], ...] = ()  # (bytes/s, coef): private virtual links
+
+    @property
+    def hops(self) -> tuple[Hop, ...]:
+        return self.table.hops()
 
 
 @dataclass(frozen=True, eq=False)
@@ -74,6 +188,10 @@ class Collective:
 
     def link_load(self) -> tuple[np.ndarray, np.ndarray]:
         """Link bytes per byte of buffer when every flow progresses in proportion to its share."""
+        return self._link_load
+
+    @functools.cached_property
+    def _link_load(self) -> tuple[np.ndarray, np.ndarray]:
         return combine_weighted((f.edges, f.coef, f.share) for f in self.flows)
 
     def sent(self) -> dict[int, float]:
@@ -118,11 +236,14 @@ def combine(hops: Iterable[Hop]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def combine_weighted(parts: Iterable[tuple[np.ndarray, np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray]:
-    loads: dict[int, float] = {}
-    for edges, coef, w in parts:
-        for e, c in zip(edges.tolist(), coef.tolist()):
-            loads[e] = loads.get(e, 0.0) + c * w
-    return _arrays(loads)
+    """Sum ``coef * w`` onto edges (sorted), in the parts' order (as a running sum per edge would)."""
+    parts = list(parts)
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    edges = np.concatenate([np.asarray(e, dtype=np.int64) for e, _, _ in parts])
+    coef = np.concatenate([np.asarray(c, dtype=float) * w for _, c, w in parts])
+    uniq, inverse = np.unique(edges, return_inverse=True)
+    return uniq, np.bincount(inverse.reshape(-1), weights=coef, minlength=len(uniq))
 
 
 def _arrays(loads: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -131,8 +252,9 @@ def _arrays(loads: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
     return edges, coef
 
 
-def make_flow(hops: Sequence[Hop], share: float, channels: int, scale: float = 1.0,
+def make_flow(hops: Sequence[Hop] | HopTable, share: float, channels: int, scale: float = 1.0,
               caps: tuple[tuple[float, float], ...] = ()) -> Flow:
     """A flow of ``hops``; ``scale`` multiplies its link load (a protocol's overhead)."""
-    edges, coef = combine(hops)
-    return Flow(share, channels, edges, coef * scale, tuple(hops), caps)
+    table = hops if isinstance(hops, HopTable) else HopTable.of(hops)
+    edges, coef = table.load()
+    return Flow(share, channels, edges, coef * scale, table, caps)

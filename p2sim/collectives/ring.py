@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..topology import Topology
 from .channels import Segment, ring_channel_pairs
-from .pattern import Hop
+from .pattern import Hop, HopTable
 
-__all__ = ["ring_factor", "node_order", "ring_hops", "chain_pairs"]
+__all__ = ["ring_factor", "node_order", "ring_hops", "ring_tables", "chain_pairs", "kinds"]
 
 
 def ring_factor(op: str, n: int) -> float:
@@ -68,13 +70,91 @@ def chain_pairs(op: str, seq: Sequence[int], root: int) -> list[tuple[int, int]]
     return list(zip(rot, rot[1:]))
 
 
-def _hop(topo: Topology, a: int, b: int, coef: float, nic_of_node: dict[int, str] | None) -> Hop:
-    p, q = topo.node_of(a), topo.node_of(b)
-    if p == q or nic_of_node is None:
-        r = topo.route(a, b)
+def _chain_arrays(op: str, seq: np.ndarray, root: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`chain_pairs` as (senders, receivers) arrays."""
+    if op not in ("Broadcast", "Reduce"):
+        return seq, np.concatenate((seq[1:], seq[:1]))
+    i = int(np.flatnonzero(seq == root)[0]) + (1 if op == "Reduce" else 0)  # a Reduce's chain ends at the root
+    rot = np.concatenate((seq[i:], seq[:i]))
+    return rot[:-1], rot[1:]
+
+
+def kinds(topo: Topology, segs: Sequence[Segment]) -> tuple[list[int], list[Segment]]:
+    """Each segment's kind (its local GPUs: segments of one kind expand alike, moved between
+    nodes), and one segment of each kind."""
+    index: dict[tuple[int, ...], int] = {}
+    of, reps = [], []
+    for s in segs:
+        k = index.setdefault(s.local(topo), len(index))
+        if k == len(reps):
+            reps.append(s)
+        of.append(k)
+    return of, reps
+
+
+def _base(topo: Topology, seg: Segment) -> int:
+    return seg.members[0] - seg.members[0] % topo.gpus_per_node
+
+
+def _spread(topo: Topology, segs: Sequence[Segment], of: list[int], local: list[np.ndarray]) -> np.ndarray:
+    """Per segment its kind's local sequence, moved to the segment's node, one after another."""
+    bases = np.fromiter((_base(topo, s) for s in segs), np.int64, len(segs))
+    if len(local) == 1:  # every segment alike: one broadcast
+        return (bases[:, None] + local[0][None, :]).ravel()
+    return np.concatenate([local[k] + b for k, b in zip(of, bases.tolist())])
+
+
+def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, nic_of_node: dict[int, int] | None
+           ) -> HopTable:
+    """Hops between GPUs; across nodes through each node's NIC in ``nic_of_node`` (an index into ``topo.nics``)."""
+    gpn = topo.gpus_per_node
+    p, q = src // gpn, dst // gpn
+    if nic_of_node is None:
+        x = y = None
     else:
-        r = topo.route_via(a, b, nic_of_node[p], nic_of_node[q])
-    return Hop(a, b, coef, r.edges, r.inter_node)
+        nodes = np.fromiter(nic_of_node, np.int64, len(nic_of_node))
+        nics = np.fromiter(nic_of_node.values(), np.int64, len(nic_of_node))
+        order = np.argsort(nodes)
+        nodes, nics = nodes[order], nics[order]
+        x = nics[np.searchsorted(nodes, p)]
+        y = nics[np.searchsorted(nodes, q)]
+    indptr, edges = topo.route_table(src, dst, x, y)
+    return HopTable(src, dst, coef, p != q, np.ones(len(src)), indptr, edges)
+
+
+def ring_tables(topo: Topology, op: str, members: Sequence[int], segs: Sequence[Segment],
+                rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], free: dict[int, bool],
+                pairs: int) -> list[HopTable]:
+    """:func:`ring_hops` as tables: the hops of each flow, in the same order."""
+    n = len(members)
+    root = members[0]
+    half = ring_factor(op, n) / 2  # each channel of the pair carries half
+    if len(segs) == 1:  # one flow: every channel runs the whole mix
+        base = _base(topo, segs[0])
+        src, dst, coef = [], [], []
+        for ring, w in rings[segs[0].node]:
+            seq = np.asarray(ring, dtype=np.int64) + base
+            for direction in (seq, seq[::-1]):
+                a, b = _chain_arrays(op, direction, root)
+                src.append(a)
+                dst.append(b)
+                coef.append(np.full(len(a), half * w))
+        return [_table(topo, np.concatenate(src), np.concatenate(dst), np.concatenate(coef), None)]
+    of, reps = kinds(topo, segs)
+    nic_index = {nic: i for i, nic in enumerate(topo.nics)}
+    out = []
+    for row in ring_channel_pairs(topo, reps, pairs):
+        nic_of_node = {seg.node: nic_index[row[k][0]] for seg, k in zip(segs, of)}
+        src, dst = [], []
+        for backwards in (False, True):
+            local = [np.asarray(node_order(topo, rep, rings[rep.node][0][0], entry, nic, free[rep.node], backwards),
+                                dtype=np.int64) - _base(topo, rep) for rep, (nic, entry) in zip(reps, row)]
+            a, b = _chain_arrays(op, _spread(topo, segs, of, local), root)
+            src.append(a)
+            dst.append(b)
+        src_all = np.concatenate(src)
+        out.append(_table(topo, src_all, np.concatenate(dst), np.full(len(src_all), half), nic_of_node))
+    return out
 
 
 def ring_hops(topo: Topology, op: str, members: Sequence[int], segs: Sequence[Segment],
@@ -85,26 +165,4 @@ def ring_hops(topo: Topology, op: str, members: Sequence[int], segs: Sequence[Se
     ``rings[node]`` is the node segment's ring mix (local GPU indices); a group on one
     node uses the whole mix in every pair, a group across nodes the mix's first ring.
     """
-    n = len(members)
-    root = members[0]
-    half = ring_factor(op, n) / 2  # each channel of the pair carries half
-    if len(segs) == 1:  # one flow: every channel runs the whole mix
-        mix = rings[segs[0].node]
-        base = segs[0].members[0] - segs[0].members[0] % topo.gpus_per_node
-        hops = []
-        for ring, w in mix:
-            seq = [base + g for g in ring]
-            for direction in (seq, seq[::-1]):
-                hops += [_hop(topo, a, b, half * w, None) for a, b in chain_pairs(op, direction, root)]
-        return [hops]
-    out = []
-    for row in ring_channel_pairs(topo, segs, pairs):
-        nic_of_node = {seg.node: nic for seg, (nic, _) in zip(segs, row)}
-        hops = []
-        for backwards in (False, True):
-            seq: list[int] = []
-            for seg, (nic, entry) in zip(segs, row):
-                seq += node_order(topo, seg, rings[seg.node][0][0], entry, nic, free[seg.node], backwards)
-            hops += [_hop(topo, a, b, half, nic_of_node) for a, b in chain_pairs(op, seq, root)]
-        out.append(hops)
-    return out
+    return [list(t.hops()) for t in ring_tables(topo, op, members, segs, rings, free, pairs)]

@@ -73,7 +73,7 @@ def _one_switch(topo: Topology, local: Sequence[int]) -> bool:
     if routes != {2}:
         return False
     caps = {float(topo.capacity[e]) for a in local for b in local if a != b for e in topo._intra_route(a, b)[0]}
-    kinds = {topo.graph.nodes[topo.edges[topo._intra_route(a, b)[0][0]][1]]["kind"]
+    kinds = {topo.template.nodes[topo.edge_name(topo._intra_route(a, b)[0][0])[1]]["kind"]
              for a in local for b in local if a != b}
     return kinds == {"nvswitch"} and len(caps) == 1
 
@@ -82,7 +82,7 @@ def _locality_order(topo: Topology, local: Sequence[int]) -> tuple[int, ...]:
     """GPUs grouped by their PCIe switches and CPUs: consecutive GPUs share the most."""
     def key(a: int) -> tuple:
         path = topo._intra_route(a, local[0])[0] if a != local[0] else ()
-        near = [topo.edges[e][1] for e in path[:2]]
+        near = [topo.edge_name(e)[1] for e in path[:2]]
         return (tuple(sorted(near)), a)
     return tuple(sorted(local, key=key))
 

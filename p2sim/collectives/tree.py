@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..topology import Topology
 from .channels import Segment, entry_gpus, node_nics
-from .pattern import Hop
+from .pattern import Hop, HopTable
 
-__all__ = ["btree_parent", "double_tree", "tree_hops", "link_pair"]
+__all__ = ["btree_parent", "double_tree", "tree_hops", "tree_tables", "link_pair"]
 
 
 def btree_parent(rank: int, n: int) -> int | None:
@@ -34,6 +36,20 @@ def btree_parent(rank: int, n: int) -> int | None:
     low = rank & -rank
     up = (rank ^ low) | (low << 1)
     return up if up < n else rank ^ low
+
+
+def double_tree_arrays(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`double_tree` as arrays (``-1`` for a root), computed once per ``n``."""
+    hit = _DOUBLE.get(n)
+    if hit is None:
+        hit = tuple(np.array([-1 if p is None else p for p in t], dtype=np.int64) for t in double_tree(n))
+        for t in hit:
+            t.flags.writeable = False
+        _DOUBLE[n] = hit
+    return hit
+
+
+_DOUBLE: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def double_tree(n: int) -> tuple[list[int | None], list[int | None]]:
@@ -60,33 +76,51 @@ def link_pair(topo: Topology, a: int, b: int, coef: float, nics: dict[int, str] 
     return out
 
 
-def tree_hops(topo: Topology, segs: Sequence[Segment], rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]],
-              channels: int) -> list[list[Hop]]:
-    """The hops of each tree channel, per byte of its share of the buffer."""
-    lists = [node_nics(topo, s) or (topo.nic_of(s.members[0]),) for s in segs]
+def tree_tables(topo: Topology, segs: Sequence[Segment],
+                rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], channels: int) -> list[HopTable]:
+    """:func:`tree_hops` as tables: the hops of each tree channel, in the same order."""
+    from .ring import _base, _spread, _table, kinds
+
+    of, reps = kinds(topo, segs)
+    lists = [node_nics(topo, s) or (topo.nic_of(s.members[0]),) for s in reps]
+    nic_index = {nic: i for i, nic in enumerate(topo.nics)}
+    trees = double_tree_arrays(len(segs)) if len(segs) > 1 else ()
     out = []
     for c in range(channels):
-        hops: list[Hop] = []
-        heads, nics = [], {}
-        for seg, nl in zip(segs, lists):
-            base = seg.members[0] - seg.members[0] % topo.gpus_per_node
-            ring = [base + g for g in rings[seg.node][0][0]]
+        heads_local, chains, nic_kind = [], [], []
+        for rep, nl in zip(reps, lists):
+            base = _base(topo, rep)
+            ring = [base + g for g in rings[rep.node][0][0]]
             nic = nl[c % len(nl)]
             if len(segs) == 1:  # no network: every channel runs the same chain
                 head = ring[0]
             else:
-                near = entry_gpus(topo, seg, nic)
+                near = entry_gpus(topo, rep, nic)
                 head = near[(c // len(nl)) % len(near)]
             i = ring.index(head)
             chain = ring[i:] + ring[:i]
-            for child, parent in zip(chain[1:], chain):
-                hops += link_pair(topo, child, parent, 1.0)
-            heads.append(head)
-            nics[seg.node] = nic
-        if len(heads) > 1:
-            for parents in double_tree(len(heads)):
-                for r, p in enumerate(parents):
-                    if p is not None:
-                        hops += link_pair(topo, heads[r], heads[p], 0.5, nics)
-        out.append(hops)
+            # per link of the chain: child to parent (reduce), parent to child (broadcast)
+            chains.append(np.array([[x - base for x in pair] for child, parent in zip(chain[1:], chain)
+                                    for pair in ((child, parent), (parent, child))], dtype=np.int64).reshape(-1, 2))
+            heads_local.append(head - base)
+            nic_kind.append(nic_index[nic])
+        src = [_spread(topo, segs, of, [ch[:, 0] for ch in chains])]
+        dst = [_spread(topo, segs, of, [ch[:, 1] for ch in chains])]
+        coef = [np.ones(len(src[0]))]
+        if len(segs) > 1:
+            heads = _spread(topo, segs, of, [np.array([h], dtype=np.int64) for h in heads_local])
+            for parents in trees:
+                r = np.flatnonzero(parents >= 0)
+                pair = np.stack([heads[r], heads[parents[r]]], axis=1)  # up, then down
+                src.append(pair.ravel())
+                dst.append(pair[:, ::-1].ravel())
+                coef.append(np.full(2 * len(r), 0.5))
+        nic_of_node = {seg.node: nic_kind[k] for seg, k in zip(segs, of)}
+        out.append(_table(topo, np.concatenate(src), np.concatenate(dst), np.concatenate(coef), nic_of_node))
     return out
+
+
+def tree_hops(topo: Topology, segs: Sequence[Segment], rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]],
+              channels: int) -> list[list[Hop]]:
+    """The hops of each tree channel, per byte of its share of the buffer."""
+    return [list(t.hops()) for t in tree_tables(topo, segs, rings, channels)]

@@ -41,14 +41,65 @@ def scope_note(p: tuple[int, ...], red: tuple[int, ...], names: tuple[str, ...])
             f"{', '.join(others)} is not counted (p2sim plan weighs every reduction of a training step)")
 
 
+def _search_options(args: argparse.Namespace) -> dict:
+    """``--exhaustive``, ``--budget SECONDS`` and ``--top-matrices K`` for :func:`~p2sim.analysis.search.run_search`."""
+    budget = getattr(args, "budget", None)
+    if budget is not None:
+        try:
+            budget = float(budget)
+        except ValueError:
+            raise InputError(f"budget: {args.budget!r} is not a number of seconds") from None
+        if not (budget > 0 and budget < float("inf")):
+            raise InputError(f"budget: {args.budget!r} must be a positive number of seconds")
+    k = getattr(args, "top_matrices", None)
+    return {"exhaustive": args.exhaustive, "budget": budget,
+            "top_matrices": None if k is None else positive_int(k, "top-matrices")}
+
+
+def _bounded(search: dict, model: str) -> bool:
+    """Whether the job bounds its programs first (the des model, not --exhaustive)."""
+    return model == "des" and not search["exhaustive"]
+
+
+def _check_size(lim, search: dict, model: str, total: int, what: str) -> str:
+    """The job-size check, and how the job's simulations are announced.
+
+    With the bounds, every program is bounded (about a tenth of a simulation's time) and only
+    those that can still win are simulated; a ``--budget`` caps the time itself, so the
+    simulation limit then does not apply.
+    """
+    from ..analysis.jobsize import plural
+
+    if search["budget"] is None:
+        lim.check_simulations(total, what)
+    if _bounded(search, model):
+        return f"up to {plural(total, 'simulation')} (each program bounded first, simulated only if it can still win)"
+    return plural(total, "simulation")
+
+
+def search_text(stats, top: int | None = None) -> str:
+    """What a search simulated and skipped, in words (one line)."""
+    text = f"{stats.simulated} of {stats.programs} programs simulated"
+    if stats.bounded_out:
+        nth = {1: "1st", 2: "2nd", 3: "3rd"}.get(top, f"{top}th") if top else ""
+        why = (f"the {nth} best time and " if top else "") + "their matrix's best"
+        text += f", {stats.bounded_out} bounded out (lower bound above {why})"
+    if stats.searched < stats.matrices:
+        text += (f"; only the {stats.searched} of {stats.matrices} (matrix, algorithm) pairs with the least lower "
+                 f"bounds searched (--top-matrices)")
+    if stats.stopped_by_budget:
+        text += (f"; stopped by --budget {stats.budget_seconds:g} s: NOT proven, programs with lower bounds from "
+                 f"{stats.next_bound:.4g} s on were not simulated")
+    return text
+
+
 def cmd_rank(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from ..analysis.executor import run_all
     from ..analysis.jobsize import announce, plural, program_counts
     from ..analysis.orders import compare_orders, orders_agree
     from ..analysis.rank import rank_results
-    from ..analysis.sweep import run_task
+    from ..analysis.search import run_search
     from ..placement import count_matrices
     from ..report.orders import comparison_json, comparison_table, comparison_text
 
@@ -66,6 +117,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     profile, max_size = rules(args)
     chosen = order(args)
     form = check_emit(args.emit, args.json)
+    search = _search_options(args)
     lim = limits(args)
     if args.matrix is None:
         lim.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
@@ -81,6 +133,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
                          proto=proto, order=chosen.value)
         tasks += split_by_matrix(base, mats)
     others: list[SweepTask] = []
+    rest_results: list = []
     if args.compare_orders:
         # the other order is simulated only where it changes the groups
         same = {m: orders_agree(Placement.of(h, p, m), red) for m in mats}
@@ -90,16 +143,21 @@ def cmd_rank(args: argparse.Namespace) -> int:
     what = (f"{plural(len(mats), 'matrix')}, {plural(sum(counts.values()), 'program')}, "
             f"{plural(len(algos), 'algorithm')}" + (f", {plural(len(others), 'task')} in the other order"
                                                      if others else ""))
-    lim.check_simulations(total, what)
+    size = _check_size(lim, search, model, total, what)
     warn_memory("rank", topo.spec, nbytes, args.bytes is None, topo.node_count)
     with executor(args, len(tasks + others)) as ex:
-        announce("rank", f"{what}: {plural(total, 'simulation')} in {plural(len(tasks + others), 'task')} "
+        announce("rank", f"{what}: {size} in {plural(len(tasks + others), 'task')} "
                          f"{where(args, len(tasks + others))}")
-        results = run_all(ex, run_task, tasks + others, "simulating")
-    ranking = rank_results(results[:len(tasks)])
+        results, stats = run_search(tasks, ex, top, **search)
+        if others:  # the other order: each matrix's best (no top k of its own)
+            kept = {r.task.matrices[0] for r in results}
+            others = [t for t in others if t.matrices[0] in kept]
+            rest_results = run_search(others, ex, 0, exhaustive=search["exhaustive"])[0] if others else []
+    ranking = rank_results(results)
     comparison = None
     if args.compare_orders:
-        rest = rank_results(results[len(tasks):])
+        rest = rank_results(rest_results)
+        same = {m: v for m, v in same.items() if m in {s.matrix for s in ranking.matrices}}
         comparison = compare_orders(*((ranking, rest) if chosen is Order.ALIGNED else (rest, ranking)), same)
     levels = topo.level_names
     best = ranking.entries[0]
@@ -107,7 +165,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     scope = scope_note(p, red, names)
     header = (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(p, names)} reduce "
               f"{reduce_text(red, names)}{order_label(chosen, red)}; algo {args.algo}, {model} model, "
-              f"{format_bytes(nbytes)} per GPU; {len(ranking.entries)} simulations"
+              f"{format_bytes(nbytes)} per GPU; {search_text(stats, top)}"
               + (f"\n{scope}" if scope else "") + f"\n{matrix_legend(names, levels)}")
     meta = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(p), "axis_names": list(names),
             "level_names": list(levels), "reduce_axes": sorted(set(red)), "scope": scope,
@@ -120,7 +178,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
                             (reduction,), names)
         print(emit_mesh(form, choice), end="")
     elif args.json:
-        doc = ranking_json(meta, ranking, top)
+        doc = dict(ranking_json(meta, ranking, top), search=stats.to_json())
         if comparison is not None:
             doc["order_comparison"] = comparison_json(comparison)
         emit(doc)
@@ -142,10 +200,9 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from ..analysis.plan import build_plans, default_matrix, parse_reduction, plan_tasks
-    from ..analysis.executor import run_all
+    from ..analysis.plan import build_plans, default_matrix, parse_reduction, plan_scores, plan_tasks
     from ..analysis.jobsize import announce, plural, program_counts
-    from ..analysis.sweep import run_task
+    from ..analysis.search import run_search
     from ..parsing import axis_indices
     from ..placement import count_matrices
 
@@ -168,6 +225,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     chosen = order(args)
     form = check_emit(args.emit, args.json)
     proto = check_proto(args.proto)
+    search = _search_options(args)
     lim = limits(args)
     lim.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
     mats = enumerate_matrices(h, p)
@@ -175,16 +233,18 @@ def cmd_plan(args: argparse.Namespace) -> int:
     total = programs * len(algos)
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(reductions), 'reduction')} with {plural(programs, 'program')}"
             f" in all, {plural(len(algos), 'algorithm')}")
-    lim.check_simulations(total, what)
+    size = _check_size(lim, search, model, total, what)
     base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], model, 1.0, None, profile.value, max_size,
                      proto=proto, order=chosen.value)
     tasks = plan_tasks(base, reductions, algos, mats)
-    with executor(args, len(tasks)) as ex:
-        announce("plan", f"{what}: {plural(total, 'simulation')} in {plural(len(tasks), 'task')} "
-                         f"{where(args, len(tasks))}")
-        results = run_all(ex, run_task, tasks, "planning")
-    plans = build_plans(reductions, results, mats)
     default = default_matrix(mats, data_axis)
+    with executor(args, len(tasks)) as ex:
+        announce("plan", f"{what}: {size} in {plural(len(tasks), 'task')} {where(args, len(tasks))}")
+        # each matrix's best program per reduction: exact, with or without the bounds
+        results, stats = run_search(tasks, ex, 0, score=plan_scores(reductions), always=frozenset([default]),
+                                    label="planning", **search)
+    mats = [m for m in mats if m in {r.task.matrices[0] for r in results}]
+    plans = build_plans(reductions, results, mats)
     dplan = next(pl for pl in plans if pl.matrix == default)
     best = plans[0]
     levels = topo.level_names
@@ -208,7 +268,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
               "plans": [pl.to_json() for pl in plans], "best": best.to_json(), "default": dplan.to_json(),
               "best_placement": words,
               "default_placement": describe_placement(default, names, levels, topo.spec.node_level),
-              "savings": savings})
+              "savings": savings, "search": stats.to_json()})
         return 0
 
     def reduction_text(r) -> str:
@@ -218,6 +278,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
           f"(data axis {f'{names[data_axis]}' if not is_default(names) else data_axis})"
           f"{order_label(chosen, *(r.axes for r in reductions))}; algo {args.algo}, {model} model")
     print("reductions: " + "; ".join(f"axes {reduction_text(r)}" for r in reductions))
+    print(search_text(stats))
     print(matrix_legend(names, levels))
     print(f"\n{'rank':>4}  {'step time':>10}  {'AllReduce only':>14}  matrix")
     for i, pl in enumerate(plans, 1):
@@ -234,9 +295,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_whatif(args: argparse.Namespace) -> int:
-    from ..analysis.executor import run_all
     from ..analysis.rank import rank_results
-    from ..analysis.sweep import ConfigResult, run_task
+    from ..analysis.search import run_search
+    from ..analysis.sweep import ConfigResult
     from ..analysis.whatif import parse_vary, points, resolve_axes, winner_key
     from ..analysis.jobsize import announce, plural, program_counts
     from ..placement import count_matrices
@@ -283,15 +344,15 @@ def cmd_whatif(args: argparse.Namespace) -> int:
             tasks += split
             owners += [k] * len(split)
     what = f"{plural(len(pts), 'point')}, {plural(len(algos), 'algorithm')}"
-    lim.check_simulations(simulations, what)
+    search = {"exhaustive": args.exhaustive, "budget": None}
+    size = _check_size(lim, search, model, simulations, what)
     warn_memory("whatif", largest[1].spec, largest[0], args.bytes is None, largest[1].node_count)
-    with executor(args, len(tasks)) as ex:
-        announce("whatif", f"{what}: {plural(simulations, 'simulation')} in {plural(len(tasks), 'task')} "
-                           f"{where(args, len(tasks))}")
-        results = run_all(ex, run_task, tasks, "what-if")
     per_point: list[list[ConfigResult]] = [[] for _ in pts]
-    for r, k in zip(results, owners):
-        per_point[k].append(r)
+    with executor(args, len(tasks)) as ex:
+        announce("whatif", f"{what}: {size} in {plural(len(tasks), 'task')} {where(args, len(tasks))}")
+        for k in range(len(pts)):  # each point's winner and matrices' bests: exact, with or without the bounds
+            mine = [t for t, o in zip(tasks, owners) if o == k]
+            per_point[k] = run_search(mine, ex, 1, exhaustive=args.exhaustive, label="what-if")[0]
     rows = []
     winners: dict[tuple, tuple] = {}
     first = variations[0].target

@@ -16,7 +16,7 @@ stall the engine.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,10 +24,15 @@ import simpy
 
 from ..errors import InputError
 from .maxmin import MaxMin
+from .symmetry import quotient
 
-__all__ = ["FlowSpec", "FlowRecord", "RateSample", "run_flows"]
+__all__ = ["FlowSpec", "FlowArrays", "FlowRecord", "RateSample", "run_flows", "run_flow_arrays", "sparse_usage"]
 
 _DONE = 1e-9  # relative remaining volume treated as finished (floating-point slack)
+# flows loading at least this many (flow, link) pairs are first reduced to their classes of
+# symmetric flows (p2sim.sim.symmetry); below it the search costs more than it saves (every
+# step of benchmarks/simulate_appendix.py stays below, with at most a few hundred)
+_SYMMETRY_MIN = 1 << 12
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,33 @@ class FlowSpec:
     volume: float
     latency: float
     label: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class FlowArrays:
+    """Many flows as arrays: flow ``i`` loads ``edges[indptr[i]:indptr[i + 1]]`` with ``coef``,
+    moves ``volume[i]`` bytes after ``latency[i]`` s; ``label(i)`` names it (made only when a
+    message or a trace needs it)."""
+
+    indptr: np.ndarray
+    edges: np.ndarray
+    coef: np.ndarray
+    volume: np.ndarray
+    latency: np.ndarray
+    label: Callable[[int], str]
+
+    def __len__(self) -> int:
+        return len(self.volume)
+
+    @classmethod
+    def of(cls, flows: Sequence[FlowSpec]) -> FlowArrays:
+        n = len(flows)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(f.edges) for f in flows], out=indptr[1:])
+        edges = np.concatenate([np.asarray(f.edges, dtype=np.int64) for f in flows]) if n else np.zeros(0, np.int64)
+        coef = np.concatenate([np.asarray(f.coef, dtype=float) for f in flows]) if n else np.zeros(0)
+        return cls(indptr, edges, coef, np.array([f.volume for f in flows], dtype=float),
+                   np.array([f.latency for f in flows], dtype=float), lambda i: flows[i].label)
 
 
 @dataclass(frozen=True)
@@ -65,33 +97,22 @@ class FluidNetwork:
     per instant rather than once per joining flow.
     """
 
-    def __init__(self, env: simpy.Environment, flows: Sequence[FlowSpec], capacity: np.ndarray,
-                 record: bool = False) -> None:
+    def __init__(self, env: simpy.Environment, flows: FlowArrays, capacity: np.ndarray,
+                 record: bool = False, usage: tuple | None = None) -> None:
         self.env = env
-        self.flows = flows
+        self.n = len(flows)
         self.record = record
         self.samples: list[RateSample] = []
-        self.starts = np.full(len(flows), np.nan)
-        self.ends = np.full(len(flows), np.nan)
+        self.starts = np.full(self.n, np.nan)
+        self.ends = np.full(self.n, np.nan)
         # sparse usage over the links any flow touches (local indices), each link once per flow
         # (repeats merged, zero coefficients dropped), in one vectorised pass
-        n = len(flows)
-        sizes = np.array([len(f.edges) for f in flows], dtype=np.int64)
-        edges = np.concatenate([np.asarray(f.edges, dtype=np.int64) for f in flows]) if n else np.zeros(0, np.int64)
-        coef = np.concatenate([np.asarray(f.coef, dtype=float) for f in flows]) if n else np.zeros(0)
-        self.links, local = np.unique(edges, return_inverse=True)
-        owner = np.repeat(np.arange(n, dtype=np.int64), sizes)
-        keep = coef > 0
-        keys, inv = np.unique(owner[keep] * max(len(self.links), 1) + local[keep], return_inverse=True)
-        coef = np.bincount(inv, weights=coef[keep], minlength=len(keys))
-        owner, local = np.divmod(keys, max(len(self.links), 1))
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.int64)
-        self._usage = (indptr, local, coef)
+        self.links, self._usage = usage if usage is not None else _usage(flows)
         self.solver = MaxMin(*self._usage, np.asarray(capacity, dtype=float)[self.links])
-        self.volume = np.array([f.volume for f in flows], dtype=float)
+        self.volume = np.asarray(flows.volume, dtype=float)
         self.remaining = self.volume.copy()
         self.rate = self.solver.rate  # shared, updated in place by the solver
-        self.active = np.zeros(len(flows), dtype=bool)
+        self.active = np.zeros(self.n, dtype=bool)
         self._joining: list[int] = []
         self._last = 0.0
         self._generation = 0
@@ -150,9 +171,9 @@ class FluidNetwork:
 
     def _sample(self, ids: np.ndarray) -> None:
         indptr, local, coef = self._usage
-        rates = np.zeros(len(self.flows))
+        rates = np.zeros(self.n)
         rates[ids] = np.where(np.isfinite(self.rate[ids]), self.rate[ids], 0.0)
-        owner = np.repeat(np.arange(len(self.flows)), np.diff(indptr))
+        owner = np.repeat(np.arange(self.n), np.diff(indptr))
         load = np.bincount(local, weights=coef * rates[owner], minlength=len(self.links))
         keep = load > 0
         self.samples.append(RateSample(self.env.now, self.links[keep], load[keep]))
@@ -168,6 +189,30 @@ class FluidNetwork:
         self.ends[fin] = self.env.now
         self._resolve(fin.tolist())
         self._reschedule()
+
+
+def sparse_usage(flows: Sequence[FlowSpec]) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The links the flows touch (sorted ids), and per flow its local links and coefficients
+    (CSR ``indptr, local, coef``): each link once per flow, repeats summed, zero coefficients dropped."""
+    return _usage(FlowArrays.of(flows))
+
+
+def _usage(flows: FlowArrays) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    n = len(flows)
+    links, local = np.unique(flows.edges, return_inverse=True)
+    local = local.reshape(-1)
+    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(flows.indptr))
+    coef = flows.coef
+    keep = coef > 0
+    width = max(len(links), 1)
+    keys = owner[keep] * width + local[keep]
+    coef = coef[keep]
+    if keys.size and not np.all(keys[1:] > keys[:-1]):  # else already sorted and unique
+        keys, inv = np.unique(keys, return_inverse=True)
+        coef = np.bincount(inv.reshape(-1), weights=coef, minlength=len(keys))
+    owner, local = np.divmod(keys, width)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.int64)
+    return links, (indptr, local, coef)
 
 
 def _short(label: str) -> str:
@@ -192,15 +237,38 @@ def run_flows(
     >>> t, [(r.start, r.end) for r in recs]
     (20.0, [(0.0, 18.0), (2.0, 20.0)])
     """
-    for f in flows:
-        if not (np.isfinite(f.latency) and f.latency >= 0 and np.isfinite(f.volume) and f.volume >= 0):
-            raise InputError(f"flow {_short(f.label)}: latency {f.latency} s and volume {f.volume} bytes "
-                             "must be finite and non-negative")
+    t, starts, ends, samples = run_flow_arrays(FlowArrays.of(flows), capacity, record)
+    return t, [FlowRecord(f.label, float(a), float(b)) for f, a, b in zip(flows, starts, ends)], samples
+
+
+def run_flow_arrays(flows: FlowArrays, capacity: np.ndarray, record: bool = False
+                    ) -> tuple[float, np.ndarray, np.ndarray, list[RateSample]]:
+    """:func:`run_flows` of flows given as arrays: (makespan, starts, ends, rate samples)."""
+    bad = ~(np.isfinite(flows.latency) & (flows.latency >= 0) & np.isfinite(flows.volume) & (flows.volume >= 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(f"flow {_short(flows.label(i))}: latency {flows.latency[i]} s and volume "
+                         f"{flows.volume[i]} bytes must be finite and non-negative")
+    usage = _usage(flows)
+    if not record and len(usage[1][2]) >= _SYMMETRY_MIN:
+        links, (indptr, local, coef) = usage
+        q = quotient(indptr, links[local], coef, capacity, flows.volume, flows.latency)
+        if q is not None:  # one flow per class of flows that share links alike (p2sim.sim.symmetry)
+            rep = q.flow_rep
+            classes = FlowArrays(q.indptr, q.links, q.coef, flows.volume[rep], flows.latency[rep],
+                                 lambda a: flows.label(int(rep[a])))
+            t, starts, ends, _ = _run(classes, q.capacity, False, None)
+            return t, starts[q.of_flow], ends[q.of_flow], []
+    return _run(flows, capacity, record, usage)
+
+
+def _run(flows: FlowArrays, capacity: np.ndarray, record: bool,
+         usage: tuple | None) -> tuple[float, np.ndarray, np.ndarray, list[RateSample]]:
     env = simpy.Environment()
-    net = FluidNetwork(env, flows, capacity, record)
+    net = FluidNetwork(env, flows, capacity, record, usage)
     by_latency: dict[float, list[int]] = {}
-    for i, f in enumerate(flows):
-        by_latency.setdefault(float(f.latency), []).append(i)
+    for i, latency in enumerate(flows.latency.tolist()):
+        by_latency.setdefault(latency, []).append(i)
     for latency in sorted(by_latency):
         group = by_latency[latency]
         env.timeout(latency).callbacks.append(lambda _ev, group=group: net.arrive(group))
@@ -210,6 +278,6 @@ def run_flows(
         i = int(stuck[0])
         why = ("its rate is 0 (a link of zero bandwidth)" if net.rate[i] == 0 else
                f"at {net.rate[i]:.3g} bytes/s its {net.remaining[i]:.3g} bytes end past the largest float time")
-        raise InputError(f"flow {_short(flows[i].label)} never finishes: {why}")
-    out = [FlowRecord(f.label, float(s), float(e)) for f, s, e in zip(flows, net.starts, net.ends)]
-    return (max((r.end for r in out), default=0.0), out, net.samples)
+        raise InputError(f"flow {_short(flows.label(i))} never finishes: {why}")
+    ends = net.ends.astype(float)
+    return (float(ends.max()) if len(ends) else 0.0), net.starts.astype(float), ends, net.samples

@@ -26,21 +26,44 @@ default) or what ``algo`` / ``proto`` force, like ``NCCL_ALGO`` / ``NCCL_PROTO``
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..collectives import Collective, Expander, check_algo, check_proto, step_volumes
+from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
 from ..collectives.baseline import baseline_seconds
 from ..errors import ProgramError, SemanticsError
 from ..hierarchy import LoweredStep, Lowering
 from ..program import Program
 from ..semantics import State, apply
 from ..topology import Topology
-from .engine import FlowSpec, run_flows
+from .engine import FlowArrays, FlowSpec, run_flow_arrays, run_flows
 from .model import ModelConfig, ProgramResult, StepResult, check_model
 
-__all__ = ["Simulator", "check_program_completes"]
+__all__ = ["Simulator", "check_program_completes", "BOUND_SLACK", "forget_shapes"]
+
+# steps of up to this many groups expand group by group; larger ones once per class of groups
+# moved between nodes, in array passes (measured on benchmarks/simulate_appendix.py, at most 16
+# groups a step, and on benchmarks/rank_scale.py, up to 256)
+_FEW_GROUPS = 16
+
+# relative margin between Simulator.lower_bound and simulated times: the engine ends a flow
+# with up to 1e-9 of it left (engine._DONE), and sums in other orders differ by ulps
+BOUND_SLACK = 1e-6
+
+
+def forget_shapes(topo: Topology) -> None:
+    """Forget the decisions taken once per group shape and the step results built on them.
+
+    For a topology reused by independent tasks (a sweep's tasks in one worker process):
+    what a task computes must not depend on which tasks the process ran before it.  Routes,
+    ring searches and every group's expansion stay.
+    """
+    Expander.forget_shapes(topo)
+    for key in [k for k in topo.memo if isinstance(k, tuple) and k[0] == "steps"]:
+        del topo.memo[key]
 
 
 def check_program_completes(lowering: Lowering, program: Program) -> None:
@@ -86,8 +109,13 @@ class Simulator:
         self.model = check_model(model)
         self.config = ModelConfig.of(topo.spec) if config is None else config
         self.trace = trace
-        self.expander = Expander(topo, self.config.resolve(topo.spec))
-        self._steps: dict[tuple, StepResult] = {}
+        rates = self.config.resolve(topo.spec)
+        self.expander = Expander(topo, rates)
+        # a step's result depends on these and the step alone: simulators of one topology share them
+        # (a traced simulator keeps its own, with the traces)
+        self._steps: dict[tuple, StepResult] = (
+            {} if trace else topo.memo.setdefault(("steps", self.proto, self.model, rates), {}))
+        self._seen: dict[int, tuple[object, bytes]] = {}
 
     def simulate(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> ProgramResult:
         """Simulate one program (which must be valid for ``lowering``)."""
@@ -96,16 +124,103 @@ class Simulator:
                 f"matrix: the placement has {lowering.placement.devices} devices, the system {self.topo.devices}"
             )
         steps = lowering.lower(program)
-        vols = step_volumes(lowering, program, bytes_per_gpu)
-        return ProgramResult(program.text, tuple(self.step(s, v) for s, v in zip(steps, vols)))
+        fractions = step_fractions(lowering, program)
+        return ProgramResult(program.text, tuple(self._step(s, f, bytes_per_gpu) for s, f in zip(steps, fractions)))
+
+    def _digest(self, value: LoweredStep | tuple[float, ...]) -> bytes:
+        """A 160-bit digest of a lowered step or of its groups' buffer fractions, computed once per
+        object (the lowering hands out the same objects again and again): the shared step
+        results are keyed by it rather than by groups of thousands of GPUs."""
+        hit = self._seen.get(id(value))
+        if hit is not None and hit[0] is value:
+            return hit[1]
+        if isinstance(value, LoweredStep):
+            sizes = np.fromiter((len(g) for g in value.groups), np.int64, len(value.groups))
+            members = np.fromiter((m for g in value.groups for m in g), np.int64, int(sizes.sum()))
+            data = value.op.value.encode() + b"|" + sizes.tobytes() + b"|" + members.tobytes()
+        else:
+            data = np.asarray(value, dtype=float).tobytes()
+        digest = hashlib.blake2b(data, digest_size=20).digest()
+        self._seen[id(value)] = (value, digest)  # kept alive while this simulator is: its id stays its own
+        return digest
+
+    def _step(self, step: LoweredStep, fractions: tuple[float, ...], nbytes: float, bound: bool = False):
+        """:meth:`step` (or :meth:`step_bound`) of a lowered step and its groups' buffer fractions."""
+        algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
+        key = (bound, algo, self._digest(step), self._digest(fractions), nbytes)
+        hit = self._steps.get(key)
+        if hit is None:
+            volumes = tuple(f * nbytes for f in fractions)  # as step_volumes computes them
+            hit = self._steps[key] = self._step_bound(step, volumes) if bound else self._simulate_step(step, volumes)
+        return hit
 
     def step(self, step: LoweredStep, volumes: Sequence[float]) -> StepResult:
-        key = (step.op, step.groups, tuple(volumes))
+        """One lowered step with each group's buffer in bytes (cached)."""
+        # NCCL has trees for AllReduce only: a forced tree runs any other collective as a ring
+        # (Expander.choose, baseline_seconds), so the two settings share those steps
+        algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
+        key = (algo, step.op, step.groups, tuple(volumes))
         hit = self._steps.get(key)
         if hit is None:
             hit = self._simulate_step(step, volumes)
             self._steps[key] = hit
         return hit
+
+    def lower_bound(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> float:
+        """A lower bound of :meth:`simulate`'s total seconds with the ``des`` model, without the engine.
+
+        Per step (see :meth:`step_bound`), summed: microseconds where a simulation takes
+        milliseconds, so a search can simulate only the programs whose bound can still win.
+        """
+        steps = lowering.lower(program)
+        fractions = step_fractions(lowering, program)
+        return sum(self._step(s, f, bytes_per_gpu, True) for s, f in zip(steps, fractions))
+
+    def step_bound(self, step: LoweredStep, volumes: Sequence[float]) -> float:
+        """A lower bound of the step's event-driven time: the larger of two.
+
+        * **Each group alone**: its start-up latency plus its buffer over its uncontended
+          algorithm bandwidth -- the ``analytic`` model's figure for the group.  In the
+          event-driven run all of a group's flows start after that latency, and the link
+          (or cap) that sets the algorithm bandwidth must carry ``buffer x its load per byte``
+          at no more than its capacity, whatever the others do: so no group finishes earlier.
+        * **Each link**: all groups' bytes over it (buffer x load per byte, summed over the
+          groups) at its capacity, after the step's earliest start-up latency.
+
+        Groups that are the same group moved between nodes (an exact symmetry of the
+        system) are expanded once.  Floating-point sums may put the simulated time a few
+        ulps (and the engine's completion slack, 1e-9 of a flow) below the bound; callers
+        compare with a relative margin (:data:`BOUND_SLACK`).
+        """
+        algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
+        key = ("bound", algo, step.op, step.groups, tuple(volumes))
+        hit = self._steps.get(key)
+        if hit is None:
+            hit = self._steps[key] = self._step_bound(step, volumes)
+        return hit
+
+    def _step_bound(self, step: LoweredStep, volumes: Sequence[float]) -> float:
+        op = step.op.value
+        gpn = self.topo.gpus_per_node
+        stride = self.topo._stride
+        alone, start = 0.0, math.inf
+        edges, loads = [], []
+        for g, v, shifts, _ in _moved_classes(step.groups, volumes, gpn):
+            algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
+            c = self.expander.collective(algo, proto, op, g, v)
+            alone = max(alone, self.expander.analytic_seconds(c, v))
+            start = min(start, c.latency)
+            e, load = c.link_load()
+            edges.append((e[None, :] + shifts[:, None] * stride[e][None, :]).ravel())
+            loads.append(np.tile(load * v, len(shifts)))
+        e = np.concatenate(edges)
+        if not len(e):
+            return alone
+        used, inverse = np.unique(e, return_inverse=True)
+        work = np.bincount(inverse.reshape(-1), weights=np.concatenate(loads), minlength=len(used))
+        with np.errstate(divide="ignore"):
+            links = float(np.max(work / self.topo.capacity[used]))
+        return max(alone, start + links)
 
     def collectives(self, op: str, groups: Sequence[Sequence[int]], volumes: Sequence[float]) -> list[Collective]:
         """Each group's collective, with the algorithm and protocol NCCL would run (or the forced ones)."""
@@ -124,19 +239,125 @@ class Simulator:
             used = "tree" if algo == "tree" and op == "AllReduce" else "ring"
             return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes),
                               ((used, "Simple", 1),))
-        colls = self.collectives(op, step.groups, volumes)
-        trace: tuple = ()
-        choices = tuple(sorted({(c.algo, c.proto, c.channels) for c in colls}))
-        if self.model == "analytic":
-            seconds = max(self.expander.analytic_seconds(c, v) for c, v in zip(colls, volumes))
-        else:
+        if self.trace or len(step.groups) <= _FEW_GROUPS:  # every group's collective (the trace's tracks)
+            colls = self.collectives(op, step.groups, volumes)
+            choices = tuple(sorted({(c.algo, c.proto, c.channels) for c in colls}))
+            if self.model == "analytic":
+                seconds = max(self.expander.analytic_seconds(c, v) for c, v in zip(colls, volumes))
+                return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices)
             flows, extra = flow_specs(colls, volumes, len(self.topo.capacity))
             capacity = np.concatenate([self.topo.capacity, np.asarray(extra, dtype=float)])
             seconds, records, samples = run_flows(flows, capacity, record=self.trace)
+            trace = ()
             if self.trace:  # records, rate samples, and each flow's group
-                owners = tuple(g for g, c in enumerate(colls) for _ in c.flows)
-                trace = (tuple(records), tuple(samples), owners)
-        return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices, trace)
+                trace = (tuple(records), tuple(samples), tuple(g for g, c in enumerate(colls) for _ in c.flows))
+            return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices, trace)
+        # one collective per class of groups that are the same group moved between nodes: the
+        # others are it moved (an exact symmetry), their flows its flows shifted
+        classes = []
+        for g, v, shifts, members in _moved_classes(step.groups, volumes, self.topo.gpus_per_node):
+            algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
+            classes.append((self.expander.collective(algo, proto, op, g, v), v, shifts, members))
+        choices = tuple(sorted({(c.algo, c.proto, c.channels) for c, _, _, _ in classes}))
+        if self.model == "analytic":
+            seconds = max(self.expander.analytic_seconds(c, v) for c, v, _, _ in classes)
+        else:
+            flows, capacity = self._flow_arrays(op, step.groups, classes)
+            seconds = run_flow_arrays(flows, capacity)[0]
+        return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices)
+
+    def _flow_arrays(self, op: str, groups: Sequence[Sequence[int]], classes: list) -> tuple[FlowArrays, np.ndarray]:
+        """The engine's flows of a step, as :func:`flow_specs` lays them out (groups in order, each
+        group's flows in order, virtual links numbered alike), built per class of moved groups
+        in array passes."""
+        links = len(self.topo.capacity)
+        stride = self.topo._stride
+        ngroups = len(groups)
+        # virtual links per group (shared caps, then each flow's private caps), numbered in group order
+        sizes = np.zeros(ngroups, dtype=np.int64)
+        for c, _, _, members in classes:
+            sizes[members] = len(c.shared_caps) + sum(len(f.caps) for f in c.flows)
+        base = links + np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        blocks, templates, caps = [], [], np.zeros(int(sizes.sum()))
+        row_group, row_flow, row_start, row_len, row_coef, row_vol, row_lat = [], [], [], [], [], [], []
+        at = coef_at = 0
+        for c, v, shifts, members in classes:
+            b = base[members]
+            nshared = len(c.shared_caps)
+            cap_row = np.array([cap for cap, _ in c.shared_caps] + [cap for f in c.flows for cap, _ in f.caps])
+            if len(cap_row):
+                caps[((b - links)[:, None] + np.arange(len(cap_row))[None, :]).ravel()] = np.tile(cap_row, len(b))
+            shared = b[:, None] + np.arange(nshared, dtype=np.int64)[None, :]
+            offset = nshared
+            for k, f in enumerate(c.flows):
+                own = b[:, None] + (offset + np.arange(len(f.caps), dtype=np.int64))[None, :]
+                offset += len(f.caps)
+                block = np.concatenate([f.edges[None, :] + shifts[:, None] * stride[f.edges][None, :], own, shared],
+                                       axis=1)
+                width = block.shape[1]
+                blocks.append(block.ravel())
+                templates.append(np.concatenate([f.coef, np.array([co for _, co in f.caps], dtype=float),
+                                                 np.array([pf[k] for _, pf in c.shared_caps], dtype=float)]))
+                row_group.append(members)
+                row_flow.append(np.full(len(members), k, dtype=np.int64))
+                row_start.append(at + width * np.arange(len(members), dtype=np.int64))
+                row_len.append(np.full(len(members), width, dtype=np.int64))
+                row_coef.append(np.full(len(members), coef_at, dtype=np.int64))
+                row_vol.append(np.full(len(members), v * f.share))
+                row_lat.append(np.full(len(members), c.latency))
+                at += block.size
+                coef_at += width
+        group, flow = np.concatenate(row_group), np.concatenate(row_flow)
+        order = np.lexsort((flow, group))  # groups in order, each group's flows in order
+        start, length = np.concatenate(row_start)[order], np.concatenate(row_len)[order]
+        coef_start = np.concatenate(row_coef)[order]
+        indptr = np.zeros(len(order) + 1, dtype=np.int64)
+        np.cumsum(length, out=indptr[1:])
+        within = np.arange(int(indptr[-1]), dtype=np.int64) - np.repeat(indptr[:-1], length)
+        edges = np.concatenate(blocks)[np.repeat(start, length) + within]
+        coef = np.concatenate(templates)[np.repeat(coef_start, length) + within]
+        group, flow = group[order], flow[order]
+        per_group = np.bincount(group, minlength=ngroups)
+        cls = {}
+        for c, _, _, members in classes:
+            for i in members.tolist():
+                cls[i] = c
+
+        def label(f: int) -> str:
+            i = int(group[f])
+            c = cls[i]
+            return f"{op} {c.algo}/{c.proto} {list(groups[i])} flow {int(flow[f]) + 1}/{int(per_group[i])}"
+
+        flows = FlowArrays(indptr, edges, coef, np.concatenate(row_vol)[order], np.concatenate(row_lat)[order], label)
+        return flows, np.concatenate([self.topo.capacity, caps])
+
+
+def _moved_classes(groups: Sequence[Sequence[int]], volumes: Sequence[float], gpn: int):
+    """The groups of a step by class of the same group moved between nodes (with the same
+    buffer): per class one group, and the node shifts (from it) and positions of all its groups."""
+    n = len(groups[0])
+    if all(len(g) == n for g in groups):
+        arr = np.array(groups, dtype=np.int64)
+        first = arr.min(axis=1) // gpn
+        key = np.concatenate([arr - (first * gpn)[:, None],
+                              np.asarray(volumes, dtype=float).view(np.int64)[:, None]], axis=1)
+        _, rep, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(rep) + 1))
+        for c, r in enumerate(rep.tolist()):
+            members = order[bounds[c]:bounds[c + 1]]
+            yield tuple(groups[r]), volumes[r], first[members] - first[r], members
+        return
+    classes: dict[tuple, list[int]] = {}
+    for i, g in enumerate(groups):
+        f = min(g) // gpn
+        classes.setdefault((tuple(m - f * gpn for m in g), volumes[i]), []).append(i)
+    for members in classes.values():
+        r = members[0]
+        f = min(groups[r]) // gpn
+        yield (tuple(groups[r]), volumes[r], np.array([min(groups[i]) // gpn - f for i in members], dtype=np.int64),
+               np.array(members, dtype=np.int64))
 
 
 def flow_specs(colls: Sequence[Collective], volumes: Sequence[float], links: int) -> tuple[list[FlowSpec], list[float]]:
@@ -153,14 +374,19 @@ def flow_specs(colls: Sequence[Collective], volumes: Sequence[float], links: int
             shared.append(links + len(extra))
             extra.append(cap)
         for k, f in enumerate(c.flows):
-            edges, coef = [f.edges], [f.coef]
+            ids: list[int] = []
+            cos: list[float] = []
             for cap, co in f.caps:
-                edges.append(np.array([links + len(extra)]))
-                coef.append(np.array([co]))
+                ids.append(links + len(extra))
+                cos.append(co)
                 extra.append(cap)
             for link, (_, per_flow) in zip(shared, c.shared_caps):
-                edges.append(np.array([link]))
-                coef.append(np.array([per_flow[k]]))
+                ids.append(link)
+                cos.append(per_flow[k])
+            edges, coef = f.edges, f.coef
+            if ids:
+                edges = np.concatenate((edges, np.array(ids, dtype=np.int64)))
+                coef = np.concatenate((coef, np.array(cos, dtype=float)))
             label = f"{c.op} {c.algo}/{c.proto} {list(c.members)} flow {k + 1}/{len(c.flows)}"
-            flows.append(FlowSpec(np.concatenate(edges), np.concatenate(coef), v * f.share, c.latency, label))
+            flows.append(FlowSpec(edges, coef, v * f.share, c.latency, label))
     return flows, extra

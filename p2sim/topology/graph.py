@@ -25,6 +25,7 @@ down to the peer.  :meth:`Topology.route` uses each GPU's default (nearest) NIC;
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -40,6 +41,9 @@ __all__ = ["Route", "Topology"]
 
 GB = 1e9
 US = 1e-6
+# up to this many routes, Topology.route_table looks each up in the route caches (measured faster
+# than its array passes below about a hundred on benchmarks/simulate_appendix.py)
+_FEW_ROUTES = 96
 
 
 @dataclass(frozen=True)
@@ -89,68 +93,140 @@ class Topology:
         self._net: dict[tuple[str, str], tuple[int, ...]] = {}
         self._routes: dict[tuple[int, int], Route] = {}
         self._via: dict[tuple[int, int, str, str], Route] = {}
+        self._types: dict[tuple[int, int], str] = {}
+        self._vias: dict[tuple[int, str, str, int], tuple[tuple[int, ...], ...]] = {}
+        self._templates: dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
         # derived data of other layers (ring searches, GPU classes), computed once per topology
         self.memo: dict = {}
         self._check_connected()
 
     # -- construction -------------------------------------------------------------
+    # Every node is one template joined to the network the same way, so the edges are laid
+    # out by arithmetic: node i's links take ids [i E, (i+1) E) in the file's order (E per
+    # node), then each network link in the file's order: one pair of ids per node for a link
+    # from a node component (node i's at 2i, 2i+1 of its block), or one pair.  Routes need
+    # only node 0, node 1 and the network (:attr:`template`); the whole graph is built when
+    # asked for (:attr:`graph`).
     def _build(self) -> None:
-        g = nx.DiGraph(name=self.spec.name)
         spec = self.spec
-        for i in range(self.node_count):
+        local = set(spec.gpus) | {c for c, _ in spec.components}
+        seen: set[tuple[str, str]] = set()
+
+        def attrs(ln: LinkSpec) -> tuple[float, float]:
+            c = spec.classes[ln.cls]
+            # the capacity NCCL's transfers see: the data-sheet rate times the class's efficiency
+            return ((ln.bandwidth if ln.bandwidth is not None else c.bandwidth) * c.efficiency * GB,
+                    (ln.latency if ln.latency is not None else c.latency) * US)
+
+        def check(u: str, v: str) -> None:
+            for a, z in ((u, v), (v, u)):
+                if (a, z) in seen:
+                    raise TopologyError(f"{spec.source}: link {a} -> {z} is declared twice")
+                seen.add((a, z))
+
+        node: list[tuple[str, str, str, float, float]] = []  # one node's directed edges: (a, z, class, bw, lat)
+        for ln in spec.node_links:
+            b, t = attrs(ln)
+            for u, v in ln.pairs:
+                check(f"n0/{u}", f"n0/{v}")
+                node += [(u, v, ln.cls, b, t), (v, u, ln.cls, b, t)]
+        # network blocks: (first id, inner component or None, a, z, class, bw, lat)
+        blocks: list[tuple[int, str | None, str, str, str, float, float]] = []
+        count = len(node) * self.node_count
+        for ln in spec.network_links:
+            b, t = attrs(ln)
+            for u, v in ln.pairs:
+                if u in local or v in local:
+                    inner, outer = (u, v) if u in local else (v, u)
+                    check(f"n0/{inner}", f"net/{outer}")
+                    blocks.append((count, inner, inner, outer, ln.cls, b, t))
+                    count += 2 * self.node_count
+                else:
+                    check(f"net/{u}", f"net/{v}")
+                    blocks.append((count, None, u, v, ln.cls, b, t))
+                    count += 2
+        self._node_edges, self._blocks = node, blocks
+        self._block_starts = [blk[0] for blk in blocks]
+        self._edges_per_node = len(node)
+        n = self.node_count
+        bw = [np.tile(np.array([e[3] for e in node], dtype=float), n)]
+        lat = [np.tile(np.array([e[4] for e in node], dtype=float), n)]
+        cls = [e[2] for e in node] * n
+        stride = [np.full(len(node) * n, len(node), dtype=np.int64)]
+        for _, inner, _, _, c, b, t in blocks:
+            k = 2 * n if inner is not None else 2
+            bw.append(np.full(k, b))
+            lat.append(np.full(k, t))
+            cls += [c] * k
+            # moving everything one node on moves a node's link to the next node's pair
+            stride.append(np.full(k, 2 if inner is not None else 0, dtype=np.int64))
+        self.capacity = np.concatenate(bw)
+        self.latency = np.concatenate(lat)
+        self.edge_class: tuple[str, ...] = tuple(cls)
+        self._stride = np.concatenate(stride)
+        self.template = self._make_graph(range(min(n, 2)))
+        self._index = {(u, v): d["index"] for u, v, d in self.template.edges(data=True)}
+
+    def _make_graph(self, nodes: range) -> nx.DiGraph:
+        """The graph of these nodes and the network (edge ``index`` as in the whole graph)."""
+        spec = self.spec
+        g = nx.DiGraph(name=spec.name)
+        for i in nodes:
             for local, name in enumerate(spec.gpus):
                 g.add_node(f"n{i}/{name}", kind="gpu", node=i, device=i * self.gpus_per_node + local)
             for name, kind in spec.components:
                 g.add_node(f"n{i}/{name}", kind=kind, node=i, device=None)
         for name, kind in spec.network_components:
             g.add_node(f"net/{name}", kind=kind, node=None, device=None)
-        self._edges: list[tuple[str, str]] = []
-        bw: list[float] = []
-        lat: list[float] = []
-        cls: list[str] = []
-        local = set(spec.gpus) | {c for c, _ in spec.components}
+        per = self._edges_per_node
+        for i in nodes:
+            for k, (a, z, c, b, t) in enumerate(self._node_edges):
+                g.add_edge(f"n{i}/{a}", f"n{i}/{z}", cls=c, bandwidth=b, latency=t, index=i * per + k)
+        for first, inner, a, z, c, b, t in self._blocks:
+            if inner is None:
+                g.add_edge(f"net/{a}", f"net/{z}", cls=c, bandwidth=b, latency=t, index=first)
+                g.add_edge(f"net/{z}", f"net/{a}", cls=c, bandwidth=b, latency=t, index=first + 1)
+                continue
+            for i in nodes:
+                g.add_edge(f"n{i}/{a}", f"net/{z}", cls=c, bandwidth=b, latency=t, index=first + 2 * i)
+                g.add_edge(f"net/{z}", f"n{i}/{a}", cls=c, bandwidth=b, latency=t, index=first + 2 * i + 1)
+        return g
 
-        def add(u: str, v: str, ln: LinkSpec) -> None:
-            c = spec.classes[ln.cls]
-            # the capacity NCCL's transfers see: the data-sheet rate times the class's efficiency
-            b = (ln.bandwidth if ln.bandwidth is not None else c.bandwidth) * c.efficiency * GB
-            t = (ln.latency if ln.latency is not None else c.latency) * US
-            for a, z in ((u, v), (v, u)):
-                if g.has_edge(a, z):
-                    raise TopologyError(f"{spec.source}: link {a} -> {z} is declared twice")
-                g.add_edge(a, z, cls=ln.cls, bandwidth=b, latency=t, index=len(self._edges))
-                self._edges.append((a, z))
-                bw.append(b)
-                lat.append(t)
-                cls.append(ln.cls)
+    @cached_property
+    def graph(self) -> nx.DiGraph:
+        """The whole system as a graph (built when first asked for; routes use :attr:`template`)."""
+        if self.node_count <= 2:
+            return self.template
+        return self._make_graph(range(self.node_count))
 
-        for i in range(self.node_count):
-            for ln in spec.node_links:
-                for a, b in ln.pairs:
-                    add(f"n{i}/{a}", f"n{i}/{b}", ln)
-            if i == 0:
-                self._edges_per_node = len(self._edges)
-        for ln in spec.network_links:
-            for a, b in ln.pairs:
-                if a in local or b in local:
-                    inner, outer = (a, b) if a in local else (b, a)
-                    for i in range(self.node_count):
-                        add(f"n{i}/{inner}", f"net/{outer}", ln)
-                else:
-                    add(f"net/{a}", f"net/{b}", ln)
-        self.graph = g
-        self.capacity = np.asarray(bw, dtype=float)
-        self.latency = np.asarray(lat, dtype=float)
-        self.edge_class: tuple[str, ...] = tuple(cls)
-        self._index = {e: k for k, e in enumerate(self._edges)}
-        # moving everything by one node moves a node's own edge by ``stride`` ids: its node's
-        # block of edges, or the next node's pair of links to the same network component
-        stride = np.zeros(len(self._edges), dtype=np.int64)
-        stride[: self._edges_per_node * self.node_count] = self._edges_per_node
-        for k in range(self._edges_per_node * self.node_count, len(self._edges)):
-            if g.nodes[self._edges[k][0]]["node"] is not None or g.nodes[self._edges[k][1]]["node"] is not None:
-                stride[k] = 2
-        self._stride = stride
+    def edge_name(self, k: int) -> tuple[str, str]:
+        """Directed edge ``k`` as ``(u, v)`` node names of :attr:`graph`."""
+        per, n = self._edges_per_node, self.node_count
+        if k < per * n:
+            i, r = divmod(k, per)
+            a, z = self._node_edges[r][:2]
+            return f"n{i}/{a}", f"n{i}/{z}"
+        first, inner, a, z = self._blocks[bisect.bisect_right(self._block_starts, k) - 1][:4]
+        if inner is None:
+            return (f"net/{a}", f"net/{z}") if k == first else (f"net/{z}", f"net/{a}")
+        i, back = divmod(k - first, 2)
+        return (f"net/{z}", f"n{i}/{a}") if back else (f"n{i}/{a}", f"net/{z}")
+
+    def edge_index(self, u: str, v: str) -> int:
+        """The id of directed edge ``u -> v`` of :attr:`graph` (names of any node)."""
+        ends = [x.split("/", 1) for x in (u, v)]
+        nodes = {int(w[0][1:]) for w in ends if w[0] != "net"}
+        if not nodes:
+            return self._index[(u, v)]
+        if len(nodes) > 1:
+            raise KeyError((u, v))
+        p = nodes.pop()
+        k = self._index[tuple("net/" + w[1] if w[0] == "net" else "n0/" + w[1] for w in ends)]
+        return k + p * int(self._stride[k])
+
+    @cached_property
+    def _edges(self) -> list[tuple[str, str]]:
+        return [self.edge_name(k) for k in range(len(self.capacity))]
 
     def shift_edges(self, edges: np.ndarray, nodes: int) -> np.ndarray:
         """The edges that ``edges`` become when everything moves ``nodes`` nodes on (every node is
@@ -216,8 +292,11 @@ class Topology:
 
     def intra_type(self, a: int, b: int) -> str:
         """NCCL's path type between local GPUs ``a`` and ``b`` (``NVL``, ``PIX``, ``PXB``, ``PHB``, ``SYS``)."""
-        ids = self._intra_route(a, b)[0]
-        return path_type(self, [self._edges[ids[0]][0]] + [self._edges[e][1] for e in ids])
+        hit = self._types.get((a, b))
+        if hit is None:
+            ids = self._intra_route(a, b)[0]
+            hit = self._types[(a, b)] = path_type(self, [self.edge_name(ids[0])[0]] + [self.edge_name(e)[1] for e in ids])
+        return hit
 
     def local_nics(self, local: int) -> tuple[str, ...]:
         """The usable NICs nearest to local GPU ``local`` (NCCL's 'local' NICs), in file order."""
@@ -267,15 +346,15 @@ class Topology:
         searching the whole graph for each of a thousand-node ring's NIC pairs is what this
         avoids.
         """
-        net = [x for x, d in self.graph.nodes(data=True) if d["node"] is None]
-        g = self.graph.subgraph(net)
+        net = [x for x, d in self.template.nodes(data=True) if d["node"] is None]
+        g = self.template.subgraph(net)
         return {s: nx.single_source_dijkstra(g, s, weight=hop_weight) for s in sorted(net)}
 
     def _net_route(self, src: str, dst: str) -> tuple[int, ...]:
         hit = self._net.get((src, dst))
         if hit is not None:
             return hit
-        g, paths = self.graph, self._switch_paths
+        g, paths = self.template, self._switch_paths
         best: tuple[float, list[str]] | None = None
         if g.has_edge(src, dst):  # NICs cabled back to back
             best = (hop_weight(src, dst, g.edges[src, dst]), [src, dst])
@@ -329,20 +408,118 @@ class Topology:
         q, b = divmod(dst, self.gpus_per_node)
         if p == q:
             raise TopologyError(f"device: GPUs {src} and {dst} share a node; no NIC route between them")
-        off = self._edges_per_node
-        edges = (tuple(e + p * off for e in self._nic_edges(a, nic_out, True))
-                 + self._net_route(f"n{p}/{nic_out}", f"n{q}/{nic_in}")
-                 + tuple(e + q * off for e in self._nic_edges(b, nic_in, False)))
+        out, mid, into = self._via_parts(a, nic_out, nic_in, b)
+        stride = self._stride
+        edges = (tuple(e + p * int(stride[e]) for e in out) + mid + tuple(e + q * int(stride[e]) for e in into))
         r = self._make_route(edges, True, "NET")
         self._via[key] = r
         return r
 
+    def _via_parts(self, a: int, nic_out: str, nic_in: str, b: int) -> tuple[tuple[int, ...], ...]:
+        """From local GPU ``a`` of node 0 through ``nic_out`` to local GPU ``b`` of node 1 through
+        ``nic_in``, in three parts: moved with the sender's node, fixed (the switches), moved
+        with the receiver's node (node-0 ids).  The network joins every node alike, so this is
+        every node pair's route, moved."""
+        key = (a, nic_out, nic_in, b)
+        hit = self._vias.get(key)
+        if hit is None:
+            net = self._net_route(f"n0/{nic_out}", f"n1/{nic_in}")
+            last = net[-1] - int(self._stride[net[-1]])
+            hit = self._vias[key] = (self._nic_edges(a, nic_out, True) + net[:1], net[1:-1],
+                                     (last,) + self._nic_edges(b, nic_in, False))
+        return hit
+
     def _make_route(self, edges: tuple[int, ...], inter: bool, transport: str) -> Route:
         return Route(edges, float(sum(self.latency[list(edges)])), inter, transport)
 
+    # -- many routes at once --------------------------------------------------------
+    def _route_template(self, code: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """A route in three parts of node-0 edge ids: moved with the sender's node, fixed, moved
+        with the receiver's node (``code`` as :meth:`route_table` numbers it)."""
+        hit = self._templates.get(code)
+        if hit is not None:
+            return hit
+        gpn, nn = self.gpus_per_node, len(self.nics) + 1
+        if code < gpn * gpn:  # inside a node
+            hit = (self._intra_route(*divmod(code, gpn))[0], (), ())
+        else:  # node 0 to node 1: route_via's parts, the last network edge moved back to node 0
+            rest, b = divmod(code - gpn * gpn, gpn)
+            rest, y = divmod(rest, nn)
+            a, x = divmod(rest, nn)
+            hit = self._via_parts(a, self.nic_of(a) if x == 0 else self.nics[x - 1], b=b,
+                                  nic_in=self.nic_of(b) if y == 0 else self.nics[y - 1])
+        self._templates[code] = hit
+        return hit
+
+    def route_table(self, src: np.ndarray, dst: np.ndarray, nic_out: np.ndarray | None = None,
+                    nic_in: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The routes of many (sender, receiver) pairs at once, as :meth:`route` and :meth:`route_via` give them.
+
+        ``nic_out`` / ``nic_in`` name each pair's NICs by index into :attr:`nics` (``-1``: the
+        GPU's default NIC); they matter only between nodes.  Returns ``(indptr, edges)``: pair
+        ``i`` takes ``edges[indptr[i]:indptr[i + 1]]``, in route order.  A route is computed once
+        per (local GPUs, NICs) and moved to every node (each node is the same template, joined
+        to the network the same way), so a ring over thousands of nodes costs a few array passes.
+
+        Examples
+        --------
+        >>> from p2sim.topology import load_system
+        >>> topo = load_system("a100", nodes=2)
+        >>> indptr, edges = topo.route_table(np.array([0, 0]), np.array([1, 16]))
+        >>> tuple(edges[indptr[1]:indptr[2]]) == topo.route(0, 16).edges
+        True
+        """
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        n = len(src)
+        if n <= _FEW_ROUTES:  # the cached routes, one by one: cheaper than the array passes here
+            ids: list[int] = []
+            ends = [0]
+            for i, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):
+                if a // self.gpus_per_node == b // self.gpus_per_node or nic_out is None:
+                    r = self.route(a, b)
+                else:
+                    x, y = int(nic_out[i]), int(nic_in[i])
+                    r = self.route_via(a, b, self.nic_of(a) if x < 0 else self.nics[x],
+                                       self.nic_of(b) if y < 0 else self.nics[y])
+                ids += r.edges
+                ends.append(len(ids))
+            return np.array(ends, dtype=np.int64), np.array(ids, dtype=np.int64)
+        if n:
+            self._check_devices(int(src.min()), int(src.max()), int(dst.min()), int(dst.max()))
+        if np.any(src == dst):
+            raise TopologyError(f"device: a route from GPU {int(src[src == dst][0])} to itself")
+        gpn, nn = self.gpus_per_node, len(self.nics) + 1
+        p, a = np.divmod(src, gpn)
+        q, b = np.divmod(dst, gpn)
+        x = np.zeros(n, dtype=np.int64) if nic_out is None else np.asarray(nic_out, dtype=np.int64) + 1
+        y = np.zeros(n, dtype=np.int64) if nic_in is None else np.asarray(nic_in, dtype=np.int64) + 1
+        code = np.where(p == q, a * gpn + b, gpn * gpn + ((a * nn + x) * nn + y) * gpn + b)
+        codes, which = np.unique(code, return_inverse=True)
+        parts = [self._route_template(int(c)) for c in codes]
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        lens = [np.array([len(t[k]) for t in parts], dtype=np.int64)[which] for k in range(3)]
+        np.cumsum(lens[0] + lens[1] + lens[2], out=indptr[1:])
+        edges = np.empty(int(indptr[-1]), dtype=np.int64)
+        start = indptr[:-1].copy()
+        for k, moved in ((0, p), (1, None), (2, q)):
+            flat = np.fromiter((e for t in parts for e in t[k]), dtype=np.int64)
+            offsets = np.zeros(len(parts), dtype=np.int64)
+            np.cumsum([len(t[k]) for t in parts[:-1]], out=offsets[1:])
+            ln = lens[k]
+            total = int(ln.sum())
+            if total:
+                within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(ln) - ln, ln)
+                vals = flat[np.repeat(offsets[which], ln) + within]
+                if moved is not None:
+                    vals = vals + np.repeat(moved, ln) * self._stride[vals]
+                edges[np.repeat(start, ln) + within] = vals
+            start += ln
+        return indptr, edges
+
     def path_names(self, src: int, dst: int) -> list[tuple[str, str]]:
         """The route as directed edges ``(u, v)`` of :attr:`graph`."""
-        return [self._edges[e] for e in self.route(src, dst).edges]
+        return [self.edge_name(e) for e in self.route(src, dst).edges]
 
 
 def bisection(topo: Topology) -> dict[str, float]:

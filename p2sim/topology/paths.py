@@ -44,7 +44,7 @@ def hop_weight(u: str, v: str, data: dict) -> float:
 
 def path_type(topo: Topology, path: list[str]) -> str:
     """NCCL's type of a path (its intermediate components decide)."""
-    kinds = [topo.graph.nodes[x]["kind"] for x in path[1:-1]]
+    kinds = [topo.template.nodes[x]["kind"] for x in path[1:-1]]
     cpus = sum(k == "cpu" for k in kinds)
     if cpus:
         return "PHB" if cpus == 1 else "SYS"
@@ -62,7 +62,7 @@ def host_path(topo: Topology, src: str, dst: str) -> list[str] | None:
     """Shortest path between two node-0 components through PCIe switches and CPUs only."""
     allowed = topo.host_components
 
-    view = nx.subgraph_view(topo.graph, filter_node=lambda x: x in allowed or x == src or x == dst)
+    view = nx.subgraph_view(topo.template, filter_node=lambda x: x in allowed or x == src or x == dst)
     try:
         return nx.shortest_path(view, src, dst, weight=hop_weight)
     except nx.NetworkXNoPath:
@@ -70,12 +70,12 @@ def host_path(topo: Topology, src: str, dst: str) -> list[str] | None:
 
 
 def _memory_of(topo: Topology, cpu: str) -> str | None:
-    return next((m for m in topo.graph.successors(cpu) if topo.graph.nodes[m]["kind"] == "memory"), None)
+    return next((m for m in topo.template.successors(cpu) if topo.template.nodes[m]["kind"] == "memory"), None)
 
 
 def _stage(topo: Topology, path: list[str], near_end: bool) -> list[str]:
     """Route ``path`` through host memory: via the memory of its CPU nearest the chosen end."""
-    cpus = [i for i, x in enumerate(path) if topo.graph.nodes[x]["kind"] == "cpu"]
+    cpus = [i for i, x in enumerate(path) if topo.template.nodes[x]["kind"] == "cpu"]
     if not cpus:
         return path
     i = cpus[-1] if near_end else cpus[0]
@@ -87,7 +87,7 @@ def _stage(topo: Topology, path: list[str], near_end: bool) -> list[str]:
 
 def _shm_path(topo: Topology, src: str, dst: str) -> list[str] | None:
     """GPU to GPU through host memory of the receiver's CPU (NCCL's SHM transport)."""
-    g = topo.graph
+    g = topo.template
     cpus = [c for c in topo.host_components if g.nodes[c]["kind"] == "cpu"]
     best = None
     for cpu in sorted(cpus):
@@ -108,7 +108,7 @@ def _shm_path(topo: Topology, src: str, dst: str) -> list[str] | None:
 
 def gpu_gpu_path(topo: Topology, a: str, b: str) -> tuple[list[str], str]:
     """The path NCCL uses between two GPUs of node 0, and its transport (``P2P`` or ``SHM``)."""
-    g = topo.graph
+    g = topo.template
     if g.has_edge(a, b):
         return [a, b], "P2P"
     switches = [s for s in g.successors(a) if g.nodes[s]["kind"] == "nvswitch" and g.has_edge(s, b)]

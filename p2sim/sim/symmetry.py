@@ -1,0 +1,166 @@
+"""Symmetry: flows that max-min sharing cannot tell apart are solved once per class.
+
+The groups of a lowered program step are congruent -- the same collective moved by a
+symmetry of the system -- so their flows get equal rates at every instant, and computing
+them flow by flow repeats one computation.  This module finds such classes from the flows
+themselves, without being told about the system's symmetries, and with no assumption that
+could change a result:
+
+* An **equitable partition** of flows and links: flows of one class have equal volume,
+  latency and multiset of (coefficient, link class) over their links; links of one class
+  have equal capacity and multiset of (coefficient, flow class) over their flows.
+* **Why it is exact.**  Progressive filling (which computes the unique max-min fair
+  allocation) keeps rates equal within each flow class: while they are, the load of a link
+  is a sum over flow classes of (rate x the class's coefficients on that link), equal for
+  every link of a class, so the links of a class saturate together; a flow freezes on a
+  saturated link exactly when every flow of its class does.  The classes join together (one
+  latency) and, with one volume, finish together; removing whole classes leaves the
+  partition equitable.  So the event-driven run of the *quotient* -- one flow per flow
+  class, one link per link class (any one of its links), the coefficient of class ``A`` on
+  it the sum of its flows' coefficients there -- has the same events, rates and makespan,
+  up to floating-point rounding in those sums.
+* **How it is found.**  Colour refinement (one-dimensional Weisfeiler-Leman) on the
+  weighted flow-link graph: flows start coloured by (volume, latency), links by capacity,
+  and each round recolours every flow by its colour and the multiset of (coefficient, link
+  colour) of its links, and every link likewise, until no class splits.  Multisets are
+  compared through sums of 64-bit hashes, which could in principle collide; the partition
+  found is therefore **checked exactly** (sorted multisets compared element by element) and
+  discarded when the check fails.
+
+:func:`quotient` returns ``None`` when there is nothing to gain (every flow its own class)
+or the check fails: the caller then solves the flows as they are.
+
+Examples
+--------
+Four flows of 10 bytes, each over its own link of 5 bytes/s and all over one shared link
+of 8 bytes/s: one class of flows, two classes of links.
+
+>>> indptr = np.array([0, 2, 4, 6, 8])
+>>> links = np.array([0, 4, 1, 4, 2, 4, 3, 4])
+>>> q = quotient(indptr, links, np.ones(8), np.array([5.0, 5, 5, 5, 8]), np.full(4, 10.0), np.zeros(4))
+>>> q.of_flow.tolist(), q.indptr.tolist(), q.links.tolist(), q.coef.tolist(), q.capacity.tolist()
+([0, 0, 0, 0], [0, 2], [0, 1], [1.0, 4.0], [5.0, 8.0])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Quotient", "quotient"]
+
+_U = np.uint64
+_TOP = _U(1 << 63)
+_GOLD, _M1, _M2 = _U(0x9E3779B97F4A7C15), _U(0xBF58476D1CE4E5B9), _U(0x94D049BB133111EB)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser: a bijection of 64-bit words that scatters nearby inputs."""
+    x = x.astype(_U) + _GOLD
+    x = (x ^ (x >> _U(30))) * _M1
+    x = (x ^ (x >> _U(27))) * _M2
+    return x ^ (x >> _U(31))
+
+
+def _ids(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense ids of equal values, in order of first appearance (deterministic)."""
+    _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)], len(first)
+
+
+def _refine(colour: np.ndarray, groups: np.ndarray, starts: np.ndarray, elems: np.ndarray) -> tuple[np.ndarray, int]:
+    """New colours: old colour with the hashed multiset of ``elems`` of each entity.
+
+    ``elems`` are ordered by entity (``groups`` is that order's permutation of incidences and
+    ``starts`` each entity's first position in it); every entity has at least one.
+    """
+    sums = np.add.reduceat(elems[groups], starts)  # wraps modulo 2^64: a multiset hash
+    # the colour hashed apart from the elements (theirs are below 2^63): no swapped collisions
+    return _ids(_mix(_mix(colour.astype(_U) + _TOP) + sums))
+
+
+def _equitable(colour: np.ndarray, order: np.ndarray, ptr: np.ndarray, key: np.ndarray) -> bool:
+    """Whether every entity's sorted multiset of ``key`` equals that of the first entity of its colour."""
+    counts = np.diff(ptr)
+    _, first = np.unique(colour, return_index=True)
+    rep = first[colour]
+    if not np.array_equal(counts, counts[rep]):
+        return False
+    ordered = key[order]
+    within = np.arange(len(order)) - np.repeat(ptr[:-1], counts)
+    return bool(np.array_equal(ordered, ordered[np.repeat(ptr[:-1][rep], counts) + within]))
+
+
+@dataclass(frozen=True)
+class Quotient:
+    """Flows and links by class: class flow ``a`` loads class link ``links[indptr[a]:indptr[a+1]]``
+    with ``coef``; ``of_flow[j]`` is flow ``j``'s class, ``flow_rep[a]`` one flow of class ``a``."""
+
+    of_flow: np.ndarray
+    flow_rep: np.ndarray
+    indptr: np.ndarray
+    links: np.ndarray
+    coef: np.ndarray
+    capacity: np.ndarray
+
+
+def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: np.ndarray, volume: np.ndarray,
+             latency: np.ndarray, rounds: int = 64) -> Quotient | None:
+    """The quotient of flows over links by their coarsest equitable partition, or ``None``.
+
+    Flow ``j`` loads links ``links[indptr[j]:indptr[j + 1]]`` (indices into ``capacity``,
+    each once per flow) with positive ``coef``.  ``None`` when every flow is its own class,
+    a flow has no link, refinement has not settled after ``rounds`` rounds, or the partition
+    found fails the exact check.
+    """
+    n = len(indptr) - 1
+    counts = np.diff(indptr)
+    if n < 2 or not counts.all():
+        return None
+    owner = np.repeat(np.arange(n, dtype=np.int64), counts)
+    used, local = np.unique(links, return_inverse=True)
+    local = local.reshape(-1)
+    cap = np.asarray(capacity, dtype=float)[used]
+    cid, ncoef = _ids(coef)
+    fcol, nf = _ids(np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
+                    .view(np.dtype((np.void, 16))).reshape(-1))
+    lcol, nl = _ids(cap)
+    lorder = np.argsort(local, kind="stable")
+    lptr = np.zeros(len(used) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(local, minlength=len(used)), out=lptr[1:])
+    forder = np.arange(len(local))
+    wide = _U(1 << 32)
+    for _ in range(rounds):
+        lcol2, nl2 = _refine(lcol, lorder, lptr[:-1], _mix(cid.astype(_U) * wide + fcol[owner].astype(_U)))
+        fcol2, nf2 = _refine(fcol, forder, indptr[:-1], _mix(cid.astype(_U) * wide + lcol2[local].astype(_U)))
+        settled = nl2 == nl and nf2 == nf
+        lcol, nl, fcol, nf = lcol2, nl2, fcol2, nf2
+        if nf == n:
+            return None  # every flow its own class: nothing to gain
+        if settled:
+            break
+    else:
+        return None
+    # the exact check: equal attributes and equal sorted multisets within every class
+    _, frep = np.unique(fcol, return_index=True)
+    _, lrep = np.unique(lcol, return_index=True)
+    attrs = np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
+    if not (np.array_equal(attrs, attrs[frep[fcol]]) and np.array_equal(cap, cap[lrep[lcol]])):
+        return None
+    fkey = lcol[local] * ncoef + cid
+    lkey = fcol[owner] * ncoef + cid
+    if not (_equitable(fcol, np.lexsort((fkey, owner)), indptr, fkey)
+            and _equitable(lcol, np.lexsort((lkey, local)), lptr, lkey)):
+        return None
+    # one link per link class; a class of flows loads it with its flows' summed coefficients
+    on_rep = np.flatnonzero(lrep[lcol[local]] == local)
+    pair = fcol[owner[on_rep]] * nl + lcol[local[on_rep]]
+    keys, inverse = np.unique(pair, return_inverse=True)
+    qcoef = np.bincount(inverse.reshape(-1), weights=coef[on_rep], minlength=len(keys))
+    qflow, qlink = np.divmod(keys, nl)
+    qptr = np.zeros(nf + 1, dtype=np.int64)
+    np.cumsum(np.bincount(qflow, minlength=nf), out=qptr[1:])
+    return Quotient(fcol, frep, qptr, qlink, qcoef, cap[lrep])

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from p2sim.analysis.executor import SerialExecutor
+from p2sim.analysis.rank import rank_results, split_by_matrix
+from p2sim.analysis.search import bound_all, run_search, search
+from p2sim.analysis.sweep import SweepTask
+from p2sim.cli import main
+from p2sim.placement import enumerate_matrices
+from p2sim.sim import Simulator
+from p2sim.sim.simulator import BOUND_SLACK
+from p2sim.synthesis import synthesize_placements
+from p2sim.topology import load_system
+
+# (system, nodes, axes, reduce axes, buffer per GPU): node counts and sizes where the bound
+# decides differently -- NIC-bound steps, steps inside nodes, small buffers where LL wins
+CASES = [("a100", 2, (4, 8), (0,), 2.0**32), ("a100", 4, (4, 2, 8), (0, 2), 2.0**33), ("v100", 2, (4, 4), (1,), 2.0**20),
+         ("h100", 2, (2, 8), (1,), 2.0**32), ("dgx-h100", 2, (4, 2, 2), (0, 2), 2.0**24), ("p2-16gpu", 2, (4, 4), (0,), 2.0**30)]
+
+
+@pytest.mark.parametrize("system,nodes,axes,reduce,nbytes", CASES)
+def test_the_bound_is_below_every_simulated_time_and_the_analytic_model_too(system, nodes, axes, reduce, nbytes):
+    topo = load_system(system, nodes)
+    syn = synthesize_placements(topo.hierarchy, axes, reduce)
+    for algo in ("auto", "ring", "tree"):
+        des = Simulator(topo, algo, "des")
+        analytic = Simulator(topo, algo, "analytic")
+        for mp in syn.matrices:
+            for p in mp.programs:
+                t = des.simulate(mp.lowering, p, nbytes).total_seconds
+                assert des.lower_bound(mp.lowering, p, nbytes) * (1 - BOUND_SLACK) <= t
+                # the analytic model (each group alone) is a lower bound too: it is one of the bound's terms
+                assert analytic.simulate(mp.lowering, p, nbytes).total_seconds * (1 - BOUND_SLACK) <= t
+
+
+def _ranking(tasks, exhaustive: bool, top: int):
+    results, stats = run_search(tasks, SerialExecutor(), top, exhaustive=exhaustive)
+    return rank_results(results), stats
+
+
+@pytest.mark.parametrize("system,nodes,axes,reduce,nbytes", CASES)
+@pytest.mark.parametrize("algos", [("auto",), ("ring", "tree")])
+def test_the_bounded_search_finds_what_simulating_everything_finds(system, nodes, axes, reduce, nbytes, algos):
+    topo = load_system(system, nodes)
+    tasks = [t for a in algos for t in split_by_matrix(
+        SweepTask(topo.spec, nodes, axes, reduce, a, "des", nbytes), enumerate_matrices(topo.hierarchy, axes))]
+    full, all_stats = _ranking(tasks, True, 5)
+    found, stats = _ranking(tasks, False, 5)
+    assert all_stats.simulated == all_stats.programs and stats.programs == all_stats.programs and stats.exact
+    key = [(e.matrix, e.algo, e.timing.text, e.seconds, e.speedup) for e in full.top(5)]
+    assert [(e.matrix, e.algo, e.timing.text, e.seconds, e.speedup) for e in found.top(5)] == key
+    summary = [(s.matrix, s.algo, s.allreduce.seconds, s.best.text, s.best.seconds) for s in full.matrices]
+    assert [(s.matrix, s.algo, s.allreduce.seconds, s.best.text, s.best.seconds) for s in found.matrices] == summary
+
+
+def test_a_search_simulates_fewer_programs_on_many_matrices():
+    topo = load_system("a100", 4)
+    axes = (4, 2, 8)
+    tasks = split_by_matrix(SweepTask(topo.spec, 4, axes, (0, 2), "auto", "des", 2.0**33),
+                            enumerate_matrices(topo.hierarchy, axes))
+    _, stats = search(bound_all(tasks, SerialExecutor()), SerialExecutor(), top=1)
+    assert stats.exact and stats.simulated < stats.programs / 2
+
+
+def test_top_matrices_and_budget_say_what_they_left_out():
+    topo = load_system("a100", 4)
+    axes = (4, 2, 8)
+    tasks = split_by_matrix(SweepTask(topo.spec, 4, axes, (0, 2), "auto", "des", 2.0**33),
+                            enumerate_matrices(topo.hierarchy, axes))
+    results, stats = run_search(tasks, SerialExecutor(), 3, top_matrices=2)
+    assert len({p.matrix for r in results for p in r.programs}) == 2 and stats.searched == 2 and not stats.exact
+    # the two matrices kept hold the exhaustive search's best program
+    full, _ = _ranking(tasks, True, 1)
+    assert rank_results(results).top(1)[0].timing.text == full.top(1)[0].timing.text
+    _, stats = run_search(tasks, SerialExecutor(), 3, budget=1e-9)
+    assert stats.stopped_by_budget and not stats.exact and stats.next_bound is not None
+
+
+def _json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("argv", [
+    ["rank", "--system", "a100", "--axes", "4,8", "--reduce", "0", "--algo", "both", "--top", "5"],
+    ["rank", "--system", "a100", "--nodes", "4", "--axes", "8,2,4", "--reduce", "0,2", "--compare-orders", "--top", "3"],
+    ["plan", "--system", "a100", "--axes", "2,16", "--reduction", "0:8GiB", "--reduction", "1:64MiB x 24"],
+    ["whatif", "--system", "h100", "--vary", "nic.bandwidth=12.5,200", "--vary", "nodes=2,4"],
+])
+def test_commands_answer_alike_with_and_without_the_bounds(capsys, argv):
+    a = _json(capsys, argv + ["--json", "--workers", "1"])
+    b = _json(capsys, argv + ["--json", "--workers", "1", "--exhaustive"])
+    for doc in (a, b):
+        doc.pop("search", None)
+        doc.pop("simulations", None)
+    assert a == b
+
+
+def test_pruning_options_are_checked(capsys):
+    base = ["rank", "--system", "a100", "--axes", "4,8", "--reduce", "0", "--workers", "1"]
+    for extra, field in ((["--budget", "soon"], "budget"), (["--budget", "-1"], "budget"),
+                         (["--top-matrices", "0"], "top-matrices"), (["--model", "analytic", "--budget", "5"], "budget")):
+        assert main(base + extra) == 2
+        assert field in capsys.readouterr().err
+    out = _json(capsys, base + ["--json", "--top-matrices", "1"])
+    assert out["search"]["searched_matrices"] == 1 and not out["search"]["exact"] and len(out["matrices"]) == 1

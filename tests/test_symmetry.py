@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import p2sim.sim.engine as engine
+from p2sim.hierarchy import Lowering
+from p2sim.placement import Placement
+from p2sim.program import parse_program
+from p2sim.sim import Simulator
+from p2sim.sim.engine import FlowSpec, run_flows, sparse_usage
+from p2sim.sim.simulator import flow_specs
+from p2sim.sim.symmetry import _equitable, quotient
+from p2sim.synthesis import synthesize_placements
+from p2sim.topology import load_system
+
+
+def _run(flows, capacity, reduce: bool, monkeypatch):
+    monkeypatch.setattr(engine, "_SYMMETRY_MIN", 0 if reduce else 1 << 62)
+    t, recs, _ = run_flows(flows, capacity)
+    return t, [r.end for r in recs]
+
+
+def _close(a, b, rtol=1e-9):
+    return all(x == y or abs(x - y) <= rtol * max(abs(x), abs(y)) for x, y in zip(a, b))
+
+
+@st.composite
+def symmetric(draw):
+    """A random base of flows on private links, copied ``k`` times, every copy loading some
+    shared links alike: a symmetric scenario (the copies are congruent)."""
+    k = draw(st.integers(2, 5))
+    nflows = draw(st.integers(1, 4))
+    private = draw(st.integers(1, 4))
+    shared = draw(st.integers(0, 2))
+    caps = [draw(st.sampled_from([1.0, 2.0, 3.5, 10.0])) for _ in range(private)]
+    scaps = [draw(st.sampled_from([2.0, 5.0, 40.0, np.inf])) for _ in range(shared)]
+    base = []
+    for _ in range(nflows):
+        links = draw(st.lists(st.integers(0, private + shared - 1), min_size=1, max_size=3, unique=True))
+        coefs = [draw(st.sampled_from([0.5, 1.0, 1.5, 2.0])) for _ in links]
+        base.append((links, coefs, draw(st.sampled_from([10.0, 25.0, 40.0])), draw(st.sampled_from([0.0, 1.0, 2.5]))))
+    flows = []
+    for c in range(k):  # the shared links first, then each copy's private links
+        for links, coefs, vol, lat in base:
+            ids = [x - private if x >= private else shared + c * private + x for x in links]
+            flows.append(FlowSpec(np.array(ids), np.array(coefs), vol, lat))
+    capacity = np.array(scaps + caps * k)
+    return flows, capacity
+
+
+@settings(max_examples=60, deadline=None)
+@given(symmetric())
+def test_symmetric_copies_run_alike_reduced_and_whole(case):
+    flows, capacity = case
+    links, (indptr, local, coef) = sparse_usage(flows)
+    q = quotient(indptr, links[local], coef, capacity, np.array([f.volume for f in flows]),
+                 np.array([f.latency for f in flows]))
+    assert q is not None and len(q.flow_rep) <= len(flows) // 2  # the copies are found congruent
+    with pytest.MonkeyPatch.context() as mp:
+        whole = _run(flows, capacity, False, mp)
+        reduced = _run(flows, capacity, True, mp)
+    assert _close([whole[0]], [reduced[0]]) and _close(whole[1], reduced[1])
+
+
+def test_copies_reduce_to_one_class_each():
+    # two copies of (a flow on its own link + the shared link)
+    flows = [FlowSpec(np.array([0, 2]), np.ones(2), 10.0, 0.0), FlowSpec(np.array([1, 2]), np.ones(2), 10.0, 0.0)]
+    indptr, local, coef = sparse_usage(flows)[1]
+    q = quotient(indptr, local, coef, np.array([5.0, 5.0, 8.0]), np.full(2, 10.0), np.zeros(2))
+    assert q.of_flow.tolist() == [0, 0] and len(q.capacity) == 2
+    # a different volume breaks the symmetry: nothing to reduce
+    assert quotient(indptr, local, coef, np.array([5.0, 5.0, 8.0]), np.array([10.0, 11.0]), np.zeros(2)) is None
+    # so does a different capacity
+    assert quotient(indptr, local, coef, np.array([5.0, 6.0, 8.0]), np.full(2, 10.0), np.zeros(2)) is None
+
+
+def test_the_exact_check_rejects_a_partition_that_is_not_equitable():
+    # entities 0 and 1 coloured alike but with different multisets of keys
+    ptr = np.array([0, 2, 3])
+    key = np.array([1, 2, 1])
+    assert not _equitable(np.array([0, 0]), np.arange(3), ptr, key)
+    assert _equitable(np.array([0, 1]), np.arange(3), ptr, key)
+    assert _equitable(np.array([0, 0]), np.arange(4), np.array([0, 2, 4]), np.array([2, 1, 2, 1]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 5), min_size=1, max_size=3, unique=True),
+                          st.sampled_from([10.0, 20.0]), st.sampled_from([0.0, 1.0])), min_size=2, max_size=8))
+def test_any_flows_run_alike_reduced_and_whole(spec):
+    flows = [FlowSpec(np.array(links), np.ones(len(links)), vol, lat) for links, vol, lat in spec]
+    capacity = np.array([3.0, 3.0, 5.0, 5.0, 7.0, 7.0])
+    with pytest.MonkeyPatch.context() as mp:
+        whole = _run(flows, capacity, False, mp)
+        reduced = _run(flows, capacity, True, mp)
+    assert _close([whole[0]], [reduced[0]]) and _close(whole[1], reduced[1])
+
+
+@pytest.mark.parametrize("system,axes,reduce", [("a100", (4, 8), (0,)), ("v100", (4, 4), (1,)), ("h100", (2, 8), (1,)),
+                                                ("dgx-h100", (4, 2, 2), (0, 2))])
+def test_every_program_step_runs_alike_reduced_and_whole(system, axes, reduce, monkeypatch):
+    times = {}
+    for reduced in (False, True):
+        monkeypatch.setattr(engine, "_SYMMETRY_MIN", 0 if reduced else 1 << 62)
+        topo = load_system(system, 2)  # a fresh topology: no step results shared between the runs
+        syn = synthesize_placements(topo.hierarchy, axes, reduce)
+        out = []
+        for algo in ("auto", "ring", "tree"):
+            sim = Simulator(topo, algo, "des")
+            for mp in syn.matrices:
+                for p in mp.programs:
+                    out.append(sim.simulate(mp.lowering, p, 2**30).total_seconds)
+        times[reduced] = out
+    assert _close(times[False], times[True])
+
+
+def test_a_512_gpu_tree_allreduce_reduces_to_few_classes():
+    topo = load_system("h100", 64)
+    lw = Lowering.of(Placement.of(topo.hierarchy, [topo.devices], [[64, 8]]), [0])
+    step = lw.lower(parse_program("AllReduce(slice=0, Inside)"))[0]
+    colls = Simulator(topo, "tree", "des").collectives(step.op.value, step.groups, [2.0**30])
+    flows, extra = flow_specs(colls, [2.0**30], len(topo.capacity))
+    capacity = np.concatenate([topo.capacity, extra])
+    links, (indptr, local, coef) = sparse_usage(flows)
+    q = quotient(indptr, links[local], coef, capacity, np.array([f.volume for f in flows]),
+                 np.array([f.latency for f in flows]))
+    assert q is not None and len(q.flow_rep) == 1 and len(flows) == 8
+    with pytest.MonkeyPatch.context() as mp:
+        assert _close([_run(flows, capacity, True, mp)[0]], [_run(flows, capacity, False, mp)[0]])
