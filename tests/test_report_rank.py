@@ -83,3 +83,19 @@ def test_a_new_column_appears_in_both_reports(capsys, tmp_path, monkeypatch):
     assert {r[-1][1] for r in table[1:]} <= {"1", "2", "3"}
     assert ("steps", "number of steps of the program") in page.definitions
     assert "| steps |" in (tmp_path / "report.md").read_text()
+
+
+def test_programs_column_counts_synthesized_and_simulated(report):
+    """The bounded search leaves programs out: the table says how many each matrix has and ran."""
+    html, md = report
+    page = Page(html)
+    table = page.table_with("best program")
+    col = {c[1]: i for i, c in enumerate(table[0])}
+    cells = [r[col["programs"]][1] for r in table[1:]]
+    # a100 4,8 reduce 0: [[2 2] [1 8]] has 47 programs, the bounded search simulates fewer
+    counts = [tuple(int(x) for x in c.replace("(", "").replace(")", "").split()) for c in cells]
+    assert any(len(c) == 2 and c[0] == 47 and 0 < c[1] < 47 for c in counts), cells
+    assert all(len(c) == 1 or c[1] < c[0] for c in counts)
+    heading = next(line for line in md.splitlines() if line.startswith("## Top"))
+    simulated = sum(c[-1] for c in counts)
+    assert heading == f"## Top 6 of {simulated} simulated of {sum(c[0] for c in counts)} (matrix, program, algorithm)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis.rank import RankEntry, Ranking
+from ..analysis.rank import MatrixSummary, RankEntry, Ranking
 from ..hierarchy import Lowering
 from ..placement import Placement, format_matrix
 from ..program import SEPARATOR
@@ -68,7 +68,7 @@ def _plot_programs(ranking: Ranking) -> bytes:
                   [f"{format_matrix(s.matrix)}\n{s.algo}" for s in ranking.matrices], fontsize=8)
     ax.set_yscale("log")
     ax.set_ylabel("predicted seconds")
-    ax.set_title("predicted time of every program, per matrix")
+    ax.set_title("predicted time of every simulated program, per matrix")
     ax.legend()
     return figure_png(fig)
 
@@ -139,11 +139,17 @@ RANK_COLUMNS: tuple[Column, ...] = (
            lambda r: _spans(r[1])),
 )
 
+def _program_count(s: MatrixSummary) -> str:
+    if s.count is None or s.count == len(s.programs):
+        return str(len(s.programs))
+    return f"{s.count} ({len(s.programs)})"
+
+
 MATRIX_COLUMNS: tuple[Column, ...] = (
     Column("matrix", MATRIX_HELP, lambda s: format_matrix(s.matrix), code=True, wrap=False),
     Column("algo", ALGO_HELP, lambda s: s.algo),
-    Column("programs", "programs synthesized and simulated for the matrix", lambda s: str(len(s.programs)),
-           numeric=True),
+    Column("programs", "programs synthesized for the matrix (in brackets: those simulated, where the bounded "
+           "search left some out because their lower bound could not win)", _program_count, numeric=True),
     Column("AllReduce", "predicted time of the matrix's single AllReduce with this algorithm",
            lambda s: format_seconds(s.allreduce.seconds), numeric=True),
     Column("best", "predicted time of the matrix's fastest program with this algorithm",
@@ -154,8 +160,11 @@ MATRIX_COLUMNS: tuple[Column, ...] = (
 
 
 def ranking_tables(ranking: Ranking, top: int) -> list[Table]:
+    total = sum(len(s.programs) if s.count is None else s.count for s in ranking.matrices)
+    simulated = len(ranking.entries)
+    of = f"{simulated}" if simulated == total else f"{simulated} simulated of {total}"
     return [
-        Table.of(f"Top {min(top, len(ranking.entries))} of {len(ranking.entries)} (matrix, program, algorithm)",
+        Table.of(f"Top {min(top, simulated)} of {of} (matrix, program, algorithm)",
                  RANK_COLUMNS, enumerate(ranking.top(top), 1)),
         Table.of("Best program per matrix and algorithm", MATRIX_COLUMNS, ranking.matrices,
                  intro="Fastest first, by best time."),
@@ -171,7 +180,7 @@ def ranking_report(title: str, header: str, ranking: Ranking, top: int, topo: To
         "placement.png": placement_figure(topo, best_lowering),
     }
     captions = {
-        "programs.png": "Predicted seconds of every program per (matrix, algorithm); the red bar is the AllReduce.",
+        "programs.png": "Predicted seconds of every simulated program per (matrix, algorithm); the red bar is the AllReduce.",
         "best_vs_allreduce.png": "Each (matrix, algorithm): its AllReduce against its fastest program.",
         "placement.png": f"The best matrix {format_matrix(best_lowering.placement.matrix)}: GPUs by node, coloured "
                          f"by reduction group over axes {list(best_lowering.reduce_axes)}.",
