@@ -7,20 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from p2sim.cli import main
-
+from .test_cli import run
 from .test_validate import subset
 
 BLUE = "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"
-
-
-def run(capsys, *argv):
-    try:
-        rc = main(list(argv))
-    except SystemExit as e:
-        rc = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def rank_json(capsys, *argv):

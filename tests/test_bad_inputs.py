@@ -14,19 +14,13 @@ from pathlib import Path
 import pytest
 
 from bench_nccl.cli import main as bench_main
-from p2sim.cli import main
+
+from .test_cli import run
 
 DATA = Path(__file__).resolve().parents[1] / "validation" / "data" / "measurements_2node.csv"
 BAD_BYTES = b"\xff\xfe"
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        rc = main(list(argv))
-    except SystemExit as e:
-        rc = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def refused(capsys, *argv: str, says: tuple[str, ...]) -> str:
@@ -67,10 +61,19 @@ def no_work(monkeypatch):
         raise AssertionError("work started before the output path was checked")
 
     import p2sim.analysis.calibrate as calibrate
+    import p2sim.analysis.collective_validation as collective_validation
     import p2sim.analysis.executor as executor
+    import p2sim.analysis.predict as predict
+    import p2sim.analysis.rank as rank
+    import p2sim.analysis.search as search
+    import p2sim.analysis.validation_run as validation_run
 
-    monkeypatch.setattr(executor, "run_all", refuse)
-    monkeypatch.setattr(calibrate, "calibrate", refuse)
+    # every module that bound these by name at import time gets the refusal too (imported
+    # here first, so that none binds one while it is patched and keeps it after the test)
+    for module in (executor, predict, rank, search):
+        monkeypatch.setattr(module, "run_all", refuse)
+    for module in (calibrate, collective_validation, validation_run):
+        monkeypatch.setattr(module, "calibrate", refuse)
 
 
 @pytest.mark.parametrize("command", [
