@@ -1,0 +1,89 @@
+"""The package's layers import one way only, and SimPy only in the simulator.
+
+formalism (placement, semantics, program, hierarchy, synthesis, execute, mesh) -> topology
+-> collectives -> sim -> analysis -> report -> commands and cli.  Shared utilities (errors,
+file reading, units, parsing) sit below everything.  Read from the source with ``ast``, so a
+lazy import inside a function counts as much as one at the top of a module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "p2sim"
+
+UTILITIES = {"errors", "fileio", "units", "parsing", "__version__"}
+FORMALISM = {"placement", "semantics", "reference_semantics", "program", "hierarchy", "synthesis", "execute",
+             "mesh"}
+LAYERS = [FORMALISM, {"topology"}, {"collectives"}, {"sim"}, {"analysis"}, {"report"},
+          {"commands", "cli", "__main__"}]
+
+
+def _layer(part: str) -> int:
+    if part in UTILITIES:
+        return -1
+    for i, names in enumerate(LAYERS):
+        if part in names:
+            return i
+    raise AssertionError(f"p2sim.{part} belongs to no layer: add it to tests/test_layers.py")
+
+
+def _imports(path: Path, root: Path = PACKAGE.parent) -> list[tuple[int, str]]:
+    """(line, absolute module) of every p2sim or SimPy import in a file under ``root``."""
+    rel = path.relative_to(root).with_suffix("")
+    package = list(rel.parts[:-1])
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target == "p2sim":
+                out += [(node.lineno, f"p2sim.{a.name}") for a in node.names]
+            elif target.startswith("p2sim."):
+                out.append((node.lineno, target))
+            elif target.split(".")[0] == "simpy":
+                out.append((node.lineno, "simpy"))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("p2sim") or a.name.split(".")[0] == "simpy":
+                    out.append((node.lineno, a.name))
+    return out
+
+
+SOURCES = sorted(p for p in PACKAGE.rglob("*.py"))
+
+
+def _part(path: Path) -> str:
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    return rel.parts[0]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_go_down_the_layers(path):
+    if path.name == "__init__.py" and path.parent == PACKAGE:
+        return  # the package's front door re-exports from every layer
+    own = _layer(_part(path))
+    for line, target in _imports(path):
+        if target == "simpy":
+            assert _part(path) == "sim", f"{path.name}:{line}: SimPy is imported only by p2sim/sim"
+            continue
+        part = target.split(".")[1]
+        assert _layer(part) <= own, f"{path.relative_to(PACKAGE)}:{line} imports {target}, a higher layer"
+
+
+def test_the_check_sees_violations(tmp_path):
+    """Relative, absolute and lazy imports are all read, so the check above can fail."""
+    f = tmp_path / "p2sim" / "collectives" / "bad.py"
+    f.parent.mkdir(parents=True)
+    f.write_text("from ..sim import engine\nimport p2sim.analysis.rank\n\n\ndef f():\n    import simpy\n"
+                 "    from p2sim import report\n    from . import ring\n")
+    got = _imports(f, tmp_path)
+    assert got == [(1, "p2sim.sim"), (2, "p2sim.analysis.rank"), (6, "simpy"), (7, "p2sim.report"),
+                   (8, "p2sim.collectives")]
+    assert [_layer(t.split(".")[1]) > _layer("collectives") for _, t in got if t != "simpy"] == [True, True, True, False]
