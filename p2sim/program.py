@@ -80,7 +80,8 @@ SEPARATOR = " ; "
 
 _INSTR = re.compile(
     r"^\s*(?P<op>[A-Za-z]+)\s*\(\s*(?:slice\s*=\s*)?(?P<slice>-?\d+)\s*,\s*"
-    r"(?P<form>[A-Za-z]+)\s*(?:\(\s*(?P<anc>-?\d+)\s*\))?\s*\)\s*$"
+    r"(?P<form>[A-Za-z]+)\s*(?:\(\s*(?P<anc>-?\d+)\s*\))?\s*\)\s*$",
+    re.IGNORECASE,  # the keyword too: names are accepted in any case
 )
 
 _FORMS = {"inside": Form.INSIDE, "insidegroup": Form.INSIDE, "parallel": Form.PARALLEL, "master": Form.MASTER}

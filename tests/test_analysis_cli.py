@@ -132,6 +132,17 @@ def test_whatif_marks_winner_changes(capsys, tmp_path):
     assert any(p["winner_changed"] for p in pts) and not pts[0]["winner_changed"]
     assert pts[0]["seconds"] > pts[-1]["seconds"]
     assert (tmp_path / "whatif.png").exists()
+    # each point says what its bounded search simulated; --exhaustive simulates everything, same winners
+    for p in pts:
+        s = p["search"]
+        assert s["exact"] and 0 < s["simulated"] <= s["programs"] and s["bounded_out"] == s["programs"] - s["simulated"]
+    rc, out, _ = run(capsys, "whatif", "--system", "h100", "--vary", "nvswitch.bandwidth=5,50,450",
+                     "--workers", "1", "--json", "--exhaustive")
+    every = json.loads(out)["points"]
+    assert [(p["matrix"], p["program"], p["seconds"]) for p in every] == [(p["matrix"], p["program"], p["seconds"])
+                                                                          for p in pts]
+    assert all(p["search"]["simulated"] == p["search"]["programs"] for p in every)
+    assert json.loads(out)["level_names"] == ["node", "gpu"]
     rc, out, _ = run(capsys, "whatif", "--system", "a100", "--axes", "*,16", "--reduce", "0",
                      "--vary", "nodes=2,4", "--workers", "1", "--json")
     import math

@@ -36,6 +36,27 @@ def test_dev_set_large_rows_meet_the_fidelity_targets(capsys):
     assert doc["calibration"] == [] and doc["calibrated_on_scored_rows"] == 0
 
 
+def test_the_model_asked_for_is_the_model_scored(capsys, tmp_path):
+    # one group alone meets no contention, so the analytic model gives the event-driven model's
+    # times on every row; the document and the report name the model that was run
+    des = validate_json(capsys, "--measurements", str(DEV))
+    ana = validate_json(capsys, "--measurements", str(DEV), "--model", "analytic", "--out", str(tmp_path / "r"))
+    assert des["model"] == "des" and ana["model"] == "analytic"
+    assert set(ana["metrics"]["all"]) == {"analytic", "baseline"}
+    assert [r["predicted_seconds"] for r in ana["rows"]] == pytest.approx([r["predicted_seconds"] for r in des["rows"]],
+                                                                          rel=1e-9)
+    md = (tmp_path / "r" / "collectives.md").read_text()
+    assert "ratio: analytic" in md and "ratio: des" not in md
+
+
+def test_baseline_is_not_a_model_to_validate_or_fit(capsys, tmp_path):
+    for argv in (("validate", "--measurements", str(DEV)),
+                 ("calibrate", "--measurements", str(DEV), "--system", "dgx-h100", "--out", str(tmp_path / "c.toml"))):
+        rc, out, err = run(capsys, *argv, "--model", "baseline")
+        assert rc == 2 and err.strip().splitlines()[-1].startswith(f"p2sim {argv[0]}: error: model: 'baseline'")
+        assert not (tmp_path / "c.toml").exists()
+
+
 def test_nccltests_log_needs_a_system(capsys, tmp_path):
     shutil.copy(DATA / "all_reduce_perf_2node_h100.txt", tmp_path)
     rc, out, err = run(capsys, "validate", "--measurements", str(tmp_path), "--workers", "1")

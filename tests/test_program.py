@@ -35,6 +35,8 @@ def test_example_text():
 def test_lenient_spelling_parses_to_canonical_text():
     p = parse_program("allreduce( 1 , InsideGroup );reduce(slice=2,master( 0 ))")
     assert p.text == "AllReduce(slice=1, Inside) ; Reduce(slice=2, Master(0))"
+    # any case, the slice keyword included
+    assert parse_program("ALLREDUCE(SLICE=1, INSIDE) ; Reduce(Slice = 2, MASTER(0))").text == p.text
 
 
 @pytest.mark.parametrize(

@@ -136,7 +136,7 @@ def _residuals(rows_by_group, results) -> np.ndarray:
 def _collective_residuals(rows: Sequence[CollectiveRow], trial: SystemSpec, model: str) -> np.ndarray:
     if not rows:
         return np.zeros(0)
-    preds = predict_collectives(rows, {trial.name: trial})
+    preds = predict_collectives(rows, {trial.name: trial}, "des" if model == "baseline" else model)
     return np.asarray([math.log((p.baseline_seconds if model == "baseline" else p.seconds) / p.row.seconds)
                        for p in preds])
 

@@ -29,7 +29,7 @@ __all__ = ["CollectivePrediction", "predict_collectives", "collective_metrics", 
 
 @dataclass(frozen=True)
 class CollectivePrediction:
-    """A row and its predicted times: the event-driven model's (``seconds``), the baseline's."""
+    """A row and its predicted times: the model's (``seconds``) and the baseline's."""
 
     row: CollectiveRow
     seconds: float
@@ -38,6 +38,7 @@ class CollectivePrediction:
     proto: str
     channels: int
     kind: str  # single-node, multi-node or pcie
+    model: str = "des"  # the model behind ``seconds``: des or analytic
 
     def busbw(self, seconds: float) -> float:
         return self.row.size_bytes / seconds * bus_factor(self.row.collective, self.row.ranks)
@@ -85,8 +86,8 @@ def _members(topo: Topology, row: CollectiveRow) -> tuple[int, ...]:
 
 
 def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, SystemSpec] | None = None,
-                        ) -> list[CollectivePrediction]:
-    """Predict every row with the event-driven model and the analytic baseline.
+                        model: str = "des") -> list[CollectivePrediction]:
+    """Predict every row with ``model`` (``des`` or ``analytic``) and the link-bottleneck baseline.
 
     ``specs`` replaces systems by name (calibrated files); others are the shipped ones.
     """
@@ -104,14 +105,15 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
         pair = sims.get(skey)
         if pair is None:
             cfg = ModelConfig.of(spec)
-            pair = sims[skey] = (Simulator(topo, r.algo, "des", cfg, proto=r.proto),
+            pair = sims[skey] = (Simulator(topo, r.algo, model, cfg, proto=r.proto),
                                  Simulator(topo, r.algo, "baseline", cfg, proto=r.proto))
         members = _members(topo, r)
         step = LoweredStep(Op(r.collective), (members,))
-        des = pair[0].step(step, (r.size_bytes,))
+        pred = pair[0].step(step, (r.size_bytes,))
         base = pair[1].step(step, (r.size_bytes,))
-        algo, proto, channels = des.choices[0]
-        out.append(CollectivePrediction(r, des.seconds, base.seconds, algo, proto, channels, row_class(topo, r)))
+        algo, proto, channels = pred.choices[0]
+        out.append(CollectivePrediction(r, pred.seconds, base.seconds, algo, proto, channels, row_class(topo, r),
+                                        model))
     return out
 
 
@@ -124,11 +126,13 @@ def _summary(ratios: Sequence[float]) -> dict[str, Any]:
 def collective_metrics(preds: Sequence[CollectivePrediction]) -> dict[str, Any]:
     """Per model: the ratio's median and geometric standard deviation per class and size, Spearman, spread.
 
+    Keyed by the predictions' model (``des`` or ``analytic``) and ``baseline``.
     ``within_1_5`` is the share of multi-node rows whose ratio is within a factor 1.5 of
     the median ratio of all rows.
     """
     out: dict[str, Any] = {}
-    for model, ratio, seconds in (("des", lambda p: p.ratio, lambda p: p.seconds),
+    name = preds[0].model if preds else "des"
+    for model, ratio, seconds in ((name, lambda p: p.ratio, lambda p: p.seconds),
                                   ("baseline", lambda p: p.baseline_ratio, lambda p: p.baseline_seconds)):
         ratios = [ratio(p) for p in preds]
         doc: dict[str, Any] = {"all": _summary(ratios)}

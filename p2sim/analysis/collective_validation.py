@@ -44,7 +44,7 @@ def validate_collectives(rows: Sequence[CollectiveRow], executor: Executor, mode
     """The single-collective part of ``p2sim validate``'s JSON document."""
     fits: list = []
     specs = _specs(sorted({r.system for r in rows}), calibrate_on, executor, model, fits)
-    preds: list[CollectivePrediction] = predict_collectives(rows, specs)
+    preds: list[CollectivePrediction] = predict_collectives(rows, specs, model)
     seen = {(r.source, r.line) for r in (calibrate_on or ())}
     overlap = sum(1 for r in rows if (r.source, r.line) in seen)
     large = [p for p in preds if p.row.size_bytes >= LARGE]
@@ -55,6 +55,7 @@ def validate_collectives(rows: Sequence[CollectiveRow], executor: Executor, mode
     if rest:
         metrics["small_medium"] = collective_metrics(rest)
     return {
+        "model": model,
         "rows": [p.to_json() for p in preds],
         "metrics": metrics,
         "calibration": [f.to_json() for f in fits],

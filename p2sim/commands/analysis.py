@@ -348,11 +348,13 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     size = _check_size(lim, search, model, simulations, what)
     warn_memory("whatif", largest[1].spec, largest[0], args.bytes is None, largest[1].node_count)
     per_point: list[list[ConfigResult]] = [[] for _ in pts]
+    stats = []
     with executor(args, len(tasks)) as ex:
         announce("whatif", f"{what}: {size} in {plural(len(tasks), 'task')} {where(args, len(tasks))}")
         for k in range(len(pts)):  # each point's winner and matrices' bests: exact, with or without the bounds
             mine = [t for t, o in zip(tasks, owners) if o == k]
-            per_point[k] = run_search(mine, ex, 1, exhaustive=args.exhaustive, label="what-if")[0]
+            per_point[k], st = run_search(mine, ex, 1, exhaustive=args.exhaustive, label="what-if")
+            stats.append(st)
     rows = []
     winners: dict[tuple, tuple] = {}
     first = variations[0].target
@@ -368,10 +370,11 @@ def cmd_whatif(args: argparse.Namespace) -> int:
                      "matrix": [list(r) for r in best.matrix],
                      "algo": best.algo, "program": best.timing.text, "seconds": best.seconds,
                      "speedup_over_allreduce": best.speedup, "winner_changed": previous is not None and key != previous,
-                     "best_per_matrix": [s.to_json() for s in ranking.matrices]})
+                     "best_per_matrix": [s.to_json() for s in ranking.matrices], "search": stats[k].to_json()})
     if args.json:
         emit({"system": spec.name, "vary": [{"target": v.target, "values": list(v.values)} for v in variations],
-              "axis_names": list(names), "order": chosen.value, "algo": args.algo, "model": model, "points": rows})
+              "axis_names": list(names), "level_names": list(largest[1].level_names), "order": chosen.value,
+              "algo": args.algo, "model": model, "points": rows})
         if args.out:
             sys.stdout.flush()
             write_report(args.out, {"whatif.png": whatif_plot(variations, rows)})
@@ -381,6 +384,7 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     print(f"{spec.name}: what if {'; '.join(args.vary)}  ({given}; algo {args.algo}, {model} model"
           f"{order_label(chosen, red)})")
     print(matrix_legend(names, largest[1].level_names))
+    print(_whatif_search_line(stats))
     for r in rows:
         mark = "  <- winner changes" if r["winner_changed"] else ""
         print(f"  {r['label']:<32} {format_bytes(r['bytes_per_gpu']):>9} {format_seconds(r['seconds']):>10}  "
@@ -390,6 +394,22 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         written = write_report(args.out, {"whatif.png": whatif_plot(variations, rows)})
         print(f"\nplot: {written[0]}")
     return 0
+
+
+def _whatif_search_line(stats) -> str:
+    """How many programs the points simulated, of how many (the bounded search skips the rest)."""
+    programs, simulated = sum(s.programs for s in stats), sum(s.simulated for s in stats)
+    if simulated == programs:
+        return f"all points: every one of their {programs} programs simulated"
+    return (f"all points: {simulated} of {programs} programs simulated, {programs - simulated} bounded out "
+            "(lower bound above the point's best time and their matrix's best)")
+
+
+def _fitted_model(model: str, why: str) -> str:
+    """validate and calibrate run the event-driven or the analytic model, never the baseline alone."""
+    if check_model(model) == "baseline":
+        raise InputError(f"model: 'baseline' is not one of des, analytic here ({why})")
+    return model
 
 
 def _validation_size(rows, cal, model: str, folds: int, lim) -> tuple[str, int]:
@@ -434,7 +454,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         check_output_dir(args.out, "out")
     data = load_inputs(args.measurements, args.system)
     cal = None if args.calibrate_on is None else load_inputs(args.calibrate_on, args.system)
-    model = check_model(args.model)
+    model = _fitted_model(args.model, "the baseline is scored beside the model anyway")
     folds = positive_int(args.folds, "folds")
     # validate() and validate_collectives() check these too, but only after the job-size line
     if data.programs:
@@ -503,7 +523,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     out = check_output_file(args.out, "out", (".toml",))
     spec = find_spec(args.system)
     data = load_inputs(args.measurements, spec.name)
-    model = check_model(args.model)
+    model = _fitted_model(args.model, "the baseline has no per-channel rates to fit")
     mine = [r for r in data.programs if r.system == spec.name]
     singles = [r for r in data.collectives if r.system == spec.name]
     if not args.allow_emulated:

@@ -32,18 +32,27 @@ def _f(v: Any, fmt: str = ".3f") -> str:
     return "n/a" if v is None else format(v, fmt)
 
 
+def _model(doc: dict[str, Any]) -> str:
+    """The model scored beside the baseline (documents written before it was recorded: des)."""
+    return doc.get("model", "des")
+
+
+MODEL_HELP = {"des": "the event-driven model", "analytic": "the analytic model (NCCL's tuning, no contention)"}
+
+
 def _metric_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     out = []
+    name = _model(doc)
     for scope, m in doc["metrics"].items():
         for key in ("all", "single-node", "multi-node", "pcie", "small", "medium", "large"):
-            if key in m["des"]:
-                d, b = m["des"][key], m["baseline"].get(key, {})
+            if key in m[name]:
+                d, b = m[name][key], m["baseline"].get(key, {})
                 out.append((SCOPES[scope], f"{key} ({d['rows']} rows)",
                             f"median {_f(d['median_ratio'])}, gsd {_f(d['gsd'])}",
                             f"median {_f(b.get('median_ratio'))}, gsd {_f(b.get('gsd'))}"))
         for key in ("spearman", "multi_node_within_1_5_of_median"):
-            if key in m["des"]:
-                out.append((SCOPES[scope], key, _f(m["des"][key]), _f(m["baseline"].get(key))))
+            if key in m[name]:
+                out.append((SCOPES[scope], key, _f(m[name][key]), _f(m["baseline"].get(key))))
     return out
 
 
@@ -52,13 +61,13 @@ def collectives_text(doc: dict[str, Any]) -> str:
     lines = [f"single collectives: {len(rows)} rows ({', '.join(f'{v} {k}' for k, v in doc['size_classes'].items())});"
              " bus bandwidth in GB/s, ratio = measured / predicted", ""]
     lines.append(f"{'id':>5} {'system':<10} {'GPUs':>6} {'collective':<13} {'size':>9} {'measured':>9} "
-                 f"{'des':>9} {'ratio':>6} {'baseline':>9} {'ratio':>6}  ran")
+                 f"{_model(doc):>9} {'ratio':>6} {'baseline':>9} {'ratio':>6}  ran")
     for r in rows:
         lines.append(f"{r['id']:>5} {r['system']:<10} {r['nodes']}x{r['gpus_per_node']:<4} {r['collective']:<13} "
                      f"{size_text(r['size_bytes']):>9} {r['measured_busbw_GBps']:9.2f} {r['predicted_busbw_GBps']:9.2f} "
                      f"{r['ratio']:6.2f} {r['baseline_busbw_GBps']:9.2f} {r['baseline_ratio']:6.2f}  "
                      f"{r['algo']}/{r['proto']} x{r['channels']}")
-    lines += ["", f"{'rows':<26} {'':<28} {'des':<32} baseline"]
+    lines += ["", f"{'rows':<26} {'':<28} {_model(doc):<32} baseline"]
     for scope, key, d, b in _metric_rows(doc):
         lines.append(f"{scope:<26} {key:<28} {d:<32} {b}")
     if doc["calibration"]:
@@ -86,7 +95,7 @@ def _scatter(doc: dict[str, Any]) -> bytes:
     fig, axes = plt.subplots(1, 2, figsize=(11, 5), sharex=True, sharey=True)
     vals = [r[k] for r in rows for k in ("measured_busbw_GBps", "predicted_busbw_GBps", "baseline_busbw_GBps")]
     lo, hi = min(vals) / 1.5, max(vals) * 1.5
-    for ax, (key, name) in zip(axes, (("predicted", "des"), ("baseline", "baseline"))):
+    for ax, (key, name) in zip(axes, (("predicted", _model(doc)), ("baseline", "baseline"))):
         for s in systems:
             sel = [r for r in rows if r["system"] == s]
             ax.scatter([r["measured_busbw_GBps"] for r in sel], [r[f"{key}_busbw_GBps"] for r in sel], s=22,
@@ -136,26 +145,29 @@ def _curves(doc: dict[str, Any]) -> bytes | None:
     return figure_png(fig)
 
 
-ROW_COLUMNS = (
-    Column("id", "the row's id (or file:line)", lambda r: str(r["id"])),
-    Column("system", "the p2sim system it ran on", lambda r: r["system"], code=True, wrap=False),
-    Column("GPUs", "nodes x GPUs per node", lambda r: f"{r['nodes']}x{r['gpus_per_node']}", numeric=True),
-    Column("collective", "the collective", lambda r: r["collective"]),
-    Column("size", "nccl-tests' size: the larger of a rank's input and output", lambda r: size_text(r["size_bytes"]),
-           numeric=True),
-    Column("measured", "measured bus bandwidth, GB/s", lambda r: f"{r['measured_busbw_GBps']:.2f}", numeric=True,
-           group="busbw"),
-    Column("des", "predicted by the event-driven model, GB/s", lambda r: f"{r['predicted_busbw_GBps']:.2f}",
-           numeric=True, group="busbw"),
-    Column("baseline", "predicted by the link-bottleneck baseline, GB/s", lambda r: f"{r['baseline_busbw_GBps']:.2f}",
-           numeric=True, group="busbw"),
-    Column("des", "measured / predicted by the event-driven model", lambda r: f"{r['ratio']:.2f}", numeric=True,
-           group="ratio"),
-    Column("baseline", "measured / predicted by the baseline", lambda r: f"{r['baseline_ratio']:.2f}", numeric=True,
-           group="ratio"),
-    Column("ran", "what the event-driven model ran: algorithm / protocol x channels",
-           lambda r: f"{r['algo']}/{r['proto']} x{r['channels']}", code=True),
-)
+def row_columns(model: str) -> tuple[Column, ...]:
+    """The rows table's columns, headed by the model that was scored."""
+    what = MODEL_HELP.get(model, model)
+    return (
+        Column("id", "the row's id (or file:line)", lambda r: str(r["id"])),
+        Column("system", "the p2sim system it ran on", lambda r: r["system"], code=True, wrap=False),
+        Column("GPUs", "nodes x GPUs per node", lambda r: f"{r['nodes']}x{r['gpus_per_node']}", numeric=True),
+        Column("collective", "the collective", lambda r: r["collective"]),
+        Column("size", "nccl-tests' size: the larger of a rank's input and output",
+               lambda r: size_text(r["size_bytes"]), numeric=True),
+        Column("measured", "measured bus bandwidth, GB/s", lambda r: f"{r['measured_busbw_GBps']:.2f}",
+               numeric=True, group="busbw"),
+        Column(model, f"predicted by {what}, GB/s", lambda r: f"{r['predicted_busbw_GBps']:.2f}",
+               numeric=True, group="busbw"),
+        Column("baseline", "predicted by the link-bottleneck baseline, GB/s",
+               lambda r: f"{r['baseline_busbw_GBps']:.2f}", numeric=True, group="busbw"),
+        Column(model, f"measured / predicted by {what}", lambda r: f"{r['ratio']:.2f}", numeric=True,
+               group="ratio"),
+        Column("baseline", "measured / predicted by the baseline", lambda r: f"{r['baseline_ratio']:.2f}",
+               numeric=True, group="ratio"),
+        Column("ran", f"what {what} ran: algorithm / protocol x channels",
+               lambda r: f"{r['algo']}/{r['proto']} x{r['channels']}", code=True),
+    )
 
 
 def collectives_report(doc: dict[str, Any]) -> dict[str, bytes]:
@@ -169,11 +181,11 @@ def collectives_report(doc: dict[str, Any]) -> dict[str, bytes]:
                 "collectives_sizes.png": "Bus bandwidth against size for each series of three sizes or more."}
     uris = data_uris(images)
     metric_cols = (Column("rows", "which rows", lambda x: x[0]), Column("scope", "class of rows or metric",
-                   lambda x: x[1]), Column("des", "event-driven model", lambda x: x[2]),
+                   lambda x: x[1]), Column(_model(doc), MODEL_HELP.get(_model(doc), _model(doc)), lambda x: x[2]),
                    Column("baseline", "link-bottleneck baseline", lambda x: x[3]))
     notes = tuple(f"{k}: {v}" for k, v in METRIC_HELP.items())
     tables = [Table.of("Metrics", metric_cols, _metric_rows(doc), notes=notes),
-              Table.of("Rows", ROW_COLUMNS, doc["rows"])]
+              Table.of("Rows", row_columns(_model(doc)), doc["rows"])]
     data = {"title": "p2sim validation: single collectives", "summary": collectives_text(doc).splitlines()[0],
             "tables": tables, "images": [{"name": n, "caption": captions[n], "uri": uris[n]} for n in images]}
     files = {"collectives.md": render("collectives.md", **data), "collectives.html": render("collectives.html", **data)}
