@@ -6,12 +6,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from p2sim.errors import P2SimError
+from p2sim.errors import InputError, P2SimError
 from p2sim.parsing import byte_size, int_list, positive_int
 from p2sim.fileio import check_output_file
 
 from .env import Placement, from_environment
-from .errors import BenchError
+from .errors import STOPPED_BY_PEER, BenchError, PeerLost
 from .gpu import gpu_message, is_gpu_error, preflight
 from .launch import launch_local
 from .logfile import compare_lines, read_log, summary_lines
@@ -56,7 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--backend", default="nccl", choices=["nccl", "numpy"],
                    help="nccl (GPUs) or numpy (CPU emulation with p2sim's numeric executor)")
     r.add_argument("--address", default="127.0.0.1",
-                   help="address rank 0's store listens on (one machine: loopback; several: MASTER_ADDR)")
+                   help="loopback address the local launcher's store listens on (127.0.0.1, localhost or ::1); "
+                        "ranks started by torchrun, mpirun or srun use P2SIM_BENCH_ADDR (default MASTER_ADDR)")
     r.add_argument("--timeout", default="300", help="seconds to wait for peers before giving up (default: 300)")
     r.add_argument("--max-records", default=None, help="stop after writing this many records (resume later)")
     r.add_argument("--profile", default="paper", help="synthesis rule profile (default: paper)")
@@ -152,6 +153,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         if code == 0:
             print("\n".join(summary_lines(read_log(cfg.log))))
         return code
+    _not_under_a_launcher(args.address)
     from .runner import run_rank
 
     return run_rank(cfg, placement)
@@ -163,10 +165,20 @@ def _check_log(path: str) -> None:
     read_log(path)  # also what --resume reads back
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
 def _local_only(address: str) -> None:
-    if address not in ("127.0.0.1", "localhost", "::1"):
-        raise BenchError("address: the local launcher serves on loopback only; across machines start the "
+    if address not in LOOPBACK:
+        raise InputError("address: the local launcher serves on loopback only; across machines start the "
                          "ranks with torchrun, mpirun or srun (see bench_nccl/README.md)")
+
+
+def _not_under_a_launcher(address: str) -> None:
+    """A rank started by torchrun, mpirun or srun takes the store's address from the environment."""
+    if address not in LOOPBACK:
+        raise InputError(f"address: {address!r} is for the local launcher; ranks started by torchrun, mpirun or "
+                         "srun meet at P2SIM_BENCH_ADDR (default MASTER_ADDR): set that instead")
 
 
 def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -174,13 +186,13 @@ def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
     name = COLLECTIVE_NAMES.get(args.collective.lower())
     if name is None:
-        raise BenchError(f"collective: {args.collective!r} is not one of AllReduce, ReduceScatter, AllGather, "
+        raise InputError(f"collective: {args.collective!r} is not one of AllReduce, ReduceScatter, AllGather, "
                          "Broadcast, Reduce")
     if args.algo == "tree" and name != "AllReduce":
-        raise BenchError(f"algo: NCCL has a tree only for AllReduce, not {name}")
+        raise InputError(f"algo: NCCL has a tree only for AllReduce, not {name}")
     lo, hi = byte_size(args.minbytes), byte_size(args.maxbytes)
     if lo > hi:
-        raise BenchError(f"minbytes: {args.minbytes} is above maxbytes {args.maxbytes}")
+        raise InputError(f"minbytes: {args.minbytes} is above maxbytes {args.maxbytes}")
     cfg = SweepConfig(collective=name, minbytes=lo, maxbytes=hi, factor=positive_int(args.stepfactor, "stepfactor"),
                       warmup=int_list(args.warmup, "warmup")[0], iters=positive_int(args.iters, "iters"),
                       check=args.check == "1", algo=args.algo, log=args.log, backend=args.backend,
@@ -193,7 +205,7 @@ def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
         devices = load_system(cfg.system, cfg.nodes).devices
         if ranks is not None and ranks != devices:
-            raise BenchError(f"ranks: {ranks}, but system {cfg.system} has {devices} GPUs (one rank per GPU)")
+            raise InputError(f"ranks: {ranks}, but system {cfg.system} has {devices} GPUs (one rank per GPU)")
     placement = from_environment()
     if placement is None or placement.rank == 0:
         _check_log(cfg.log)
@@ -204,10 +216,11 @@ def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
             ranks = ranks or preflight().devices
             preflight(ranks)  # F5
         elif ranks is None:
-            raise BenchError("ranks: --backend numpy needs --ranks N (or --system)")
+            raise InputError("ranks: --backend numpy needs --ranks N (or --system)")
         return launch_local(argv, ranks, args.address)
+    _not_under_a_launcher(args.address)
     if ranks is not None and ranks != placement.world:
-        raise BenchError(f"ranks: {ranks}, but the launcher started {placement.world} ranks")
+        raise InputError(f"ranks: {ranks}, but the launcher started {placement.world} ranks")
     return run_sweep_rank(cfg, placement)
 
 
@@ -242,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_run(args, argv)
     except P2SimError as e:
         print(f"bench_nccl: error: {e}", file=sys.stderr)
+        if isinstance(e, PeerLost):
+            return STOPPED_BY_PEER  # so the launcher blames the rank that failed first
         return 1 if isinstance(e, BenchError) else 2
     except Exception as e:  # noqa: BLE001
         if not is_gpu_error(e):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .errors import BenchError
+from p2sim.errors import InputError
 
 __all__ = ["Placement", "from_environment", "TOKEN_VAR", "ADDR_VAR", "PORT_VAR", "DEFAULT_PORT"]
 
@@ -43,9 +43,9 @@ def _port(var: str, raw: str) -> int:
     try:
         port = int(raw)
     except ValueError:
-        raise BenchError(f"{var}: {raw!r} is not a port") from None
+        raise InputError(f"{var}: {raw!r} is not a port") from None
     if not 0 < port < 65536:
-        raise BenchError(f"{var}: {port} is not a port (1..65535)")
+        raise InputError(f"{var}: {port} is not a port (1..65535)")
     return port
 
 
@@ -70,13 +70,13 @@ def from_environment() -> Placement | None:
                 rank, world = int(os.environ[rank_var]), int(os.environ[world_var])
                 local = int(os.environ.get(local_var, rank))
             except ValueError:
-                raise BenchError(f"{rank_var}/{world_var}: not integers") from None
+                raise InputError(f"{rank_var}/{world_var}: not integers") from None
             address, port = store_address()
             token = os.environ.get(TOKEN_VAR, "")
             if not token:
-                raise BenchError(f"{TOKEN_VAR}: set the same random token on every rank "
+                raise InputError(f"{TOKEN_VAR}: set the same random token on every rank "
                                  f"(e.g. export {TOKEN_VAR}=$(python -c 'import secrets; print(secrets.token_hex(16))'))")
             if not 0 <= rank < world:
-                raise BenchError(f"{rank_var}: rank {rank} is outside 0..{world - 1}")
+                raise InputError(f"{rank_var}: rank {rank} is outside 0..{world - 1}")
             return Placement(rank, world, local, address, port, token)
     return None

@@ -5,3 +5,12 @@ from p2sim.errors import P2SimError
 
 class BenchError(P2SimError):
     """A benchmark run cannot go on (missing CuPy, a dead peer, a bad log...)."""
+
+
+class PeerLost(BenchError):
+    """This rank lost rank 0 (and its store): another rank's failure, not this one's."""
+
+
+# A rank that stops because another rank failed (or rank 0 vanished) exits with this code,
+# so that the launcher can name the rank that failed first rather than one it stopped.
+STOPPED_BY_PEER = 3

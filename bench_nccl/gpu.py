@@ -1,6 +1,6 @@
 """CuPy and NCCL: loading them, the preflight, NCCL version gates, and GPU errors as one line.
 
-Minimum versions (see bench_nccl/README.md): CuPy with ``cupy.cuda.nccl`` (CuPy 12 or
+Minimum versions (see bench_nccl/README.md): CuPy with ``cupy.cuda.nccl`` (CuPy 13 or
 later) and NCCL 2.x.  ``commSplit`` (CuPy 14 and NCCL 2.18, at build and at run time) makes
 a step's communicators in one call, else each group gets its own unique id.  ``--algo tree``
 on collectives other than AllReduce needs NCCL 2.19, which falls back to ring where no tree

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 
 from .env import ADDR_VAR, PORT_VAR, TOKEN_VAR
-from .errors import BenchError
+from .errors import STOPPED_BY_PEER, BenchError
 from .store import StoreClient
 
 __all__ = ["launch_local", "free_port"]
@@ -60,8 +60,11 @@ def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", gr
         raise BenchError("interrupted; the log keeps every completed record") from None
     for p in procs:
         p.wait()
-    if failed is None:  # the ranks may all have ended between two looks
-        failed = next(((r, p.returncode) for r, p in enumerate(procs) if p.returncode != 0), None)
+    # the rank to blame: one that failed on its own, not one stopped by its peers (or killed
+    # by us after the grace period); the ranks may also all have ended between two looks
+    codes = [(r, p.returncode) for r, p in enumerate(procs)]
+    own = next(((r, c) for r, c in codes if c > 0 and c != STOPPED_BY_PEER), None)
+    failed = own or failed or next(((r, c) for r, c in codes if c != 0), None)
     if failed is not None:
         raise BenchError(f"rank {failed[0]} failed (exit code {failed[1]}); stopped the other ranks; "
                          "the log keeps every completed record")

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .env import Placement
-from .errors import BenchError
+from .errors import STOPPED_BY_PEER, BenchError
 from .store import StoreClient, StoreServer
 
 __all__ = ["run_session", "barrier"]
@@ -39,7 +39,7 @@ def _watchdog(p: Placement, backend_ref: list[Any], stop: threading.Event) -> No
             print(f"bench_nccl rank {p.rank}: stopping: {msg}", file=sys.stderr, flush=True)
             if backend_ref and hasattr(backend_ref[0], "abort"):
                 backend_ref[0].abort()
-            os._exit(3)
+            os._exit(STOPPED_BY_PEER)
 
 
 def run_session(p: Placement, body: Callable[[StoreClient, list[Any]], int]) -> int:

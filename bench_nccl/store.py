@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any
 
-from .errors import BenchError
+from .errors import BenchError, PeerLost
 
 __all__ = ["StoreServer", "StoreClient"]
 
@@ -133,13 +133,13 @@ class StoreClient:
             self._file.flush()
             line = self._file.readline()
         except OSError as e:
-            raise BenchError(f"store: lost the connection to rank 0 ({e})") from None
+            raise PeerLost(f"store: lost the connection to rank 0 ({e})") from None
         if not line:
-            raise BenchError("store: rank 0 closed the connection (did it die?)")
+            raise PeerLost("store: rank 0 closed the connection (did it die?)")
         try:
             out = json.loads(line)
         except json.JSONDecodeError:
-            raise BenchError("store: a broken answer from rank 0 (did it die?)") from None
+            raise PeerLost("store: a broken answer from rank 0 (did it die?)") from None
         if "error" in out:
             raise BenchError(f"store: {out['error']}")
         return out

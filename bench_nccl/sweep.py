@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from p2sim.analysis.collective_rows import bus_factor
+from p2sim.errors import InputError
 from p2sim.semantics import Op
 
 from .backends import make_backend
@@ -262,7 +263,7 @@ def _sweep(cfg: SweepConfig, p: Placement, store: Any, backend_ref: list[Any]) -
     comm = backend.communicators([(world,)])[world]
     steps = sizes(op, p.world, cfg.minbytes, cfg.maxbytes, cfg.factor)
     if not steps:
-        raise BenchError(f"sizes: no size from {cfg.minbytes} to {cfg.maxbytes} B leaves a float per rank")
+        raise InputError(f"sizes: no size from {cfg.minbytes} to {cfg.maxbytes} B leaves a float per rank")
     largest = max(max(c * (p.world if op in (Op.REDUCE_SCATTER, Op.ALL_GATHER) else 1) for _, c in steps), 1)
     bufs = Buffers(backend.xp, backend.dtype, largest)
     writer = None

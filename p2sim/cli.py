@@ -183,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="P2-style CSV, single-collective CSV, or bench_nccl JSON-lines log (or a directory of them)")
     p.add_argument("--calibrate-on", default=None, metavar="FILE|DIR", help="calibrate each system on these first")
     p.add_argument("--system", default=None,
-                   help="the p2sim system of nccl-tests logs that a directory's systems.csv does not map")
+                   help="the p2sim system of nccl-tests logs (and of bench_nccl sweep logs that name none) that a "
+                        "directory's systems.csv does not map")
     p.add_argument("--folds", default="1", help="with --calibrate-on: k-fold cross-validation over groups (default: 1)")
     p.add_argument("--model", default="des", help="des or analytic (default: des; the baseline model is always scored beside it)")
     p.add_argument("--allow-emulated", action="store_true",

@@ -16,6 +16,7 @@ from bench_nccl.errors import BenchError
 from bench_nccl.logfile import completed, read_log, record_key
 from bench_nccl.plan import plan_programs
 from bench_nccl.store import StoreClient, StoreServer
+from p2sim.errors import InputError
 from p2sim.semantics import Op
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,6 +125,8 @@ def test_a_dying_rank_stops_the_others_and_the_log_keeps_its_records(tmp_path):
     assert r.returncode != 0
     assert "rank 3" in r.stderr and "injected failure" in r.stderr
     assert "Traceback" not in r.stderr
+    # the launcher blames the rank that failed, not one its failure stopped
+    assert r.stderr.strip().splitlines()[-1].startswith("bench_nccl: error: rank 3 failed"), r.stderr
     records = read_log(log)
     assert len(records) == 4 and all(x["pass"] for x in records)
 
@@ -177,7 +180,7 @@ def test_rank_from_launcher_variables(monkeypatch):
     monkeypatch.setenv("SLURM_PROCID", "3")
     monkeypatch.setenv("SLURM_NTASKS", "16")
     monkeypatch.setenv("SLURM_LOCALID", "1")
-    with pytest.raises(BenchError, match="P2SIM_BENCH_TOKEN"):
+    with pytest.raises(InputError, match="P2SIM_BENCH_TOKEN"):
         from_environment()
     monkeypatch.setenv("P2SIM_BENCH_TOKEN", "t")
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
@@ -323,6 +326,18 @@ def test_torchrun_keeps_its_master_port(tmp_path):
         held.close()
 
 
+def test_address_is_refused_under_an_external_launcher(tmp_path):
+    """--address is the local launcher's; a launched rank that gets another address says where to set it."""
+    env = dict(WORLD_SIZE="2", RANK="1", LOCAL_RANK="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+               P2SIM_BENCH_TOKEN="t0ken")
+    for cmd in (["run", "--system", "h100", "--nodes", "1", "--backend", "numpy"],
+                ["sweep", "--backend", "numpy", "-b", "1KiB", "-e", "1KiB"]):
+        r = bench(*cmd, "--address", "10.9.9.9", "--log", str(tmp_path / "x.jsonl"), check=False, env=env)
+        assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+            "bench_nccl: error: address: '10.9.9.9' is for the local launcher; ranks started by torchrun, mpirun "
+            "or srun meet at P2SIM_BENCH_ADDR (default MASTER_ADDR): set that instead"], r.stderr
+
+
 def test_store_address_variables(monkeypatch):
     for var in LAUNCHER_VARS:
         monkeypatch.delenv(var, raising=False)
@@ -336,7 +351,7 @@ def test_store_address_variables(monkeypatch):
     monkeypatch.setenv("P2SIM_BENCH_ADDR", "10.0.0.2")
     assert store_address() == ("10.0.0.2", 40000)
     monkeypatch.setenv("P2SIM_BENCH_PORT", "0x10")
-    with pytest.raises(BenchError, match="P2SIM_BENCH_PORT: '0x10' is not a port"):
+    with pytest.raises(InputError, match="P2SIM_BENCH_PORT: '0x10' is not a port"):
         store_address()
 
 

@@ -114,7 +114,7 @@ def read_sweep_log(path: str | Path, *, system: str | None = None, origin: str |
         name = system if system is not None else rec.get("system")
         if not name:
             raise _fail(src, n, "system", "the sweep named no system: name the system it ran on "
-                        "(bench_nccl sweep --system S, or the system argument)")
+                        "(bench_nccl sweep --system S when measuring, or p2sim validate/calibrate --system S)")
         nodes = _positive(src, n, "nodes", rec["nodes"], int)
         per_node = _positive(src, n, "gpus_per_node", rec["gpus_per_node"], int)
         if "ranks" in rec and rec["ranks"] != nodes * per_node:
