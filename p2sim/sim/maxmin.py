@@ -143,13 +143,21 @@ class MaxMin:
         self._lflows, self._lcoef = owner[order], coef[order]
         self._per_link: dict[int, tuple[list[int], list[float]]] = {}
         self._capacity = self.capacity.tolist()
-        # each flow's tightest finite link (least capacity per unit of its load): where it would
-        # be limited alone, so it enters K with the flow
+        # a finite link that only one flow crosses (as the simulator's per-channel ceilings) is
+        # no constraint to share: it caps its flow at capacity / coef, an event of the repair
+        # instead of a link to keep in K (which halves the work on such networks)
         with np.errstate(divide="ignore"):
             solo = self.capacity[links] / coef
+        alone = (np.diff(self._lptr) == 1) & np.isfinite(self.capacity)
+        self._alone = alone.tolist()
+        ceiling = np.full(n, np.inf)
+        np.minimum.at(ceiling, owner[alone[links]], solo[alone[links]])
+        self._ceiling = ceiling.tolist()
+        # each flow's tightest finite link (least capacity per unit of its load): where it would
+        # be limited alone, so it enters K with the flow -- unless its ceiling limits it there
         first = np.lexsort((solo, owner))[np.unique(owner, return_index=True)[1]] if n else owner
         tight = np.full(n, -1, dtype=np.int64)
-        finite = np.isfinite(solo[first])
+        finite = np.isfinite(solo[first]) & ~alone[links[first]]
         tight[owner[first][finite]] = links[first][finite]
         self._tight = tight.tolist()
         self._in_k = [False] * nlinks
@@ -161,7 +169,7 @@ class MaxMin:
         rate = np.where(np.isfinite(self.rate), self.rate, 0.0)
         self._load = np.bincount(links, weights=coef * rate[owner], minlength=nlinks)  # at the current rates
         used = np.bincount(links, weights=self.active[owner].astype(float), minlength=nlinks) > 0
-        full = used & np.isfinite(self.capacity) & (self._load >= self.capacity * (1.0 - _TIE))
+        full = used & ~alone & np.isfinite(self.capacity) & (self._load >= self.capacity * (1.0 - _TIE))
         self._add_to_k(np.flatnonzero(full).tolist())  # every active flow's bottleneck
 
     def _flows_of(self, link: int) -> tuple[list[int], list[float]]:
@@ -239,13 +247,14 @@ class MaxMin:
         np.add.at(load, links, self._coef[ents] * np.repeat(dx, counts))
         up = links[np.repeat(dx > 0, counts)]
         full = up[load[up] > self.capacity[up] * (1.0 + _OVER)]
-        return load, sorted(link for link in set(full.tolist()) if not self._in_k[link])
+        in_k, alone = self._in_k, self._alone
+        return load, sorted(link for link in set(full.tolist()) if not in_k[link] and not alone[link])
 
     # ---- the set K of links that bind ---------------------------------------------------------
 
     def _add_to_k(self, links: Iterable[int]) -> None:
         for link in sorted(set(links)):
-            if self._in_k[link] or self._capacity[link] == _INF:
+            if self._in_k[link] or self._capacity[link] == _INF or self._alone[link]:
                 continue
             self._in_k[link] = True
             for j, c in zip(*self._flows_of(link)):
@@ -317,7 +326,7 @@ class MaxMin:
         states, k_links, k_coef = self._state, self._k_links, self._k_coef
         live = set(joined)
 
-        capacity, active, scan = self._capacity, self._active, self._scan
+        capacity, active, scan, ceiling = self._capacity, self._active, self._scan, self._ceiling
         bisect_left, heappush = bisect.bisect_left, heapq.heappush
         inf, tie_lo, tie_hi = _INF, 1.0 - _TIE, 1.0 + _TIE
 
@@ -427,6 +436,8 @@ class MaxMin:
             state[j], cap[j] = _OPEN, _INF
             for link, c in zip(k_links[j], k_coef[j]):
                 move(link, j, c, 0.0, _INF)
+            if ceiling[j] < inf:
+                heappush(heap, (ceiling[j], 2, j, 0))
 
         while heap:
             t, kind, i, ver = heapq.heappop(heap)
@@ -462,17 +473,30 @@ class MaxMin:
                             move(i, j, c, u, v, push=False)
                         elif link not in saturated:
                             move(link, j, c, u, v)
-            else:
+            elif kind == 1:
                 if i in state:
                     continue
-                # held at its rate by a bottleneck that did not change?
+                # held at its rate by its ceiling or a bottleneck that did not change?
                 x = old[i]
-                if any(lk not in work and states[lk][_T] <= x * (1.0 + _TIE) for lk in k_links[i]):
+                if ceiling[i] <= x * tie_hi or any(
+                        lk not in work and states[lk][_T] <= x * tie_hi for lk in k_links[i]):
                     continue
                 state[i], cap[i] = _OPEN, _INF
                 for link, c in zip(k_links[i], k_coef[i]):
                     if link not in saturated:
                         move(link, i, c, x, _INF)
+                if ceiling[i] < inf:
+                    heappush(heap, (ceiling[i], 2, i, 0))
+            else:  # a growing flow reaches its ceiling
+                if state.get(i) != _OPEN:
+                    continue
+                state[i] = _FROZEN
+                x = old[i]
+                v = new[i] = x if abs(t - x) <= _TIE * x else t
+                cap[i] = v
+                for link, c in zip(k_links[i], k_coef[i]):
+                    if link not in saturated:
+                        move(link, i, c, _INF, v)
 
         for j, st in state.items():
             if st == _OPEN:
