@@ -453,25 +453,38 @@ class MaxMin:
                     continue
                 t = s[0]
                 saturated.add(i)
-                grow = s[_GROW]
-                frozen = []  # (flow, coef, old ceiling, new rate) of the flows this link stops
-                for u, c, j in self._at_level(s, t) + [(_INF, grow[j], j) for j in grow]:
+                # it stops every flow at its level: those capped there (within a tie) and the
+                # growing ones; its state is set once for all of them (its level stays t)
+                caps, k, grow = s[_CAPS], s[_K], s[_GROW]
+                lo = k
+                while lo > 0 and caps[lo - 1][0] >= t * tie_lo:
+                    lo -= 1
+                bsum = s[_B]
+                for u, c, _j in caps[lo:k]:
+                    bsum -= c * u
+                stay = []  # its entries from lo on, at their new ceilings
+                frozen = []  # (flow, old ceiling, new rate) of the flows this link stops
+                for e in caps[lo:] + [(_INF, c, j) for j, c in grow.items()]:
+                    u, c, j = e
                     st = state.get(j)
-                    if st == _FROZEN:
-                        continue
-                    state[j] = _FROZEN
-                    x = old[j]
-                    same = abs(t - x) <= _TIE * x
-                    if st is None and same:
-                        continue  # already at this level: unchanged
-                    v = new[j] = x if same else t
-                    frozen.append((j, c, u, v))
-                for j, _c, u, v in frozen:
+                    if st != _FROZEN:
+                        state[j] = _FROZEN
+                        x = old[j]
+                        same = abs(t - x) <= _TIE * x
+                        if st is not None or not same:  # else already at this level: unchanged
+                            v = new[j] = x if same else t
+                            frozen.append((j, u, v))
+                            e = (v, c, j)
+                    stay.append(e)
+                stay.sort()
+                caps[lo:] = stay
+                grow.clear()
+                s[_B], s[_W], s[_K] = bsum, sum(e[1] for e in stay), lo
+                s[_AGE] += len(frozen)
+                for j, u, v in frozen:
                     cap[j] = v  # only now: a rescan of a link must see the moves made so far
                     for link, c in zip(k_links[j], k_coef[j]):
-                        if link == i:
-                            move(i, j, c, u, v, push=False)
-                        elif link not in saturated:
+                        if link not in saturated:
                             move(link, j, c, u, v)
             elif kind == 1:
                 if i in state:
