@@ -345,8 +345,12 @@ class MaxMin:
                 t0 = p[0]
                 if t0 < inf:
                     # its bottlenecked flows are free again, unless held by another link
-                    for u, _c, f in self._at_level(p, t0):
-                        if u <= t0 * tie_hi and f not in state and (f in live or active[f]):
+                    caps, k = p[3], p[4]
+                    lo, hi = t0 * tie_lo, t0 * tie_hi
+                    while k > 0 and caps[k - 1][0] >= lo:
+                        k -= 1
+                    for u, _c, f in caps[k:]:
+                        if u <= hi and f not in state and (f in live or active[f]):
                             heappush(heap, (old[f], 1, f, 0))
 
             caps, k, bsum, w, grow = s[3], s[4], s[1], s[2], s[5]
@@ -359,6 +363,14 @@ class MaxMin:
                 if i < k:
                     bsum -= c * a
                     k -= 1
+                elif b == inf:  # a flow at the level grows on: the level stays
+                    grow[j] = c
+                    t = s[0]
+                    if push and t < queued.get(link, inf):
+                        v = version[link] = version[link] + 1
+                        queued[link] = t
+                        heappush(heap, (t, 0, link, v))
+                    return
                 else:
                     w -= c
             if b == inf:
