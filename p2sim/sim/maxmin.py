@@ -327,15 +327,17 @@ class MaxMin:
         live = set(joined)
 
         capacity, active, scan, ceiling = self._capacity, self._active, self._scan, self._ceiling
-        bisect_left, heappush = bisect.bisect_left, heapq.heappush
+        bisect_left, heappush, heappop = bisect.bisect_left, heapq.heappush, heapq.heappop
         inf, tie_lo, tie_hi = _INF, 1.0 - _TIE, 1.0 + _TIE
 
-        def move(link: int, j: int, c: float, a: float, b: float, push: bool = True) -> None:
-            """Flow j (coefficient c) changes its ceiling on the link from a to b: move the level.
+        def move(link: int, moves) -> None:
+            """Flows change their ceilings on the link: ``moves`` are (flow, coef, from, to).
 
-            The link's state is updated in place, every ``_REFRESH`` moves rescanned; its
-            new level is pushed on the heap (unless ``push`` is false).  One function, all
-            inline: it runs once per changed flow and link, the engine's innermost loop.
+            The first move makes the link dirty: a copy of its state to work on, and its
+            bottlenecked flows pushed to be released.  The state is updated in place and its
+            level walked once for all the moves (every ``_REFRESH`` moves rescanned instead);
+            a level that fell is pushed on the heap.  All inline: it runs once per changed
+            flow (or group of flows) and link, the engine's innermost loop.
             """
             s = work.get(link)
             if s is None:  # the link becomes dirty
@@ -354,39 +356,43 @@ class MaxMin:
                             heappush(heap, (old[f], 1, f, 0))
 
             caps, k, bsum, w, grow = s[3], s[4], s[1], s[2], s[5]
-            if a == inf:
-                w -= c
-                del grow[j]
-            elif a > 0.0:
-                i = bisect_left(caps, (a, c, j))
-                del caps[i]
-                if i < k:
-                    bsum -= c * a
-                    k -= 1
-                elif b == inf:  # a flow at the level grows on: the level stays
-                    grow[j] = c
-                    t = s[0]
-                    if push and t < queued.get(link, inf):
-                        v = version[link] = version[link] + 1
-                        queued[link] = t
-                        heappush(heap, (t, 0, link, v))
-                    return
-                else:
+            walk = False
+            for j, c, a, b in moves:
+                if a == inf:
                     w -= c
-            if b == inf:
-                w += c
-                grow[j] = c
-            elif b > 0.0:
-                e = (b, c, j)
-                i = bisect_left(caps, e)
-                caps.insert(i, e)
-                if i < k or (i == k and b < s[0]):
-                    bsum += c * b
-                    k += 1
-                else:
+                    del grow[j]
+                    walk = True
+                elif a > 0.0:
+                    i = bisect_left(caps, (a, c, j))
+                    del caps[i]
+                    if i < k:
+                        bsum -= c * a
+                        k -= 1
+                        walk = True
+                    elif b == inf:  # a flow at the level grows on: the level stays
+                        grow[j] = c
+                        continue
+                    else:
+                        w -= c
+                        walk = True
+                if b == inf:
                     w += c
-            s[6] += 1
-            if s[6] > _REFRESH:  # against the drift of the running sums
+                    grow[j] = c
+                    walk = True
+                elif b > 0.0:
+                    e = (b, c, j)
+                    i = bisect_left(caps, e)
+                    caps.insert(i, e)
+                    if i < k or (i == k and b < s[0]):
+                        bsum += c * b
+                        k += 1
+                    else:
+                        w += c
+                    walk = True
+            s[6] += len(moves)
+            if not walk:
+                t = s[0]
+            elif s[6] > _REFRESH:  # against the drift of the running sums
                 s = work[link] = scan(link, cap)
                 t = s[0]
             else:
@@ -434,7 +440,7 @@ class MaxMin:
                 s[0], s[1], s[2], s[4] = t, bsum, w, k
             # the heap holds a lower bound of each dirty link's level: a level that rose is
             # pushed again only when its old entry comes up, a level that fell at once
-            if push and t < queued.get(link, inf):
+            if t < queued.get(link, inf):
                 v = version[link] = version[link] + 1
                 queued[link] = t
                 heappush(heap, (t, 0, link, v))
@@ -443,16 +449,16 @@ class MaxMin:
             state[j], new[j] = _FROZEN, 0.0
             a, cap[j] = cap[j], 0.0
             for link, c in zip(k_links[j], k_coef[j]):
-                move(link, j, c, a, 0.0)
+                move(link, ((j, c, a, 0.0),))
         for j in joined:
             state[j], cap[j] = _OPEN, _INF
             for link, c in zip(k_links[j], k_coef[j]):
-                move(link, j, c, 0.0, _INF)
+                move(link, ((j, c, 0.0, _INF),))
             if ceiling[j] < inf:
                 heappush(heap, (ceiling[j], 2, j, 0))
 
         while heap:
-            t, kind, i, ver = heapq.heappop(heap)
+            t, kind, i, ver = heappop(heap)
             if kind == 0:
                 if i in saturated or version[i] != ver:
                     continue
@@ -493,25 +499,36 @@ class MaxMin:
                 grow.clear()
                 s[_B], s[_W], s[_K] = bsum, sum(e[1] for e in stay), lo
                 s[_AGE] += len(frozen)
+                group: dict[int, list] = {}  # their moves, by link
                 for j, u, v in frozen:
                     cap[j] = v  # only now: a rescan of a link must see the moves made so far
                     for link, c in zip(k_links[j], k_coef[j]):
                         if link not in saturated:
-                            move(link, j, c, u, v)
+                            group.setdefault(link, []).append((j, c, u, v))
+                for link, moves in group.items():
+                    move(link, moves)
             elif kind == 1:
-                if i in state:
-                    continue
-                # held at its rate by its ceiling or a bottleneck that did not change?
-                x = old[i]
-                if ceiling[i] <= x * tie_hi or any(
-                        lk not in work and states[lk][_T] <= x * tie_hi for lk in k_links[i]):
-                    continue
-                state[i], cap[i] = _OPEN, _INF
-                for link, c in zip(k_links[i], k_coef[i]):
-                    if link not in saturated:
-                        move(link, i, c, x, _INF)
-                if ceiling[i] < inf:
-                    heappush(heap, (ceiling[i], 2, i, 0))
+                # every flow released at this level at once (typically those of one link)
+                flows = [i]
+                while heap and heap[0][1] == 1 and heap[0][0] == t:
+                    flows.append(heappop(heap)[2])
+                group = {}
+                for i in flows:
+                    if i in state:
+                        continue
+                    # held at its rate by its ceiling or a bottleneck that did not change?
+                    x = old[i]
+                    if ceiling[i] <= x * tie_hi or any(
+                            lk not in work and states[lk][_T] <= x * tie_hi for lk in k_links[i]):
+                        continue
+                    state[i], cap[i] = _OPEN, _INF
+                    for link, c in zip(k_links[i], k_coef[i]):
+                        if link not in saturated:
+                            group.setdefault(link, []).append((i, c, x, _INF))
+                    if ceiling[i] < inf:
+                        heappush(heap, (ceiling[i], 2, i, 0))
+                for link, moves in group.items():
+                    move(link, moves)
             else:  # a growing flow reaches its ceiling
                 if state.get(i) != _OPEN:
                     continue
@@ -521,7 +538,7 @@ class MaxMin:
                 cap[i] = v
                 for link, c in zip(k_links[i], k_coef[i]):
                     if link not in saturated:
-                        move(link, i, c, _INF, v)
+                        move(link, ((i, c, _INF, v),))
 
         for j, st in state.items():
             if st == _OPEN:
