@@ -344,16 +344,8 @@ class MaxMin:
                 p = states[link]
                 s = work[link] = [p[0], p[1], p[2], p[3][:], p[4], {}, p[6]]
                 version[link] = 0
-                t0 = p[0]
-                if t0 < inf:
-                    # its bottlenecked flows are free again, unless held by another link
-                    caps, k = p[3], p[4]
-                    lo, hi = t0 * tie_lo, t0 * tie_hi
-                    while k > 0 and caps[k - 1][0] >= lo:
-                        k -= 1
-                    for u, _c, f in caps[k:]:
-                        if u <= hi and f not in state and (f in live or active[f]):
-                            heappush(heap, (old[f], 1, f, 0))
+                if p[0] < inf:  # its bottlenecked flows are free again at its old level
+                    heappush(heap, (p[0], 1, link, 0))
 
             caps, k, bsum, w, grow = s[3], s[4], s[1], s[2], s[5]
             walk = False
@@ -508,10 +500,19 @@ class MaxMin:
                 for link, moves in group.items():
                     move(link, moves)
             elif kind == 1:
-                # every flow released at this level at once (typically those of one link)
-                flows = [i]
+                # the flows bottlenecked at this level on links that became dirty are released
+                # (unless held by another link), all at once
+                dirty = [i]
                 while heap and heap[0][1] == 1 and heap[0][0] == t:
-                    flows.append(heappop(heap)[2])
+                    dirty.append(heappop(heap)[2])
+                lo, hi = t * tie_lo, t * tie_hi
+                flows = []
+                for link in dirty:
+                    p = states[link]
+                    caps, k = p[_CAPS], p[_K]
+                    while k > 0 and caps[k - 1][0] >= lo:
+                        k -= 1
+                    flows += [f for u, _c, f in caps[k:] if u <= hi and (f in live or active[f])]
                 group = {}
                 for i in flows:
                     if i in state:
