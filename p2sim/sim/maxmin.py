@@ -204,7 +204,7 @@ class MaxMin:
         while True:
             new, work = self._repair(joined, finished)
             old = self._rate
-            changed = sorted(j for j, x in new.items() if x != old[j])
+            changed = sorted([j for j, x in new.items() if x != old[j]])
             unbounded = [self._tight[j] for j in changed if new[j] == _INF and self._tight[j] >= 0]
             if unbounded:  # rare: a flow whose finite links are all outside K
                 if all(self._in_k[link] for link in unbounded):
@@ -474,8 +474,13 @@ class MaxMin:
                     bsum -= c * u
                 stay = []  # its entries from lo on, at their new ceilings
                 frozen = []  # (flow, old ceiling, new rate) of the flows this link stops
-                for e in caps[lo:] + [(_INF, c, j) for j, c in grow.items()]:
+                w = 0.0
+                if grow:
+                    caps += [(inf, c, j) for j, c in grow.items()]
+                    grow.clear()
+                for e in caps[lo:]:
                     u, c, j = e
+                    w += c
                     st = state.get(j)
                     if st != _FROZEN:
                         state[j] = _FROZEN
@@ -488,8 +493,7 @@ class MaxMin:
                     stay.append(e)
                 stay.sort()
                 caps[lo:] = stay
-                grow.clear()
-                s[_B], s[_W], s[_K] = bsum, sum(e[1] for e in stay), lo
+                s[_B], s[_W], s[_K] = bsum, w, lo
                 s[_AGE] += len(frozen)
                 group: dict[int, list] = {}  # their moves, by link
                 for j, u, v in frozen:
@@ -519,8 +523,15 @@ class MaxMin:
                         continue
                     # held at its rate by its ceiling or a bottleneck that did not change?
                     x = old[i]
-                    if ceiling[i] <= x * tie_hi or any(
-                            lk not in work and states[lk][_T] <= x * tie_hi for lk in k_links[i]):
+                    hold = x * tie_hi
+                    if ceiling[i] <= hold:
+                        continue
+                    for lk in k_links[i]:
+                        if lk not in work and states[lk][0] <= hold:
+                            break
+                    else:
+                        lk = -1
+                    if lk >= 0:
                         continue
                     state[i], cap[i] = _OPEN, _INF
                     for link, c in zip(k_links[i], k_coef[i]):
