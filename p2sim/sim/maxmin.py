@@ -121,7 +121,7 @@ class MaxMin:
         self.rate = np.zeros(n)
         self.active = np.zeros(n, dtype=bool)
         self._indptr, self._links, self._coef = indptr, links, coef
-        self.repairs = 0  # updates redone after a link outside K was found overloaded
+        self.repairs = 0  # second repairs, after a link outside K was found overloaded
         self._usage = None  # the dense usage matrix while solving densely
         self._dense_left = 0  # dense updates left before going incremental
         size = n * nlinks
@@ -201,8 +201,10 @@ class MaxMin:
             self._usage = None
             self._start_incremental()
         self._add_to_k(self._tight[j] for j in joined if self._tight[j] >= 0)
+        seeds: list[int] = []
+        changed_all: set[int] = set()
         while True:
-            new, work = self._repair(joined, finished)
+            new, work = self._repair(joined, finished, seeds)
             old = self._rate
             changed = sorted([j for j, x in new.items() if x != old[j]])
             unbounded = [self._tight[j] for j in changed if new[j] == _INF and self._tight[j] >= 0]
@@ -210,25 +212,34 @@ class MaxMin:
                 if all(self._in_k[link] for link in unbounded):
                     raise RuntimeError("max-min repair left a flow unbounded on links it knows")
                 self._add_to_k(unbounded)
-                continue
+                continue  # redone from the same allocation
             load, over = self._check(changed, new)
-            if over:
-                self.repairs += 1
-                self._add_to_k(over)
-                continue
-            break
+            self._commit(new, work, joined, finished, changed, load)
+            changed_all.update(changed)
+            if not over:
+                break
+            # fair over K but overloading links outside it: they join K, and a second repair
+            # from this allocation lowers the flows above their levels (as a join would)
+            self.repairs += 1
+            self._add_to_k(over)
+            joined, finished, seeds = [], [], over
+        return np.array(sorted(changed_all), dtype=np.int64)
+
+    def _commit(self, new: dict[int, float], work: dict[int, list], joined: list[int],
+                finished: list[int], changed: list[int], load: np.ndarray) -> None:
+        """Keep a repair's rates, loads and link states."""
         self._load = load
         self._state.update(work)
         for j in joined:
             self.active[j] = self._active[j] = True
         for j in finished:
             self.active[j] = self._active[j] = False
+        old = self._rate
         for j in changed:
             self.rate[j] = old[j] = new[j]
         # links with room after this update leave K (they rejoin if ever overloaded)
         self._drop_from_k([link for link, s in work.items()
                            if s[_T] == _INF and s[_B] < (1.0 - _ROOM) * self._capacity[link]])
-        return np.array(changed, dtype=np.int64)
 
     def _check(self, changed: list[int], new: dict[int, float]) -> tuple[np.ndarray, list[int]]:
         """Loads at the new rates, and the links outside K that they overload."""
@@ -312,8 +323,12 @@ class MaxMin:
 
     # ---- the level-ordered repair -------------------------------------------------------------
 
-    def _repair(self, joined: list[int], finished: list[int]) -> tuple[dict[int, float], dict[int, list]]:
-        """New rates of the flows whose rate may change (the rest keep theirs) and new link states."""
+    def _repair(self, joined: list[int], finished: list[int],
+                seeds: list[int]) -> tuple[dict[int, float], dict[int, list]]:
+        """New rates of the flows whose rate may change (the rest keep theirs) and new link states.
+
+        ``seeds``: links just added to K whose level may be below the rates of their flows.
+        """
         old = self._rate
         cap = list(old)  # each flow's ceiling during the repair: final rate, or inf while growing
         state: dict[int, int] = {}
@@ -437,6 +452,8 @@ class MaxMin:
                 queued[link] = t
                 heappush(heap, (t, 0, link, v))
 
+        for link in seeds:
+            move(link, ())  # dirty, queued at its level
         for j in finished:
             state[j], new[j] = _FROZEN, 0.0
             a, cap[j] = cap[j], 0.0
