@@ -460,11 +460,11 @@ class MaxMin:
             for link, c in zip(k_links[j], k_coef[j]):
                 move(link, ((j, c, a, 0.0),))
         for j in joined:
-            state[j], cap[j] = _OPEN, _INF
+            # a growing flow stands on its links at its ceiling (inf if none): the levels
+            # see it stop there, and it stops there unless a link saturates below
+            state[j], cap[j] = _OPEN, ceiling[j]
             for link, c in zip(k_links[j], k_coef[j]):
-                move(link, ((j, c, 0.0, _INF),))
-            if ceiling[j] < inf:
-                heappush(heap, (ceiling[j], 2, j, 0))
+                move(link, ((j, c, 0.0, ceiling[j]),))
 
         while heap:
             t, kind, i, ver = heappop(heap)
@@ -550,28 +550,17 @@ class MaxMin:
                         lk = -1
                     if lk >= 0:
                         continue
-                    state[i], cap[i] = _OPEN, _INF
+                    state[i], cap[i] = _OPEN, ceiling[i]
+                    u = ceiling[i]
                     for link, c in zip(k_links[i], k_coef[i]):
                         if link not in saturated:
-                            group.setdefault(link, []).append((i, c, x, _INF))
-                    if ceiling[i] < inf:
-                        heappush(heap, (ceiling[i], 2, i, 0))
+                            group.setdefault(link, []).append((i, c, x, u))
                 for link, moves in group.items():
                     move(link, moves)
-            else:  # a growing flow reaches its ceiling
-                if state.get(i) != _OPEN:
-                    continue
-                state[i] = _FROZEN
-                x = old[i]
-                v = new[i] = x if abs(t - x) <= _TIE * x else t
-                cap[i] = v
-                for link, c in zip(k_links[i], k_coef[i]):
-                    if link not in saturated:
-                        move(link, ((i, c, _INF, v),))
 
         for j, st in state.items():
-            if st == _OPEN:
-                new[j] = _INF  # grows without bound on K: checked against the other links
+            if st == _OPEN:  # stopped by its ceiling, or grows without bound on K
+                new[j] = cap[j]  # (either checked against the other links)
         return new, work
 
 
