@@ -363,12 +363,12 @@ class MaxMin:
                     heappush(heap, (p[0], 1, link, 0))
 
             caps, k, bsum, w, grow = s[3], s[4], s[1], s[2], s[5]
-            walk = False
+            # B changes, or W does (dw: exactly 0 when flows only move within it): the walk
+            walk, dw = False, 0.0
             for j, c, a, b in moves:
                 if a == inf:
-                    w -= c
+                    dw -= c
                     del grow[j]
-                    walk = True
                 elif a > 0.0:
                     i = bisect_left(caps, (a, c, j))
                     del caps[i]
@@ -376,16 +376,11 @@ class MaxMin:
                         bsum -= c * a
                         k -= 1
                         walk = True
-                    elif b == inf:  # a flow at the level grows on: the level stays
-                        grow[j] = c
-                        continue
                     else:
-                        w -= c
-                        walk = True
+                        dw -= c
                 if b == inf:
-                    w += c
+                    dw += c
                     grow[j] = c
-                    walk = True
                 elif b > 0.0:
                     e = (b, c, j)
                     i = bisect_left(caps, e)
@@ -393,9 +388,12 @@ class MaxMin:
                     if i < k or (i == k and b < s[0]):
                         bsum += c * b
                         k += 1
+                        walk = True
                     else:
-                        w += c
-                    walk = True
+                        dw += c
+            if dw != 0.0:
+                w += dw
+                walk = True
             s[6] += len(moves)
             if not walk:
                 t = s[0]
