@@ -395,10 +395,12 @@ class MaxMin:
                 w += dw
                 walk = True
             s[6] += len(moves)
+            if s[6] > _REFRESH:  # against the drift of the running sums: summed afresh
+                bsum = sum([e[1] * e[0] for e in caps[:k]])
+                w = sum([e[1] for e in caps[k:]]) + sum(grow.values())
+                s[6] = 0
+                walk = True
             if not walk:
-                t = s[0]
-            elif s[6] > _REFRESH:  # against the drift of the running sums
-                s = work[link] = scan(link, cap)
                 t = s[0]
             else:
                 # walk the split between B and W to the new level: B + W t = capacity
