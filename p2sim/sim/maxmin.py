@@ -202,7 +202,7 @@ class MaxMin:
             self._start_incremental()
         self._add_to_k(self._tight[j] for j in joined if self._tight[j] >= 0)
         seeds: list[int] = []
-        changed_all: set[int] = set()
+        before: dict[int, float] = {}  # the rate before this update of each flow a repair changed
         while True:
             new, work = self._repair(joined, finished, seeds)
             old = self._rate
@@ -211,11 +211,14 @@ class MaxMin:
             if unbounded:  # rare: a flow whose finite links are all outside K
                 if all(self._in_k[link] for link in unbounded):
                     raise RuntimeError("max-min repair left a flow unbounded on links it knows")
+                for link in work:  # the states worked on, back to the allocation
+                    self._state[link] = self._scan(link, self._rate)
                 self._add_to_k(unbounded)
                 continue  # redone from the same allocation
             load, over = self._check(changed, new)
+            for j in changed:
+                before.setdefault(j, old[j])
             self._commit(new, work, joined, finished, changed, load)
-            changed_all.update(changed)
             if not over:
                 break
             # fair over K but overloading links outside it: they join K, and a second repair
@@ -223,13 +226,13 @@ class MaxMin:
             self.repairs += 1
             self._add_to_k(over)
             joined, finished, seeds = [], [], over
-        return np.array(sorted(changed_all), dtype=np.int64)
+        rate = self._rate  # a second repair may set a flow back to its rate before the update
+        return np.array(sorted(j for j, x in before.items() if rate[j] != x), dtype=np.int64)
 
     def _commit(self, new: dict[int, float], work: dict[int, list], joined: list[int],
                 finished: list[int], changed: list[int], load: np.ndarray) -> None:
         """Keep a repair's rates, loads and link states."""
         self._load = load
-        self._state.update(work)
         for j in joined:
             self.active[j] = self._active[j] = True
         for j in finished:
@@ -337,6 +340,7 @@ class MaxMin:
         version: dict[int, int] = {}  # of each dirty link's live heap entry
         queued: dict[int, float] = {}  # and its level
         saturated: set[int] = set()
+        freed: dict[int, list[int]] = {}  # each dirty link's flows at its old level
         heap: list[tuple[float, int, int, int]] = []
         states, k_links, k_coef = self._state, self._k_links, self._k_coef
         live = set(joined)
@@ -355,12 +359,17 @@ class MaxMin:
             flow (or group of flows) and link, the engine's innermost loop.
             """
             s = work.get(link)
-            if s is None:  # the link becomes dirty
-                p = states[link]
-                s = work[link] = [p[0], p[1], p[2], p[3][:], p[4], {}, p[6]]
+            if s is None:  # the link becomes dirty: its state is worked on in place
+                s = work[link] = states[link]
                 version[link] = 0
-                if p[0] < inf:  # its bottlenecked flows are free again at its old level
-                    heappush(heap, (p[0], 1, link, 0))
+                t0 = s[0]
+                if t0 < inf:  # its bottlenecked flows are free again at its old level
+                    caps, k = s[3], s[4]
+                    lo, hi = t0 * tie_lo, t0 * tie_hi
+                    while k > 0 and caps[k - 1][0] >= lo:
+                        k -= 1
+                    freed[link] = [f for u, _c, f in caps[k:] if u <= hi and (f in live or active[f])]
+                    heappush(heap, (t0, 1, link, 0))
 
             caps, k, bsum, w, grow = s[3], s[4], s[1], s[2], s[5]
             # B changes, or W does (dw: exactly 0 when flows only move within it): the walk
@@ -526,14 +535,9 @@ class MaxMin:
                 dirty = [i]
                 while heap and heap[0][1] == 1 and heap[0][0] == t:
                     dirty.append(heappop(heap)[2])
-                lo, hi = t * tie_lo, t * tie_hi
                 flows = []
                 for link in dirty:
-                    p = states[link]
-                    caps, k = p[_CAPS], p[_K]
-                    while k > 0 and caps[k - 1][0] >= lo:
-                        k -= 1
-                    flows += [f for u, _c, f in caps[k:] if u <= hi and (f in live or active[f])]
+                    flows += freed[link]
                 group = {}
                 for i in flows:
                     if i in state:
