@@ -9,11 +9,15 @@ saturated link on which no flow is faster.
 changes:
 
 * **Sparse.**  Usage is kept per flow and per link, never as a flows x links matrix.
+* **Ceilings.**  A finite link that only one flow crosses (as the simulator's per-channel
+  ceiling) is no shared constraint: it caps its flow at ``capacity / coef``, and a flow that
+  grows stands on its other links at that ceiling instead of growing without bound.
 * **Only the links that bind.**  The allocation is solved over a set ``K`` of links: those
   that bind now or lately, and each joining flow's tightest link.  A solution over ``K`` that
   fits every other link is the solution over all links (each flow's bottleneck in ``K`` is
   still a bottleneck), so after each update the links of the flows that sped up are checked;
-  a link found overloaded joins ``K`` and the update is redone.  A link of ``K`` left with
+  a link found overloaded joins ``K`` and a second repair goes on from the allocation reached
+  (it lowers the flows above that link's level, as a join would).  A link of ``K`` left with
   room to spare by an update leaves it.
 * **Local repair in level order.**  An update re-runs progressive filling only where the
   allocation can change, like Dijkstra's algorithm over levels: a heap holds the *dirty*
@@ -26,7 +30,13 @@ changes:
   level ``t`` at which it saturates, its capped flows sorted by ceiling, the load ``B`` of
   those below ``t`` and the weight ``W`` of the rest (``B + W t = capacity``) -- so a flow
   changing its ceiling moves ``t`` by a binary search and a few steps along the sorted
-  ceilings; the link's flows are scanned again only every 256 moves, against rounding drift.
+  ceilings; ``B`` and ``W`` are summed afresh every 256 moves, against rounding drift.
+* **In groups.**  What happens at one level is applied per link at once, with one walk of
+  its level: a saturating link sets its own state once for all the flows it stops, then
+  their moves are grouped by their other links; the flows released at one level (those of
+  the links that became dirty) likewise.  Flows that only move within ``W`` leave the level
+  alone.  Each link's state is worked on in place (copied back from the rates only when a
+  repair must be redone, for a flow left unbounded on ``K``).
 
 Small networks (at most ``_DENSE`` flows x links) are solved whole at every update by
 :func:`max_min_rates`, dense progressive filling, which is faster there; mid-size ones (up to
@@ -51,12 +61,13 @@ _TIE = 1e-12
 _OVER = 1e-12
 # the dense solver's saturation test: a link with less than this (relative) left is full
 _SATURATED = 1e-12
-# moves of a link's water-filling state between rescans: its running sums B and W drift by
+# moves of a link's water-filling state between fresh sums: its running sums B and W drift by
 # about an ulp of the capacity per move, far below the 1e-12 ties
 _REFRESH = 256
 # a link of K left unsaturated by an update, with this much room (relative), leaves K: less
-# to keep up to date, against an update redone when it overloads again (0.1 measured best
-# of 0, 0.1, 0.3 on benchmarks/flows_scaling.py)
+# to keep up to date, against a second repair when it overloads again (0.1 measured best
+# of 0, 0.1, 0.3 on benchmarks/flows_scaling.py, and again of 0.05, 0.1, 0.2, 0.4 with the
+# grouped repair)
 _ROOM = 0.1
 
 # networks of at most _DENSE flows x links are solved densely at every update, as before the
@@ -73,7 +84,7 @@ _INF = float("inf")
 
 # a link's water-filling state: [level t, load B of the flows capped below t, weight W of the
 # rest, caps: its capped flows as sorted (ceiling, coef, flow), k: how many of them are below
-# t, grow: {flow: coef} of its growing flows, moves since the last scan]
+# t, grow: {flow: coef} of its growing flows without a ceiling, moves since B and W were summed]
 _T, _B, _W, _CAPS, _K, _GROW, _AGE = range(7)
 
 
@@ -316,14 +327,6 @@ class MaxMin:
         t = (capacity - below) / w_grow if w_grow > 0.0 else _INF
         return [t, below, w_grow, pts, len(pts), grow, 0]
 
-    @staticmethod
-    def _at_level(s: list, t: float) -> list[tuple[float, float, int]]:
-        """The capped flows of a link in state ``s`` at or above level ``t`` (within a tie)."""
-        caps, k = s[_CAPS], s[_K]
-        while k > 0 and caps[k - 1][0] >= t * (1.0 - _TIE):
-            k -= 1
-        return caps[k:]
-
     # ---- the level-ordered repair -------------------------------------------------------------
 
     def _repair(self, joined: list[int], finished: list[int],
@@ -333,7 +336,7 @@ class MaxMin:
         ``seeds``: links just added to K whose level may be below the rates of their flows.
         """
         old = self._rate
-        cap = list(old)  # each flow's ceiling during the repair: final rate, or inf while growing
+        cap: dict[int, float] = {}  # each touched flow: its new rate, or where it stops growing
         state: dict[int, int] = {}
         new: dict[int, float] = {}
         work: dict[int, list] = {}  # the dirty links' states
@@ -345,18 +348,18 @@ class MaxMin:
         states, k_links, k_coef = self._state, self._k_links, self._k_coef
         live = set(joined)
 
-        capacity, active, scan, ceiling = self._capacity, self._active, self._scan, self._ceiling
+        capacity, active, ceiling = self._capacity, self._active, self._ceiling
         bisect_left, heappush, heappop = bisect.bisect_left, heapq.heappush, heapq.heappop
         inf, tie_lo, tie_hi = _INF, 1.0 - _TIE, 1.0 + _TIE
 
         def move(link: int, moves) -> None:
             """Flows change their ceilings on the link: ``moves`` are (flow, coef, from, to).
 
-            The first move makes the link dirty: a copy of its state to work on, and its
-            bottlenecked flows pushed to be released.  The state is updated in place and its
-            level walked once for all the moves (every ``_REFRESH`` moves rescanned instead);
-            a level that fell is pushed on the heap.  All inline: it runs once per changed
-            flow (or group of flows) and link, the engine's innermost loop.
+            The first move makes the link dirty: its flows at its old level are noted, to be
+            released when the repair reaches that level.  The state is updated in place and
+            its level walked once for all the moves (``B`` and ``W`` summed afresh every
+            ``_REFRESH`` moves); a level that fell is pushed on the heap.  All inline: it runs
+            once per changed flow (or group of flows) and link, the engine's innermost loop.
             """
             s = work.get(link)
             if s is None:  # the link becomes dirty: its state is worked on in place
@@ -465,7 +468,7 @@ class MaxMin:
             move(link, ())  # dirty, queued at its level
         for j in finished:
             state[j], new[j] = _FROZEN, 0.0
-            a, cap[j] = cap[j], 0.0
+            a, cap[j] = old[j], 0.0
             for link, c in zip(k_links[j], k_coef[j]):
                 move(link, ((j, c, a, 0.0),))
         for j in joined:
@@ -523,7 +526,7 @@ class MaxMin:
                 s[_AGE] += len(frozen)
                 group: dict[int, list] = {}  # their moves, by link
                 for j, u, v in frozen:
-                    cap[j] = v  # only now: a rescan of a link must see the moves made so far
+                    cap[j] = v
                     for link, c in zip(k_links[j], k_coef[j]):
                         if link not in saturated:
                             group.setdefault(link, []).append((j, c, u, v))
