@@ -65,10 +65,11 @@ _SATURATED = 1e-12
 # about an ulp of the capacity per move, far below the 1e-12 ties
 _REFRESH = 256
 # a link of K left unsaturated by an update, with this much room (relative), leaves K: less
-# to keep up to date, against a second repair when it overloads again (0.1 measured best
-# of 0, 0.1, 0.3 on benchmarks/flows_scaling.py, and again of 0.05, 0.1, 0.2, 0.4 with the
-# grouped repair)
-_ROOM = 0.1
+# to keep up to date, against a second repair when it overloads again (0.1 measured best of
+# 0, 0.1, 0.3 when an overload redid the whole update; 0 best of 0, 0.03, 0.1, 0.2 since a
+# second repair goes on from the allocation reached: benchmarks/flows_scaling.py, pairs and
+# rings of 2000 flows)
+_ROOM = 0.0
 
 # networks of at most _DENSE flows x links are solved densely at every update, as before the
 # incremental solver: numpy's whole-matrix passes beat its bookkeeping there (measured on
