@@ -17,8 +17,8 @@ changes:
   fits every other link is the solution over all links (each flow's bottleneck in ``K`` is
   still a bottleneck), so after each update the links of the flows that sped up are checked;
   a link found overloaded joins ``K`` and a second repair goes on from the allocation reached
-  (it lowers the flows above that link's level, as a join would).  A link of ``K`` left with
-  room to spare by an update leaves it.
+  (it lowers the flows above that link's level, as a join would).  A link of ``K`` left
+  unsaturated by an update leaves it.
 * **Local repair in level order.**  An update re-runs progressive filling only where the
   allocation can change, like Dijkstra's algorithm over levels: a heap holds the *dirty*
   links (a flow on them changed) keyed by the level at which they saturate; flows that touch
