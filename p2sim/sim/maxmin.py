@@ -9,12 +9,16 @@ saturated link on which no flow is faster.
 changes:
 
 * **Sparse.**  Usage is kept per flow and per link, never as a flows x links matrix.
+* **Ceilings.**  A finite link that only one flow crosses (as the simulator's per-channel
+  ceiling) is no shared constraint: it caps its flow at ``capacity / coef``, and a flow that
+  grows stands on its other links at that ceiling instead of growing without bound.
 * **Only the links that bind.**  The allocation is solved over a set ``K`` of links: those
   that bind now or lately, and each joining flow's tightest link.  A solution over ``K`` that
   fits every other link is the solution over all links (each flow's bottleneck in ``K`` is
   still a bottleneck), so after each update the links of the flows that sped up are checked;
-  a link found overloaded joins ``K`` and the update is redone.  A link of ``K`` left with
-  room to spare by an update leaves it.
+  a link found overloaded joins ``K`` and a second repair goes on from the allocation reached
+  (it lowers the flows above that link's level, as a join would).  A link of ``K`` left
+  unsaturated by an update leaves it.
 * **Local repair in level order.**  An update re-runs progressive filling only where the
   allocation can change, like Dijkstra's algorithm over levels: a heap holds the *dirty*
   links (a flow on them changed) keyed by the level at which they saturate; flows that touch
@@ -26,7 +30,13 @@ changes:
   level ``t`` at which it saturates, its capped flows sorted by ceiling, the load ``B`` of
   those below ``t`` and the weight ``W`` of the rest (``B + W t = capacity``) -- so a flow
   changing its ceiling moves ``t`` by a binary search and a few steps along the sorted
-  ceilings; the link's flows are scanned again only every 256 moves, against rounding drift.
+  ceilings; ``B`` and ``W`` are summed afresh every 256 moves, against rounding drift.
+* **In groups.**  What happens at one level is applied per link at once, with one walk of
+  its level: a saturating link sets its own state once for all the flows it stops, then
+  their moves are grouped by their other links; the flows released at one level (those of
+  the links that became dirty) likewise.  Flows that only move within ``W`` leave the level
+  alone.  Each link's state is worked on in place (copied back from the rates only when a
+  repair must be redone, for a flow left unbounded on ``K``).
 
 Small networks (at most ``_DENSE`` flows x links) are solved whole at every update by
 :func:`max_min_rates`, dense progressive filling, which is faster there; mid-size ones (up to
@@ -51,13 +61,15 @@ _TIE = 1e-12
 _OVER = 1e-12
 # the dense solver's saturation test: a link with less than this (relative) left is full
 _SATURATED = 1e-12
-# moves of a link's water-filling state between rescans: its running sums B and W drift by
+# moves of a link's water-filling state between fresh sums: its running sums B and W drift by
 # about an ulp of the capacity per move, far below the 1e-12 ties
 _REFRESH = 256
 # a link of K left unsaturated by an update, with this much room (relative), leaves K: less
-# to keep up to date, against an update redone when it overloads again (0.1 measured best
-# of 0, 0.1, 0.3 on benchmarks/flows_scaling.py)
-_ROOM = 0.1
+# to keep up to date, against a second repair when it overloads again (0.1 measured best of
+# 0, 0.1, 0.3 when an overload redid the whole update; 0 best of 0, 0.03, 0.1, 0.2 since a
+# second repair goes on from the allocation reached: benchmarks/flows_scaling.py, pairs and
+# rings of 2000 flows)
+_ROOM = 0.0
 
 # networks of at most _DENSE flows x links are solved densely at every update, as before the
 # incremental solver: numpy's whole-matrix passes beat its bookkeeping there (measured on
@@ -73,7 +85,7 @@ _INF = float("inf")
 
 # a link's water-filling state: [level t, load B of the flows capped below t, weight W of the
 # rest, caps: its capped flows as sorted (ceiling, coef, flow), k: how many of them are below
-# t, grow: {flow: coef} of its growing flows, moves since the last scan]
+# t, grow: {flow: coef} of its growing flows without a ceiling, moves since B and W were summed]
 _T, _B, _W, _CAPS, _K, _GROW, _AGE = range(7)
 
 
@@ -121,7 +133,7 @@ class MaxMin:
         self.rate = np.zeros(n)
         self.active = np.zeros(n, dtype=bool)
         self._indptr, self._links, self._coef = indptr, links, coef
-        self.repairs = 0  # updates redone after a link outside K was found overloaded
+        self.repairs = 0  # second repairs, after a link outside K was found overloaded
         self._usage = None  # the dense usage matrix while solving densely
         self._dense_left = 0  # dense updates left before going incremental
         size = n * nlinks
@@ -143,13 +155,21 @@ class MaxMin:
         self._lflows, self._lcoef = owner[order], coef[order]
         self._per_link: dict[int, tuple[list[int], list[float]]] = {}
         self._capacity = self.capacity.tolist()
-        # each flow's tightest finite link (least capacity per unit of its load): where it would
-        # be limited alone, so it enters K with the flow
+        # a finite link that only one flow crosses (as the simulator's per-channel ceilings) is
+        # no constraint to share: it caps its flow at capacity / coef, an event of the repair
+        # instead of a link to keep in K (which halves the work on such networks)
         with np.errstate(divide="ignore"):
             solo = self.capacity[links] / coef
+        alone = (np.diff(self._lptr) == 1) & np.isfinite(self.capacity)
+        self._alone = alone.tolist()
+        ceiling = np.full(n, np.inf)
+        np.minimum.at(ceiling, owner[alone[links]], solo[alone[links]])
+        self._ceiling = ceiling.tolist()
+        # each flow's tightest finite link (least capacity per unit of its load): where it would
+        # be limited alone, so it enters K with the flow -- unless its ceiling limits it there
         first = np.lexsort((solo, owner))[np.unique(owner, return_index=True)[1]] if n else owner
         tight = np.full(n, -1, dtype=np.int64)
-        finite = np.isfinite(solo[first])
+        finite = np.isfinite(solo[first]) & ~alone[links[first]]
         tight[owner[first][finite]] = links[first][finite]
         self._tight = tight.tolist()
         self._in_k = [False] * nlinks
@@ -161,7 +181,7 @@ class MaxMin:
         rate = np.where(np.isfinite(self.rate), self.rate, 0.0)
         self._load = np.bincount(links, weights=coef * rate[owner], minlength=nlinks)  # at the current rates
         used = np.bincount(links, weights=self.active[owner].astype(float), minlength=nlinks) > 0
-        full = used & np.isfinite(self.capacity) & (self._load >= self.capacity * (1.0 - _TIE))
+        full = used & ~alone & np.isfinite(self.capacity) & (self._load >= self.capacity * (1.0 - _TIE))
         self._add_to_k(np.flatnonzero(full).tolist())  # every active flow's bottleneck
 
     def _flows_of(self, link: int) -> tuple[list[int], list[float]]:
@@ -193,34 +213,48 @@ class MaxMin:
             self._usage = None
             self._start_incremental()
         self._add_to_k(self._tight[j] for j in joined if self._tight[j] >= 0)
+        seeds: list[int] = []
+        before: dict[int, float] = {}  # the rate before this update of each flow a repair changed
         while True:
-            new, work = self._repair(joined, finished)
+            new, work = self._repair(joined, finished, seeds)
             old = self._rate
-            changed = sorted(j for j, x in new.items() if x != old[j])
+            changed = sorted([j for j, x in new.items() if x != old[j]])
             unbounded = [self._tight[j] for j in changed if new[j] == _INF and self._tight[j] >= 0]
             if unbounded:  # rare: a flow whose finite links are all outside K
                 if all(self._in_k[link] for link in unbounded):
                     raise RuntimeError("max-min repair left a flow unbounded on links it knows")
+                for link in work:  # the states worked on, back to the allocation
+                    self._state[link] = self._scan(link, self._rate)
                 self._add_to_k(unbounded)
-                continue
+                continue  # redone from the same allocation
             load, over = self._check(changed, new)
-            if over:
-                self.repairs += 1
-                self._add_to_k(over)
-                continue
-            break
+            for j in changed:
+                before.setdefault(j, old[j])
+            self._commit(new, work, joined, finished, changed, load)
+            if not over:
+                break
+            # fair over K but overloading links outside it: they join K, and a second repair
+            # from this allocation lowers the flows above their levels (as a join would)
+            self.repairs += 1
+            self._add_to_k(over)
+            joined, finished, seeds = [], [], over
+        rate = self._rate  # a second repair may set a flow back to its rate before the update
+        return np.array(sorted(j for j, x in before.items() if rate[j] != x), dtype=np.int64)
+
+    def _commit(self, new: dict[int, float], work: dict[int, list], joined: list[int],
+                finished: list[int], changed: list[int], load: np.ndarray) -> None:
+        """Keep a repair's rates, loads and link states."""
         self._load = load
-        self._state.update(work)
         for j in joined:
             self.active[j] = self._active[j] = True
         for j in finished:
             self.active[j] = self._active[j] = False
+        old = self._rate
         for j in changed:
             self.rate[j] = old[j] = new[j]
         # links with room after this update leave K (they rejoin if ever overloaded)
         self._drop_from_k([link for link, s in work.items()
                            if s[_T] == _INF and s[_B] < (1.0 - _ROOM) * self._capacity[link]])
-        return np.array(changed, dtype=np.int64)
 
     def _check(self, changed: list[int], new: dict[int, float]) -> tuple[np.ndarray, list[int]]:
         """Loads at the new rates, and the links outside K that they overload."""
@@ -239,13 +273,14 @@ class MaxMin:
         np.add.at(load, links, self._coef[ents] * np.repeat(dx, counts))
         up = links[np.repeat(dx > 0, counts)]
         full = up[load[up] > self.capacity[up] * (1.0 + _OVER)]
-        return load, sorted(link for link in set(full.tolist()) if not self._in_k[link])
+        in_k, alone = self._in_k, self._alone
+        return load, sorted(link for link in set(full.tolist()) if not in_k[link] and not alone[link])
 
     # ---- the set K of links that bind ---------------------------------------------------------
 
     def _add_to_k(self, links: Iterable[int]) -> None:
         for link in sorted(set(links)):
-            if self._in_k[link] or self._capacity[link] == _INF:
+            if self._in_k[link] or self._capacity[link] == _INF or self._alone[link]:
                 continue
             self._in_k[link] = True
             for j, c in zip(*self._flows_of(link)):
@@ -293,80 +328,92 @@ class MaxMin:
         t = (capacity - below) / w_grow if w_grow > 0.0 else _INF
         return [t, below, w_grow, pts, len(pts), grow, 0]
 
-    @staticmethod
-    def _at_level(s: list, t: float) -> list[tuple[float, float, int]]:
-        """The capped flows of a link in state ``s`` at or above level ``t`` (within a tie)."""
-        caps, k = s[_CAPS], s[_K]
-        while k > 0 and caps[k - 1][0] >= t * (1.0 - _TIE):
-            k -= 1
-        return caps[k:]
-
     # ---- the level-ordered repair -------------------------------------------------------------
 
-    def _repair(self, joined: list[int], finished: list[int]) -> tuple[dict[int, float], dict[int, list]]:
-        """New rates of the flows whose rate may change (the rest keep theirs) and new link states."""
+    def _repair(self, joined: list[int], finished: list[int],
+                seeds: list[int]) -> tuple[dict[int, float], dict[int, list]]:
+        """New rates of the flows whose rate may change (the rest keep theirs) and new link states.
+
+        ``seeds``: links just added to K whose level may be below the rates of their flows.
+        """
         old = self._rate
-        cap = list(old)  # each flow's ceiling during the repair: final rate, or inf while growing
+        cap: dict[int, float] = {}  # each touched flow: its new rate, or where it stops growing
         state: dict[int, int] = {}
         new: dict[int, float] = {}
         work: dict[int, list] = {}  # the dirty links' states
         version: dict[int, int] = {}  # of each dirty link's live heap entry
         queued: dict[int, float] = {}  # and its level
         saturated: set[int] = set()
+        freed: dict[int, list[int]] = {}  # each dirty link's flows at its old level
         heap: list[tuple[float, int, int, int]] = []
         states, k_links, k_coef = self._state, self._k_links, self._k_coef
         live = set(joined)
 
-        capacity, active, scan = self._capacity, self._active, self._scan
-        bisect_left, heappush = bisect.bisect_left, heapq.heappush
+        capacity, active, ceiling = self._capacity, self._active, self._ceiling
+        bisect_left, heappush, heappop = bisect.bisect_left, heapq.heappush, heapq.heappop
         inf, tie_lo, tie_hi = _INF, 1.0 - _TIE, 1.0 + _TIE
 
-        def move(link: int, j: int, c: float, a: float, b: float, push: bool = True) -> None:
-            """Flow j (coefficient c) changes its ceiling on the link from a to b: move the level.
+        def move(link: int, moves) -> None:
+            """Flows change their ceilings on the link: ``moves`` are (flow, coef, from, to).
 
-            The link's state is updated in place, every ``_REFRESH`` moves rescanned; its
-            new level is pushed on the heap (unless ``push`` is false).  One function, all
-            inline: it runs once per changed flow and link, the engine's innermost loop.
+            The first move makes the link dirty: its flows at its old level are noted, to be
+            released when the repair reaches that level.  The state is updated in place and
+            its level walked once for all the moves (``B`` and ``W`` summed afresh every
+            ``_REFRESH`` moves); a level that fell is pushed on the heap.  All inline: it runs
+            once per changed flow (or group of flows) and link, the engine's innermost loop.
             """
             s = work.get(link)
-            if s is None:  # the link becomes dirty
-                p = states[link]
-                s = work[link] = [p[0], p[1], p[2], p[3][:], p[4], {}, p[6]]
+            if s is None:  # the link becomes dirty: its state is worked on in place
+                s = work[link] = states[link]
                 version[link] = 0
-                t0 = p[0]
-                if t0 < inf:
-                    # its bottlenecked flows are free again, unless held by another link
-                    for u, _c, f in self._at_level(p, t0):
-                        if u <= t0 * tie_hi and f not in state and (f in live or active[f]):
-                            heappush(heap, (old[f], 1, f, 0))
+                t0 = s[0]
+                if t0 < inf:  # its bottlenecked flows are free again at its old level
+                    caps, k = s[3], s[4]
+                    lo, hi = t0 * tie_lo, t0 * tie_hi
+                    while k > 0 and caps[k - 1][0] >= lo:
+                        k -= 1
+                    freed[link] = [f for u, _c, f in caps[k:] if u <= hi and (f in live or active[f])]
+                    heappush(heap, (t0, 1, link, 0))
 
             caps, k, bsum, w, grow = s[3], s[4], s[1], s[2], s[5]
-            if a == inf:
-                w -= c
-                del grow[j]
-            elif a > 0.0:
-                i = bisect_left(caps, (a, c, j))
-                del caps[i]
-                if i < k:
-                    bsum -= c * a
-                    k -= 1
-                else:
-                    w -= c
-            if b == inf:
-                w += c
-                grow[j] = c
-            elif b > 0.0:
-                e = (b, c, j)
-                i = bisect_left(caps, e)
-                caps.insert(i, e)
-                if i < k or (i == k and b < s[0]):
-                    bsum += c * b
-                    k += 1
-                else:
-                    w += c
-            s[6] += 1
-            if s[6] > _REFRESH:  # against the drift of the running sums
-                s = work[link] = scan(link, cap)
+            # B changes, or W does (dw: exactly 0 when flows only move within it): the walk
+            walk, dw = False, 0.0
+            for j, c, a, b in moves:
+                if a == inf:
+                    dw -= c
+                    del grow[j]
+                elif a > 0.0:
+                    i = bisect_left(caps, (a, c, j))
+                    del caps[i]
+                    if i < k:
+                        bsum -= c * a
+                        k -= 1
+                        walk = True
+                    else:
+                        dw -= c
+                if b == inf:
+                    dw += c
+                    grow[j] = c
+                elif b > 0.0:
+                    e = (b, c, j)
+                    i = bisect_left(caps, e)
+                    caps.insert(i, e)
+                    if i < k or (i == k and b < s[0]):
+                        bsum += c * b
+                        k += 1
+                        walk = True
+                    else:
+                        dw += c
+            if dw != 0.0:
+                w += dw
+                walk = True
+            s[6] += len(moves)
+            if s[6] > _REFRESH:  # against the drift of the running sums: summed afresh
+                bsum = sum([e[1] * e[0] for e in caps[:k]])
+                w = sum([e[1] for e in caps[k:]]) + sum(grow.values())
+                s[6] = 0
+                walk = True
+            if not walk:
                 t = s[0]
             else:
                 # walk the split between B and W to the new level: B + W t = capacity
@@ -413,23 +460,27 @@ class MaxMin:
                 s[0], s[1], s[2], s[4] = t, bsum, w, k
             # the heap holds a lower bound of each dirty link's level: a level that rose is
             # pushed again only when its old entry comes up, a level that fell at once
-            if push and t < queued.get(link, inf):
+            if t < queued.get(link, inf):
                 v = version[link] = version[link] + 1
                 queued[link] = t
                 heappush(heap, (t, 0, link, v))
 
+        for link in seeds:
+            move(link, ())  # dirty, queued at its level
         for j in finished:
             state[j], new[j] = _FROZEN, 0.0
-            a, cap[j] = cap[j], 0.0
+            a, cap[j] = old[j], 0.0
             for link, c in zip(k_links[j], k_coef[j]):
-                move(link, j, c, a, 0.0)
+                move(link, ((j, c, a, 0.0),))
         for j in joined:
-            state[j], cap[j] = _OPEN, _INF
+            # a growing flow stands on its links at its ceiling (inf if none): the levels
+            # see it stop there, and it stops there unless a link saturates below
+            state[j], cap[j] = _OPEN, ceiling[j]
             for link, c in zip(k_links[j], k_coef[j]):
-                move(link, j, c, 0.0, _INF)
+                move(link, ((j, c, 0.0, ceiling[j]),))
 
         while heap:
-            t, kind, i, ver = heapq.heappop(heap)
+            t, kind, i, ver = heappop(heap)
             if kind == 0:
                 if i in saturated or version[i] != ver:
                     continue
@@ -442,41 +493,82 @@ class MaxMin:
                     continue
                 t = s[0]
                 saturated.add(i)
-                grow = s[_GROW]
-                frozen = []  # (flow, coef, old ceiling, new rate) of the flows this link stops
-                for u, c, j in self._at_level(s, t) + [(_INF, grow[j], j) for j in grow]:
+                # it stops every flow at its level: those capped there (within a tie) and the
+                # growing ones; its state is set once for all of them (its level stays t)
+                caps, k, grow = s[_CAPS], s[_K], s[_GROW]
+                lo = k
+                while lo > 0 and caps[lo - 1][0] >= t * tie_lo:
+                    lo -= 1
+                bsum = s[_B]
+                for u, c, _j in caps[lo:k]:
+                    bsum -= c * u
+                stay = []  # its entries from lo on, at their new ceilings
+                frozen = []  # (flow, old ceiling, new rate) of the flows this link stops
+                w = 0.0
+                if grow:
+                    caps += [(inf, c, j) for j, c in grow.items()]
+                    grow.clear()
+                for e in caps[lo:]:
+                    u, c, j = e
+                    w += c
                     st = state.get(j)
-                    if st == _FROZEN:
-                        continue
-                    state[j] = _FROZEN
-                    x = old[j]
-                    same = abs(t - x) <= _TIE * x
-                    if st is None and same:
-                        continue  # already at this level: unchanged
-                    v = new[j] = x if same else t
-                    frozen.append((j, c, u, v))
-                for j, _c, u, v in frozen:
-                    cap[j] = v  # only now: a rescan of a link must see the moves made so far
+                    if st != _FROZEN:
+                        state[j] = _FROZEN
+                        x = old[j]
+                        same = abs(t - x) <= _TIE * x
+                        if st is not None or not same:  # else already at this level: unchanged
+                            v = new[j] = x if same else t
+                            frozen.append((j, u, v))
+                            e = (v, c, j)
+                    stay.append(e)
+                stay.sort()
+                caps[lo:] = stay
+                s[_B], s[_W], s[_K] = bsum, w, lo
+                s[_AGE] += len(frozen)
+                group: dict[int, list] = {}  # their moves, by link
+                for j, u, v in frozen:
+                    cap[j] = v
                     for link, c in zip(k_links[j], k_coef[j]):
-                        if link == i:
-                            move(i, j, c, u, v, push=False)
-                        elif link not in saturated:
-                            move(link, j, c, u, v)
-            else:
-                if i in state:
-                    continue
-                # held at its rate by a bottleneck that did not change?
-                x = old[i]
-                if any(lk not in work and states[lk][_T] <= x * (1.0 + _TIE) for lk in k_links[i]):
-                    continue
-                state[i], cap[i] = _OPEN, _INF
-                for link, c in zip(k_links[i], k_coef[i]):
-                    if link not in saturated:
-                        move(link, i, c, x, _INF)
+                        if link not in saturated:
+                            group.setdefault(link, []).append((j, c, u, v))
+                for link, moves in group.items():
+                    move(link, moves)
+            elif kind == 1:
+                # the flows bottlenecked at this level on links that became dirty are released
+                # (unless held by another link), all at once
+                dirty = [i]
+                while heap and heap[0][1] == 1 and heap[0][0] == t:
+                    dirty.append(heappop(heap)[2])
+                flows = []
+                for link in dirty:
+                    flows += freed[link]
+                group = {}
+                for i in flows:
+                    if i in state:
+                        continue
+                    # held at its rate by its ceiling or a bottleneck that did not change?
+                    x = old[i]
+                    hold = x * tie_hi
+                    if ceiling[i] <= hold:
+                        continue
+                    for lk in k_links[i]:
+                        if lk not in work and states[lk][0] <= hold:
+                            break
+                    else:
+                        lk = -1
+                    if lk >= 0:
+                        continue
+                    state[i], cap[i] = _OPEN, ceiling[i]
+                    u = ceiling[i]
+                    for link, c in zip(k_links[i], k_coef[i]):
+                        if link not in saturated:
+                            group.setdefault(link, []).append((i, c, x, u))
+                for link, moves in group.items():
+                    move(link, moves)
 
         for j, st in state.items():
-            if st == _OPEN:
-                new[j] = _INF  # grows without bound on K: checked against the other links
+            if st == _OPEN:  # stopped by its ceiling, or grows without bound on K
+                new[j] = cap[j]  # (either checked against the other links)
         return new, work
 
 
