@@ -25,7 +25,7 @@ bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/rank_scale.py
 	$(BIN)/python benchmarks/scale_states.py
 	$(BIN)/python benchmarks/executors.py
-	$(BIN)/python benchmarks/flows_scaling.py --flows 100,500,2000
+	$(BIN)/python benchmarks/flows_scaling.py --flows 100,500,1000,2000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
