@@ -1,7 +1,7 @@
 """Validating single-collective measurements: (optionally) calibrate, predict every row, score.
 
-The event-driven model's and the link-bottleneck baseline's predictions of every row,
-and their metrics (:func:`~p2sim.analysis.collective_predict.collective_metrics`) over
+The model's (event-driven, or analytic when asked) and the link-bottleneck baseline's
+predictions of every row, and their metrics (:func:`~p2sim.analysis.collective_predict.collective_metrics`) over
 all rows, over the large rows (64 MiB and more, where bandwidth rules) and over the
 small and medium ones (where latency and protocols do).
 """
