@@ -1,11 +1,24 @@
-"""Small system files for tests."""
+"""Small system files and drawn axis sizes for tests."""
 
 from __future__ import annotations
 
 import tomllib
 
+from hypothesis import strategies as st
+
 from p2sim.topology import Topology
 from p2sim.topology.spec import SystemSpec, parse_spec
+
+
+def draw_axes(data, devices: int) -> list[int]:
+    """Up to three axis sizes whose product is ``devices``, drawn with hypothesis' ``data``."""
+    axes, left = [], devices
+    for _ in range(data.draw(st.integers(0, 2))):
+        d = data.draw(st.sampled_from([x for x in range(1, left + 1) if left % x == 0]))
+        axes.append(d)
+        left //= d
+    axes.append(left)
+    return axes
 
 
 def spec_from(text: str, source: str = "test.toml") -> SystemSpec:

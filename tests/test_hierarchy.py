@@ -13,6 +13,8 @@ from p2sim.placement import Placement, enumerate_matrices
 from p2sim.program import Form, Instruction
 from p2sim.semantics import Op
 
+from .helpers import draw_axes
+
 # Section 4's example: [(rack,1),(server,2),(cpu,2),(gpu,4)], servers A/B and C/D.
 SH = SynthesisHierarchy.of([1, 2, 2, 4])
 RACK, SERVER, CPU = 0, 1, 2
@@ -143,13 +145,7 @@ def test_orders_share_groups_and_hierarchy():
 
 def _placements(data):
     h = data.draw(st.lists(st.sampled_from([1, 2, 3, 4, 6, 8]), min_size=1, max_size=3))
-    n = math.prod(h)
-    axes, left = [], n
-    for _ in range(data.draw(st.integers(0, 2))):
-        d = data.draw(st.sampled_from([x for x in range(1, left + 1) if left % x == 0]))
-        axes.append(d)
-        left //= d
-    axes.append(left)
+    axes = draw_axes(data, math.prod(h))
     m = data.draw(st.sampled_from(enumerate_matrices(h, axes)))
     return Placement.of(h, axes, m)
 

@@ -12,6 +12,7 @@ from p2sim.errors import PlacementError
 from p2sim.placement import Placement, check_sizes, enumerate_matrices, format_matrix, parse_matrix
 
 from .conftest import config_of
+from .helpers import draw_axes
 
 
 def test_spec_example_has_exactly_three_matrices():
@@ -44,13 +45,7 @@ sizes = st.lists(st.sampled_from([1, 2, 3, 4, 6, 8, 12]), min_size=1, max_size=3
 @given(h=sizes, data=st.data())
 def test_enumeration_matches_brute_force(h, data):
     # split the device count into random axes by drawing a matrix-free factorisation
-    n = math.prod(h)
-    axes, left = [], n
-    for _ in range(data.draw(st.integers(0, 2))):
-        d = data.draw(st.sampled_from([x for x in range(1, left + 1) if left % x == 0]))
-        axes.append(d)
-        left //= d
-    axes.append(left)
+    axes = draw_axes(data, math.prod(h))
     assert enumerate_matrices(h, axes) == _brute_force(h, axes)
 
 
