@@ -61,19 +61,16 @@ def no_work(monkeypatch):
         raise AssertionError("work started before the output path was checked")
 
     import p2sim.analysis.calibrate as calibrate
-    import p2sim.analysis.collective_validation as collective_validation
     import p2sim.analysis.executor as executor
     import p2sim.analysis.predict as predict
     import p2sim.analysis.rank as rank
     import p2sim.analysis.search as search
-    import p2sim.analysis.validation_run as validation_run
 
-    # every module that bound these by name at import time gets the refusal too (imported
-    # here first, so that none binds one while it is patched and keeps it after the test)
+    # every module that bound run_all by name at import time gets the refusal too (imported
+    # here first, so that none binds it while it is patched and keeps it after the test)
     for module in (executor, predict, rank, search):
         monkeypatch.setattr(module, "run_all", refuse)
-    for module in (calibrate, collective_validation, validation_run):
-        monkeypatch.setattr(module, "calibrate", refuse)
+    monkeypatch.setattr(calibrate, "calibrate", refuse)  # calibrated_specs calls it through its module
 
 
 @pytest.mark.parametrize("command", [

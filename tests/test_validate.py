@@ -137,10 +137,11 @@ def test_calibration_flags_implausible_link_rates():
 ])
 def test_calibration_basis_says_whether_scored_rows_were_calibration_rows(monkeypatch, scored, calibrated_on, folds,
                                                                           basis, seen):
-    import p2sim.analysis.validation_run as vr
+    import p2sim.analysis.calibrate as calibrate_module
 
     # the fit itself is irrelevant here: keep the file's figures, count the rows it was given
-    monkeypatch.setattr(vr, "calibrate", lambda rows, system, executor, model: _fit(system, {}))
+    monkeypatch.setattr(calibrate_module, "calibrate",
+                        lambda rows, system, executor, model, collectives=(): _fit(system, {}))
     rows = [r for r in load_measurements(CSV) if r.gpu == "V100" and r.algo == "ring"]
     pick = lambda sizes: [r for r in rows if " ".join(map(str, r.axes)) in sizes]  # noqa: E731
     cal = None if calibrated_on is None else pick(calibrated_on)

@@ -37,7 +37,7 @@ from .measurements import MeasuredRow
 from .predict import groups_of, predict_groups
 from .sweep import ALLREDUCE_TEXT
 
-__all__ = ["Calibration", "calibrate", "PRIOR_WEIGHT", "PLAUSIBLE"]
+__all__ = ["Calibration", "calibrate", "calibrated_specs", "PRIOR_WEIGHT", "PLAUSIBLE"]
 
 PRIOR_WEIGHT = 0.1  # per parameter, in units of log residuals
 BOUNDS = (-7.0, 3.0)  # multipliers between e^-7 (1/1100) and e^3 (20) of the file figure
@@ -211,6 +211,25 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     else:  # the rates did not help: keep the links-only fit
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
     return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
+
+
+def calibrated_specs(systems: Sequence[str], executor: Executor, model: str, rows: Sequence[MeasuredRow] = (),
+                     collectives: Sequence[CollectiveRow] = (), what: str = "measurements",
+                     ) -> tuple[dict[str, SystemSpec], list[Calibration]]:
+    """Each system fitted to its calibration rows (``validate --calibrate-on``), and the fits.
+
+    A system with no calibration rows among ``rows`` and ``collectives`` is an error naming
+    ``what`` was looked for.
+    """
+    specs: dict[str, SystemSpec] = {}
+    fits: list[Calibration] = []
+    for s in systems:
+        if not any(r.system == s for r in (*rows, *collectives)):
+            raise MeasurementError(f"calibrate-on: no {what} of system {s!r} to calibrate it on")
+        fit = calibrate(rows, s, executor, model, collectives=collectives)
+        fits.append(fit)
+        specs[s] = fit.after
+    return specs, fits
 
 
 def _scan_rates(fun, x_links: np.ndarray, rates: Sequence[str], fitted: SystemSpec, crosses: bool,

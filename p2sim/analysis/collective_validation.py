@@ -11,10 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import MeasurementError
 from ..topology import find_spec
-from ..topology.spec import SystemSpec
-from .calibrate import calibrate
+from .calibrate import calibrated_specs
 from .collective_predict import CollectivePrediction, collective_metrics, predict_collectives, size_class
 from .collective_rows import CollectiveRow
 from .executor import Executor
@@ -24,26 +22,15 @@ __all__ = ["validate_collectives", "LARGE"]
 LARGE = 64 * 2**20
 
 
-def _specs(systems: Sequence[str], cal: Sequence[CollectiveRow] | None, executor: Executor,
-           model: str, fits: list) -> dict[str, SystemSpec]:
-    out = {}
-    for s in systems:
-        if cal is None:
-            out[s] = find_spec(s)
-            continue
-        if not any(r.system == s for r in cal):
-            raise MeasurementError(f"calibrate-on: no single-collective measurements of system {s!r} to calibrate it on")
-        fit = calibrate((), s, executor, model, collectives=cal)
-        fits.append(fit)
-        out[s] = fit.after
-    return out
-
-
 def validate_collectives(rows: Sequence[CollectiveRow], executor: Executor, model: str = "des",
                          calibrate_on: Sequence[CollectiveRow] | None = None) -> dict[str, Any]:
     """The single-collective part of ``p2sim validate``'s JSON document."""
-    fits: list = []
-    specs = _specs(sorted({r.system for r in rows}), calibrate_on, executor, model, fits)
+    systems = sorted({r.system for r in rows})
+    if calibrate_on is None:
+        specs, fits = {s: find_spec(s) for s in systems}, []
+    else:
+        specs, fits = calibrated_specs(systems, executor, model, collectives=calibrate_on,
+                                       what="single-collective measurements")
     preds: list[CollectivePrediction] = predict_collectives(rows, specs, model)
     seen = {(r.source, r.line) for r in (calibrate_on or ())}
     overlap = sum(1 for r in rows if (r.source, r.line) in seen)

@@ -13,10 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InputError, MeasurementError
+from ..errors import InputError
 from ..topology import find_spec
-from ..topology.spec import SystemSpec
-from .calibrate import Calibration, calibrate
+from .calibrate import Calibration, calibrated_specs
 from .executor import Executor
 from .measurements import GroupKey, MeasuredRow
 from .predict import RowPrediction, groups_of, predict_groups, row_predictions
@@ -85,21 +84,6 @@ def orders_used(rows: Iterable[MeasuredRow]) -> list[dict[str, Any]]:
     return [{"source": s, "order": o, "from": f, "rows": n} for (s, o, f), n in out.items()]
 
 
-def _specs(systems: Sequence[str], cal_rows: Sequence[MeasuredRow] | None, model: str, executor: Executor,
-           fold: int | None, fits: list[tuple[int | None, Calibration]]) -> dict[str, SystemSpec]:
-    out = {}
-    for s in systems:
-        if cal_rows is None:
-            out[s] = find_spec(s)
-            continue
-        if not any(r.system == s for r in cal_rows):
-            raise MeasurementError(f"calibrate-on: no measurements of system {s!r} to calibrate it on")
-        fit = calibrate(cal_rows, s, executor, model)
-        fits.append((fold, fit))
-        out[s] = fit.after
-    return out
-
-
 def validate(rows: Sequence[MeasuredRow], executor: Executor, model: str = "des",
              calibrate_on: Sequence[MeasuredRow] | None = None, folds: int = 1) -> ValidationResult:
     if folds > 1 and calibrate_on is None:
@@ -121,7 +105,11 @@ def validate(rows: Sequence[MeasuredRow], executor: Executor, model: str = "des"
             held = {k for k in keys if fold_of[k[:4]] == f}
             cal = None if calibrate_on is None else (
                 [r for r in calibrate_on if r.group not in held] if folds > 1 else list(calibrate_on))
-            specs = _specs(systems, cal, m, executor, f if folds > 1 else None, fits)
+            if cal is None:
+                specs = {s: find_spec(s) for s in systems}
+            else:
+                specs, fitted = calibrated_specs(systems, executor, m, cal)
+                fits += [(f if folds > 1 else None, fit) for fit in fitted]
             part = {k: groups[k] for k in keys if k in held}
             if cal is not None and m == model:
                 known = {(r.group, r.matrix) for r in cal}
