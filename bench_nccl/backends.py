@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from p2sim.execute import collective as reference_collective
-from p2sim.semantics import Op
+from p2sim.formalism.execute import collective as reference_collective
+from p2sim.formalism.semantics import Op
 
 from .errors import BenchError
 from .gpu import CUPY_HELP, can_split, gpu_message, is_gpu_error, load

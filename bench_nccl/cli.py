@@ -6,9 +6,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from p2sim.errors import InputError, P2SimError
-from p2sim.parsing import byte_size, int_list, positive_int
-from p2sim.fileio import check_output_file
+from p2sim.util.errors import InputError, P2SimError
+from p2sim.util.parsing import byte_size, int_list, positive_int
+from p2sim.util.fileio import check_output_file
 
 from .env import Placement, from_environment
 from .errors import STOPPED_BY_PEER, BenchError, PeerLost
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_of(args: argparse.Namespace):
-    from p2sim.placement import parse_matrix
+    from p2sim.formalism.placement import parse_matrix
 
     from .runner import RunConfig
 

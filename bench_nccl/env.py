@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from p2sim.errors import InputError
+from p2sim.util.errors import InputError
 
 __all__ = ["Placement", "from_environment", "TOKEN_VAR", "ADDR_VAR", "PORT_VAR", "DEFAULT_PORT"]
 

@@ -1,6 +1,6 @@
 """bench_nccl's errors: all are p2sim errors, so one line and a non-zero exit."""
 
-from p2sim.errors import P2SimError
+from p2sim.util.errors import P2SimError
 
 
 class BenchError(P2SimError):

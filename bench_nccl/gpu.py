@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from p2sim.semantics import Op
+from p2sim.formalism.semantics import Op
 
 from .errors import BenchError
 

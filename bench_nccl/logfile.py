@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from p2sim.errors import MeasurementError
-from p2sim.fileio import read_text
-from p2sim.units import format_bytes, format_seconds
+from p2sim.util.errors import MeasurementError
+from p2sim.util.fileio import read_text
+from p2sim.util.units import format_bytes, format_seconds
 
 from .errors import BenchError
 
@@ -65,7 +65,7 @@ def read_log(path: str | Path) -> list[dict[str, Any]]:
     """Records of a log; a last line cut short by an interruption is dropped.
 
     A log that is not UTF-8 text, holds a line that is not a JSON object (but the last),
-    or lacks a field that the summary needs is one :class:`~p2sim.errors.MeasurementError`
+    or lacks a field that the summary needs is one :class:`~p2sim.util.errors.MeasurementError`
     naming the file, the line and the field.
     """
     return [rec for _, rec in numbered_records(path)]

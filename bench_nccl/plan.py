@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from p2sim.hierarchy import Lowering
-from p2sim.placement import Matrix, Placement
-from p2sim.program import Program
-from p2sim.semantics import Op, State, apply
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.placement import Matrix, Placement
+from p2sim.formalism.program import Program
+from p2sim.formalism.semantics import Op, State, apply
 from p2sim.sim import check_program_completes
-from p2sim.synthesis import synthesize_placements
+from p2sim.formalism.synthesis import synthesize_placements
 
 from .errors import BenchError
 from .steps import RankStep
@@ -95,7 +95,7 @@ def plan_programs(hierarchy: Sequence[int], axes: Sequence[int], reduce_axes: Se
                   matrix: Matrix | None, programs: str, profile: str = "paper",
                   order: str = "aligned") -> list[ProgramPlan]:
     """Plans for every synthesized program (``programs="all"``) or one program text, lowered in ``order``."""
-    from p2sim.program import parse_program
+    from p2sim.formalism.program import parse_program
 
     mats = None if matrix is None else [matrix]
     syn = synthesize_placements(hierarchy, axes, reduce_axes, profile, matrices=mats, order=order)

@@ -14,8 +14,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from p2sim.analysis.collective_rows import bus_factor
-from p2sim.placement import Matrix
+from p2sim.collectives.busbw import bus_factor
+from p2sim.formalism.placement import Matrix
 
 from .backends import make_backend
 from .env import Placement
@@ -49,7 +49,7 @@ class RunConfig:
     max_records: int | None = None
     inject_failure: tuple[int, int] | None = None  # (rank, record number): for testing failure handling
     profile: str = "paper"
-    order: str = "aligned"  # device order of reduction groups (p2sim.hierarchy.Order), recorded in the log
+    order: str = "aligned"  # device order of reduction groups (p2sim.formalism.hierarchy.Order), recorded in the log
 
 
 def run_rank(cfg: RunConfig, p: Placement) -> int:
@@ -152,7 +152,7 @@ def step_records(plan: ProgramPlan, chunk_bytes: int, marks: list[list[float]]) 
     ``E_i - E_{i-1}``, so the steps add up to the program's time.  ``bytes`` is nccl-tests'
     size of a member's call (the larger of its input and output); ``algbw_GBps`` is
     ``bytes / seconds`` and ``busbw_GBps`` that times the collective's bus factor on the
-    group's size (:func:`p2sim.analysis.collective_rows.bus_factor`), in GB/s (10^9 bytes).
+    group's size (:func:`p2sim.measurements.collective_rows.bus_factor`), in GB/s (10^9 bytes).
     """
     ends = [max(m[i] for m in marks) for i in range(min(len(m) for m in marks))] if marks else []
     out = []

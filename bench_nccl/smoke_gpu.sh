@@ -74,8 +74,8 @@ fi
 t0=$(now)
 if "$PY" - "$OUT" > "$OUT/readers.txt" 2>&1 <<'PYEOF'
 import sys
-from p2sim.analysis.nccltests import read_nccltests
-from p2sim.analysis.sweep_log import read_sweep_log
+from p2sim.measurements.nccltests import read_nccltests
+from p2sim.measurements.sweep_log import read_sweep_log
 out = sys.argv[1]
 table = read_nccltests(f"{out}/sweep_allreduce.txt", system="smoke")
 log = read_sweep_log(f"{out}/sweep_allreduce.jsonl", system="smoke")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from p2sim.semantics import Op
+from p2sim.formalism.semantics import Op
 
 __all__ = ["RankStep", "single_call", "OPS"]
 

@@ -12,9 +12,9 @@ Counts follow nccl-tests (``setupArgs`` and each test's ``GetCollByteCount``): `
 size / 4`` floats, divided by the rank count for ReduceScatter (its output) and AllGather
 (its input), and ``size`` is the larger of a rank's input and output.  algbw is
 ``size / time`` and busbw algbw times the bus factor
-(:func:`p2sim.analysis.collective_rows.bus_factor`).  Rank 0 prints the nccl-tests table
+(:func:`p2sim.measurements.collective_rows.bus_factor`).  Rank 0 prints the nccl-tests table
 and appends one JSON record per (size, in/out of place) to the log, which
-:func:`p2sim.analysis.sweep_log.read_sweep_log` reads back as measurements.
+:func:`p2sim.measurements.sweep_log.read_sweep_log` reads back as measurements.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from p2sim.analysis.collective_rows import bus_factor
-from p2sim.errors import InputError
-from p2sim.semantics import Op
+from p2sim.collectives.busbw import bus_factor
+from p2sim.util.errors import InputError
+from p2sim.formalism.semantics import Op
 
 from .backends import make_backend
 from .env import Placement

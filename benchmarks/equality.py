@@ -25,12 +25,12 @@ import sys
 import time
 from pathlib import Path
 
-from p2sim.analysis.sweep import SweepTask, run_task
-from p2sim.hierarchy import Lowering
-from p2sim.placement import Placement
-from p2sim.program import parse_program
+from p2sim.studies.sweep import SweepTask, run_task
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.placement import Placement
+from p2sim.formalism.program import parse_program
 from p2sim.sim import Simulator
-from p2sim.synthesis import Profile, synthesize_placements
+from p2sim.formalism.synthesis import Profile, synthesize_placements
 from p2sim.topology import load_system
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,11 +14,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from p2sim.analysis.executor import make_executor, run_all
-from p2sim.analysis.rank import rank_tasks, split_by_matrix
-from p2sim.analysis.sweep import SweepTask
-from p2sim.errors import InputError
-from p2sim.placement import enumerate_matrices
+from p2sim.studies.executor import make_executor, run_all
+from p2sim.studies.rank import rank_tasks, split_by_matrix
+from p2sim.studies.sweep import SweepTask
+from p2sim.util.errors import InputError
+from p2sim.formalism.placement import enumerate_matrices
 from p2sim.topology import load_system
 
 # the sweep: every program of every matrix of axes (8, 4, 4) reducing axes 0 and 1 on

@@ -27,10 +27,10 @@ import tracemalloc
 from pathlib import Path
 
 from p2sim.collectives import step_volumes
-from p2sim.hierarchy import Lowering
-from p2sim.placement import Placement
-from p2sim.program import parse_program
-from p2sim.synthesis import validate_program
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.placement import Placement
+from p2sim.formalism.program import parse_program
+from p2sim.formalism.synthesis import validate_program
 
 PROGRAMS = {
     "AllReduce": "AllReduce(slice=0, Inside)",
@@ -38,8 +38,8 @@ PROGRAMS = {
 }
 SYNTH = """
 import resource, sys, time
-from p2sim.hierarchy import SynthesisHierarchy
-from p2sim.synthesis import Profile, synthesize
+from p2sim.formalism.hierarchy import SynthesisHierarchy
+from p2sim.formalism.synthesis import Profile, synthesize
 levels, profile = [int(x) for x in sys.argv[1].split(",")], Profile(sys.argv[2])
 t, c = time.perf_counter(), time.process_time()
 n = len(synthesize(SynthesisHierarchy.of(levels), profile))
@@ -109,9 +109,9 @@ def simulate_16k() -> None:
     print(f"p2sim simulate --program RS-AR-AG on 16384 A100 GPUs (1024 nodes): whole process wall_seconds={wall:.2f} "
           f"process_peak_MiB={rss:.0f}")
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import p2sim.cli, p2sim.commands.simulate"], check=True)
+    subprocess.run([sys.executable, "-c", "import p2sim.cli.main, p2sim.cli.simulate"], check=True)
     print(f"  interpreter start and imports (separate process): {time.perf_counter() - t:.2f} s")
-    from p2sim.cli import main
+    from p2sim.cli.main import main
 
     prof = cProfile.Profile()
     out = sys.stdout

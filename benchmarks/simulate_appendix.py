@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from p2sim.sim import Simulator
-from p2sim.synthesis import Profile, synthesize_placements
+from p2sim.formalism.synthesis import Profile, synthesize_placements
 from p2sim.topology import load_system
 
 COUNTS = Path(__file__).resolve().parents[1] / "validation" / "program_counts.csv"

@@ -31,9 +31,9 @@ SYSTEMS = {"a100": 16, "h100": 8}  # GPUs per node
 
 
 def case(system: str, nodes: int, algo: str, name: str) -> None:
-    from p2sim.hierarchy import Lowering
-    from p2sim.placement import Placement
-    from p2sim.program import parse_program
+    from p2sim.formalism.hierarchy import Lowering
+    from p2sim.formalism.placement import Placement
+    from p2sim.formalism.program import parse_program
     from p2sim.sim import Simulator
     from p2sim.topology import load_system
 

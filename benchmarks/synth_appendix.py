@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from p2sim.hierarchy import SynthesisHierarchy
-from p2sim.synthesis import Profile, synthesize, synthesize_placements
+from p2sim.formalism.hierarchy import SynthesisHierarchy
+from p2sim.formalism.synthesis import Profile, synthesize, synthesize_placements
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ROOT / "validation" / "program_counts.csv"

@@ -60,11 +60,11 @@ def no_work(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("work started before the output path was checked")
 
-    import p2sim.analysis.calibrate as calibrate
-    import p2sim.analysis.executor as executor
-    import p2sim.analysis.predict as predict
-    import p2sim.analysis.rank as rank
-    import p2sim.analysis.search as search
+    import p2sim.measurements.calibrate as calibrate
+    import p2sim.studies.executor as executor
+    import p2sim.measurements.predict as predict
+    import p2sim.studies.rank as rank
+    import p2sim.studies.search as search
 
     # every module that bound run_all by name at import time gets the refusal too (imported
     # here first, so that none binds it while it is patched and keeps it after the test)
@@ -231,8 +231,8 @@ def test_emulated_logs_are_refused_by_calibrate_and_flagged_by_validate(capsys, 
     assert rc == 0 and "WARNING" not in out and "warning" not in err
     # a sweep log's emulated rows carry bench_nccl's name for the numpy backend
     from bench_nccl.backends import NumpyBackend
-    from p2sim.analysis.emulated import EMULATED_GPU, is_emulated
-    from p2sim.analysis.sweep_log import read_sweep_log
+    from p2sim.measurements.emulated import EMULATED_GPU, is_emulated
+    from p2sim.measurements.sweep_log import read_sweep_log
 
     assert NumpyBackend(0, 1, 0, None, 1.0).versions()["gpu_name"] == EMULATED_GPU
 
@@ -251,7 +251,7 @@ def test_log_programs_are_parsed(capsys, tmp_path):
     log = log_records(tmp_path / "bad.jsonl", [program_record("AllReduce(slice=3, Inside)", 1.0)])
     refused(capsys, "validate", "--measurements", str(log), says=(f"{log}:1: program:",))
     # any spelling the parser accepts is the same program
-    from p2sim.analysis.measurements import load_measurements
+    from p2sim.measurements.programs import load_measurements
 
     log = log_records(tmp_path / "case.jsonl", [program_record("AllReduce(slice=0, Inside)", 1.0),
                                                 program_record("allreduce(0, inside)", 3.0)])

@@ -16,8 +16,8 @@ from bench_nccl.errors import BenchError
 from bench_nccl.logfile import completed, read_log, record_key
 from bench_nccl.plan import plan_programs
 from bench_nccl.store import StoreClient, StoreServer
-from p2sim.errors import InputError
-from p2sim.semantics import Op
+from p2sim.util.errors import InputError
+from p2sim.formalism.semantics import Op
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY3 = str(ROOT / "tests" / "data" / "tiny3.toml")
@@ -387,8 +387,8 @@ def test_tree_on_old_nccl(tmp_path):
 # --- the sweep ------------------------------------------------------------------------------------------------
 
 def test_sweep_prints_nccl_tests_table_and_logs_rows(tmp_path):
-    from p2sim.analysis.collective_rows import bus_factor
-    from p2sim.analysis.nccltests import parse_nccltests
+    from p2sim.collectives.busbw import bus_factor
+    from p2sim.measurements.nccltests import parse_nccltests
 
     log = tmp_path / "sweep.jsonl"
     r = bench("sweep", "--backend", "numpy", "--ranks", "4", "-C", "reduce_scatter_perf", "-b", "1KiB",
@@ -424,8 +424,8 @@ def test_sweep_numpy_and_nccl_agree(tmp_path):
 
 
 def test_sweep_catches_wrong_results(tmp_path):
-    from p2sim.analysis.sweep_log import read_sweep_log
-    from p2sim.errors import MeasurementError
+    from p2sim.measurements.sweep_log import read_sweep_log
+    from p2sim.util.errors import MeasurementError
 
     log = tmp_path / "bad.jsonl"
     r = bench("sweep", "--ranks", "2", "-C", "Broadcast", "-b", "1KiB", "-e", "1KiB", "-w", "0", "-n", "1",
@@ -452,7 +452,7 @@ def test_sweep_with_a_system_and_bad_arguments(tmp_path):
 
 
 def test_program_log_has_per_step_bandwidths(tmp_path):
-    from p2sim.analysis.collective_rows import bus_factor
+    from p2sim.collectives.busbw import bus_factor
 
     log = tmp_path / "p.jsonl"
     bench("run", "--system", "v100", "--nodes", "1", "--axes", "2,4", "--reduce", "1", "--backend", "numpy",

@@ -34,7 +34,7 @@ from bench_nccl.plan import plan_programs  # noqa: E402
 from bench_nccl.steps import OPS  # noqa: E402
 from bench_nccl.store import StoreClient, StoreServer  # noqa: E402
 from bench_nccl.sweep import Buffers  # noqa: E402
-from p2sim.semantics import Op  # noqa: E402
+from p2sim.formalism.semantics import Op  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

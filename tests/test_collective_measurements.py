@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from p2sim.analysis.collective_measurements import is_collective_csv, load_collective_csv
-from p2sim.errors import MeasurementError
+from p2sim.measurements.collective_measurements import is_collective_csv, load_collective_csv
+from p2sim.util.errors import MeasurementError
 
 DEV = "validation/collectives/nccl_tests_dev.csv"
 HEADER = "id,gpu,gpus_per_node,nodes,collective,algo,size_bytes,time_us,algbw_GBps,busbw_GBps,place,system"

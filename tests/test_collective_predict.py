@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from p2sim.analysis.collective_measurements import load_collective_csv
-from p2sim.analysis.collective_predict import collective_metrics, predict_collectives, size_class
+from p2sim.measurements.collective_measurements import load_collective_csv
+from p2sim.measurements.collective_predict import collective_metrics, predict_collectives, size_class
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p2sim.errors import InputError
+from p2sim.util.errors import InputError
 from p2sim.sim import maxmin
 from p2sim.sim.engine import FlowSpec, run_flows
 
@@ -144,7 +144,7 @@ def test_simulated_programs_equal_the_dense_engine(monkeypatch, solver_mode, sys
     # every step of every program of every matrix on 2 nodes, ring and tree, through both engines
     from p2sim.sim import Simulator
     from p2sim.sim import simulator as simulator_module
-    from p2sim.synthesis import synthesize_placements
+    from p2sim.formalism.synthesis import synthesize_placements
     from p2sim.topology import load_system
 
     steps = []

@@ -3,13 +3,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from p2sim.errors import SemanticsError
-from p2sim.execute import Buffers, check_program, collective, execute
-from p2sim.hierarchy import Lowering, Order
-from p2sim.placement import Placement, enumerate_matrices
-from p2sim.program import parse_program
-from p2sim.semantics import Op
-from p2sim.synthesis import Profile, synthesize_placements
+from p2sim.util.errors import SemanticsError
+from p2sim.formalism.execute import Buffers, check_program, collective, execute
+from p2sim.formalism.hierarchy import Lowering, Order
+from p2sim.formalism.placement import Placement, enumerate_matrices
+from p2sim.formalism.program import parse_program
+from p2sim.formalism.semantics import Op
+from p2sim.formalism.synthesis import Profile, synthesize_placements
 
 from .conftest import config_of
 

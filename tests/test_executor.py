@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from p2sim.analysis.executor import DaskExecutor, SerialExecutor, make_executor, run_all
-from p2sim.errors import InputError
+from p2sim.studies.executor import DaskExecutor, SerialExecutor, make_executor, run_all
+from p2sim.util.errors import InputError
 
 from .test_cli import run
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from p2sim.collectives import Expander, check_algo
-from p2sim.errors import InputError
+from p2sim.util.errors import InputError
 from p2sim.topology import load_system
 
 from .helpers import rail_nodes

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from p2sim.errors import InputError, OutputError
-from p2sim.fileio import check_output_dir, check_output_file, decode, read_text, writing
+from p2sim.util.errors import InputError, OutputError
+from p2sim.util.fileio import check_output_dir, check_output_file, decode, read_text, writing
 
 
 def test_read_text(tmp_path):

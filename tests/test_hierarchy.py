@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p2sim.errors import InputError, PlacementError, ProgramError
-from p2sim.hierarchy import Lowering, Order, SynthesisHierarchy, reduce_axes_of
-from p2sim.placement import Placement, enumerate_matrices
-from p2sim.program import Form, Instruction
-from p2sim.semantics import Op
+from p2sim.util.errors import InputError, PlacementError, ProgramError
+from p2sim.formalism.hierarchy import Lowering, Order, SynthesisHierarchy, reduce_axes_of
+from p2sim.formalism.placement import Placement, enumerate_matrices
+from p2sim.formalism.program import Form, Instruction
+from p2sim.formalism.semantics import Op
 
 from .helpers import draw_axes
 

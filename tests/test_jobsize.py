@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p2sim.analysis.jobsize import Limits, program_counts, synthesis_cardinalities
-from p2sim.errors import InputError
-from p2sim.placement import Placement, count_matrices, enumerate_matrices
-from p2sim.hierarchy import Lowering
-from p2sim.synthesis import synthesize_placements
+from p2sim.studies.jobsize import Limits, program_counts, synthesis_cardinalities
+from p2sim.util.errors import InputError
+from p2sim.formalism.placement import Placement, count_matrices, enumerate_matrices
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.synthesis import synthesize_placements
 
 from .conftest import COUNT_ROWS, config_of
 

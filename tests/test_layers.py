@@ -1,8 +1,8 @@
 """The package's layers import one way only, and SimPy only in the simulator.
 
-formalism (placement, semantics, program, hierarchy, synthesis, execute, mesh) -> topology
--> collectives -> sim -> analysis -> report -> commands and cli.  Shared utilities (errors,
-file reading, units, parsing) sit below everything.  Read from the source with ``ast``, so a
+util -> formalism -> topology -> collectives -> sim -> studies -> measurements -> report ->
+api -> cli.  ``p2sim/util`` (errors, file reading, parsing, units) sits below everything;
+the package's own ``__init__`` re-exports the API.  Read from the source with ``ast``, so a
 lazy import inside a function counts as much as one at the top of a module.
 """
 
@@ -15,11 +15,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "p2sim"
 
-UTILITIES = {"errors", "fileio", "units", "parsing", "__version__"}
-FORMALISM = {"placement", "semantics", "reference_semantics", "program", "hierarchy", "synthesis", "execute",
-             "mesh"}
-LAYERS = [FORMALISM, {"topology"}, {"collectives"}, {"sim"}, {"analysis"}, {"report"},
-          {"commands", "cli", "__main__"}]
+UTILITIES = {"util", "__version__"}
+LAYERS = [{"formalism"}, {"topology"}, {"collectives"}, {"sim"}, {"studies"}, {"measurements"}, {"report"},
+          {"api"}, {"cli", "__main__"}]
 
 
 def _layer(part: str) -> int:
@@ -81,9 +79,9 @@ def test_the_check_sees_violations(tmp_path):
     """Relative, absolute and lazy imports are all read, so the check above can fail."""
     f = tmp_path / "p2sim" / "collectives" / "bad.py"
     f.parent.mkdir(parents=True)
-    f.write_text("from ..sim import engine\nimport p2sim.analysis.rank\n\n\ndef f():\n    import simpy\n"
+    f.write_text("from ..sim import engine\nimport p2sim.studies.rank\n\n\ndef f():\n    import simpy\n"
                  "    from p2sim import report\n    from . import ring\n")
     got = _imports(f, tmp_path)
-    assert got == [(1, "p2sim.sim"), (2, "p2sim.analysis.rank"), (6, "simpy"), (7, "p2sim.report"),
+    assert got == [(1, "p2sim.sim"), (2, "p2sim.studies.rank"), (6, "simpy"), (7, "p2sim.report"),
                    (8, "p2sim.collectives")]
     assert [_layer(t.split(".")[1]) > _layer("collectives") for _, t in got if t != "simpy"] == [True, True, True, False]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from p2sim.analysis.measurements import CSV_COLUMNS, load_measurements
-from p2sim.errors import MeasurementError
+from p2sim.measurements.programs import CSV_COLUMNS, load_measurements
+from p2sim.util.errors import MeasurementError
 
 DATA = Path(__file__).resolve().parents[1] / "validation" / "data"
 CSV = DATA / "measurements_2node.csv"

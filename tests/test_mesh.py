@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p2sim.errors import PlacementError
-from p2sim.hierarchy import Lowering
-from p2sim.mesh import device_order, mesh_slices, rank_mesh
-from p2sim.placement import Placement, enumerate_matrices
+from p2sim.util.errors import PlacementError
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.mesh import device_order, mesh_slices, rank_mesh
+from p2sim.formalism.placement import Placement, enumerate_matrices
 from p2sim.topology import load_system
 
 

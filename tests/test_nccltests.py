@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p2sim.analysis.collective_rows import bus_factor
-from p2sim.analysis.nccltests import is_nccltests_log, parse_nccltests, read_nccltests
-from p2sim.errors import MeasurementError
+from p2sim.collectives.busbw import bus_factor
+from p2sim.measurements.nccltests import is_nccltests_log, parse_nccltests, read_nccltests
+from p2sim.util.errors import MeasurementError
 
 DATA = Path(__file__).resolve().parent / "data" / "nccltests"
 ONE = DATA / "all_reduce_perf_1node_h100.txt"

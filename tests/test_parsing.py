@@ -1,7 +1,7 @@
 import pytest
 
-from p2sim.errors import InputError
-from p2sim.parsing import byte_size, int_list, positive_int
+from p2sim.util.errors import InputError
+from p2sim.util.parsing import byte_size, int_list, positive_int
 
 
 def test_int_list_forms():

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p2sim.errors import PlacementError
-from p2sim.placement import Placement, check_sizes, enumerate_matrices, format_matrix, parse_matrix
+from p2sim.util.errors import PlacementError
+from p2sim.formalism.placement import Placement, check_sizes, enumerate_matrices, format_matrix, parse_matrix
 
 from .conftest import config_of
 from .helpers import draw_axes

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from p2sim.errors import ProgramError
-from p2sim.program import Form, Instruction, Program, format_program, parse_program
-from p2sim.semantics import Op
+from p2sim.util.errors import ProgramError
+from p2sim.formalism.program import Form, Instruction, Program, format_program, parse_program
+from p2sim.formalism.semantics import Op
 
 
 @st.composite

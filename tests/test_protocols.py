@@ -6,7 +6,7 @@ import pytest
 
 from p2sim.collectives.nccl_tables import per_channel_tree_bw, tree_correction
 from p2sim.collectives.protocols import TREE_GPU_SHARE, channel_cap_gbps, check_proto, collective_cap_gbps, link_share
-from p2sim.errors import InputError
+from p2sim.util.errors import InputError
 
 
 def test_link_shares_follow_nccls_tuning_model():

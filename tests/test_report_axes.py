@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p2sim.placement import enumerate_matrices
+from p2sim.formalism.placement import enumerate_matrices
 from p2sim.report.axes import describe_placement, generic_levels
 
 

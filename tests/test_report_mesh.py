@@ -16,9 +16,9 @@ import types
 import numpy as np
 import pytest
 
-from p2sim.hierarchy import Lowering
-from p2sim.mesh import mesh_slices
-from p2sim.placement import Placement
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.mesh import mesh_slices
+from p2sim.formalism.placement import Placement
 
 from .test_cli import run
 

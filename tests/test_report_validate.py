@@ -6,13 +6,13 @@ import html as htmllib
 
 import pytest
 
-import p2sim.analysis.calibrate as calibrate_module
-import p2sim.analysis.validation_run as vr
+import p2sim.measurements.calibrate as calibrate_module
+import p2sim.measurements.validation_run as vr
 import p2sim.report.validate as report
-from p2sim.analysis.calibrate import Calibration
-from p2sim.analysis.executor import SerialExecutor
-from p2sim.analysis.measurements import load_measurements
-from p2sim.analysis.validate import DEFINITIONS
+from p2sim.measurements.calibrate import Calibration
+from p2sim.studies.executor import SerialExecutor
+from p2sim.measurements.programs import load_measurements
+from p2sim.measurements.validate import DEFINITIONS
 from p2sim.topology import find_spec
 
 from .html_tables import Page

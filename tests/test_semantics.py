@@ -7,11 +7,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p2sim import reference_semantics as ref
-from p2sim import semantics as sem
-from p2sim.errors import SemanticsError
-from p2sim.hierarchy import SynthesisHierarchy
-from p2sim.semantics import Op, Space
+from p2sim.formalism import reference_semantics as ref
+from p2sim.formalism import semantics as sem
+from p2sim.util.errors import SemanticsError
+from p2sim.formalism.hierarchy import SynthesisHierarchy
+from p2sim.formalism.semantics import Op, Space
 
 K = 4
 ALL = [(0, 1, 2, 3)]

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from p2sim.errors import TopologyError
+from p2sim.util.errors import TopologyError
 from p2sim.topology.settings import NcclSettings, parse_nccl, parse_rates
 
 

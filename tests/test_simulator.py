@@ -4,16 +4,16 @@ import math
 
 import pytest
 
-from p2sim.errors import ProgramError
-from p2sim.hierarchy import LoweredStep
-from p2sim.hierarchy import Lowering
-from p2sim.placement import Placement
-from p2sim.program import parse_program
+from p2sim.util.errors import ProgramError
+from p2sim.formalism.hierarchy import LoweredStep
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.placement import Placement
+from p2sim.formalism.program import parse_program
 from p2sim.sim import ModelConfig, Simulator, check_program_completes
-from p2sim.synthesis import synthesize_placements
+from p2sim.formalism.synthesis import synthesize_placements
 from p2sim.topology import load_system
 
-from p2sim.semantics import Op
+from p2sim.formalism.semantics import Op
 
 from .helpers import rail_nodes, ring_node, switch_node, two_nodes_one_nic
 
@@ -226,7 +226,7 @@ def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system
 
 
 def test_tasks_in_one_process_forget_the_decisions_of_the_tasks_before():
-    from p2sim.analysis.sweep import SweepTask, run_task, task_topology
+    from p2sim.studies.sweep import SweepTask, run_task, task_topology
 
     topo = load_system("a100", 2)
     a = SweepTask(topo.spec, 2, (4, 8), (0,), "auto", "des", float(S), matrices=(((1, 4), (2, 4)),))

@@ -1,4 +1,4 @@
-"""Size sweeps (``p2sim.analysis.size_sweep``) and the ``p2sim sweep`` command."""
+"""Size sweeps (``p2sim.studies.size_sweep``) and the ``p2sim sweep`` command."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from p2sim.analysis.size_sweep import sizes, sweep_sizes
-from p2sim.errors import InputError
+from p2sim.studies.size_sweep import sizes, sweep_sizes
+from p2sim.util.errors import InputError
 from p2sim.topology import load_system
 
 from .test_analysis_cli import run

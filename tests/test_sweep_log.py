@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from p2sim.analysis.collective_rows import bus_factor
-from p2sim.analysis.sweep_log import is_sweep_log, read_sweep_log
-from p2sim.errors import MeasurementError
+from p2sim.collectives.busbw import bus_factor
+from p2sim.measurements.sweep_log import is_sweep_log, read_sweep_log
+from p2sim.util.errors import MeasurementError
 
 ROOT = Path(__file__).resolve().parents[1]
 

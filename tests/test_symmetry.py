@@ -6,14 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import p2sim.sim.engine as engine
-from p2sim.hierarchy import Lowering
-from p2sim.placement import Placement
-from p2sim.program import parse_program
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.placement import Placement
+from p2sim.formalism.program import parse_program
 from p2sim.sim import Simulator
 from p2sim.sim.engine import FlowSpec, run_flows, sparse_usage
 from p2sim.sim.simulator import flow_specs
 from p2sim.sim.symmetry import _equitable, quotient
-from p2sim.synthesis import synthesize_placements
+from p2sim.formalism.synthesis import synthesize_placements
 from p2sim.topology import load_system
 
 

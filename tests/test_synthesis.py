@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from p2sim import reference_semantics as ref
-from p2sim.errors import InputError, PlacementError, ProgramError
-from p2sim.hierarchy import SynthesisHierarchy
-from p2sim.program import Program, parse_program
-from p2sim.synthesis import (
+from p2sim.formalism import reference_semantics as ref
+from p2sim.util.errors import InputError, PlacementError, ProgramError
+from p2sim.formalism.hierarchy import SynthesisHierarchy
+from p2sim.formalism.program import Program, parse_program
+from p2sim.formalism.synthesis import (
     Profile,
     _distinct_instructions,
     placement_lowerings,

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from p2sim.errors import TopologyError
-from p2sim.placement import Placement
+from p2sim.util.errors import TopologyError
+from p2sim.formalism.placement import Placement
 from p2sim.topology import bisection, load_system
 
 from .helpers import BASE_DISCONNECTED, spec_from

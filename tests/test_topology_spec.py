@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from p2sim.errors import TopologyError
+from p2sim.util.errors import TopologyError
 from p2sim.topology import find_spec, load_system, system_paths
 from p2sim.topology.spec import expand_names, load_spec
 

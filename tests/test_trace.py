@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from p2sim.hierarchy import Lowering
-from p2sim.placement import Placement
-from p2sim.program import parse_program
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.placement import Placement
+from p2sim.formalism.program import parse_program
 
 from .test_cli import BLUE, run
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from p2sim.analysis.calibrate import calibrate
-from p2sim.analysis.executor import SerialExecutor
-from p2sim.analysis.measurements import MeasuredRow, load_measurements
-from p2sim.analysis.predict import RowPrediction
-from p2sim.analysis.validate import metrics
-from p2sim.analysis.validation_run import validate
-from p2sim.errors import InputError
+from p2sim.measurements.calibrate import calibrate
+from p2sim.studies.executor import SerialExecutor
+from p2sim.measurements.programs import MeasuredRow, load_measurements
+from p2sim.measurements.predict import RowPrediction
+from p2sim.measurements.validate import metrics
+from p2sim.measurements.validation_run import validate
+from p2sim.util.errors import InputError
 from p2sim.topology import find_spec
 from p2sim.topology.settings import ModelRates
 
@@ -107,7 +107,7 @@ def test_calibrated_spec_round_trips_through_toml():
 
 
 def _fit(system: str, after_bandwidths: dict[str, float]):
-    from p2sim.analysis.calibrate import Calibration
+    from p2sim.measurements.calibrate import Calibration
 
     before = find_spec(system)
     after = before
@@ -137,7 +137,7 @@ def test_calibration_flags_implausible_link_rates():
 ])
 def test_calibration_basis_says_whether_scored_rows_were_calibration_rows(monkeypatch, scored, calibrated_on, folds,
                                                                           basis, seen):
-    import p2sim.analysis.calibrate as calibrate_module
+    import p2sim.measurements.calibrate as calibrate_module
 
     # the fit itself is irrelevant here: keep the file's figures, count the rows it was given
     monkeypatch.setattr(calibrate_module, "calibrate",

@@ -6,13 +6,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from p2sim import reference_semantics as ref
+from p2sim.formalism import reference_semantics as ref
 from p2sim.collectives.volumes import step_fractions, step_volumes
-from p2sim.errors import SemanticsError
-from p2sim.hierarchy import Lowering
-from p2sim.placement import Placement
-from p2sim.program import Program, parse_program
-from p2sim.semantics import Op
+from p2sim.util.errors import SemanticsError
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.placement import Placement
+from p2sim.formalism.program import Program, parse_program
+from p2sim.formalism.semantics import Op
 
 RS_AR_AG = "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"
 R_AR_B = "Reduce(slice=1, Inside) ; AllReduce(slice=1, Master(0)) ; Broadcast(slice=1, Inside)"

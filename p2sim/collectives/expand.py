@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 import networkx as nx
 import numpy as np
 
-from ..errors import InputError
+from ..util.errors import InputError
 from ..topology import Topology
 from ..topology.settings import ModelRates
 from .channels import Segment, channel_count, segments

@@ -33,7 +33,7 @@ PROTO_CHOICES = ("auto",) + PROTOS
 
 
 def check_proto(text: str) -> str:
-    from ..errors import InputError
+    from ..util.errors import InputError
 
     for p in PROTO_CHOICES:
         if text.lower() == p.lower():

@@ -10,19 +10,19 @@ rules fix it: AllReduce keeps it, ReduceScatter divides it by the group size,
 AllGather sums the members' (disjoint) rows, Reduce empties the non-roots and
 Broadcast copies the root's.  So the sizes are computed from one integer per device
 of the reduction group, never from ``k x k`` states.  Whether the program is valid is
-:func:`p2sim.synthesis.validate_program`'s question (synthesized programs are); the
+:func:`p2sim.formalism.synthesis.validate_program`'s question (synthesized programs are); the
 counts are checked for the conditions they can see, so a plainly invalid program
-raises :class:`~p2sim.errors.SemanticsError` rather than getting sizes.
+raises :class:`~p2sim.util.errors.SemanticsError` rather than getting sizes.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SemanticsError
-from ..hierarchy import Lowering
-from ..program import Program
-from ..semantics import Op
+from ..util.errors import SemanticsError
+from ..formalism.hierarchy import Lowering
+from ..formalism.program import Program
+from ..formalism.semantics import Op
 
 __all__ = ["step_fractions", "step_volumes"]
 
@@ -65,8 +65,8 @@ def step_fractions(lowering: Lowering, program: Program) -> list[tuple[float, ..
 
     Examples
     --------
-    >>> from p2sim.placement import Placement
-    >>> from p2sim.program import parse_program
+    >>> from p2sim.formalism.placement import Placement
+    >>> from p2sim.formalism.program import parse_program
     >>> lw = Lowering.of(Placement.of([256, 16], [4096], [[256, 16]]), [0])
     >>> fr = step_fractions(lw, parse_program(
     ...     "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"))

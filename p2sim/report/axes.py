@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..parsing import default_axis_names
-from ..placement import Matrix
+from ..util.parsing import default_axis_names
+from ..formalism.placement import Matrix
 
 __all__ = ["describe_placement", "axes_text", "reduce_text", "matrix_legend", "is_default", "generic_levels"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import jinja2
 
-from ..fileio import writing
+from ..util.fileio import writing
 
 __all__ = ["write_report", "render", "data_uris", "figure_png"]
 
@@ -39,8 +39,8 @@ def write_report(out: str | Path, files: dict[str, bytes]) -> list[Path]:
     """Write ``files`` (name -> content) into directory ``out``.
 
     A failure to write (a full disk, a directory removed meanwhile) is one
-    :class:`~p2sim.errors.OutputError` naming ``out``; commands check ``out`` with
-    :func:`p2sim.fileio.check_output_dir` before their work and call this after printing
+    :class:`~p2sim.util.errors.OutputError` naming ``out``; commands check ``out`` with
+    :func:`p2sim.util.fileio.check_output_dir` before their work and call this after printing
     their results, so a late failure loses no answer.
     """
     target = Path(out)

@@ -1,7 +1,7 @@
 """``--emit torch|jax|json``: a chosen placement as code or data a framework applies.
 
 The PyTorch and JAX forms are short Python programs that build the mesh; the JSON
-form carries the same ranks for anything else.  See :mod:`p2sim.mesh` for how the
+form carries the same ranks for anything else.  See :mod:`p2sim.formalism.mesh` for how the
 matrix becomes the rank order.
 """
 
@@ -13,11 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..mesh import device_order, mesh_slices, rank_mesh
-from ..parsing import default_axis_names
-from ..placement import Placement, format_matrix
-from ..units import format_seconds
+from ..util.errors import InputError
+from ..formalism.mesh import device_order, mesh_slices, rank_mesh
+from ..util.parsing import default_axis_names
+from ..formalism.placement import Placement, format_matrix
+from ..util.units import format_seconds
 from .axes import axes_text
 
 __all__ = ["EMIT_FORMS", "MeshReduction", "MeshChoice", "check_emit", "emit_mesh"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis.orders import OrderComparison
-from ..placement import format_matrix
-from ..units import format_seconds
+from ..studies.orders import OrderComparison
+from ..formalism.placement import format_matrix
+from ..util.units import format_seconds
 from .tables import Column, Table
 
 __all__ = ["comparison_text", "comparison_json", "comparison_table"]

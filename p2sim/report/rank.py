@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis.rank import MatrixSummary, RankEntry, Ranking
-from ..hierarchy import Lowering
-from ..placement import Placement, format_matrix
-from ..program import SEPARATOR
+from ..studies.rank import MatrixSummary, RankEntry, Ranking
+from ..formalism.hierarchy import Lowering
+from ..formalism.placement import Placement, format_matrix
+from ..formalism.program import SEPARATOR
 from ..topology import Topology
 from .files import data_uris, figure_png, render
-from ..units import format_seconds
+from ..util.units import format_seconds
 from .tables import Column, Table
 from .simulate import choice_text
 

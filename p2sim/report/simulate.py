@@ -6,12 +6,12 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ..fileio import writing
-from ..placement import Matrix, format_matrix
-from ..program import Program
+from ..util.fileio import writing
+from ..formalism.placement import Matrix, format_matrix
+from ..formalism.program import Program
 from ..sim import ProgramResult
 from ..topology import Topology, bisection
-from ..units import format_bytes, format_seconds
+from ..util.units import format_bytes, format_seconds
 
 
 def span_text(nodes_spanned: int) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..analysis.size_sweep import SweepPoint
+from ..studies.size_sweep import SweepPoint
 from .files import figure_png
 
 __all__ = ["sweep_table", "sweep_plot"]

@@ -6,11 +6,11 @@ from typing import Any
 
 from collections.abc import Sequence
 
-from ..hierarchy import Lowering
-from ..parsing import default_axis_names
-from ..placement import Matrix, format_matrix
-from ..program import Program
-from ..synthesis import Synthesis
+from ..formalism.hierarchy import Lowering
+from ..util.parsing import default_axis_names
+from ..formalism.placement import Matrix, format_matrix
+from ..formalism.program import Program
+from ..formalism.synthesis import Synthesis
 from .axes import axes_text, describe_placement, generic_levels, matrix_legend, reduce_text
 
 

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..hierarchy import LoweredStep
-from ..fileio import writing
+from ..formalism.hierarchy import LoweredStep
+from ..util.fileio import writing
 from ..sim import ProgramResult
 from ..topology import Topology
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..analysis.calibrate import PLAUSIBLE
-from ..analysis.validate import BEATS, DEFINITIONS
+from ..measurements.calibrate import PLAUSIBLE
+from ..measurements.validate import BEATS, DEFINITIONS
 from .files import data_uris, figure_png, render
 from .tables import Column, Table
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..analysis.whatif import Variation
+from ..studies.whatif import Variation
 from .files import figure_png
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..errors import InputError
+from ..util.errors import InputError
 from .maxmin import MaxMin
 from .symmetry import quotient
 
@@ -224,7 +224,7 @@ def run_flows(
 ) -> tuple[float, list[FlowRecord], list[RateSample]]:
     """Run flows that all start at time 0; return (makespan, per-flow records, rate samples).
 
-    Raises :class:`~p2sim.errors.InputError` for a flow that can never finish (a link of zero
+    Raises :class:`~p2sim.util.errors.InputError` for a flow that can never finish (a link of zero
     bandwidth, or a finish time beyond the float range) or a non-finite latency or volume.
 
     Examples

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..errors import InputError
+from ..util.errors import InputError
 from ..topology.settings import ModelRates
 from ..topology.spec import SystemSpec
 

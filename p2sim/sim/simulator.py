@@ -34,10 +34,10 @@ import numpy as np
 
 from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
 from ..collectives.baseline import baseline_seconds
-from ..errors import ProgramError, SemanticsError
-from ..hierarchy import LoweredStep, Lowering
-from ..program import Program
-from ..semantics import State, apply
+from ..util.errors import ProgramError, SemanticsError
+from ..formalism.hierarchy import LoweredStep, Lowering
+from ..formalism.program import Program
+from ..formalism.semantics import State, apply
 from ..topology import Topology
 from .engine import FlowArrays, FlowSpec, run_flow_arrays, run_flows
 from .model import ModelConfig, ProgramResult, StepResult, check_model
@@ -85,8 +85,8 @@ class Simulator:
     Examples
     --------
     >>> from p2sim.topology import load_system
-    >>> from p2sim.placement import Placement
-    >>> from p2sim.program import parse_program
+    >>> from p2sim.formalism.placement import Placement
+    >>> from p2sim.formalism.program import parse_program
     >>> topo = load_system("a100", nodes=2)
     >>> lw = Lowering.of(Placement.of(topo.hierarchy, [32], [[2, 16]]), [0])
     >>> r = Simulator(topo, "ring").simulate(lw, parse_program("AllReduce(slice=0, Inside)"), 2**32)

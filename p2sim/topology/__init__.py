@@ -14,7 +14,7 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from ..errors import TopologyError
+from ..util.errors import TopologyError
 from .graph import Route, Topology, bisection
 from .spec import LinkClass, SystemSpec, load_spec
 

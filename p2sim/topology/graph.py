@@ -33,7 +33,7 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
-from ..errors import TopologyError
+from ..util.errors import TopologyError
 from .paths import gpu_gpu_path, gpu_nic_path, hop_weight, local_nics, nic_gpu_path, path_type
 from .spec import MAX_NODES, LinkSpec, SystemSpec
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from ..errors import TopologyError
+from ..util.errors import TopologyError
 from .settings import P2P_LEVELS
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ..errors import TopologyError
+from ..util.errors import TopologyError
 
 __all__ = ["ARCHS", "TRANSPORTS", "P2P_LEVELS", "NcclSettings", "ModelRates", "parse_nccl", "parse_rates",
            "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import TopologyError
-from ..fileio import read_text
+from ..util.errors import TopologyError
+from ..util.fileio import read_text
 from .settings import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, ModelRates, NcclSettings, parse_nccl, parse_rates
 
 __all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS",

@@ -1,1 +1,0 @@
-"""Handlers of the ``p2sim`` subcommands; :mod:`p2sim.cli` builds the parser."""

@@ -1,0 +1,173 @@
+"""Single-collective measurements in CSV form (the columns of the published-results dev set).
+
+One row per (collective, size) point: ``id, source, gpu, gpus_per_node, nodes,
+collective, algo, size_bytes, time_us, algbw_GBps, busbw_GBps, place`` (more columns are
+kept as notes).  The p2sim system of a row comes from a ``system`` column or from a
+mapping file beside the CSV, ``<name>.systems.csv`` (``id, system, hca, algo, note``),
+which also says which NICs NCCL used (``hca``, space separated) and what the measured
+NCCL was told in p2sim's terms (``algo``: auto, ring, tree, nvls, nvls_tree).  Rows need
+a time or a bandwidth; the missing one is derived with nccl-tests' bus factors.  Every
+problem names the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any
+
+from ..util.errors import MeasurementError, P2SimError
+from ..topology import find_spec
+from .collective_rows import ALGO_NAMES, COLLECTIVES, PROTO_NAMES, CollectiveRow, bus_factor
+
+__all__ = ["REQUIRED", "is_collective_csv", "load_collective_csv", "mapping_path"]
+
+REQUIRED = ("id", "gpus_per_node", "nodes", "collective", "size_bytes")
+MAPPING_SUFFIX = ".systems.csv"
+
+
+def _fail(src: str, line: int, field: str, msg: str) -> MeasurementError:
+    return MeasurementError(f"{src}:{line}: {field}: {msg}")
+
+
+def _header(path: Path) -> list[str]:
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            return next(csv.reader(f), [])
+    except UnicodeDecodeError:
+        raise MeasurementError(f"{path}: not UTF-8 text") from None
+
+
+def is_collective_csv(path: Path) -> bool:
+    """A CSV whose header holds the single-collective columns."""
+    return path.suffix == ".csv" and not path.name.endswith(MAPPING_SUFFIX) and all(
+        c in _header(path) for c in ("collective", "size_bytes"))
+
+
+def mapping_path(path: Path) -> Path:
+    return path.with_name(path.name[: -len(".csv")] + MAPPING_SUFFIX)
+
+
+def _read(path: Path) -> list[tuple[int, dict[str, str]]]:
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            out = []
+            width = len(reader.fieldnames or [])
+            for rec in reader:
+                if None in rec:
+                    raise _fail(str(path), reader.line_num, "line", f"more fields than the header's {width}")
+                out.append((reader.line_num, rec))
+            return out
+    except UnicodeDecodeError:
+        raise MeasurementError(f"{path}: not UTF-8 text") from None
+
+
+def _mapping(path: Path) -> dict[str, dict[str, Any]]:
+    m = mapping_path(path)
+    if not m.is_file():
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for line, rec in _read(m):
+        for field in ("id", "system"):
+            if not (rec.get(field) or "").strip():
+                raise _fail(str(m), line, field, "missing")
+        rid = rec["id"].strip()
+        if rid in out:
+            raise _fail(str(m), line, "id", f"{rid!r} is listed twice")
+        out[rid] = {"line": line, "system": rec["system"].strip(), "hca": tuple((rec.get("hca") or "").split()),
+                    "algo": (rec.get("algo") or "").strip().lower(), "note": (rec.get("note") or "").strip(),
+                    "source": str(m)}
+    return out
+
+
+def _number(src: str, line: int, field: str, raw: Any, kind: type = float) -> Any:
+    try:
+        v = kind(str(raw).strip())
+    except (TypeError, ValueError):
+        raise _fail(src, line, field, f"{raw!r} is not a {'number' if kind is float else 'whole number'}") from None
+    if not v > 0 or (kind is float and not math.isfinite(v)):
+        raise _fail(src, line, field, f"{raw!r} must be a positive finite number")
+    return v
+
+
+def _optional(src: str, line: int, field: str, raw: str | None) -> float | None:
+    return None if raw is None or not raw.strip() else _number(src, line, field, raw)
+
+
+def _algo(src: str, line: int, field: str, raw: str) -> str:
+    a = raw.strip().lower().replace("-", "_")
+    if a == "default":
+        return "auto"
+    if a not in ALGO_NAMES:
+        raise _fail(src, line, field, f"{raw!r} is not one of {', '.join(ALGO_NAMES)} "
+                    "(give it in the mapping file when the CSV's column says more)")
+    return a
+
+
+def load_collective_csv(path: str | Path) -> list[CollectiveRow]:
+    """Read one single-collective CSV (and its mapping file, if any)."""
+    path = Path(path)
+    src = str(path)
+    rows = _read(path)
+    header = _header(path)
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise _fail(src, 1, missing[0], "missing column")
+    mapping = _mapping(path)
+    out: list[CollectiveRow] = []
+    seen: dict[str, int] = {}
+    for line, rec in rows:
+        rid = (rec.get("id") or "").strip() or f"{path.name}:{line}"
+        if rid in seen:
+            raise _fail(src, line, "id", f"{rid!r} repeats line {seen[rid]}")
+        seen[rid] = line
+        m = mapping.get(rid, {})
+        system = (rec.get("system") or "").strip() or m.get("system", "")
+        if not system:
+            raise _fail(src, line, "system", f"row {rid!r} names no p2sim system (a system column, or "
+                        f"{mapping_path(path).name} beside the file)")
+        try:
+            spec = find_spec(system)
+        except P2SimError as e:
+            raise _fail(m.get("source", src), m.get("line", line), "system", str(e)) from None
+        nodes = _number(src, line, "nodes", rec["nodes"], int)
+        gpn = _number(src, line, "gpus_per_node", rec["gpus_per_node"], int)
+        if gpn > len(spec.gpus):
+            raise _fail(src, line, "gpus_per_node", f"{gpn} is more than {spec.name}'s {len(spec.gpus)} GPUs per node")
+        coll = (rec.get("collective") or "").strip()
+        if coll not in COLLECTIVES:
+            raise _fail(src, line, "collective", f"{coll!r} is not one of {', '.join(COLLECTIVES)}")
+        algo = _algo(m.get("source", src), m.get("line", line), "algo", m.get("algo") or rec.get("algo") or "auto")
+        proto = (rec.get("proto") or "auto").strip()
+        if proto not in PROTO_NAMES:
+            raise _fail(src, line, "proto", f"{proto!r} is not one of {', '.join(PROTO_NAMES)}")
+        size = _number(src, line, "size_bytes", rec["size_bytes"])
+        ranks = nodes * gpn
+        if ranks < 2:
+            raise _fail(src, line, "nodes", "a collective needs at least two GPUs")
+        t = _optional(src, line, "time_us", rec.get("time_us"))
+        busbw = _optional(src, line, "busbw_GBps", rec.get("busbw_GBps"))
+        algbw = _optional(src, line, "algbw_GBps", rec.get("algbw_GBps"))
+        if t is not None:
+            seconds = t * 1e-6
+        elif busbw is not None:
+            seconds = size / (busbw * 1e9 / bus_factor(coll, ranks))
+        elif algbw is not None:
+            seconds = size / (algbw * 1e9)
+        else:
+            raise _fail(src, line, "time_us", "no time, algbw or busbw")
+        for h in m.get("hca", ()):
+            if h not in {c for c, k in spec.components if k == "nic"}:
+                raise _fail(m["source"], m["line"], "hca", f"{h!r} is not a NIC of {spec.name}")
+        out.append(CollectiveRow(
+            source=src, line=line, ident=rid, system=spec.name, nodes=nodes, gpus_per_node=gpn, collective=coll,
+            algo=algo, proto=proto, size_bytes=size, seconds=seconds,
+            busbw=size / seconds * bus_factor(coll, ranks), in_place=(rec.get("place") or "").strip() == "in",
+            origin=(rec.get("source") or "").strip(), gpu=(rec.get("gpu") or "").strip(), hca=m.get("hca", ()),
+            note=m.get("note", ""),
+        ))
+    if not out:
+        raise MeasurementError(f"{src}: no measurements")
+    return out

@@ -1,0 +1,155 @@
+"""Predicting single-collective measurements: each row simulated as one collective on its system.
+
+A row's GPUs are the first ``gpus_per_node`` GPUs of each of ``nodes`` nodes; NCCL uses
+the row's NICs (``hca``) or all of them; the algorithm is the row's (``auto``: what NCCL
+would pick) with NCCL's automatic protocol unless the row forces one.  The event-driven
+model's time and the link-bottleneck baseline's (:mod:`p2sim.collectives.baseline`) are
+both kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from scipy.stats import spearmanr
+
+from ..formalism.hierarchy import LoweredStep
+from ..formalism.semantics import Op
+from ..sim import ModelConfig, Simulator
+from ..topology import Topology, find_spec
+from ..topology.spec import SystemSpec
+from .collective_rows import CollectiveRow, bus_factor
+
+__all__ = ["CollectivePrediction", "predict_collectives", "collective_metrics", "size_class", "row_class"]
+
+
+@dataclass(frozen=True)
+class CollectivePrediction:
+    """A row and its predicted times: the model's (``seconds``) and the baseline's."""
+
+    row: CollectiveRow
+    seconds: float
+    baseline_seconds: float
+    algo: str
+    proto: str
+    channels: int
+    kind: str  # single-node, multi-node or pcie
+    model: str = "des"  # the model behind ``seconds``: des or analytic
+
+    def busbw(self, seconds: float) -> float:
+        return self.row.size_bytes / seconds * bus_factor(self.row.collective, self.row.ranks)
+
+    @property
+    def ratio(self) -> float:
+        """Measured over predicted bus bandwidth (> 1: the model is pessimistic)."""
+        return self.row.busbw / self.busbw(self.seconds)
+
+    @property
+    def baseline_ratio(self) -> float:
+        return self.row.busbw / self.busbw(self.baseline_seconds)
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.row
+        return {"id": r.ident, "system": r.system, "gpu": r.gpu, "nodes": r.nodes, "gpus_per_node": r.gpus_per_node,
+                "collective": r.collective, "algo_asked": r.algo, "size_bytes": r.size_bytes,
+                "class": self.kind, "size_class": size_class(r.size_bytes),
+                "measured_seconds": r.seconds, "measured_busbw_GBps": r.busbw / 1e9,
+                "predicted_seconds": self.seconds, "predicted_busbw_GBps": self.busbw(self.seconds) / 1e9,
+                "baseline_seconds": self.baseline_seconds,
+                "baseline_busbw_GBps": self.busbw(self.baseline_seconds) / 1e9,
+                "ratio": self.ratio, "baseline_ratio": self.baseline_ratio,
+                "algo": self.algo, "proto": self.proto, "channels": self.channels, "origin": r.origin,
+                "source": f"{r.source}:{r.line}"}
+
+
+def size_class(nbytes: float) -> str:
+    """``small`` up to 64 KiB (latency-bound), ``medium`` below 64 MiB, ``large`` from 64 MiB."""
+    return "small" if nbytes <= 64 * 1024 else "medium" if nbytes < 64 * 2**20 else "large"
+
+
+def row_class(topo: Topology, row: CollectiveRow) -> str:
+    if row.nodes > 1:
+        return "multi-node"
+    return "single-node" if topo.intra_type(0, 1) == "NVL" else "pcie"
+
+
+def _system(spec: SystemSpec, hca: tuple[str, ...]) -> SystemSpec:
+    return spec if not hca else replace(spec, nccl=replace(spec.nccl, hca=hca))
+
+
+def _members(topo: Topology, row: CollectiveRow) -> tuple[int, ...]:
+    return tuple(n * topo.gpus_per_node + g for n in range(row.nodes) for g in range(row.gpus_per_node))
+
+
+def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, SystemSpec] | None = None,
+                        model: str = "des") -> list[CollectivePrediction]:
+    """Predict every row with ``model`` (``des`` or ``analytic``) and the link-bottleneck baseline.
+
+    ``specs`` replaces systems by name (calibrated files); others are the shipped ones.
+    """
+    specs = dict(specs or {})
+    topos: dict[tuple, Topology] = {}
+    sims: dict[tuple, tuple[Simulator, Simulator]] = {}
+    out = []
+    for r in rows:
+        spec = _system(specs.get(r.system) or find_spec(r.system), r.hca)
+        tkey = (r.system, r.nodes, r.hca)
+        topo = topos.get(tkey)
+        if topo is None:
+            topo = topos[tkey] = Topology(spec, r.nodes)
+        skey = tkey + (r.algo, r.proto)
+        pair = sims.get(skey)
+        if pair is None:
+            cfg = ModelConfig.of(spec)
+            pair = sims[skey] = (Simulator(topo, r.algo, model, cfg, proto=r.proto),
+                                 Simulator(topo, r.algo, "baseline", cfg, proto=r.proto))
+        members = _members(topo, r)
+        step = LoweredStep(Op(r.collective), (members,))
+        pred = pair[0].step(step, (r.size_bytes,))
+        base = pair[1].step(step, (r.size_bytes,))
+        algo, proto, channels = pred.choices[0]
+        out.append(CollectivePrediction(r, pred.seconds, base.seconds, algo, proto, channels, row_class(topo, r),
+                                        model))
+    return out
+
+
+def _summary(ratios: Sequence[float]) -> dict[str, Any]:
+    logs = np.log(np.asarray(ratios, dtype=float))
+    return {"rows": len(ratios), "median_ratio": float(np.exp(np.median(logs))) if len(logs) else None,
+            "gsd": float(np.exp(np.std(logs))) if len(logs) else None}
+
+
+def collective_metrics(preds: Sequence[CollectivePrediction]) -> dict[str, Any]:
+    """Per model: the ratio's median and geometric standard deviation per class and size, Spearman, spread.
+
+    Keyed by the predictions' model (``des`` or ``analytic``) and ``baseline``.
+    ``within_1_5`` is the share of multi-node rows whose ratio is within a factor 1.5 of
+    the median ratio of all rows.
+    """
+    out: dict[str, Any] = {}
+    name = preds[0].model if preds else "des"
+    for model, ratio, seconds in ((name, lambda p: p.ratio, lambda p: p.seconds),
+                                  ("baseline", lambda p: p.baseline_ratio, lambda p: p.baseline_seconds)):
+        ratios = [ratio(p) for p in preds]
+        doc: dict[str, Any] = {"all": _summary(ratios)}
+        for key in ("single-node", "multi-node", "pcie"):
+            sel = [ratio(p) for p in preds if p.kind == key]
+            if sel:
+                doc[key] = _summary(sel)
+        for key in ("small", "medium", "large"):
+            sel = [ratio(p) for p in preds if size_class(p.row.size_bytes) == key]
+            if sel:
+                doc[key] = _summary(sel)
+        if len(preds) >= 3:
+            rho = spearmanr([p.row.busbw for p in preds], [p.busbw(seconds(p)) for p in preds]).statistic
+            doc["spearman"] = float(rho) if math.isfinite(rho) else None
+        med = doc["all"]["median_ratio"]
+        multi = [r for p, r in zip(preds, ratios) if p.kind == "multi-node"]
+        if multi and med:
+            doc["multi_node_within_1_5_of_median"] = sum(1 for r in multi if 1 / 1.5 <= r / med <= 1.5) / len(multi)
+        out[model] = doc
+    return out

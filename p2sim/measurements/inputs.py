@@ -1,0 +1,117 @@
+"""Every kind of measurement file, recognised by its content, in two lists.
+
+* programs' measurements (:class:`~p2sim.measurements.programs.MeasuredRow`): P2's CSV and
+  bench_nccl program logs;
+* single collectives (:class:`~p2sim.measurements.collective_rows.CollectiveRow`): CSVs in the
+  dev-set columns (``collective``, ``size_bytes``; their system from a ``system`` column or
+  ``<name>.systems.csv``), bench_nccl sweep logs, and nccl-tests' text output
+  (``*.txt``, ``*.log``, ``*.out``).
+
+nccl-tests logs do not say which p2sim system they ran on: ``system`` names it for every
+log, and a directory may hold ``systems.csv`` (``file, system, hca, algo``) naming it per
+log, with the NICs NCCL used (``hca``, space separated) and what ``NCCL_ALGO`` was
+(``algo``) when the log does not print it.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..util.errors import MeasurementError
+from .collective_measurements import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
+from .collective_rows import CollectiveRow
+from .programs import MeasuredRow, duplicate_rows, load_measurements
+from .nccltests import is_nccltests_log, read_nccltests
+from .sweep_log import is_sweep_log, read_sweep_log
+
+__all__ = ["Measurements", "load_inputs", "LOG_SUFFIXES", "LOG_MAPPING"]
+
+LOG_SUFFIXES = (".txt", ".log", ".out")
+LOG_MAPPING = "systems.csv"  # per-directory mapping of nccl-tests logs to systems
+
+
+@dataclass(frozen=True)
+class Measurements:
+    programs: tuple[MeasuredRow, ...]
+    collectives: tuple[CollectiveRow, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.programs or self.collectives)
+
+
+def _log_mapping(folder: Path) -> dict[str, dict[str, str]]:
+    path = folder / LOG_MAPPING
+    if not path.is_file():
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            for rec in reader:
+                name = (rec.get("file") or "").strip()
+                if not name or not (rec.get("system") or "").strip():
+                    raise MeasurementError(f"{path}:{reader.line_num}: file, system: both are needed")
+                if not (folder / name).is_file():  # a typo would leave its log without a system
+                    raise MeasurementError(f"{path}:{reader.line_num}: file: {name!r} is not a file in {folder}")
+                out[name] = {k: (v or "").strip() for k, v in rec.items() if k}
+    except UnicodeDecodeError:
+        raise MeasurementError(f"{path}: not UTF-8 text") from None
+    return out
+
+
+def _nccltests(path: Path, system: str | None, mapping: dict[str, dict[str, str]]) -> list[CollectiveRow]:
+    m = mapping.get(path.name, {})
+    name = m.get("system") or system
+    if not name:
+        raise MeasurementError(f"{path}: system: nccl-tests logs do not name the p2sim system; give --system, or "
+                               f"list the file in {path.parent / LOG_MAPPING} (file, system[, hca, algo])")
+    rows = read_nccltests(path, system=name, algo=m.get("algo") or None)
+    hca = tuple(m.get("hca", "").split())
+    return [replace(r, hca=hca) for r in rows] if hca else rows
+
+
+def _files(paths: Sequence[str | Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            inner = sorted(f for f in path.iterdir() if f.is_file() and not f.name.endswith(MAPPING_SUFFIX)
+                           and f.name != LOG_MAPPING and f.suffix in (".csv", ".jsonl", ".json") + LOG_SUFFIXES
+                           and f.name != "README.md")
+            if not inner:
+                raise MeasurementError(f"{path}: no measurement files in this directory")
+            out += inner
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise MeasurementError(f"{path}: no such measurement file")
+    return out
+
+
+def load_inputs(paths: str | Path | Sequence[str | Path], system: str | None = None) -> Measurements:
+    """Read measurement files and directories of them (see the module docstring)."""
+    files = _files([paths] if isinstance(paths, (str, Path)) else list(paths))
+    programs: list[MeasuredRow] = []
+    singles: list[CollectiveRow] = []
+    for f in files:
+        if f.suffix == ".csv":
+            if is_collective_csv(f):
+                singles += load_collective_csv(f)
+            else:
+                programs += load_measurements(f)
+        elif f.suffix in (".jsonl", ".json"):
+            if is_sweep_log(f):
+                singles += read_sweep_log(f, system=system)
+            else:
+                programs += load_measurements(f)
+        elif is_nccltests_log(f):
+            singles += _nccltests(f, system, _log_mapping(f.parent))
+        elif len(files) == 1:
+            raise MeasurementError(f"{f}: neither a measurement CSV, a bench_nccl log nor nccl-tests output")
+    if not programs and not singles:
+        raise MeasurementError(f"{', '.join(map(str, files))}: no measurements")
+    duplicate_rows(programs)  # across files too: a copy of a CSV in the directory would count twice
+    return Measurements(tuple(programs), tuple(singles))

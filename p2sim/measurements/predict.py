@@ -1,0 +1,61 @@
+"""Predictions for measured rows: one sweep task per measured configuration."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..topology.spec import SystemSpec
+from ..studies.executor import Executor, run_all
+from .programs import GroupKey, MeasuredRow
+from ..studies.sweep import ConfigResult, SweepTask, run_task
+
+__all__ = ["groups_of", "group_task", "predict_groups", "RowPrediction", "row_predictions"]
+
+
+def groups_of(rows: Sequence[MeasuredRow]) -> dict[GroupKey, list[MeasuredRow]]:
+    """Rows by (system, nodes, axes, reduction axes, algorithm, bytes, device order), in first-seen order."""
+    out: dict[GroupKey, list[MeasuredRow]] = {}
+    for r in rows:
+        out.setdefault(r.group, []).append(r)
+    return out
+
+
+def group_task(key: GroupKey, spec: SystemSpec, model: str, all_matrices: bool,
+               rows: Sequence[MeasuredRow]) -> SweepTask:
+    system, nodes, axes, red, algo, nbytes, order = key
+    mats = None if all_matrices else tuple(dict.fromkeys(r.matrix for r in rows))
+    return SweepTask(spec, nodes, axes, red, algo, model, nbytes, None, "paper", 5, mats, order=order)
+
+
+def predict_groups(groups: Mapping[GroupKey, Sequence[MeasuredRow]], specs: Mapping[str, SystemSpec], model: str,
+                   executor: Executor, all_matrices: bool = True, label: str = "") -> dict[GroupKey, ConfigResult]:
+    keys = list(groups)
+    tasks = [group_task(k, specs[k[0]], model, all_matrices, groups[k]) for k in keys]
+    return dict(zip(keys, run_all(executor, run_task, tasks, label)))
+
+
+@dataclass(frozen=True)
+class RowPrediction:
+    row: MeasuredRow
+    allreduce_s: float
+    optimal_s: float
+    best_program: str
+    programs_better: int  # over all matrices of the row's configuration
+
+    @property
+    def speedup(self) -> float:
+        return self.allreduce_s / self.optimal_s
+
+
+def row_predictions(groups: Mapping[GroupKey, Sequence[MeasuredRow]],
+                    results: Mapping[GroupKey, ConfigResult]) -> list[RowPrediction]:
+    out = []
+    for key, rows in groups.items():
+        res = results[key]
+        better = res.better_than_allreduce()
+        for r in rows:
+            best = res.best(r.matrix)
+            ar = res.allreduce(r.matrix)
+            out.append(RowPrediction(r, ar.seconds, best.seconds, best.text, better))
+    return out

@@ -1,0 +1,121 @@
+"""Simulating every (matrix, program) of a configuration as one picklable task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..formalism.placement import Matrix
+from ..formalism.program import parse_program
+from ..sim import ModelConfig, Simulator, StepResult
+from ..sim.simulator import forget_shapes
+from ..formalism.synthesis import DEFAULT_MAX_SIZE, synthesize_placements
+from ..topology import Topology
+from ..topology.spec import SystemSpec
+
+__all__ = ["SweepTask", "ProgramTiming", "ConfigResult", "run_task", "task_topology", "ALLREDUCE_TEXT"]
+
+ALLREDUCE_TEXT = "AllReduce(slice=0, Inside)"
+
+
+@dataclass(frozen=True)
+class SweepTask:
+    """All inputs of one configuration's simulations (sent whole to a worker)."""
+
+    spec: SystemSpec
+    nodes: int
+    axes: tuple[int, ...]
+    reduce_axes: tuple[int, ...]
+    algo: str
+    model: str
+    bytes_per_gpu: float
+    config: ModelConfig | None = None  # None: the system file's [model] settings
+    profile: str = "paper"
+    max_size: int = DEFAULT_MAX_SIZE
+    matrices: tuple[Matrix, ...] | None = None
+    proto: str = "auto"
+    order: str = "aligned"  # the device order of reduction groups (p2sim.formalism.hierarchy.Order)
+    programs: tuple[str, ...] | None = None  # only these programs (by text; None: every one)
+
+
+@dataclass(frozen=True)
+class ProgramTiming:
+    matrix: Matrix
+    text: str
+    seconds: float
+    steps: tuple[StepResult, ...] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class ConfigResult:
+    task: SweepTask
+    programs: tuple[ProgramTiming, ...]
+    counts: tuple[tuple[Matrix, int], ...] = ()  # programs per matrix, where not all are in ``programs``
+
+    def count(self, matrix: Matrix) -> int:
+        """How many programs the matrix has (simulated or not)."""
+        return dict(self.counts).get(matrix, len(self.of(matrix)))
+
+    def matrices(self) -> list[Matrix]:
+        out: list[Matrix] = []
+        for p in self.programs:
+            if p.matrix not in out:
+                out.append(p.matrix)
+        return out
+
+    def of(self, matrix: Matrix) -> list[ProgramTiming]:
+        return [p for p in self.programs if p.matrix == matrix]
+
+    def allreduce(self, matrix: Matrix) -> ProgramTiming:
+        return next(p for p in self.of(matrix) if p.text == ALLREDUCE_TEXT)
+
+    def best(self, matrix: Matrix) -> ProgramTiming:
+        return min(self.of(matrix), key=lambda p: p.seconds)
+
+    def better_than_allreduce(self) -> int:
+        """Programs (over all matrices) faster than their matrix's AllReduce."""
+        n = 0
+        for m in self.matrices():
+            ar = self.allreduce(m).seconds
+            # below a relative 1e-9 two times are the same time in different float sums
+            n += sum(1 for p in self.of(m) if p.seconds < ar * (1 - 1e-9))
+        return n
+
+
+def task_topology(task: SweepTask) -> Topology:
+    """The task's topology, built once per process for consecutive tasks of one system.
+
+    A topology keeps what its simulators computed, so the tasks of one sweep that run in
+    one process share its routes, ring searches and collectives; what depends on the order
+    in which groups came (decisions per group shape, and the step results built on them) is
+    forgotten between tasks, so a task's results never depend on the tasks before it (or on
+    the executor that placed it).
+    """
+    key = (repr(task.spec), task.nodes)
+    hit = _TOPOLOGY.get(key)
+    if hit is None:
+        _TOPOLOGY.clear()  # one system at a time: a sweep's tasks share one
+        hit = _TOPOLOGY[key] = Topology(task.spec, task.nodes)
+    else:
+        forget_shapes(hit)
+    return hit
+
+
+_TOPOLOGY: dict[tuple, Topology] = {}
+
+
+def run_task(task: SweepTask, topology: Topology | None = None) -> ConfigResult:
+    """Synthesize and simulate every program of every matrix of a task (or the task's ``programs``)."""
+    topo = topology if topology is not None else task_topology(task)
+    syn = synthesize_placements(topo.hierarchy, task.axes, task.reduce_axes, task.profile, task.max_size,
+                                task.matrices, task.order)
+    sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto)
+    # programs compare as values: parsing the few wanted beats printing every one
+    wanted = None if task.programs is None else {parse_program(t) for t in task.programs}
+    out = []
+    for mp in syn.matrices:
+        for prog in mp.programs:
+            if wanted is not None and prog not in wanted:
+                continue
+            r = sim.simulate(mp.lowering, prog, task.bytes_per_gpu)
+            out.append(ProgramTiming(mp.matrix, r.text, r.total_seconds, r.steps))
+    return ConfigResult(task, tuple(out))

@@ -1,0 +1,172 @@
+"""Parsing of command-line values: integer lists, named axes and byte sizes.
+
+Each parser raises :class:`~p2sim.util.errors.InputError` with a message that names
+the field and the offending value.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .errors import InputError
+
+__all__ = ["int_list", "positive_int", "byte_size", "named_parts", "axes_spec", "axis_indices", "default_axis_names"]
+
+
+def int_list(text: str, field: str, minimum: int = 0) -> tuple[int, ...]:
+    """Parse ``"4,16"`` or ``"4 16"`` into ``(4, 16)``.
+
+    Examples
+    --------
+    >>> int_list("8, 2,4", "axes")
+    (8, 2, 4)
+    >>> int_list("8,x", "axes")
+    Traceback (most recent call last):
+    ...
+    p2sim.util.errors.InputError: axes: 'x' is not an integer
+    """
+    parts = [p for p in re.split(r"[\s,]+", text.strip()) if p]
+    if not parts:
+        raise InputError(f"{field}: the list is empty")
+    out = []
+    for p in parts:
+        try:
+            v = int(p)
+        except ValueError:
+            raise InputError(f"{field}: {p!r} is not an integer") from None
+        if v < minimum:
+            raise InputError(f"{field}: {v} is below {minimum}")
+        out.append(v)
+    return tuple(out)
+
+
+def positive_int(text: str, field: str) -> int:
+    try:
+        v = int(text)
+    except (TypeError, ValueError):
+        raise InputError(f"{field}: {text!r} is not an integer") from None
+    if v < 1:
+        raise InputError(f"{field}: {v} is not positive")
+    return v
+
+
+_UNITS = {
+    "": 1, "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+
+
+def byte_size(text: str, field: str = "bytes") -> int:
+    """Parse ``"2GiB"``, ``"512MiB"``, ``"1e9"`` or ``"4096"`` into bytes.
+
+    Examples
+    --------
+    >>> byte_size("2GiB"), byte_size("1.5 kB"), byte_size("4096")
+    (2147483648, 1500, 4096)
+    """
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*", text)
+    unit = m and _UNITS.get(m.group(2).lower())
+    if not m or unit is None:
+        raise InputError(f"{field}: {text!r} is not a size like 2GiB, 512MiB or 1e9")
+    value = float(m.group(1)) * unit
+    if not 1 <= value < float("inf"):
+        raise InputError(f"{field}: {text!r} is not a size of at least one byte")
+    return int(round(value))
+
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def default_axis_names(count: int) -> tuple[str, ...]:
+    """``axis0, axis1, ..``: the names of axes given by size only."""
+    return tuple(f"axis{i}" for i in range(count))
+
+
+def named_parts(text: str, field: str) -> tuple[list[str], tuple[str, ...] | None]:
+    """Split ``"data=8,tensor=4"`` into values and names; plain ``"8,4"`` has no names.
+
+    Examples
+    --------
+    >>> named_parts("data=8, tensor=*", "axes")
+    (['8', '*'], ('data', 'tensor'))
+    >>> named_parts("8 4", "axes")
+    (['8', '4'], None)
+    >>> named_parts("data=8,4", "axes")
+    Traceback (most recent call last):
+    ...
+    p2sim.util.errors.InputError: axes: name every axis (data=8,tensor=4) or none (8,4), not some: '4'
+    """
+    parts = [p for p in re.split(r"\s*,\s*|\s+", text.strip()) if p]
+    if not parts:
+        raise InputError(f"{field}: the list is empty")
+    named = ["=" in p for p in parts]
+    if not any(named):
+        return parts, None
+    if not all(named):
+        odd = parts[named.index(False)]
+        raise InputError(f"{field}: name every axis (data=8,tensor=4) or none (8,4), not some: {odd!r}")
+    names, values = [], []
+    for p in parts:
+        name, _, value = p.partition("=")
+        name = name.strip()
+        if not _NAME.match(name):
+            raise InputError(f"{field}: {name!r} is not an axis name (letters, digits, _ and -, "
+                             "starting with a letter)")
+        if name in names:
+            raise InputError(f"{field}: the axis name {name!r} is given twice")
+        names.append(name)
+        values.append(value.strip())
+    return values, tuple(names)
+
+
+def axes_spec(text: str, field: str = "axes") -> tuple[tuple[int, ...], tuple[str, ...] | None]:
+    """Axis sizes and their names (``None`` when given by size only).
+
+    Examples
+    --------
+    >>> axes_spec("data=8,tensor=4,pipeline=2")
+    ((8, 4, 2), ('data', 'tensor', 'pipeline'))
+    >>> axes_spec("8,4")
+    ((8, 4), None)
+    """
+    values, names = named_parts(text, field)
+    sizes = []
+    for v in values:
+        try:
+            n = int(v)
+        except ValueError:
+            raise InputError(f"{field}: {v!r} is not an integer") from None
+        if n < 1:
+            raise InputError(f"{field}: {n} is below 1")
+        sizes.append(n)
+    return tuple(sizes), names
+
+
+def axis_indices(text: str, names: tuple[str, ...], field: str = "reduce") -> tuple[int, ...]:
+    """Axes by index or by name: ``"0,2"`` or ``"data,pipeline"`` against the axis names.
+
+    Examples
+    --------
+    >>> axis_indices("data, pipeline", ("data", "tensor", "pipeline"))
+    (0, 2)
+    >>> axis_indices("1", ("data", "tensor"))
+    (1,)
+    """
+    parts = [p for p in re.split(r"[\s,]+", text.strip()) if p]
+    if not parts:
+        raise InputError(f"{field}: the list is empty")
+    out = []
+    for p in parts:
+        if p in names:
+            out.append(names.index(p))
+            continue
+        try:
+            v = int(p)
+        except ValueError:
+            raise InputError(f"{field}: {p!r} is neither an axis index nor an axis name "
+                             f"({', '.join(names)})") from None
+        if v < 0:
+            raise InputError(f"{field}: {v} is below 0")
+        out.append(v)
+    return tuple(out)
