@@ -15,7 +15,7 @@ import argparse
 import time
 
 from p2sim.studies.executor import make_executor, run_all
-from p2sim.studies.rank import rank_tasks, split_by_matrix
+from p2sim.studies.ranking import rank_tasks, split_by_matrix
 from p2sim.studies.sweep import SweepTask
 from p2sim.util.errors import InputError
 from p2sim.formalism.placement import enumerate_matrices

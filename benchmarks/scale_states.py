@@ -111,7 +111,7 @@ def simulate_16k() -> None:
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", "import p2sim.cli.main, p2sim.cli.simulate"], check=True)
     print(f"  interpreter start and imports (separate process): {time.perf_counter() - t:.2f} s")
-    from p2sim.cli.main import main
+    from p2sim.cli import main
 
     prof = cProfile.Profile()
     out = sys.stdout

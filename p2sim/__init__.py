@@ -1,9 +1,41 @@
 """p2sim: synthesize and simulate parallelism placements and reduction programs.
 
-Layers, each importing only those before it: the pure formalism
-(:mod:`placement`, :mod:`semantics`, :mod:`program`, :mod:`hierarchy`,
-:mod:`synthesis`, :mod:`execute`), then topologies, collective expansion, the
-simulator, analysis, and the CLI and reports.
+The public API (:mod:`p2sim.api`): :func:`rank`, :func:`plan`, :func:`whatif`,
+:func:`simulate`, :func:`sweep`, :func:`validate`, :func:`calibrate`, :func:`synthesize`,
+:func:`placements` and :func:`load_system`, each taking keyword arguments and returning a
+typed result with ``to_json()``.  They are imported on first use, so ``import p2sim`` (and
+the command line's start) stays light.
+
+The layers, each a folder importing only those before it: :mod:`p2sim.util` (errors,
+files, parsing, units, logging), :mod:`p2sim.formalism`, :mod:`p2sim.topology`,
+:mod:`p2sim.collectives`, :mod:`p2sim.sim` (the only SimPy importer),
+:mod:`p2sim.studies`, :mod:`p2sim.measurements`, :mod:`p2sim.report`, :mod:`p2sim.api`
+and :mod:`p2sim.cli`.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 __version__ = "0.1.0"
+
+_API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "synthesize", "placements",
+        "load_system")
+_ERRORS = ("P2SimError", "InputError")
+__all__ = [*_API, *_ERRORS, "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    if name in _ERRORS:
+        from .util import errors
+
+        return getattr(errors, name)
+    raise AttributeError(f"module 'p2sim' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

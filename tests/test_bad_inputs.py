@@ -63,7 +63,7 @@ def no_work(monkeypatch):
     import p2sim.measurements.calibrate as calibrate
     import p2sim.studies.executor as executor
     import p2sim.measurements.predict as predict
-    import p2sim.studies.rank as rank
+    import p2sim.studies.ranking as rank
     import p2sim.studies.search as search
 
     # every module that bound run_all by name at import time gets the refusal too (imported

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from p2sim.cli.main import main
+from p2sim.cli import main
 from p2sim.formalism.program import parse_program
 
 from .conftest import config_of
@@ -133,7 +133,7 @@ def test_simulate_all_programs_and_models(capsys):
 
 
 def test_simulate_one_program_synthesizes_nothing(capsys, monkeypatch):
-    import p2sim.cli.simulate as cmd
+    import p2sim.studies.simulate as cmd
 
     def refuse(*args, **kwargs):
         raise AssertionError("simulate --program must not synthesize every program")

@@ -79,9 +79,9 @@ def test_the_check_sees_violations(tmp_path):
     """Relative, absolute and lazy imports are all read, so the check above can fail."""
     f = tmp_path / "p2sim" / "collectives" / "bad.py"
     f.parent.mkdir(parents=True)
-    f.write_text("from ..sim import engine\nimport p2sim.studies.rank\n\n\ndef f():\n    import simpy\n"
+    f.write_text("from ..sim import engine\nimport p2sim.studies.ranking\n\n\ndef f():\n    import simpy\n"
                  "    from p2sim import report\n    from . import ring\n")
     got = _imports(f, tmp_path)
-    assert got == [(1, "p2sim.sim"), (2, "p2sim.studies.rank"), (6, "simpy"), (7, "p2sim.report"),
+    assert got == [(1, "p2sim.sim"), (2, "p2sim.studies.ranking"), (6, "simpy"), (7, "p2sim.report"),
                    (8, "p2sim.collectives")]
     assert [_layer(t.split(".")[1]) > _layer("collectives") for _, t in got if t != "simpy"] == [True, True, True, False]

@@ -18,7 +18,7 @@ ARGS = ("rank", "--system", "a100", "--axes", "4,8", "--reduce", "0", "--algo", 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     out = tmp_path_factory.mktemp("rank")
-    from p2sim.cli.main import main
+    from p2sim.cli import main
 
     assert main([*ARGS, "--out", str(out)]) == 0
     return (out / "report.html").read_text(), (out / "report.md").read_text()

@@ -5,10 +5,10 @@ import json
 import pytest
 
 from p2sim.studies.executor import SerialExecutor
-from p2sim.studies.rank import rank_results, split_by_matrix
+from p2sim.studies.ranking import rank_results, split_by_matrix
 from p2sim.studies.search import bound_all, run_search, search
 from p2sim.studies.sweep import SweepTask
-from p2sim.cli.main import main
+from p2sim.cli import main
 from p2sim.formalism.placement import enumerate_matrices
 from p2sim.sim import Simulator
 from p2sim.sim.simulator import BOUND_SLACK

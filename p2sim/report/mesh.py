@@ -18,9 +18,11 @@ from ..formalism.mesh import device_order, mesh_slices, rank_mesh
 from ..util.parsing import default_axis_names
 from ..formalism.placement import Placement, format_matrix
 from ..util.units import format_seconds
-from .axes import axes_text
+from ..formalism.naming import axes_text
+from ..studies.plan import PlanResult
+from ..studies.rank import RankResult
 
-__all__ = ["EMIT_FORMS", "MeshReduction", "MeshChoice", "check_emit", "emit_mesh"]
+__all__ = ["EMIT_FORMS", "MeshReduction", "MeshChoice", "check_emit", "emit_mesh", "rank_mesh_choice", "plan_mesh_choice"]
 
 EMIT_FORMS = ("torch", "jax", "json")
 
@@ -130,3 +132,22 @@ def emit_mesh(form: str, choice: MeshChoice) -> str:
         return _jax(choice)
     return json.dumps(mesh_json(choice), separators=(",", ":")) + "\n"
 
+
+
+def rank_mesh_choice(result: RankResult) -> MeshChoice:
+    """The best placement of a ranking, with its one reduction."""
+    job, best = result.request.job, result.best
+    topo = job.topology
+    reduction = MeshReduction(tuple(sorted(set(result.reduce_axes))), best.algo, best.timing.text, best.seconds)
+    return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node,
+                      Placement.of(topo.hierarchy, job.axes, best.matrix), (reduction,), job.axis_names)
+
+
+def plan_mesh_choice(result: PlanResult) -> MeshChoice:
+    """The best plan's placement, with every reduction's program."""
+    job, best = result.request.job, result.best
+    topo = job.topology
+    return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node,
+                      Placement.of(topo.hierarchy, job.axes, best.matrix),
+                      tuple(MeshReduction(c.reduction.axes, c.algo, c.program, c.seconds) for c in best.choices),
+                      job.axis_names)

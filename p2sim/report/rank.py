@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..studies.rank import MatrixSummary, RankEntry, Ranking
+from ..formalism.naming import axes_text, matrix_legend, order_label, reduce_text
+from ..studies.rank import RankResult
+from ..studies.ranking import MatrixSummary, RankEntry, Ranking
+from ..studies.search import SearchStats
+from ..util.units import format_bytes
+from .orders import comparison_table, comparison_text
 from ..formalism.hierarchy import Lowering
 from ..formalism.placement import Placement, format_matrix
 from ..formalism.program import SEPARATOR
@@ -15,7 +20,8 @@ from ..util.units import format_seconds
 from .tables import Column, Table
 from .simulate import choice_text
 
-__all__ = ["ranking_text", "ranking_json", "ranking_report", "ranking_tables", "RANK_COLUMNS", "MATRIX_COLUMNS"]
+__all__ = ["ranking_text", "ranking_report", "ranking_tables", "RANK_COLUMNS", "MATRIX_COLUMNS", "rank_header",
+           "rank_text", "rank_report", "search_text"]
 
 
 def _spans(e: RankEntry) -> str:
@@ -42,13 +48,51 @@ def ranking_text(header: str, ranking: Ranking, top: int) -> str:
     return "\n".join(lines)
 
 
-def ranking_json(meta: dict[str, Any], ranking: Ranking, top: int) -> dict[str, Any]:
-    return dict(
-        meta,
-        simulations=len(ranking.entries),
-        top=[dict(rank=i, **e.to_json()) for i, e in enumerate(ranking.top(top), 1)],
-        matrices=[s.to_json() for s in ranking.matrices],
-    )
+def search_text(stats: SearchStats, top: int | None = None) -> str:
+    """What a search simulated and skipped, in words (one line)."""
+    text = f"{stats.simulated} of {stats.programs} programs simulated"
+    if stats.bounded_out:
+        nth = {1: "1st", 2: "2nd", 3: "3rd"}.get(top, f"{top}th") if top else ""
+        why = (f"the {nth} best time and " if top else "") + "their matrix's best"
+        text += f", {stats.bounded_out} bounded out (lower bound above {why})"
+    if stats.searched < stats.matrices:
+        text += (f"; only the {stats.searched} of {stats.matrices} (matrix, algorithm) pairs with the least lower "
+                 f"bounds searched (--top-matrices)")
+    if stats.stopped_by_budget:
+        text += (f"; stopped by --budget {stats.budget_seconds:g} s: NOT proven, programs with lower bounds from "
+                 f"{stats.next_bound:.4g} s on were not simulated")
+    return text
+
+
+def rank_header(result: RankResult) -> str:
+    """The job, the search and the matrix legend (the first lines of the text and of the report)."""
+    req, job = result.request, result.request.job
+    topo, names, red = job.topology, job.axis_names, result.reduce_axes
+    scope = result.scope
+    return (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} reduce "
+            f"{reduce_text(red, names)}{order_label(req.order, red)}; algo {req.algo}, {req.model} model, "
+            f"{format_bytes(job.bytes_per_gpu)} per GPU; {search_text(result.stats, req.top)}"
+            + (f"\n{scope}" if scope else "") + f"\n{matrix_legend(names, topo.level_names)}")
+
+
+def rank_text(result: RankResult) -> str:
+    """``p2sim rank``'s answer: the ranking, the best placement in words and (``--compare-orders``) both orders."""
+    best = result.best
+    text = (ranking_text(rank_header(result), result.ranking, result.request.top)
+            + f"\n\nbest placement {format_matrix(best.matrix)}: {result.placement(best.matrix)}")
+    if result.comparison is not None:
+        text += "\n\n" + comparison_text(result.comparison)
+    return text
+
+
+def rank_report(result: RankResult) -> dict[str, bytes]:
+    """``rank --out``'s files."""
+    req, job = result.request, result.request.job
+    topo = job.topology
+    lowering = Lowering.of(Placement.of(topo.hierarchy, job.axes, result.best.matrix), result.reduce_axes, req.order)
+    extra = (comparison_table(result.comparison),) if result.comparison is not None else ()
+    return ranking_report(f"p2sim rank: {topo.spec.name}", rank_header(result), result.ranking, req.top, topo,
+                          lowering, extra)
 
 
 def _plot_programs(ranking: Ranking) -> bytes:

@@ -6,6 +6,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ..formalism.naming import axes_text, matrix_legend, order_label, reduce_text
+from ..studies.simulate import SimulateResult
 from ..util.fileio import writing
 from ..formalism.placement import Matrix, format_matrix
 from ..formalism.program import Program
@@ -23,15 +25,6 @@ def choice_text(step: Any) -> str:
     return ", ".join(f"{a}/{p} x{c}" for a, p, c in step.choices) or "-"
 
 
-def program_result_json(matrix: Matrix, program: Program, r: ProgramResult) -> dict[str, Any]:
-    return {
-        "matrix": [list(row) for row in matrix],
-        "text": r.text,
-        "total_seconds": r.total_seconds,
-        "steps": [dict(s.to_json(), instruction=i.text) for s, i in zip(r.steps, program.instructions)],
-    }
-
-
 def results_text(rows: list[tuple[Matrix, Program, ProgramResult]],
                  describe: Callable[[Matrix], str] | None = None) -> str:
     """Each program's time and its steps', in adaptive units; ``describe`` puts a matrix in words."""
@@ -47,6 +40,18 @@ def results_text(rows: list[tuple[Matrix, Program, ProgramResult]],
             lines.append(f"      {format_seconds(s.seconds):>10}  {ins.text:<40s} {s.groups} x {s.group_size} GPUs, "
                          f"{span_text(s.nodes_spanned)}, {format_bytes(s.buffer_bytes)}, {choice_text(s)}")
     return "\n".join(lines)
+
+
+def simulate_text(result: SimulateResult) -> str:
+    """``p2sim simulate``'s answer: a header, the matrix legend, every program and its steps."""
+    req, job = result.request, result.request.job
+    topo, names = job.topology, job.axis_names
+    return "\n".join([
+        f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} reduce "
+        f"{reduce_text(result.reduce_axes, names)}{order_label(req.order, result.reduce_axes)}; {req.algo}, "
+        f"{req.model} model, {format_bytes(job.bytes_per_gpu)} per GPU",
+        matrix_legend(names, topo.level_names),
+        results_text(list(result.rows), result.placement)])
 
 
 def _shown_path(path: str) -> str:

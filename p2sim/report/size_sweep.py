@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..studies.size_sweep import SweepPoint
+from ..studies.size_sweep import SweepPoint, SweepResult
 from .files import figure_png
 
-__all__ = ["sweep_table", "sweep_plot"]
+__all__ = ["sweep_table", "sweep_plot", "sweep_header", "sweep_text", "sweep_report"]
 
 REDOP = {"AllReduce": "sum", "ReduceScatter": "sum", "Reduce": "sum", "AllGather": "none", "Broadcast": "none"}
 
@@ -45,3 +45,20 @@ def sweep_plot(title: str, points: Sequence[SweepPoint]) -> bytes:
     ax.set_title(title)
     ax.legend(title="NCCL's choice")
     return figure_png(fig)
+
+
+def sweep_header(result: SweepResult) -> str:
+    req = result.request
+    return (f"{req.topology.spec.name}, {req.topology.node_count} node(s) x {req.gpus_per_node} GPUs, {req.collective}; "
+            f"algo {req.algo}, proto {req.proto}, {req.model} model (predicted)")
+
+
+def sweep_text(result: SweepResult) -> str:
+    """``p2sim sweep``'s table."""
+    return sweep_table(sweep_header(result), result.request.collective, result.points)
+
+
+def sweep_report(result: SweepResult) -> dict[str, bytes]:
+    """``sweep --out``'s files: the table and the plot."""
+    return {"sweep.png": sweep_plot(sweep_header(result), result.points),
+            "sweep.txt": (sweep_text(result) + "\n").encode()}

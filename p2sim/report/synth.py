@@ -11,7 +11,7 @@ from ..util.parsing import default_axis_names
 from ..formalism.placement import Matrix, format_matrix
 from ..formalism.program import Program
 from ..formalism.synthesis import Synthesis
-from .axes import axes_text, describe_placement, generic_levels, matrix_legend, reduce_text
+from ..formalism.naming import axes_text, describe_placement, generic_levels, matrix_legend, reduce_text
 
 
 def _level_names(lw: Lowering) -> list[str]:

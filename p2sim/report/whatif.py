@@ -1,12 +1,44 @@
-"""Plot of a what-if study: best predicted time against the first varied parameter."""
+"""Rendering of a what-if study: a line per point, and the best predicted time against the first varied parameter."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from ..studies.whatif import Variation
+from ..formalism.naming import matrix_legend, order_label, reduce_text
+from ..formalism.placement import format_matrix
+from ..studies.variations import Variation
+from ..studies.whatif import WhatifResult
+from ..util.units import format_bytes, format_seconds
 from .files import figure_png
+
+__all__ = ["whatif_text", "whatif_plot"]
+
+
+def _search_line(result: WhatifResult) -> str:
+    """How many programs the points simulated, of how many (the bounded search skips the rest)."""
+    programs, simulated = sum(s.programs for s in result.stats), sum(s.simulated for s in result.stats)
+    if simulated == programs:
+        return f"all points: every one of their {programs} programs simulated"
+    return (f"all points: {simulated} of {programs} programs simulated, {programs - simulated} bounded out "
+            "(lower bound above the point's best time and their matrix's best)")
+
+
+def whatif_text(result: WhatifResult) -> str:
+    """``p2sim whatif``'s answer as text: a line per point, marking where the winner changes."""
+    req = result.request
+    # the axes as given: a '*' resolves per point
+    given = ("one axis over all GPUs" if req.axes is None
+             else f"axes {req.axes} reduce {reduce_text(result.reduce_axes, result.axis_names)}")
+    lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  ({given}; algo {req.algo}, {req.model} model"
+             f"{order_label(req.order, result.reduce_axes)})",
+             matrix_legend(result.axis_names, result.level_names),
+             _search_line(result)]
+    for r in result.rows:
+        mark = "  <- winner changes" if r["winner_changed"] else ""
+        lines.append(f"  {r['label']:<32} {format_bytes(r['bytes_per_gpu']):>9} {format_seconds(r['seconds']):>10}  "
+                     f"{r['algo']:<4} {format_matrix(tuple(tuple(x) for x in r['matrix'])):<18} {r['program']}{mark}")
+    return "\n".join(lines)
 
 
 def whatif_plot(variations: Sequence[Variation], rows: Sequence[dict[str, Any]]) -> bytes:

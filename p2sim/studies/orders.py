@@ -17,7 +17,7 @@ import numpy as np
 
 from ..formalism.hierarchy import Lowering, Order
 from ..formalism.placement import Matrix, Placement
-from .rank import MatrixSummary, Ranking
+from .ranking import MatrixSummary, Ranking
 
 __all__ = ["OrderComparison", "orders_agree", "compare_orders"]
 

@@ -15,13 +15,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..collectives import check_proto
+from ..formalism.hierarchy import Order
+from ..formalism.naming import describe_placement
+from ..formalism.placement import Matrix, count_matrices, enumerate_matrices
+from ..sim.model import check_model
 from ..util.errors import InputError
-from ..util.parsing import axis_indices, byte_size, positive_int
-from ..formalism.placement import Matrix
+from ..util.log import announce
+from ..util.parsing import as_text, axis_indices, byte_size, positive_int
+from .jobsize import Limits, plural, program_counts
+from .requests import Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something
+from .search import SearchStats, run_search
 from .sweep import ConfigResult, SweepTask
 
 __all__ = ["Reduction", "parse_reduction", "default_matrix", "PlanChoice", "Plan", "plan_tasks", "build_plans",
-           "plan_scores"]
+           "plan_scores", "PlanRequest", "PlanResult", "run_plan"]
 
 
 @dataclass(frozen=True)
@@ -152,3 +160,116 @@ def build_plans(reductions: Sequence[Reduction], results: Sequence[ConfigResult]
         plans.append(Plan(m, tuple(choices)))
     plans.sort(key=lambda p: (p.total_seconds, p.matrix))
     return plans
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    job: Job
+    reductions: tuple[Reduction, ...]
+    data_axis: int
+    algo: str
+    proto: str
+    model: str
+    rules: Rules
+    order: Order
+    search: SearchOptions
+    limits: Limits
+    run: RunOptions
+
+    @classmethod
+    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reductions: Any = (),
+              data_axis: Any = "0", algo: str = "auto", proto: str = "auto", model: str = "des",
+              profile: Any = "paper", max_size: Any = 5, order: Any = "aligned", exhaustive: bool = False,
+              budget: Any = None, top_matrices: Any = None, workers: Any = None, scheduler: str | None = None,
+              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> PlanRequest:
+        """``reductions``: texts like ``"data:8GiB"`` and ``"tensor:64MiB x 24"``, or :class:`Reduction` values."""
+        job = Job.build(system, nodes, axes, "0", None)
+        p, names = job.axes, job.axis_names
+        if isinstance(reductions, (str, Reduction)):
+            reductions = [reductions]
+        if not reductions:
+            raise InputError("reduction: give at least one --reduction AXES:SIZE[ x COUNT]")
+        parsed = tuple(r if isinstance(r, Reduction) else parse_reduction(r, names) for r in reductions)
+        for r in parsed:
+            reduces_something(p, r.axes)
+        text = as_text(data_axis, "data-axis")
+        (axis, *more) = axis_indices(text, names, "data-axis")
+        if more:
+            raise InputError(f"data-axis: {text!r} names {len(more) + 1} axes; give one")
+        if not 0 <= axis < len(p):
+            raise InputError(f"data-axis: {axis} is out of range 0..{len(p) - 1}")
+        model = check_model(model)
+        algorithms(algo)
+        rules = Rules.of(profile, max_size)
+        chosen = Order.parse(order)
+        proto = check_proto(proto)
+        return cls(job, parsed, axis, algo, proto, model, rules, chosen, SearchOptions.of(exhaustive, budget, top_matrices),
+                   limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler))
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """Every matrix's plan, fastest first, beside the default placement's."""
+
+    request: PlanRequest
+    plans: tuple[Plan, ...]
+    default: Matrix
+    stats: SearchStats
+
+    @property
+    def best(self) -> Plan:
+        return self.plans[0]
+
+    @property
+    def default_plan(self) -> Plan:
+        return next(pl for pl in self.plans if pl.matrix == self.default)
+
+    @property
+    def savings(self) -> dict[str, float]:
+        best, dplan = self.best, self.default_plan
+        return {
+            "vs_default_placement": 1 - best.total_seconds / dplan.total_seconds,
+            "vs_default_allreduce": 1 - best.total_seconds / dplan.allreduce_total_seconds,
+            "vs_best_placement_allreduce": 1 - best.total_seconds / min(pl.allreduce_total_seconds for pl in self.plans),
+        }
+
+    def placement(self, matrix: Matrix) -> str:
+        job = self.request.job
+        return describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
+
+    def to_json(self) -> dict[str, Any]:
+        req, job = self.request, self.request.job
+        topo = job.topology
+        return {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
+                "axis_names": list(job.axis_names), "level_names": list(topo.level_names), "data_axis": req.data_axis,
+                "order": req.order.value, "algo": req.algo, "model": req.model,
+                "reductions": [{"axes": list(r.axes), "bytes": r.bytes, "count": r.count} for r in req.reductions],
+                "plans": [pl.to_json() for pl in self.plans], "best": self.best.to_json(),
+                "default": self.default_plan.to_json(), "best_placement": self.placement(self.best.matrix),
+                "default_placement": self.placement(self.default), "savings": self.savings,
+                "search": self.stats.to_json()}
+
+
+def run_plan(req: PlanRequest) -> PlanResult:
+    job, topo = req.job, req.job.topology
+    h, p = job.hierarchy, job.axes
+    algos = algorithms(req.algo)
+    req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
+    mats = enumerate_matrices(h, p)
+    programs = sum(sum(program_counts(mats, r.axes, req.rules.profile, req.rules.max_size, req.limits))
+                   for r in req.reductions)
+    total = programs * len(algos)
+    what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "
+            f"{plural(programs, 'program')} in all, {plural(len(algos), 'algorithm')}")
+    size = job_size_text(req.limits, req.search, req.model, total, what)
+    base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], req.model, 1.0, None, req.rules.profile.value,
+                     req.rules.max_size, proto=req.proto, order=req.order.value)
+    tasks = plan_tasks(base, req.reductions, algos, mats)
+    default = default_matrix(mats, req.data_axis)
+    with req.run.executor(len(tasks)) as ex:
+        announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")
+        # each matrix's best program per reduction: exact, with or without the bounds
+        results, stats = run_search(tasks, ex, 0, score=plan_scores(req.reductions), always=frozenset([default]),
+                                    label="planning", **req.search.kwargs())
+    mats = [m for m in mats if m in {r.task.matrices[0] for r in results}]
+    return PlanResult(req, tuple(build_plans(req.reductions, results, mats)), default, stats)

@@ -1,100 +1,166 @@
-"""Ranking every (matrix, program, algorithm) of a configuration by predicted time."""
+"""The rank study: every (matrix, program, algorithm) of a job, fastest first, by the bounded search.
+
+Examples
+--------
+>>> req = RankRequest.build(system="a100", axes={"data": 4, "tensor": 8}, reduce=["data"], workers=1, top=3)
+>>> result = run_rank(req)
+>>> result.best.matrix, result.best.timing.text, result.stats.exact
+(((1, 4), (2, 4)), 'AllReduce(slice=0, Inside)', True)
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..formalism.placement import Matrix
-from ..formalism.program import SEPARATOR
-from .executor import Executor, run_all
-from .sweep import ConfigResult, ProgramTiming, SweepTask, run_task
+from ..collectives import check_proto
+from ..formalism.hierarchy import Order
+from ..formalism.naming import describe_placement
+from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_matrices, parse_matrix
+from ..sim import ModelConfig
+from ..sim.model import check_model
+from ..util.log import announce
+from ..util.parsing import as_text, positive_int
+from .jobsize import Limits, plural, program_counts
+from .orders import OrderComparison, compare_orders, orders_agree
+from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
+from .requests import Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something
+from .search import SearchStats, run_search
+from .sweep import SweepTask
 
-__all__ = ["RankEntry", "MatrixSummary", "Ranking", "rank_tasks", "rank_results"]
+__all__ = ["RankRequest", "RankResult", "run_rank", "scope_note"]
+
+
+def scope_note(p: tuple[int, ...], red: tuple[int, ...], names: tuple[str, ...]) -> str:
+    """What ``rank`` optimises: the reduction axes' traffic only (empty when every axis is reduced)."""
+    others = [names[i] for i in range(len(p)) if i not in red and p[i] > 1]
+    if not others:
+        return ""
+    return (f"optimises the reduction over {', '.join(names[i] for i in sorted(set(red)))} only: the traffic of "
+            f"{', '.join(others)} is not counted (p2sim plan weighs every reduction of a training step)")
 
 
 @dataclass(frozen=True)
-class RankEntry:
-    matrix: Matrix
-    algo: str
-    timing: ProgramTiming
-    allreduce_seconds: float
+class RankRequest:
+    job: Job
+    matrices: tuple[Matrix, ...] | None  # None: every matrix
+    top: int
+    algo: str  # as asked: auto, ring, tree, nvls, nvls_tree or both
+    proto: str
+    model: str
+    rules: Rules
+    order: Order
+    search: SearchOptions
+    limits: Limits
+    run: RunOptions
+    compare_orders: bool = False
+
+    @classmethod
+    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
+              bytes: Any = None, top: Any = 10, algo: str = "auto", proto: str = "auto",  # noqa: A002
+              model: str = "des", profile: Any = "paper", max_size: Any = 5, order: Any = "aligned",
+              compare_orders: bool = False, exhaustive: bool = False, budget: Any = None, top_matrices: Any = None,
+              workers: Any = None, scheduler: str | None = None, max_matrices: Any = None,
+              max_simulations: Any = None, yes: bool = False) -> RankRequest:
+        job = Job.build(system, nodes, axes, reduce, bytes)
+        model = check_model(model)
+        k = positive_int(as_text(top, "top"), "top")
+        algorithms(algo)
+        proto = check_proto(proto)
+        rules = Rules.of(profile, max_size)
+        chosen = Order.parse(order)
+        search = SearchOptions.of(exhaustive, budget, top_matrices)
+        limits = limits_of(yes, max_matrices, max_simulations)
+        mats = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str)
+                                            else tuple(tuple(r) for r in matrix),)
+        return cls(job, mats, k, algo, proto, model, rules, chosen, search, limits, RunOptions.of(workers, scheduler),
+                   bool(compare_orders))
+
+
+@dataclass(frozen=True)
+class RankResult:
+    """The ranking, what the search simulated, and (``compare_orders``) both device orders' best programs."""
+
+    request: RankRequest
+    reduce_axes: tuple[int, ...]
+    ranking: Ranking
+    stats: SearchStats
+    comparison: tuple[OrderComparison, ...] | None
+    warnings: tuple[str, ...] = ()
 
     @property
-    def seconds(self) -> float:
-        return self.timing.seconds
+    def best(self) -> RankEntry:
+        return self.ranking.entries[0]
 
     @property
-    def speedup(self) -> float:
-        """Over the same matrix's single AllReduce with the same algorithm."""
-        return self.allreduce_seconds / self.seconds
+    def scope(self) -> str:
+        job = self.request.job
+        return scope_note(job.axes, self.reduce_axes, job.axis_names)
+
+    def placement(self, matrix: Matrix) -> str:
+        job = self.request.job
+        return describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "matrix": [list(r) for r in self.matrix],
-            "algo": self.algo,
-            "program": self.timing.text,
-            "seconds": self.seconds,
-            "allreduce_seconds": self.allreduce_seconds,
-            "speedup": self.speedup,
-            "steps": [
-                dict(s.to_json(), instruction=i, span="inside a node" if s.nodes_spanned == 1
-                     else f"across {s.nodes_spanned} nodes")
-                for s, i in zip(self.timing.steps, self.timing.text.split(SEPARATOR))
-            ],
-        }
+        req, job = self.request, self.request.job
+        topo = job.topology
+        doc = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
+               "axis_names": list(job.axis_names), "level_names": list(topo.level_names),
+               "reduce_axes": sorted(set(self.reduce_axes)), "scope": self.scope, "order": req.order.value,
+               "algo": req.algo, "proto": req.proto, "model": req.model, "bytes_per_gpu": job.bytes_per_gpu,
+               "config": ModelConfig.of(topo.spec).to_json(topo.spec),
+               "best_placement": {"matrix": [list(r) for r in self.best.matrix],
+                                  "placement": self.placement(self.best.matrix)},
+               "simulations": len(self.ranking.entries),
+               "top": [dict(rank=i, **e.to_json()) for i, e in enumerate(self.ranking.top(req.top), 1)],
+               "matrices": [s.to_json() for s in self.ranking.matrices],
+               "search": self.stats.to_json()}
+        if self.comparison is not None:
+            doc["order_comparison"] = [c.to_json() for c in self.comparison]
+        return doc
 
 
-@dataclass(frozen=True)
-class MatrixSummary:
-    matrix: Matrix
-    algo: str
-    allreduce: ProgramTiming
-    best: ProgramTiming
-    programs: tuple[ProgramTiming, ...]  # those simulated
-    count: int | None = None  # every program of the matrix (None: all simulated)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "matrix": [list(r) for r in self.matrix],
-            "algo": self.algo,
-            "programs": len(self.programs) if self.count is None else self.count,
-            "allreduce_seconds": self.allreduce.seconds,
-            "best_seconds": self.best.seconds,
-            "best_program": self.best.text,
-            "speedup": self.allreduce.seconds / self.best.seconds,
-        }
-
-
-@dataclass(frozen=True)
-class Ranking:
-    entries: tuple[RankEntry, ...]  # every (matrix, algo, program), fastest first
-    matrices: tuple[MatrixSummary, ...]
-
-    def top(self, k: int) -> tuple[RankEntry, ...]:
-        return self.entries[:k]
-
-
-def rank_results(results: Sequence[ConfigResult]) -> Ranking:
-    entries: list[RankEntry] = []
-    summaries: list[MatrixSummary] = []
-    for res in results:
-        for m in res.matrices():
-            ar = res.allreduce(m)
-            progs = tuple(res.of(m))
-            summaries.append(MatrixSummary(m, res.task.algo, ar, res.best(m), progs, res.count(m)))
-            entries += [RankEntry(m, res.task.algo, p, ar.seconds) for p in progs]
-    # ties broken by a total order on the inputs, so the ranking is reproducible
-    entries.sort(key=lambda e: (e.seconds, e.algo, e.matrix, e.timing.text))
-    summaries.sort(key=lambda s: (s.best.seconds, s.algo, s.matrix))
-    return Ranking(tuple(entries), tuple(summaries))
-
-
-def split_by_matrix(task: SweepTask, matrices: Sequence[Matrix]) -> list[SweepTask]:
-    """One task per matrix, so that an executor can spread them."""
-    return [replace(task, matrices=(m,)) for m in matrices]
-
-
-def rank_tasks(tasks: Sequence[SweepTask], executor: Executor, label: str = "simulating") -> Ranking:
-    return rank_results(run_all(executor, run_task, list(tasks), label))
+def run_rank(req: RankRequest) -> RankResult:
+    job, topo = req.job, req.job.topology
+    h, p = job.hierarchy, job.axes
+    if req.matrices is None:
+        req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
+        mats = enumerate_matrices(h, p)
+    else:
+        mats = list(req.matrices)
+    Placement.of(h, p, mats[0])  # a given matrix is checked before any work
+    red = reduces_something(p, job.reduce_axes)
+    algos = algorithms(req.algo)
+    counts = dict(zip(mats, program_counts(mats, red, req.rules.profile, req.rules.max_size, req.limits)))
+    tasks: list[SweepTask] = []
+    for algo in algos:
+        base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, req.model, job.bytes_per_gpu, None,
+                         req.rules.profile.value, req.rules.max_size, proto=req.proto, order=req.order.value)
+        tasks += split_by_matrix(base, mats)
+    others: list[SweepTask] = []
+    if req.compare_orders:
+        # the other order is simulated only where it changes the groups
+        same = {m: orders_agree(Placement.of(h, p, m), red) for m in mats}
+        other = Order.P2 if req.order is Order.ALIGNED else Order.ALIGNED
+        others = [replace(t, order=other.value) for t in tasks if not same[t.matrices[0]]]
+    total = sum(counts[t.matrices[0]] for t in tasks + others)
+    what = (f"{plural(len(mats), 'matrix')}, {plural(sum(counts.values()), 'program')}, "
+            f"{plural(len(algos), 'algorithm')}" + (f", {plural(len(others), 'task')} in the other order"
+                                                     if others else ""))
+    size = job_size_text(req.limits, req.search, req.model, total, what)
+    warning = job.warn_memory()
+    rest_results: list = []
+    with req.run.executor(len(tasks + others)) as ex:
+        announce(f"{what}: {size} in {plural(len(tasks + others), 'task')} {req.run.where(len(tasks + others))}")
+        results, stats = run_search(tasks, ex, req.top, **req.search.kwargs())
+        if others:  # the other order: each matrix's best (no top k of its own)
+            kept = {r.task.matrices[0] for r in results}
+            others = [t for t in others if t.matrices[0] in kept]
+            rest_results = run_search(others, ex, 0, exhaustive=req.search.exhaustive)[0] if others else []
+    ranking = rank_results(results)
+    comparison = None
+    if req.compare_orders:
+        rest = rank_results(rest_results)
+        same = {m: v for m, v in same.items() if m in {s.matrix for s in ranking.matrices}}
+        comparison = compare_orders(*((ranking, rest) if req.order is Order.ALIGNED else (rest, ranking)), same)
+    return RankResult(req, tuple(red), ranking, stats, comparison, () if warning is None else (warning,))

@@ -21,11 +21,21 @@ from typing import Any
 from ..util.errors import InputError
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
+from ..collectives import check_algo, check_proto
 from ..sim import Simulator
+from ..sim.model import check_model
 from ..topology import Topology
+from ..topology.spec import SystemSpec
+from ..util.parsing import as_text, byte_size, positive_int
+from .requests import optional_int, topology_of
 from ..collectives.busbw import COLLECTIVES, bus_factor
 
-__all__ = ["SweepPoint", "sizes", "sweep_sizes"]
+__all__ = ["SweepPoint", "sizes", "sweep_sizes", "SweepRequest", "SweepResult", "run_sweep", "COLLECTIVE_NAMES"]
+
+# nccl-tests' binary names and p2sim's collective names
+COLLECTIVE_NAMES = {"allreduce": "AllReduce", "all_reduce": "AllReduce", "reducescatter": "ReduceScatter",
+                    "reduce_scatter": "ReduceScatter", "allgather": "AllGather", "all_gather": "AllGather",
+                    "broadcast": "Broadcast", "reduce": "Reduce"}
 
 
 @dataclass(frozen=True)
@@ -73,3 +83,57 @@ def sweep_sizes(topo: Topology, collective: str, members: Iterable[int], points:
         out.append(SweepPoint(size, size // 4, r.seconds, size / r.seconds,
                               size / r.seconds * bus_factor(collective, len(group)), a, p, c))
     return out
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    topology: Topology
+    collective: str
+    gpus_per_node: int  # the first GPUs of each node take part
+    sizes: tuple[int, ...]
+    algo: str
+    proto: str
+    model: str
+
+    @classmethod
+    def build(cls, system: str | SystemSpec = "a100", nodes: Any = None, gpus_per_node: Any = None,
+              collective: str = "AllReduce", minbytes: Any = "8", maxbytes: Any = "1GiB", stepfactor: Any = "2",
+              algo: str = "auto", proto: str = "auto", model: str = "des") -> SweepRequest:
+        topo = topology_of(system, nodes)
+        coll = COLLECTIVE_NAMES.get(collective.lower().replace("-", "_").removesuffix("_perf"))
+        if coll is None:
+            raise InputError(f"collective: {collective!r} is not one of AllReduce, ReduceScatter, AllGather, "
+                             "Broadcast, Reduce")
+        gpn = optional_int(gpus_per_node, "gpus-per-node")
+        gpn = topo.gpus_per_node if gpn is None else gpn
+        if gpn > topo.gpus_per_node:
+            raise InputError(f"gpus-per-node: {gpn} is more than {topo.spec.name}'s {topo.gpus_per_node}")
+        algo, proto, model = check_algo(algo), check_proto(proto), check_model(model)
+        if model == "baseline":
+            raise InputError("model: the baseline has no protocols or algorithm choice to sweep; use des or analytic")
+        points = sizes(byte_size(as_text(minbytes, "minbytes"), "minbytes"),
+                       byte_size(as_text(maxbytes, "maxbytes"), "maxbytes"),
+                       positive_int(as_text(stepfactor, "stepfactor"), "stepfactor"))
+        return cls(topo, coll, gpn, tuple(points), algo, proto, model)
+
+    @property
+    def members(self) -> list[int]:
+        topo = self.topology
+        return [n * topo.gpus_per_node + g for n in range(topo.node_count) for g in range(self.gpus_per_node)]
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    request: SweepRequest
+    points: tuple[SweepPoint, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        req = self.request
+        return {"system": req.topology.spec.name, "nodes": req.topology.node_count, "gpus_per_node": req.gpus_per_node,
+                "collective": req.collective, "algo": req.algo, "proto": req.proto, "model": req.model,
+                "points": [p.to_json() for p in self.points]}
+
+
+def run_sweep(req: SweepRequest) -> SweepResult:
+    return SweepResult(req, tuple(sweep_sizes(req.topology, req.collective, req.members, req.sizes, req.algo,
+                                              req.proto, req.model)))

@@ -1,145 +1,163 @@
-"""What-if studies: vary link classes or the node count, find the winner at each point.
+"""The what-if study: the best matrix and program at every point of varied systems.
 
-``--vary nic.bandwidth=12.5,25,50 --vary nodes=2,4,8`` makes the Cartesian product
-of the values.  Each point is a modified system (a whole link class changed through
-:meth:`SystemSpec.with_class`, or another node count); at every point all matrices
-and programs are ranked and the best one reported.  With a varying node count the
-axes may hold one ``*``, the axis that absorbs the remaining devices.
+Each point (:mod:`.variations`) is searched on its own, exactly (the bounded search's
+answer equals simulating everything); a point reports its winner and whether the winner
+changed from the previous point of its series (the first varied parameter, the others
+fixed).
+
+Examples
+--------
+>>> req = WhatifRequest.build(system="h100", vary=["nic.bandwidth=12.5,50"], workers=1)
+>>> [(r["label"], r["program"]) for r in run_whatif(req).rows]
+[('nic.bandwidth=12.5', 'AllReduce(slice=0, Inside)'), ('nic.bandwidth=50', 'AllReduce(slice=0, Inside)')]
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..util.errors import InputError, PlacementError
-from ..util.parsing import named_parts
-from ..formalism.placement import Matrix
+from ..collectives import check_proto
+from ..formalism.hierarchy import Order
+from ..formalism.placement import count_matrices, enumerate_matrices
+from ..sim.model import check_model
+from ..topology import Topology, find_spec
 from ..topology.spec import SystemSpec
+from ..util.errors import InputError
+from ..util.log import announce
+from ..util.parsing import as_text, axis_indices, byte_size
+from .jobsize import Limits, plural, program_counts
+from .ranking import rank_results, split_by_matrix
+from .requests import (RunOptions, Rules, SearchOptions, algorithms, axis_names_of, default_bytes, job_size_text,
+                       limits_of, optional_int, reduces_something, warn_memory)
+from .search import SearchStats, run_search
+from .sweep import ConfigResult, SweepTask
+from .variations import Point, Variation, parse_vary, points, resolve_axes, winner_key
 
-__all__ = ["Variation", "parse_vary", "Point", "points", "resolve_axes"]
-
-
-@dataclass(frozen=True)
-class Variation:
-    target: str  # "nodes" or "<class>.bandwidth" / "<class>.latency"
-    values: tuple[float, ...]
-
-
-_VARY = re.compile(r"^\s*(nodes|[A-Za-z_][\w-]*\.(?:bandwidth|latency))\s*=\s*(.+)$")
-
-
-def parse_vary(text: str, spec: SystemSpec) -> Variation:
-    """Parse ``nic.bandwidth=12.5,25`` or ``nodes=2,4,8`` against a system."""
-    m = _VARY.match(text)
-    if not m:
-        raise InputError(f"vary: {text!r} is not CLASS.bandwidth=V,.. , CLASS.latency=V,.. or nodes=N,..")
-    target = m.group(1)
-    values = []
-    for part in m.group(2).split(","):
-        try:
-            v = float(part)
-        except ValueError:
-            raise InputError(f"vary: {part.strip()!r} in {text!r} is not a number") from None
-        values.append(v)
-    if target == "nodes":
-        if any(v != int(v) or v < 1 for v in values):
-            raise InputError(f"vary: node counts in {text!r} must be positive integers")
-    else:
-        cls, what = target.split(".")
-        if cls not in spec.classes:
-            raise InputError(f"vary: {spec.name} has no link class {cls!r} (classes: {', '.join(sorted(spec.classes))})")
-        if what == "bandwidth" and any(not v > 0 for v in values):
-            raise InputError(f"vary: bandwidths in {text!r} must be positive")
-        if what == "latency" and any(v < 0 for v in values):
-            raise InputError(f"vary: latencies in {text!r} must be >= 0")
-    return Variation(target, tuple(values))
+__all__ = ["WhatifRequest", "WhatifResult", "run_whatif"]
 
 
 @dataclass(frozen=True)
-class Point:
-    settings: tuple[tuple[str, float], ...]
+class WhatifRequest:
     spec: SystemSpec
     nodes: int
+    axes: str | None  # as given: a '*' resolves per point
+    reduce: str
+    variations: tuple[Variation, ...]
+    vary_texts: tuple[str, ...]  # as given, for headers
+    points: tuple[Point, ...]
+    bytes: int | None  # None: P2's default at each point
+    algo: str
+    proto: str
+    model: str
+    rules: Rules
+    order: Order
+    limits: Limits
+    run: RunOptions
+    exhaustive: bool = False
 
-    @property
-    def label(self) -> str:
-        return ", ".join(f"{k}={v:g}" for k, v in self.settings)
-
-
-def points(spec: SystemSpec, nodes: int, variations: Sequence[Variation]) -> list[Point]:
-    """The Cartesian product of the variations' values, the first varying fastest.
-
-    A target varied twice, or a value given twice, would make points that overwrite or
-    repeat each other, so both are refused.
-
-    Examples
-    --------
-    >>> from p2sim.topology import find_spec
-    >>> points(find_spec("a100"), 2, [Variation("nodes", (2.0,)), Variation("nodes", (4.0,))])
-    Traceback (most recent call last):
-    ...
-    p2sim.util.errors.InputError: vary: nodes is varied twice; give its values in one --vary nodes=V1,V2,..
-    """
-    seen: set[str] = set()
-    for v in variations:
-        if v.target in seen:
-            raise InputError(f"vary: {v.target} is varied twice; give its values in one --vary {v.target}=V1,V2,..")
-        seen.add(v.target)
-        twice = sorted({x for x in v.values if v.values.count(x) > 1})
-        if twice:
-            raise InputError(f"vary: {v.target} lists the value {twice[0]:g} twice")
-    out = []
-    # the first variation varies fastest, so that consecutive points form its series
-    order = list(reversed(variations))
-    for rev in itertools.product(*[[(v.target, x) for x in v.values] for v in order]):
-        combo = tuple(reversed(rev))
-        s, n = spec, nodes
-        for target, value in combo:
-            if target == "nodes":
-                n = int(value)
-            else:
-                cls, what = target.split(".")
-                s = s.with_class(cls, **{what: value})
-        out.append(Point(tuple(combo), s, n))
-    return out
+    @classmethod
+    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", vary: Any = (),
+              bytes: Any = None, algo: str = "auto", proto: str = "auto", model: str = "des",  # noqa: A002
+              profile: Any = "paper", max_size: Any = 5, order: Any = "aligned", exhaustive: bool = False,
+              workers: Any = None, scheduler: str | None = None, max_matrices: Any = None,
+              max_simulations: Any = None, yes: bool = False) -> WhatifRequest:
+        """``vary``: texts like ``"nic.bandwidth=25,50"`` and ``"nodes=2,4"`` (or one such text)."""
+        spec = system if isinstance(system, SystemSpec) else find_spec(system)
+        n = optional_int(nodes, "nodes")
+        n = spec.default_nodes if n is None else n
+        vary = [vary] if isinstance(vary, str) else list(vary)
+        if not vary:
+            raise InputError("vary: give at least one --vary CLASS.bandwidth=V,.. or nodes=N,..")
+        variations = tuple(parse_vary(v, spec) for v in vary)
+        pts = tuple(points(spec, n, variations))
+        model = check_model(model)
+        algorithms(algo)
+        rules = Rules.of(profile, max_size)
+        chosen = Order.parse(order)
+        proto = check_proto(proto)
+        limits = limits_of(yes, max_matrices, max_simulations)
+        return cls(spec, n, as_text(axes, "axes"), as_text(reduce, "reduce"), variations, tuple(vary), pts,
+                   None if bytes is None else byte_size(as_text(bytes, "bytes")), algo, proto, model, rules, chosen,
+                   limits, RunOptions.of(workers, scheduler), bool(exhaustive))
 
 
-def resolve_axes(text: str | None, devices: int) -> tuple[int, ...]:
-    """Axis sizes, where one ``*`` takes the devices the others leave."""
-    if text is None:
-        return (devices,)
-    parts, _ = named_parts(text, "axes")  # data=*,tensor=16 as well as *,16
-    stars = [i for i, p in enumerate(parts) if p == "*"]
-    if len(stars) > 1:
-        raise InputError("axes: at most one '*'")
-    sizes = []
-    for p in parts:
-        if p == "*":
-            sizes.append(0)
-            continue
-        try:
-            sizes.append(int(p))
-        except ValueError:
-            raise InputError(f"axes: {p!r} is neither an integer nor '*'") from None
-        if sizes[-1] < 1:
-            raise InputError(f"axes: {p!r} must be positive")
-    if stars:
-        rest = math.prod(s for s in sizes if s)
-        if devices % rest:
-            raise PlacementError(f"axes: {text!r} cannot fill {devices} devices")
-        sizes[stars[0]] = devices // rest
-    return tuple(sizes)
+@dataclass(frozen=True)
+class WhatifResult:
+    """One row per point: its buffer, the best matrix, algorithm and program, and whether the winner changed."""
+
+    request: WhatifRequest
+    axis_names: tuple[str, ...]
+    reduce_axes: tuple[int, ...]
+    level_names: tuple[str, ...]
+    rows: tuple[dict[str, Any], ...]
+    stats: tuple[SearchStats, ...]
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        req = self.request
+        return {"system": req.spec.name,
+                "vary": [{"target": v.target, "values": list(v.values)} for v in req.variations],
+                "axis_names": list(self.axis_names), "level_names": list(self.level_names),
+                "order": req.order.value, "algo": req.algo, "model": req.model, "points": list(self.rows)}
 
 
-def winner_key(matrix: Matrix, algo: str, program: str) -> tuple[Any, ...]:
-    """What makes a winner: algorithm, program, and which levels each axis is split over.
-
-    The levels (not the factors) keep the key comparable across node counts, where
-    ``[[2 1] [1 16]]`` and ``[[4 1] [1 16]]`` are the same placement idea.
-    """
-    return (algo, program, tuple(tuple(x > 1 for x in row) for row in matrix))
+def run_whatif(req: WhatifRequest) -> WhatifResult:
+    algos = algorithms(req.algo)
+    tasks, owners, point_bytes = [], [], []
+    simulations, largest = 0, None
+    counted: dict[int, tuple[tuple[int, ...], list, list[int]]] = {}  # per node count: axes, matrices, programs
+    names: tuple[str, ...] = ()
+    red: tuple[int, ...] = ()
+    for k, pt in enumerate(req.points):
+        topo = Topology(pt.spec, pt.nodes)
+        if pt.nodes not in counted:
+            p = resolve_axes(req.axes, topo.devices)
+            names = axis_names_of(req.axes, len(p))
+            red = reduces_something(p, axis_indices(req.reduce, names, "reduce"))
+            req.limits.check_matrices(count_matrices(topo.hierarchy, p),
+                                      f"axes {','.join(map(str, p))} on {req.spec.name} with {pt.nodes} nodes")
+            mats = enumerate_matrices(topo.hierarchy, p)
+            counted[pt.nodes] = (p, mats, program_counts(mats, red, req.rules.profile, req.rules.max_size,
+                                                         req.limits))
+        p, mats, counts = counted[pt.nodes]
+        nbytes = default_bytes(topo) if req.bytes is None else req.bytes
+        point_bytes.append(nbytes)
+        if largest is None or nbytes > largest[0]:
+            largest = (nbytes, topo)
+        simulations += sum(counts) * len(algos)
+        for algo in algos:
+            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, req.model, nbytes, None, req.rules.profile.value,
+                             req.rules.max_size, proto=req.proto, order=req.order.value)
+            split = split_by_matrix(base, mats)
+            tasks += split
+            owners += [k] * len(split)
+    what = f"{plural(len(req.points), 'point')}, {plural(len(algos), 'algorithm')}"
+    size = job_size_text(req.limits, SearchOptions(req.exhaustive), req.model, simulations, what)
+    warning = warn_memory(largest[1].spec, largest[0], req.bytes is None, largest[1].node_count)
+    per_point: list[list[ConfigResult]] = [[] for _ in req.points]
+    stats = []
+    with req.run.executor(len(tasks)) as ex:
+        announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")
+        for k in range(len(req.points)):  # each point's winner and matrices' bests: exact, with or without the bounds
+            mine = [t for t, o in zip(tasks, owners) if o == k]
+            per_point[k], st = run_search(mine, ex, 1, exhaustive=req.exhaustive, label="what-if")
+            stats.append(st)
+    rows = []
+    winners: dict[tuple, tuple] = {}
+    first = req.variations[0].target
+    for k, pt in enumerate(req.points):
+        ranking = rank_results(per_point[k])
+        best = ranking.entries[0]
+        key = winner_key(best.matrix, best.algo, best.timing.text)
+        # a series varies the first parameter with the others fixed, as in the plot
+        series = tuple((t, v) for t, v in pt.settings if t != first)
+        previous = winners.get(series)
+        winners[series] = key
+        rows.append({"point": dict(pt.settings), "label": pt.label, "bytes_per_gpu": point_bytes[k],
+                     "matrix": [list(r) for r in best.matrix],
+                     "algo": best.algo, "program": best.timing.text, "seconds": best.seconds,
+                     "speedup_over_allreduce": best.speedup, "winner_changed": previous is not None and key != previous,
+                     "best_per_matrix": [s.to_json() for s in ranking.matrices], "search": stats[k].to_json()})
+    return WhatifResult(req, names, red, largest[1].level_names, tuple(rows), tuple(stats),
+                        () if warning is None else (warning,))

@@ -7,10 +7,13 @@ the field and the offending value.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .errors import InputError
 
-__all__ = ["int_list", "positive_int", "byte_size", "named_parts", "axes_spec", "axis_indices", "default_axis_names"]
+__all__ = ["int_list", "positive_int", "byte_size", "named_parts", "axes_spec", "axis_indices", "default_axis_names",
+           "as_text"]
 
 
 def int_list(text: str, field: str, minimum: int = 0) -> tuple[int, ...]:
@@ -170,3 +173,30 @@ def axis_indices(text: str, names: tuple[str, ...], field: str = "reduce") -> tu
             raise InputError(f"{field}: {v} is below 0")
         out.append(v)
     return tuple(out)
+
+
+def as_text(value: Any, field: str) -> str | None:
+    """A Python argument in the command line's text form, so that both are parsed (and refused) alike.
+
+    Examples
+    --------
+    >>> as_text({"data": 4, "tensor": 8}, "axes"), as_text([0, 2], "reduce"), as_text(16, "nodes")
+    ('data=4,tensor=8', '0,2', '16')
+    >>> as_text(None, "bytes") is None, as_text("2GiB", "bytes")
+    (True, '2GiB')
+    >>> as_text(True, "nodes")
+    Traceback (most recent call last):
+    ...
+    p2sim.util.errors.InputError: nodes: True is not a number, a text or a list
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        raise InputError(f"{field}: {value!r} is not a number, a text or a list")
+    if isinstance(value, (int, float)):
+        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, Mapping):
+        return ",".join(f"{k}={as_text(v, field)}" for k, v in value.items())
+    if isinstance(value, Iterable):
+        return ",".join(as_text(v, field) or "" for v in value)
+    raise InputError(f"{field}: {value!r} is not a number, a text or a list")

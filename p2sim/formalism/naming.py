@@ -1,4 +1,4 @@
-"""Axis names in answers: headers, matrix legends, and a placement described in words.
+"""Axis and level names in answers: headers, matrix legends, and a placement described in words.
 
 A parallelism matrix has one row per axis and one column per hierarchy level, which
 ``[[4 2] [1 4] [2 1]]`` does not say.  Reports name the rows (``--axes
@@ -23,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..util.parsing import default_axis_names
-from ..formalism.placement import Matrix
+from .hierarchy import Order
+from .placement import Matrix
 
-__all__ = ["describe_placement", "axes_text", "reduce_text", "matrix_legend", "is_default", "generic_levels"]
+__all__ = ["describe_placement", "axes_text", "reduce_text", "matrix_legend", "is_default", "generic_levels",
+           "order_label"]
 
 _ACRONYMS = {"gpu": "GPU", "cpu": "CPU", "nic": "NIC"}
 
@@ -86,3 +88,18 @@ def describe_placement(matrix: Matrix, axis_names: Sequence[str], level_names: S
 def matrix_legend(axis_names: Sequence[str], level_names: Sequence[str]) -> str:
     """What a matrix's rows and columns are, for the header of a table of matrices."""
     return f"matrix rows: {', '.join(axis_names)} (axes); columns: {', '.join(level_names)} (levels, outermost first)"
+
+
+def order_label(value: Order, *reduce_axes: Sequence[int]) -> str:
+    """``"; p2 order"`` for a header, where the order matters (a reduction over several axes) or is not the default.
+
+    With one reduction axis the two orders give the same groups, so headers stay as they were.
+
+    Examples
+    --------
+    >>> order_label(Order.ALIGNED, (0,)), order_label(Order.ALIGNED, (0, 2)), order_label(Order.P2, (0,))
+    ('', '; aligned order', '; p2 order')
+    """
+    if value is Order.ALIGNED and all(len(set(r)) < 2 for r in reduce_axes):
+        return ""
+    return f"; {value.value} order"

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from p2sim.formalism.placement import enumerate_matrices
-from p2sim.report.axes import describe_placement, generic_levels
+from p2sim.formalism.naming import describe_placement, generic_levels
 
 
 def test_the_issue_example():

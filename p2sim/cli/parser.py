@@ -1,0 +1,274 @@
+"""The ``p2sim`` command line's options: one subparser per command, each option's destination the name of
+the request parameter it sets (:func:`p2sim.cli.common.options`).
+
+Handlers are named, not imported (``"studies:cmd_rank"``), so that ``p2sim --help`` and a parse error
+import nothing but this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import __version__
+from ..formalism.synthesis import DEFAULT_MAX_SIZE
+from ..studies.jobsize import MAX_MATRICES, MAX_SIMULATIONS
+from ..studies.requests import DEFAULT_BYTES_HELP
+
+__all__ = ["build_parser", "EXIT_INPUT"]
+
+EXIT_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line, not a usage dump."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _add_layout(p: argparse.ArgumentParser, reduce: bool = True, system: bool = False) -> None:
+    if system:
+        p.add_argument("--system", default="a100", help="system name or .toml file (default: a100; see p2sim systems)")
+        p.add_argument("--nodes", default=None, help="node count (default: the system file's)")
+    else:
+        p.add_argument("--hierarchy", default=None, metavar="H0,H1,..",
+                       help="level cardinalities, outermost first (default: 2,16 -- two nodes of 16 GPUs)")
+        p.add_argument("--system", default=None, help="take the hierarchy from a system (name or .toml file)")
+        p.add_argument("--nodes", default=None, help="node count of --system (default: the system file's)")
+    p.add_argument("--axes", default=None, metavar="P0,P1,.. | NAME=P0,..",
+                   help="parallelism axis sizes, optionally named (data=8,tensor=4,pipeline=2); their product must "
+                        "equal the device count (default: one axis over all devices)")
+    if reduce:
+        p.add_argument("--reduce", default="0", metavar="R,..",
+                       help="the reduction axes, by index or name (default: 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="p2sim", description=(
+        "Synthesize parallelism placements and reduction programs for hierarchical GPU systems."))
+    parser.add_argument("--version", action="version", version=f"p2sim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("placements", help="enumerate the parallelism matrices of axes over a hierarchy",
+                       description="Enumerate every parallelism matrix of the axes over the hierarchy.")
+    _add_layout(p, reduce=False)
+    _add_limits(p, simulations=False)
+    p.set_defaults(func="formalism:cmd_placements")
+
+    p = sub.add_parser("synth", help="synthesize every reduction program for every matrix",
+                       description="Synthesize every valid reduction program (shortest first) for every "
+                                   "parallelism matrix, or for the one given with --matrix.")
+    _add_layout(p)
+    p.add_argument("--matrix", default=None, help='only this matrix, e.g. "[[2 2] [2 8]]"')
+    p.add_argument("--profile", default="paper", help="rule profile: paper (P2's counts) or full (default: paper)")
+    p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
+    p.add_argument("--lower", action="store_true", help="with --json: include the global device groups of every step")
+    _add_order(p)
+    p.add_argument("--limit", default="20", help="programs shown per matrix in the table (0 = all; default 20)")
+    _add_limits(p, simulations=False)
+    p.set_defaults(func="formalism:cmd_synth")
+
+    p = sub.add_parser("systems", help="list the known systems",
+                       description="List the system files p2sim knows (topologies/ and $P2SIM_TOPOLOGIES).")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func="simulate:cmd_systems")
+
+    p = sub.add_parser("topo", help="summarise a system's topology",
+                       description="Summarise a system: devices, links by class, bisection bandwidth.")
+    p.add_argument("system", help="system name or .toml file")
+    p.add_argument("--nodes", default=None, help="node count (default: the system file's)")
+    p.add_argument("--draw", default=None, metavar="FILE.png",
+                   help="also write a picture of the graph (.png, .svg or .pdf)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func="simulate:cmd_topo")
+
+    p = sub.add_parser("simulate", help="predict the time of programs on a system",
+                       description="Simulate programs step by step on a system: every synthesized program "
+                                   "(--program all) or one given in text form.")
+    _add_layout(p, system=True)
+    p.add_argument("--matrix", default=None, help='the parallelism matrix, e.g. "[[2 2] [2 8]]" (default: every matrix)')
+    p.add_argument("--program", default="all", help="a program in text form, or all (default: all)")
+    p.add_argument("--algo", default="auto", help="NCCL algorithm: auto (what NCCL would pick per collective), ring, tree, nvls, nvls_tree (default: auto)")
+    p.add_argument("--proto", default="auto", help="NCCL protocol: auto, LL, LL128 or Simple (default: auto)")
+    p.add_argument("--bytes", default=None, help=f"buffer per GPU, e.g. 2GiB or 8B (default: {DEFAULT_BYTES_HELP})")
+    p.add_argument("--model", default="des",
+                   help="des (contention-aware), analytic (NCCL's tuning model, no contention) or baseline "
+                        "(link-bottleneck formulas) (default: des)")
+    p.add_argument("--profile", default="paper", help="rule profile for --program all (default: paper)")
+    p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
+    p.add_argument("--trace", default=None, metavar="FILE.json",
+                   help="write a Chrome trace of flows on links (its directory must exist)")
+    _add_limits(p)
+    _add_order(p)
+    p.set_defaults(func="simulate:cmd_simulate")
+
+    p = sub.add_parser("sweep", help="one collective over a range of sizes, like nccl-tests",
+                       description="Predict one collective over sizes from -b to -e by factor -f on a system's GPUs, "
+                                   "printed in nccl-tests' columns with the algorithm and protocol NCCL would pick.")
+    p.add_argument("--system", default="a100", help="system name or .toml file (default: a100; see p2sim systems)")
+    p.add_argument("--nodes", default=None, help="node count (default: the system file's)")
+    p.add_argument("--gpus-per-node", default=None, help="GPUs of each node taking part, the first ones (default: all)")
+    p.add_argument("-C", "--collective", default="AllReduce",
+                   help="AllReduce, ReduceScatter, AllGather, Broadcast or Reduce (or nccl-tests' names; "
+                        "default: AllReduce)")
+    p.add_argument("-b", "--minbytes", default="8", help="smallest size (default: 8)")
+    p.add_argument("-e", "--maxbytes", default="1GiB", help="largest size (default: 1GiB)")
+    p.add_argument("-f", "--stepfactor", default="2", help="size factor between points (default: 2)")
+    p.add_argument("--algo", default="auto", help="auto, ring, tree, nvls or nvls_tree (default: auto)")
+    p.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default: auto)")
+    p.add_argument("--model", default="des", help="des or analytic (default: des)")
+    p.add_argument("--out", default=None, metavar="DIR", help="write sweep.txt and the plot sweep.png into DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func="sweep:cmd_sweep")
+
+    p = sub.add_parser("rank", help="rank every (matrix, program) by predicted time",
+                       description="Rank every program of every parallelism matrix and print the top K, "
+                                   "with speedups over each matrix's single AllReduce (with the des model, only "
+                                   "the programs whose lower bound can still win are simulated: same answer). "
+                                   "Only the reduction over --reduce is optimised: the other axes' traffic is not "
+                                   "counted (p2sim plan weighs every reduction of a training step).")
+    _add_layout(p, system=True)
+    p.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
+    p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
+    p.add_argument("--top", default="10", help="how many to show (default: 10)")
+    p.add_argument("--out", default=None, metavar="DIR", help="write report.md, report.html and plots into DIR")
+    p.add_argument("--compare-orders", action="store_true",
+                   help="also give each matrix's best program under both device orders and the aligned one's gain")
+    _add_emit(p)
+    _add_sweep_options(p)
+    _add_search_options(p)
+    p.set_defaults(func="studies:cmd_rank")
+
+    p = sub.add_parser("plan", help="rank placements by a whole training step's communication",
+                       description="Rank parallelism matrices by the total predicted time of several reductions "
+                                   "(each with its best program), against the default placement and plain AllReduce.")
+    _add_layout(p, reduce=False, system=True)
+    p.add_argument("--reduction", action="append", default=[], metavar='"AXES:SIZE[ x COUNT]"',
+                   help='a reduction of the step, e.g. "0:4GiB" or "1:512MiB x 24" (repeatable)')
+    p.add_argument("--data-axis", default="0",
+                   help="the data-parallel axis, by index or name, placed outermost by default (default: 0)")
+    _add_emit(p)
+    _add_sweep_options(p)
+    _add_search_options(p)
+    p.set_defaults(func="studies:cmd_plan")
+
+    p = sub.add_parser("whatif", help="vary link classes or the node count and find the winners",
+                       description="Vary link classes or the node count over values (Cartesian product) and report "
+                                   "the best matrix and program at each point, marking where the winner changes.")
+    p.add_argument("--system", default="a100", help="system name or .toml file (default: a100)")
+    p.add_argument("--nodes", default=None, help="node count when not varied (default: the system file's)")
+    p.add_argument("--axes", default=None,
+                   help="axis sizes, optionally named (data=*,tensor=16); one '*' absorbs the remaining devices "
+                        "(default: one axis)")
+    p.add_argument("--reduce", default="0", help="reduction axes, by index or name (default: 0)")
+    p.add_argument("--vary", action="append", default=[], metavar="TARGET=V1,V2,..",
+                   help="CLASS.bandwidth (GB/s), CLASS.latency (us) or nodes, with values (repeatable)")
+    p.add_argument("--bytes", default=None, help=f"buffer per GPU (default, at each point: {DEFAULT_BYTES_HELP})")
+    _add_sweep_options(p)
+    _add_search_options(p, pruning=False)
+    p.add_argument("--out", default=None, metavar="DIR", help="write whatif.png into DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func="studies:cmd_whatif")
+
+    p = sub.add_parser("validate", help="compare predictions with GPU measurements",
+                       description="Simulate every measured configuration and score the predictions against the "
+                                   "measurements, beside the link-bottleneck baseline.")
+    p.add_argument("--measurements", required=True, metavar="FILE|DIR",
+                   help="P2-style CSV, single-collective CSV, or bench_nccl JSON-lines log (or a directory of them)")
+    p.add_argument("--calibrate-on", default=None, metavar="FILE|DIR", help="calibrate each system on these first")
+    p.add_argument("--system", default=None,
+                   help="the p2sim system of nccl-tests logs (and of bench_nccl sweep logs that name none) that a "
+                        "directory's systems.csv does not map")
+    p.add_argument("--folds", default="1", help="with --calibrate-on: k-fold cross-validation over groups (default: 1)")
+    p.add_argument("--model", default="des", help="des or analytic (default: des; the baseline model is always scored beside it)")
+    p.add_argument("--allow-emulated", action="store_true",
+                   help="score (and calibrate on) bench_nccl's CPU emulations (--backend numpy) without a warning")
+    p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    _add_scheduler(p)
+    _add_limits(p)
+    p.add_argument("--out", default=None, metavar="DIR", help="write validation.md, validation.html and plots into DIR")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func="measurements:cmd_validate")
+
+    p = sub.add_parser("calibrate", help="fit link-class bandwidths to measurements",
+                       description="Fit one system's link-class bandwidths and per-channel rates (network and "
+                                   "GPU side, per algorithm) to measurements by least squares on log times; write a "
+                                   "system file.")
+    p.add_argument("--measurements", required=True, metavar="FILE|DIR", help="measurement CSV or JSON-lines log")
+    p.add_argument("--system", required=True, help="the system to calibrate (name or .toml file)")
+    p.add_argument("--out", required=True, metavar="FILE.toml", help="the calibrated system file to write")
+    p.add_argument("--model", default="des", help="des or analytic (default: des)")
+    p.add_argument("--allow-emulated", action="store_true",
+                   help="fit bench_nccl's CPU emulations (--backend numpy) too; refused otherwise: they time numpy, "
+                        "not the links")
+    p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
+    _add_scheduler(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func="measurements:cmd_calibrate")
+    for p in sub.choices.values():
+        _add_verbosity(p)
+    return parser
+
+
+def _add_limits(p: argparse.ArgumentParser, simulations: bool = True) -> None:
+    p.add_argument("--max-matrices", default=None, metavar="N",
+                   help=f"refuse more parallelism matrices than this (default: {MAX_MATRICES})")
+    if simulations:
+        p.add_argument("--max-simulations", default=None, metavar="N",
+                       help=f"refuse a job of more simulations than this (default: {MAX_SIMULATIONS})")
+    p.add_argument("--yes", action="store_true",
+                   help="run however large the job (lifts the limits on matrices, simulations and synthesis depth)")
+
+
+def _add_scheduler(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS|local:N",
+                   help="run the simulations on Dask: a dask.distributed scheduler address (tcp://host:8786) "
+                        "or local:N worker processes here (needs p2sim[dask])")
+
+
+def _add_emit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--emit", default=None, metavar="torch|jax|json",
+                   help="print the best placement as a PyTorch DeviceMesh, a JAX Mesh or JSON instead of the table")
+
+
+def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:
+    p.add_argument("--algo", default=algo, help="auto (NCCL's choice per collective), ring, tree, nvls, nvls_tree, "
+                                                f"or both (ring and tree, each forced) (default: {algo})")
+    p.add_argument("--proto", default="auto", help="NCCL protocol: auto, LL, LL128 or Simple (default: auto)")
+    p.add_argument("--model", default="des", help="des, analytic or baseline (default: des)")
+    p.add_argument("--profile", default="paper", help="rule profile (default: paper)")
+    p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
+    p.add_argument("--workers", default=None,
+                   help="worker processes (default: all cores; at most the cores and the tasks; 1 = in-process)")
+    _add_scheduler(p)
+    _add_limits(p)
+    _add_order(p)
+
+
+def _add_search_options(p: argparse.ArgumentParser, pruning: bool = True) -> None:
+    p.add_argument("--exhaustive", action="store_true",
+                   help="simulate every program (default with the des model: bound every program first and "
+                        "simulate only those whose lower bound can still beat the K-th best or their matrix's "
+                        "best; the answer is the same)")
+    if not pruning:
+        return
+    p.add_argument("--budget", default=None, metavar="SECONDS",
+                   help="stop simulating after about this many seconds and say whether the answer is proven "
+                        "(default: no limit)")
+    p.add_argument("--top-matrices", default=None, metavar="K",
+                   help="search only the K matrices with the least lower bounds (default: every matrix)")
+
+
+def _add_order(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--order", default="aligned", choices=["aligned", "p2"],
+                   help="device order of a reduction group over several axes: aligned (the default; the "
+                        "synthesis hierarchy's levels stay hardware levels) or p2 (row-major over the reduction "
+                        "axes' coordinates, as P2 through XLA)")
+
+
+def _add_verbosity(p: argparse.ArgumentParser) -> None:
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("-q", "--quiet", action="store_true",
+                       help="say nothing on stderr but warnings and errors (no job sizes, no progress bars)")
+    group.add_argument("-v", "--verbose", action="store_true", help="also say what is done in detail on stderr")

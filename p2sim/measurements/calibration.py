@@ -1,0 +1,87 @@
+"""The calibrate study: one system fitted to measurements, as a system file.
+
+Examples
+--------
+>>> req = CalibrateRequest.build(measurements="validation/collectives/", system="dgx-h100", workers=1)
+>>> fit = run_calibrate(req)
+>>> fit.calibration.system, fit.toml.startswith("# Calibrated by p2sim calibrate")
+('dgx-h100', True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..studies.jobsize import Limits, plural, program_counts
+from ..studies.requests import RunOptions
+from ..topology import find_spec
+from ..topology.spec import SystemSpec
+from ..topology.toml_out import spec_to_toml
+from ..util.log import announce
+from .calibrate import Calibration, calibrate
+from .emulated import refuse_emulated
+from .inputs import Measurements, load_inputs
+from .predict import groups_of
+from .validation import fitted_model
+
+__all__ = ["CalibrateRequest", "CalibrateResult", "run_calibrate"]
+
+
+@dataclass(frozen=True)
+class CalibrateRequest:
+    source: str
+    spec: SystemSpec
+    data: Measurements
+    model: str
+    allow_emulated: bool
+    run: RunOptions
+
+    @classmethod
+    def build(cls, measurements: Any, system: str | SystemSpec, model: str = "des", allow_emulated: bool = False,
+              workers: Any = None, scheduler: str | None = None) -> CalibrateRequest:
+        spec = system if isinstance(system, SystemSpec) else find_spec(system)
+        data = load_inputs(measurements, spec.name)
+        model = fitted_model(model, "the baseline has no per-channel rates to fit")
+        req = cls(str(measurements), spec, data, model, bool(allow_emulated), RunOptions.of(workers, scheduler))
+        if not allow_emulated:
+            refuse_emulated(list(req.program_rows) + list(req.collective_rows), "calibrates on them")
+        return req
+
+    @property
+    def program_rows(self) -> tuple:
+        return tuple(r for r in self.data.programs if r.system == self.spec.name)
+
+    @property
+    def collective_rows(self) -> tuple:
+        return tuple(r for r in self.data.collectives if r.system == self.spec.name)
+
+
+@dataclass(frozen=True)
+class CalibrateResult:
+    """The fit and the calibrated system file's text (:attr:`toml`)."""
+
+    request: CalibrateRequest
+    calibration: Calibration
+    toml: str
+
+    def to_json(self) -> dict[str, Any]:
+        return self.calibration.to_json()
+
+
+def run_calibrate(req: CalibrateRequest) -> CalibrateResult:
+    mine, singles = list(req.program_rows), list(req.collective_rows)
+    per_eval = sum(sum(program_counts(tuple(dict.fromkeys(r.matrix for r in g)), key[3], "paper", 5, Limits.of(True)))
+                   for key, g in groups_of(mine).items())
+    tasks = len(groups_of(mine)) if mine and not singles else None
+    parts = ([f"{plural(len(mine), 'program row')}: each evaluation {plural(per_eval, 'simulation')}"] if mine else []
+             ) + ([plural(len(singles), "single-collective row")] if singles else [])
+    with req.run.executor(tasks) as ex:
+        if parts:
+            announce(f"{req.spec.name}: {'; '.join(parts)}; {req.run.where(tasks)} (a fit takes tens to a few "
+                     "hundred evaluations)")
+        fit = calibrate(list(req.data.programs), req.spec.name, ex, req.model, base=req.spec,
+                        collectives=req.data.collectives)
+    text = spec_to_toml(fit.after, f"Calibrated by p2sim calibrate from {req.spec.source}\n"
+                                   f"on {req.source} ({fit.rows} rows, {req.model} model).")
+    return CalibrateResult(req, fit, text)

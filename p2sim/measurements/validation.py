@@ -1,0 +1,142 @@
+"""The validate study: measurements in, the model's predictions and scores beside the baseline's out.
+
+Programs (P2's CSV, bench_nccl program logs) and single collectives (published points,
+nccl-tests and bench_nccl sweep logs) may come together; each part is scored with its own
+metrics (:mod:`.validation_run`, :mod:`.collective_validation`).
+
+Examples
+--------
+>>> req = ValidateRequest.build(measurements="validation/collectives/", workers=1)
+>>> doc = run_validate(req).to_json()
+>>> sorted(doc), doc["collectives"]["model"]
+(['collectives', 'warnings'], 'des')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..formalism.placement import count_matrices, enumerate_matrices
+from ..sim.model import check_model
+from ..studies.jobsize import Limits, plural, program_counts
+from ..studies.requests import RunOptions, limits_of
+from ..topology import find_spec
+from ..util.errors import InputError
+from ..util.log import announce, warn
+from ..util.parsing import as_text, positive_int
+from .collective_validation import validate_collectives
+from .emulated import emulated_warnings, refuse_emulated
+from .inputs import Measurements, load_inputs
+from .predict import groups_of
+from .programs import MeasuredRow
+from .validation_run import BASELINE, validate
+
+__all__ = ["ValidateRequest", "ValidateResult", "run_validate", "fitted_model"]
+
+
+def fitted_model(model: str, why: str) -> str:
+    """validate and calibrate run the event-driven or the analytic model, never the baseline alone."""
+    if check_model(model) == "baseline":
+        raise InputError(f"model: 'baseline' is not one of des, analytic here ({why})")
+    return model
+
+
+def _program_size(rows: Sequence[MeasuredRow], cal: Sequence[MeasuredRow] | None, model: str, folds: int,
+                  lim: Limits) -> str:
+    """What validate simulates for program rows, in words (its prediction passes checked against the limit)."""
+    groups = groups_of(rows)
+    per_pass = 0
+    for (system, nodes, p, red, *_), _rows in groups.items():
+        h = find_spec(system).hierarchy(nodes)
+        lim.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {system} with {nodes} nodes")
+        per_pass += sum(program_counts(enumerate_matrices(h, p), red, "paper", 5, lim))
+    models = len(dict.fromkeys((model, BASELINE)))
+    total = per_pass * models
+    what = (f"{plural(len(rows), 'row')} in {plural(len(groups), 'group')}: {plural(models, 'model')} x "
+            f"{plural(per_pass, 'simulation')} to predict")
+    lim.check_simulations(total, what)
+    if cal is not None:
+        per_eval = sum(sum(program_counts(tuple(dict.fromkeys(r.matrix for r in g)), key[3], "paper", 5, lim))
+                       for key, g in groups_of(cal).items())
+        fits = len({r.system for r in rows}) * models * folds
+        what += (f"; calibration: {plural(fits, 'fit')}, each evaluation {plural(per_eval, 'simulation')} (a fit "
+                 "takes tens to a few hundred evaluations)")
+    return what
+
+
+@dataclass(frozen=True)
+class ValidateRequest:
+    source: str  # what was read, for reports
+    data: Measurements
+    calibrate_on: Measurements | None
+    model: str
+    folds: int
+    allow_emulated: bool
+    limits: Limits
+    run: RunOptions
+
+    @classmethod
+    def build(cls, measurements: Any, calibrate_on: Any = None, system: str | None = None, folds: Any = 1,
+              model: str = "des", allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
+              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> ValidateRequest:
+        """``measurements`` and ``calibrate_on``: a file or directory (or several); ``system`` names the p2sim
+        system of nccl-tests logs that a directory's ``systems.csv`` does not map."""
+        data = load_inputs(measurements, system)
+        cal = None if calibrate_on is None else load_inputs(calibrate_on, system)
+        model = fitted_model(model, "the baseline is scored beside the model anyway")
+        k = positive_int(as_text(folds, "folds"), "folds")
+        if data.programs:
+            if k > 1 and cal is None:
+                raise InputError("folds: cross-validation needs --calibrate-on")
+            configs = len({r.group[:4] for r in data.programs})
+            if k > configs:
+                raise InputError(f"folds: {k} folds but only {configs} measured configurations")
+        if data.collectives and cal is not None and not cal.collectives:
+            raise InputError("calibrate-on: no single-collective measurements to calibrate the collectives on")
+        if cal is not None and not allow_emulated:
+            refuse_emulated(cal.programs + cal.collectives, "calibrates on them")
+        return cls(str(measurements), data, cal, model, k, bool(allow_emulated),
+                   limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler))
+
+
+@dataclass(frozen=True)
+class ValidateResult:
+    """The program part (``programs``) and the single-collective part (``collectives``) of a validation."""
+
+    request: ValidateRequest
+    programs: dict[str, Any] | None
+    collectives: dict[str, Any] | None
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        doc = dict(self.programs or {})
+        if self.collectives is not None:
+            doc["collectives"] = self.collectives
+        doc["warnings"] = list(self.warnings)
+        return doc
+
+
+def run_validate(req: ValidateRequest) -> ValidateResult:
+    data, cal = req.data, req.calibrate_on
+    warnings = [] if req.allow_emulated else emulated_warnings(data.programs + data.collectives)
+    parts, tasks = [], None
+    if data.programs:
+        parts.append(_program_size(list(data.programs), None if cal is None else list(cal.programs), req.model,
+                                   req.folds, req.limits))
+        tasks = None if data.collectives else len(groups_of(data.programs))
+    if data.collectives:
+        parts.append(plural(len(data.collectives), "single-collective row"))
+    for w in warnings:
+        warn(w)
+    programs = collectives = None
+    with req.run.executor(tasks) as ex:
+        announce(f"{'; '.join(parts)}; {req.run.where(tasks)}")
+        if data.programs:
+            programs = validate(list(data.programs), ex, req.model, None if cal is None else list(cal.programs),
+                                req.folds).to_json()
+        if data.collectives:
+            collectives = validate_collectives(data.collectives, ex, req.model,
+                                               None if cal is None else cal.collectives)
+    return ValidateResult(req, programs, collectives, tuple(warnings))

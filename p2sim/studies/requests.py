@@ -1,0 +1,243 @@
+"""The inputs every study shares, checked once when a request is built.
+
+A request's ``build`` takes the values a user gives -- the command line's text
+(``"data=4,tensor=8"``, ``"2GiB"``) or Python values (``{"data": 4, "tensor": 8}``,
+``2**31``) -- and refuses a bad one with the message the command line prints: the field
+and the value.  Every value here is then valid; the studies never parse again.
+
+Examples
+--------
+>>> job = Job.build(system="a100", axes={"data": 4, "tensor": 8}, reduce=["data"])
+>>> job.axes, job.axis_names, job.reduce_axes, job.bytes_per_gpu
+((4, 8), ('data', 'tensor'), (0,), 4294967296)
+>>> Job.build(system="a100", axes="3,4")
+Traceback (most recent call last):
+...
+p2sim.util.errors.PlacementError: axes: the product of 3,4 is 12, but the hierarchy 2,16 has 32 devices
+>>> SearchOptions.of(budget="ten")
+Traceback (most recent call last):
+...
+p2sim.util.errors.InputError: budget: 'ten' is not a number of seconds
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from ..collectives import check_algo
+from ..formalism.hierarchy import reduce_axes_of
+from ..formalism.naming import generic_levels
+from ..formalism.placement import check_sizes
+from ..formalism.synthesis import DEFAULT_MAX_SIZE, Profile
+from ..topology import Topology, load_system
+from ..topology.spec import SystemSpec
+from ..util.errors import InputError, PlacementError
+from ..util.log import warn
+from ..util.parsing import (as_text, axes_spec, axis_indices, byte_size, default_axis_names, int_list, named_parts,
+                            positive_int)
+from ..util.units import format_bytes
+from .executor import Executor, capped_workers, make_executor
+from .jobsize import Limits, plural
+
+__all__ = ["Job", "Rules", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
+           "topology_of", "layout_of", "axis_names_of", "reduces_something", "warn_memory", "job_size_text",
+           "limits_of", "DEFAULT_BYTES_HELP"]
+
+DEFAULT_BYTES_HELP = ("P2's 2^29 x nodes float32, i.e. 2 GiB x nodes per GPU: 4 GiB on 2 nodes, 512 GiB on 256; "
+                      "a buffer above the system's GPU memory is warned about")
+
+
+def optional_int(value: Any, field: str) -> int | None:
+    """A positive integer, or ``None`` when not given."""
+    return None if value is None else positive_int(as_text(value, field), field)
+
+
+def topology_of(system: str | SystemSpec, nodes: Any = None) -> Topology:
+    """The system (name, path or spec) built for ``nodes`` (default: the file's)."""
+    return load_system(system, optional_int(nodes, "nodes"))
+
+
+def default_bytes(topo: Topology) -> int:
+    """P2's buffer: 2^29 x nodes float32 per GPU."""
+    return 2**29 * topo.node_count * 4
+
+
+def axis_names_of(axes: Any, count: int) -> tuple[str, ...]:
+    """The names of ``data=8,tensor=4`` (``axis0, axis1, ..`` for sizes only)."""
+    names = None if axes is None else named_parts(as_text(axes, "axes"), "axes")[1]
+    return names if names is not None else default_axis_names(count)
+
+
+def sizes_of(axes: Any, hierarchy: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The hierarchy and the axis sizes, checked against each other (default: one axis over every device)."""
+    p = (math.prod(hierarchy),) if axes is None else axes_spec(as_text(axes, "axes"))[0]
+    return check_sizes(hierarchy, p)
+
+
+def layout_of(hierarchy: Any = None, system: str | SystemSpec | None = None, nodes: Any = None, axes: Any = None
+              ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...], int | None]:
+    """Hierarchy, axes, level names and node level, from ``hierarchy`` or from a system (``placements``, ``synth``)."""
+    if system is not None:
+        if hierarchy is not None:
+            raise InputError("hierarchy: give either --hierarchy or --system, not both")
+        topo = topology_of(system, nodes)
+        h, p = sizes_of(axes, topo.hierarchy)
+        return h, p, topo.level_names, topo.spec.node_level
+    if nodes is not None:
+        raise InputError("nodes: --nodes needs --system")
+    h = int_list(as_text(hierarchy, "hierarchy") or "2,16", "hierarchy", minimum=1)
+    h, p = sizes_of(axes, h)
+    return h, p, generic_levels(len(h)), None
+
+
+def reduces_something(p: tuple[int, ...], red: tuple[int, ...]) -> tuple[int, ...]:
+    """Validated reduction axes (sorted) that hold more than one device, before any work is announced."""
+    red = reduce_axes_of(p, red)
+    if math.prod(p[i] for i in red) < 2:
+        raise PlacementError("reduce: the reduction axes have size 1, so there is nothing to reduce")
+    return red
+
+
+def algorithms(text: str) -> tuple[str, ...]:
+    """``both`` is P2's pair of forced algorithms; anything else one setting (``auto`` = NCCL's choice)."""
+    if text == "both":
+        return ("ring", "tree")
+    return (check_algo(text),)
+
+
+def warn_memory(spec: SystemSpec, nbytes: float, default: bool, nodes: int) -> str | None:
+    """The warning (logged, and returned for the result) when the buffer per GPU exceeds ``[gpu] memory_gib``.
+
+    Called after every input check, so that a warning never precedes an error message.
+    """
+    memory = spec.nccl.memory_gib
+    if memory is None or nbytes <= memory * 2**30:
+        return None
+    what = (f"the default buffer (P2's 2^29 x {nodes} nodes float32) of {format_bytes(nbytes)} per GPU" if default
+            else f"the buffer of {format_bytes(nbytes)} per GPU")
+    text = (f"{what} exceeds the {memory:g} GiB of GPU memory of {spec.name} ([gpu] memory_gib): no real GPU holds "
+            "it; give --bytes")
+    warn(text)
+    return text
+
+
+@dataclass(frozen=True)
+class Job:
+    """A system at a node count, axes (sizes and names), reduction axes and a buffer per GPU."""
+
+    topology: Topology
+    axes: tuple[int, ...]
+    axis_names: tuple[str, ...]
+    reduce_axes: tuple[int, ...]  # as given (validated against the axes by the study, after its other checks)
+    bytes_per_gpu: int
+    default_bytes: bool  # the buffer is P2's default (it grows with the node count)
+
+    @classmethod
+    def build(cls, system: str | SystemSpec = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0",
+              bytes: Any = None) -> Job:  # noqa: A002 - the option's name
+        topo = topology_of(system, nodes)
+        _, p = sizes_of(axes, topo.hierarchy)
+        names = axis_names_of(axes, len(p))
+        red = axis_indices(as_text(reduce, "reduce"), names, "reduce")
+        nbytes = default_bytes(topo) if bytes is None else byte_size(as_text(bytes, "bytes"))
+        return cls(topo, p, names, red, nbytes, bytes is None)
+
+    @property
+    def hierarchy(self) -> tuple[int, ...]:
+        return self.topology.hierarchy
+
+    @property
+    def spec(self) -> SystemSpec:
+        return self.topology.spec
+
+    def warn_memory(self) -> str | None:
+        return warn_memory(self.spec, self.bytes_per_gpu, self.default_bytes, self.topology.node_count)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The synthesis rule profile and the longest program."""
+
+    profile: Profile = Profile.PAPER
+    max_size: int = DEFAULT_MAX_SIZE
+
+    @classmethod
+    def of(cls, profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE) -> Rules:
+        return cls(Profile.parse(profile), positive_int(as_text(max_size, "max-size"), "max-size"))
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """``exhaustive`` simulates every program; ``budget`` (seconds) and ``top_matrices`` trade exactness for time."""
+
+    exhaustive: bool = False
+    budget: float | None = None
+    top_matrices: int | None = None
+
+    @classmethod
+    def of(cls, exhaustive: bool = False, budget: Any = None, top_matrices: Any = None) -> SearchOptions:
+        if budget is not None:
+            text = as_text(budget, "budget")
+            try:
+                seconds = float(text)
+            except ValueError:
+                raise InputError(f"budget: {text!r} is not a number of seconds") from None
+            if not (0 < seconds < float("inf")):
+                raise InputError(f"budget: {text!r} must be a positive number of seconds")
+            budget = seconds
+        return cls(bool(exhaustive), budget, optional_int(top_matrices, "top-matrices"))
+
+    def bounded(self, model: str) -> bool:
+        """Whether the job bounds its programs first (the des model, not exhaustive)."""
+        return model == "des" and not self.exhaustive
+
+    def kwargs(self) -> dict[str, Any]:
+        """The options of :func:`~p2sim.studies.search.run_search`."""
+        return {"exhaustive": self.exhaustive, "budget": self.budget, "top_matrices": self.top_matrices}
+
+
+def job_size_text(limits: Limits, search: SearchOptions, model: str, total: int, what: str) -> str:
+    """The job-size check, and how the job's simulations are announced.
+
+    With the bounds, every program is bounded (about a tenth of a simulation's time) and only
+    those that can still win are simulated; a ``budget`` caps the time itself, so the
+    simulation limit then does not apply.
+    """
+    if search.budget is None:
+        limits.check_simulations(total, what)
+    if search.bounded(model):
+        return f"up to {plural(total, 'simulation')} (each program bounded first, simulated only if it can still win)"
+    return plural(total, "simulation")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Where the simulations run: ``workers`` local processes (``None``: every core; 1: in-process) or Dask."""
+
+    workers: int | None = None
+    scheduler: str | None = None
+
+    @classmethod
+    def of(cls, workers: Any = None, scheduler: str | None = None) -> RunOptions:
+        return cls(optional_int(workers, "workers"), scheduler)
+
+    def executor(self, tasks: int | None = None) -> AbstractContextManager[Executor]:
+        """The executor, with at most ``tasks`` local workers."""
+        return make_executor(self.workers, self.scheduler, tasks)
+
+    def where(self, tasks: int | None) -> str:
+        """Where ``tasks`` tasks run, for the job-size line."""
+        if self.scheduler is not None:
+            return f"on Dask ({self.scheduler})"
+        n = capped_workers(self.workers, tasks)
+        return "in this process" if n == 1 else f"on {n} worker processes"
+
+
+def limits_of(yes: bool = False, max_matrices: Any = None, max_simulations: Any = None) -> Limits:
+    """The job-size limits: ``yes`` lifts them, ``max_matrices`` / ``max_simulations`` raise (or lower) one."""
+    return Limits.of(bool(yes), optional_int(max_matrices, "max-matrices"),
+                     optional_int(max_simulations, "max-simulations"))
+

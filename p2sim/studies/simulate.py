@@ -1,0 +1,130 @@
+"""Simulating programs on a system: one given in text form, or every synthesized one.
+
+Examples
+--------
+>>> req = SimulateRequest.build(system="a100", axes="data=2,tensor=16", reduce="tensor",
+...                             matrix="[[1 2] [2 8]]", program="AllReduce(slice=0, Inside)")
+>>> result = run_simulate(req)
+>>> [(r.text, round(r.total_seconds, 4)) for _, _, r in result.rows]
+[('AllReduce(slice=0, Inside)', 1.074)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..formalism.hierarchy import LoweredStep, Order
+from ..formalism.naming import describe_placement
+from ..formalism.placement import Matrix, count_matrices, format_matrix, parse_matrix
+from ..formalism.program import Program, parse_program
+from ..formalism.synthesis import placement_lowerings, synthesize, validate_program
+from ..sim import ModelConfig, ProgramResult, Simulator
+from ..sim.model import check_model
+from ..util.errors import InputError
+from ..util.log import announce
+from .jobsize import Limits, plural, program_counts
+from .requests import Job, Rules, limits_of
+
+__all__ = ["SimulateRequest", "SimulateResult", "run_simulate", "program_result_json"]
+
+
+@dataclass(frozen=True)
+class SimulateRequest:
+    job: Job
+    matrices: tuple[Matrix, ...] | None  # None: every matrix
+    program: str  # a program's text, or "all"
+    algo: str
+    proto: str
+    model: str
+    rules: Rules
+    order: Order
+    limits: Limits
+    trace: bool = False  # keep every flow (for a Chrome trace)
+
+    @classmethod
+    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
+              program: str = "all", algo: str = "auto", proto: str = "auto", bytes: Any = None,  # noqa: A002
+              model: str = "des", profile: Any = "paper", max_size: Any = 5, order: Any = "aligned",
+              trace: bool = False, max_matrices: Any = None, max_simulations: Any = None, yes: bool = False
+              ) -> SimulateRequest:
+        job = Job.build(system, nodes, axes, reduce, bytes)
+        check_model(model)
+        if trace and model == "analytic":
+            raise InputError("trace: --trace needs --model des; the analytic model computes each step in closed form "
+                             "and has no flows to trace")
+        mats = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str) else
+                                            tuple(tuple(r) for r in matrix),)
+        return cls(job, mats, program, algo, proto, model, Rules.of(profile, max_size), Order.parse(order),
+                   limits_of(yes, max_matrices, max_simulations), bool(trace))
+
+
+@dataclass(frozen=True)
+class SimulateResult:
+    """Every simulated (matrix, program, result), with what ran them."""
+
+    request: SimulateRequest
+    reduce_axes: tuple[int, ...]
+    config: ModelConfig
+    rows: tuple[tuple[Matrix, Program, ProgramResult], ...]
+    lowered: tuple[tuple[LoweredStep, ...], ...]  # each row's lowered steps (device groups)
+    warnings: tuple[str, ...] = ()
+
+    def placement(self, matrix: Matrix) -> str:
+        job = self.request.job
+        return describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
+
+    def to_json(self) -> dict[str, Any]:
+        req, job = self.request, self.request.job
+        topo = job.topology
+        return {
+            "system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
+            "axis_names": list(job.axis_names), "level_names": list(topo.level_names),
+            "reduce_axes": list(self.reduce_axes), "order": req.order.value, "algo": req.algo, "model": req.model,
+            "bytes_per_gpu": job.bytes_per_gpu, "proto": req.proto, "config": self.config.to_json(topo.spec),
+            "programs": [dict(program_result_json(m, prog, r), placement=self.placement(m)) for m, prog, r in self.rows],
+        }
+
+
+def program_result_json(matrix: Matrix, program: Program, r: ProgramResult) -> dict[str, Any]:
+    return {
+        "matrix": [list(row) for row in matrix],
+        "text": r.text,
+        "total_seconds": r.total_seconds,
+        "steps": [dict(s.to_json(), instruction=i.text) for s, i in zip(r.steps, program.instructions)],
+    }
+
+
+def run_simulate(req: SimulateRequest) -> SimulateResult:
+    job, topo = req.job, req.job.topology
+    h, p = job.hierarchy, job.axes
+    if req.program == "all":
+        if req.matrices is None:
+            req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
+        lws = placement_lowerings(h, p, job.reduce_axes, req.matrices, req.order)
+        counts = program_counts([lw.placement.matrix for lw in lws], job.reduce_axes, req.rules.profile,
+                                req.rules.max_size, req.limits)
+        req.limits.check_simulations(sum(counts), f"{plural(len(lws), 'matrix')} with {sum(counts)} programs")
+        work = [(lw.placement.matrix, lw, synthesize(lw.synthesis, req.rules.profile, req.rules.max_size))
+                for lw in lws]
+    else:
+        # one program: check it on compact states; nothing is synthesized
+        lws = placement_lowerings(h, p, job.reduce_axes, req.matrices, req.order)
+        if len(lws) > 1:
+            options = "; ".join(f'"{format_matrix(lw.placement.matrix)}"' for lw in lws)
+            raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(lws)} matrices; "
+                             f"name one with --matrix ({options})")
+        prog = parse_program(req.program)
+        validate_program(lws[0].synthesis, prog)
+        work = [(lws[0].placement.matrix, lws[0], (prog,))]
+    sim = Simulator(topo, req.algo, req.model, trace=req.trace, proto=req.proto)
+    warning = job.warn_memory()
+    if req.program == "all":
+        announce(f"{plural(len(work), 'matrix')}, {plural(sum(len(w[2]) for w in work), 'simulation')}")
+    rows, lowered = [], []
+    for matrix, lowering, programs in work:
+        for prog in programs:
+            rows.append((matrix, prog, sim.simulate(lowering, prog, job.bytes_per_gpu)))
+            lowered.append(tuple(lowering.lower(prog)))
+    return SimulateResult(req, lws[0].reduce_axes, sim.config, tuple(rows), tuple(lowered),
+                          () if warning is None else (warning,))
