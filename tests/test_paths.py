@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 
 from p2sim.topology import load_system
 from p2sim.topology.paths import path_type
@@ -16,8 +15,8 @@ def test_path_types():
     t = load_system("dgx-h100", 1)
     assert t.intra_type(0, 1) == "NVL"
     p = load_system("pcie-8gpu", 1)
-    assert path_type(p, ["n0/gpu0", "n0/cpu0", "n0/gpu1"]) == "PHB"
-    assert path_type(p, ["n0/gpu0", "n0/cpu0", "n0/cpu1", "n0/gpu4"]) == "SYS"
+    assert path_type(p.node_view, ["n0/gpu0", "n0/cpu0", "n0/gpu1"]) == "PHB"
+    assert path_type(p.node_view, ["n0/gpu0", "n0/cpu0", "n0/cpu1", "n0/gpu4"]) == "SYS"
 
 
 def test_gpus_farther_than_the_p2p_level_go_through_host_memory():

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import math
 
 import pytest
 
@@ -9,7 +8,7 @@ from p2sim.formalism.hierarchy import LoweredStep
 from p2sim.formalism.hierarchy import Lowering
 from p2sim.formalism.placement import Placement
 from p2sim.formalism.program import parse_program
-from p2sim.sim import ModelConfig, Simulator, check_program_completes
+from p2sim.sim import Simulator, check_program_completes
 from p2sim.formalism.synthesis import synthesize_placements
 from p2sim.topology import load_system
 

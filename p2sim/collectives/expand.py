@@ -108,8 +108,9 @@ class _Structure:
         d = node - self.first
         if d == 0:
             return self
-        return _Structure(tuple(t.moved(topo.shift_edges, d, topo.gpus_per_node) for t in self.tables),
-                          tuple((topo.shift_edges(e, d), c) for e, c in self.loads), self.per_flow, self.graph,
+        move = topo.mover(self.first)
+        return _Structure(tuple(t.moved(move, d, topo.gpus_per_node) for t in self.tables),
+                          tuple((move(e, d), c) for e, c in self.loads), self.per_flow, self.graph,
                           self.out_net, self.intra, self.inter, self.bus, node, self.nodes, self.nvlink)
 
 
@@ -189,6 +190,7 @@ class Expander:
         gpn = self.topo.gpus_per_node
         arr = np.asarray(members, dtype=np.int64)
         node = arr // gpn
+        fabric = self.topo.move_key(int(node.min()), int(node.max()))  # where the group sits in a fabric's tiers
         # per member: node offset and local GPU class; per node (in order of first appearance):
         # the relations of its members' pairs in member order -- together they say what the
         # pairs (i, j, relation) of same-node members would, read in a fixed order
@@ -197,7 +199,7 @@ class Expander:
         for m in members:
             by_node.setdefault(m // gpn, []).append(m % gpn)
         rel = np.fromiter((self._segment_relations(tuple(v)) for v in by_node.values()), np.int64, len(by_node))
-        self._shapes[members] = out = (per, rel.tobytes())
+        self._shapes[members] = out = (per, rel.tobytes(), fabric)
         return out
 
     @functools.cached_property
@@ -354,17 +356,19 @@ class Expander:
             gpn = self.topo.gpus_per_node
             first = min(members) // gpn
             local = tuple(m - first * gpn for m in members)
-            seen = self._moved.get((algo, proto, op, local, used, share, plateau))
+            # groups with equal local members and fabric keys are each other moved (an exact symmetry)
+            where = self.topo.move_key(first, max(members) // gpn)
+            seen = self._moved.get((algo, proto, op, local, where, used, share, plateau))
             if seen is not None:
                 hit = _moved(self.topo, seen, first - min(seen.members) // gpn)
             else:
-                skey = (algo, op, local, used, share if algo in ("nvls", "nvls_tree") else None)
+                skey = (algo, op, local, where, used, share if algo in ("nvls", "nvls_tree") else None)
                 st = self._structures.get(skey)
                 if st is None:  # the hops do not depend on the protocol: built once for all three
                     st = self._structure(algo, op, members, segments(self.topo, members), used, share)
                     self._structures[skey] = st
                 hit = self._finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes)
-                self._moved[(algo, proto, op, local, used, share, plateau)] = hit
+                self._moved[(algo, proto, op, local, where, used, share, plateau)] = hit
             self._cache[key] = hit
         return hit
 
@@ -482,10 +486,10 @@ def _moved(topo: Topology, c: Collective, nodes: int) -> Collective:
     if nodes == 0:
         return c
     d = nodes * topo.gpus_per_node
-    flows = tuple(Flow(f.share, f.channels, topo.shift_edges(f.edges, nodes), f.coef,
-                       (f.table if isinstance(f.table, MovedHops) else MovedHops(f.table, topo.shift_edges, 0,
-                                                                                 topo.gpus_per_node)).moved(
-                           topo.shift_edges, nodes, topo.gpus_per_node), f.caps) for f in c.flows)
+    move = topo.mover(min(c.members) // topo.gpus_per_node)
+    flows = tuple(Flow(f.share, f.channels, move(f.edges, nodes), f.coef,
+                       (f.table if isinstance(f.table, MovedHops) else MovedHops(f.table, move, 0, topo.gpus_per_node)
+                        ).moved(move, nodes, topo.gpus_per_node), f.caps) for f in c.flows)
     return Collective(c.algo, c.proto, c.op, tuple(m + d for m in c.members), c.nodes, c.channels, flows, c.latency,
                       c.bus_factor, c.shared_caps)
 

@@ -144,7 +144,8 @@ class MovedHops:
         return self.table().hops()
 
     def moved(self, shift_edges, nodes: int, gpus: int) -> MovedHops:
-        return MovedHops(self.base, shift_edges, self.nodes + nodes, gpus)
+        """Moved ``nodes`` further (``shift_edges`` is ignored: this table's own, from its base, applies)."""
+        return MovedHops(self.base, self.shift_edges, self.nodes + nodes, gpus)
 
 
 @dataclass(frozen=True, eq=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ..formalism.naming import axes_text, matrix_legend, order_label, reduce_text
 from ..studies.rank import RankResult

@@ -202,16 +202,15 @@ class Simulator:
     def _step_bound(self, step: LoweredStep, volumes: Sequence[float]) -> float:
         op = step.op.value
         gpn = self.topo.gpus_per_node
-        stride = self.topo._stride
         alone, start = 0.0, math.inf
         edges, loads = [], []
-        for g, v, shifts, _ in _moved_classes(step.groups, volumes, gpn):
+        for g, v, shifts, _ in _moved_classes(self.topo, step.groups, volumes):
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             c = self.expander.collective(algo, proto, op, g, v)
             alone = max(alone, self.expander.analytic_seconds(c, v))
             start = min(start, c.latency)
             e, load = c.link_load()
-            edges.append((e[None, :] + shifts[:, None] * stride[e][None, :]).ravel())
+            edges.append(self.topo.move_edges(e, min(g) // gpn, shifts).ravel())
             loads.append(np.tile(load * v, len(shifts)))
         e = np.concatenate(edges)
         if not len(e):
@@ -255,7 +254,7 @@ class Simulator:
         # one collective per class of groups that are the same group moved between nodes: the
         # others are it moved (an exact symmetry), their flows its flows shifted
         classes = []
-        for g, v, shifts, members in _moved_classes(step.groups, volumes, self.topo.gpus_per_node):
+        for g, v, shifts, members in _moved_classes(self.topo, step.groups, volumes):
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             classes.append((self.expander.collective(algo, proto, op, g, v), v, shifts, members))
         choices = tuple(sorted({(c.algo, c.proto, c.channels) for c, _, _, _ in classes}))
@@ -271,7 +270,7 @@ class Simulator:
         group's flows in order, virtual links numbered alike), built per class of moved groups
         in array passes."""
         links = len(self.topo.capacity)
-        stride = self.topo._stride
+        gpn = self.topo.gpus_per_node
         ngroups = len(groups)
         # virtual links per group (shared caps, then each flow's private caps), numbered in group order
         sizes = np.zeros(ngroups, dtype=np.int64)
@@ -292,7 +291,7 @@ class Simulator:
             for k, f in enumerate(c.flows):
                 own = b[:, None] + (offset + np.arange(len(f.caps), dtype=np.int64))[None, :]
                 offset += len(f.caps)
-                block = np.concatenate([f.edges[None, :] + shifts[:, None] * stride[f.edges][None, :], own, shared],
+                block = np.concatenate([self.topo.move_edges(f.edges, min(c.members) // gpn, shifts), own, shared],
                                        axis=1)
                 width = block.shape[1]
                 blocks.append(block.ravel())
@@ -332,15 +331,19 @@ class Simulator:
         return flows, np.concatenate([self.topo.capacity, caps])
 
 
-def _moved_classes(groups: Sequence[Sequence[int]], volumes: Sequence[float], gpn: int):
+def _moved_classes(topo: Topology, groups: Sequence[Sequence[int]], volumes: Sequence[float]):
     """The groups of a step by class of the same group moved between nodes (with the same
-    buffer): per class one group, and the node shifts (from it) and positions of all its groups."""
+    buffer and, on a fabric, the same :meth:`~p2sim.topology.Topology.move_key`): per class one
+    group, and the node shifts (from it) and positions of all its groups."""
+    gpn = topo.gpus_per_node
     n = len(groups[0])
     if all(len(g) == n for g in groups):
         arr = np.array(groups, dtype=np.int64)
         first = arr.min(axis=1) // gpn
-        key = np.concatenate([arr - (first * gpn)[:, None],
-                              np.asarray(volumes, dtype=float).view(np.int64)[:, None]], axis=1)
+        cols = [arr - (first * gpn)[:, None], np.asarray(volumes, dtype=float).view(np.int64)[:, None]]
+        if topo.fabric is not None:
+            cols.append(topo.fabric.move_keys(first, arr.max(axis=1) // gpn))
+        key = np.concatenate(cols, axis=1)
         _, rep, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
         order = np.argsort(inverse, kind="stable")
@@ -352,7 +355,8 @@ def _moved_classes(groups: Sequence[Sequence[int]], volumes: Sequence[float], gp
     classes: dict[tuple, list[int]] = {}
     for i, g in enumerate(groups):
         f = min(g) // gpn
-        classes.setdefault((tuple(m - f * gpn for m in g), volumes[i]), []).append(i)
+        classes.setdefault((tuple(m - f * gpn for m in g), volumes[i], topo.move_key(f, max(g) // gpn)),
+                           []).append(i)
     for members in classes.values():
         r = members[0]
         f = min(groups[r]) // gpn

@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar
 from tqdm import tqdm
 
 from ..util.errors import InputError
+from ..util.log import progress_enabled
 
 __all__ = ["Executor", "SerialExecutor", "DaskExecutor", "make_executor", "run_all", "default_workers",
            "capped_workers"]
@@ -167,9 +168,10 @@ def make_executor(workers: int | None, scheduler: str | None = None, tasks: int 
 
 
 def run_all(executor: Executor, fn: Callable[[T], R], items: list[T], label: str = "") -> list[R]:
-    """Map ``fn`` over ``items`` in order, with a progress bar on a terminal only."""
+    """Map ``fn`` over ``items`` in order, with a progress bar on a terminal when the caller listens (the CLI)."""
     out: list[Any] = []
     # tqdm's disable=None turns the bar off when stderr is not a terminal (pipes, CI)
-    for r in tqdm(executor.map(fn, items), total=len(items), desc=label, disable=None, leave=False):
+    show = None if progress_enabled() else True
+    for r in tqdm(executor.map(fn, items), total=len(items), desc=label, disable=show, leave=False):
         out.append(r)
     return out

@@ -15,7 +15,8 @@ from importlib import resources
 from pathlib import Path
 
 from ..util.errors import TopologyError
-from .graph import Route, Topology, bisection
+from .bisection import bisection
+from .graph import Route, Topology
 from .spec import LinkClass, SystemSpec, load_spec
 
 __all__ = ["Route", "Topology", "SystemSpec", "LinkClass", "bisection", "load_system", "find_spec", "system_paths",

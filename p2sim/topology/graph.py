@@ -26,7 +26,6 @@ down to the peer.  :meth:`Topology.route` uses each GPU's default (nearest) NIC;
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -34,7 +33,8 @@ import networkx as nx
 import numpy as np
 
 from ..util.errors import TopologyError
-from .paths import gpu_gpu_path, gpu_nic_path, hop_weight, local_nics, nic_gpu_path, path_type
+from .fabric import Fabric
+from .paths import NodeView, gpu_gpu_path, gpu_nic_path, hop_weight, local_nics, nic_gpu_path, path_type
 from .spec import MAX_NODES, LinkSpec, SystemSpec
 
 __all__ = ["Route", "Topology"]
@@ -160,6 +160,17 @@ class Topology:
             cls += [c] * k
             # moving everything one node on moves a node's link to the next node's pair
             stride.append(np.full(k, 2 if inner is not None else 0, dtype=np.int64))
+        self.fabric: Fabric | None = None
+        if spec.fabric is not None:
+            nics = tuple(c for c, k in spec.components if k == "nic")
+            self.fabric = f = Fabric(spec.fabric, spec.classes, nics, n, count)
+            bw.append(f.capacity)
+            lat.append(f.latency)
+            cls += list(f.edge_class)
+            # a NIC's cable moves to the next node's with the node; trunks move by Fabric.move
+            cables = 2 * n * len(nics)
+            stride.append(np.concatenate([np.full(cables, 2, dtype=np.int64),
+                                          np.zeros(len(f.capacity) - cables, dtype=np.int64)]))
         self.capacity = np.concatenate(bw)
         self.latency = np.concatenate(lat)
         self.edge_class: tuple[str, ...] = tuple(cls)
@@ -190,7 +201,23 @@ class Topology:
             for i in nodes:
                 g.add_edge(f"n{i}/{a}", f"net/{z}", cls=c, bandwidth=b, latency=t, index=first + 2 * i)
                 g.add_edge(f"net/{z}", f"n{i}/{a}", cls=c, bandwidth=b, latency=t, index=first + 2 * i + 1)
+        if self.fabric is not None and len(nodes) == self.node_count:  # the whole graph: the fabric too
+            self._add_fabric(g)
         return g
+
+    def _add_fabric(self, g: nx.DiGraph) -> None:
+        """The fabric's switch groups and links; a group's parallel ports are one edge of their total rate."""
+        f = self.fabric
+        assert f is not None
+        for name, kind in f.switches():
+            g.add_node(f"net/{name}", kind=kind, node=None, device=None)
+        for k in range(f.first, f.end):
+            u, v = f.edge_name(k)
+            if g.has_edge(u, v):
+                g.edges[u, v]["bandwidth"] += float(self.capacity[k])
+            else:
+                g.add_edge(u, v, cls=self.edge_class[k], bandwidth=float(self.capacity[k]),
+                           latency=float(self.latency[k]), index=k)
 
     @cached_property
     def graph(self) -> nx.DiGraph:
@@ -202,6 +229,8 @@ class Topology:
     def edge_name(self, k: int) -> tuple[str, str]:
         """Directed edge ``k`` as ``(u, v)`` node names of :attr:`graph`."""
         per, n = self._edges_per_node, self.node_count
+        if self.fabric is not None and k >= self.fabric.first:
+            return self.fabric.edge_name(k)
         if k < per * n:
             i, r = divmod(k, per)
             a, z = self._node_edges[r][:2]
@@ -228,10 +257,36 @@ class Topology:
     def _edges(self) -> list[tuple[str, str]]:
         return [self.edge_name(k) for k in range(len(self.capacity))]
 
-    def shift_edges(self, edges: np.ndarray, nodes: int) -> np.ndarray:
-        """The edges that ``edges`` become when everything moves ``nodes`` nodes on (every node is
-        the same template, joined to the network the same way: the move is a symmetry)."""
-        return edges + nodes * self._stride[edges]
+    def move_edges(self, edges: np.ndarray, first: int, shifts: np.ndarray) -> np.ndarray:
+        """The edges ``edges`` of a group whose first node is ``first`` become when the group moves
+        by each of ``shifts`` nodes: an array ``(len(shifts), len(edges))``.
+
+        Every node is the same template joined to the network the same way, so a move is a
+        symmetry of the nodes' links and the cables; a fabric's trunks move with their groups
+        (:meth:`~p2sim.topology.fabric.Fabric.move`), which is exact for groups of equal
+        :meth:`move_key`.
+        """
+        edges = np.asarray(edges, dtype=np.int64)
+        shifts = np.asarray(shifts, dtype=np.int64)
+        out = edges[None, :] + shifts[:, None] * self._stride[edges][None, :]
+        if self.fabric is not None:
+            trunk = edges >= self.fabric.first + 2 * self.node_count * len(self.fabric.nics)
+            if trunk.any():
+                out[:, trunk] = self.fabric.move(edges[trunk], first, shifts)
+        return out
+
+    def mover(self, first: int):
+        """``(edges, nodes) -> edges``: :meth:`move_edges` of one move, for a group whose first node is ``first``."""
+        return lambda edges, nodes: self.move_edges(edges, first, np.array([nodes]))[0]
+
+    def move_key(self, first: int, last: int) -> tuple[int, ...]:
+        """Groups of nodes ``first .. last`` with equal keys (and equal shapes) are each other moved.
+
+        Without a fabric every move between nodes is a symmetry (the key is empty).
+        """
+        if self.fabric is None:
+            return ()
+        return self.fabric.move_key(first, last)
 
     def _check_connected(self) -> None:
         for a in range(self.gpus_per_node):
@@ -266,6 +321,11 @@ class Topology:
         return frozenset(f"n0/{c}" for c, k in self.spec.components if k in ("pcie_switch", "cpu"))
 
     @cached_property
+    def node_view(self) -> NodeView:
+        """Node 0 as NCCL's path rules (:mod:`p2sim.topology.paths`) read it."""
+        return NodeView(self.template, self.gpu_names, self.host_components, self.spec.nccl.p2p_level, self.spec.source)
+
+    @cached_property
     def gpu_names(self) -> tuple[str, ...]:
         """Node 0's GPUs, in local index order."""
         return tuple(f"n0/{g}" for g in self.spec.gpus)
@@ -284,7 +344,7 @@ class Topology:
         """Route between local GPUs of node 0 (edge ids, latency, transport)."""
         hit = self._intra.get((a, b))
         if hit is None:
-            path, transport = gpu_gpu_path(self, self.gpu_names[a], self.gpu_names[b])
+            path, transport = gpu_gpu_path(self.node_view, self.gpu_names[a], self.gpu_names[b])
             ids = self._edge_ids(path)
             hit = (ids, float(sum(self.latency[list(ids)])), transport)
             self._intra[(a, b)] = hit
@@ -295,14 +355,16 @@ class Topology:
         hit = self._types.get((a, b))
         if hit is None:
             ids = self._intra_route(a, b)[0]
-            hit = self._types[(a, b)] = path_type(self, [self.edge_name(ids[0])[0]] + [self.edge_name(e)[1] for e in ids])
+            names = [self.edge_name(ids[0])[0]] + [self.edge_name(e)[1] for e in ids]
+            hit = self._types[(a, b)] = path_type(self.node_view, names)
         return hit
 
     def local_nics(self, local: int) -> tuple[str, ...]:
         """The usable NICs nearest to local GPU ``local`` (NCCL's 'local' NICs), in file order."""
         hit = self._local.get(local)
         if hit is None:
-            hit = tuple(n[3:] for n in local_nics(self, self.gpu_names[local], [f"n0/{x}" for x in self.nics]))
+            near = local_nics(self.node_view, self.gpu_names[local], [f"n0/{x}" for x in self.nics])
+            hit = tuple(n[3:] for n in near)
             self._local[local] = hit
         return hit
 
@@ -332,7 +394,8 @@ class Topology:
         hit = self._nicpath.get(key)
         if hit is None:
             gpu, n = self.gpu_names[local], f"n0/{nic}"
-            path = gpu_nic_path(self, gpu, n, [f"n0/{x}" for x in self.nics]) if up else nic_gpu_path(self, n, gpu)
+            view = self.node_view
+            path = gpu_nic_path(view, gpu, n, [f"n0/{x}" for x in self.nics]) if up else nic_gpu_path(view, n, gpu)
             hit = self._edge_ids(path)
             self._nicpath[key] = hit
         return hit
@@ -397,9 +460,15 @@ class Topology:
         self._routes[key] = r
         return r
 
-    def route_via(self, src: int, dst: int, nic_out: str, nic_in: str) -> Route:
-        """Between nodes: out of ``src``'s node through ``nic_out``, into ``dst``'s through ``nic_in`` (cached)."""
-        key = (src, dst, nic_out, nic_in)
+    def route_via(self, src: int, dst: int, nic_out: str, nic_in: str, salt: int = 0) -> Route:
+        """Between nodes: out of ``src``'s node through ``nic_out``, into ``dst``'s through ``nic_in`` (cached).
+
+        ``salt`` tells a fabric with ECMP routing which flow this is (its channel): flows
+        between the same ends may hash onto different ports.
+        """
+        if self.fabric is None or not self.fabric.ecmp:
+            salt = 0
+        key = (src, dst, nic_out, nic_in, salt)
         hit = self._via.get(key)
         if hit is not None:
             return hit
@@ -410,6 +479,9 @@ class Topology:
             raise TopologyError(f"device: GPUs {src} and {dst} share a node; no NIC route between them")
         out, mid, into = self._via_parts(a, nic_out, nic_in, b)
         stride = self._stride
+        if self.fabric is not None:
+            x, y = self.fabric.nics.index(nic_out), self.fabric.nics.index(nic_in)
+            mid = tuple(self.fabric.mids([p], [x], [q], [y], [salt])[1].tolist())
         edges = (tuple(e + p * int(stride[e]) for e in out) + mid + tuple(e + q * int(stride[e]) for e in into))
         r = self._make_route(edges, True, "NET")
         self._via[key] = r
@@ -422,6 +494,11 @@ class Topology:
         every node pair's route, moved."""
         key = (a, nic_out, nic_in, b)
         hit = self._vias.get(key)
+        if hit is None and self.fabric is not None:  # the cables; the fabric between them depends on the nodes
+            f = self.fabric
+            up, down = f.cable(f.nics.index(nic_out), 0, True), f.cable(f.nics.index(nic_in), 0, False)
+            hit = self._vias[key] = (self._nic_edges(a, nic_out, True) + (up,), (),
+                                     (down,) + self._nic_edges(b, nic_in, False))
         if hit is None:
             net = self._net_route(f"n0/{nic_out}", f"n1/{nic_in}")
             last = net[-1] - int(self._stride[net[-1]])
@@ -452,11 +529,13 @@ class Topology:
         return hit
 
     def route_table(self, src: np.ndarray, dst: np.ndarray, nic_out: np.ndarray | None = None,
-                    nic_in: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    nic_in: np.ndarray | None = None, salt: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
         """The routes of many (sender, receiver) pairs at once, as :meth:`route` and :meth:`route_via` give them.
 
         ``nic_out`` / ``nic_in`` name each pair's NICs by index into :attr:`nics` (``-1``: the
-        GPU's default NIC); they matter only between nodes.  Returns ``(indptr, edges)``: pair
+        GPU's default NIC); they matter only between nodes; ``salt`` numbers each pair's flow
+        for a fabric's ECMP hash (:meth:`route_via`).  Returns ``(indptr, edges)``: pair
         ``i`` takes ``edges[indptr[i]:indptr[i + 1]]``, in route order.  A route is computed once
         per (local GPUs, NICs) and moved to every node (each node is the same template, joined
         to the network the same way), so a ring over thousands of nodes costs a few array passes.
@@ -476,12 +555,12 @@ class Topology:
             ids: list[int] = []
             ends = [0]
             for i, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):
-                if a // self.gpus_per_node == b // self.gpus_per_node or nic_out is None:
+                if a // self.gpus_per_node == b // self.gpus_per_node or (nic_out is None and salt is None):
                     r = self.route(a, b)
                 else:
-                    x, y = int(nic_out[i]), int(nic_in[i])
+                    x, y = (-1, -1) if nic_out is None else (int(nic_out[i]), int(nic_in[i]))
                     r = self.route_via(a, b, self.nic_of(a) if x < 0 else self.nics[x],
-                                       self.nic_of(b) if y < 0 else self.nics[y])
+                                       self.nic_of(b) if y < 0 else self.nics[y], 0 if salt is None else int(salt[i]))
                 ids += r.edges
                 ends.append(len(ids))
             return np.array(ends, dtype=np.int64), np.array(ids, dtype=np.int64)
@@ -497,12 +576,34 @@ class Topology:
         code = np.where(p == q, a * gpn + b, gpn * gpn + ((a * nn + x) * nn + y) * gpn + b)
         codes, which = np.unique(code, return_inverse=True)
         parts = [self._route_template(int(c)) for c in codes]
-        indptr = np.zeros(n + 1, dtype=np.int64)
         lens = [np.array([len(t[k]) for t in parts], dtype=np.int64)[which] for k in range(3)]
-        np.cumsum(lens[0] + lens[1] + lens[2], out=indptr[1:])
+        fab = None
+        if self.fabric is not None:  # the fabric between the two cables, by arithmetic
+            inter = np.flatnonzero(p != q)
+            all_nics = np.array([self.fabric.nics.index(c) for c in self.nics], dtype=np.int64)
+            xs = np.where(x[inter] > 0, x[inter] - 1, -1)
+            ys = np.where(y[inter] > 0, y[inter] - 1, -1)
+            default = np.array([self.nics.index(self._nic_assignment[g]) if g in self._nic_assignment else 0
+                                for g in range(gpn)], dtype=np.int64)
+            xs = all_nics[np.where(xs < 0, default[a[inter]], xs)]
+            ys = all_nics[np.where(ys < 0, default[b[inter]], ys)]
+            fp, fe = self.fabric.mids(p[inter], xs, q[inter], ys, None if salt is None else np.asarray(salt)[inter])
+            flen = np.zeros(n, dtype=np.int64)
+            flen[inter] = np.diff(fp)
+            fab = (flen, fe)
+        total_len = lens[0] + lens[1] + lens[2] + (fab[0] if fab is not None else 0)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(total_len, out=indptr[1:])
         edges = np.empty(int(indptr[-1]), dtype=np.int64)
         start = indptr[:-1].copy()
-        for k, moved in ((0, p), (1, None), (2, q)):
+        for k, moved in ((0, p), (1, None), ("fabric", None), (2, q)):
+            if k == "fabric":
+                if fab is not None:
+                    ln = fab[0]
+                    within = np.arange(int(ln.sum()), dtype=np.int64) - np.repeat(np.cumsum(ln) - ln, ln)
+                    edges[np.repeat(start, ln) + within] = fab[1]
+                    start += ln
+                continue
             flat = np.fromiter((e for t in parts for e in t[k]), dtype=np.int64)
             offsets = np.zeros(len(parts), dtype=np.int64)
             np.cumsum([len(t[k]) for t in parts[:-1]], out=offsets[1:])
@@ -521,34 +622,3 @@ class Topology:
         """The route as directed edges ``(u, v)`` of :attr:`graph`."""
         return [self.edge_name(e) for e in self.route(src, dst).edges]
 
-
-def bisection(topo: Topology) -> dict[str, float]:
-    """Link-level bisection figures in GB/s per direction.
-
-    ``nodes``: max flow from the GPUs of the first half of the nodes to those of the
-    second half; ``node_gpus``: the same between the two halves of node 0's GPUs.
-    """
-    out: dict[str, float] = {}
-
-    def cut(g: nx.DiGraph, left: list[str], right: list[str]) -> float:
-        h = g.copy()
-        for x in left:
-            h.add_edge("_s", x, bandwidth=math.inf)
-        for x in right:
-            h.add_edge(x, "_t", bandwidth=math.inf)
-        return nx.maximum_flow_value(h, "_s", "_t", capacity="bandwidth") / GB
-
-    if topo.node_count > 1:
-        half = topo.node_count // 2
-        left = [topo.gpu_name(d) for d in range(half * topo.gpus_per_node)]
-        right = [topo.gpu_name(d) for d in range(half * topo.gpus_per_node, topo.devices)]
-        out["nodes"] = cut(topo.graph, left, right)
-    node0 = topo.graph.subgraph(x for x, d in topo.graph.nodes(data=True) if d["node"] == 0)
-    half = topo.gpus_per_node // 2
-    if half:
-        out["node_gpus"] = cut(
-            nx.DiGraph(node0),
-            [topo.gpu_name(d) for d in range(half)],
-            [topo.gpu_name(d) for d in range(half, topo.gpus_per_node)],
-        )
-    return out

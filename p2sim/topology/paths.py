@@ -1,7 +1,8 @@
 """Which links NCCL's transports use inside a node: P2P, SHM, GPUDirect RDMA and PXN.
 
-Pure functions on a :class:`~p2sim.topology.graph.Topology`; every path is a list of
-node names of node 0 (the node template), which the topology shifts to any node.
+Pure functions on a :class:`NodeView` (what the rules read of a node: the template graph,
+its GPUs, its host components and ``NCCL_P2P_LEVEL``); every path is a list of node names
+of node 0 (the node template), which the topology shifts to any node.
 
 NCCL's rules, as ``src/graph/paths.cc`` applies them with default settings:
 
@@ -21,17 +22,32 @@ NCCL's rules, as ``src/graph/paths.cc`` applies them with default settings:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import networkx as nx
 
 from ..util.errors import TopologyError
 from .settings import P2P_LEVELS
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .graph import Topology
+__all__ = ["NodeView", "path_type", "host_path", "gpu_gpu_path", "gpu_nic_path", "nic_gpu_path", "local_nics",
+           "hop_weight"]
 
-__all__ = ["path_type", "host_path", "gpu_gpu_path", "gpu_nic_path", "nic_gpu_path", "local_nics", "hop_weight"]
+
+@dataclass(frozen=True, eq=False)
+class NodeView:
+    """What NCCL's path rules read of a system: node 0's graph and its parts.
+
+    ``graph`` holds node 0 (and node 1) and the network, with the node and edge attributes
+    of :class:`~p2sim.topology.graph.Topology`; ``gpus`` are node 0's GPUs in local order,
+    ``host`` its PCIe switches and CPUs (what host paths may pass through), ``p2p_level``
+    is ``NCCL_P2P_LEVEL`` and ``source`` the system file, for messages.
+    """
+
+    graph: nx.DiGraph
+    gpus: tuple[str, ...]
+    host: frozenset[str]
+    p2p_level: str
+    source: str
 
 GB = 1e9
 _RANK = {t: i for i, t in enumerate(P2P_LEVELS)}
@@ -42,9 +58,9 @@ def hop_weight(u: str, v: str, data: dict) -> float:
     return 1.0 + data["latency"] * 1e3 + 1.0 / (1.0 + data["bandwidth"] / GB) * 1e-3
 
 
-def path_type(topo: Topology, path: list[str]) -> str:
+def path_type(topo: NodeView, path: list[str]) -> str:
     """NCCL's type of a path (its intermediate components decide)."""
-    kinds = [topo.template.nodes[x]["kind"] for x in path[1:-1]]
+    kinds = [topo.graph.nodes[x]["kind"] for x in path[1:-1]]
     cpus = sum(k == "cpu" for k in kinds)
     if cpus:
         return "PHB" if cpus == 1 else "SYS"
@@ -58,24 +74,24 @@ def at_most(kind: str, level: str) -> bool:
     return _RANK[kind] <= _RANK[level]
 
 
-def host_path(topo: Topology, src: str, dst: str) -> list[str] | None:
+def host_path(topo: NodeView, src: str, dst: str) -> list[str] | None:
     """Shortest path between two node-0 components through PCIe switches and CPUs only."""
-    allowed = topo.host_components
+    allowed = topo.host
 
-    view = nx.subgraph_view(topo.template, filter_node=lambda x: x in allowed or x == src or x == dst)
+    view = nx.subgraph_view(topo.graph, filter_node=lambda x: x in allowed or x == src or x == dst)
     try:
         return nx.shortest_path(view, src, dst, weight=hop_weight)
     except nx.NetworkXNoPath:
         return None
 
 
-def _memory_of(topo: Topology, cpu: str) -> str | None:
-    return next((m for m in topo.template.successors(cpu) if topo.template.nodes[m]["kind"] == "memory"), None)
+def _memory_of(topo: NodeView, cpu: str) -> str | None:
+    return next((m for m in topo.graph.successors(cpu) if topo.graph.nodes[m]["kind"] == "memory"), None)
 
 
-def _stage(topo: Topology, path: list[str], near_end: bool) -> list[str]:
+def _stage(topo: NodeView, path: list[str], near_end: bool) -> list[str]:
     """Route ``path`` through host memory: via the memory of its CPU nearest the chosen end."""
-    cpus = [i for i, x in enumerate(path) if topo.template.nodes[x]["kind"] == "cpu"]
+    cpus = [i for i, x in enumerate(path) if topo.graph.nodes[x]["kind"] == "cpu"]
     if not cpus:
         return path
     i = cpus[-1] if near_end else cpus[0]
@@ -85,10 +101,10 @@ def _stage(topo: Topology, path: list[str], near_end: bool) -> list[str]:
     return path[: i + 1] + [mem] + path[i:]
 
 
-def _shm_path(topo: Topology, src: str, dst: str) -> list[str] | None:
+def _shm_path(topo: NodeView, src: str, dst: str) -> list[str] | None:
     """GPU to GPU through host memory of the receiver's CPU (NCCL's SHM transport)."""
-    g = topo.template
-    cpus = [c for c in topo.host_components if g.nodes[c]["kind"] == "cpu"]
+    g = topo.graph
+    cpus = [c for c in topo.host if g.nodes[c]["kind"] == "cpu"]
     best = None
     for cpu in sorted(cpus):
         down = host_path(topo, cpu, dst)
@@ -106,9 +122,9 @@ def _shm_path(topo: Topology, src: str, dst: str) -> list[str] | None:
     return path if mem is None else path[: mem_at + 1] + [mem] + path[mem_at:]
 
 
-def gpu_gpu_path(topo: Topology, a: str, b: str) -> tuple[list[str], str]:
+def gpu_gpu_path(topo: NodeView, a: str, b: str) -> tuple[list[str], str]:
     """The path NCCL uses between two GPUs of node 0, and its transport (``P2P`` or ``SHM``)."""
-    g = topo.template
+    g = topo.graph
     if g.has_edge(a, b):
         return [a, b], "P2P"
     switches = [s for s in g.successors(a) if g.nodes[s]["kind"] == "nvswitch" and g.has_edge(s, b)]
@@ -116,21 +132,21 @@ def gpu_gpu_path(topo: Topology, a: str, b: str) -> tuple[list[str], str]:
         best = max(switches, key=lambda s: (min(g.edges[a, s]["bandwidth"], g.edges[s, b]["bandwidth"]), s))
         return [a, best, b], "P2P"
     path = host_path(topo, a, b)
-    if path is not None and at_most(path_type(topo, path), topo.spec.nccl.p2p_level):
+    if path is not None and at_most(path_type(topo, path), topo.p2p_level):
         return path, "P2P"
     shm = _shm_path(topo, a, b)
     if shm is None:
-        raise TopologyError(f"{topo.spec.source}: GPU {a} cannot reach GPU {b} inside a node "
+        raise TopologyError(f"{topo.source}: GPU {a} cannot reach GPU {b} inside a node "
                             "(no NVLink, NVSwitch or PCIe/host path)")
     return shm, "SHM"
 
 
-def _nic_direct(topo: Topology, gpu: str, nic: str) -> tuple[list[str], str] | None:
+def _nic_direct(topo: NodeView, gpu: str, nic: str) -> tuple[list[str], str] | None:
     path = host_path(topo, gpu, nic)
     return None if path is None else (path, path_type(topo, path))
 
 
-def local_nics(topo: Topology, gpu: str, nics: Iterable[str]) -> list[str]:
+def local_nics(topo: NodeView, gpu: str, nics: Iterable[str]) -> list[str]:
     """The NICs nearest to ``gpu`` (best path type, then fewest hops), in file order."""
     scored = []
     for order, nic in enumerate(nics):
@@ -143,12 +159,12 @@ def local_nics(topo: Topology, gpu: str, nics: Iterable[str]) -> list[str]:
     return [nic for key, _, nic in sorted(scored) if key == best]
 
 
-def gpu_nic_path(topo: Topology, gpu: str, nic: str, nics: Iterable[str]) -> list[str]:
+def gpu_nic_path(topo: NodeView, gpu: str, nic: str, nics: Iterable[str]) -> list[str]:
     """GPU to NIC (sending): GPUDirect RDMA if near, else PXN through a near NVLink peer, else host memory."""
     d = _nic_direct(topo, gpu, nic)
     if d is not None and at_most(d[1], "PXB"):
         return d[0]
-    for peer in topo.gpu_names:
+    for peer in topo.gpus:
         if peer == gpu or nic not in local_nics(topo, peer, nics):
             continue
         pd = _nic_direct(topo, peer, nic)
@@ -156,15 +172,15 @@ def gpu_nic_path(topo: Topology, gpu: str, nic: str, nics: Iterable[str]) -> lis
         if pd is not None and at_most(pd[1], "PXB") and transport == "P2P" and path_type(topo, via) == "NVL":
             return via + pd[0][1:]
     if d is None:
-        raise TopologyError(f"{topo.spec.source}: GPU {gpu} has no path to NIC {nic}")
+        raise TopologyError(f"{topo.source}: GPU {gpu} has no path to NIC {nic}")
     return _stage(topo, d[0], near_end=True)
 
 
-def nic_gpu_path(topo: Topology, nic: str, gpu: str) -> list[str]:
+def nic_gpu_path(topo: NodeView, nic: str, gpu: str) -> list[str]:
     """NIC to GPU (receiving): GPUDirect RDMA if near, else through host memory (no PXN this way)."""
     d = _nic_direct(topo, gpu, nic)
     if d is None:
-        raise TopologyError(f"{topo.spec.source}: NIC {nic} has no path to GPU {gpu}")
+        raise TopologyError(f"{topo.source}: NIC {nic} has no path to GPU {gpu}")
     back = host_path(topo, nic, gpu)
     assert back is not None
     return back if at_most(d[1], "PXB") else _stage(topo, back, near_end=False)

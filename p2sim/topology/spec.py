@@ -13,7 +13,6 @@ side with the single name of the other.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import tomllib
@@ -24,6 +23,7 @@ from typing import Any
 
 from ..util.errors import TopologyError
 from ..util.fileio import read_text
+from .fabric_spec import FabricSpec, parse_fabric
 from .settings import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, ModelRates, NcclSettings, parse_nccl, parse_rates
 
 __all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS",
@@ -33,7 +33,7 @@ __all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_s
 # that may not use peer-to-peer (and GPUs and NICs without GPUDirect RDMA)
 KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "memory", "nic", "network_switch")
 TOP_LEVEL_KEYS = ("name", "description", "default_nodes", "notes", "levels", "classes", "gpu", "node", "network",
-                  "nccl", "model")
+                  "fabric", "nccl", "model")
 MAX_NODES = 100_000  # beyond every cluster built; larger counts are typos that would build for minutes
 
 
@@ -71,7 +71,8 @@ class LinkSpec:
 @dataclass(frozen=True)
 class Level:
     name: str
-    cardinality: int | None  # None: the node level, set by the node count
+    cardinality: int | None  # None: the node level, or a fabric tier's level (set by the node count)
+    tier: str | None = None  # a fabric tier whose groups this level counts
 
 
 @dataclass(frozen=True)
@@ -93,14 +94,36 @@ class SystemSpec:
     rates: ModelRates = field(default_factory=ModelRates)  # per-channel caps (calibration fits them)
     nvls_switches: frozenset[str] = frozenset()  # NVSwitches with NVLink SHARP (multicast and reduction)
     notes: str = ""  # provenance, e.g. what a calibration was fitted on
+    fabric: FabricSpec | None = None  # the tiers above the node (None: the [network] components)
 
     @property
     def node_level(self) -> int:
-        return next(i for i, lv in enumerate(self.levels) if lv.cardinality is None)
+        return next(i for i, lv in enumerate(self.levels) if lv.cardinality is None and lv.tier is None)
 
     def hierarchy(self, nodes: int) -> tuple[int, ...]:
-        """Level cardinalities with the node level set to ``nodes``."""
-        return tuple(nodes if lv.cardinality is None else lv.cardinality for lv in self.levels)
+        """Level cardinalities with the node level set to ``nodes``.
+
+        Above the node, a level of fabric tier groups counts the groups inside its enclosing
+        level's group; the node level then holds the nodes of one innermost such group, so
+        ``nodes`` must be a whole number of them once it exceeds one group.
+        """
+        if self.fabric is None or not any(lv.tier for lv in self.levels):
+            return tuple(nodes if lv.cardinality is None else lv.cardinality for lv in self.levels)
+        out, enclosing = [], nodes
+        for lv in self.levels:
+            if lv.tier is not None:
+                size = self.fabric.tier(lv.tier).nodes
+                assert size is not None
+                if enclosing > size and enclosing % size:
+                    raise TopologyError(f"nodes: {nodes} nodes is not a whole number of the {lv.tier} tier's groups "
+                                        f"of {size} nodes (the level {lv.name!r} counts them)")
+                out.append(max(1, enclosing // size))
+                enclosing = min(enclosing, size)
+            elif lv.cardinality is None:
+                out.append(enclosing)
+            else:
+                out.append(lv.cardinality)
+        return tuple(out)
 
     def node_count(self, nodes: int) -> int:
         """How many node instances a hierarchy with ``nodes`` at the node level has."""
@@ -126,6 +149,10 @@ class SystemSpec:
         classes = dict(self.classes)
         classes[name] = new
         return replace(self, classes=classes, node_links=strip(self.node_links), network_links=strip(self.network_links))
+
+    def with_fabric(self, fabric: FabricSpec) -> SystemSpec:
+        """A copy with another fabric (what-if studies vary a tier or the routing)."""
+        return replace(self, fabric=fabric)
 
 
 _RANGE = re.compile(r"^([^\[\]]*)\[([0-9,\- ]+)\]([^\[\]]*)$")
@@ -284,6 +311,16 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     for i, lv in enumerate(levels_raw):
         if not isinstance(lv, dict):
             raise TopologyError(f"{src}: levels[{i}]: must be a table with name and cardinality")
+        extra = sorted(set(lv) - {"name", "cardinality", "fabric"})
+        if extra:
+            raise TopologyError(f"{src}: levels[{i}].{extra[0]}: unknown setting (name, cardinality, fabric)")
+        if "fabric" in lv:
+            if "cardinality" in lv:
+                raise TopologyError(f"{src}: levels[{i}].cardinality: a fabric level counts its tier's groups; "
+                                    "give fabric or cardinality, not both")
+            tier = _get(src, lv, "fabric", f"levels[{i}].fabric", str)
+            levels.append(Level(_get(src, lv, "name", f"levels[{i}].name", str), None, tier))
+            continue
         card = _get(src, lv, "cardinality", f"levels[{i}].cardinality", (int, str))
         if isinstance(card, str):
             if card != "nodes":
@@ -292,7 +329,7 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         elif card < 1:
             raise TopologyError(f"{src}: levels[{i}].cardinality: {card} must be >= 1")
         levels.append(Level(_get(src, lv, "name", f"levels[{i}].name", str), card))
-    node_levels = [i for i, lv in enumerate(levels) if lv.cardinality is None]
+    node_levels = [i for i, lv in enumerate(levels) if lv.cardinality is None and lv.tier is None]
     if len(node_levels) != 1:
         raise TopologyError(f"{src}: levels: exactly one level needs cardinality = \"nodes\" (found {len(node_levels)})")
     default_nodes = doc.get("default_nodes", 2)
@@ -337,6 +374,11 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         raise TopologyError(f"{src}: network.{extra[0]}: unknown setting (components, links, transport)")
     net_comps = _components(src, "network.components", net.get("components", []))
     net_links = _links(src, "network.links", net.get("links", []), classes)
+    fabric = None if "fabric" not in doc else parse_fabric(doc["fabric"], classes, src)
+    _check_fabric_levels(src, levels, fabric, node_levels[0])
+    if fabric is not None and (net_comps or net_links):
+        raise TopologyError(f"{src}: network.components: a file with a [fabric] describes its network there; "
+                            "[network] keeps only the transport")
 
     local = set(gpus) | {c for c, _ in comps}
     if len(local) != len(gpus) + len(comps):
@@ -380,7 +422,32 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         node_links=tuple(node_links),
         network_components=tuple(net_comps),
         network_links=tuple(net_links),
+        fabric=fabric,
     )
+
+
+def _check_fabric_levels(src: str, levels: list[Level], fabric: FabricSpec | None, node_level: int) -> None:
+    """Fabric levels sit directly above the node level, outermost tier first, each a tier with groups."""
+    tiered = [(i, lv) for i, lv in enumerate(levels) if lv.tier is not None]
+    if not tiered:
+        return
+    i, lv = tiered[0]
+    if fabric is None:
+        raise TopologyError(f"{src}: levels[{i}].fabric: {lv.tier!r} names a tier, but the file has no [fabric]")
+    if [j for j, _ in tiered] != list(range(node_level - len(tiered), node_level)) or node_level != len(tiered):
+        raise TopologyError(f"{src}: levels[{i}].fabric: fabric levels come first, one after another, directly "
+                            "above the node level")
+    names = [t.name for t in fabric.tiers]
+    positions = []
+    for j, lv in tiered:
+        if lv.tier not in names:
+            raise TopologyError(f"{src}: levels[{j}].fabric: {lv.tier!r} is not a tier ({', '.join(names)})")
+        if fabric.tier(lv.tier).nodes is None:
+            raise TopologyError(f"{src}: levels[{j}].fabric: the top tier {lv.tier!r} is a single group; a level "
+                                "counts the groups of a tier below it")
+        positions.append(names.index(lv.tier))
+    if positions != sorted(positions, reverse=True) or len(set(positions)) != len(positions):
+        raise TopologyError(f"{src}: levels: fabric levels go from the outermost tier inwards, each tier once")
 
 
 def load_spec(path: str | Path) -> SystemSpec:
