@@ -33,8 +33,10 @@ name = "ring{n}"
 levels = [{{ name = "node", cardinality = "nodes" }}, {{ name = "gpu", cardinality = {n} }}]
 default_nodes = 1
 [classes]
-link = {{ bandwidth = {bandwidth}, latency = {latency} }}
-pcie = {{ bandwidth = 1.0, latency = 5.0 }}
+link = {{ bandwidth = {bandwidth}, latency = {latency}, efficiency = 1.0 }}
+pcie = {{ bandwidth = 1.0, latency = 5.0, efficiency = 1.0 }}
+[gpu]
+arch = "ampere"
 [node]
 gpus = "gpu[0-{n - 1}]"
 components = [{{ name = "host", kind = "cpu" }}]
@@ -52,9 +54,11 @@ def two_nodes_one_nic(gpus: int, nic: float = 10.0, local: float = 1000.0) -> To
 name = "pairs"
 levels = [{{ name = "node", cardinality = "nodes" }}, {{ name = "gpu", cardinality = {gpus} }}]
 [classes]
-nvswitch = {{ bandwidth = {local}, latency = 1.0 }}
-pcie = {{ bandwidth = {local}, latency = 1.0 }}
-nic = {{ bandwidth = {nic}, latency = 5.0 }}
+nvswitch = {{ bandwidth = {local}, latency = 1.0, efficiency = 1.0 }}
+pcie = {{ bandwidth = {local}, latency = 1.0, efficiency = 1.0 }}
+nic = {{ bandwidth = {nic}, latency = 5.0, efficiency = 1.0 }}
+[gpu]
+arch = "ampere"
 [node]
 gpus = "gpu[0-{gpus - 1}]"
 components = [{{ name = "sw", kind = "nvswitch" }}, {{ name = "host", kind = "cpu" }}, {{ name = "nic0", kind = "nic" }}]
@@ -73,7 +77,9 @@ BASE_DISCONNECTED = """
 name = "broken"
 levels = [{ name = "node", cardinality = "nodes" }, { name = "gpu", cardinality = 3 }]
 [classes]
-nvlink = { bandwidth = 10.0, latency = 1.0 }
+nvlink = { bandwidth = 10.0, latency = 1.0, efficiency = 1.0 }
+[gpu]
+arch = "ampere"
 [node]
 gpus = "gpu[0-2]"
 links = [{ class = "nvlink", pairs = [["gpu0", "gpu1"]] }]
@@ -87,7 +93,9 @@ name = "star{n}"
 levels = [{{ name = "node", cardinality = "nodes" }}, {{ name = "gpu", cardinality = {n} }}]
 default_nodes = 1
 [classes]
-link = {{ bandwidth = {bandwidth}, latency = {latency} }}
+link = {{ bandwidth = {bandwidth}, latency = {latency}, efficiency = 1.0 }}
+[gpu]
+arch = "ampere"
 [node]
 gpus = "gpu[0-{n - 1}]"
 components = [{{ name = "sw", kind = "nvswitch" }}]
@@ -110,9 +118,9 @@ name = "rails{gpus}x{nics}"
 default_nodes = {nodes}
 levels = [{{ name = "node", cardinality = "nodes" }}, {{ name = "gpu", cardinality = {gpus} }}]
 [classes]
-nvswitch = {{ bandwidth = {nvlink}, latency = 0.0 }}
-pcie = {{ bandwidth = 1000.0, latency = 0.0 }}
-nic = {{ bandwidth = {nic}, latency = 0.0 }}
+nvswitch = {{ bandwidth = {nvlink}, latency = 0.0, efficiency = 1.0 }}
+pcie = {{ bandwidth = 1000.0, latency = 0.0, efficiency = 1.0 }}
+nic = {{ bandwidth = {nic}, latency = 0.0, efficiency = 1.0 }}
 [gpu]
 arch = "{arch}"
 [model]

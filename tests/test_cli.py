@@ -217,7 +217,7 @@ def test_simulate_bad_input(capsys, argv, msg):
 @pytest.mark.parametrize(
     ("edit", "msg"),
     [
-        (lambda s: s.replace("nic      = { bandwidth = 8.0,   latency = 7.0 }", "nic = { latency = 7.0 }"),
+        (lambda s: s.replace("nic      = { bandwidth = 8.0,   latency = 7.0, efficiency = 1.0 }", "nic = { latency = 7.0 }"),
          "classes.nic.bandwidth: missing"),
         (lambda s: s.replace("bandwidth = 8.0", "bandwidth = 0.0"), "must be positive"),
         (lambda s: s.replace("bandwidth = 8.0", "bandwidth = -8.0"), "must be positive"),

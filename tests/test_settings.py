@@ -9,9 +9,23 @@ from p2sim.topology.settings import NcclSettings, parse_nccl, parse_rates
 
 
 def test_defaults_are_nccls():
-    s = parse_nccl({}, {}, {}, "x.toml")
+    s = parse_nccl({}, {}, {"arch": "ampere"}, "x.toml")
     assert s == NcclSettings()
     assert (s.channels_per_nic, s.max_channels, s.p2p_level, s.transport) == (2, 64, "PXB", "ib")
+
+
+def test_no_silent_gpu_generation():
+    """A file that names neither the GPU generation nor a known model is refused; a known model is enough."""
+    with pytest.raises(TopologyError, match="x.toml: gpu: no \\[gpu\\] arch or model"):
+        parse_nccl({}, {}, {}, "x.toml")
+    with pytest.raises(TopologyError, match="x.toml: gpu: \\[gpu\\] model 'MI300X' is not one p2sim knows"):
+        parse_nccl({}, {}, {"model": "MI300X"}, "x.toml")
+    with pytest.raises(TopologyError, match="x.toml: gpu.arch: 'hopper', but the A100 SXM4"):
+        parse_nccl({}, {}, {"model": "A100-SXM4-80GB", "arch": "hopper"}, "x.toml")
+    assumed: list[str] = []
+    s = parse_nccl({}, {}, {"model": "NVIDIA H100 80GB HBM3"}, "x.toml", assumed)
+    assert (s.arch, s.cc, round(s.memory_gib, 1)) == ("hopper", 90, 74.5)
+    assert any("hopper" in a for a in assumed) and any("80 GB" in a for a in assumed)
 
 
 @pytest.mark.parametrize("nccl,network,gpu,field", [
@@ -28,7 +42,7 @@ def test_defaults_are_nccls():
 ])
 def test_bad_settings_name_the_field(nccl, network, gpu, field):
     with pytest.raises(TopologyError, match=f"x.toml: {field.replace('.', '[.]')}"):
-        parse_nccl(nccl, network, gpu, "x.toml")
+        parse_nccl(nccl, network, gpu or {"arch": "ampere"}, "x.toml")
 
 
 def test_rates():

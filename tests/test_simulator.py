@@ -212,7 +212,7 @@ def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system
         volumes = (float(S),) * len(step.groups)
         op = step.op.value
         classes = []
-        for g, v, shifts, members in _moved_classes(step.groups, volumes, gpn):
+        for g, v, shifts, members in _moved_classes(topo, step.groups, volumes):
             algo, proto = sim.expander.choose(op, g, v, sim.algo, sim.proto)
             classes.append((sim.expander.collective(algo, proto, op, g, v), v, shifts, members))
         fast, capacity = sim._flow_arrays(op, step.groups, classes)

@@ -85,7 +85,7 @@ def test_sweep_command_text_json_and_files(capsys, tmp_path):
     (("-b", "1MiB", "-e", "1KiB"), "maxbytes"),
     (("-b", "lots"), "minbytes"),
     (("--model", "baseline"), "model"),
-    (("--algo", "collnet"), "algo"),
+    (("--algo", "pat"), "algo"),
 ])
 def test_sweep_command_errors(capsys, tmp_path, argv, field):
     rc, out, err = run(capsys, "sweep", "--system", "dgx-h100", "--nodes", "1", "--out", str(tmp_path / "o"), *argv)

@@ -15,6 +15,8 @@ name = "t"
 levels = [{ name = "node", cardinality = "nodes" }, { name = "gpu", cardinality = 2 }]
 [classes]
 pcie = { bandwidth = 10.0, latency = 1.0 }
+[gpu]
+arch = "ampere"
 [node]
 gpus = "gpu[0-1]"
 components = [{ name = "host", kind = "cpu" }]
@@ -118,7 +120,7 @@ def test_new_fields_efficiency_nvls_and_unknown_keys():
         (text.replace("latency = 7.0, efficiency = 1.0", "latency = 7.0, efficiency = 1.5"), "classes.nic.efficiency"),
         (text.replace("bandwidth = 8.0", "bandwidth = 1e300"), "classes.nic.bandwidth"),
         (text.replace("latency = 7.0", "latency = 1e20"), "classes.nic.latency"),
-        (text.replace('kind = "nvswitch"', 'kind = "nvswitch", nvls = 1'), "nvls"),
+        (text.replace('nvls = false', 'nvls = 1'), "nvls"),
         (text.replace('kind = "cpu"', 'kind = "cpu", nvls = true'), "nvls"),
         (text.replace("default_nodes = 2", "default_nodes = 1000000"), "default_nodes"),
     ):

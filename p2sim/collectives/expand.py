@@ -33,8 +33,9 @@ from ..util.errors import InputError
 from ..topology import Topology
 from ..topology.settings import ModelRates
 from .channels import Segment, channel_count, segments
+from .collnet import collnet_chain_tables, collnet_direct_tables, collnet_heads, collnet_possible
 from .latency import collective_latency
-from .nccl_tables import ALGOS, NVLS_CHANNELS, PROTOS
+from .nccl_tables import ALGOS, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, NVLS_CHANNELS, PROTOS
 from .nvls import nvls_hops, nvls_switch, nvls_tree_hops
 from .pattern import Collective, Flow, HopTable, MovedHops
 from .protocols import TREE_GPU_SHARE, channel_cap_gbps, collective_cap_gbps, link_share
@@ -44,8 +45,10 @@ from .tree import tree_tables
 
 __all__ = ["Expander", "ALGORITHMS", "ALGO_CHOICES", "check_algo", "net_rate_gbps", "NET_RATE_DEFAULTS"]
 
-ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree")
-ALGO_CHOICES = ("auto",) + ALGORITHMS
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain")
+# "collnet" is NCCL_ALGO=CollNet: either CollNet algorithm, whichever NCCL's model prefers
+ALGO_CHOICES = ("auto",) + ALGORITHMS + ("collnet",)
+COLLNET = ("collnet_direct", "collnet_chain")
 GB = 1e9
 
 # Per-channel network rate by transport, GB/s.  InfiniBand/RoCE and EFA: one connection
@@ -55,7 +58,8 @@ GB = 1e9
 # communicator may not fill a NIC; no public figure gives that rate, so the default is
 # uncapped and calibration fits it per system (P2's A100 over GCP's TCP: a tree channel at
 # 0.65 GB/s; see the README's validation section).
-NET_RATE_DEFAULTS = {"ib": math.inf, "roce": math.inf, "efa": math.inf, "tcpx": math.inf, "socket": math.inf}
+NET_RATE_DEFAULTS = {"ib": math.inf, "roce": math.inf, "efa": math.inf, "cxi": math.inf, "tcpx": math.inf,
+                     "socket": math.inf}
 
 # NCCL's threads per channel and bytes per thread before it adds a channel
 # (maxThreads and NCCL_*_THREAD_THRESHOLD in src/graph/tuning.cc, src/include/comm.h)
@@ -78,7 +82,7 @@ def net_rate_gbps(topo: Topology, algo: str, rates: ModelRates) -> float:
 
 def _max_sent_to_net(table: HopTable, topo: Topology) -> float:
     """Most bytes any node sends into the network per byte of the flow's share."""
-    inter = table.inter
+    inter = table.inter & (table.src >= 0)  # a GPU's sends (not a SHARP tree's own hop)
     if not inter.any():
         return 0.0
     # summed per node in hop order, as a running sum per node would
@@ -301,21 +305,38 @@ class Expander:
     def _available(self, op: str, members: Sequence[int]) -> list[tuple[str, str]]:
         segs = segments(self.topo, members)
         nvls = self._nvls_switches(segs)
+        collnet = self._collnet(op, segs)
         out = []
         for a in ALGOS:
             if a == "tree" and op != "AllReduce":
+                continue
+            if a in COLLNET and a not in collnet:
                 continue
             if a == "nvls" and (nvls is None or len(segs) > 1 or op not in ("AllReduce", "ReduceScatter", "AllGather")):
                 continue
             if a == "nvls_tree" and (nvls is None or len(segs) == 1 or op != "AllReduce"):
                 continue
             for p in PROTOS:
-                if a in ("nvls", "nvls_tree") and p != "Simple":
+                if a in ("nvls", "nvls_tree") + COLLNET and p != "Simple":
                     continue
                 if p == "LL128" and not self._nvlink_only(segs):
                     continue  # NCCL enables LL128 by default only over NVLink
                 out.append((a, p))
         return out
+
+    def _collnet(self, op: str, segs: Sequence[Segment]) -> tuple[str, ...]:
+        """The CollNet algorithms this AllReduce may use: CollNet enabled (``[nccl] collnet``, by default
+        where the fabric reduces), two nodes or more, at most eight GPUs on each, a SHARP tree over the
+        nodes; Direct also needs an NVSwitch (``tuning.cc``, ``enqueue.cc``)."""
+        enabled = self.topo.spec.nccl.collnet
+        fabric = self.topo.fabric
+        if enabled is None:
+            enabled = fabric is not None and all(t.sharp for t in fabric.spec.tiers)
+        if (not enabled or op != "AllReduce" or len(segs) < 2
+                or max(len(s.members) for s in segs) > COLLNET_MAX_LOCAL or not collnet_possible(self.topo, segs)):
+            return ()
+        switch = any(k == "nvswitch" for _, k in self.topo.spec.components)
+        return COLLNET if switch else ("collnet_chain",)
 
     def _nvls_switches(self, segs: Sequence[Segment]) -> list[str] | None:
         if self.arch not in ("hopper", "blackwell") or not self.topo.spec.nccl.nvls:
@@ -336,6 +357,10 @@ class Expander:
         full = self.channels(members)
         if algo in ("nvls", "nvls_tree"):
             used = NVLS_CHANNELS[self.arch]
+        elif algo == "collnet_direct":  # one channel per head (NCCL's collnet graph)
+            used = len(collnet_heads(self.topo, segments(self.topo, members)[0]))
+        elif algo == "collnet_chain":  # NCCL adds half again to saturate the GPUs' links (connect.cc)
+            used = min(64, full + full // 2)
         else:
             # NCCL drops channels while each would get less than threads x threshold bytes
             per = _THREADS[proto] * _THRESHOLD[proto] * (len(members) if proto == "LL" and algo == "ring" else 1)
@@ -414,11 +439,19 @@ class Expander:
             bus = ring_factor(op, n)
             groups = [HopTable.of(nvls_hops(topo, op, segs[0], self._nvls_switches(segs)[0], share))]
             per_flow, graph = [used], [used]
-        else:  # nvls_tree
+        elif algo == "nvls_tree":
             bus = ring_factor(op, n)
             groups = [HopTable.of(h) for h in nvls_tree_hops(topo, segs, self._nvls_switches(segs), share)]
             per_flow = [max(1, used // len(groups))] * len(groups)
             graph = [1] * len(groups)
+        elif algo == "collnet_direct":
+            bus = 2.0  # as a tree's: NCCL's algorithm bandwidth is half the bus bandwidth
+            groups = collnet_direct_tables(topo, segs, 1.0 / COLLNET_DIRECT_EFFICIENCY[self.arch])
+            per_flow, graph = [1] * len(groups), [1] * len(groups)
+        else:  # collnet_chain
+            bus = 2.0
+            groups = collnet_chain_tables(topo, segs, mix, used)
+            per_flow, graph = [1] * len(groups), [1] * len(groups)
         groups, per_flow, graph = _merge(groups, per_flow, graph)
         lats = [t.route_latencies(topo.latency) for t in groups]
         return _Structure(tuple(groups), tuple(t.load() for t in groups), tuple(per_flow), tuple(graph),
@@ -471,7 +504,8 @@ class Expander:
             self._chosen[direct] = hit
             return hit
         avail = self.available(op, members)
-        cands = [(a, p) for a, p in avail if (algo == "auto" or a == algo) and (proto == "auto" or p == proto)]
+        cands = [(a, p) for a, p in avail if (algo == "auto" or a == algo or (algo == "collnet" and a in COLLNET))
+                 and (proto == "auto" or p == proto)]
         if not cands:  # the forced algorithm cannot run this collective here: NCCL runs it as a ring
             cands = [(a, p) for a, p in avail if a == "ring" and (proto == "auto" or p == proto)]
         if not cands:

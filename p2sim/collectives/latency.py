@@ -9,6 +9,8 @@ for a step inside a node (NVLink or PCI), ``inter`` for a step across the networ
   overhead; Broadcast and Reduce pipeline into ``base + one step``;
 * tree: ``base + 2 ((ppn - 1) intra + log2(nodes) inter)``;
 * NVLS: ``intra (+ inter across nodes)``; NVLS-Tree: ``intra + 2 log2(nodes) inter``;
+* CollNet Direct: ``2 (intra + 0.4 (ppn - 1)) + inter``; CollNet Chain: ``2 (ppn - 1) intra
+  + inter`` (no base; the SHARP tree's depth is not in NCCL's model);
 * a multi-node Simple ring AllReduce of more than 64 bytes per channel and rank is
   1.4x (1.9x before Ampere) slower to start (NCCL's "plateau effect of ring").
 
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import math
 
-from .nccl_tables import NET_OVERHEAD_US, base_latency, hw_latency
+from .nccl_tables import COLLNET_ARITY_US, NET_OVERHEAD_US, base_latency, hw_latency
 
 __all__ = ["collective_latency", "ring_steps"]
 
@@ -50,7 +52,7 @@ def collective_latency(algo: str, proto: str, op: str, ranks: int, nodes: int, i
     intra = hw_latency(intra_hw, algo, proto) * US + intra_route
     ppn = ranks / nodes
     # with one GPU per node every step is exposed: NCCL charges the tree's network latency
-    net_algo = "tree" if ppn == 1 and algo in ("ring", "tree") else algo
+    net_algo = "tree" if ppn == 1 and algo in ("ring", "tree", "collnet_direct", "collnet_chain") else algo
     inter = hw_latency("net", net_algo, proto) * US + inter_route * (2 if proto == "Simple" else 1)
     base = base_latency(algo, proto) * US
     if algo == "ring":
@@ -65,6 +67,11 @@ def collective_latency(algo: str, proto: str, op: str, ranks: int, nodes: int, i
                 and nbytes / (max(channels, 1) * ranks) >= 64):
             lat *= 1.9 if arch == "volta" else 1.4
         return lat
+    if algo == "collnet_direct":
+        local = ranks // nodes - 1
+        return base + 2 * (min(1, local) * intra + local * COLLNET_ARITY_US * US) + inter
+    if algo == "collnet_chain":
+        return base + 2 * (ranks // nodes - 1) * intra + inter
     depth = int(math.log2(nodes)) if nodes > 1 else 0  # NCCL's log2i: floor
     if algo == "tree":
         return base + 2 * ((ranks // nodes - 1) * intra + depth * inter)

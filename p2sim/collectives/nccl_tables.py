@@ -19,23 +19,37 @@ from __future__ import annotations
 __all__ = [
     "ALGOS", "PROTOS", "base_latency", "hw_latency", "ll_max_bw", "per_channel_ring_ll128_bw",
     "per_channel_tree_ll128_bw", "per_channel_tree_bw", "per_channel_nvls_tree_bw", "nvls_efficiency",
-    "tree_correction", "top_channel_speed", "NVLS_CHANNELS", "NET_OVERHEAD_US",
+    "tree_correction", "top_channel_speed", "NVLS_CHANNELS", "NET_OVERHEAD_US", "COLLNET_ARITY_US",
+    "COLLNET_DIRECT_EFFICIENCY", "COLLNET_MAX_LOCAL",
 ]
 
-ALGOS = ("tree", "ring", "nvls", "nvls_tree")  # NCCL's order of the algorithms p2sim models
+# NCCL's order of the algorithms p2sim models (NCCL_ALGO_TREE .. NCCL_ALGO_NVLS_TREE in src/include/device.h)
+ALGOS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree")
 PROTOS = ("LL", "LL128", "Simple")  # NCCL_PROTO values, in NCCL's order
 
 _ARCH = {"volta": 0, "ampere": 1, "hopper": 2, "blackwell": 3}
 
 # baseLatencies [algorithm][LL, LL128, Simple]
-_BASE = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0)}
+_BASE = {"tree": (6.8, 14.0, 8.4), "ring": (6.6, 14.0, 8.4), "nvls": (0.0, 0.0, 0.0), "nvls_tree": (0.0, 0.0, 0.0),
+         "collnet_direct": (0.0, 0.0, 0.0), "collnet_chain": (0.0, 0.0, 0.0)}
 
 # hwLatencies [NVLINK | PCI | NET][algorithm][LL, LL128, Simple]: per-step hardware latency
+# (CollNet runs Simple only: NCCL's LL and LL128 entries are unused)
 _HW = {
-    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0, 0, 25.0), "nvls_tree": (0, 0, 25.0)},
-    "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0, 0, 0), "nvls_tree": (0, 0, 0)},
-    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0, 0, 18.0), "nvls_tree": (0, 0, 20.9)},
+    "nvlink": {"tree": (0.6, 1.25, 4.0), "ring": (0.6, 1.9, 3.4), "nvls": (0, 0, 25.0), "nvls_tree": (0, 0, 25.0),
+               "collnet_direct": (0, 0, 3.7), "collnet_chain": (0, 0, 2.8)},
+    "pci": {"tree": (1.0, 1.9, 4.0), "ring": (1.0, 2.5, 5.7), "nvls": (0, 0, 0), "nvls_tree": (0, 0, 0),
+            "collnet_direct": (0, 0, 3.7), "collnet_chain": (0, 0, 2.8)},
+    "net": {"tree": (5.0, 8.5, 14.0), "ring": (2.7, 4.0, 14.0), "nvls": (0, 0, 18.0), "nvls_tree": (0, 0, 20.9),
+            "collnet_direct": (0, 0, 31.0), "collnet_chain": (0, 0, 30.0)},
 }
+
+# CollNet Direct: per local peer, NCCL's "arity serialization" latency (us) and the share of
+# its bandwidth estimate on Hopper and later (tuning.cc: busBw *= .85 for compCap >= 90)
+COLLNET_ARITY_US = 0.4
+COLLNET_DIRECT_EFFICIENCY = {"volta": 1.0, "ampere": 1.0, "hopper": 0.85, "blackwell": 0.85}
+# at most this many GPUs per node for CollNet (NCCL_MAX_DIRECT_ARITY + 1, enqueue.cc)
+COLLNET_MAX_LOCAL = 8
 
 # llMaxBws [Volta, Ampere, Hopper, Blackwell][1 node, 2 nodes, more]: the LL protocol's
 # total bus bandwidth.  On several nodes NCCL keys the row on the CPU vendor instead

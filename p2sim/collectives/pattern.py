@@ -112,7 +112,9 @@ class HopTable:
             return 0.0, 0.0
         # one sequential sum per route, as numpy's reduceat sums each segment
         sums = np.add.reduceat(latency[self.edges], self.indptr[:-1][nonempty])
-        gpus = ((self.src >= 0) & (self.dst >= 0))[nonempty]
+        # hops between GPUs, and a GPU's hops to and from the network's switches (CollNet: NET = -2)
+        ends = lambda a: (a >= 0) | (a == -2)  # noqa: E731
+        gpus = (ends(self.src) & ends(self.dst))[nonempty]
         inter = self.inter[nonempty]
         out = []
         for side in (~inter, inter):

@@ -54,6 +54,8 @@ def link_share(algo: str, proto: str, op: str, nodes: int, nbytes: float, arch: 
     """The share of the links' rate a collective of this algorithm and protocol achieves."""
     if algo in ("nvls", "nvls_tree"):
         return nvls_efficiency(arch)
+    if algo in ("collnet_direct", "collnet_chain"):
+        return 1.0  # Simple only; CollNet Direct's efficiency is in its hops' overhead
     if algo == "ring":
         return {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}[proto]
     # tree AllReduce (TREE_GPU_SHARE is charged on its hops inside nodes, see there)

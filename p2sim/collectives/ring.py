@@ -104,9 +104,12 @@ def _spread(topo: Topology, segs: Sequence[Segment], of: list[int], local: list[
     return np.concatenate([local[k] + b for k, b in zip(of, bases.tolist())])
 
 
-def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, nic_of_node: dict[int, int] | None
-           ) -> HopTable:
-    """Hops between GPUs; across nodes through each node's NIC in ``nic_of_node`` (an index into ``topo.nics``)."""
+def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, nic_of_node: dict[int, int] | None,
+           channel: int = 0) -> HopTable:
+    """Hops between GPUs; across nodes through each node's NIC in ``nic_of_node`` (an index into ``topo.nics``).
+
+    ``channel`` numbers the flow for a fabric's ECMP hash (its connections' queue pairs differ).
+    """
     gpn = topo.gpus_per_node
     p, q = src // gpn, dst // gpn
     if nic_of_node is None:
@@ -118,7 +121,7 @@ def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, n
         nodes, nics = nodes[order], nics[order]
         x = nics[np.searchsorted(nodes, p)]
         y = nics[np.searchsorted(nodes, q)]
-    indptr, edges = topo.route_table(src, dst, x, y)
+    indptr, edges = topo.route_table(src, dst, x, y, None if x is None else np.full(len(src), channel))
     return HopTable(src, dst, coef, p != q, np.ones(len(src)), indptr, edges)
 
 
@@ -143,7 +146,7 @@ def ring_tables(topo: Topology, op: str, members: Sequence[int], segs: Sequence[
     of, reps = kinds(topo, segs)
     nic_index = {nic: i for i, nic in enumerate(topo.nics)}
     out = []
-    for row in ring_channel_pairs(topo, reps, pairs):
+    for channel, row in enumerate(ring_channel_pairs(topo, reps, pairs)):
         nic_of_node = {seg.node: nic_index[row[k][0]] for seg, k in zip(segs, of)}
         src, dst = [], []
         for backwards in (False, True):
@@ -153,7 +156,7 @@ def ring_tables(topo: Topology, op: str, members: Sequence[int], segs: Sequence[
             src.append(a)
             dst.append(b)
         src_all = np.concatenate(src)
-        out.append(_table(topo, src_all, np.concatenate(dst), np.full(len(src_all), half), nic_of_node))
+        out.append(_table(topo, src_all, np.concatenate(dst), np.full(len(src_all), half), nic_of_node, channel))
     return out
 
 

@@ -116,7 +116,7 @@ def tree_tables(topo: Topology, segs: Sequence[Segment],
                 dst.append(pair[:, ::-1].ravel())
                 coef.append(np.full(2 * len(r), 0.5))
         nic_of_node = {seg.node: nic_kind[k] for seg, k in zip(segs, of)}
-        out.append(_table(topo, np.concatenate(src), np.concatenate(dst), np.concatenate(coef), nic_of_node))
+        out.append(_table(topo, np.concatenate(src), np.concatenate(dst), np.concatenate(coef), nic_of_node, c))
     return out
 
 

@@ -38,7 +38,17 @@ def whatif_text(result: WhatifResult) -> str:
         mark = "  <- winner changes" if r["winner_changed"] else ""
         lines.append(f"  {r['label']:<32} {format_bytes(r['bytes_per_gpu']):>9} {format_seconds(r['seconds']):>10}  "
                      f"{r['algo']:<4} {format_matrix(tuple(tuple(x) for x in r['matrix'])):<18} {r['program']}{mark}")
+    places = result.placements
+    if len(places) == 1:
+        lines.append(f"best placement: {format_matrix(_matrix(places[0][0]))} at every point")
+    else:
+        lines.append("best placement changes: " + "; ".join(f"{format_matrix(_matrix(m))} at {', '.join(p)}"
+                                                            for m, p in places))
     return "\n".join(lines)
+
+
+def _matrix(rows: list[list[int]]) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(r) for r in rows)
 
 
 def whatif_plot(variations: Sequence[Variation], rows: Sequence[dict[str, Any]]) -> bytes:
@@ -55,7 +65,7 @@ def whatif_plot(variations: Sequence[Variation], rows: Sequence[dict[str, Any]])
         lines.setdefault(rest, []).append(r)
     for rest, rs in lines.items():
         xs = [r["point"][first.target] for r in rs]
-        label = ", ".join(f"{k}={v:g}" for k, v in rest) or "best"
+        label = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in rest) or "best"
         ax.plot(xs, [r["seconds"] for r in rs], marker="o", label=label)
         for r in rs:
             if r["winner_changed"]:

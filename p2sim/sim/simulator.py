@@ -341,8 +341,7 @@ def _moved_classes(topo: Topology, groups: Sequence[Sequence[int]], volumes: Seq
         arr = np.array(groups, dtype=np.int64)
         first = arr.min(axis=1) // gpn
         cols = [arr - (first * gpn)[:, None], np.asarray(volumes, dtype=float).view(np.int64)[:, None]]
-        if topo.fabric is not None:
-            cols.append(topo.fabric.move_keys(first, arr.max(axis=1) // gpn))
+        cols.append(topo.move_keys(first, arr.max(axis=1) // gpn))
         key = np.concatenate(cols, axis=1)
         _, rep, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)

@@ -94,12 +94,22 @@ class WhatifResult:
     stats: tuple[SearchStats, ...]
     warnings: tuple[str, ...] = ()
 
+    @property
+    def placements(self) -> list[tuple[list[list[int]], list[str]]]:
+        """Each distinct best matrix, in order of first appearance, with the points it wins."""
+        out: dict[str, tuple[list[list[int]], list[str]]] = {}
+        for r in self.rows:
+            out.setdefault(str(r["matrix"]), (r["matrix"], []))[1].append(r["label"])
+        return list(out.values())
+
     def to_json(self) -> dict[str, Any]:
         req = self.request
         return {"system": req.spec.name,
                 "vary": [{"target": v.target, "values": list(v.values)} for v in req.variations],
                 "axis_names": list(self.axis_names), "level_names": list(self.level_names),
-                "order": req.order.value, "algo": req.algo, "model": req.model, "points": list(self.rows)}
+                "order": req.order.value, "algo": req.algo, "model": req.model, "points": list(self.rows),
+                "best_placements": [{"matrix": m, "points": p} for m, p in self.placements],
+                "placement_changes": len(self.placements) > 1}
 
 
 def run_whatif(req: WhatifRequest) -> WhatifResult:

@@ -58,7 +58,8 @@ _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: a well-spread 64-bit hash (deterministic, no state)."""
+    """splitmix64's finaliser: a well-spread 64-bit hash (deterministic, no state; arrays wrap silently)."""
+    h = np.atleast_1d(h)
     h = (h ^ (h >> np.uint64(30))) * _MIX[1]
     h = (h ^ (h >> np.uint64(27))) * _MIX[2]
     return h ^ (h >> np.uint64(31))
@@ -78,7 +79,8 @@ class Fabric:
     (the node file's NIC components), its link ids starting at ``first``."""
 
     def __init__(self, spec: FabricSpec, classes: Mapping[str, object], nics: Sequence[str], nodes: int,
-                 first: int) -> None:
+                 first: int, uplinks: Mapping[tuple[int, int], float] | None = None) -> None:
+        """``uplinks``: (tier, group) -> ports, groups with fewer uplinks than their tier's (faults)."""
         self.spec, self.nodes, self.nics = spec, nodes, tuple(nics)
         R = spec.rails
         if R > 1 and len(spec.tiers) == 1:
@@ -144,6 +146,27 @@ class Fabric:
         self.capacity = np.concatenate(cap) if cap else np.zeros(0)
         self.latency = np.concatenate(lat) if lat else np.zeros(0)
         self.edge_class = tuple(c for c, n in cls_names for _ in range(n))
+        # per group, the uplink ports it has (fewer where a fault took some): ECMP hashes over those
+        self.group_ports = [np.full(self.groups[t], self.ports[t], dtype=np.int64) for t in range(len(self.sizes))]
+        for (t, g), n in (uplinks or {}).items():
+            self._fault_uplinks(t, g, n)
+
+    def _fault_uplinks(self, t: int, g: int, n: float) -> None:
+        """Group ``g`` of tier ``t`` keeps ``n`` uplink ports (of its tier's port rate)."""
+        if not 0 <= t < len(self.sizes):
+            raise TopologyError(f"fabric: the top tier {self.spec.tiers[-1].name} has no uplinks")
+        if not 0 <= g < self.groups[t]:
+            raise TopologyError(f"fabric: {self.spec.tiers[t].name} {g} is not a group (0..{self.groups[t] - 1})")
+        port = self.up_capacity[t] / self.ports[t]
+        if not 0 < n <= self.ports[t]:
+            raise TopologyError(f"fabric: {self.spec.tiers[t].name} {g} has {self.ports[t]} uplink ports; "
+                                f"{n:g} is not a number of them in 1..{self.ports[t]}")
+        ids = self.uplink_ids(t, g) - self.first
+        if self.ecmp:  # the lost ports are the last ones; flows hash over the rest
+            self.group_ports[t][g] = max(1, int(n))
+            self.capacity[ids[2 * int(n):]] = 0.0
+        else:
+            self.capacity[ids] = n * port
 
     # -- structure -------------------------------------------------------------------
     def _children(self, t: int) -> int:
@@ -182,7 +205,7 @@ class Fabric:
 
     # -- routes ------------------------------------------------------------------------
     def _hash(self, p, x, q, y, salt, t) -> np.ndarray:
-        h = np.uint64(self.spec.seed) * _MIX[0]
+        h = np.array((self.spec.seed * int(_MIX[0])) % 2**64, dtype=np.uint64)  # wrapping arithmetic
         for v in (p, x, q, y, salt, t):
             h = _mix(h ^ (np.asarray(v).astype(np.uint64) + _MIX[0]))
         return h
@@ -208,9 +231,10 @@ class Fabric:
             for t in range(climb):
                 b = self._by[("up", t, -1)]
                 gs, gd = self.group(t, pp, xx), self.group(t, qq, yy)
-                if self.ecmp:
+                if self.ecmp:  # one port, alive at both ends, by the flow's hash
                     k = self.ports[t]
-                    j = (self._hash(pp, xx, qq, yy, ss, t) % np.uint64(k)).astype(np.int64)
+                    alive = np.minimum(self.group_ports[t][gs], self.group_ports[t][gd]).astype(np.uint64)
+                    j = (self._hash(pp, xx, qq, yy, ss, t) % alive).astype(np.int64)
                     ups.append(b.first + 2 * (gs * k + j))
                     downs.append(b.first + 2 * (gd * k + j) + 1)
                 else:
@@ -246,6 +270,31 @@ class Fabric:
         """One route, cables included: NIC ``x`` of node ``p`` to NIC ``y`` of node ``q``."""
         indptr, edges = self.mids([p], [x], [q], [y], [salt])
         return [self.cable(x, p, True), *edges.tolist(), self.cable(y, q, False)]
+
+    def sharp_tree(self, nodes: np.ndarray, nic: int) -> np.ndarray | None:
+        """The uplinks (up and down) of the SHARP reduction tree over ``nodes`` through NIC ``nic`` of
+        each: one stream up and one down per switch group below the tree's root, the lowest tier
+        whose one group holds every node.  ``None`` when a tier on the way does not reduce."""
+        nodes = np.unique(np.asarray(nodes, dtype=np.int64))
+        out = []
+        for t in range(self.top + 1):
+            if not self.spec.tiers[t].sharp:
+                return None
+            if t == self.top:
+                break
+            groups = np.unique(self.group(t, nodes, nic))
+            if len(groups) == 1:
+                break
+            b = self._by[("up", t, -1)]
+            if self.ecmp:  # the subnet manager pins a tree to one port per group
+                k = self.ports[t]
+                j = (self._hash(groups, nic, groups, nic, 0, t) % self.group_ports[t][groups].astype(np.uint64)
+                     ).astype(np.int64)
+                ids = b.first + 2 * (groups * k + j)
+            else:
+                ids = b.first + 2 * groups
+            out += [ids, ids + 1]
+        return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
     # -- symmetry ------------------------------------------------------------------------
     def move_key(self, first: int, last: int) -> tuple[int, ...]:
@@ -365,8 +414,8 @@ class Fabric:
     def switches(self) -> list[tuple[str, str]]:
         """Every switch (group) as ``(name, kind)``, for drawing the whole graph."""
         out = [(self.switch_name(t, g), "network_switch") for t in range(len(self.sizes)) for g in range(self.groups[t])]
-        if self.spec.tiers[self.top].connect == "clos":
-            out.append((self.switch_name(self.top, 0), "network_switch"))
+        # the top tier: a Clos tier's switches, or where an all-to-all tier's groups' links meet
+        out.append((self.switch_name(self.top, 0), "network_switch"))
         return out
 
     def summary(self) -> list[dict[str, object]]:

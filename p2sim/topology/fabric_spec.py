@@ -42,7 +42,7 @@ from typing import Any
 
 from ..util.errors import TopologyError
 
-__all__ = ["Tier", "FabricSpec", "parse_fabric", "ROUTINGS", "CONNECTS", "MAX_OVERSUBSCRIPTION"]
+__all__ = ["Tier", "FabricSpec", "parse_fabric", "check_tiers", "ROUTINGS", "CONNECTS", "MAX_OVERSUBSCRIPTION"]
 
 ROUTINGS = ("adaptive", "ecmp")
 CONNECTS = ("clos", "all-to-all")
@@ -128,6 +128,8 @@ def _tier(src: str, i: int, raw: Any, top: bool, fabric_sharp: bool, classes: Ma
     sharp = raw.get("sharp", fabric_sharp)
     if not isinstance(sharp, bool):
         raise _fail(src, f"{f}.sharp", f"{sharp!r} must be true or false")
+    if sharp and connect != "clos":
+        raise _fail(src, f"{f}.sharp", "SHARP reduces in the switches of a Clos tier; an all-to-all tier has none")
     if top:
         for k in ("oversubscription", "uplinks"):
             if k in raw:
@@ -142,6 +144,19 @@ def _tier(src: str, i: int, raw: Any, top: bool, fabric_sharp: bool, classes: Ma
                                                      1 / MAX_OVERSUBSCRIPTION, MAX_OVERSUBSCRIPTION)
     up = None if "uplinks" not in raw else _number(src, f"{f}.uplinks", raw["uplinks"], 1, 1e7)
     return Tier(name, nodes, over, up, connect, sharp)
+
+
+def check_tiers(fabric: FabricSpec, src: str) -> None:
+    """Each tier's groups hold whole groups of the tier below, and more nodes than they do."""
+    tiers = fabric.tiers
+    for i in range(1, len(tiers) - 1):
+        lo, hi = tiers[i - 1].nodes, tiers[i].nodes
+        if hi % lo:
+            raise _fail(src, f"fabric.tiers[{i}].nodes", f"{hi} is not a multiple of the {tiers[i - 1].name} tier's "
+                                                        f"{lo} nodes (a group holds whole groups of the tier below)")
+        if hi == lo:
+            raise _fail(src, f"fabric.tiers[{i}].nodes", f"{hi} equals the {tiers[i - 1].name} tier's: a tier must "
+                                                        "group more nodes than the one below")
 
 
 def parse_fabric(raw: Any, classes: Mapping[str, Any], src: str) -> FabricSpec:
@@ -162,14 +177,7 @@ def parse_fabric(raw: Any, classes: Mapping[str, Any], src: str) -> FabricSpec:
     names = [t.name for t in tiers]
     if len(set(names)) != len(names):
         raise _fail(src, "fabric.tiers", f"tier names must differ ({', '.join(names)})")
-    for i in range(1, len(tiers) - 1):
-        lo, hi = tiers[i - 1].nodes, tiers[i].nodes
-        if hi % lo:
-            raise _fail(src, f"fabric.tiers[{i}].nodes", f"{hi} is not a multiple of the {tiers[i - 1].name} tier's "
-                                                        f"{lo} nodes (a group holds whole groups of the tier below)")
-        if hi == lo:
-            raise _fail(src, f"fabric.tiers[{i}].nodes", f"{hi} equals the {tiers[i - 1].name} tier's: a tier must "
-                                                        "group more nodes than the one below")
+    check_tiers(FabricSpec(tiers), src)
     rails = _whole(src, "fabric.rails", raw.get("rails", 1), 1)
     if rails > 1 and len(tiers) == 1:
         raise _fail(src, "fabric.rails", f"{rails} rails need a tier above the leaves to join them")

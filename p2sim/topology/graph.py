@@ -34,6 +34,7 @@ import numpy as np
 
 from ..util.errors import TopologyError
 from .fabric import Fabric
+from .faults import NodeFault, UplinkFault
 from .paths import NodeView, gpu_gpu_path, gpu_nic_path, hop_weight, local_nics, nic_gpu_path, path_type
 from .spec import MAX_NODES, LinkSpec, SystemSpec
 
@@ -163,7 +164,7 @@ class Topology:
         self.fabric: Fabric | None = None
         if spec.fabric is not None:
             nics = tuple(c for c, k in spec.components if k == "nic")
-            self.fabric = f = Fabric(spec.fabric, spec.classes, nics, n, count)
+            self.fabric = f = Fabric(spec.fabric, spec.classes, nics, n, count, self._uplink_faults())
             bw.append(f.capacity)
             lat.append(f.latency)
             cls += list(f.edge_class)
@@ -177,6 +178,57 @@ class Topology:
         self._stride = np.concatenate(stride)
         self.template = self._make_graph(range(min(n, 2)))
         self._index = {(u, v): d["index"] for u, v, d in self.template.edges(data=True)}
+        self._apply_node_faults()
+
+    # -- faults --------------------------------------------------------------------
+    def _uplink_faults(self) -> dict[tuple[int, int], float]:
+        out = {}
+        for f in self.spec.faults:
+            if isinstance(f, UplinkFault):
+                fabric = self.spec.fabric
+                names = [] if fabric is None else [t.name for t in fabric.tiers]
+                if f.tier not in names:
+                    raise TopologyError(f"{f.label}: {self.spec.name} has no fabric tier {f.tier!r}"
+                                        + (f" (tiers: {', '.join(names)})" if names else ""))
+                out[(names.index(f.tier), f.group)] = f.uplinks
+        return out
+
+    def _apply_node_faults(self) -> None:
+        """Node faults change link capacities in place (the symmetry they break is in :meth:`move_key`)."""
+        per, spec = self._edges_per_node, self.spec
+        for f in self.spec.faults:
+            if not isinstance(f, NodeFault):
+                continue
+            if not 0 <= f.node < self.node_count:
+                raise TopologyError(f"{f.label}: node {f.node} is not in 0..{self.node_count - 1}")
+            names = set(spec.gpus) | {c for c, _ in spec.components}
+            if f.component is not None and f.component not in names:
+                raise TopologyError(f"{f.label}: {spec.name}'s nodes have no component {f.component!r}")
+            node = [(f.node * per + k, e) for k, e in enumerate(self._node_edges)]
+            net = [(k, self.edge_class[k]) for k in self._network_edges_of(f.node, f.component)]
+            kind = dict(spec.components).get(f.component)
+            if f.scale is not None:  # a slow node: everything it has, its network ports included
+                for k, _ in node:
+                    self.capacity[k] *= f.scale
+                for k, _ in net:
+                    self.capacity[k] *= f.scale
+                continue
+            # a NIC's rate is its network port's; any other component's, its links in the node
+            chosen = net if kind == "nic" else [(k, e[2]) for k, e in node if f.component in e[:2]]
+            for k, cls in chosen:
+                self.capacity[k] = f.bandwidth * spec.classes[cls].efficiency * GB
+
+    def _network_edges_of(self, node: int, component: str | None) -> list[int]:
+        """The ids of a node's links to the network (of one component, or all)."""
+        out = []
+        for first, inner, *_ in self._blocks:
+            if inner is not None and component in (None, inner):
+                out += [first + 2 * node, first + 2 * node + 1]
+        if self.fabric is not None:
+            for i, nic in enumerate(self.fabric.nics):
+                if component in (None, nic):
+                    out += [self.fabric.cable(i, node, True), self.fabric.cable(i, node, False)]
+        return out
 
     def _make_graph(self, nodes: range) -> nx.DiGraph:
         """The graph of these nodes and the network (edge ``index`` as in the whole graph)."""
@@ -284,9 +336,20 @@ class Topology:
 
         Without a fabric every move between nodes is a symmetry (the key is empty).
         """
-        if self.fabric is None:
-            return ()
-        return self.fabric.move_key(first, last)
+        return tuple(self.move_keys(np.array([first]), np.array([last]))[0].tolist())
+
+    def move_keys(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """:meth:`move_key` of many groups (first and last nodes): an array with a row each."""
+        cols = []
+        if self.fabric is not None:
+            cols.append(self.fabric.move_keys(first, last))
+        if self.spec.faults:  # groups a fault may touch are only themselves: their first node leads the key
+            bad = np.array([f.node for f in self.spec.faults if isinstance(f, NodeFault)], dtype=np.int64)
+            touched = (first != last) | np.isin(first, bad)
+            cols.append(np.where(touched, first, -1)[:, None])
+        if not cols:
+            return np.zeros((len(first), 0), dtype=np.int64)
+        return np.concatenate(cols, axis=1)
 
     def _check_connected(self) -> None:
         for a in range(self.gpus_per_node):
@@ -323,7 +386,9 @@ class Topology:
     @cached_property
     def node_view(self) -> NodeView:
         """Node 0 as NCCL's path rules (:mod:`p2sim.topology.paths`) read it."""
-        return NodeView(self.template, self.gpu_names, self.host_components, self.spec.nccl.p2p_level, self.spec.source)
+        nccl = self.spec.nccl
+        return NodeView(self.template, self.gpu_names, self.host_components, nccl.p2p_level, self.spec.source,
+                        nccl.gdr_level)
 
     @cached_property
     def gpu_names(self) -> tuple[str, ...]:

@@ -13,8 +13,8 @@ NCCL's rules, as ``src/graph/paths.cc`` applies them with default settings:
   when the path type is at most ``NCCL_P2P_LEVEL`` (default ``PXB``); farther apart,
   the SHM transport stages the data in host memory (the receiver's CPU socket), which
   the path then crosses twice (written, then read) when the file models that memory.
-* **GPU and NIC**: GPUDirect RDMA when the path type is at most ``PXB``
-  (``NCCL_NET_GDR_LEVEL``'s default).  When it is farther, a GPU sends through an
+* **GPU and NIC**: GPUDirect RDMA when the path type is at most ``NCCL_NET_GDR_LEVEL``
+  (default ``PXB``; clusters whose NICs hang off the CPU's root ports set ``PHB``).  When it is farther, a GPU sends through an
   NVLink peer that is close to the NIC (PXN, NCCL >= 2.12, GPU-to-NIC direction only);
   otherwise through host memory.
 """
@@ -40,7 +40,8 @@ class NodeView:
     ``graph`` holds node 0 (and node 1) and the network, with the node and edge attributes
     of :class:`~p2sim.topology.graph.Topology`; ``gpus`` are node 0's GPUs in local order,
     ``host`` its PCIe switches and CPUs (what host paths may pass through), ``p2p_level``
-    is ``NCCL_P2P_LEVEL`` and ``source`` the system file, for messages.
+    is ``NCCL_P2P_LEVEL``, ``gdr_level`` ``NCCL_NET_GDR_LEVEL`` and ``source`` the system
+    file, for messages.
     """
 
     graph: nx.DiGraph
@@ -48,6 +49,7 @@ class NodeView:
     host: frozenset[str]
     p2p_level: str
     source: str
+    gdr_level: str = "PXB"
 
 GB = 1e9
 _RANK = {t: i for i, t in enumerate(P2P_LEVELS)}
@@ -162,14 +164,14 @@ def local_nics(topo: NodeView, gpu: str, nics: Iterable[str]) -> list[str]:
 def gpu_nic_path(topo: NodeView, gpu: str, nic: str, nics: Iterable[str]) -> list[str]:
     """GPU to NIC (sending): GPUDirect RDMA if near, else PXN through a near NVLink peer, else host memory."""
     d = _nic_direct(topo, gpu, nic)
-    if d is not None and at_most(d[1], "PXB"):
+    if d is not None and at_most(d[1], topo.gdr_level):
         return d[0]
     for peer in topo.gpus:
         if peer == gpu or nic not in local_nics(topo, peer, nics):
             continue
         pd = _nic_direct(topo, peer, nic)
         via, transport = gpu_gpu_path(topo, gpu, peer)
-        if pd is not None and at_most(pd[1], "PXB") and transport == "P2P" and path_type(topo, via) == "NVL":
+        if pd is not None and at_most(pd[1], topo.gdr_level) and transport == "P2P" and path_type(topo, via) == "NVL":
             return via + pd[0][1:]
     if d is None:
         raise TopologyError(f"{topo.source}: GPU {gpu} has no path to NIC {nic}")
@@ -183,4 +185,4 @@ def nic_gpu_path(topo: NodeView, nic: str, gpu: str) -> list[str]:
         raise TopologyError(f"{topo.source}: NIC {nic} has no path to GPU {gpu}")
     back = host_path(topo, nic, gpu)
     assert back is not None
-    return back if at_most(d[1], "PXB") else _stage(topo, back, near_end=False)
+    return back if at_most(d[1], topo.gdr_level) else _stage(topo, back, near_end=False)

@@ -11,6 +11,12 @@ Examples
 >>> s = parse_nccl({"channels_per_nic": 2, "hca": ["nic0", "nic2"]}, {}, {"arch": "hopper"}, "x.toml")
 >>> s.arch, s.hca, s.max_channels
 ('hopper', ('nic0', 'nic2'), 64)
+>>> parse_nccl({}, {}, {"model": "NVIDIA A100-SXM4-80GB"}, "x.toml").arch
+'ampere'
+>>> parse_nccl({}, {}, {}, "x.toml")
+Traceback (most recent call last):
+...
+p2sim.util.errors.TopologyError: x.toml: gpu: no [gpu] arch or model: give [gpu] arch (volta, ampere, hopper, blackwell) or [gpu] model as nvidia-smi names it, e.g. "NVIDIA H100 80GB HBM3" (p2sim knows V100 to B300 and their PCIe and GeForce siblings: see the README)
 >>> parse_rates({"tree_net_rate": 0.6}, "x.toml").tree_net_rate
 0.6
 """
@@ -23,15 +29,17 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ..util.errors import TopologyError
+from .gpus import gpu_info
 
 __all__ = ["ARCHS", "TRANSPORTS", "P2P_LEVELS", "NcclSettings", "ModelRates", "parse_nccl", "parse_rates",
            "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
 
 # NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
-# ib and roce: NCCL's IB verbs transport; efa: AWS's libfabric plugin; socket: NCCL's TCP
-# transport; tcpx: Google's GPUDirect-TCPX(O) plugin
-TRANSPORTS = ("ib", "roce", "efa", "socket", "tcpx")
+# ib and roce: NCCL's IB verbs transport; efa: AWS's libfabric plugin (aws-ofi-nccl); cxi: HPE
+# Slingshot through the same plugin on libfabric's cxi provider; socket: NCCL's TCP transport;
+# tcpx: Google's GPUDirect-TCPX(O) plugin
+TRANSPORTS = ("ib", "roce", "efa", "cxi", "socket", "tcpx")
 # NCCL_P2P_LEVEL's path types, nearest first (NCCL docs, "NCCL_P2P_LEVEL")
 P2P_LEVELS = ("NVL", "PIX", "PXB", "PHB", "SYS")
 
@@ -54,11 +62,14 @@ class NcclSettings:
     ``p2p_level`` is ``NCCL_P2P_LEVEL``: NCCL's default allows GPU peer-to-peer only
     through PCIe switches (PXB), not through a CPU (``src/graph/paths.cc``), so GPUs
     farther apart exchange data through host memory (the SHM transport).  ``nvls``
-    is ``NCCL_NVLS_ENABLE``.
+    is ``NCCL_NVLS_ENABLE``.  ``collnet`` is ``NCCL_COLLNET_ENABLE`` (CollNet, in-network
+    reduction): ``None`` follows the fabric -- on where its switches reduce (SHARP), since a
+    cluster that has them runs NCCL with the SHARP plugin and CollNet enabled.
     """
 
     arch: str = "ampere"
     gpu_model: str = ""
+    cc: int = 80  # compute capability x 10: which of NCCL's per-NVLink figures applies (topo.h)
     memory_gib: float | None = None  # the GPU's memory (data sheet), for warnings about buffers
     transport: str = "ib"
     channels_per_nic: int = 2
@@ -66,7 +77,9 @@ class NcclSettings:
     max_channels: int = 64
     hca: tuple[str, ...] = ()
     p2p_level: str = "PXB"
+    gdr_level: str = "PXB"  # NCCL_NET_GDR_LEVEL: GPUDirect RDMA up to this path type (paths.cc default)
     nvls: bool = True
+    collnet: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -111,14 +124,58 @@ def _count(src: str, field: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping[str, Any], src: str) -> NcclSettings:
-    """Validate the ``[nccl]`` table, ``[network] transport`` and the ``[gpu]`` table."""
+# the compute capability a generation stands for when the file names no known model
+_ARCH_CC = {"volta": 70, "ampere": 80, "hopper": 90, "blackwell": 100}
+
+
+def _generation(src: str, gpu: Mapping[str, Any], model: str, memory: Any,
+                assumed: list[str]) -> tuple[str, int, float | None]:
+    """The GPU generation, compute capability and memory: from ``arch`` and a model p2sim knows.
+
+    Nothing is assumed silently: a file that gives neither is refused, and what is inferred
+    goes into ``assumed`` (``p2sim topo`` prints it).
+    """
+    info = gpu_info(model) if model else None
+    arch = gpu.get("arch")
+    if arch is not None:
+        arch = _choice(src, "gpu.arch", arch, ARCHS)
+    if info is None and arch is None:
+        what = f"[gpu] model {model!r} is not one p2sim knows" if model else "no [gpu] arch or model"
+        raise _fail(src, "gpu", f"{what}: give [gpu] arch ({', '.join(ARCHS)}) or [gpu] model as nvidia-smi "
+                                "names it, e.g. \"NVIDIA H100 80GB HBM3\" (p2sim knows V100 to B300 and their PCIe "
+                                "and GeForce siblings: see the README)")
+    if info is not None and arch is not None and arch != info.arch:
+        raise _fail(src, "gpu.arch", f"{arch!r}, but the {info.name} (compute capability {info.cc / 10:g}) uses "
+                                     f"NCCL's {info.arch} tables")
+    if info is None:
+        cc = _ARCH_CC[arch]
+        if model:
+            assumed.append(f"GPU {model!r} unknown to p2sim: compute capability {cc / 10:g} assumed from arch {arch}")
+        else:
+            assumed.append(f"GPU compute capability {cc / 10:g} assumed from arch {arch} ([gpu] model not given)")
+        return arch, cc, None if memory is None else float(memory)
+    if arch is None:
+        assumed.append(f"GPU generation {info.arch} (compute capability {info.cc / 10:g}) from [gpu] model {model!r}")
+    if memory is None:
+        memory = info.memory_gb * 1e9 / 2**30
+        assumed.append(f"GPU memory {info.memory_gb:g} GB from the {info.name}'s data sheet")
+    return info.arch, info.cc, float(memory)
+
+
+def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping[str, Any], src: str,
+               assumed: list[str] | None = None) -> NcclSettings:
+    """Validate the ``[nccl]`` table, ``[network] transport`` and the ``[gpu]`` table.
+
+    What the file leaves to defaults that change a prediction is appended to ``assumed``.
+    """
+    assumed = [] if assumed is None else assumed
     if not isinstance(nccl, Mapping):
         raise _fail(src, "nccl", "must be a table")
     if not isinstance(gpu, Mapping):
         raise _fail(src, "gpu", "must be a table")
     _unknown(src, "gpu", gpu, {"arch", "model", "memory_gib"})
-    _unknown(src, "nccl", nccl, {"channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls"})
+    _unknown(src, "nccl", nccl, {"channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls",
+                                 "collnet", "gdr_level"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
     if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
@@ -126,6 +183,9 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     nvls = nccl.get("nvls", d.nvls)
     if not isinstance(nvls, bool):
         raise _fail(src, "nccl.nvls", f"{nvls!r} must be true or false")
+    collnet = nccl.get("collnet")
+    if collnet is not None and not isinstance(collnet, bool):
+        raise _fail(src, "nccl.collnet", f"{collnet!r} must be true or false")
     model = gpu.get("model", "")
     if not isinstance(model, str):
         raise _fail(src, "gpu.model", f"{model!r} is not a text")
@@ -133,17 +193,21 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, float))
                                or not 0 < memory <= MAX_MEMORY_GIB):
         raise _fail(src, "gpu.memory_gib", f"{memory!r} must be a number of GiB in (0, {MAX_MEMORY_GIB:g}]")
+    arch, cc, memory = _generation(src, gpu, model, memory, assumed)
     out = NcclSettings(
-        arch=_choice(src, "gpu.arch", gpu.get("arch", d.arch), ARCHS),
+        arch=arch,
         gpu_model=model,
-        memory_gib=None if memory is None else float(memory),
+        cc=cc,
+        memory_gib=memory,
         transport=_choice(src, "network.transport", network.get("transport", d.transport), TRANSPORTS),
         channels_per_nic=_count(src, "nccl.channels_per_nic", nccl.get("channels_per_nic", d.channels_per_nic), 1, 64),
         min_channels=_count(src, "nccl.min_channels", nccl.get("min_channels", d.min_channels), 1, 64),
         max_channels=_count(src, "nccl.max_channels", nccl.get("max_channels", d.max_channels), 1, 64),
         hca=tuple(hca),
         p2p_level=_choice(src, "nccl.p2p_level", nccl.get("p2p_level", d.p2p_level), P2P_LEVELS),
+        gdr_level=_choice(src, "nccl.gdr_level", nccl.get("gdr_level", d.gdr_level), P2P_LEVELS),
         nvls=nvls,
+        collnet=collnet,
     )
     if out.min_channels > out.max_channels:
         raise _fail(src, "nccl.min_channels", f"{out.min_channels} is above max_channels {out.max_channels}")

@@ -23,6 +23,8 @@ from typing import Any
 
 from ..util.errors import TopologyError
 from ..util.fileio import read_text
+from .efficiency import LINK_KINDS, complete_classes
+from .faults import Fault
 from .fabric_spec import FabricSpec, parse_fabric
 from .settings import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, ModelRates, NcclSettings, parse_nccl, parse_rates
 
@@ -51,6 +53,8 @@ class LinkClass:
     bandwidth: float
     latency: float
     efficiency: float = 1.0
+    kind: str = ""  # nvlink, pcie, c2c, host, memory or network (from the file, or what its links join)
+    efficiency_from: str = field(default="file", compare=False)  # where a default efficiency comes from
 
     @property
     def capacity(self) -> float:
@@ -95,6 +99,9 @@ class SystemSpec:
     nvls_switches: frozenset[str] = frozenset()  # NVSwitches with NVLink SHARP (multicast and reduction)
     notes: str = ""  # provenance, e.g. what a calibration was fitted on
     fabric: FabricSpec | None = None  # the tiers above the node (None: the [network] components)
+    # what the file left to defaults that change a prediction (p2sim topo says); not part of the system's value
+    assumed: tuple[str, ...] = field(default=(), compare=False)
+    faults: tuple[Fault, ...] = ()  # parts slower than the file says (what-if studies)
 
     @property
     def node_level(self) -> int:
@@ -134,8 +141,8 @@ class SystemSpec:
         if name not in self.classes:
             raise TopologyError(f"{self.source}: no link class {name!r} (classes: {', '.join(sorted(self.classes))})")
         old = self.classes[name]
-        new = LinkClass(name, old.bandwidth if bandwidth is None else bandwidth,
-                        old.latency if latency is None else latency, old.efficiency)
+        new = replace(old, bandwidth=old.bandwidth if bandwidth is None else bandwidth,
+                      latency=old.latency if latency is None else latency)
         _check_bandwidth(self.source, f"classes.{name}.bandwidth", new.bandwidth)
         _check_latency(self.source, f"classes.{name}.latency", new.latency)
 
@@ -153,6 +160,10 @@ class SystemSpec:
     def with_fabric(self, fabric: FabricSpec) -> SystemSpec:
         """A copy with another fabric (what-if studies vary a tier or the routing)."""
         return replace(self, fabric=fabric)
+
+    def with_fault(self, fault: Fault) -> SystemSpec:
+        """A copy with one more fault (replacing one of the same part)."""
+        return replace(self, faults=tuple(f for f in self.faults if f.label != fault.label) + (fault,))
 
 
 _RANGE = re.compile(r"^([^\[\]]*)\[([0-9,\- ]+)\]([^\[\]]*)$")
@@ -237,8 +248,8 @@ def _names(src: str, field: str, pattern: Any) -> list[str]:
         raise TopologyError(f"{src}: {field}: {e}") from None
 
 
-def _components(src: str, field: str, raw: Any, nvls: set[str] | None = None) -> list[tuple[str, str]]:
-    """Components of a list of ``{name, kind}`` tables; NVSwitches marked ``nvls = true`` go into ``nvls``."""
+def _components(src: str, field: str, raw: Any, nvls: dict[str, bool] | None = None) -> list[tuple[str, str]]:
+    """Components of a list of ``{name, kind}`` tables; an NVSwitch's ``nvls = true / false`` goes into ``nvls``."""
     if not isinstance(raw, list):
         raise TopologyError(f"{src}: {field}: must be a list of {{name, kind}} tables")
     out = []
@@ -253,11 +264,11 @@ def _components(src: str, field: str, raw: Any, nvls: set[str] | None = None) ->
         if kind not in KINDS or kind == "gpu":
             raise TopologyError(f"{src}: {f}.kind: {kind!r} is not one of {', '.join(k for k in KINDS if k != 'gpu')}")
         names = _names(src, f"{f}.name", c.get("name"))
-        flag = c.get("nvls", False)
-        if not isinstance(flag, bool) or (flag and (kind != "nvswitch" or nvls is None)):
+        flag = c.get("nvls")
+        if flag is not None and (not isinstance(flag, bool) or kind != "nvswitch" or nvls is None):
             raise TopologyError(f"{src}: {f}.nvls: {flag!r} (NVLink SHARP is a setting of a node's nvswitch, true or false)")
-        if flag:
-            nvls.update(names)
+        if flag is not None:
+            nvls.update(dict.fromkeys(names, flag))
         out += [(n, kind) for n in names]
     return out
 
@@ -343,14 +354,19 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
             raise TopologyError(f"{src}: classes.{cname}: must be a table with bandwidth and latency")
         if "bandwidth" not in c:
             raise TopologyError(f"{src}: classes.{cname}.bandwidth: missing")
-        extra = sorted(set(c) - {"bandwidth", "latency", "efficiency"})
+        extra = sorted(set(c) - {"bandwidth", "latency", "efficiency", "kind"})
         if extra:
-            raise TopologyError(f"{src}: classes.{cname}.{extra[0]}: unknown setting (bandwidth, latency, efficiency)")
+            raise TopologyError(f"{src}: classes.{cname}.{extra[0]}: unknown setting (bandwidth, latency, efficiency, "
+                                "kind)")
+        kind = c.get("kind", "")
+        if kind and kind not in LINK_KINDS:
+            raise TopologyError(f"{src}: classes.{cname}.kind: {kind!r} is not one of {', '.join(LINK_KINDS)}")
         classes[cname] = LinkClass(
             cname,
             _check_bandwidth(src, f"classes.{cname}.bandwidth", c["bandwidth"]),
             _check_latency(src, f"classes.{cname}.latency", c.get("latency", 0.0)),
-            _check_efficiency(src, f"classes.{cname}.efficiency", c.get("efficiency", 1.0)),
+            _check_efficiency(src, f"classes.{cname}.efficiency", c["efficiency"]) if "efficiency" in c else -1.0,
+            kind,
         )
 
     node = _get(src, doc, "node", "node", dict)
@@ -363,7 +379,7 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         raise TopologyError(
             f"{src}: node.gpus: {len(gpus)} GPUs, but the levels below the node level hold {per_node}"
         )
-    nvls: set[str] = set()
+    nvls: dict[str, bool] = {}
     comps = _components(src, "node.components", node.get("components", []), nvls)
     node_links = _links(src, "node.links", node.get("links", []), classes)
     net = doc.get("network", {})
@@ -399,7 +415,17 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
             if a in local and b in local:
                 raise TopologyError(f"{src}: network.links[{li}].pairs: {a!r}-{b!r} joins two node components")
 
-    nccl = parse_nccl(doc.get("nccl", {}), net, doc.get("gpu", {}), src)
+    assumed: list[str] = []
+    nccl = parse_nccl(doc.get("nccl", {}), net, doc.get("gpu", {}), src, assumed)
+    kinds = dict(comps) | {g: "gpu" for g in gpus} | dict(net_comps)
+    classes = complete_classes(src, classes, kinds, node_links, net_links, fabric, nccl.cc, assumed)
+    switches = [c for c, k in comps if k == "nvswitch"]
+    nvls_on = {s for s in switches if nvls.get(s, nccl.cc >= 90)}
+    if nvls_on - {s for s in switches if s in nvls}:
+        assumed.append(f"NVLink SHARP on {', '.join(sorted(nvls_on - set(nvls)))} (NCCL enables NVLS on an NVSwitch "
+                       "from Hopper on; nvls = false on the component turns it off)")
+    if "transport" not in net:
+        assumed.append(f"network transport {nccl.transport} ([network] transport not given)")
     nics = {c for c, k in comps if k == "nic"}
     for h in nccl.hca:
         if h not in nics:
@@ -409,7 +435,8 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     return SystemSpec(
         nccl=nccl,
         rates=rates,
-        nvls_switches=frozenset(nvls),
+        nvls_switches=frozenset(nvls_on),
+        assumed=tuple(assumed),
         notes=str(doc.get("notes", "")),
         name=name,
         description=str(doc.get("description", "")),

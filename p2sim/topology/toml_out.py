@@ -8,10 +8,9 @@ Examples
 >>> import tomllib
 >>> from p2sim.topology import find_spec
 >>> from p2sim.topology.spec import parse_spec
->>> spec = find_spec("a100")
->>> back = parse_spec(tomllib.loads(spec_to_toml(spec)), spec.source)
->>> back == spec
-True
+>>> for name in ("a100", "superpod-h100", "perlmutter"):
+...     spec = find_spec(name)
+...     assert parse_spec(tomllib.loads(spec_to_toml(spec)), spec.source) == spec, name
 """
 
 from __future__ import annotations
@@ -48,8 +47,27 @@ def _links(links: tuple[LinkSpec, ...]) -> list[str]:
 
 
 def _components(spec: SystemSpec, comps: tuple[tuple[str, str], ...]) -> list[str]:
-    return [f"  {{ name = {_value(n)}, kind = {_value(k)}{', nvls = true' if n in spec.nvls_switches else ''} }},"
-            for n, k in comps]
+    def nvls(n: str, k: str) -> str:  # explicit either way: the default depends on the GPU generation
+        return "" if k != "nvswitch" else f", nvls = {_value(n in spec.nvls_switches)}"
+
+    return [f"  {{ name = {_value(n)}, kind = {_value(k)}{nvls(n, k)} }}," for n, k in comps]
+
+
+def _fabric(spec: SystemSpec) -> list[str]:
+    f = spec.fabric
+    if f is None:
+        return []
+    lines = ["[fabric]", f"rails = {f.rails}", f"routing = {_value(f.routing)}", f"seed = {f.seed}",
+             f"link = {_value(f.link)}", "tiers = ["]
+    for tier in f.tiers:
+        parts = [f"name = {_value(tier.name)}"]
+        if tier.nodes is not None:
+            parts.append(f"nodes = {tier.nodes}")
+            parts.append(f"uplinks = {_value(tier.uplinks)}" if tier.uplinks is not None
+                         else f"oversubscription = {_value(tier.oversubscription)}")
+        parts += [f"connect = {_value(tier.connect)}", f"sharp = {_value(tier.sharp)}"]
+        lines.append(f"  {{ {', '.join(parts)} }},")
+    return lines + ["]", ""]
 
 
 def _gpu_pattern(gpus: tuple[str, ...]) -> str:
@@ -72,23 +90,28 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
         lines.append(f"notes = {_value(spec.notes)}")
     lines += ["", "levels = ["]
     for lv in spec.levels:
+        if lv.tier is not None:
+            lines.append(f"  {{ name = {_value(lv.name)}, fabric = {_value(lv.tier)} }},")
+            continue
         card = '"nodes"' if lv.cardinality is None else str(lv.cardinality)
         lines.append(f"  {{ name = {_value(lv.name)}, cardinality = {card} }},")
     lines += ["]", "", "[classes]"]
     for c in spec.classes.values():
         lines.append(f"{c.name} = {{ bandwidth = {_value(c.bandwidth)}, latency = {_value(c.latency)}, "
-                     f"efficiency = {_value(c.efficiency)} }}")
+                     f"efficiency = {_value(c.efficiency)}, kind = {_value(c.kind)} }}")
     lines += ["", "[gpu]", f"arch = {_value(nc.arch)}"] + ([f"model = {_value(nc.gpu_model)}"] if nc.gpu_model else [])
     lines += [f"memory_gib = {_value(nc.memory_gib)}"] if nc.memory_gib is not None else []
     lines += ["", "[nccl]"]
-    for key in ("channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls"):
+    for key in ("channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "gdr_level", "nvls",
+                "collnet"):
         if getattr(nc, key) != getattr(d, key):
             lines.append(f"{key} = {_value(getattr(nc, key))}")
     lines += ["", "[model]"] + [f"{k} = {_value(v)}" for k, v in spec.rates.to_dict().items()]
     lines += ["", "[node]", f"gpus = {_gpu_pattern(spec.gpus)}", "components = ["]
     lines += _components(spec, spec.components)
     lines += ["]", "links = ["] + _links(spec.node_links) + ["]", "", "[network]"]
-    lines += [f"transport = {_value(nc.transport)}", "components = ["]
-    lines += _components(spec, spec.network_components)
-    lines += ["]", "links = ["] + _links(spec.network_links) + ["]", ""]
-    return "\n".join(lines)
+    lines += [f"transport = {_value(nc.transport)}"]
+    if spec.fabric is None:
+        lines += ["components = ["] + _components(spec, spec.network_components)
+        lines += ["]", "links = ["] + _links(spec.network_links) + ["]"]
+    return "\n".join(lines + [""] + _fabric(spec))

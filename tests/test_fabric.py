@@ -1,0 +1,253 @@
+"""Fabrics above the node: routes and capacities by arithmetic, answers computable by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.placement import Placement
+from p2sim.formalism.program import parse_program
+from p2sim.sim import Simulator
+from p2sim.sim.engine import FlowSpec, run_flows
+from p2sim.topology import Topology, load_system
+from p2sim.topology.spec import SystemSpec
+from p2sim.util.errors import TopologyError
+
+from .helpers import spec_from
+
+GB = 1e9
+
+
+def fabric_system(**kwargs) -> SystemSpec:
+    return spec_from(fabric_text(**kwargs))
+
+
+def fabric_text(nodes_per_leaf: int = 2, oversubscription: float = 2.0, routing: str = "adaptive", nics: int = 1,
+                rails: int = 1, sharp: bool = False, tiers: str | None = None, gpus: int = 1, levels: str = "") -> str:
+    """Nodes of ``gpus`` GPUs with ``nics`` NICs of 10 GB/s (GPU and NIC joined at 1000 GB/s),
+    leaves of ``nodes_per_leaf`` nodes with 10 GB/s uplink ports under one spine."""
+    tiers = tiers or (f'[{{ name = "leaf", nodes = {nodes_per_leaf}, oversubscription = {oversubscription} }}, '
+                      '{ name = "spine" }]')
+    per = max(1, gpus // nics)
+    pairs = ", ".join(f'["gpu[{i * per}-{i * per + per - 1}]", "pcie{i}"]' for i in range(nics))
+    return f"""
+name = "fab"
+default_nodes = 4
+levels = [{levels}{{ name = "node", cardinality = "nodes" }}, {{ name = "gpu", cardinality = {gpus} }}]
+[classes]
+nvswitch = {{ bandwidth = 1000.0, efficiency = 1.0 }}
+pcie = {{ bandwidth = 1000.0, efficiency = 1.0 }}
+nic = {{ bandwidth = 10.0, efficiency = 1.0 }}
+leaf = {{ bandwidth = 10.0, efficiency = 1.0 }}
+spine = {{ bandwidth = 10.0, efficiency = 1.0 }}
+[gpu]
+arch = "ampere"
+[node]
+gpus = "gpu[0-{gpus - 1}]"
+components = [{{ name = "sw", kind = "nvswitch" }}, {{ name = "pcie[0-{nics - 1}]", kind = "pcie_switch" }},
+              {{ name = "nic[0-{nics - 1}]", kind = "nic" }}]
+links = [
+  {{ class = "nvswitch", pairs = [["gpu[0-{gpus - 1}]", "sw"]] }},
+  {{ class = "pcie", pairs = [{pairs}, ["nic[0-{nics - 1}]", "pcie[0-{nics - 1}]"]] }},
+]
+[network]
+transport = "ib"
+[fabric]
+routing = "{routing}"
+rails = {rails}
+sharp = {'true' if sharp else 'false'}
+tiers = {tiers}
+"""
+
+
+def rates(topo: Topology, pairs: list[tuple[int, int]], volume: float = 1e9) -> list[float]:
+    """Each pair's rate (bytes/s) when all send ``volume`` at once (no latency)."""
+    flows = [FlowSpec(np.array(topo.route(a, b).edges), np.ones(len(topo.route(a, b).edges)), volume, 0.0)
+             for a, b in pairs]
+    _, records, _ = run_flows(flows, topo.capacity, record=True)
+    return [volume / (r.end - r.start) for r in records]
+
+
+def test_crossing_a_2_to_1_oversubscribed_spine_halves_the_rate():
+    topo = Topology(fabric_system(oversubscription=2.0), 4)
+    # inside a leaf each pair has its NICs to itself: 10 GB/s each
+    assert rates(topo, [(0, 1), (2, 3)]) == pytest.approx([10 * GB, 10 * GB])
+    # across: both pairs climb leaf 0's uplinks (2 NICs x 10 GB/s / 2 = 10 GB/s): 5 GB/s each
+    assert rates(topo, [(0, 2), (1, 3)]) == pytest.approx([5 * GB, 5 * GB])
+    # non-blocking: the same pairs get their NICs' rate
+    topo = Topology(fabric_system(oversubscription=1.0), 4)
+    assert rates(topo, [(0, 2), (1, 3)]) == pytest.approx([10 * GB, 10 * GB])
+
+
+def test_routes_climb_to_the_lowest_tier_where_the_nodes_meet():
+    topo = Topology(fabric_system(tiers='[{ name = "leaf", nodes = 2 }, { name = "spine", nodes = 4 }, '
+                                       '{ name = "core" }]').with_class("leaf", bandwidth=10.0), 8)
+    f = topo.fabric
+
+    def tiers(a, b):
+        return [f.describe(e) for e in f.route(a, 0, b, 0)]
+
+    assert tiers(0, 1) == ["cable nic0 of node 0 up", "cable nic0 of node 1 down"]
+    assert tiers(0, 2) == ["cable nic0 of node 0 up", "leaf 0 up", "leaf 1 down", "cable nic0 of node 2 down"]
+    assert tiers(0, 4) == ["cable nic0 of node 0 up", "leaf 0 up", "spine 0 up", "spine 1 down", "leaf 2 down",
+                           "cable nic0 of node 4 down"]
+
+
+def test_a_ring_over_two_leaves_crosses_the_spine_twice_per_channel():
+    topo = Topology(fabric_system(nodes_per_leaf=2, oversubscription=1.0, gpus=2), 4)
+    sim = Simulator(topo, "ring", proto="Simple")
+    coll = sim.collectives("AllReduce", [tuple(range(8))], [2.0**30])[0]
+    f = topo.fabric
+    ups = {int(e) for g in range(f.groups[0]) for e in f.uplink_ids(0, g)[::2]}
+    for flow in coll.flows:  # a flow is a pair of channels, one each way round the ring
+        crossings = sum(1 for h in flow.hops if set(h.edges) & ups)
+        assert crossings == 2 * 2
+
+
+def test_ecmp_is_deterministic_and_can_collide_adaptive_splits_evenly():
+    ecmp = Topology(fabric_system(nodes_per_leaf=4, oversubscription=1.0, routing="ecmp"), 8)
+    f = ecmp.fabric
+    assert f.ports[0] == 4
+    p, q = np.arange(4), np.arange(4) + 4
+    first = f.mids(p, np.zeros(4), q, np.zeros(4))
+    again = Topology(fabric_system(nodes_per_leaf=4, oversubscription=1.0, routing="ecmp"), 8).fabric.mids(
+        p, np.zeros(4), q, np.zeros(4))
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))  # same seed, same ports
+    # over many flows (channels) some pairs hash onto the same port while others idle
+    salt = np.repeat(np.arange(8), 4)
+    _, edges = f.mids(np.tile(p, 8), np.zeros(32), np.tile(q, 8), np.zeros(32), salt)
+    counts = np.bincount(edges[::2], minlength=f.end)  # each route: its up port, then the far leaf's down
+    used = counts[counts > 0]
+    assert used.max() > 32 / 4 and len(used) <= 4  # a collision: more than an even share on one port
+    # four flows from leaf 0 to leaf 1: ECMP's rates follow its hashes, adaptive gives each 10 GB/s
+    pairs = [(i, 4 + i) for i in range(4)]
+    ecmp_rates = rates(ecmp, pairs)
+    adaptive = Topology(fabric_system(nodes_per_leaf=4, oversubscription=1.0), 8)
+    assert rates(adaptive, pairs) == pytest.approx([10 * GB] * 4)
+    ports = [f.mids([a], [0], [b], [0])[1][0] for a, b in pairs]
+    expect = [10 * GB / ports.count(x) for x in ports]
+    assert ecmp_rates == pytest.approx(expect)
+
+
+def test_ecmp_seed_changes_the_ports():
+    a = Topology(fabric_system(nodes_per_leaf=8, oversubscription=1.0, routing="ecmp"), 16).fabric
+    spec = fabric_system(nodes_per_leaf=8, oversubscription=1.0, routing="ecmp")
+    from dataclasses import replace
+
+    b = Topology(spec.with_fabric(replace(spec.fabric, seed=7)), 16).fabric
+    p, q = np.arange(8), np.arange(8) + 8
+    assert not np.array_equal(a.mids(p, np.zeros(8), q, np.zeros(8))[1], b.mids(p, np.zeros(8), q, np.zeros(8))[1])
+
+
+def test_sharp_allreduce_moves_the_buffer_once_each_way_per_node():
+    topo = Topology(fabric_system(sharp=True, oversubscription=1.0), 4)
+    sim = Simulator(topo, "collnet_chain", proto="Simple")
+    coll = sim.collectives("AllReduce", [(0, 1, 2, 3)], [2.0**30])[0]
+    assert coll.algo == "collnet_chain"
+    edges, coef = coll.link_load()
+    load = dict(zip(edges.tolist(), coef.tolist()))
+    f = topo.fabric
+    for node in range(4):  # S up and S down through the node's NIC cable
+        assert load[f.cable(0, node, True)] == pytest.approx(1.0)
+        assert load[f.cable(0, node, False)] == pytest.approx(1.0)
+    for g in range(2):  # each leaf sends the reduced stream up once, gets the result once
+        up, down = f.uplink_ids(0, g)
+        assert load[int(up)] == pytest.approx(1.0) and load[int(down)] == pytest.approx(1.0)
+    ring = Simulator(topo, "ring", proto="Simple").collectives("AllReduce", [(0, 1, 2, 3)], [2.0**30])[0]
+    ring_load = dict(zip(*[a.tolist() for a in ring.link_load()]))
+    assert ring_load[f.cable(0, 0, True)] == pytest.approx(2 * 3 / 4)  # a ring's 2(n-1)/n
+    # SHARP halves the NIC bytes: nearly twice the ring's speed on NIC-bound nodes
+    t_sharp = sim.simulate(Lowering.of(Placement.of((4, 1), (4,), ((4, 1),)), (0,)),
+                           parse_program("AllReduce(slice=0, Inside)"), 2.0**30).total_seconds
+    t_ring = Simulator(topo, "ring", proto="Simple").simulate(
+        Lowering.of(Placement.of((4, 1), (4,), ((4, 1),)), (0,)), parse_program("AllReduce(slice=0, Inside)"),
+        2.0**30).total_seconds
+    assert 1.45 < t_ring / t_sharp < 1.6  # the NICs' 1.5, and the ring's longer start-up
+
+
+def test_collnet_needs_sharp_switches_and_is_chosen_only_where_enabled():
+    plain = Topology(fabric_system(sharp=False), 4)
+    assert Simulator(plain, "auto").expander.available("AllReduce", (0, 1, 2, 3)) == [
+        (a, p) for a, p in Simulator(plain, "auto").expander.available("AllReduce", (0, 1, 2, 3))
+        if not a.startswith("collnet")]
+    sharp = Topology(fabric_system(sharp=True), 4)
+    algos = {a for a, _ in Simulator(sharp, "auto").expander.available("AllReduce", (0, 1, 2, 3))}
+    assert {"collnet_direct", "collnet_chain"} <= algos
+    # forced where it cannot run (not an AllReduce), NCCL runs a ring
+    sim = Simulator(sharp, "collnet")
+    assert sim.expander.choose("ReduceScatter", (0, 1, 2, 3), 1e6, "collnet")[0] == "ring"
+    assert sim.expander.choose("AllReduce", (0, 1, 2, 3), 1e9, "collnet")[0].startswith("collnet")
+
+
+def test_an_nvl72_ring_stays_on_nvlink():
+    topo = load_system("gb200-nvl72")
+    sim = Simulator(topo, "ring", proto="Simple")
+    coll = sim.collectives("AllReduce", [tuple(range(72))], [2.0**30])[0]
+    classes = {topo.edge_class[e] for f in coll.flows for e in f.edges.tolist()}
+    assert classes == {"nvswitch"}
+    # across racks the rings leave through the GPUs' own NICs
+    pod = load_system("gb200-nvl72-pod", 2)
+    coll = Simulator(pod, "ring", proto="Simple").collectives("AllReduce", [tuple(range(144))], [2.0**30])[0]
+    used = {pod.edge_class[e] for f in coll.flows for e in f.edges.tolist()}
+    assert "nic" in used and "nvswitch" in used
+
+
+def test_rank_keeps_the_reduced_axis_inside_a_leaf_under_a_4_to_1_spine():
+    from p2sim.studies.rank import RankRequest, run_rank
+
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "fab.toml"
+        path.write_text(fabric_text(nodes_per_leaf=2, oversubscription=4.0, gpus=2, nics=1,
+                                    levels='{ name = "leaf", fabric = "leaf" }, '))
+        r = run_rank(RankRequest.build(system=str(path), nodes=4, axes="data=4,tensor=2", reduce="data", workers=1,
+                                       algo="ring", bytes="1GiB"))
+    best = dict(zip(("data", "tensor"), r.best.matrix))
+    # hierarchy [leaf 2, node 2, gpu 2]: the data axis stays inside one leaf (no factor at the leaf level)
+    assert best["data"][0] == 1
+    crossing = [s for s in r.ranking.matrices if s.matrix[0][0] > 1]
+    assert crossing and min(s.best.seconds for s in crossing) > r.best.seconds
+
+
+def test_fabric_levels_set_the_hierarchy_and_refuse_partial_groups():
+    spec = fabric_system(nodes_per_leaf=2, levels='{ name = "leaf", fabric = "leaf" }, ')
+    assert spec.hierarchy(8) == (4, 2, 1) and spec.node_count(8) == 8
+    assert spec.hierarchy(1) == (1, 1, 1)
+    with pytest.raises(TopologyError, match="5 nodes is not a whole number of the leaf tier's groups of 2"):
+        spec.hierarchy(5)
+    # without a level the fabric takes any node count (the last leaf partly filled)
+    assert fabric_system(nodes_per_leaf=2).hierarchy(5) == (5, 1)
+    Topology(fabric_system(nodes_per_leaf=2), 5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 3), st.integers(0, 7), st.sampled_from(["adaptive", "ecmp"]), st.integers(1, 6))
+def test_moved_groups_get_the_routes_built_in_place(span, first, routing, shift):
+    """A move that the key allows maps every route to the route built where the group lands."""
+    topo = Topology(fabric_system(nodes_per_leaf=2, oversubscription=1.0, routing=routing,
+                                  tiers='[{ name = "leaf", nodes = 2 }, { name = "spine", nodes = 4 }, '
+                                        '{ name = "core" }]'), 16)
+    nodes = list(range(first, min(first + span, 16)))
+    d = shift
+    if nodes[-1] + d >= 16 or topo.move_key(nodes[0], nodes[-1]) != topo.move_key(nodes[0] + d, nodes[-1] + d):
+        return
+    for a in nodes:
+        for b in nodes:
+            if a != b:
+                here = np.array(topo.route(a, b).edges)
+                there = np.array(topo.route(a + d, b + d).edges)
+                assert np.array_equal(topo.move_edges(here, nodes[0], np.array([d]))[0], there)
+
+
+def test_superpod_simulates_16384_gpus():
+    topo = load_system("superpod-h100", 2048)
+    assert topo.hierarchy == (64, 32, 8) and topo.devices == 16384
+    sim = Simulator(topo, "auto")
+    lw = Lowering.of(Placement.of(topo.hierarchy, (16384,), ((64, 32, 8),)), (0,))
+    r = sim.simulate(lw, parse_program("AllReduce(slice=0, Inside)"), 2.0**30)
+    assert r.total_seconds > 0
