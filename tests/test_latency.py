@@ -7,6 +7,7 @@ import pytest
 from p2sim.collectives import Expander
 from p2sim.collectives.latency import collective_latency, ring_steps
 from p2sim.collectives.nccl_tables import base_latency, hw_latency
+from p2sim.collectives.transports import network_step_us
 
 from .helpers import rail_nodes
 
@@ -26,16 +27,34 @@ def test_ring_latency_is_nccls_formula():
 @pytest.mark.parametrize("proto", ["LL", "LL128", "Simple"])
 def test_tree_latency_grows_with_log2_of_the_node_count(proto):
     ex = {n: Expander(rail_nodes(8, 8, nodes=n)) for n in (2, 4, 8)}
-    lat = {n: ex[n].collective("tree", proto, "AllReduce", tuple(range(8 * n)), 8).latency for n in ex}
+    coll = {n: ex[n].collective("tree", proto, "AllReduce", tuple(range(8 * n)), 8) for n in ex}
+    # NCCL's model (what it chooses by): its own network step
+    tuned = {n: c.tuning[0] for n, c in coll.items()}
     inter = hw_latency("net", "tree", proto) * US
-    assert lat[4] - lat[2] == pytest.approx(2 * inter) and lat[8] - lat[4] == pytest.approx(2 * inter)
+    assert tuned[4] - tuned[2] == pytest.approx(2 * inter) and tuned[8] - tuned[4] == pytest.approx(2 * inter)
+    # p2sim's time: over InfiniBand every protocol's network step costs NCCL's Simple figure (transports.py)
+    lat = {n: c.latency for n, c in coll.items()}
+    step = network_step_us("ib", "tree", proto) * US
+    assert step == hw_latency("net", "tree", "Simple") * US
+    assert lat[4] - lat[2] == pytest.approx(2 * step) and lat[8] - lat[4] == pytest.approx(2 * step)
 
 
 def test_ring_latency_grows_with_the_node_count():
     ex = {n: Expander(rail_nodes(8, 8, nodes=n)) for n in (2, 3)}
-    lat = {n: ex[n].collective("ring", "LL", "AllReduce", tuple(range(8 * n)), 8).latency for n in ex}
+    coll = {n: ex[n].collective("ring", "LL", "AllReduce", tuple(range(8 * n)), 8) for n in ex}
     # 8 more ranks: 16 more steps, 2 of them across the network
-    assert lat[3] - lat[2] == pytest.approx((14 * 1.0 + 2 * hw_latency("net", "ring", "LL")) * US)
+    assert coll[3].tuning[0] - coll[2].tuning[0] == pytest.approx((14 * 1.0 + 2 * hw_latency("net", "ring", "LL")) * US)
+    assert coll[3].latency - coll[2].latency == pytest.approx((14 * 1.0 + 2 * network_step_us("ib", "ring", "LL")) * US)
+
+
+def test_efa_steps_are_aws_figures_and_a_file_may_set_its_own():
+    assert network_step_us("efa", "tree", "LL") == 20.0 and network_step_us("efa", "ring", "Simple") == 23.0
+    assert network_step_us("ib", "ring", "LL", override=7.5) == 7.5
+    assert network_step_us("efa", "ring", "Simple", override=7.5) == 10.5  # Simple's completion on top
+    a = collective_latency("tree", "LL", "AllReduce", 16, 2, "nvlink", 0.0, 0.0, 8, 16, "hopper", "efa")
+    b = collective_latency("tree", "LL", "AllReduce", 16, 2, "nvlink", 0.0, 0.0, 8, 16, "hopper", "efa",
+                           launch_us=10.0)
+    assert a == pytest.approx((6.8 + 2 * (7 * 0.6 + 20.0)) * US) and b - a == pytest.approx(10 * US)
 
 
 def test_network_route_latency_counts_twice_for_simple():

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..topology import Topology
 from .channels import Segment, entry_gpus, node_nics
-from .pattern import Hop, HopTable
+from .pattern import HopTable
 
 __all__ = ["NET", "collnet_heads", "collnet_direct_tables", "collnet_chain_tables", "collnet_possible"]
 
@@ -58,25 +58,45 @@ def collnet_heads(topo: Topology, seg: Segment, limit: int = 8) -> list[tuple[st
     return out[:limit]
 
 
-def _net_hops(topo: Topology, seg: Segment, nic: str, head: int) -> list[Hop]:
-    """The head's traffic to the network and back through its NIC's cable."""
+def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[str, int]], overhead: float
+               ) -> HopTable:
+    """Each node's head to the network through its NIC's cable and back: per node an up hop and a down hop."""
     f = topo.fabric
     assert f is not None
-    x, local, p = f.nics.index(nic), head % topo.gpus_per_node, seg.node
-    out_part, _, in_part = topo._via_parts(local, nic, nic, local)
     stride = topo._stride
-    up = tuple(int(e + p * stride[e]) for e in out_part)
-    down = tuple(int(e + p * stride[e]) for e in in_part)
-    return [Hop(head, NET, 1.0, up, True), Hop(NET, head, 1.0, down, True)]
+    src, dst, parts = [], [], []
+    for seg, (nic, head) in zip(segs, heads):
+        local, p = head % topo.gpus_per_node, seg.node
+        out_part, _, in_part = topo._via_parts(local, nic, nic, local)
+        for part, a, b in ((out_part, head, NET), (in_part, NET, head)):
+            ids = np.asarray(part, dtype=np.int64)
+            parts.append(ids + p * stride[ids])
+            src.append(a)
+            dst.append(b)
+    n = len(src)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in parts], out=indptr[1:])
+    return HopTable(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.ones(n), np.ones(n, dtype=bool),
+                    np.full(n, overhead), indptr, np.concatenate(parts))
 
 
-def _tree_hop(topo: Topology, segs: Sequence[Segment], nic: str) -> list[Hop]:
+def _tree_table(topo: Topology, segs: Sequence[Segment], nic: str, overhead: float = 1.0) -> list[HopTable]:
     f = topo.fabric
     assert f is not None
     nodes = np.array([s.node for s in segs], dtype=np.int64)
     tree = f.sharp_tree(nodes, f.nics.index(nic))
     assert tree is not None
-    return [Hop(NET, NET, 1.0, tuple(tree.tolist()), True)] if len(tree) else []
+    if not len(tree):
+        return []
+    return [HopTable(np.array([NET]), np.array([NET]), np.ones(1), np.ones(1, dtype=bool), np.full(1, overhead),
+                     np.array([0, len(tree)], dtype=np.int64), tree.astype(np.int64))]
+
+
+def _intra_table(topo: Topology, src: np.ndarray, dst: np.ndarray, overhead: float) -> HopTable:
+    from .ring import _table
+
+    t = _table(topo, src, dst, np.ones(len(src)), None)
+    return HopTable(t.src, t.dst, t.coef, t.inter, np.full(len(src), overhead), t.indptr, t.edges)
 
 
 def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: float) -> list[HopTable]:
@@ -86,18 +106,18 @@ def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: flo
     h = min(len(x) for x in heads)
     out = []
     for k in range(h):
-        hops: list[Hop] = []
+        src, dst = [], []
         for seg, hs in zip(segs, heads):
-            nic, head = hs[k]
-            for m in seg.members:
-                if m != head:
-                    r = topo.route(m, head)
-                    hops.append(Hop(m, head, 1.0, r.edges, False, overhead))
-                    r = topo.route(head, m)
-                    hops.append(Hop(head, m, 1.0, r.edges, False, overhead))
-            hops += [Hop(a.src, a.dst, a.coef, a.edges, a.inter_node, overhead) for a in _net_hops(topo, seg, nic, head)]
-        hops += _tree_hop(topo, segs, heads[0][k][0])
-        out.append(HopTable.of(hops))
+            head = hs[k][1]
+            others = np.array([m for m in seg.members if m != head], dtype=np.int64)
+            pair = np.stack([others, np.full(len(others), head)], axis=1)  # scatter, then broadcast, per member
+            src.append(pair.ravel())
+            dst.append(pair[:, ::-1].ravel())
+        parts = [_intra_table(topo, np.concatenate(src), np.concatenate(dst), overhead)] if any(len(s) for s in src) \
+            else []
+        parts.append(_net_table(topo, segs, [hs[k] for hs in heads], overhead))
+        parts += _tree_table(topo, segs, heads[0][k][0], overhead)
+        out.append(HopTable.concat(parts))
     return out
 
 
@@ -105,24 +125,32 @@ def collnet_chain_tables(topo: Topology, segs: Sequence[Segment],
                          rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], channels: int) -> list[HopTable]:
     """One flow per channel, per byte of its share: a chain through each node from the GPU at the
     channel's NIC (reduce up, broadcast down), its head to the network and back."""
-    lists = [node_nics(topo, s) or (topo.nic_of(s.members[0]),) for s in segs]
+    from .ring import _base, _spread, kinds
+
+    of, reps = kinds(topo, segs)
+    lists = [node_nics(topo, s) or (topo.nic_of(s.members[0]),) for s in reps]
     out = []
     for c in range(channels):
-        hops: list[Hop] = []
-        nic0 = None
-        for seg, nl in zip(segs, lists):
+        chains, heads_local, nics = [], [], []
+        for rep, nl in zip(reps, lists):
             nic = nl[c % len(nl)]
-            nic0 = nic0 or nic
-            base = seg.members[0] - seg.members[0] % topo.gpus_per_node
-            ring = [base + g for g in rings[seg.node][0][0]]
-            near = entry_gpus(topo, seg, nic)
+            base = _base(topo, rep)
+            ring = [base + g for g in rings[rep.node][0][0]]
+            near = entry_gpus(topo, rep, nic)
             head = near[(c // len(nl)) % len(near)]
             i = ring.index(head)
             chain = ring[i:] + ring[:i]
-            for child, parent in zip(chain[1:], chain):
-                for a, b in ((child, parent), (parent, child)):
-                    hops.append(Hop(a, b, 1.0, topo.route(a, b).edges, False))
-            hops += _net_hops(topo, seg, nic, head)
-        hops += _tree_hop(topo, segs, nic0)
-        out.append(HopTable.of(hops))
+            chains.append(np.array([[x - base for x in pair] for child, parent in zip(chain[1:], chain)
+                                    for pair in ((child, parent), (parent, child))], dtype=np.int64).reshape(-1, 2))
+            heads_local.append(head - base)
+            nics.append(nic)
+        parts = []
+        if any(len(ch) for ch in chains):
+            src = _spread(topo, segs, of, [ch[:, 0] for ch in chains])
+            dst = _spread(topo, segs, of, [ch[:, 1] for ch in chains])
+            parts.append(_intra_table(topo, src, dst, 1.0))
+        heads = _spread(topo, segs, of, [np.array([h], dtype=np.int64) for h in heads_local]).tolist()
+        parts.append(_net_table(topo, segs, [(nics[k], h) for k, h in zip(of, heads)], 1.0))
+        parts += _tree_table(topo, segs, nics[of[0]])
+        out.append(HopTable.concat(parts))
     return out

@@ -34,9 +34,11 @@ from ..topology import Topology
 from ..topology.settings import ModelRates
 from .channels import Segment, channel_count, segments
 from .collnet import collnet_chain_tables, collnet_direct_tables, collnet_heads, collnet_possible
-from .latency import collective_latency
-from .nccl_tables import ALGOS, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, NVLS_CHANNELS, PROTOS
-from .nvls import nvls_hops, nvls_switch, nvls_tree_hops
+from .latency import collective_latency, step_latencies
+from .pipeline import chunk_size, window
+from .nccl_tables import (ALGOS, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, NVLS_CHANNELS,
+                          NVLS_CHANNELS_ONE_DOMAIN, PROTOS, hw_latency)
+from .nvls import nvls_switch, nvls_table, nvls_tree_tables
 from .pattern import Collective, Flow, HopTable, MovedHops
 from .protocols import TREE_GPU_SHARE, channel_cap_gbps, collective_cap_gbps, link_share
 from .ring import ring_factor, ring_tables
@@ -308,6 +310,8 @@ class Expander:
         collnet = self._collnet(op, segs)
         out = []
         for a in ALGOS:
+            if a not in self.topo.spec.nccl.algorithms:
+                continue  # NCCL_ALGO (a cloud's NCCL profile may set it: GCP's TCPXO)
             if a == "tree" and op != "AllReduce":
                 continue
             if a in COLLNET and a not in collnet:
@@ -317,6 +321,8 @@ class Expander:
             if a == "nvls_tree" and (nvls is None or len(segs) == 1 or op != "AllReduce"):
                 continue
             for p in PROTOS:
+                if p not in self.topo.spec.nccl.protocols:
+                    continue  # NCCL_PROTO (a network plugin may set it: aws-ofi-nccl on p4d)
                 if a in ("nvls", "nvls_tree") + COLLNET and p != "Simple":
                     continue
                 if p == "LL128" and not self._nvlink_only(segs):
@@ -355,8 +361,9 @@ class Expander:
 
     def _compute_settings(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
         full = self.channels(members)
-        if algo in ("nvls", "nvls_tree"):
-            used = NVLS_CHANNELS[self.arch]
+        if algo in ("nvls", "nvls_tree"):  # fewer on Blackwell inside one NVLink domain (nvls.cc)
+            one = len(segments(self.topo, members)) == 1
+            used = (NVLS_CHANNELS_ONE_DOMAIN if one else NVLS_CHANNELS)[self.arch]
         elif algo == "collnet_direct":  # one channel per head (NCCL's collnet graph)
             used = len(collnet_heads(self.topo, segments(self.topo, members)[0]))
         elif algo == "collnet_chain":  # NCCL adds half again to saturate the GPUs' links (connect.cc)
@@ -368,13 +375,24 @@ class Expander:
         nodes = len({m // self.topo.gpus_per_node for m in members})
         share = link_share(algo, proto, op, nodes, nbytes, self.arch)
         plateau = nbytes / (used * len(members)) >= 64  # see latency.collective_latency
-        return used, round(share, 12), plateau
+        # the pipeline's chunk (pipeline.py): the window it allows binds medium sizes
+        heads = self._heads(algo, members)
+        chunk = chunk_size(algo, proto, op, nbytes / used, len(members), self.topo.spec.nccl, heads, nodes)
+        return used, round(share, 12), plateau, chunk
+
+    def _heads(self, algo: str, members: tuple[int, ...]) -> int:
+        """NVLS's and CollNet Direct's heads (the chunk shrinks with few chunks per head), else 1."""
+        if algo in ("nvls", "nvls_tree"):
+            return max(len(s.members) for s in segments(self.topo, members))
+        if algo == "collnet_direct":
+            return len(collnet_heads(self.topo, segments(self.topo, members)[0]))
+        return 1
 
     def collective(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> Collective:
         """The collective ``op`` over ``members`` with this algorithm and protocol, for ``nbytes``."""
         members = tuple(members)
-        used, share, plateau = self._settings(algo, proto, op, members, nbytes)
-        key = (algo, proto, op, members, used, share, plateau)
+        used, share, plateau, chunk = self._settings(algo, proto, op, members, nbytes)
+        key = (algo, proto, op, members, used, share, plateau, chunk)
         hit = self._cache.get(key)
         if hit is None:
             # the same group on other nodes, built before: move it here (an exact symmetry)
@@ -383,7 +401,7 @@ class Expander:
             local = tuple(m - first * gpn for m in members)
             # groups with equal local members and fabric keys are each other moved (an exact symmetry)
             where = self.topo.move_key(first, max(members) // gpn)
-            seen = self._moved.get((algo, proto, op, local, where, used, share, plateau))
+            seen = self._moved.get((algo, proto, op, local, where, used, share, plateau, chunk))
             if seen is not None:
                 hit = _moved(self.topo, seen, first - min(seen.members) // gpn)
             else:
@@ -392,8 +410,8 @@ class Expander:
                 if st is None:  # the hops do not depend on the protocol: built once for all three
                     st = self._structure(algo, op, members, segments(self.topo, members), used, share)
                     self._structures[skey] = st
-                hit = self._finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes)
-                self._moved[(algo, proto, op, local, where, used, share, plateau)] = hit
+                hit = self._finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk)
+                self._moved[(algo, proto, op, local, where, used, share, plateau, chunk)] = hit
             self._cache[key] = hit
         return hit
 
@@ -406,14 +424,14 @@ class Expander:
         return lat + nbytes / bw
 
     def _estimate(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
-        c = self.collective(algo, proto, op, members, nbytes)
-        return c.latency, c.algbw(self.topo.capacity)
+        return self.collective(algo, proto, op, members, nbytes).tuning
 
     def _build(self, algo: str, proto: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
                share: float, nbytes: float) -> Collective:
         """The collective built where it is, from nothing cached but ring searches."""
+        chunk = self._settings(algo, proto, op, members, nbytes)[3]
         return self._finish(self._structure(algo, op, members, segs, used, share), algo, proto, op, members, used,
-                            share, nbytes)
+                            share, nbytes, chunk)
 
     def _structure(self, algo: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
                    share: float) -> _Structure:
@@ -437,11 +455,11 @@ class Expander:
             graph = [1] * len(groups)
         elif algo == "nvls":
             bus = ring_factor(op, n)
-            groups = [HopTable.of(nvls_hops(topo, op, segs[0], self._nvls_switches(segs)[0], share))]
+            groups = [nvls_table(topo, op, segs[0], self._nvls_switches(segs)[0], share)]
             per_flow, graph = [used], [used]
         elif algo == "nvls_tree":
             bus = ring_factor(op, n)
-            groups = [HopTable.of(h) for h in nvls_tree_hops(topo, segs, self._nvls_switches(segs), share)]
+            groups = nvls_tree_tables(topo, segs, self._nvls_switches(segs), share)
             per_flow = [max(1, used // len(groups))] * len(groups)
             graph = [1] * len(groups)
         elif algo == "collnet_direct":
@@ -460,13 +478,18 @@ class Expander:
                           min(members) // topo.gpus_per_node, nodes, self._nvlink_only(segs))
 
     def _finish(self, st: _Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
-                share: float, nbytes: float) -> Collective:
+                share: float, nbytes: float, chunk: int) -> Collective:
         """The collective of a structure with this protocol: link shares, caps and latency."""
         topo, nodes = self.topo, st.nodes
         if algo in ("nvls", "nvls_tree"):
             share = 1.0  # NVLS's efficiency is in its hops' overhead
         net = net_rate_gbps(topo, algo, self.rates) * GB
         ch_cap = channel_cap_gbps(algo, proto, nodes, self.arch, self._channel_rate(algo)) * GB
+        nccl = topo.spec.nccl
+        transport = (nccl.transport, self.rates.step_latency if self.rates.step_latency is not None
+                     else nccl.step_latency)
+        intra_hw = "nvlink" if st.nvlink else "pci"
+        steps = step_latencies(algo, proto, len(members), nodes, intra_hw, st.intra, st.inter, *transport)
         flows = []
         total = sum(st.per_flow)
         for table, (edges, coef), out_net, k, g in zip(st.tables, st.loads, st.out_net, st.per_flow, st.graph):
@@ -478,10 +501,31 @@ class Expander:
             flows.append(Flow(k / total, k, edges, coef * (1.0 / share), table, tuple(caps)))
         coll_cap = collective_cap_gbps(proto, nodes, self.arch) * GB
         shared = ((coll_cap, tuple(st.bus for _ in flows)),) if math.isfinite(coll_cap) else ()
-        intra_hw = "nvlink" if st.nvlink else "pci"
-        lat = collective_latency(algo, proto, op, len(members), nodes, intra_hw, st.intra, st.inter, nbytes, used,
-                                 self.arch)
-        return Collective(algo, proto, op, members, nodes, used, tuple(flows), lat, st.bus, shared)
+        args = (algo, proto, op, len(members), nodes, intra_hw, st.intra, st.inter, nbytes, used, self.arch)
+        # NCCL chooses by its own model: its per-step figures, no launch cost, no pipeline window
+        tuned = Collective(algo, proto, op, members, nodes, used, tuple(flows), collective_latency(*args), st.bus,
+                           shared)
+        rate = tuned.algbw(topo.capacity)
+        flows = self._windowed(flows, st, algo, proto, op, chunk, steps, rate, nbytes)
+        lat = collective_latency(*args, *transport, self.rates.launch or 0.0)
+        return replace(tuned, flows=tuple(flows), latency=lat, tuning=(tuned.latency, rate))
+
+    def _windowed(self, flows: list[Flow], st: _Structure, algo: str, proto: str, op: str, chunk: int,
+                  steps: tuple[float, float], rate: float, nbytes: float) -> list[Flow]:
+        """The flows with the pipeline's window as one more cap per channel (pipeline.py): its chunk over
+        the per-step latency of the network's hop and the channel's uncontended rate on its links.  Inside
+        a node a step takes a few microseconds and the window binds only where the latency term already
+        rules, so groups within one node keep their flows as they are."""
+        if st.nodes == 1:
+            return flows
+        sigma = steps[1]
+        per_hop = st.bus if algo == "ring" else 1.0  # a ring channel moves its share x bus factor per hop
+        out = []
+        for f in flows:
+            beta = rate * f.share * per_hop / f.channels  # a channel's bytes per second on its links
+            w = window(algo, proto, op, chunk, sigma, beta, nbytes * f.share / f.channels)
+            out.append(replace(f, caps=f.caps + ((w, per_hop / f.channels),)) if math.isfinite(w) else f)
+        return out
 
     def _channel_rate(self, algo: str) -> float | None:
         return self.rates.tree_channel_rate if algo in ("tree", "nvls_tree") else self.rates.ring_channel_rate
@@ -525,7 +569,7 @@ def _moved(topo: Topology, c: Collective, nodes: int) -> Collective:
                        (f.table if isinstance(f.table, MovedHops) else MovedHops(f.table, move, 0, topo.gpus_per_node)
                         ).moved(move, nodes, topo.gpus_per_node), f.caps) for f in c.flows)
     return Collective(c.algo, c.proto, c.op, tuple(m + d for m in c.members), c.nodes, c.channels, flows, c.latency,
-                      c.bus_factor, c.shared_caps)
+                      c.bus_factor, c.shared_caps, c.tuning)
 
 
 def _merge(groups: list[HopTable], per_flow: list[int], graph: list[int]) -> tuple[list, list, list]:

@@ -33,8 +33,9 @@ from __future__ import annotations
 import math
 
 from .nccl_tables import COLLNET_ARITY_US, NET_OVERHEAD_US, base_latency, hw_latency
+from .transports import network_step_us
 
-__all__ = ["collective_latency", "ring_steps"]
+__all__ = ["collective_latency", "ring_steps", "step_latencies"]
 
 US = 1e-6
 
@@ -46,14 +47,31 @@ def ring_steps(op: str, ranks: int, nodes: int) -> tuple[int, int]:
     return ranks - 1, nodes - 1
 
 
-def collective_latency(algo: str, proto: str, op: str, ranks: int, nodes: int, intra_hw: str,
-                       intra_route: float, inter_route: float, nbytes: float, channels: int, arch: str) -> float:
-    """Start-up latency in seconds (route latencies in seconds)."""
+def step_latencies(algo: str, proto: str, ranks: int, nodes: int, intra_hw: str, intra_route: float,
+                   inter_route: float, transport: str | None = None, step_us: float | None = None
+                   ) -> tuple[float, float]:
+    """One step's latency (s) inside a node and across the network: NCCL's per-step figure plus the
+    route's own latency (the network's twice for Simple, as NCCL counts its plugin's latency for the
+    receive flush); the network step is the transport's (:mod:`.transports`)."""
     intra = hw_latency(intra_hw, algo, proto) * US + intra_route
-    ppn = ranks / nodes
     # with one GPU per node every step is exposed: NCCL charges the tree's network latency
-    net_algo = "tree" if ppn == 1 and algo in ("ring", "tree", "collnet_direct", "collnet_chain") else algo
-    inter = hw_latency("net", net_algo, proto) * US + inter_route * (2 if proto == "Simple" else 1)
+    net_algo = "tree" if ranks == nodes and algo in ("ring", "tree", "collnet_direct", "collnet_chain") else algo
+    inter = network_step_us(transport, net_algo, proto, step_us) * US + inter_route * (2 if proto == "Simple" else 1)
+    return intra, inter
+
+
+def collective_latency(algo: str, proto: str, op: str, ranks: int, nodes: int, intra_hw: str,
+                       intra_route: float, inter_route: float, nbytes: float, channels: int, arch: str,
+                       transport: str | None = None, step_us: float | None = None, launch_us: float = 0.0) -> float:
+    """Start-up latency in seconds (route latencies in seconds): NCCL's own model with ``transport``
+    ``None``, else with the transport's network step (:mod:`.transports`); ``launch_us`` is a
+    per-collective cost NCCL's model leaves out (calibration fits it; 0 by default)."""
+    intra, inter = step_latencies(algo, proto, ranks, nodes, intra_hw, intra_route, inter_route, transport, step_us)
+    return launch_us * US + _latency(algo, proto, op, ranks, nodes, intra, inter, nbytes, channels, arch)
+
+
+def _latency(algo: str, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
+             channels: int, arch: str) -> float:
     base = base_latency(algo, proto) * US
     if algo == "ring":
         if op in ("Broadcast", "Reduce"):

@@ -20,7 +20,8 @@ __all__ = [
     "ALGOS", "PROTOS", "base_latency", "hw_latency", "ll_max_bw", "per_channel_ring_ll128_bw",
     "per_channel_tree_ll128_bw", "per_channel_tree_bw", "per_channel_nvls_tree_bw", "nvls_efficiency",
     "tree_correction", "top_channel_speed", "NVLS_CHANNELS", "NET_OVERHEAD_US", "COLLNET_ARITY_US",
-    "COLLNET_DIRECT_EFFICIENCY", "COLLNET_MAX_LOCAL",
+    "COLLNET_DIRECT_EFFICIENCY", "COLLNET_MAX_LOCAL", "NCCL_STEPS", "LL_STEP_DATA", "LL128_STEP_DATA",
+    "NVLS_CHANNELS_ONE_DOMAIN",
 ]
 
 # NCCL's order of the algorithms p2sim models (NCCL_ALGO_TREE .. NCCL_ALGO_NVLS_TREE in src/include/device.h)
@@ -76,8 +77,20 @@ _TREE_CORRECTION = (
 # (speedArrayIntra, sm90SpeedArrayIntra, sm100SpeedArrayIntra in src/graph/search.cc)
 _TOP_SPEED = (40.0, 40.0, 60.0, 90.0)
 
-# NVLS channels (NVLS_NCHANNELS_SM90 / _SM100 in src/transport/nvls.cc)
+# NVLS channels (src/transport/nvls.cc): NVLS_NCHANNELS_SM90 16; on Blackwell
+# NVLS_NCHANNELS_SM100_NVL 24 inside one NVLink domain and NVLS_NCHANNELS_SM100 32 across them
 NVLS_CHANNELS = {"hopper": 16, "blackwell": 32}
+NVLS_CHANNELS_ONE_DOMAIN = {"hopper": 16, "blackwell": 24}
+
+# The pipeline (src/include/device.h, src/init.cc, src/include/collectives.h, src/enqueue.cc):
+# a connection's buffer holds NCCL_STEPS steps; LL steps carry 32 KiB of data (8 lines x 512
+# threads x 16 B per step, half of it flags), LL128 steps 576,000 B (120 elements x 640 threads x
+# 8 B, 15/16 of it data); a Simple step is NCCL_BUFFSIZE / NCCL_STEPS.  Ring AllReduce,
+# ReduceScatter and AllGather move Simple chunks of NCCL_STEPS / 2 steps; every other
+# (algorithm, protocol) chunks one step (NVLS's chunk is a setting: NcclSettings.nvls_chunksize).
+NCCL_STEPS = 8
+LL_STEP_DATA = 32768
+LL128_STEP_DATA = 576000
 
 # network post overhead per step of an inter-node ring, x3 for Simple (getNetOverhead, Intel hosts)
 NET_OVERHEAD_US = 1.0

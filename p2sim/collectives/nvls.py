@@ -22,12 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ..topology import Topology
 from .channels import Segment, entry_gpus, node_nics
-from .pattern import Hop
-from .tree import double_tree, link_pair
+from .pattern import Hop, HopTable
+from .tree import double_tree_arrays
 
-__all__ = ["SWITCH", "nvls_switch", "nvls_hops", "nvls_tree_hops", "nvls_heads"]
+__all__ = ["SWITCH", "nvls_switch", "nvls_hops", "nvls_table", "nvls_tree_hops", "nvls_tree_tables", "nvls_heads",
+           "port_table"]
 
 SWITCH = -1  # the NVSwitch as a hop's source or destination
 
@@ -44,25 +47,51 @@ def nvls_switch(topo: Topology, seg: Segment) -> str | None:
     return f"n{seg.node}/{min(common)}" if common else None
 
 
-def _port(topo: Topology, m: int, switch: str, up: float, down: float, efficiency: float) -> list[Hop]:
-    gpu = topo.gpu_name(m)
-    out = []
+def _port_ids(topo: Topology, switch: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per local GPU, the ids of its links up to and down from node 0's ``switch``."""
+    key = ("nvls ports", switch)
+    hit = topo.memo.get(key)
+    if hit is None:
+        up = [topo._index.get((f"n0/{g}", f"n0/{switch}"), -1) for g in topo.spec.gpus]
+        down = [topo._index.get((f"n0/{switch}", f"n0/{g}"), -1) for g in topo.spec.gpus]
+        hit = topo.memo[key] = (np.array(up, dtype=np.int64), np.array(down, dtype=np.int64))
+    return hit
+
+
+def port_table(topo: Topology, members: Sequence[int], switch: str, up: float, down: float,
+               efficiency: float) -> HopTable:
+    """Each member's hops to (``up`` bytes) and from (``down``) its node's ``switch`` (a node-0 name),
+    in member order, up before down; the links' loads divided by ``efficiency``."""
+    m = np.asarray(members, dtype=np.int64)
+    node, local = np.divmod(m, topo.gpus_per_node)
+    ups, downs = _port_ids(topo, switch.split("/", 1)[1])
+    per = topo._edges_per_node
+    cols = []  # (src, dst, coef, edge) per direction, interleaved per member
     if up > 0:
-        out.append(Hop(m, SWITCH, up, (topo.edge_index(gpu, switch),), False, 1 / efficiency))
+        cols.append((m, np.full(len(m), SWITCH), up, ups[local] + node * per))
     if down > 0:
-        out.append(Hop(SWITCH, m, down, (topo.edge_index(switch, gpu),), False, 1 / efficiency))
-    return out
+        cols.append((np.full(len(m), SWITCH), m, down, downs[local] + node * per))
+    k = len(cols)
+    src = np.stack([c[0] for c in cols], axis=1).ravel()
+    dst = np.stack([c[1] for c in cols], axis=1).ravel()
+    coef = np.tile(np.array([c[2] for c in cols], dtype=float), len(m))
+    edges = np.stack([c[3] for c in cols], axis=1).ravel()
+    n = k * len(m)
+    return HopTable(src, dst, coef, np.zeros(n, dtype=bool), np.full(n, 1 / efficiency),
+                    np.arange(n + 1, dtype=np.int64), edges)
 
 
 def nvls_hops(topo: Topology, op: str, seg: Segment, switch: str, efficiency: float) -> list[Hop]:
     """One node's NVLS collective, per byte of buffer (its link loads divided by ``efficiency``)."""
+    return list(nvls_table(topo, op, seg, switch, efficiency).hops())
+
+
+def nvls_table(topo: Topology, op: str, seg: Segment, switch: str, efficiency: float) -> HopTable:
+    """:func:`nvls_hops` as a table."""
     n = len(seg.members)
     up, down = {"AllReduce": (1 + 1 / n, 1 + 1 / n), "ReduceScatter": (1.0, 1 / n),
                 "AllGather": (1 / n, 1.0)}[op]
-    hops: list[Hop] = []
-    for m in seg.members:
-        hops += _port(topo, m, switch, up, down, efficiency)
-    return hops
+    return port_table(topo, seg.members, switch, up, down, efficiency)
 
 
 def nvls_heads(topo: Topology, segs: Sequence[Segment]) -> list[list[tuple[int, str]]]:
@@ -82,22 +111,41 @@ def nvls_heads(topo: Topology, segs: Sequence[Segment]) -> list[list[tuple[int, 
 def nvls_tree_hops(topo: Topology, segs: Sequence[Segment], switches: Sequence[str],
                    efficiency: float) -> list[list[Hop]]:
     """NVLS-Tree AllReduce: one flow per head slot, per byte of its slice."""
+    return [list(t.hops()) for t in nvls_tree_tables(topo, segs, switches, efficiency)]
+
+
+def nvls_tree_tables(topo: Topology, segs: Sequence[Segment], switches: Sequence[str],
+                     efficiency: float) -> list[HopTable]:
+    """:func:`nvls_tree_hops` as tables: per node every member's port to the switch (its part of the
+    slice up, the result down), then the head's (reduced in, multicast out); then the double binary
+    tree across the nodes' heads, through their NICs."""
+    from .ring import _table
+
     heads = nvls_heads(topo, segs)
     count = min(len(h) for h in heads)
+    nic_index = {nic: i for i, nic in enumerate(topo.nics)}
+    trees = double_tree_arrays(len(segs))
+    same_switch = len(set(s.split("/", 1)[1] for s in switches)) == 1
     out = []
     for j in range(count):
-        hops: list[Hop] = []
-        nics, tops = {}, []
-        for seg, sw, hs in zip(segs, switches, heads):
-            head, nic = hs[j]
-            for m in seg.members:  # every member sends its part of the slice, then receives the result
-                hops += _port(topo, m, sw, 1.0, 1.0, efficiency)
-            hops += _port(topo, head, sw, 1.0, 1.0, efficiency)  # the head: reduced in, multicast out
-            nics[seg.node] = nic
-            tops.append(head)
-        for parents in double_tree(len(tops)):
-            for r, p in enumerate(parents):
-                if p is not None:
-                    hops += link_pair(topo, tops[r], tops[p], 0.5, nics)
-        out.append(hops)
+        tops = np.array([hs[j][0] for hs in heads], dtype=np.int64)
+        parts = []
+        if same_switch:  # every node's members then its head, in node order, in one pass
+            seq = np.concatenate([np.append(np.asarray(seg.members, dtype=np.int64), top)
+                                  for seg, top in zip(segs, tops.tolist())])
+            parts.append(port_table(topo, seq, switches[0], 1.0, 1.0, efficiency))
+        else:
+            for seg, sw, top in zip(segs, switches, tops.tolist()):
+                parts.append(port_table(topo, list(seg.members) + [top], sw, 1.0, 1.0, efficiency))
+        src, dst = [], []
+        for parents in trees:
+            r = np.flatnonzero(parents >= 0)
+            pair = np.stack([tops[r], tops[parents[r]]], axis=1)  # up, then down, per tree edge
+            src.append(pair.ravel())
+            dst.append(pair[:, ::-1].ravel())
+        if src:
+            nic_of_node = {seg.node: nic_index[hs[j][1]] for seg, hs in zip(segs, heads)}
+            s = np.concatenate(src)
+            parts.append(_table(topo, s, np.concatenate(dst), np.full(len(s), 0.5), nic_of_node, j))
+        out.append(HopTable.concat(parts))
     return out

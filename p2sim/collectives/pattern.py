@@ -172,6 +172,9 @@ class Collective:
 
     ``bus_factor`` is NCCL's ratio of bus to algorithm bandwidth for this algorithm
     (``busBw = algBw x bus_factor``); ``latency`` the start-up time in seconds.
+    ``tuning`` is NCCL's own estimate of it, (latency s, algorithm bandwidth bytes/s): the
+    figures NCCL chooses an algorithm and protocol by (``src/graph/tuning.cc``), without what
+    its model leaves out (the pipeline's window, the transport's real step, launch costs).
     """
 
     algo: str
@@ -184,6 +187,7 @@ class Collective:
     latency: float
     bus_factor: float
     shared_caps: tuple[tuple[float, tuple[float, ...]], ...] = ()  # (bytes/s, coef per flow)
+    tuning: tuple[float, float] | None = None
 
     @property
     def crosses_nodes(self) -> bool:

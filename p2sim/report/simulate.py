@@ -84,7 +84,10 @@ def topology_json(topo: Topology) -> dict[str, Any]:
         "devices": topo.devices,
         "components": dict(sorted(kinds.items())),
         "links": dict(sorted(links.items())),
+        "fabric": None if topo.fabric is None else {
+            "routing": topo.fabric.spec.routing, "rails": topo.fabric.spec.rails, "tiers": topo.fabric.summary()},
         "bisection_GBps": bisection(topo),
+        "assumed": list(topo.spec.assumed),
     }
 
 
@@ -103,9 +106,22 @@ def topology_text(topo: Topology) -> str:
         lat = "/".join(f"{t:g}" for t in e["latency_us"])
         eff = "" if e["efficiency"] == 1 else f" ({e['efficiency']:g} of the data sheet)"
         lines.append(f"    {c:<10s} {e['directed_edges'] // 2:5d} links  {bw} GB/s{eff}  {lat} us")
+    if d["fabric"] is not None:
+        f = d["fabric"]
+        lines.append(f"  fabric     {f['routing']} routing" + (f", {f['rails']} rails" if f["rails"] > 1 else ""))
+        for tier in f["tiers"]:
+            sharp = ", SHARP" if tier["sharp"] else ""
+            if "nodes" in tier:
+                lines.append(f"    {tier['tier']:<10s} {tier['groups']:5d} groups of {tier['nodes']} nodes, "
+                             f"{tier['ports']} uplinks of {tier['uplink_GBps'] / tier['ports']:g} GB/s "
+                             f"({tier['uplink_GBps']:g} GB/s up per group, {tier['connect']}{sharp})")
+            else:
+                lines.append(f"    {tier['tier']:<10s} top tier ({tier['connect']}{sharp})")
     for k, v in d["bisection_GBps"].items():
         what = "between the two halves of the nodes" if k == "nodes" else "between the two halves of a node's GPUs"
         lines.append(f"  bisection  {v:g} GB/s per direction {what}")
+    for a in d["assumed"]:
+        lines.append(f"  assumed    {a}")
     return "\n".join(lines)
 
 

@@ -13,8 +13,12 @@ and p2sim uses NCCL's figures unless the file gives a class's ``efficiency`` its
   GB/s for gen3, 4, 5 x16, three quarters of the raw 16, 32, 64 GB/s.
 * **Network** (NIC cables, switch links): NCCL counts a NIC's reported speed as is
   (``speed / 8000`` GB/s, ``ncclTopoAddNet``): 1.
-* **Host** (CPU to CPU), **memory** (a CPU's DRAM, the SHM transport's staging) and
-  **C2C** (Grace to its GPU): NCCL has no share of its own to apply: 1.
+* **Memory** (a CPU's DRAM, the SHM transport's staging): NCCL has no figure; DRAM sustains
+  about 0.8 of its wire rate (MT/s x width) under streaming copies -- STREAM's copy and triad
+  reach 74-79% (Texas Instruments SPRAD45A and SPRACV1B, table "Stream Benchmarks"), the usual
+  share on servers (McCalpin's STREAM results, www.cs.virginia.edu/stream) -- so p2sim uses 0.8.
+* **Host** (CPU to CPU) and **C2C** (Grace to its GPU): NCCL has no share of its own to
+  apply: 1.
 
 A class's kind comes from what its links join (or its ``kind`` key).
 
@@ -34,10 +38,11 @@ from typing import Any
 
 from ..util.errors import TopologyError
 
-__all__ = ["LINK_KINDS", "PCIE_SHARE", "nvlink_share", "link_kind", "complete_classes"]
+__all__ = ["LINK_KINDS", "PCIE_SHARE", "MEMORY_SHARE", "nvlink_share", "link_kind", "complete_classes"]
 
 LINK_KINDS = ("nvlink", "pcie", "c2c", "host", "memory", "network")
 PCIE_SHARE = 0.75  # width x speed / 80 over the raw width x GT/s x 128/130 / 8 (topo.cc), gen3 and later
+MEMORY_SHARE = 0.8  # DRAM under streaming copies: STREAM's 74-79% of wire rate (see the module docstring)
 
 
 def nvlink_share(cc: int) -> float:
@@ -77,6 +82,8 @@ def _share(kind: str, cc: int) -> tuple[float, str]:
         return nvlink_share(cc), f"{generation}: NCCL's per-link figure (src/graph/topo.h)"
     if kind == "pcie":
         return PCIE_SHARE, "PCIe: NCCL's width x speed / 80 (src/graph/topo.cc)"
+    if kind == "memory":
+        return MEMORY_SHARE, "DRAM: what STREAM sustains of the wire rate"
     return 1.0, f"{kind}: NCCL counts the rate as is"
 
 

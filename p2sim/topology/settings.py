@@ -40,6 +40,11 @@ ARCHS = ("volta", "ampere", "hopper", "blackwell")
 # Slingshot through the same plugin on libfabric's cxi provider; socket: NCCL's TCP transport;
 # tcpx: Google's GPUDirect-TCPX(O) plugin
 TRANSPORTS = ("ib", "roce", "efa", "cxi", "socket", "tcpx")
+# NCCL_ALGO's algorithms under p2sim's names (NCCL's: Ring, Tree, NVLS, NVLSTree, CollNetDirect, CollNetChain)
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain")
+_NCCL_ALGO_NAMES = {a.replace("_", ""): a for a in ALGORITHMS}
+# transports with no published per-step latency (p2sim.collectives.transports): p2sim says it assumes NCCL's
+ASSUMED_TRANSPORTS = ("cxi", "tcpx")
 # NCCL_P2P_LEVEL's path types, nearest first (NCCL docs, "NCCL_P2P_LEVEL")
 P2P_LEVELS = ("NVL", "PIX", "PXB", "PHB", "SYS")
 
@@ -80,6 +85,12 @@ class NcclSettings:
     gdr_level: str = "PXB"  # NCCL_NET_GDR_LEVEL: GPUDirect RDMA up to this path type (paths.cc default)
     nvls: bool = True
     collnet: bool | None = None
+    step_latency: float | None = None  # [network] step_latency: us per network step, replacing the transport's
+    protocols: tuple[str, ...] = ("LL", "LL128", "Simple")  # NCCL_PROTO: the protocols NCCL may use
+    buffsize: int = 4 * 2**20  # NCCL_BUFFSIZE: bytes of a Simple connection's buffer (init.cc DEFAULT_BUFFSIZE)
+    algorithms: tuple[str, ...] = ALGORITHMS  # NCCL_ALGO: the algorithms NCCL may use
+    nvls_chunksize: int = 131072  # NCCL_NVLS_CHUNKSIZE (src/transport/nvls.cc default)
+    nvlstree_max_chunksize: int | None = None  # NCCL_NVLSTREE_MAX_CHUNKSIZE; None: 64 KiB from 4 nodes (nvls.cc)
 
 
 @dataclass(frozen=True)
@@ -97,9 +108,16 @@ class ModelRates:
     tree_net_rate: float | None = None
     ring_channel_rate: float | None = None
     tree_channel_rate: float | None = None
+    # latencies in microseconds: a network step (replacing the transport's, see
+    # p2sim.collectives.transports) and a per-collective cost NCCL's model leaves out
+    step_latency: float | None = None
+    launch: float | None = None
 
     def to_dict(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+LATENCY_FIELDS = ("step_latency", "launch")  # ModelRates' latencies (us), not rates
 
 
 def _fail(src: str, field: str, msg: str) -> TopologyError:
@@ -122,6 +140,32 @@ def _count(src: str, field: str, value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise _fail(src, field, f"{value!r} must be a whole number in {low}..{high}")
     return value
+
+
+def _step_latency(src: str, network: Mapping[str, Any]) -> float | None:
+    v = network.get("step_latency")
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_LATENCY_US:
+        raise _fail(src, "network.step_latency", f"{v!r} must be a number of microseconds in [0, {MAX_LATENCY_US:g}]")
+    return float(v)
+
+
+def _bytes(src: str, field: str, value: Any, env: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 4096 <= value <= 2**30:
+        raise _fail(src, field, f"{value!r} must be a whole number of bytes in 4096..1073741824 ({env})")
+    return value
+
+
+def _algorithms(src: str, value: Any) -> tuple[str, ...]:
+    """NCCL_ALGO's list: p2sim's names or NCCL's (Ring, NVLSTree, CollNetDirect, ...), any case."""
+    names = [_NCCL_ALGO_NAMES.get(v.lower().replace("_", "")) if isinstance(v, str) else None
+             for v in value] if isinstance(value, list) else [None]
+    if not names or None in names or len(set(names)) != len(names):
+        raise _fail(src, "nccl.algorithms", f"{value!r} must be a list of some of {', '.join(ALGORITHMS)} (NCCL_ALGO)")
+    return tuple(a for a in ALGORITHMS if a in names)
 
 
 # the compute capability a generation stands for when the file names no known model
@@ -175,7 +219,8 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
         raise _fail(src, "gpu", "must be a table")
     _unknown(src, "gpu", gpu, {"arch", "model", "memory_gib"})
     _unknown(src, "nccl", nccl, {"channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls",
-                                 "collnet", "gdr_level"})
+                                 "collnet", "gdr_level", "protocols", "buffsize", "algorithms",
+                                 "nvls_chunksize", "nvlstree_max_chunksize"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
     if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
@@ -186,6 +231,18 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     collnet = nccl.get("collnet")
     if collnet is not None and not isinstance(collnet, bool):
         raise _fail(src, "nccl.collnet", f"{collnet!r} must be true or false")
+    protocols = nccl.get("protocols", list(d.protocols))
+    if (not isinstance(protocols, list) or not protocols
+            or any(p not in d.protocols for p in protocols) or len(set(protocols)) != len(protocols)):
+        raise _fail(src, "nccl.protocols", f"{protocols!r} must be a list of some of LL, LL128, Simple (NCCL_PROTO)")
+    algorithms = _algorithms(src, nccl.get("algorithms", list(d.algorithms)))
+    chunks = {k: _bytes(src, f"nccl.{k}", nccl.get(k, getattr(d, k)), env)
+              for k, env in (("nvls_chunksize", "NCCL_NVLS_CHUNKSIZE"),
+                             ("nvlstree_max_chunksize", "NCCL_NVLSTREE_MAX_CHUNKSIZE"))}
+    buffsize = nccl.get("buffsize", d.buffsize)
+    if isinstance(buffsize, bool) or not isinstance(buffsize, int) or not 2**16 <= buffsize <= 2**30:
+        raise _fail(src, "nccl.buffsize", f"{buffsize!r} must be a whole number of bytes in 65536..1073741824 "
+                                          "(NCCL_BUFFSIZE)")
     model = gpu.get("model", "")
     if not isinstance(model, str):
         raise _fail(src, "gpu.model", f"{model!r} is not a text")
@@ -208,6 +265,11 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
         gdr_level=_choice(src, "nccl.gdr_level", nccl.get("gdr_level", d.gdr_level), P2P_LEVELS),
         nvls=nvls,
         collnet=collnet,
+        step_latency=_step_latency(src, network),
+        protocols=tuple(p for p in d.protocols if p in protocols),
+        buffsize=buffsize,
+        algorithms=algorithms,
+        **chunks,
     )
     if out.min_channels > out.max_channels:
         raise _fail(src, "nccl.min_channels", f"{out.min_channels} is above max_channels {out.max_channels}")
@@ -225,7 +287,13 @@ def parse_rates(model: Mapping[str, Any], src: str) -> ModelRates:
                         "(ring_net_rate, tree_net_rate, ring_channel_rate, tree_channel_rate): recalibrate")
     _unknown(src, "model", model, known)
     values: dict[str, float] = {}
-    for k in known:
+    for k in LATENCY_FIELDS:
+        if k in model:
+            v = model[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_LATENCY_US:
+                raise _fail(src, f"model.{k}", f"{v!r} must be a number of microseconds in [0, {MAX_LATENCY_US:g}]")
+            values[k] = float(v)
+    for k in known - set(LATENCY_FIELDS):
         if k in model:
             v = model[k]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:

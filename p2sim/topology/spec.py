@@ -26,7 +26,7 @@ from ..util.fileio import read_text
 from .efficiency import LINK_KINDS, complete_classes
 from .faults import Fault
 from .fabric_spec import FabricSpec, parse_fabric
-from .settings import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, ModelRates, NcclSettings, parse_nccl, parse_rates
+from .settings import ASSUMED_TRANSPORTS, MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, ModelRates, NcclSettings, parse_nccl, parse_rates
 
 __all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS",
            "TOP_LEVEL_KEYS", "MAX_NODES"]
@@ -385,9 +385,9 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     net = doc.get("network", {})
     if not isinstance(net, dict):
         raise TopologyError(f"{src}: network: must be a table")
-    extra = sorted(set(net) - {"components", "links", "transport"})
+    extra = sorted(set(net) - {"components", "links", "transport", "step_latency"})
     if extra:
-        raise TopologyError(f"{src}: network.{extra[0]}: unknown setting (components, links, transport)")
+        raise TopologyError(f"{src}: network.{extra[0]}: unknown setting (components, links, transport, step_latency)")
     net_comps = _components(src, "network.components", net.get("components", []))
     net_links = _links(src, "network.links", net.get("links", []), classes)
     fabric = None if "fabric" not in doc else parse_fabric(doc["fabric"], classes, src)
@@ -426,6 +426,9 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
                        "from Hopper on; nvls = false on the component turns it off)")
     if "transport" not in net:
         assumed.append(f"network transport {nccl.transport} ([network] transport not given)")
+    if nccl.step_latency is None and nccl.transport in ASSUMED_TRANSPORTS:
+        assumed.append(f"a {nccl.transport} network step takes NCCL's hwLat[NET] (no published figure for the "
+                       "transport; [network] step_latency or calibrate sets it)")
     nics = {c for c, k in comps if k == "nic"}
     for h in nccl.hca:
         if h not in nics:

@@ -103,7 +103,7 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
     lines += [f"memory_gib = {_value(nc.memory_gib)}"] if nc.memory_gib is not None else []
     lines += ["", "[nccl]"]
     for key in ("channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "gdr_level", "nvls",
-                "collnet"):
+                "collnet", "protocols", "buffsize", "algorithms", "nvls_chunksize", "nvlstree_max_chunksize"):
         if getattr(nc, key) != getattr(d, key):
             lines.append(f"{key} = {_value(getattr(nc, key))}")
     lines += ["", "[model]"] + [f"{k} = {_value(v)}" for k, v in spec.rates.to_dict().items()]
@@ -111,6 +111,7 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
     lines += _components(spec, spec.components)
     lines += ["]", "links = ["] + _links(spec.node_links) + ["]", "", "[network]"]
     lines += [f"transport = {_value(nc.transport)}"]
+    lines += [f"step_latency = {_value(nc.step_latency)}"] if nc.step_latency is not None else []
     if spec.fabric is None:
         lines += ["components = ["] + _components(spec, spec.network_components)
         lines += ["]", "links = ["] + _links(spec.network_links) + ["]"]

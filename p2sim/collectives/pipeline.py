@@ -1,0 +1,111 @@
+"""NCCL's pipeline: why a medium-size collective runs below its links' rate.
+
+A channel moves its share of the buffer in chunks through each connection's FIFO of
+``NCCL_STEPS`` (8) slots (``src/include/device.h``).  A sender may fill the free slots; a slot
+comes back once the receiver has taken its data -- a flag over NVLink or PCIe, a proxy's round
+trip on the network (``src/transport/net.cc``: the receiver's proxy re-posts the buffer, the
+sender's proxy sees it).  That is window flow control: with ``F`` bytes in flight, a per-step
+latency ``sigma`` each way and the channel's rate ``beta`` on its links, a connection moves at
+most
+
+    ``F / (2 sigma + u / beta)``
+
+bytes per second, where ``u`` is what the receiver must hold before it releases a slot.  For a
+ring AllReduce, ReduceScatter or AllGather with Simple, a chunk takes ``CHUNKSTEPS`` = 4 of the
+8 slots and moves as two slices (``SLICESTEPS`` = 2, ``src/include/collectives.h``): ``F`` is
+two chunks and ``u`` a slice; every other pattern moves a chunk per slot, eight in flight.
+
+The chunk ``c`` is NCCL's for the size (``src/enqueue.cc``, ``calcCollChunking``): a ring cuts
+each channel's bytes into one chunk per rank, at most ``NCCL_BUFFSIZE / 8 x 4`` (2 MiB with the
+default 4 MiB buffer); trees and pipelines chunk one Simple step (512 KiB); LL carries 32 KiB
+of data per step and LL128 576,000 B; NVLS chunks ``NCCL_NVLS_CHUNKSIZE`` (128 KiB), NVLS-Tree
+at most 64 KiB from 4 nodes (``src/transport/nvls.cc``), both cut for small sizes (NVLS to 64,
+32, 16 KiB below 64, 8 and 2 chunks per head; NVLS-Tree to 256, 128, 64, 32 KiB below 32, 16,
+4 and 1).  Small chunks make the
+window bind: busbw climbs with the size until the links bind instead -- the medium-size ramp.
+With a network step of tens of microseconds it binds up to hundreds of MiB; over NVLink
+(a few microseconds) hardly at all.
+
+Examples
+--------
+>>> nccl = NcclSettings()  # NCCL's defaults: 4 MiB buffers, 128 KiB NVLS chunks
+>>> chunking("ring", "Simple", "AllReduce", nccl, 2)
+2097152
+>>> chunk_size("ring", "Simple", "AllReduce", 2**20, 16, nccl, 1)  # 1 MiB per channel, 16 ranks
+65536
+>>> round(window("ring", "Simple", "AllReduce", 65536, 14e-6, 12.5e9) / 1e9, 2)  # IB step, 100G channel
+4.28
+>>> round(window("ring", "Simple", "AllReduce", 2 * 2**20, 14e-6, 12.5e9) / 1e9, 2)  # largest chunks: the link binds
+37.49
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..topology.settings import NcclSettings
+from .nccl_tables import LL128_STEP_DATA, LL_STEP_DATA, NCCL_STEPS
+
+__all__ = ["chunking", "chunk_size", "in_flight", "window", "RING_OPS", "SIMPLE_SLICES"]
+
+RING_OPS = ("AllReduce", "ReduceScatter", "AllGather")  # ring patterns with one chunk per rank per loop
+SIMPLE_SLICES = 2  # slices per chunk of a Simple ring: CHUNKSTEPS / SLICESTEPS (collectives.h)
+
+
+def chunking(algo: str, proto: str, op: str, nccl: NcclSettings, nodes: int) -> int:
+    """NCCL's largest chunk (bytes of data) for this pattern and protocol (``nodes``: NVLink domains)."""
+    if proto == "LL":
+        return LL_STEP_DATA
+    if proto == "LL128":
+        return LL128_STEP_DATA
+    if algo == "nvls":
+        return nccl.nvls_chunksize
+    if algo == "nvls_tree":  # nvls.cc: the tree's cap is 64 KiB from 4 nodes unless set
+        cap = nccl.nvlstree_max_chunksize
+        return min(nccl.nvls_chunksize, cap if cap is not None else 65536 if nodes >= 4 else nccl.nvls_chunksize)
+    step = nccl.buffsize // NCCL_STEPS
+    if algo == "ring" and op in RING_OPS:
+        return step * (NCCL_STEPS // 2)  # CHUNKSTEPS = NCCL_STEPS / 2 (collectives.h)
+    return step
+
+
+# calcCollChunking's halvings for small sizes: (below this many chunks per head, down to this size)
+_SHRINK = {"nvls": ((64, 65536), (8, 32768), (2, 16384)),
+           "nvls_tree": ((32, 262144), (16, 131072), (4, 65536), (1, 32768))}
+
+
+def chunk_size(algo: str, proto: str, op: str, channel_bytes: float, ranks: int, nccl: NcclSettings, heads: int,
+               nodes: int = 1) -> int:
+    """The chunk NCCL moves for this size (bytes).
+
+    ``channel_bytes`` is a channel's share of the buffer; a ring cuts it into one chunk per rank
+    (``ranks``); NVLS and NVLS-Tree cut their chunk while a channel holds few chunks per head
+    (``heads``).
+    """
+    chunk = chunking(algo, proto, op, nccl, nodes)
+    if algo == "ring" and op in RING_OPS:
+        chunk = min(chunk, math.ceil(channel_bytes / ranks))
+    elif algo in _SHRINK and proto == "Simple":
+        for below, size in _SHRINK[algo]:
+            if channel_bytes < below * heads * chunk and chunk > size:
+                chunk = size
+    return max(1, min(chunk, math.ceil(channel_bytes)))
+
+
+def in_flight(algo: str, proto: str, op: str, chunk: int) -> tuple[float, float]:
+    """Bytes a connection has in flight and what a receiver holds before it frees a slot."""
+    if algo == "ring" and op in RING_OPS and proto == "Simple":
+        return 2.0 * chunk, chunk / SIMPLE_SLICES  # two chunks of two slices in the 8 slots
+    return float(NCCL_STEPS * chunk), float(chunk)
+
+
+def window(algo: str, proto: str, op: str, chunk: int, sigma: float, beta: float,
+           channel_bytes: float = math.inf) -> float:
+    """The most bytes per second one channel moves over a hop, given its chunk, the per-step
+    latency ``sigma`` (s), its rate on the links ``beta`` (bytes/s; ``inf`` if unbounded) and its
+    share of the buffer (a pipeline whose chunks all fit in flight never waits for a slot)."""
+    flight, unit = in_flight(algo, proto, op, chunk)
+    ring = algo == "ring" and op in RING_OPS  # a ring's ranks send chunk after chunk: always a stream
+    if sigma <= 0 or (not ring and channel_bytes <= flight):
+        return math.inf
+    return flight / (2 * sigma + unit / beta)
