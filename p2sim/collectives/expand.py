@@ -37,7 +37,7 @@ from .collnet import collnet_chain_tables, collnet_direct_tables, collnet_heads,
 from .latency import collective_latency, step_latencies
 from .pipeline import chunk_size, window
 from .nccl_tables import (ALGOS, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, NVLS_CHANNELS,
-                          NVLS_CHANNELS_ONE_DOMAIN, PROTOS, hw_latency)
+                          NVLS_CHANNELS_ONE_DOMAIN, PROTOS)
 from .nvls import nvls_switch, nvls_table, nvls_tree_tables
 from .pattern import Collective, Flow, HopTable, MovedHops
 from .protocols import TREE_GPU_SHARE, channel_cap_gbps, collective_cap_gbps, link_share

@@ -325,7 +325,6 @@ class Fabric:
         d = np.asarray(shifts, dtype=np.int64)[:, None]
         out = np.broadcast_to(edges[None, :], (d.shape[0], len(edges))).copy()
         which = np.searchsorted(self._starts, edges, side="right") - 1
-        R = self.spec.rails
         for bi in np.unique(which).tolist():
             b = self.blocks[bi]
             sel = which == bi
