@@ -5,7 +5,7 @@ import math
 import pytest
 
 from p2sim.collectives.nccl_tables import per_channel_tree_bw, tree_correction
-from p2sim.collectives.protocols import TREE_GPU_SHARE, channel_cap_gbps, check_proto, collective_cap_gbps, link_share
+from p2sim.collectives.protocols import TREE_SHARE, channel_cap_gbps, tuning_share, check_proto, collective_cap_gbps, link_share
 from p2sim.util.errors import InputError
 
 
@@ -13,8 +13,8 @@ def test_link_shares_follow_nccls_tuning_model():
     assert link_share("ring", "Simple", "AllReduce", 2, 2**30, "hopper") == 1.0
     assert link_share("ring", "LL128", "AllReduce", 2, 2**30, "hopper") == 0.92
     assert link_share("ring", "LL", "AllReduce", 2, 2**30, "hopper") == 0.5
-    # trees: NCCL's 92% is charged on the hops inside nodes (TREE_GPU_SHARE), not here
-    assert TREE_GPU_SHARE == 0.92
+    # trees: NCCL's 92% shapes its choice, not the wire; the protocols' shares do both
+    assert TREE_SHARE == 0.92 and tuning_share("tree", "AllReduce") == 0.92 and tuning_share("ring", "AllReduce") == 1
     assert link_share("tree", "Simple", "AllReduce", 2, 2**30, "hopper") == 1.0
     assert link_share("tree", "LL", "AllReduce", 2, 2**30, "hopper") == pytest.approx(1 / 3.8)
     assert link_share("tree", "LL128", "AllReduce", 1, 2**30, "hopper") == pytest.approx(7 / 9)

@@ -163,7 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: one axis)")
     p.add_argument("--reduce", default="0", help="reduction axes, by index or name (default: 0)")
     p.add_argument("--vary", action="append", default=[], metavar="TARGET=V1,V2,..",
-                   help="CLASS.bandwidth (GB/s), CLASS.latency (us) or nodes, with values (repeatable)")
+                   help="CLASS.bandwidth (GB/s), CLASS.latency (us), nodes; on a [fabric]: TIER.oversubscription, "
+                        "TIER.nodes, TIER.uplinks, routing (adaptive, ecmp); faults: nodeN.COMPONENT.bandwidth "
+                        "(GB/s), nodeN.speed (factor), TIERg.uplinks (ports of one group); with values "
+                        "(repeatable)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default, at each point: {DEFAULT_BYTES_HELP})")
     _add_sweep_options(p)
     _add_search_options(p, pruning=False)

@@ -35,12 +35,12 @@ from ..topology.settings import ModelRates
 from .channels import Segment, channel_count, segments
 from .collnet import collnet_chain_tables, collnet_direct_tables, collnet_heads, collnet_possible
 from .latency import collective_latency, step_latencies
-from .pipeline import chunk_size, window
+from .pipeline import chunk_size, in_flight, step_bound, window
 from .nccl_tables import (ALGOS, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, NVLS_CHANNELS,
                           NVLS_CHANNELS_ONE_DOMAIN, PROTOS)
 from .nvls import nvls_switch, nvls_table, nvls_tree_tables
 from .pattern import Collective, Flow, HopTable, MovedHops
-from .protocols import TREE_GPU_SHARE, channel_cap_gbps, collective_cap_gbps, link_share
+from .protocols import channel_cap_gbps, tuning_share, collective_cap_gbps, link_share
 from .ring import ring_factor, ring_tables
 from .ringsearch import best_rings, ring_throughput
 from .tree import tree_tables
@@ -62,6 +62,9 @@ GB = 1e9
 # 0.65 GB/s; see the README's validation section).
 NET_RATE_DEFAULTS = {"ib": math.inf, "roce": math.inf, "efa": math.inf, "cxi": math.inf, "tcpx": math.inf,
                      "socket": math.inf}
+
+TCP_TRANSPORTS = ("socket", "tcpx")  # transports whose connections are TCP streams
+SOCKET_TASK = 65536  # NCCL_SOCKET_MIN_TASKSIZE: the least a socket stream carries of a step (net_socket.cc)
 
 # NCCL's threads per channel and bytes per thread before it adds a channel
 # (maxThreads and NCCL_*_THREAD_THRESHOLD in src/graph/tuning.cc, src/include/comm.h)
@@ -448,9 +451,7 @@ class Expander:
         elif algo == "tree":
             bus = 2.0  # NCCL: a tree's busBw is twice its algorithm bandwidth
             graph_channels = max(1, used // 2)
-            # NCCL's 92% of a tree is charged on its hops inside nodes (protocols.TREE_GPU_SHARE)
-            groups = [replace(t, overhead=np.where(t.inter, t.overhead, t.overhead / TREE_GPU_SHARE))
-                      for t in tree_tables(topo, segs, mix, graph_channels)]
+            groups = tree_tables(topo, segs, mix, graph_channels)
             per_flow = [2] * len(groups)
             graph = [1] * len(groups)
         elif algo == "nvls":
@@ -483,7 +484,7 @@ class Expander:
         topo, nodes = self.topo, st.nodes
         if algo in ("nvls", "nvls_tree"):
             share = 1.0  # NVLS's efficiency is in its hops' overhead
-        net = net_rate_gbps(topo, algo, self.rates) * GB
+        net = min(net_rate_gbps(topo, algo, self.rates), self._stream_cap(algo, proto, op, chunk)) * GB
         ch_cap = channel_cap_gbps(algo, proto, nodes, self.arch, self._channel_rate(algo)) * GB
         nccl = topo.spec.nccl
         transport = (nccl.transport, self.rates.step_latency if self.rates.step_latency is not None
@@ -508,24 +509,37 @@ class Expander:
         rate = tuned.algbw(topo.capacity)
         flows = self._windowed(flows, st, algo, proto, op, chunk, steps, rate, nbytes)
         lat = collective_latency(*args, *transport, self.rates.launch or 0.0)
-        return replace(tuned, flows=tuple(flows), latency=lat, tuning=(tuned.latency, rate))
+        return replace(tuned, flows=tuple(flows), latency=lat,
+                       tuning=(tuned.latency, rate * tuning_share(algo, op)))
 
     def _windowed(self, flows: list[Flow], st: _Structure, algo: str, proto: str, op: str, chunk: int,
                   steps: tuple[float, float], rate: float, nbytes: float) -> list[Flow]:
-        """The flows with the pipeline's window as one more cap per channel (pipeline.py): its chunk over
-        the per-step latency of the network's hop and the channel's uncontended rate on its links.  Inside
-        a node a step takes a few microseconds and the window binds only where the latency term already
-        rules, so groups within one node keep their flows as they are."""
-        if st.nodes == 1:
+        """The flows with the pipeline's limits as one more cap per channel (pipeline.py): the window of
+        chunks over the network step's round trip, for groups that cross nodes (inside a node a step
+        takes a few microseconds and the window binds only where the latency term already rules), and
+        a calibrated per-step cost (``[model] step_cost``), for every group."""
+        cost = (self.rates.step_cost or 0.0) * 1e-6
+        if st.nodes == 1 and cost <= 0:
             return flows
-        sigma = steps[1]
         per_hop = st.bus if algo == "ring" else 1.0  # a ring channel moves its share x bus factor per hop
         out = []
         for f in flows:
             beta = rate * f.share * per_hop / f.channels  # a channel's bytes per second on its links
-            w = window(algo, proto, op, chunk, sigma, beta, nbytes * f.share / f.channels)
+            w = step_bound(algo, proto, op, chunk, cost, beta)
+            if st.nodes > 1:
+                w = min(w, window(algo, proto, op, chunk, steps[1], beta, nbytes * f.share / f.channels))
             out.append(replace(f, caps=f.caps + ((w, per_hop / f.channels),)) if math.isfinite(w) else f)
         return out
+
+    def _stream_cap(self, algo: str, proto: str, op: str, chunk: int) -> float:
+        """A channel's network rate over TCP (GB/s): its streams times ``[model] stream_rate``, one
+        stream per 64 KiB of a step (net_socket.cc: tasks of at least NCCL_SOCKET_MIN_TASKSIZE)."""
+        r = self.rates.stream_rate
+        nccl = self.topo.spec.nccl
+        if r is None or nccl.transport not in TCP_TRANSPORTS:
+            return math.inf
+        step = in_flight(algo, proto, op, chunk)[1]
+        return r * min(nccl.socket_streams, max(1, math.ceil(step / SOCKET_TASK)))
 
     def _channel_rate(self, algo: str) -> float | None:
         return self.rates.tree_channel_rate if algo in ("tree", "nvls_tree") else self.rates.ring_channel_rate

@@ -46,7 +46,7 @@ import math
 from ..topology.settings import NcclSettings
 from .nccl_tables import LL128_STEP_DATA, LL_STEP_DATA, NCCL_STEPS
 
-__all__ = ["chunking", "chunk_size", "in_flight", "window", "RING_OPS", "SIMPLE_SLICES"]
+__all__ = ["chunking", "chunk_size", "in_flight", "window", "step_bound", "RING_OPS", "SIMPLE_SLICES"]
 
 RING_OPS = ("AllReduce", "ReduceScatter", "AllGather")  # ring patterns with one chunk per rank per loop
 SIMPLE_SLICES = 2  # slices per chunk of a Simple ring: CHUNKSTEPS / SLICESTEPS (collectives.h)
@@ -97,6 +97,18 @@ def in_flight(algo: str, proto: str, op: str, chunk: int) -> tuple[float, float]
     if algo == "ring" and op in RING_OPS and proto == "Simple":
         return 2.0 * chunk, chunk / SIMPLE_SLICES  # two chunks of two slices in the 8 slots
     return float(NCCL_STEPS * chunk), float(chunk)
+
+
+def step_bound(algo: str, proto: str, op: str, chunk: int, cost: float, beta: float) -> float:
+    """A channel's rate when each Simple step (a slice of a ring, else a chunk) costs ``cost``
+    seconds that pipelining does not hide, on top of its bytes at ``beta`` (``[model] step_cost``).
+
+    Only Simple synchronises per step (``prims_simple.h``: wait for the peer's flag, copy, fence,
+    post); LL and LL128 carry their flags in every line and need no such step."""
+    if cost <= 0 or proto != "Simple":
+        return math.inf
+    unit = in_flight(algo, proto, op, chunk)[1]
+    return unit / (cost + unit / beta)
 
 
 def window(algo: str, proto: str, op: str, chunk: int, sigma: float, beta: float,

@@ -7,8 +7,8 @@
 * **LL128** stores 128-byte lines with 120 bytes of data (NCCL models 92%), capped per
   channel at ``perChMaxRingLL128Bw`` / ``perChMaxTreeLL128Bw``.
 
-Trees carry NCCL's extra refinements (``src/graph/tuning.cc``): a tree AllReduce reaches
-92% of its links' rate inside nodes (:data:`TREE_GPU_SHARE`) and at most ``perChMaxTreeBw`` per channel, LL trees a further
+Trees carry NCCL's extra refinements (``src/graph/tuning.cc``): NCCL counts a tree AllReduce
+at 92% of its links' rate when it chooses (:func:`tuning_share`), at most ``perChMaxTreeBw`` per channel, LL trees a further
 1/3.8, LL128 trees 7/9 on one node and 120/128 across nodes, and medium sizes are
 scaled by ``treeCorrectionFactor``.  NVLS reductions reach ``nvlsEfficiency`` of NVLink.
 
@@ -16,8 +16,8 @@ Examples
 --------
 >>> link_share("ring", "LL", "AllReduce", 1, 2**20, "ampere")
 0.5
->>> link_share("tree", "Simple", "AllReduce", 2, 2**30, "ampere")  # 0.92 more inside nodes
-1.0
+>>> link_share("tree", "Simple", "AllReduce", 2, 2**30, "ampere"), tuning_share("tree", "AllReduce")
+(1.0, 0.92)
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import math
 from .nccl_tables import (PROTOS, ll_max_bw, nvls_efficiency, per_channel_nvls_tree_bw, per_channel_ring_ll128_bw,
                           per_channel_tree_bw, per_channel_tree_ll128_bw, tree_correction)
 
-__all__ = ["PROTOS", "TREE_GPU_SHARE", "link_share", "channel_cap_gbps", "collective_cap_gbps", "check_proto", "PROTO_CHOICES"]
+__all__ = ["PROTOS", "TREE_SHARE", "tuning_share", "link_share", "channel_cap_gbps", "collective_cap_gbps", "check_proto", "PROTO_CHOICES"]
 
 PROTO_CHOICES = ("auto",) + PROTOS
 
@@ -41,13 +41,16 @@ def check_proto(text: str) -> str:
     raise InputError(f"proto: {text!r} is not one of {', '.join(PROTO_CHOICES)}")
 
 
-# NCCL's tuning model puts a tree AllReduce at 92% of its links' rate (tuning.cc: busBw x .92).
-# p2sim charges it where a tree's GPUs reduce and forward -- the hops inside nodes -- and not on
-# the network, where a tree edge is one pipelined send through the NIC like a ring's.  P2's
-# measurements agree: on both of its systems, wherever a tree AllReduce across nodes and a ring
-# ReduceScatter-AllGather push the same bytes through the NIC they measured the same time
-# (seven configurations, within 2%), where a 92% tree would be 9% slower.
-TREE_GPU_SHARE = 0.92
+# NCCL's tuning model puts a tree AllReduce at 92% of its links' rate (tuning.cc: "busBw =
+# std::min(busBw * .92, nChannels * perChMaxTreeBw)").  Unlike LL's and LL128's shares it stands for
+# no bytes on the wire (a tree's hops carry data only), so it is NCCL's choice that it shapes:
+# p2sim applies it to the estimate NCCL chooses by (tuning_share), not to the tree's links.
+TREE_SHARE = 0.92
+
+
+def tuning_share(algo: str, op: str) -> float:
+    """The extra share of the links' rate NCCL's model (not the wire) gives this algorithm."""
+    return TREE_SHARE if algo == "tree" and op == "AllReduce" else 1.0
 
 
 def link_share(algo: str, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
@@ -58,8 +61,7 @@ def link_share(algo: str, proto: str, op: str, nodes: int, nbytes: float, arch: 
         return 1.0  # Simple only; CollNet Direct's efficiency is in its hops' overhead
     if algo == "ring":
         return {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}[proto]
-    # tree AllReduce (TREE_GPU_SHARE is charged on its hops inside nodes, see there)
-    share = 1.0
+    share = 1.0  # a tree AllReduce (NCCL's 92% is a tuning figure: tuning_share)
     if proto == "LL":
         share /= 3.8
     elif proto == "LL128":

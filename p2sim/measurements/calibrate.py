@@ -12,8 +12,16 @@ on fast links only, which is how a tree can be slower than a ring inside a node 
 fast across a slow NIC).  A weak prior pulls each bandwidth towards the file's figure,
 so a class the measurements cannot see keeps it.
 
-The fit runs in two stages: links first, then links and rates with the rates starting
-just below where they bind -- a cap far above what flows through it has no gradient.
+Where the measurements reach small sizes (a single-collective row of 1 MiB or less), the
+second stage also fits latencies (``[model]`` ``launch``: a per-collective cost NCCL's model
+leaves out; ``step_cost``: a per-chunk cost pipelining does not hide, which shapes the
+medium-size ramp; and, for groups that cross nodes, ``step_latency``: one network step, see
+:mod:`p2sim.collectives.transports`).  Without them a full-range log's latency floor would
+be absorbed into an absurdly slow per-channel rate; fitted rates and latencies that are
+implausible are flagged (:meth:`Calibration.warnings`).
+
+The fit runs in two stages: links first, then links, rates and latencies with the rates
+starting just below where they bind -- a cap far above what flows through it has no gradient.
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ from scipy.optimize import least_squares
 
 from ..util.errors import MeasurementError
 from ..topology import find_spec
-from ..topology.settings import ModelRates
+from ..collectives.transports import network_step_us
+from ..topology.settings import LATENCY_FIELDS, ModelRates
 from ..topology.spec import SystemSpec
 from ..studies.executor import Executor
 from .collective_predict import predict_collectives
@@ -37,7 +46,8 @@ from .programs import MeasuredRow
 from .predict import groups_of, predict_groups
 from ..studies.sweep import ALLREDUCE_TEXT
 
-__all__ = ["Calibration", "calibrate", "calibrated_specs", "PRIOR_WEIGHT", "PLAUSIBLE"]
+__all__ = ["Calibration", "calibrate", "calibrated_specs", "PRIOR_WEIGHT", "PLAUSIBLE", "PLAUSIBLE_LATENCY_US",
+           "LATENCY_FIT_BELOW"]
 
 PRIOR_WEIGHT = 0.1  # per parameter, in units of log residuals
 BOUNDS = (-7.0, 3.0)  # multipliers between e^-7 (1/1100) and e^3 (20) of the file figure
@@ -47,6 +57,18 @@ CAP_BOUNDS = (math.log(0.01), math.log(1e5))  # rate ceilings between 10 MB/s an
 # fit below a tenth says the model misplaces a bottleneck rather than that the link is slow,
 # and a fit above twice the data sheet's figure is physically impossible for that link.
 PLAUSIBLE = (0.1, 2.0)
+# Latencies (us) are fitted in units of 10 us between 0 and 1 ms, where a row of at most this many
+# bytes shows them.  Flagged beyond: a launch cost above 50 us (a whole 8-byte AllReduce on 8 GPUs
+# of one node takes about 12.5 us, deepseek-ai/DeepEP#303) or a network step outside 1-200 us
+# (NCCL's own figures are 2.7-31 us; AWS's EFA step 20 us; early EFA about 75, aws-ofi-nccl) or a
+# per-chunk cost above 20 us (NCCL's slowest per-step figure inside a node is 5.7 us, PCIe Simple).
+LATENCY_UNIT_US, LATENCY_BOUNDS = 10.0, (0.0, 100.0)
+LATENCY_FIT_BELOW = 2**20
+PLAUSIBLE_LATENCY_US = {"launch": (0.0, 50.0), "step_latency": (1.0, 200.0), "step_cost": (0.0, 20.0)}
+# a per-channel rate below this (GB/s) is flagged, except a network rate over TCP: NCCL's topology
+# search gives a channel inside a node at least 3 GB/s (speedArrayIntra's slowest, search.cc), and an
+# RDMA channel carries a good part of its NIC
+PLAUSIBLE_RATE_GBPS = 1.0
 # the rates' starting grid: factors of sqrt(2) from the link's rate down to 1/22.6 of it
 SCAN_STEP, SCAN_STEPS = 0.5 * math.log(2.0), 10
 
@@ -77,7 +99,9 @@ class Calibration:
                     "ratio": self.ratio(c)}
                 for c in sorted(self.before.classes)
             },
-            "rates_GBps": {k: (None if math.isinf(v) else v) for k, v in self.after.rates.to_dict().items()},
+            "rates_GBps": {k: (None if math.isinf(v) else v) for k, v in self.after.rates.to_dict().items()
+                           if k not in LATENCY_FIELDS},
+            "latencies_us": {k: v for k, v in self.after.rates.to_dict().items() if k in LATENCY_FIELDS},
             "warnings": self.warnings(),
         }
 
@@ -86,8 +110,22 @@ class Calibration:
         return self.after.classes[cls].bandwidth / self.before.classes[cls].bandwidth
 
     def warnings(self) -> list[str]:
-        """Fitted link rates implausibly far from the file's figures (see :data:`PLAUSIBLE`)."""
+        """Fitted link rates implausibly far from the file's figures (see :data:`PLAUSIBLE`), per-channel
+        rates below :data:`PLAUSIBLE_RATE_GBPS` and latencies outside :data:`PLAUSIBLE_LATENCY_US`."""
         out = []
+        fitted = self.after.rates.to_dict()
+        for k, v in sorted(fitted.items()):
+            if k in LATENCY_FIELDS:
+                lo, hi = PLAUSIBLE_LATENCY_US[k]
+                if not lo <= v <= hi:
+                    out.append(f"{self.system} ({self.model}): {k} fitted to {v:.3g} us, outside the plausible "
+                               f"{lo:g}-{hi:g} us: the model likely misses a cost elsewhere")
+            elif (v < PLAUSIBLE_RATE_GBPS and v != self.before.rates.to_dict().get(k)
+                  and (k.endswith("channel_rate") or self.before.nccl.transport not in ("socket", "tcpx"))):
+                # a TCP connection's few streams may well carry under 1 GB/s; a GPU's channel may not
+                out.append(f"{self.system} ({self.model}): {k} fitted to {v:.3g} GB/s per channel, below "
+                           f"{PLAUSIBLE_RATE_GBPS:g} GB/s: implausible, likely a latency the model lacks absorbed "
+                           "into a rate")
         for c in sorted(self.before.classes):
             r = self.ratio(c)
             if not PLAUSIBLE[0] <= r <= PLAUSIBLE[1]:
@@ -103,7 +141,8 @@ class _Layout:
     """Which parameters the vector holds: class log-multipliers, then log rates (GB/s)."""
 
     classes: tuple[str, ...]
-    rates: tuple[str, ...]  # ModelRates fields fitted
+    rates: tuple[str, ...]  # ModelRates rate fields fitted (log GB/s)
+    latencies: tuple[str, ...] = ()  # ModelRates latency fields fitted (units of LATENCY_UNIT_US)
 
     def prior(self, x: np.ndarray) -> np.ndarray:
         return PRIOR_WEIGHT * x[: len(self.classes)]
@@ -113,8 +152,11 @@ class _Layout:
         for c, v in zip(self.classes, x):
             out = out.with_class(c, bandwidth=spec.classes[c].bandwidth * math.exp(v))
         values = spec.rates.to_dict()
-        for k, v in zip(self.rates, x[len(self.classes):]):
+        k0 = len(self.classes)
+        for k, v in zip(self.rates, x[k0:]):
             values[k] = math.exp(v)
+        for k, v in zip(self.latencies, x[k0 + len(self.rates):]):
+            values[k] = float(v) * LATENCY_UNIT_US
         return replace(out, rates=ModelRates(**values))
 
 
@@ -180,20 +222,28 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     first = least_squares(fun, np.zeros(n), bounds=BOUNDS, diff_step=0.05, max_nfev=max_evaluations)
     crosses = any(r.nodes > 1 for r in (*mine, *singles))
     # the baseline model has no channels: only its links can be fitted
+    tcp = crosses and spec.nccl.transport in ("socket", "tcpx")  # a NIC over TCP fills stream by stream
     rates = () if model == "baseline" else tuple(
-        f"{a}_{kind}" for a in algos for kind in (("net_rate",) if crosses else ()) + ("channel_rate",))
-    full = _Layout(links.classes, rates)
+        f"{a}_{kind}" for a in algos for kind in (("net_rate",) if crosses else ()) + ("channel_rate",)
+    ) + (("stream_rate",) if tcp else ())
+    small = model != "baseline" and any(r.size_bytes <= LATENCY_FIT_BELOW for r in singles)
+    lats = (("launch", "step_cost") + (("step_latency",) if any(r.nodes > 1 for r in singles) else ())) if small else ()
+    full = _Layout(links.classes, rates, lats)
     fitted = links.apply(spec, first.x)
-    lower = np.concatenate([np.full(n, BOUNDS[0]), np.full(len(rates), CAP_BOUNDS[0])])
-    upper = np.concatenate([np.full(n, BOUNDS[1]), np.full(len(rates), CAP_BOUNDS[1])])
+    lower = np.concatenate([np.full(n, BOUNDS[0]), np.full(len(rates), CAP_BOUNDS[0]),
+                            np.full(len(lats), LATENCY_BOUNDS[0])])
+    upper = np.concatenate([np.full(n, BOUNDS[1]), np.full(len(rates), CAP_BOUNDS[1]),
+                            np.full(len(lats), LATENCY_BOUNDS[1])])
     what = [*mine, *singles]
     if not rates:
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
         return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
     fun_full = fitter(full)
     net_class = _network_class(fitted) if crosses else None
-    x0 = _scan_rates(fun_full, first.x, rates, fitted, crosses,
+    start = np.array([_latency_start(spec, k) for k in lats])
+    x0 = _scan_rates(lambda x: fun_full(np.concatenate([x, start])), first.x, rates, fitted, crosses,
                      links.classes.index(net_class) if net_class in links.classes else None)
+    x0 = _scan_latencies(fun_full, np.concatenate([x0, start]), len(x0), len(lats))
     second = least_squares(fun_full, x0, bounds=(lower, upper), diff_step=0.05, max_nfev=max_evaluations)
     if second.cost <= first.cost:
         x = second.x.copy()
@@ -250,8 +300,8 @@ def _scan_rates(fun, x_links: np.ndarray, rates: Sequence[str], fitted: SystemSp
     x = np.concatenate([x_links, np.full(len(rates), CAP_BOUNDS[1])])
     best = float(np.sum(fun(x) ** 2))
     for i, r in enumerate(rates):
-        is_net = r.endswith("net_rate")
-        base = nic if is_net else fast
+        is_net = r.endswith("net_rate") or r == "stream_rate"
+        base = nic / (fitted.nccl.socket_streams if r == "stream_rate" else 1) if is_net else fast
         keep = x.copy()
         nic_starts = [x[net_index]] + ([0.0] if is_net and net_index is not None and x[net_index] != 0.0 else [])
         for nic_x in nic_starts:
@@ -259,13 +309,42 @@ def _scan_rates(fun, x_links: np.ndarray, rates: Sequence[str], fitted: SystemSp
                 trial = x.copy()
                 if is_net and net_index is not None:
                     trial[net_index] = nic_x
-                    base = nic * math.exp(nic_x - x[net_index])
+                    base = nic * math.exp(nic_x - x[net_index]) / (
+                        fitted.nccl.socket_streams if r == "stream_rate" else 1)
                 trial[k + i] = math.log(base) - j * SCAN_STEP
                 cost = float(np.sum(fun(trial) ** 2))
                 if cost < best:
                     best, keep = cost, trial
         x = keep
     return x
+
+
+# the latencies' starting grid (us): a latency the rates have compensated for has no gradient either
+LATENCY_SCAN_US = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+
+
+def _scan_latencies(fun, x: np.ndarray, first: int, count: int) -> np.ndarray:
+    """Starting values for the latencies, one at a time: the best of a grid and the current value."""
+    best = float(np.sum(fun(x) ** 2))
+    for i in range(first, first + count):
+        keep = x
+        for us in LATENCY_SCAN_US:
+            trial = x.copy()
+            trial[i] = us / LATENCY_UNIT_US
+            cost = float(np.sum(fun(trial) ** 2))
+            if cost < best:
+                best, keep = cost, trial
+        x = keep
+    return x
+
+
+def _latency_start(spec: SystemSpec, field: str) -> float:
+    """A latency's starting value (units of LATENCY_UNIT_US): the file's, else the model's default."""
+    v = getattr(spec.rates, field)
+    if v is None and field == "step_latency":
+        v = spec.nccl.step_latency if spec.nccl.step_latency is not None else network_step_us(
+            spec.nccl.transport, "ring", "LL")
+    return min(max((v or 0.0) / LATENCY_UNIT_US, LATENCY_BOUNDS[0]), LATENCY_BOUNDS[1])
 
 
 def _result(system: str, model: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[Any],

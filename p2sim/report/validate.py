@@ -30,7 +30,8 @@ def calibration_lines(cals: list[dict[str, Any]]) -> list[str]:
         classes = ", ".join(f"{n} {v['file_GBps']:g} -> {v['fitted_GBps']:.3g} GB/s" for n, v in c["classes"].items())
         rates = c["rates_GBps"]
         caps = ", ".join(f"{k} {'none' if v is None else f'{v:.3g}'}" for k, v in rates.items()) or "none"
-        lines.append(f"{c['system']} ({c['model']}){fold}: {classes}; per-channel rates (GB/s) {caps}; rms log error "
+        lats = "".join(f"; {k} {v:.3g} us" for k, v in c.get("latencies_us", {}).items())
+        lines.append(f"{c['system']} ({c['model']}){fold}: {classes}; per-channel rates (GB/s) {caps}{lats}; rms log error "
                      f"{c['rms_log_error_before']:.3f} -> {c['rms_log_error_after']:.3f} over {c['residuals']} "
                      f"times, {c['evaluations']} evaluations")
     return lines
@@ -208,6 +209,9 @@ def _calibration_tables(doc: dict[str, Any]) -> list[Table]:
         Column("per-channel rates GB/s", "fitted per-channel rates: network (net) and GPU side (channel), per "
                "algorithm; unlisted ones keep the file's or NCCL's default",
                lambda c: ", ".join(f"{k} {_s(v)}" for k, v in c["rates_GBps"].items()) or "none"),
+        Column("latencies us", "fitted latencies: launch (per collective) and step_latency (one network step); "
+               "unlisted ones keep the file's or the transport's", lambda c: ", ".join(
+                   f"{k} {_s(v)}" for k, v in c.get("latencies_us", {}).items()) or "none"),
         Column("rms log error", "root mean square of log(predicted / measured) before -> after the fit",
                lambda c: f"{c['rms_log_error_before']:.3f} -> {c['rms_log_error_after']:.3f}", numeric=True),
         Column("times", "measured times fitted", lambda c: str(c["residuals"]), numeric=True),

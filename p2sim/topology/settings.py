@@ -91,6 +91,9 @@ class NcclSettings:
     algorithms: tuple[str, ...] = ALGORITHMS  # NCCL_ALGO: the algorithms NCCL may use
     nvls_chunksize: int = 131072  # NCCL_NVLS_CHUNKSIZE (src/transport/nvls.cc default)
     nvlstree_max_chunksize: int | None = None  # NCCL_NVLSTREE_MAX_CHUNKSIZE; None: 64 KiB from 4 nodes (nvls.cc)
+    # TCP streams per network connection: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (socket transport;
+    # net_socket.cc picks 1 unless the NIC is AWS's, 2 x 8, or Google's, 4 x 1), or a TCPX plugin's flows
+    socket_streams: int = 1
 
 
 @dataclass(frozen=True)
@@ -102,22 +105,34 @@ class ModelRates:
     connection of its proxy thread: sockets or queue pairs).  ``*_channel_rate`` caps a
     channel's bus bandwidth on the GPU side (one thread block copies and reduces a
     channel's data).  Calibration fits them.
+
+    Latencies, in microseconds: ``step_latency`` is one network step (replacing the
+    transport's, see :mod:`p2sim.collectives.transports`); ``launch`` a per-collective cost and
+    ``step_cost`` a per-chunk synchronisation cost that pipelining does not hide (each chunk of
+    a channel takes ``step_cost`` plus its bytes over the channel's rate), both of which NCCL's
+    model leaves out and no public figure gives: 0 unless calibrated.
+
+    ``stream_rate`` (GB/s) is what one TCP stream carries, for the transports over TCP (``socket``,
+    ``tcpx``): a channel's network connection moves at most its streams times it, where a step
+    uses one stream per 64 KiB (``NCCL_SOCKET_MIN_TASKSIZE``) up to ``[nccl] socket_streams``.  A
+    NIC then fills only as more channels and communicators share it.  No public figure: unset
+    (uncapped) unless calibrated.
     """
 
     ring_net_rate: float | None = None
     tree_net_rate: float | None = None
     ring_channel_rate: float | None = None
     tree_channel_rate: float | None = None
-    # latencies in microseconds: a network step (replacing the transport's, see
-    # p2sim.collectives.transports) and a per-collective cost NCCL's model leaves out
     step_latency: float | None = None
     launch: float | None = None
+    step_cost: float | None = None
+    stream_rate: float | None = None
 
     def to_dict(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
-LATENCY_FIELDS = ("step_latency", "launch")  # ModelRates' latencies (us), not rates
+LATENCY_FIELDS = ("step_latency", "launch", "step_cost")  # ModelRates' latencies (us), not rates
 
 
 def _fail(src: str, field: str, msg: str) -> TopologyError:
@@ -220,7 +235,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     _unknown(src, "gpu", gpu, {"arch", "model", "memory_gib"})
     _unknown(src, "nccl", nccl, {"channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls",
                                  "collnet", "gdr_level", "protocols", "buffsize", "algorithms",
-                                 "nvls_chunksize", "nvlstree_max_chunksize"})
+                                 "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
     if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
@@ -269,6 +284,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
         protocols=tuple(p for p in d.protocols if p in protocols),
         buffsize=buffsize,
         algorithms=algorithms,
+        socket_streams=_count(src, "nccl.socket_streams", nccl.get("socket_streams", d.socket_streams), 1, 1024),
         **chunks,
     )
     if out.min_channels > out.max_channels:

@@ -199,6 +199,49 @@ def main():
     lines += rows + footer(avg_bus(rows), "new", "reduce_perf")
     write("reduce_perf_1node_h100.txt", lines)
 
+    # (g) a full-range log, 8 B - 8 GiB, one node of 8 H100 on NVSwitch (the dev rows' Azure ND H100 v5,
+    # NCCL 2.18.5): times anchored at the five published points of that machine (busbw 43.70, 234.45,
+    # 423.38, 466.35, 478.87 GB/s at 1, 16, 256 MiB, 1, 8 GiB; validation/collectives rows 23-27),
+    # log-log interpolated between them, linear in size below 1 MiB down to a 16 us floor (8 x H20:
+    # 12.5 us for 8 bytes, deepseek-ai/DeepEP#303; NCCL's own estimate for 8 H100 is 15 us), +-2 % noise
+    n = 8
+    lines = ["# nccl-tests version 2.13.8 nccl-headers=21805 nccl-library=21805",
+             "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0",
+             "#", "# Using devices"]
+    for r in range(n):
+        lines.append("#  Rank %2d Group %2d Pid %6d on %10s device %2d [0x%02x] %s" % (r, 0, 5501 + r, "ndh100v5-3", r, pci[r], "NVIDIA H100 80GB HBM3"))
+    lines += hdr_mid()
+    rows = full_range_rows(n, 7)
+    lines += rows + footer(avg_bus(rows), "mid")
+    write("all_reduce_perf_full_range_dgx_h100.txt", lines)
+
+
+def full_range_rows(n, seed):
+    import math
+    rnd = random.Random(seed)
+    bf = BF["all_reduce"](n)
+    anchors = [(2**20, 43.70), (2**24, 234.45), (2**28, 423.38), (2**30, 466.35), (2**33, 478.87)]
+    pts = [(math.log(sz), math.log(sz * bf / bus / 1e3)) for sz, bus in anchors]  # (log B, log us)
+    floor = 16.0
+    rows = []
+    size = 8
+    while size <= 2**33:
+        if size <= 2**20:
+            t = floor + (math.exp(pts[0][1]) - floor) * size / 2**20
+        else:
+            x = math.log(size)
+            i = max(k for k in range(len(pts) - 1) if pts[k][0] <= x)
+            (x0, y0), (x1, y1) = pts[i], pts[min(i + 1, len(pts) - 1)]
+            t = math.exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0)) if x1 > x0 else math.exp(y0)
+        parts = ["%12li  %12li  %8s  %6s  %6s" % (size, size // 4, "float", "sum", "%6i" % -1)]
+        for _ in range(2):
+            us = t * (1 + rnd.uniform(-0.02, 0.02))
+            alg = size / (us * 1e-6) / 1e9
+            parts.append("  %7s  %6.2f  %6.2f  %5g" % (time_str_old(us), alg, alg * bf, 0))
+        rows.append("".join(parts))
+        size *= 2
+    return rows
+
 
 if __name__ == "__main__":
     main()
