@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Hop", "HopTable", "MovedHops", "Flow", "Collective", "combine", "make_flow"]
+__all__ = ["Hop", "HopTable", "MovedHops", "Flow", "Collective", "combine", "make_flow", "sum_by_edge"]
 
 
 @dataclass(frozen=True)
@@ -95,9 +95,7 @@ class HopTable:
 
         Summed in hop order, as :func:`combine` sums, so the two agree bit for bit.
         """
-        w = np.repeat(self.coef * self.overhead, np.diff(self.indptr))
-        edges, inverse = np.unique(self.edges, return_inverse=True)
-        return edges, np.bincount(inverse.reshape(-1), weights=w, minlength=len(edges))
+        return sum_by_edge(self.edges, np.repeat(self.coef * self.overhead, np.diff(self.indptr)))
 
     def key(self) -> bytes:
         """Equal for tables of identical hops (sender, receiver, coefficient, edges, overhead)."""
@@ -249,8 +247,24 @@ def combine_weighted(parts: Iterable[tuple[np.ndarray, np.ndarray, float]]) -> t
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     edges = np.concatenate([np.asarray(e, dtype=np.int64) for e, _, _ in parts])
     coef = np.concatenate([np.asarray(c, dtype=float) * w for _, c, w in parts])
-    uniq, inverse = np.unique(edges, return_inverse=True)
-    return uniq, np.bincount(inverse.reshape(-1), weights=coef, minlength=len(uniq))
+    return sum_by_edge(edges, coef)
+
+
+def sum_by_edge(edges: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct edge ids (sorted) and the sum of ``weights`` on each, added in array order.
+
+    Edge ids are dense (a topology's link indices), so counting into an array the size of the
+    largest id is linear where sorting them is not; sparse ids fall back to :func:`numpy.unique`.
+    Both add each edge's weights in the order they come, so they agree bit for bit.
+    """
+    if len(edges) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    size = int(edges.max()) + 1
+    if size > 8 * len(edges) + 4096:
+        uniq, inverse = np.unique(edges, return_inverse=True)
+        return uniq, np.bincount(inverse.reshape(-1), weights=weights, minlength=len(uniq))
+    present = np.flatnonzero(np.bincount(edges, minlength=size))
+    return present, np.bincount(edges, weights=weights, minlength=size)[present]
 
 
 def _arrays(loads: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:

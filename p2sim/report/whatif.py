@@ -34,16 +34,26 @@ def whatif_text(result: WhatifResult) -> str:
              f"{order_label(req.order, result.reduce_axes)})",
              matrix_legend(result.axis_names, result.level_names),
              _search_line(result)]
+    width = max([32] + [len(r["label"]) for r in result.rows])
     for r in result.rows:
         mark = "  <- winner changes" if r["winner_changed"] else ""
-        lines.append(f"  {r['label']:<32} {format_bytes(r['bytes_per_gpu']):>9} {format_seconds(r['seconds']):>10}  "
+        lines.append(f"  {r['label']:<{width}} {format_bytes(r['bytes_per_gpu']):>9} {format_seconds(r['seconds']):>10}  "
                      f"{r['algo']:<4} {format_matrix(tuple(tuple(x) for x in r['matrix'])):<18} {r['program']}{mark}")
     places = result.placements
-    if len(places) == 1:
-        lines.append(f"best placement: {format_matrix(_matrix(places[0][0]))} at every point")
+    per_nodes: dict[int, list[tuple[list[list[int]], list[str]]]] = {}
+    for n, m, pts in places:
+        per_nodes.setdefault(n, []).append((m, pts))
+    if not result.placement_changes:
+        if len(per_nodes) == 1:
+            lines.append(f"best placement: {format_matrix(_matrix(places[0][1]))} at every point")
+        else:
+            lines.append("best placement: the same at every point of a node count: " + ", ".join(
+                f"{format_matrix(_matrix(ms[0][0]))} on {n} nodes" for n, ms in per_nodes.items()))
     else:
-        lines.append("best placement changes: " + "; ".join(f"{format_matrix(_matrix(m))} at {', '.join(p)}"
-                                                            for m, p in places))
+        for n, ms in per_nodes.items():
+            if len(ms) > 1:
+                lines.append(f"best placement changes on {n} nodes: " + "; ".join(
+                    f"{format_matrix(_matrix(m))} at {', '.join(p)}" for m, p in ms))
     return "\n".join(lines)
 
 

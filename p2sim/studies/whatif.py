@@ -95,12 +95,19 @@ class WhatifResult:
     warnings: tuple[str, ...] = ()
 
     @property
-    def placements(self) -> list[tuple[list[list[int]], list[str]]]:
-        """Each distinct best matrix, in order of first appearance, with the points it wins."""
-        out: dict[str, tuple[list[list[int]], list[str]]] = {}
+    def placements(self) -> list[tuple[int, list[list[int]], list[str]]]:
+        """Each distinct best matrix per node count (matrices of different node counts never compare),
+        in order of first appearance, with the points it wins: (nodes, matrix, labels)."""
+        out: dict[tuple[int, str], tuple[int, list[list[int]], list[str]]] = {}
         for r in self.rows:
-            out.setdefault(str(r["matrix"]), (r["matrix"], []))[1].append(r["label"])
+            out.setdefault((r["nodes"], str(r["matrix"])), (r["nodes"], r["matrix"], []))[2].append(r["label"])
         return list(out.values())
+
+    @property
+    def placement_changes(self) -> bool:
+        """Whether the best placement differs between points of one node count."""
+        nodes = [n for n, _, _ in self.placements]
+        return len(nodes) != len(set(nodes))
 
     def to_json(self) -> dict[str, Any]:
         req = self.request
@@ -108,8 +115,8 @@ class WhatifResult:
                 "vary": [{"target": v.target, "values": list(v.values)} for v in req.variations],
                 "axis_names": list(self.axis_names), "level_names": list(self.level_names),
                 "order": req.order.value, "algo": req.algo, "model": req.model, "points": list(self.rows),
-                "best_placements": [{"matrix": m, "points": p} for m, p in self.placements],
-                "placement_changes": len(self.placements) > 1}
+                "best_placements": [{"nodes": n, "matrix": m, "points": p} for n, m, p in self.placements],
+                "placement_changes": self.placement_changes}
 
 
 def run_whatif(req: WhatifRequest) -> WhatifResult:
@@ -164,7 +171,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
         series = tuple((t, v) for t, v in pt.settings if t != first)
         previous = winners.get(series)
         winners[series] = key
-        rows.append({"point": dict(pt.settings), "label": pt.label, "bytes_per_gpu": point_bytes[k],
+        rows.append({"point": dict(pt.settings), "label": pt.label, "nodes": pt.nodes, "bytes_per_gpu": point_bytes[k],
                      "matrix": [list(r) for r in best.matrix],
                      "algo": best.algo, "program": best.timing.text, "seconds": best.seconds,
                      "speedup_over_allreduce": best.speedup, "winner_changed": previous is not None and key != previous,

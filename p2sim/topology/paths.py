@@ -22,7 +22,7 @@ NCCL's rules, as ``src/graph/paths.cc`` applies them with default settings:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import networkx as nx
 
@@ -50,6 +50,8 @@ class NodeView:
     p2p_level: str
     source: str
     gdr_level: str = "PXB"
+    # host paths and nearest NICs, found once each (a node of 72 GPUs and NICs asks thousands of times)
+    memo: dict = field(default_factory=dict, compare=False, repr=False)
 
 GB = 1e9
 _RANK = {t: i for i, t in enumerate(P2P_LEVELS)}
@@ -78,11 +80,19 @@ def at_most(kind: str, level: str) -> bool:
 
 def host_path(topo: NodeView, src: str, dst: str) -> list[str] | None:
     """Shortest path between two node-0 components through PCIe switches and CPUs only."""
+    key = ("host", src, dst)
+    if key not in topo.memo:
+        topo.memo[key] = _host_path(topo, src, dst)
+    hit = topo.memo[key]
+    return None if hit is None else list(hit)
+
+
+def _host_path(topo: NodeView, src: str, dst: str) -> tuple[str, ...] | None:
     allowed = topo.host
 
     view = nx.subgraph_view(topo.graph, filter_node=lambda x: x in allowed or x == src or x == dst)
     try:
-        return nx.shortest_path(view, src, dst, weight=hop_weight)
+        return tuple(nx.shortest_path(view, src, dst, weight=hop_weight))
     except nx.NetworkXNoPath:
         return None
 
@@ -150,6 +160,14 @@ def _nic_direct(topo: NodeView, gpu: str, nic: str) -> tuple[list[str], str] | N
 
 def local_nics(topo: NodeView, gpu: str, nics: Iterable[str]) -> list[str]:
     """The NICs nearest to ``gpu`` (best path type, then fewest hops), in file order."""
+    nics = tuple(nics)
+    key = ("local", gpu, nics)
+    if key not in topo.memo:
+        topo.memo[key] = tuple(_local_nics(topo, gpu, nics))
+    return list(topo.memo[key])
+
+
+def _local_nics(topo: NodeView, gpu: str, nics: tuple[str, ...]) -> list[str]:
     scored = []
     for order, nic in enumerate(nics):
         d = _nic_direct(topo, gpu, nic)
