@@ -85,3 +85,41 @@ def test_the_check_sees_violations(tmp_path):
     assert got == [(1, "p2sim.sim"), (2, "p2sim.studies.ranking"), (6, "simpy"), (7, "p2sim.report"),
                    (8, "p2sim.collectives")]
     assert [_layer(t.split(".")[1]) > _layer("collectives") for _, t in got if t != "simpy"] == [True, True, True, False]
+
+
+def _module_of(target: str) -> Path | None:
+    """The source file of an absolute p2sim module name (a package: its ``__init__``)."""
+    rel = Path(*target.split(".")[1:])
+    for cand in (PACKAGE / rel.with_suffix(".py"), PACKAGE / rel / "__init__.py"):
+        if cand.exists():
+            return cand
+    return None
+
+
+def _from_names(path: Path) -> list[str]:
+    """``from X import a, b`` may name submodules: the absolute names of those that are."""
+    out = []
+    rel = path.relative_to(PACKAGE.parent).with_suffix("")
+    package = list(rel.parts[:-1])
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[:len(package) - (node.level - 1)] + ([node.module] if node.module else [])
+            out += [".".join(base + [a.name]) for a in node.names if _module_of(".".join(base + [a.name]))]
+    return out
+
+
+def test_no_import_cycles_between_modules():
+    """Modules (package front doors aside, which re-export their rooms) import one another
+    without a cycle, lazy imports included."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    for path in SOURCES:
+        if path.name == "__init__.py":
+            continue
+        for target in [t for _, t in _imports(path) if t != "simpy"] + _from_names(path):
+            dst = _module_of(target)
+            if dst is not None and dst.name != "__init__.py" and dst != path:
+                g.add_edge(str(path.relative_to(PACKAGE)), str(dst.relative_to(PACKAGE)))
+    cycles = list(nx.simple_cycles(g))
+    assert not cycles, f"import cycles: {cycles[:3]}"

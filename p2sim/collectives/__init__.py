@@ -1,11 +1,13 @@
 """Collective expansion: a lowered step's collectives become NCCL-style channels and flows.
 
 One concept per module: :mod:`.channels` (how many, which NIC), :mod:`.ringsearch`
-(ring orders inside a node), :mod:`.ring`, :mod:`.tree` and :mod:`.nvls` (each
-algorithm's traffic), :mod:`.protocols` (LL, LL128, Simple), :mod:`.latency` and
-:mod:`.nccl_tables` (NCCL's tuning model and its figures), :mod:`.pattern` (the flows),
-:mod:`.volumes` (buffer sizes) and :mod:`.expand` (putting them together, and NCCL's
-automatic choice).
+(ring orders inside a node), :mod:`.ring`, :mod:`.tree`, :mod:`.nvls` and :mod:`.collnet`
+(each algorithm's traffic), :mod:`.protocols` (LL, LL128, Simple), :mod:`.pipeline`
+(chunks and windows), :mod:`.latency`, :mod:`.transports` and :mod:`.nccl_tables` (NCCL's
+tuning model, its figures and the network step), :mod:`.pattern` (the flows),
+:mod:`.volumes` (buffer sizes), :mod:`.shapes`, :mod:`.structure`, :mod:`.choice` and
+:mod:`.expand` (putting them together, and NCCL's automatic choice), :mod:`.baseline` (the
+link-bottleneck reference).  Imports the formalism, the topology and the utilities.
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
-"""Systems: data files under ``topologies/`` that become networkx graphs.
+"""Systems: data files under ``topologies/`` that become networkx graphs, with NCCL's routes.
 
-Systems are looked up by name in the directories of ``$P2SIM_TOPOLOGIES``
-(``os.pathsep``-separated) and then among the built-in files; a path to a
-``.toml`` file works anywhere a system name does.  The built-in files live in the
-source tree's ``topologies/`` and are installed as the package data of
-``p2sim.systems`` (pyproject.toml maps that package onto the directory), so they
-are found through :mod:`importlib.resources` in wheels and editable installs alike.
+:mod:`.spec` reads a system file (nodes, links, classes) with :mod:`.settings` (NCCL's
+settings and the model's rates), :mod:`.gpus` (the GPU catalogue), :mod:`.efficiency`
+(NCCL's link figures), :mod:`.fabric_spec` and :mod:`.fabric` (the cluster above the node,
+by arithmetic) and :mod:`.faults`; :mod:`.graph` instantiates it for a node count and
+:mod:`.routing` routes through it by NCCL's path rules (:mod:`.paths`); :mod:`.bisection`
+and :mod:`.toml_out` read and write it.  Systems are looked up by name in the directories of
+``$P2SIM_TOPOLOGIES`` (``os.pathsep``-separated) and then among the built-in files, installed
+as the package data of ``p2sim.systems``; a path to a ``.toml`` file works anywhere a name
+does.  Imports :mod:`p2sim.util` only (the formalism's hierarchy sizes come as numbers).
 """
 
 from __future__ import annotations

@@ -1,0 +1,136 @@
+"""Groups up to the topology's symmetries: what decides how a collective expands, not where it is.
+
+:meth:`ShapeMemo.shape` names a group by its members' node offsets, their GPUs' classes in the
+node's graph (Weisfeiler-Lehman) and how they relate to each other; NCCL's choice, channel counts
+and estimates are decided once per shape (:meth:`ShapeMemo._memo`) and shared by every expander
+of a topology with the same rates (:class:`Shared`).  A mixin of
+:class:`~p2sim.collectives.expand.Expander`; imports the topology layer only.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import networkx as nx
+import numpy as np
+
+from ..topology import Topology
+from .pattern import Collective
+
+__all__ = ["Shared", "ShapeMemo"]
+
+
+_PER_SHAPE = ("channels", "available", "estimate")  # Expander._memo's decisions, one per group shape
+
+
+class Shared:
+    """The caches of every :class:`Expander` of one topology with the same rates."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple, Collective] = {}
+        self.choice: dict[tuple, tuple[str, str]] = {}
+        self.by_shape: dict[tuple, object] = {}
+        self.shapes: dict[tuple[int, ...], tuple] = {}
+        self.moved: dict[tuple, Collective] = {}
+        self.structures: dict[tuple, object] = {}
+        self.settings: dict[tuple, tuple] = {}
+        self.chosen: dict[tuple, tuple[str, str]] = {}
+
+    def forget_shapes(self) -> None:
+        """Drop what was decided once per group shape (NCCL's choice, channels, estimates):
+        the first group of a shape decides for all, so across independent tasks the decisions
+        must not depend on which task ran first.  Caches exact per group stay."""
+        for d in (self.choice, self.settings, self.chosen):
+            d.clear()
+        for key in [k for k in self.by_shape if k[0] in _PER_SHAPE]:
+            del self.by_shape[key]
+
+
+class ShapeMemo:
+    """Shape methods of :class:`~p2sim.collectives.expand.Expander` (a mixin: it uses the
+    expander's ``topo`` and ``_shapes`` / ``_by_shape`` caches)."""
+
+    @staticmethod
+    def forget_shapes(topo: Topology) -> None:
+        """:meth:`Shared.forget_shapes` for every expander of ``topo``."""
+        for key, value in topo.memo.items():
+            if isinstance(key, tuple) and key[0] == "expander":
+                value.forget_shapes()
+
+    def shape(self, members: Sequence[int]) -> tuple:
+        """A group up to the topology's symmetries: what decides how it expands, not where it is.
+
+        Every node of a p2sim topology is the same template joined to the network the same
+        way, so moving a group between nodes changes nothing; inside a node, GPUs that the
+        node's links cannot tell apart (same Weisfeiler-Lehman class of the node graph) are
+        interchangeable when they relate to each other alike (path type, the route's
+        narrowest link and hops, shared NICs).  Groups of one shape are congruent in every
+        shipped system: NCCL's choice, channel counts and estimates are computed once per
+        shape (the event-driven model still expands every group on its own links).
+        """
+        members = tuple(members)
+        hit = self._shapes.get(members)
+        if hit is not None:
+            return hit
+        gpn = self.topo.gpus_per_node
+        arr = np.asarray(members, dtype=np.int64)
+        node = arr // gpn
+        fabric = self.topo.move_key(int(node.min()), int(node.max()))  # where the group sits in a fabric's tiers
+        # per member: node offset and local GPU class; per node (in order of first appearance):
+        # the relations of its members' pairs in member order -- together they say what the
+        # pairs (i, j, relation) of same-node members would, read in a fixed order
+        per = np.concatenate([node - node.min(), self._class_ids[arr % gpn]]).tobytes()
+        by_node: dict[int, list[int]] = {}
+        for m in members:
+            by_node.setdefault(m // gpn, []).append(m % gpn)
+        rel = np.fromiter((self._segment_relations(tuple(v)) for v in by_node.values()), np.int64, len(by_node))
+        self._shapes[members] = out = (per, rel.tobytes(), fabric)
+        return out
+
+    @functools.cached_property
+    def _class_ids(self) -> np.ndarray:
+        """Each local GPU's class (:attr:`_gpu_classes`) as a small integer."""
+        names = sorted(set(self._gpu_classes))
+        return np.array([names.index(c) for c in self._gpu_classes], dtype=np.int64)
+
+    def _segment_relations(self, local: tuple[int, ...]) -> int:
+        """An id of the relations of every pair (in order) of a node's members ``local``."""
+        key = ("segment relations", local)
+        hit = self._by_shape.get(key)
+        if hit is None:
+            rels = tuple(self._relation(a, b) for i, a in enumerate(local) for b in local[i + 1:])
+            ids = self._by_shape.setdefault("relation ids", {})
+            hit = self._by_shape[key] = ids.setdefault(rels, len(ids))
+        return hit
+
+    @functools.cached_property
+    def _gpu_classes(self) -> tuple[str, ...]:
+        """Each local GPU's Weisfeiler-Lehman class in the node's graph (kinds and capacities)."""
+        if "gpu classes" not in self.topo.memo:
+            self.topo.memo["gpu classes"] = self._wl_classes()
+        return self.topo.memo["gpu classes"]
+
+    def _wl_classes(self) -> tuple[str, ...]:
+        # full-duplex links: the undirected graph says as much, and hashes stably across networkx versions
+        node0 = self.topo.template.subgraph(x for x, d in self.topo.template.nodes(data=True)
+                                         if d["node"] == 0).to_undirected()
+        for u, v, d in node0.edges(data=True):
+            d["cap"] = f"{d['bandwidth']:.6g}"
+        h = nx.weisfeiler_lehman_subgraph_hashes(node0, node_attr="kind", edge_attr="cap", iterations=3)
+        return tuple(h[g][-1] for g in self.topo.gpu_names)
+
+    def _relation(self, a: int, b: int) -> tuple:
+        key = ("relation", a, b)
+        if key not in self._by_shape:
+            ids = self.topo._intra_route(a, b)[0]
+            self._by_shape[key] = (self.topo.intra_type(a, b), len(ids), float(self.topo.capacity[list(ids)].min()),
+                                   self.topo.local_nics(a) == self.topo.local_nics(b))
+        return self._by_shape[key]
+
+    def _memo(self, what: str, members: Sequence[int], extra: tuple, compute):
+        key = (what, self.shape(members)) + extra
+        if key not in self._by_shape:
+            self._by_shape[key] = compute()
+        return self._by_shape[key]
+

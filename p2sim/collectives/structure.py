@@ -1,0 +1,198 @@
+"""A collective's structure: the hops its channels take, before its protocol.
+
+:class:`Structure` is what an algorithm's channels put on the links of one group -- per flow its
+hop table, link loads, channels and the most bytes a node sends into the network, and the
+slowest routes inside and between nodes -- built once per algorithm and shared by the three
+protocols.  :class:`Structures` is the part of :class:`~p2sim.collectives.expand.Expander` that
+builds them (ring searches, ring mixes, trees, NVLS, CollNet), and :func:`moved_collective`,
+:func:`merge_flows` the helpers that move a collective between nodes and merge identical
+channels.  Imports the topology layer and the collectives' pattern modules only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..topology import Topology
+from .channels import Segment
+from .collnet import collnet_chain_tables, collnet_direct_tables
+from .nccl_tables import COLLNET_DIRECT_EFFICIENCY
+from .nvls import nvls_table, nvls_tree_tables
+from .pattern import Collective, Flow, HopTable, MovedHops
+from .ring import ring_factor, ring_tables
+from .ringsearch import best_rings, ring_throughput
+from .tree import tree_tables
+
+__all__ = ["Structure", "Structures", "max_sent_to_net", "moved_collective", "merge_flows", "free_segment"]
+
+GB = 1e9
+
+
+def max_sent_to_net(table: HopTable, topo: Topology) -> float:
+    """Most bytes any node sends into the network per byte of the flow's share."""
+    inter = table.inter & (table.src >= 0)  # a GPU's sends (not a SHARP tree's own hop)
+    if not inter.any():
+        return 0.0
+    # summed per node in hop order, as a running sum per node would
+    return float(np.bincount(table.src[inter] // topo.gpus_per_node, weights=(table.coef * table.overhead)[inter]).max())
+
+
+@dataclass(frozen=True, eq=False)
+class Structure:
+    """What a collective's channels put on the links, before its protocol: per flow its hops,
+    link loads (data times hop overhead), channels, graph channels and most bytes a node sends
+    into the network; the slowest intra- and inter-node routes (s)."""
+
+    tables: tuple[HopTable, ...]
+    loads: tuple[tuple[np.ndarray, np.ndarray], ...]
+    per_flow: tuple[int, ...]
+    graph: tuple[int, ...]
+    out_net: tuple[float, ...]
+    intra: float
+    inter: float
+    bus: float
+    first: int  # the node of the group's first member
+    nodes: int
+    nvlink: bool  # every intra-node path of the group is NVLink (NCCL's intra latency)
+
+    def moved(self, topo: Topology, node: int) -> Structure:
+        """The same structure for the group moved to start at ``node``."""
+        d = node - self.first
+        if d == 0:
+            return self
+        move = topo.mover(self.first)
+        return Structure(tuple(t.moved(move, d, topo.gpus_per_node) for t in self.tables),
+                          tuple((move(e, d), c) for e, c in self.loads), self.per_flow, self.graph,
+                          self.out_net, self.intra, self.inter, self.bus, node, self.nodes, self.nvlink)
+
+
+
+class Structures:
+    """Structure-building methods of :class:`~p2sim.collectives.expand.Expander` (a mixin: it uses
+    the expander's ``topo``, ``arch`` and caches)."""
+
+    def rings(self, local: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], float], ...]:
+        key = ("rings", local)  # a property of the topology: shared by every expander of it
+        hit = self.topo.memo.get(key)
+        if hit is None:
+            hit = best_rings(self.topo, local)
+            self.topo.memo[key] = hit
+        return hit
+
+    def _ring_mix(self, segs: Sequence[Segment]) -> dict[int, tuple]:
+        return {s.node: self.rings(s.local(self.topo)) for s in segs}
+
+    def _mix_throughput(self, mix: tuple) -> float:
+        """GB/s per ring hop of a ring mix (the LP's optimum; one ring for two GPUs)."""
+        if len(mix) == 1:
+            order = mix[0][0]
+            return ring_throughput(self.topo, order) / GB if len(order) > 1 else math.inf
+        loads: dict[int, float] = {}
+        for order, w in mix:
+            n = len(order)
+            for i in range(n):
+                a, b = order[i], order[(i + 1) % n]
+                for s, d in ((a, b), (b, a)):
+                    for e in self.topo._intra_route(s, d)[0]:
+                        loads[e] = loads.get(e, 0.0) + 0.5 * w
+        return min(self.topo.capacity[e] / v for e, v in loads.items()) / GB
+
+    def _nvlink_only(self, segs: Sequence[Segment]) -> bool:
+        """Every intra-node path of the group is NVLink or one NVSwitch (NCCL's typeIntra <= NVB)."""
+        locals_ = frozenset(s.local(self.topo) for s in segs)
+        key = ("nvlink", locals_)
+        if key not in self._by_shape:
+            self._by_shape[key] = all(self.topo.intra_type(a, b) == "NVL" for loc in locals_ for a in loc
+                                      for b in loc if a != b)
+        return self._by_shape[key]
+
+    def _structure(self, algo: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
+                   share: float) -> Structure:
+        topo, n = self.topo, len(members)
+        nodes = len(segs)
+        mix = self._ring_mix(segs)
+        free = {s.node: len(mix[s.node]) == 1 and free_segment(topo, s) for s in segs}
+        if algo == "ring":
+            bus = ring_factor(op, n)
+            pairs = max(1, used // 2)
+            groups = ring_tables(topo, op, members, segs, mix, free, pairs)
+            per_flow = [used] if nodes == 1 else [2] * len(groups)
+            graph = [max(1, c // 2) for c in per_flow]
+        elif algo == "tree":
+            bus = 2.0  # NCCL: a tree's busBw is twice its algorithm bandwidth
+            graph_channels = max(1, used // 2)
+            groups = tree_tables(topo, segs, mix, graph_channels)
+            per_flow = [2] * len(groups)
+            graph = [1] * len(groups)
+        elif algo == "nvls":
+            bus = ring_factor(op, n)
+            groups = [nvls_table(topo, op, segs[0], self._nvls_switches(segs)[0], share)]
+            per_flow, graph = [used], [used]
+        elif algo == "nvls_tree":
+            bus = ring_factor(op, n)
+            groups = nvls_tree_tables(topo, segs, self._nvls_switches(segs), share)
+            per_flow = [max(1, used // len(groups))] * len(groups)
+            graph = [1] * len(groups)
+        elif algo == "collnet_direct":
+            bus = 2.0  # as a tree's: NCCL's algorithm bandwidth is half the bus bandwidth
+            groups = collnet_direct_tables(topo, segs, 1.0 / COLLNET_DIRECT_EFFICIENCY[self.arch])
+            per_flow, graph = [1] * len(groups), [1] * len(groups)
+        else:  # collnet_chain
+            bus = 2.0
+            groups = collnet_chain_tables(topo, segs, mix, used)
+            per_flow, graph = [1] * len(groups), [1] * len(groups)
+        groups, per_flow, graph = merge_flows(groups, per_flow, graph)
+        lats = [t.route_latencies(topo.latency) for t in groups]
+        return Structure(tuple(groups), tuple(t.load() for t in groups), tuple(per_flow), tuple(graph),
+                          tuple(max_sent_to_net(t, topo) for t in groups),
+                          max(x[0] for x in lats), max(x[1] for x in lats), bus,
+                          min(members) // topo.gpus_per_node, nodes, self._nvlink_only(segs))
+
+
+
+def moved_collective(topo: Topology, c: Collective, nodes: int) -> Collective:
+    """Collective ``c`` moved ``nodes`` nodes on."""
+    if nodes == 0:
+        return c
+    d = nodes * topo.gpus_per_node
+    move = topo.mover(min(c.members) // topo.gpus_per_node)
+    flows = tuple(Flow(f.share, f.channels, move(f.edges, nodes), f.coef,
+                       (f.table if isinstance(f.table, MovedHops) else MovedHops(f.table, move, 0, topo.gpus_per_node)
+                        ).moved(move, nodes, topo.gpus_per_node), f.caps) for f in c.flows)
+    return Collective(c.algo, c.proto, c.op, tuple(m + d for m in c.members), c.nodes, c.channels, flows, c.latency,
+                      c.bus_factor, c.shared_caps, c.tuning)
+
+
+def merge_flows(groups: list[HopTable], per_flow: list[int], graph: list[int]) -> tuple[list, list, list]:
+    """Channels whose hops are identical become one flow (they would progress in lockstep)."""
+    keys: dict[bytes, int] = {}
+    out_g: list[HopTable] = []
+    out_k: list[int] = []
+    out_c: list[int] = []
+    for hops, k, g in zip(groups, per_flow, graph):
+        key = hops.key()
+        i = keys.get(key)
+        if i is None:
+            keys[key] = len(out_g)
+            out_g.append(hops)
+            out_k.append(k)
+            out_c.append(g)
+        else:
+            out_k[i] += k
+            out_c[i] += g
+    return out_g, out_k, out_c
+
+
+def free_segment(topo: Topology, seg: Segment) -> bool:
+    """Any ring order is as good inside this segment (all members on one NVSwitch)."""
+    from .ringsearch import _one_switch
+
+    local = seg.local(topo)
+    key = ("one switch", local)
+    if key not in topo.memo:
+        topo.memo[key] = _one_switch(topo, local) if len(local) > 2 else True
+    return topo.memo[key]

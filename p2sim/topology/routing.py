@@ -1,0 +1,353 @@
+"""Routes through a topology: NCCL's transports inside a node, NICs, and the network between nodes.
+
+:class:`Routing` is the part of :class:`~p2sim.topology.graph.Topology` that answers "which
+links does this GPU's traffic to that GPU take": node 0's paths by NCCL's rules
+(:mod:`p2sim.topology.paths`), moved to any node by arithmetic; the NIC each GPU uses; the
+network's part between two NICs (a fabric's by arithmetic, else the file's switches); and
+:meth:`Routing.route_table`, many routes at once as arrays.  It reads the topology's template
+graph, edge index and capacities, and imports nothing above the topology layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+
+from ..util.errors import TopologyError
+from .paths import NodeView, gpu_gpu_path, gpu_nic_path, hop_weight, local_nics, nic_gpu_path, path_type
+
+__all__ = ["Route", "Routing"]
+
+# up to this many routes, Topology.route_table looks each up in the route caches (measured faster
+# than its array passes below about a hundred on benchmarks/simulate_appendix.py)
+_FEW_ROUTES = 96
+
+
+@dataclass(frozen=True)
+class Route:
+    """A GPU-to-GPU path: directed edge indices, total latency (s), whether it leaves the
+    node, and NCCL's transport (``P2P``, ``SHM`` through host memory, or ``NET``)."""
+
+    edges: tuple[int, ...]
+    latency: float
+    inter_node: bool
+    transport: str = "P2P"
+
+
+class Routing:
+    """Routing methods of :class:`~p2sim.topology.graph.Topology` (a mixin: it uses the
+    topology's ``spec``, ``template``, ``_index``, ``latency``, ``fabric`` and caches)."""
+
+    # -- routing (rules in p2sim.topology.paths) -----------------------------------
+    @cached_property
+    def host_components(self) -> frozenset[str]:
+        """Node 0's PCIe switches and CPUs: what host paths may pass through."""
+        return frozenset(f"n0/{c}" for c, k in self.spec.components if k in ("pcie_switch", "cpu"))
+
+    @cached_property
+    def node_view(self) -> NodeView:
+        """Node 0 as NCCL's path rules (:mod:`p2sim.topology.paths`) read it."""
+        nccl = self.spec.nccl
+        return NodeView(self.template, self.gpu_names, self.host_components, nccl.p2p_level, self.spec.source,
+                        nccl.gdr_level)
+
+    @cached_property
+    def gpu_names(self) -> tuple[str, ...]:
+        """Node 0's GPUs, in local index order."""
+        return tuple(f"n0/{g}" for g in self.spec.gpus)
+
+    @cached_property
+    def nics(self) -> tuple[str, ...]:
+        """The NICs NCCL may use (``nccl.hca``, else every NIC), by component name."""
+        names = [c for c, k in self.spec.components if k == "nic"]
+        hca = self.spec.nccl.hca
+        return tuple(n for n in names if not hca or n in hca)
+
+    def _edge_ids(self, path: list[str]) -> tuple[int, ...]:
+        return tuple(self._index[(a, b)] for a, b in zip(path, path[1:]))
+
+    def _intra_route(self, a: int, b: int) -> tuple[tuple[int, ...], float, str]:
+        """Route between local GPUs of node 0 (edge ids, latency, transport)."""
+        hit = self._intra.get((a, b))
+        if hit is None:
+            path, transport = gpu_gpu_path(self.node_view, self.gpu_names[a], self.gpu_names[b])
+            ids = self._edge_ids(path)
+            hit = (ids, float(sum(self.latency[list(ids)])), transport)
+            self._intra[(a, b)] = hit
+        return hit
+
+    def intra_type(self, a: int, b: int) -> str:
+        """NCCL's path type between local GPUs ``a`` and ``b`` (``NVL``, ``PIX``, ``PXB``, ``PHB``, ``SYS``)."""
+        hit = self._types.get((a, b))
+        if hit is None:
+            ids = self._intra_route(a, b)[0]
+            names = [self.edge_name(ids[0])[0]] + [self.edge_name(e)[1] for e in ids]
+            hit = self._types[(a, b)] = path_type(self.node_view, names)
+        return hit
+
+    def local_nics(self, local: int) -> tuple[str, ...]:
+        """The usable NICs nearest to local GPU ``local`` (NCCL's 'local' NICs), in file order."""
+        hit = self._local.get(local)
+        if hit is None:
+            near = local_nics(self.node_view, self.gpu_names[local], [f"n0/{x}" for x in self.nics])
+            hit = tuple(n[3:] for n in near)
+            self._local[local] = hit
+        return hit
+
+    @cached_property
+    def _nic_assignment(self) -> dict[int, str]:
+        """Each local GPU's default NIC: the nearest, and among equally near ones the least used
+        so far, so that a rail-optimised node gives GPU ``i`` NIC ``i``."""
+        load = {nic: 0 for nic in self.nics}
+        out = {}
+        for a in range(self.gpus_per_node):
+            near = self.local_nics(a)
+            if not near:
+                if self.node_count > 1:
+                    raise TopologyError(f"{self.spec.source}: GPU {self.spec.gpus[a]} has no path to a NIC")
+                continue
+            nic = min(near, key=lambda n: (load[n], near.index(n)))
+            load[nic] += 1
+            out[a] = nic
+        return out
+
+    def nic_of(self, device: int) -> str:
+        """The NIC (component name inside its node) that GPU ``device`` uses by default."""
+        return self._nic_assignment[device % self.gpus_per_node]
+
+    def _nic_edges(self, local: int, nic: str, up: bool) -> tuple[int, ...]:
+        key = (local, nic, up)
+        hit = self._nicpath.get(key)
+        if hit is None:
+            gpu, n = self.gpu_names[local], f"n0/{nic}"
+            view = self.node_view
+            path = gpu_nic_path(view, gpu, n, [f"n0/{x}" for x in self.nics]) if up else nic_gpu_path(view, n, gpu)
+            hit = self._edge_ids(path)
+            self._nicpath[key] = hit
+        return hit
+
+    @cached_property
+    def _switch_paths(self) -> dict[str, tuple[dict[str, float], dict[str, list[str]]]]:
+        """Shortest paths between the network's switches (all pairs, once).
+
+        Routes between NICs run NIC -> switches -> NIC and never through a node or another
+        NIC, so a route is the best (first switch, last switch) combination over these:
+        searching the whole graph for each of a thousand-node ring's NIC pairs is what this
+        avoids.
+        """
+        net = [x for x, d in self.template.nodes(data=True) if d["node"] is None]
+        g = self.template.subgraph(net)
+        return {s: nx.single_source_dijkstra(g, s, weight=hop_weight) for s in sorted(net)}
+
+    def _net_route(self, src: str, dst: str) -> tuple[int, ...]:
+        hit = self._net.get((src, dst))
+        if hit is not None:
+            return hit
+        g, paths = self.template, self._switch_paths
+        best: tuple[float, list[str]] | None = None
+        if g.has_edge(src, dst):  # NICs cabled back to back
+            best = (hop_weight(src, dst, g.edges[src, dst]), [src, dst])
+        ins = sorted(u for u in g.predecessors(dst) if u in paths)
+        for s in sorted(v for v in g.successors(src) if v in paths):
+            dist, route = paths[s]
+            w0 = hop_weight(src, s, g.edges[src, s])
+            for t in (u for u in ins if u in dist):
+                w = w0 + dist[t] + hop_weight(t, dst, g.edges[t, dst])
+                if best is None or w < best[0]:
+                    best = (w, [src, *route[t], dst])
+        if best is None:
+            raise TopologyError(f"{self.spec.source}: the network does not join {src} and {dst}")
+        out = self._edge_ids(best[1])
+        self._net[(src, dst)] = out
+        return out
+
+    def _check_devices(self, *devices: int) -> None:
+        for d in devices:
+            if not 0 <= d < self.devices:
+                raise TopologyError(f"device: {d} is not in 0..{self.devices - 1}")
+
+    def route(self, src: int, dst: int) -> Route:
+        """The route NCCL would use from GPU ``src`` to GPU ``dst``, through their default NICs (cached)."""
+        key = (src, dst)
+        hit = self._routes.get(key)
+        if hit is not None:
+            return hit
+        self._check_devices(src, dst)
+        if src == dst:
+            raise TopologyError(f"device: a route from GPU {src} to itself")
+        p, a = divmod(src, self.gpus_per_node)
+        q, b = divmod(dst, self.gpus_per_node)
+        if p == q:
+            ids, _, transport = self._intra_route(a, b)
+            off = p * self._edges_per_node
+            r = self._make_route(tuple(e + off for e in ids), False, transport)
+        else:
+            r = self.route_via(src, dst, self.nic_of(src), self.nic_of(dst))
+        self._routes[key] = r
+        return r
+
+    def route_via(self, src: int, dst: int, nic_out: str, nic_in: str, salt: int = 0) -> Route:
+        """Between nodes: out of ``src``'s node through ``nic_out``, into ``dst``'s through ``nic_in`` (cached).
+
+        ``salt`` tells a fabric with ECMP routing which flow this is (its channel): flows
+        between the same ends may hash onto different ports.
+        """
+        if self.fabric is None or not self.fabric.ecmp:
+            salt = 0
+        key = (src, dst, nic_out, nic_in, salt)
+        hit = self._via.get(key)
+        if hit is not None:
+            return hit
+        self._check_devices(src, dst)
+        p, a = divmod(src, self.gpus_per_node)
+        q, b = divmod(dst, self.gpus_per_node)
+        if p == q:
+            raise TopologyError(f"device: GPUs {src} and {dst} share a node; no NIC route between them")
+        out, mid, into = self._via_parts(a, nic_out, nic_in, b)
+        stride = self._stride
+        if self.fabric is not None:
+            x, y = self.fabric.nics.index(nic_out), self.fabric.nics.index(nic_in)
+            mid = tuple(self.fabric.mids([p], [x], [q], [y], [salt])[1].tolist())
+        edges = (tuple(e + p * int(stride[e]) for e in out) + mid + tuple(e + q * int(stride[e]) for e in into))
+        r = self._make_route(edges, True, "NET")
+        self._via[key] = r
+        return r
+
+    def _via_parts(self, a: int, nic_out: str, nic_in: str, b: int) -> tuple[tuple[int, ...], ...]:
+        """From local GPU ``a`` of node 0 through ``nic_out`` to local GPU ``b`` of node 1 through
+        ``nic_in``, in three parts: moved with the sender's node, fixed (the switches), moved
+        with the receiver's node (node-0 ids).  The network joins every node alike, so this is
+        every node pair's route, moved."""
+        key = (a, nic_out, nic_in, b)
+        hit = self._vias.get(key)
+        if hit is None and self.fabric is not None:  # the cables; the fabric between them depends on the nodes
+            f = self.fabric
+            up, down = f.cable(f.nics.index(nic_out), 0, True), f.cable(f.nics.index(nic_in), 0, False)
+            hit = self._vias[key] = (self._nic_edges(a, nic_out, True) + (up,), (),
+                                     (down,) + self._nic_edges(b, nic_in, False))
+        if hit is None:
+            net = self._net_route(f"n0/{nic_out}", f"n1/{nic_in}")
+            last = net[-1] - int(self._stride[net[-1]])
+            hit = self._vias[key] = (self._nic_edges(a, nic_out, True) + net[:1], net[1:-1],
+                                     (last,) + self._nic_edges(b, nic_in, False))
+        return hit
+
+    def _make_route(self, edges: tuple[int, ...], inter: bool, transport: str) -> Route:
+        return Route(edges, float(sum(self.latency[list(edges)])), inter, transport)
+
+    # -- many routes at once --------------------------------------------------------
+    def _route_template(self, code: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """A route in three parts of node-0 edge ids: moved with the sender's node, fixed, moved
+        with the receiver's node (``code`` as :meth:`route_table` numbers it)."""
+        hit = self._templates.get(code)
+        if hit is not None:
+            return hit
+        gpn, nn = self.gpus_per_node, len(self.nics) + 1
+        if code < gpn * gpn:  # inside a node
+            hit = (self._intra_route(*divmod(code, gpn))[0], (), ())
+        else:  # node 0 to node 1: route_via's parts, the last network edge moved back to node 0
+            rest, b = divmod(code - gpn * gpn, gpn)
+            rest, y = divmod(rest, nn)
+            a, x = divmod(rest, nn)
+            hit = self._via_parts(a, self.nic_of(a) if x == 0 else self.nics[x - 1], b=b,
+                                  nic_in=self.nic_of(b) if y == 0 else self.nics[y - 1])
+        self._templates[code] = hit
+        return hit
+
+    def route_table(self, src: np.ndarray, dst: np.ndarray, nic_out: np.ndarray | None = None,
+                    nic_in: np.ndarray | None = None, salt: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """The routes of many (sender, receiver) pairs at once, as :meth:`route` and :meth:`route_via` give them.
+
+        ``nic_out`` / ``nic_in`` name each pair's NICs by index into :attr:`nics` (``-1``: the
+        GPU's default NIC); they matter only between nodes; ``salt`` numbers each pair's flow
+        for a fabric's ECMP hash (:meth:`route_via`).  Returns ``(indptr, edges)``: pair
+        ``i`` takes ``edges[indptr[i]:indptr[i + 1]]``, in route order.  A route is computed once
+        per (local GPUs, NICs) and moved to every node (each node is the same template, joined
+        to the network the same way), so a ring over thousands of nodes costs a few array passes.
+
+        Examples
+        --------
+        >>> from p2sim.topology import load_system
+        >>> topo = load_system("a100", nodes=2)
+        >>> indptr, edges = topo.route_table(np.array([0, 0]), np.array([1, 16]))
+        >>> tuple(edges[indptr[1]:indptr[2]]) == topo.route(0, 16).edges
+        True
+        """
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        n = len(src)
+        if n <= _FEW_ROUTES:  # the cached routes, one by one: cheaper than the array passes here
+            ids: list[int] = []
+            ends = [0]
+            for i, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):
+                if a // self.gpus_per_node == b // self.gpus_per_node or (nic_out is None and salt is None):
+                    r = self.route(a, b)
+                else:
+                    x, y = (-1, -1) if nic_out is None else (int(nic_out[i]), int(nic_in[i]))
+                    r = self.route_via(a, b, self.nic_of(a) if x < 0 else self.nics[x],
+                                       self.nic_of(b) if y < 0 else self.nics[y], 0 if salt is None else int(salt[i]))
+                ids += r.edges
+                ends.append(len(ids))
+            return np.array(ends, dtype=np.int64), np.array(ids, dtype=np.int64)
+        if n:
+            self._check_devices(int(src.min()), int(src.max()), int(dst.min()), int(dst.max()))
+        if np.any(src == dst):
+            raise TopologyError(f"device: a route from GPU {int(src[src == dst][0])} to itself")
+        gpn, nn = self.gpus_per_node, len(self.nics) + 1
+        p, a = np.divmod(src, gpn)
+        q, b = np.divmod(dst, gpn)
+        x = np.zeros(n, dtype=np.int64) if nic_out is None else np.asarray(nic_out, dtype=np.int64) + 1
+        y = np.zeros(n, dtype=np.int64) if nic_in is None else np.asarray(nic_in, dtype=np.int64) + 1
+        code = np.where(p == q, a * gpn + b, gpn * gpn + ((a * nn + x) * nn + y) * gpn + b)
+        codes, which = np.unique(code, return_inverse=True)
+        parts = [self._route_template(int(c)) for c in codes]
+        lens = [np.array([len(t[k]) for t in parts], dtype=np.int64)[which] for k in range(3)]
+        fab = None
+        if self.fabric is not None:  # the fabric between the two cables, by arithmetic
+            inter = np.flatnonzero(p != q)
+            all_nics = np.array([self.fabric.nics.index(c) for c in self.nics], dtype=np.int64)
+            xs = np.where(x[inter] > 0, x[inter] - 1, -1)
+            ys = np.where(y[inter] > 0, y[inter] - 1, -1)
+            default = np.array([self.nics.index(self._nic_assignment[g]) if g in self._nic_assignment else 0
+                                for g in range(gpn)], dtype=np.int64)
+            xs = all_nics[np.where(xs < 0, default[a[inter]], xs)]
+            ys = all_nics[np.where(ys < 0, default[b[inter]], ys)]
+            fp, fe = self.fabric.mids(p[inter], xs, q[inter], ys, None if salt is None else np.asarray(salt)[inter])
+            flen = np.zeros(n, dtype=np.int64)
+            flen[inter] = np.diff(fp)
+            fab = (flen, fe)
+        total_len = lens[0] + lens[1] + lens[2] + (fab[0] if fab is not None else 0)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(total_len, out=indptr[1:])
+        edges = np.empty(int(indptr[-1]), dtype=np.int64)
+        start = indptr[:-1].copy()
+        for k, moved in ((0, p), (1, None), ("fabric", None), (2, q)):
+            if k == "fabric":
+                if fab is not None:
+                    ln = fab[0]
+                    within = np.arange(int(ln.sum()), dtype=np.int64) - np.repeat(np.cumsum(ln) - ln, ln)
+                    edges[np.repeat(start, ln) + within] = fab[1]
+                    start += ln
+                continue
+            flat = np.fromiter((e for t in parts for e in t[k]), dtype=np.int64)
+            offsets = np.zeros(len(parts), dtype=np.int64)
+            np.cumsum([len(t[k]) for t in parts[:-1]], out=offsets[1:])
+            ln = lens[k]
+            total = int(ln.sum())
+            if total:
+                within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(ln) - ln, ln)
+                vals = flat[np.repeat(offsets[which], ln) + within]
+                if moved is not None:
+                    vals = vals + np.repeat(moved, ln) * self._stride[vals]
+                edges[np.repeat(start, ln) + within] = vals
+            start += ln
+        return indptr, edges
+
+    def path_names(self, src: int, dst: int) -> list[tuple[str, str]]:
+        """The route as directed edges ``(u, v)`` of :attr:`graph`."""
+        return [self.edge_name(e) for e in self.route(src, dst).edges]
+
