@@ -1,7 +1,8 @@
 """``p2sim``: parse the options, run the command's handler, print errors as one line.
 
 Every command validates its input and reports a bad value as one line on stderr with exit
-status 2; results go to stdout (a table, or one JSON object with ``--json``).  What the
+status 2; Ctrl-C and ``SIGTERM`` end the whole run (workers included) with one line and exit
+status 130 or 143; results go to stdout (a table, or one JSON object with ``--json``).  What the
 library says while it works (job sizes, warnings) reaches stderr through the ``p2sim``
 logger as ``p2sim COMMAND: ...``; ``-q`` keeps the warnings only, ``-v`` adds detail.
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from ..util.errors import P2SimError
 from ..util.log import LOG, cli_handler
+from ..util.signals import EXIT_INTERRUPTED, Terminated, terminate_on_sigterm
 from .parser import EXIT_INPUT, build_parser
 
 __all__ = ["main"]
@@ -38,12 +40,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     LOG.setLevel(logging.WARNING if getattr(args, "quiet", False) else
                  logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
     try:
-        return _handler(name)(args)
+        with terminate_on_sigterm():
+            return _handler(name)(args)
     except P2SimError as e:
         print(f"p2sim {args.command}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: the workers are stopped and temporary files gone by now
+        print(f"p2sim {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Terminated as e:  # SIGTERM (kill, a scheduler's time limit)
+        print(f"p2sim {args.command}: terminated", file=sys.stderr)
+        return e.exit_status
     finally:
         LOG.removeHandler(handler)
         LOG.setLevel(level)

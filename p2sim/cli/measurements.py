@@ -10,7 +10,7 @@ from ..measurements.validation import ValidateRequest, run_validate
 from ..report.collectives import collectives_report, collectives_text
 from ..report.files import write_report
 from ..report.validate import calibration_lines, validation_report, validation_text
-from ..util.fileio import check_output_dir, check_output_file, writing
+from ..util.fileio import check_output_dir, check_output_file, replace_file
 from .common import emit, options
 
 
@@ -51,8 +51,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         for w in doc["warnings"]:
             print(f"WARNING {w}")
     sys.stdout.flush()  # the fit stands even if the file cannot be written
-    with writing("out", out):
-        out.write_text(result.toml)
+    replace_file(out, result.toml.encode(), "out")
     if not args.json:
         print(f"wrote {out}")
     return 0

@@ -3,8 +3,9 @@
 Reports are rendered from their data with the jinja2 templates in
 ``p2sim/report/templates`` (Markdown and self-contained HTML from the same data).
 Everything is rendered in memory first: a failure while rendering leaves ``--out``
-untouched; the files then land through a temporary directory and renames, so a
-reader never sees half a report.
+untouched; the files then land through a temporary directory beside ``--out`` and renames
+made with Ctrl-C and ``SIGTERM`` held back, so a reader never sees half a report and an
+interrupted run leaves nothing in ``--out``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import jinja2
 
 from ..util.fileio import writing
+from ..util.signals import deferred_signals
 
 __all__ = ["write_report", "render", "data_uris", "figure_png"]
 
@@ -46,14 +48,18 @@ def write_report(out: str | Path, files: dict[str, bytes]) -> list[Path]:
     target = Path(out)
     with writing("out", target):
         target.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".p2sim-", dir=target))
+        parent = target.absolute().parent
+        # beside --out when its parent may be written (same file system: renames), else inside it
+        where = parent if os.access(parent, os.W_OK | os.X_OK) else target
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.absolute().name}.", suffix=".p2sim-tmp", dir=where))
         try:
             for name, data in files.items():
                 (tmp / name).write_bytes(data)
             written = []
-            for name in files:
-                os.replace(tmp / name, target / name)
-                written.append(target / name)
+            with deferred_signals():  # the whole report or none of it
+                for name in files:
+                    os.replace(tmp / name, target / name)
+                    written.append(target / name)
             return written
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

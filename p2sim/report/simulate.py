@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..formalism.naming import axes_text, matrix_legend, order_label, reduce_text
 from ..studies.simulate import SimulateResult
-from ..util.fileio import writing
+from ..util.fileio import replace_file
 from ..formalism.placement import Matrix, format_matrix
 from ..formalism.program import Program
 from ..sim import ProgramResult
@@ -165,6 +166,9 @@ def draw_topology(topo: Topology, path: str) -> None:
     ax.set_title(f"{topo.spec.name}: {topo.devices} GPUs on {topo.node_count} nodes")
     ax.axis("off")
     fig.tight_layout()
-    with writing("draw", path):
-        fig.savefig(path, dpi=120)
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=120, format=Path(path).suffix.lstrip(".").lower() or "png")
     plt.close(fig)
+    replace_file(path, buf.getvalue(), "draw")

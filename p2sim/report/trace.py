@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formalism.hierarchy import LoweredStep
-from ..util.fileio import writing
+from ..util.fileio import replace_file
 from ..sim import ProgramResult
 from ..topology import Topology
 
@@ -106,6 +106,4 @@ def chrome_trace(topo: Topology, programs: Sequence[tuple[ProgramResult, Sequenc
 
 def write_trace(path: str | Path, topo: Topology,
                 programs: Sequence[tuple[ProgramResult, Sequence[LoweredStep]]]) -> None:
-    text = json.dumps(chrome_trace(topo, programs))
-    with writing("trace", path):
-        Path(path).write_text(text)
+    replace_file(path, json.dumps(chrome_trace(topo, programs)).encode(), "trace")

@@ -22,9 +22,10 @@ from tqdm import tqdm
 
 from ..util.errors import InputError
 from ..util.log import progress_enabled
+from ..util.signals import worker_init
 
-__all__ = ["Executor", "SerialExecutor", "DaskExecutor", "make_executor", "run_all", "default_workers",
-           "capped_workers"]
+__all__ = ["Executor", "SerialExecutor", "DaskExecutor", "make_executor", "process_pool", "run_all",
+           "default_workers", "capped_workers"]
 
 CONNECT_TIMEOUT_S = 10  # how long to wait for a remote scheduler before giving up
 
@@ -163,8 +164,31 @@ def make_executor(workers: int | None, scheduler: str | None = None, tasks: int 
     if n == 1:
         yield SerialExecutor()
         return
-    with ProcessPoolExecutor(max_workers=n) as pool:
+    with process_pool(n) as pool:
         yield pool
+
+
+@contextmanager
+def process_pool(n: int) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``n`` worker processes that never outlives the run.
+
+    On the way out after an error, Ctrl-C or ``SIGTERM`` the workers are terminated at once
+    (a pool's own exit would wait for their tasks), and each worker dies with this process
+    even if it is killed outright (:func:`~p2sim.util.signals.worker_init`).
+    """
+    pool = ProcessPoolExecutor(max_workers=n, initializer=worker_init)
+    try:
+        yield pool
+    except BaseException:
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for w in workers:
+            if w.is_alive():
+                w.terminate()
+        for w in workers:
+            w.join(timeout=5)
+        raise
+    pool.shutdown(wait=True)
 
 
 def run_all(executor: Executor, fn: Callable[[T], R], items: list[T], label: str = "") -> list[R]:

@@ -21,13 +21,15 @@ p2sim.util.errors.OutputError: draw: picture.txt should end in .png, .svg or .pd
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import InputError, OutputError
+from .signals import deferred_signals
 
-__all__ = ["read_text", "decode", "check_output_dir", "check_output_file", "writing"]
+__all__ = ["read_text", "decode", "check_output_dir", "check_output_file", "writing", "replace_file"]
 
 
 def decode(data: bytes, source: str, what: str = "text file", error: type[InputError] = InputError) -> str:
@@ -112,3 +114,19 @@ def writing(option: str, path: str | Path) -> Iterator[None]:
         yield
     except OSError as e:
         raise OutputError(f"{option}: cannot write {path} ({e.strerror or e})") from None
+
+
+def replace_file(path: str | Path, data: bytes, option: str) -> None:
+    """Write ``data`` to ``path`` as a whole or not at all: into a temporary file beside it, then
+    one rename (with Ctrl-C and ``SIGTERM`` held back), the temporary file removed on any failure."""
+    p = Path(path)
+    with writing(option, p):
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".p2sim-tmp", dir=p.absolute().parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            with deferred_signals():
+                os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
