@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..util.errors import MeasurementError
+from ..topology import find_spec
+from ..util.errors import MeasurementError, TopologyError
 from .collective_measurements import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
 from .collective_rows import CollectiveRow
 from .programs import MeasuredRow, duplicate_rows, load_measurements
@@ -91,6 +92,21 @@ def _files(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
+def _check_fits(rows: Sequence[CollectiveRow]) -> None:
+    """Every row's ranks fit its system: no more ranks per host than the system has GPUs per node
+    (fewer run on each node's first GPUs, as ``--gpus-per-node`` does)."""
+    per_node: dict[str, int] = {}
+    for r in rows:
+        if r.system not in per_node:
+            try:
+                per_node[r.system] = len(find_spec(r.system).gpus)
+            except TopologyError as e:
+                raise MeasurementError(f"{r.source}:{r.line}: {e}") from None
+        if r.gpus_per_node > per_node[r.system]:
+            raise MeasurementError(f"{r.source}:{r.line}: the measurement ran {r.gpus_per_node} ranks per host, but "
+                                   f"{r.system} has {per_node[r.system]} GPUs per node: give the system it ran on")
+
+
 def load_inputs(paths: str | Path | Sequence[str | Path], system: str | None = None) -> Measurements:
     """Read measurement files and directories of them (see the module docstring)."""
     files = _files([paths] if isinstance(paths, (str, Path)) else list(paths))
@@ -113,5 +129,6 @@ def load_inputs(paths: str | Path | Sequence[str | Path], system: str | None = N
             raise MeasurementError(f"{f}: neither a measurement CSV, a bench_nccl log nor nccl-tests output")
     if not programs and not singles:
         raise MeasurementError(f"{', '.join(map(str, files))}: no measurements")
+    _check_fits(singles)
     duplicate_rows(programs)  # across files too: a copy of a CSV in the directory would count twice
     return Measurements(tuple(programs), tuple(singles))

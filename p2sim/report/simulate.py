@@ -137,9 +137,10 @@ def draw_topology(topo: Topology, path: str) -> None:
     import matplotlib.pyplot as plt
     import networkx as nx
 
-    layer = {"network_switch": 0, "nic": 1, "cpu": 2, "pcie_switch": 3, "nvswitch": 4, "gpu": 5}
-    colours = {"network_switch": "#7f7f7f", "nic": "#d62728", "cpu": "#1f77b4", "pcie_switch": "#17becf",
-               "nvswitch": "#2ca02c", "gpu": "#ff7f0e"}
+    # a row and a colour for every component kind a system file may name (spec.KINDS)
+    layer = {"network_switch": 0, "nic": 1, "memory": 2, "cpu": 3, "pcie_switch": 4, "nvswitch": 5, "gpu": 6}
+    colours = {"network_switch": "#7f7f7f", "nic": "#d62728", "memory": "#9467bd", "cpu": "#1f77b4",
+               "pcie_switch": "#17becf", "nvswitch": "#2ca02c", "gpu": "#ff7f0e"}
     g = topo.graph
     per_node_width = max(topo.gpus_per_node, 4) + 2
     totals = Counter((d["node"], d["kind"]) for _, d in g.nodes(data=True))
@@ -160,9 +161,14 @@ def draw_topology(topo: Topology, path: str) -> None:
         es = [(u, v) for k, (u, v) in enumerate(topo.edges) if topo.edge_class[k] == c and u < v]
         nx.draw_networkx_edges(g.to_undirected(as_view=True), pos, edgelist=es, ax=ax, edge_color=[cmap(ci)],
                                width=1.2, label=c, arrows=False)
-    nx.draw_networkx_nodes(g, pos, ax=ax, node_size=60,
+    nx.draw_networkx_nodes(g, pos, ax=ax, node_size=60, node_shape="s",
                            node_color=[colours[d["kind"]] for _, d in g.nodes(data=True)])
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
+    kinds = sorted({d["kind"] for _, d in g.nodes(data=True)}, key=layer.get)
+    handles, labels = ax.get_legend_handles_labels()
+    for k in kinds:  # components (squares) beside link classes (lines)
+        handles.append(plt.Line2D([], [], marker="s", linestyle="", color=colours[k]))
+        labels.append(k.replace("_", " "))
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     ax.set_title(f"{topo.spec.name}: {topo.devices} GPUs on {topo.node_count} nodes")
     ax.axis("off")
     fig.tight_layout()

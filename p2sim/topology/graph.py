@@ -342,6 +342,9 @@ class Topology(Routing):
                 if a != b:
                     self._intra_route(a, b)
         if self.node_count > 1:
+            if not self.spec.network_components and self.spec.fabric is None:
+                raise TopologyError(f"{self.spec.source}: nodes: {self.node_count} nodes, but the file has no network "
+                                    "([network] components or [fabric]) to join them: it describes one node")
             for a in range(self.gpus_per_node):
                 self.route(a, self.devices - self.gpus_per_node + a)
                 self.route(self.devices - self.gpus_per_node + a, a)

@@ -116,6 +116,12 @@ def writing(option: str, path: str | Path) -> Iterator[None]:
         raise OutputError(f"{option}: cannot write {path} ({e.strerror or e})") from None
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def replace_file(path: str | Path, data: bytes, option: str) -> None:
     """Write ``data`` to ``path`` as a whole or not at all: into a temporary file beside it, then
     one rename (with Ctrl-C and ``SIGTERM`` held back), the temporary file removed on any failure."""
@@ -123,6 +129,8 @@ def replace_file(path: str | Path, data: bytes, option: str) -> None:
     with writing(option, p):
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".p2sim-tmp", dir=p.absolute().parent)
         try:
+            # mkstemp makes the file private; give it the mode the file had, or a new file's
+            os.chmod(fd, p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask())
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             with deferred_signals():
