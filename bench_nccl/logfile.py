@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import statistics
 from collections.abc import Iterable
 from pathlib import Path
@@ -40,22 +41,46 @@ class LogWriter:
         try:
             self._drop_cut_record()
             self._file = self.path.open("a", encoding="utf-8")
-        except OSError as e:
+        except OSError as e:  # a full disk, no permission
             raise BenchError(f"log: cannot append to {self.path} ({e.strerror})") from None
 
     def _drop_cut_record(self) -> None:
-        """A record cut short by an interruption would glue onto the next one: remove it."""
-        if not self.path.exists():
+        """A record cut short by an interruption would glue onto the next one: remove it.
+
+        Only the tail is read (back to the last newline), so appending costs nothing however
+        long the log; a path that is not a regular file is refused (a device reads forever)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
             return
+        if not stat.S_ISREG(st.st_mode):
+            raise BenchError(f"log: {self.path} is not a regular file (a device, pipe or socket): give a file path")
         with self.path.open("rb+") as f:
-            data = f.read()
-            if data and not data.endswith(b"\n"):
-                f.truncate(data.rfind(b"\n") + 1)
+            end = f.seek(0, os.SEEK_END)
+            if end == 0:
+                return
+            f.seek(end - 1)
+            if f.read(1) == b"\n":
+                return
+            pos = end
+            while pos > 0:
+                start = max(0, pos - 65536)
+                f.seek(start)
+                cut = f.read(pos - start).rfind(b"\n")
+                if cut >= 0:
+                    f.truncate(start + cut + 1)
+                    return
+                pos = start
+            f.truncate(0)
 
     def write(self, record: dict[str, Any]) -> None:
-        self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        try:
+            self._file.write(json.dumps(record, separators=(",", ":")) + "\n")
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as e:  # a disk filled meanwhile: the records before this one stand
+            raise BenchError(f"log: cannot append to {self.path} ({e.strerror or e}); the records written before "
+                             "are kept") from None
 
     def close(self) -> None:
         self._file.close()

@@ -50,3 +50,32 @@ def test_writing_turns_os_errors_into_one_message(tmp_path):
     with pytest.raises(OutputError, match=r"^out: cannot write x \(No space left on device\)$"):
         with writing("out", "x"):
             raise OSError(28, "No space left on device")
+
+
+def test_special_inputs_are_refused_or_read_once(tmp_path):
+    import os
+    import threading
+
+    from p2sim.util.fileio import check_input_file, read_bytes, read_text
+
+    with pytest.raises(InputError, match="/dev/zero: is a device or socket, not a regular file"):
+        read_text("/dev/zero", "system file")
+    big = tmp_path / "big.log"
+    big.write_bytes(b"x" * 2048)
+    with pytest.raises(InputError, match="big.log: 2 KiB is more than a log may be .1 KiB."):
+        read_bytes(big, "log", limit=1024)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    threading.Thread(target=lambda: fifo.write_bytes(b"name = 1\n"), daemon=True).start()
+    assert read_text(fifo, "system file") == "name = 1\n"  # a pipe, read once
+    with pytest.raises(InputError, match="fifo: is a pipe, not a regular file"):
+        check_input_file(fifo, "measurement file", pipes=False)
+    assert check_input_file(big, "log") == "file"
+
+
+def test_special_outputs_are_refused(tmp_path):
+    from p2sim.util.fileio import check_output_file
+
+    for dev in ("/dev/null", "/dev/full"):
+        with pytest.raises(OutputError, match=f"out: {dev} is not a regular file"):
+            check_output_file(dev, "out")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..topology import find_spec
 from ..util.errors import MeasurementError, TopologyError
+from ..util.fileio import check_input_file
 from .collective_measurements import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
 from .collective_rows import CollectiveRow
 from .programs import MeasuredRow, duplicate_rows, load_measurements
@@ -85,10 +86,10 @@ def _files(paths: Sequence[str | Path]) -> list[Path]:
             if not inner:
                 raise MeasurementError(f"{path}: no measurement files in this directory")
             out += inner
-        elif path.is_file():
-            out.append(path)
         else:
-            raise MeasurementError(f"{path}: no such measurement file")
+            # every reader opens a file more than once (to recognise it, then to read it): no pipes
+            check_input_file(path, "measurement file", MeasurementError, pipes=False)
+            out.append(path)
     return out
 
 

@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..util.errors import MeasurementError
+from ..util.fileio import read_bytes
 from .collective_rows import ALGO_NAMES, COLLECTIVES, PROTO_NAMES, CollectiveRow, bus_factor, busbw_of
 
 __all__ = ["parse_nccltests", "read_nccltests", "is_nccltests_log", "PROGRAMS"]
@@ -463,10 +464,7 @@ def read_nccltests(path: str | Path, *, system: str, collective: str | None = No
     p2sim.util.errors.MeasurementError: ...x.log:2: encoding: byte 0xff at column 1 is not UTF-8 (nccl-tests prints ASCII: is this a log file?)
     """
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise MeasurementError(f"{p}: cannot read ({e.strerror})") from None
+    data = read_bytes(p, "nccl-tests log", MeasurementError)
     return parse_nccltests(data, str(p), system=system, collective=collective, algo=algo, proto=proto, origin=origin)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..util.errors import MeasurementError
+from ..util.fileio import read_text
 from .collective_rows import ALGO_NAMES, COLLECTIVES, PROTO_NAMES, CollectiveRow, busbw_of
 
 __all__ = ["read_sweep_log", "is_sweep_log", "SWEEP_FIELDS"]
@@ -83,10 +84,7 @@ def read_sweep_log(path: str | Path, *, system: str | None = None, origin: str |
     """
     p = Path(path)
     src = str(p)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise MeasurementError(f"{src}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    lines = read_text(p, "bench_nccl sweep log", MeasurementError).splitlines()
     out: list[CollectiveRow] = []
     for n, text in enumerate(lines, 1):
         if not text.strip():

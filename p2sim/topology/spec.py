@@ -36,6 +36,7 @@ __all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_s
 KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "memory", "nic", "network_switch")
 TOP_LEVEL_KEYS = ("name", "description", "default_nodes", "notes", "levels", "classes", "gpu", "node", "network",
                   "fabric", "nccl", "model")
+MAX_SYSTEM_BYTES = 16 * 2**20  # a system file describes one node and a fabric: a few KiB
 MAX_NODES = 100_000  # beyond every cluster built; larger counts are typos that would build for minutes
 
 
@@ -483,7 +484,7 @@ def _check_fabric_levels(src: str, levels: list[Level], fabric: FabricSpec | Non
 def load_spec(path: str | Path) -> SystemSpec:
     """Read and validate one system file."""
     p = Path(path)
-    text = read_text(p, "system file", TopologyError)
+    text = read_text(p, "system file", TopologyError, limit=MAX_SYSTEM_BYTES)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -21,6 +21,7 @@ p2sim.util.errors.OutputError: draw: picture.txt should end in .png, .svg or .pd
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -28,8 +29,14 @@ from pathlib import Path
 
 from .errors import InputError, OutputError
 from .signals import deferred_signals
+from .units import format_bytes
 
-__all__ = ["read_text", "decode", "check_output_dir", "check_output_file", "writing", "replace_file"]
+__all__ = ["read_text", "read_bytes", "check_input_file", "decode", "check_output_dir", "check_output_file",
+           "check_output_target", "writing", "replace_file", "MAX_INPUT_BYTES"]
+
+# inputs larger than this are refused before they are read (the largest real measurement logs
+# are tens of MiB; /dev/zero is infinite)
+MAX_INPUT_BYTES = 512 * 2**20
 
 
 def decode(data: bytes, source: str, what: str = "text file", error: type[InputError] = InputError) -> str:
@@ -45,18 +52,53 @@ def decode(data: bytes, source: str, what: str = "text file", error: type[InputE
                     f"(is this a {what}?)") from None
 
 
-def read_text(path: str | Path, what: str = "text file", error: type[InputError] = InputError) -> str:
-    """The text of a UTF-8 file; a missing, unreadable or non-UTF-8 file is one ``error`` naming it."""
+def _mib(n: int) -> str:
+    return format_bytes(n)
+
+
+def check_input_file(path: str | Path, what: str = "text file", error: type[InputError] = InputError,
+                     limit: int = MAX_INPUT_BYTES, pipes: bool = True) -> str:
+    """What ``path`` is, ``"file"`` or ``"pipe"``, or one ``error``: missing, a directory, a device,
+    a socket, a pipe where one cannot be read (``pipes=False``), or a file larger than ``limit``."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        st = os.stat(p)
     except FileNotFoundError:
         raise error(f"{p}: no such {what}") from None
-    except IsADirectoryError:
-        raise error(f"{p}: is a directory, not a {what}") from None
     except OSError as e:
         raise error(f"{p}: cannot read this {what} ({e.strerror or e})") from None
-    return decode(data, str(p), what, error)
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{p}: is a directory, not a {what}")
+    if stat.S_ISREG(st.st_mode):
+        if st.st_size > limit:
+            raise error(f"{p}: {_mib(st.st_size)} is more than a {what} may be ({_mib(limit)})")
+        return "file"
+    if stat.S_ISFIFO(st.st_mode) and pipes:
+        return "pipe"
+    kind = "a pipe" if stat.S_ISFIFO(st.st_mode) else "a device or socket"
+    raise error(f"{p}: is {kind}, not a regular file: a {what} is read from a file")
+
+
+def read_bytes(path: str | Path, what: str = "text file", error: type[InputError] = InputError,
+               limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of a regular file, or of a pipe read once, at most ``limit`` of them (else ``error``)."""
+    p = Path(path)
+    kind = check_input_file(p, what, error, limit)
+    try:
+        with p.open("rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise error(f"{p}: cannot read this {what} ({e.strerror or e})") from None
+    if len(data) > limit:  # a pipe, or a file that grew meanwhile
+        raise error(f"{p}: more than a {what} may be ({_mib(limit)}){' (a pipe)' if kind == 'pipe' else ''}")
+    return data
+
+
+def read_text(path: str | Path, what: str = "text file", error: type[InputError] = InputError,
+              limit: int = MAX_INPUT_BYTES) -> str:
+    """The text of a UTF-8 file (or a pipe, read once); a missing, unreadable, oversized, special or
+    non-UTF-8 file is one ``error`` naming it."""
+    return decode(read_bytes(path, what, error, limit), str(Path(path)), what, error)
 
 
 def _writable_dir(p: Path) -> bool:
@@ -86,9 +128,24 @@ def check_output_dir(path: str | Path, option: str) -> Path:
     return p
 
 
-def check_output_file(path: str | Path, option: str, suffixes: Sequence[str] = ()) -> Path:
-    """A file that a command will write, checked before the work: suffix, directory, permissions."""
+def check_output_target(path: str | Path, option: str) -> None:
+    """An output path that exists must be a regular file: devices, pipes and sockets are refused
+    (a write to ``/dev/full`` or a pipe nobody reads would fail late or hang)."""
     p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise OutputError(f"{option}: cannot use {p} ({e.strerror or e})") from None
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        raise OutputError(f"{option}: {p} is not a regular file (a device, pipe or socket): give a file path")
+
+
+def check_output_file(path: str | Path, option: str, suffixes: Sequence[str] = ()) -> Path:
+    """A file that a command will write, checked before the work: suffix, kind, directory, permissions."""
+    p = Path(path)
+    check_output_target(p, option)
     if suffixes and p.suffix.lower() not in suffixes:
         names = list(suffixes)
         listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
