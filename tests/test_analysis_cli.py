@@ -221,6 +221,25 @@ def test_calibrate_cli_writes_a_loadable_system(capsys, tmp_path):
     assert json.loads(out)["programs"][0]["total_seconds"] > 3.0  # about 4.7 s measured
 
 
+def test_calibrate_never_overwrites_its_system_file_unless_forced(capsys, tmp_path):
+    from p2sim.topology import find_spec
+
+    f = subset(tmp_path, lambda r: r["gpu"] == "A100" and r["axes"] == "2 16" and r["algo"] == "ring")
+    mine = tmp_path / "a100.toml"
+    mine.write_text(Path(find_spec("a100").source).read_text() + "# my notes\n")
+    link = tmp_path / "link.toml"
+    link.symlink_to(mine)
+    for out in (mine, link):
+        rc, _, err = run(capsys, "calibrate", "--measurements", str(f), "--system", str(mine), "--out", str(out),
+                         "--workers", "1")
+        assert rc == 2 and f"an input (--system): writing it would replace it" in err
+    assert mine.read_text().endswith("# my notes\n")
+    rc, _, err = run(capsys, "calibrate", "--measurements", str(f), "--system", str(mine), "--out", str(mine),
+                     "--workers", "1", "--force")
+    assert rc == 0, err
+    assert "Calibrated by p2sim calibrate" in mine.read_text()
+
+
 @pytest.mark.parametrize(("system", "devices"), [("a100", 32), ("v100", 16), ("h100", 16), ("p2-16gpu", 16)])
 def test_plan_and_whatif_on_every_shipped_system(capsys, system, devices):
     rc, out, err = run(capsys, "plan", "--system", system, "--axes", f"{devices // 4},4", "--reduction", "0:1GiB",

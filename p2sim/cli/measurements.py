@@ -10,7 +10,7 @@ from ..measurements.validation import ValidateRequest, run_validate
 from ..report.collectives import collectives_report, collectives_text
 from ..report.files import write_report
 from ..report.validate import calibration_lines, validation_report, validation_text
-from ..util.fileio import check_output_dir, check_output_file, replace_file
+from ..util.fileio import check_not_input, check_output_dir, check_output_file, replace_file
 from .common import emit, options
 
 
@@ -42,7 +42,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     out = check_output_file(args.out, "out", (".toml",))
-    result = run_calibrate(CalibrateRequest.build(**options(args, CalibrateRequest.build)))
+    req = CalibrateRequest.build(**options(args, CalibrateRequest.build))
+    check_not_input(out, [("--system", req.spec.source), ("--measurements", args.measurements)], "out", args.force)
+    result = run_calibrate(req)
     doc = dict(result.to_json(), out=str(out))
     if args.json:
         emit(doc)

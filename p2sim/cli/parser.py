@@ -201,6 +201,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--measurements", required=True, metavar="FILE|DIR", help="measurement CSV or JSON-lines log")
     p.add_argument("--system", required=True, help="the system to calibrate (name or .toml file)")
     p.add_argument("--out", required=True, metavar="FILE.toml", help="the calibrated system file to write")
+    p.add_argument("--force", action="store_true",
+                   help="let --out replace the --system file itself (refused otherwise: it is an input)")
     p.add_argument("--model", default="des", help="des or analytic (default: des)")
     p.add_argument("--allow-emulated", action="store_true",
                    help="fit bench_nccl's CPU emulations (--backend numpy) too; refused otherwise: they time numpy, "

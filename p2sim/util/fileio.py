@@ -32,7 +32,7 @@ from .signals import deferred_signals
 from .units import format_bytes
 
 __all__ = ["read_text", "read_bytes", "check_input_file", "decode", "check_output_dir", "check_output_file",
-           "check_output_target", "writing", "replace_file", "MAX_INPUT_BYTES"]
+           "check_output_target", "check_not_input", "writing", "replace_file", "MAX_INPUT_BYTES"]
 
 # inputs larger than this are refused before they are read (the largest real measurement logs
 # are tens of MiB; /dev/zero is infinite)
@@ -140,6 +140,25 @@ def check_output_target(path: str | Path, option: str) -> None:
         raise OutputError(f"{option}: cannot use {p} ({e.strerror or e})") from None
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         raise OutputError(f"{option}: {p} is not a regular file (a device, pipe or socket): give a file path")
+
+
+def check_not_input(path: str | Path, inputs: Sequence[tuple[str, str | Path]], option: str,
+                    force: bool = False) -> None:
+    """Refuse an output that is (or links to) one of ``inputs`` ((option, path) pairs): writing it would
+    replace what the user wrote (a hand-made, commented system file), unless ``force``."""
+    out = Path(path)
+    if force or not out.exists():
+        return
+    for what, p in inputs:
+        q = Path(p)
+        if q.is_dir():
+            inside = [f for f in q.rglob("*") if f.is_file()]
+        else:
+            inside = [q] if q.exists() else []
+        for f in inside:
+            if os.path.samefile(out, f):
+                raise OutputError(f"{option}: {out} is {f}, an input ({what}): writing it would replace it; give "
+                                  "another path, or --force")
 
 
 def check_output_file(path: str | Path, option: str, suffixes: Sequence[str] = ()) -> Path:
