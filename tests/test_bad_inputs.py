@@ -16,6 +16,7 @@ import pytest
 from bench_nccl.cli import main as bench_main
 
 from .test_cli import run
+from p2sim.measurements.programs import load_measurements
 
 DATA = Path(__file__).resolve().parents[1] / "validation" / "data" / "measurements_2node.csv"
 BAD_BYTES = b"\xff\xfe"
@@ -262,18 +263,39 @@ def test_log_programs_are_parsed(capsys, tmp_path):
 def test_duplicate_rows(capsys, tmp_path):
     lines = DATA.read_text().splitlines()
     f = tmp_path / "dup.csv"
+    # the same row twice: counted once, with a warning naming both lines
     f.write_text("\n".join([lines[0], lines[1], lines[2], lines[1]]) + "\n")
+    rc, out, err = run(capsys, "validate", "--measurements", str(f), "--workers", "1", "--json")
+    assert rc == 0, err
+    assert f"{f}:4: repeats line 2" in err and "counted once" in err
+    assert len(json.loads(out)["rows"]) == 2
+    # the same configuration with other figures: refused, both places named
+    other = lines[1].replace("4.74,3.18,1.49", "4.74,3.10,1.53", 1)
+    assert other != lines[1]
+    f.write_text("\n".join([lines[0], lines[1], lines[2], other]) + "\n")
     refused(capsys, "validate", "--measurements", str(f),
-            says=(f"{f}:4: row: measures the same configuration as line 2",))
+            says=(f"{f}:4: row: measures the same configuration as line 2", "with other figures"))
     d = tmp_path / "two"
     d.mkdir()
     (d / "a.csv").write_text(DATA.read_text())
     (d / "b.csv").write_text(DATA.read_text())
-    refused(capsys, "validate", "--measurements", str(d), says=(f"{d / 'b.csv'}:2: row:", f"{d / 'a.csv'}:2"))
+    rc, out, err = run(capsys, "validate", "--measurements", str(d), "--workers", "1", "--json")
+    assert rc == 0 and f"{d / 'b.csv'}:2: repeats {d / 'a.csv'}:2" in err
+    assert len(json.loads(out)["rows"]) == len(lines) - 1
     rec = program_record("AllReduce(slice=0, Inside)", 1.0, run_id="r1", iteration=0)
     log = log_records(tmp_path / "twice.jsonl", [rec, rec])
+    (row,) = load_measurements(log)
+    assert row.programs == (("AllReduce(slice=0, Inside)", 1.0),)
+    log = log_records(tmp_path / "differ.jsonl", [rec, dict(rec, seconds=2.0)])
     refused(capsys, "validate", "--measurements", str(log),
-            says=(f"{log}:2: iteration: 0 of run 'r1'", "already on line 1"))
+            says=(f"{log}:2: iteration: 0 of run 'r1'", "already on line 1 with 1.0 s, here 2.0 s"))
+
+
+def test_speedup_must_follow_from_the_times(capsys, tmp_path):
+    f = tmp_path / "m.csv"
+    f.write_text(DATA.read_text().replace("4.74,3.18,1.49", "4.74,3.18,1.26", 1))
+    refused(capsys, "validate", "--measurements", str(f),
+            says=(f"{f}:2: speedup: 1.26 is not allreduce_s / optimal_s = 4.74 / 3.18 = 1.49",))
 
 
 @pytest.mark.parametrize(("old", "new", "says"), [

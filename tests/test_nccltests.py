@@ -195,7 +195,7 @@ def test_arguments_are_checked():
     assert {r.algo for r in parse_nccltests(text(TWO), "b.txt", system="h100", algo="tree")} == {"tree"}
     assert {r.proto for r in parse_nccltests(text(TWO).replace("NCCL_ALGO", "NCCL_PROTO"), "b.txt",
                                               system="h100")} == {"auto"}  # "Ring" is no protocol
-    with pytest.raises(MeasurementError, match="cannot read"):
+    with pytest.raises(MeasurementError, match="none.txt: no such nccl-tests log"):
         read_nccltests(DATA / "none.txt", system="h100")
 
 

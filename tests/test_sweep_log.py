@@ -92,6 +92,6 @@ def test_missing_fields_and_broken_json(sweep, tmp_path):
     (tmp_path / "b.jsonl").write_text("\n".join(text) + "\n")
     with pytest.raises(MeasurementError, match=r":2: record: not valid JSON"):
         read_sweep_log(tmp_path / "b.jsonl")
-    with pytest.raises(MeasurementError, match="cannot read"):
+    with pytest.raises(MeasurementError, match="none.jsonl: no such bench_nccl sweep log"):
         read_sweep_log(tmp_path / "none.jsonl")
     assert not is_sweep_log(tmp_path / "none.jsonl")

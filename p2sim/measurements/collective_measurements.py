@@ -106,6 +106,22 @@ def _algo(src: str, line: int, field: str, raw: str) -> str:
     return a
 
 
+# nccl-tests prints bandwidths with two decimals and times with three or four digits: derived
+# columns that agree with what they derive from to 2% (or 0.02 GB/s) are consistent
+DERIVED_SLACK, DERIVED_FLOOR_GBPS = 0.02, 0.02
+
+
+def _check_derived(src: str, line: int, coll: str, ranks: int, size: float, seconds: float, algbw: float | None,
+                   busbw: float | None) -> None:
+    """busbw = size / time x the bus factor, where the row gives both (nccl-tests' rule).  algbw is not
+    checked: nccl-tests before 2.6 printed some collectives' algbw per rank (the dev set's 2019 rows)."""
+    want_alg = size / seconds / 1e9
+    for field, got, want in (("busbw_GBps", busbw, want_alg * bus_factor(coll, ranks)),):
+        if got is not None and abs(got - want) > max(DERIVED_SLACK * want, DERIVED_FLOOR_GBPS):
+            raise _fail(src, line, field, f"{got:g} GB/s, but the row's time and size give {want:.4g} GB/s: a derived "
+                        "column contradicts the columns it derives from")
+
+
 def load_collective_csv(path: str | Path) -> list[CollectiveRow]:
     """Read one single-collective CSV (and its mapping file, if any)."""
     path = Path(path)
@@ -158,6 +174,7 @@ def load_collective_csv(path: str | Path) -> list[CollectiveRow]:
             seconds = size / (algbw * 1e9)
         else:
             raise _fail(src, line, "time_us", "no time, algbw or busbw")
+        _check_derived(src, line, coll, ranks, size, seconds, algbw, busbw)
         for h in m.get("hca", ()):
             if h not in {c for c, k in spec.components if k == "nic"}:
                 raise _fail(m["source"], m["line"], "hca", f"{h!r} is not a NIC of {spec.name}")

@@ -25,7 +25,8 @@ from ..util.errors import MeasurementError, TopologyError
 from ..util.fileio import check_input_file
 from .collective_measurements import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
 from .collective_rows import CollectiveRow
-from .programs import MeasuredRow, duplicate_rows, load_measurements
+from .duplicates import dedupe_collectives, dedupe_programs
+from .programs import MeasuredRow, load_measurements
 from .nccltests import is_nccltests_log, read_nccltests
 from .sweep_log import is_sweep_log, read_sweep_log
 
@@ -131,5 +132,5 @@ def load_inputs(paths: str | Path | Sequence[str | Path], system: str | None = N
     if not programs and not singles:
         raise MeasurementError(f"{', '.join(map(str, files))}: no measurements")
     _check_fits(singles)
-    duplicate_rows(programs)  # across files too: a copy of a CSV in the directory would count twice
-    return Measurements(tuple(programs), tuple(singles))
+    # across files too: a copy of a log in the directory would count twice
+    return Measurements(tuple(dedupe_programs(programs)), tuple(dedupe_collectives(singles)))

@@ -25,15 +25,15 @@ from typing import Any
 from ..util.errors import MeasurementError, P2SimError
 from ..formalism.hierarchy import Lowering, Order, reduce_axes_of
 from ..util.fileio import read_text
+from ..util.log import warn
 from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
 from ..formalism.program import parse_program
 from ..formalism.synthesis import validate_program
 from ..topology import find_spec
-from ..util.units import format_bytes
 from ..studies.sweep import ALLREDUCE_TEXT
 
 __all__ = ["MeasuredRow", "load_measurements", "GroupKey", "CSV_COLUMNS", "CSV_ORDER", "LOG_ORDER", "EMULATED_GPU",
-           "is_emulated_record", "duplicate_rows"]
+           "is_emulated_record"]
 
 CSV_COLUMNS = ("gpu", "nodes", "gpus_per_node", "axes", "reduce_axes", "matrix", "algo", "allreduce_s",
                "optimal_s", "speedup", "programs_better", "programs_total", "floats_per_gpu")
@@ -161,21 +161,6 @@ def _program(src: str, line: int, raw: Any, key: tuple, seen: dict[tuple, dict[s
     return prog.text
 
 
-def duplicate_rows(rows: Sequence[MeasuredRow]) -> None:
-    """Refuse two rows of the same measurement (group and matrix): they would count twice in every metric."""
-    first: dict[tuple, MeasuredRow] = {}
-    for r in rows:
-        key = (r.group, r.matrix)
-        if key in first:
-            a = first[key]
-            where = f"line {a.line}" if a.source == r.source else f"{a.source}:{a.line}"
-            raise _fail(r.source, r.line, "row", f"measures the same configuration as {where} ({r.gpu}, {r.nodes} "
-                        f"nodes, axes {list(r.axes)}, reduce_axes {list(r.reduce_axes)}, matrix "
-                        f"{format_matrix(r.matrix)}, {r.algo}, {format_bytes(r.bytes_per_gpu)}, {r.order} order): keep one "
-                        "(a log's repeated runs of a configuration belong in one file)")
-        first[key] = r
-
-
 def _load_csv(path: Path) -> list[MeasuredRow]:
     src = str(path)
     with io.StringIO(read_text(path, "measurement file", MeasurementError), newline="") as f:
@@ -209,6 +194,11 @@ def _load_csv(path: Path) -> list[MeasuredRow]:
             if speedup < 1:
                 raise _fail(src, line, "speedup", f"{rec['speedup']} is below 1: it is allreduce_s / optimal_s, "
                             "and the fastest program is never slower than the AllReduce")
+            derived = allreduce_s / optimal_s
+            if abs(speedup - derived) > SPEEDUP_SLACK * derived:
+                raise _fail(src, line, "speedup", f"{rec['speedup']} is not allreduce_s / optimal_s = "
+                            f"{rec['allreduce_s']} / {rec['optimal_s']} = {derived:.3g}: a derived column contradicts "
+                            "the columns it derives from")
             better = _number(src, line, "programs_better", rec["programs_better"], int, positive=False)
             if better < 0:
                 raise _fail(src, line, "programs_better", f"{better} is negative")
@@ -229,6 +219,9 @@ def _load_csv(path: Path) -> list[MeasuredRow]:
     return rows
 
 
+# speedup is printed rounded (P2: two decimals) from times printed rounded too: 3% covers both
+SPEEDUP_SLACK = 0.03
+
 LOG_FIELDS = ("system", "nodes", "axes", "reduce_axes", "matrix", "program", "algo", "bytes", "seconds")
 
 
@@ -236,7 +229,7 @@ def _load_jsonl(path: Path) -> list[MeasuredRow]:
     src = str(path)
     groups: dict[tuple, dict[str, Any]] = {}
     programs_seen: dict[tuple, dict[str, str]] = {}  # per group: raw text -> canonical text
-    iterations: dict[tuple, int] = {}
+    iterations: dict[tuple, tuple[int, float]] = {}
     with io.StringIO(read_text(path, "measurement file", MeasurementError)) as f:
         for line, text in enumerate(f, 1):
             if not text.strip():
@@ -263,11 +256,18 @@ def _load_jsonl(path: Path) -> list[MeasuredRow]:
             seconds = _number(src, line, "seconds", rec["seconds"])
             if "iteration" in rec:
                 # the same iteration of the same program and run twice: a log concatenated with itself
+                # (counted once), or two different records of one iteration (refused)
                 ident = (key, text, rec.get("run_id"), rec["iteration"])
                 if ident in iterations:
-                    raise _fail(src, line, "iteration", f"{rec['iteration']!r} of run {rec.get('run_id')!r} of "
-                                f"{text} is already on line {iterations[ident]}: a duplicated record")
-                iterations[ident] = line
+                    at, was = iterations[ident]
+                    if was != seconds:
+                        raise _fail(src, line, "iteration", f"{rec['iteration']!r} of run {rec.get('run_id')!r} of "
+                                    f"{text} is already on line {at} with {was} s, here {seconds} s: two different "
+                                    "records of one iteration")
+                    warn(f"{src}:{line}: repeats line {at} (iteration {rec['iteration']!r} of run "
+                         f"{rec.get('run_id')!r} of {text}): counted once")
+                    continue
+                iterations[ident] = (line, seconds)
             g["times"].setdefault(text, []).append(seconds)
             g["emulated"] = g["emulated"] or is_emulated_record(rec)
     rows = []
@@ -308,5 +308,4 @@ def load_measurements(paths: str | Path | Sequence[str | Path]) -> list[Measured
         rows += _load_jsonl(path) if path.suffix in (".jsonl", ".json") else _load_csv(path)
     if not rows:
         raise MeasurementError(f"{', '.join(map(str, files))}: no measurements")
-    duplicate_rows(rows)
     return rows

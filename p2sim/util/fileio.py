@@ -134,10 +134,8 @@ def check_output_target(path: str | Path, option: str) -> None:
     p = Path(path)
     try:
         st = os.stat(p)
-    except FileNotFoundError:
+    except OSError:  # missing, or under a non-directory: the checks after this one say which
         return
-    except OSError as e:
-        raise OutputError(f"{option}: cannot use {p} ({e.strerror or e})") from None
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         raise OutputError(f"{option}: {p} is not a regular file (a device, pipe or socket): give a file path")
 
