@@ -146,8 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_layout(p, reduce=False, system=True)
     p.add_argument("--reduction", action="append", default=[], metavar='"AXES:SIZE[ x COUNT]"',
                    help='a reduction of the step, e.g. "0:4GiB" or "1:512MiB x 24" (repeatable)')
-    p.add_argument("--data-axis", default="0",
-                   help="the data-parallel axis, by index or name, placed outermost by default (default: 0)")
+    p.add_argument("--data-axis", default=None,
+                   help="the data-parallel axis, by index or name, placed outermost by the default placement "
+                        "(default: the axis named data, dp, ddp or fsdp, else the first)")
     _add_emit(p)
     _add_sweep_options(p)
     _add_search_options(p)

@@ -82,7 +82,8 @@ def tree_tables(topo: Topology, segs: Sequence[Segment],
     from .ring import _base, _spread, _table, kinds
 
     of, reps = kinds(topo, segs)
-    lists = [node_nics(topo, s) or (topo.nic_of(s.members[0]),) for s in reps]
+    # one node: no network, and a node may have no NIC at all
+    lists = [(node_nics(topo, s) or (topo.nic_of(s.members[0]),)) if len(segs) > 1 else (None,) for s in reps]
     nic_index = {nic: i for i, nic in enumerate(topo.nics)}
     trees = double_tree_arrays(len(segs)) if len(segs) > 1 else ()
     out = []
@@ -103,7 +104,7 @@ def tree_tables(topo: Topology, segs: Sequence[Segment],
             chains.append(np.array([[x - base for x in pair] for child, parent in zip(chain[1:], chain)
                                     for pair in ((child, parent), (parent, child))], dtype=np.int64).reshape(-1, 2))
             heads_local.append(head - base)
-            nic_kind.append(nic_index[nic])
+            nic_kind.append(nic_index.get(nic, -1))
         src = [_spread(topo, segs, of, [ch[:, 0] for ch in chains])]
         dst = [_spread(topo, segs, of, [ch[:, 1] for ch in chains])]
         coef = [np.ones(len(src[0]))]

@@ -10,8 +10,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..collectives.busbw import COLLECTIVES, bus_factor, busbw_of
+from ..util.errors import MeasurementError
 
-__all__ = ["CollectiveRow", "COLLECTIVES", "ALGO_NAMES", "PROTO_NAMES", "bus_factor", "busbw_of"]
+__all__ = ["CollectiveRow", "COLLECTIVES", "ALGO_NAMES", "PROTO_NAMES", "bus_factor", "busbw_of", "check_measured",
+           "MAX_MEASURED_BYTES", "MEASURED_SECONDS"]
+
+# what a measurement can be: a buffer of 1 B .. 1 PiB, a time of 1 ns .. 11.6 days (a 1e30-byte
+# record would make every error metric astronomical)
+MAX_MEASURED_BYTES = 2.0**50
+MEASURED_SECONDS = (1e-9, 1e6)
+
+
+def check_measured(source: str, line: int, field: str, value: float, kind: str) -> None:
+    """Refuse a measured size (``kind="bytes"``) or time (``"seconds"``) outside what any run gives."""
+    lo, hi = (1.0, MAX_MEASURED_BYTES) if kind == "bytes" else MEASURED_SECONDS
+    if not lo <= value <= hi:  # also NaN
+        shown = "1 B .. 1 PiB" if kind == "bytes" else "1 ns .. 10^6 s"
+        raise MeasurementError(f"{source}:{line}: {field}: {value!r} is beyond any measurement ({shown})")
 
 # what the measurement's NCCL was told (NCCL_ALGO / NCCL_PROTO); "auto" = NCCL chose
 ALGO_NAMES = ("auto", "ring", "tree", "nvls", "nvls_tree")
@@ -45,6 +60,10 @@ class CollectiveRow:
     gpu: str = ""  # the measured GPU model, as the source names it
     hca: tuple[str, ...] = ()  # the NICs NCCL used (NCCL_IB_HCA), when not all of the system's
     note: str = ""
+
+    def __post_init__(self) -> None:
+        check_measured(self.source, self.line, "size_bytes", self.size_bytes, "bytes")
+        check_measured(self.source, self.line, "seconds", self.seconds, "seconds")
 
     @property
     def ranks(self) -> int:

@@ -26,6 +26,7 @@ from ..util.errors import MeasurementError, P2SimError
 from ..formalism.hierarchy import Lowering, Order, reduce_axes_of
 from ..util.fileio import read_text
 from ..util.log import warn
+from .collective_rows import check_measured
 from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
 from ..formalism.program import parse_program
 from ..formalism.synthesis import validate_program
@@ -64,6 +65,12 @@ class MeasuredRow:
     emulated: bool = False
     order: str = Order.ALIGNED.value  # the device order the programs were run with
     order_from: str = ""  # where the order came from, for reports
+
+    def __post_init__(self) -> None:
+        check_measured(self.source, self.line, "bytes", self.bytes_per_gpu, "bytes")
+        times = [("optimal_s", self.optimal_s)] + ([("allreduce_s", self.allreduce_s)] if self.allreduce_s else [])
+        for field, v in times + [("seconds", s) for _, s in self.programs]:
+            check_measured(self.source, self.line, field, v, "seconds")
 
     @property
     def group(self) -> GroupKey:

@@ -56,6 +56,7 @@ class MeshChoice:
     reductions: tuple[MeshReduction, ...]
 
     axis_names: tuple[str, ...] = ()  # --axes data=8,..; empty: axis0, axis1, ..
+    notes: tuple[str, ...] = ()  # what the table says beside the answer (scope, warnings): every form says it
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -80,6 +81,7 @@ def _header(c: MeshChoice) -> list[str]:
     for r in c.reductions:
         dims = tuple(c.names[a] for a in r.axes)
         lines.append(f"# reduce over mesh dims {dims}: {r.algo} {r.program} ({format_seconds(r.seconds)} predicted)")
+    lines += [f"# note: {n}" for n in c.notes]
     return lines
 
 
@@ -121,6 +123,7 @@ def mesh_json(c: MeshChoice) -> dict[str, Any]:
         "reductions": [{"axes": list(r.axes), "mesh_dims": [c.names[a] for a in r.axes], "algo": r.algo,
                         "program": r.program, "seconds": r.seconds, "groups": mesh_slices(mesh, r.axes)}
                        for r in c.reductions],
+        "notes": list(c.notes),
     }
 
 
@@ -139,8 +142,9 @@ def rank_mesh_choice(result: RankResult) -> MeshChoice:
     job, best = result.request.job, result.best
     topo = job.topology
     reduction = MeshReduction(tuple(sorted(set(result.reduce_axes))), best.algo, best.timing.text, best.seconds)
+    notes = tuple(n for n in (result.scope,) + tuple(result.warnings) if n)
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node,
-                      Placement.of(topo.hierarchy, job.axes, best.matrix), (reduction,), job.axis_names)
+                      Placement.of(topo.hierarchy, job.axes, best.matrix), (reduction,), job.axis_names, notes)
 
 
 def plan_mesh_choice(result: PlanResult) -> MeshChoice:
@@ -150,4 +154,4 @@ def plan_mesh_choice(result: PlanResult) -> MeshChoice:
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node,
                       Placement.of(topo.hierarchy, job.axes, best.matrix),
                       tuple(MeshReduction(c.reduction.axes, c.algo, c.program, c.seconds) for c in best.choices),
-                      job.axis_names)
+                      job.axis_names, tuple(result.warnings))

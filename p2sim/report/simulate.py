@@ -14,6 +14,7 @@ from ..formalism.placement import Matrix, format_matrix
 from ..formalism.program import Program
 from ..sim import ProgramResult
 from ..topology import Topology, bisection
+from ..topology.bisection import MAX_BISECTION_LINKS
 from ..util.units import format_bytes, format_seconds
 
 
@@ -118,6 +119,10 @@ def topology_text(topo: Topology) -> str:
                              f"({tier['uplink_GBps']:g} GB/s up per group, {tier['connect']}{sharp})")
             else:
                 lines.append(f"    {tier['tier']:<10s} top tier ({tier['connect']}{sharp})")
+    if d["nodes"] > 1 and "nodes" not in d["bisection_GBps"]:
+        links = sum(e["directed_edges"] for e in d["links"].values())
+        lines.append(f"  bisection  not computed between the two halves of the nodes ({links:,} directed links: a "
+                     f"max flow over more than {MAX_BISECTION_LINKS:,} takes minutes)")
     for k, v in d["bisection_GBps"].items():
         what = "between the two halves of the nodes" if k == "nodes" else "between the two halves of a node's GPUs"
         lines.append(f"  bisection  {v:g} GB/s per direction {what}")

@@ -24,11 +24,12 @@ from ..util.errors import InputError
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices, byte_size, positive_int
 from .jobsize import Limits, plural, program_counts
-from .requests import Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something
+from .requests import (Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something,
+                       warn_memory)
 from .search import SearchStats, run_search
 from .sweep import ConfigResult, SweepTask
 
-__all__ = ["Reduction", "parse_reduction", "default_matrix", "PlanChoice", "Plan", "plan_tasks", "build_plans",
+__all__ = ["Reduction", "parse_reduction", "default_matrix", "default_data_axis", "PlanChoice", "Plan", "plan_tasks", "build_plans",
            "plan_scores", "PlanRequest", "PlanResult", "run_plan"]
 
 
@@ -64,12 +65,15 @@ def parse_reduction(text: str, names: Sequence[str] = ()) -> Reduction:
     return Reduction(tuple(sorted(set(axes))), byte_size(m.group(2), "reduction size"), count)
 
 
-def default_matrix(matrices: Sequence[Matrix], data_axis: int) -> Matrix:
+def default_matrix(matrices: Sequence[Matrix], data_axis: int, names: Sequence[str] | None = None) -> Matrix:
     """The usual placement: model axes as far inside as they go, data parallelism outside.
 
     Among the matrices, the one whose model-axis factors are largest at the innermost
-    level, then the next level out, and so on.
+    level, then the next level out, and so on; ties go by the axes in order of their names
+    (``names``), so the answer does not depend on the order the axes were given in.
     """
+    order = sorted(range(len(matrices[0])), key=lambda i: (names[i], i) if names else i)
+
     def key(m: Matrix) -> tuple[int, ...]:
         levels = len(m[0])
         inner = []
@@ -81,7 +85,15 @@ def default_matrix(matrices: Sequence[Matrix], data_axis: int) -> Matrix:
             inner.append(prod)
         return tuple(inner)
 
-    return max(matrices, key=lambda m: (key(m), [-v for row in m for v in row]))
+    return max(matrices, key=lambda m: (key(m), [-v for i in order for v in m[i]]))
+
+
+DATA_AXIS_NAMES = ("data", "dp", "data_parallel", "ddp", "fsdp")  # what frameworks call data parallelism
+
+
+def default_data_axis(names: Sequence[str]) -> str:
+    """The data-parallel axis when none is given: the one named like it, else the first."""
+    return next((n for n in names if n.lower() in DATA_AXIS_NAMES), "0")
 
 
 @dataclass(frozen=True)
@@ -178,7 +190,7 @@ class PlanRequest:
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reductions: Any = (),
-              data_axis: Any = "0", algo: str = "auto", proto: str = "auto", model: str = "des",
+              data_axis: Any = None, algo: str = "auto", proto: str = "auto", model: str = "des",
               profile: Any = "paper", max_size: Any = 5, order: Any = "aligned", exhaustive: bool = False,
               budget: Any = None, top_matrices: Any = None, workers: Any = None, scheduler: str | None = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> PlanRequest:
@@ -192,7 +204,7 @@ class PlanRequest:
         parsed = tuple(r if isinstance(r, Reduction) else parse_reduction(r, names) for r in reductions)
         for r in parsed:
             reduces_something(p, r.axes)
-        text = as_text(data_axis, "data-axis")
+        text = as_text(default_data_axis(names) if data_axis is None else data_axis, "data-axis")
         (axis, *more) = axis_indices(text, names, "data-axis")
         if more:
             raise InputError(f"data-axis: {text!r} names {len(more) + 1} axes; give one")
@@ -215,6 +227,7 @@ class PlanResult:
     plans: tuple[Plan, ...]
     default: Matrix
     stats: SearchStats
+    warnings: tuple[str, ...] = ()
 
     @property
     def best(self) -> Plan:
@@ -247,6 +260,7 @@ class PlanResult:
                 "plans": [pl.to_json() for pl in self.plans], "best": self.best.to_json(),
                 "default": self.default_plan.to_json(), "best_placement": self.placement(self.best.matrix),
                 "default_placement": self.placement(self.default), "savings": self.savings,
+                "warnings": list(self.warnings),
                 "search": self.stats.to_json()}
 
 
@@ -265,11 +279,14 @@ def run_plan(req: PlanRequest) -> PlanResult:
     base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], req.model, 1.0, None, req.rules.profile.value,
                      req.rules.max_size, proto=req.proto, order=req.order.value)
     tasks = plan_tasks(base, req.reductions, algos, mats)
-    default = default_matrix(mats, req.data_axis)
+    default = default_matrix(mats, req.data_axis, req.job.axis_names)
     with req.run.executor(len(tasks)) as ex:
         announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")
         # each matrix's best program per reduction: exact, with or without the bounds
         results, stats = run_search(tasks, ex, 0, score=plan_scores(req.reductions), always=frozenset([default]),
                                     label="planning", **req.search.kwargs())
     mats = [m for m in mats if m in {r.task.matrices[0] for r in results}]
-    return PlanResult(req, tuple(build_plans(req.reductions, results, mats)), default, stats)
+    largest = max(r.bytes for r in req.reductions)
+    warning = warn_memory(job.spec, largest, False, topo.node_count, "give a smaller --reduction size")
+    return PlanResult(req, tuple(build_plans(req.reductions, results, mats)), default, stats,
+                      () if warning is None else (warning,))

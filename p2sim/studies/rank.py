@@ -114,7 +114,7 @@ class RankResult:
                "simulations": len(self.ranking.entries),
                "top": [dict(rank=i, **e.to_json()) for i, e in enumerate(self.ranking.top(req.top), 1)],
                "matrices": [s.to_json() for s in self.ranking.matrices],
-               "search": self.stats.to_json()}
+               "search": self.stats.to_json(), "warnings": list(self.warnings)}
         if self.comparison is not None:
             doc["order_comparison"] = [c.to_json() for c in self.comparison]
         return doc

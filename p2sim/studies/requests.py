@@ -108,7 +108,7 @@ def algorithms(text: str) -> tuple[str, ...]:
     return (check_algo(text),)
 
 
-def warn_memory(spec: SystemSpec, nbytes: float, default: bool, nodes: int) -> str | None:
+def warn_memory(spec: SystemSpec, nbytes: float, default: bool, nodes: int, hint: str = "give --bytes") -> str | None:
     """The warning (logged, and returned for the result) when the buffer per GPU exceeds ``[gpu] memory_gib``.
 
     Called after every input check, so that a warning never precedes an error message.
@@ -119,7 +119,7 @@ def warn_memory(spec: SystemSpec, nbytes: float, default: bool, nodes: int) -> s
     what = (f"the default buffer (P2's 2^29 x {nodes} nodes float32) of {format_bytes(nbytes)} per GPU" if default
             else f"the buffer of {format_bytes(nbytes)} per GPU")
     text = (f"{what} exceeds the {memory:g} GiB of GPU memory of {spec.name} ([gpu] memory_gib): no real GPU holds "
-            "it; give --bytes")
+            f"it; {hint}")
     warn(text)
     return text
 

@@ -8,14 +8,18 @@ import networkx as nx
 
 from .graph import GB, Topology
 
-__all__ = ["bisection"]
+__all__ = ["bisection", "MAX_BISECTION_LINKS"]
+
+# a max flow over more directed links than this takes minutes in networkx: skipped (and said)
+MAX_BISECTION_LINKS = 100_000
 
 
 def bisection(topo: Topology) -> dict[str, float]:
     """Link-level bisection figures in GB/s per direction.
 
     ``nodes``: max flow from the GPUs of the first half of the nodes to those of the
-    second half; ``node_gpus``: the same between the two halves of node 0's GPUs.
+    second half (only up to :data:`MAX_BISECTION_LINKS` directed links); ``node_gpus``: the
+    same between the two halves of node 0's GPUs.
     """
     out: dict[str, float] = {}
 
@@ -27,7 +31,7 @@ def bisection(topo: Topology) -> dict[str, float]:
             h.add_edge(x, "_t", bandwidth=math.inf)
         return nx.maximum_flow_value(h, "_s", "_t", capacity="bandwidth") / GB
 
-    if topo.node_count > 1:
+    if topo.node_count > 1 and len(topo.edges) <= MAX_BISECTION_LINKS:
         half = topo.node_count // 2
         left = [topo.gpu_name(d) for d in range(half * topo.gpus_per_node)]
         right = [topo.gpu_name(d) for d in range(half * topo.gpus_per_node, topo.devices)]

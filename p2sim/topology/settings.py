@@ -32,7 +32,7 @@ from ..util.errors import TopologyError
 from .gpus import gpu_info
 
 __all__ = ["ARCHS", "TRANSPORTS", "P2P_LEVELS", "NcclSettings", "ModelRates", "parse_nccl", "parse_rates",
-           "MAX_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
+           "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
 
 # NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
@@ -51,6 +51,9 @@ P2P_LEVELS = ("NVL", "PIX", "PXB", "PHB", "SYS")
 # sanity bounds for figures in a file: nothing measured comes near them (an NVLink 5
 # GPU has 900 GB/s per direction); above them a value is a typo or a unit mix-up
 MAX_BANDWIDTH_GBPS = 1e6
+# and at least this much: a link of 1 MB/s is no interconnect (a typo's 1e-300 GB/s would print
+# a 300-digit number of seconds)
+MIN_BANDWIDTH_GBPS = 1e-3
 MAX_LATENCY_US = 1e6  # one second per traversal
 MAX_MEMORY_GIB = 1e4  # a GPU's memory: the largest have 192-288 GB (B200, B300 data sheets)
 
@@ -314,7 +317,8 @@ def parse_rates(model: Mapping[str, Any], src: str) -> ModelRates:
             v = model[k]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
                 raise _fail(src, f"model.{k}", f"{v!r} must be a positive number of GB/s (or inf)")
-            if not math.isinf(v) and v > MAX_BANDWIDTH_GBPS:
-                raise _fail(src, f"model.{k}", f"{v!r} GB/s is beyond any real link (at most {MAX_BANDWIDTH_GBPS:g})")
+            if not math.isinf(v) and not MIN_BANDWIDTH_GBPS <= v <= MAX_BANDWIDTH_GBPS:
+                raise _fail(src, f"model.{k}", f"{v!r} GB/s is beyond any real link (between {MIN_BANDWIDTH_GBPS:g} and "
+                                               f"{MAX_BANDWIDTH_GBPS:g})")
             values[k] = float(v)
     return ModelRates(**values)

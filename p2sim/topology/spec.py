@@ -26,10 +26,11 @@ from ..util.fileio import read_text
 from .efficiency import LINK_KINDS, complete_classes
 from .faults import Fault
 from .fabric_spec import FabricSpec, parse_fabric
-from .settings import ASSUMED_TRANSPORTS, MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, ModelRates, NcclSettings, parse_nccl, parse_rates
+from .settings import (ASSUMED_TRANSPORTS, MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, MIN_BANDWIDTH_GBPS, ModelRates,
+                       NcclSettings, parse_nccl, parse_rates)
 
 __all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS",
-           "TOP_LEVEL_KEYS", "MAX_NODES"]
+           "TOP_LEVEL_KEYS", "MAX_NODES", "MAX_GPUS_PER_NODE"]
 
 # memory: a CPU socket's DRAM, through which the SHM transport stages data between GPUs
 # that may not use peer-to-peer (and GPUs and NICs without GPUDirect RDMA)
@@ -37,7 +38,10 @@ KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "memory", "nic", "network_swit
 TOP_LEVEL_KEYS = ("name", "description", "default_nodes", "notes", "levels", "classes", "gpu", "node", "network",
                   "fabric", "nccl", "model")
 MAX_SYSTEM_BYTES = 16 * 2**20  # a system file describes one node and a fabric: a few KiB
-MAX_NODES = 100_000  # beyond every cluster built; larger counts are typos that would build for minutes
+# the largest systems p2sim builds (p2sim topo: 16,384 nodes of 8 GPUs in 15 s and 1.1 GB; one node of
+# 1,024 GPUs in about 10 s): larger counts are typos that would build for minutes and gigabytes
+MAX_NODES = 16_384
+MAX_GPUS_PER_NODE = 1024
 
 
 @dataclass(frozen=True)
@@ -212,8 +216,9 @@ def _check_non_negative(src: str, field: str, value: Any) -> float:
 
 def _check_bandwidth(src: str, field: str, value: Any) -> float:
     v = _check_positive(src, field, value)
-    if not v <= MAX_BANDWIDTH_GBPS:
-        raise TopologyError(f"{src}: {field}: {value!r} GB/s is not a real link's rate (at most {MAX_BANDWIDTH_GBPS:g})")
+    if not MIN_BANDWIDTH_GBPS <= v <= MAX_BANDWIDTH_GBPS:
+        raise TopologyError(f"{src}: {field}: {value!r} GB/s is not a real link's rate (between {MIN_BANDWIDTH_GBPS:g} "
+                            f"and {MAX_BANDWIDTH_GBPS:g})")
     return v
 
 
@@ -376,6 +381,9 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         raise TopologyError(f"{src}: node.{extra[0]}: unknown setting (gpus, components, links)")
     gpus = tuple(_names(src, "node.gpus", node.get("gpus")))
     per_node = math.prod(lv.cardinality or 1 for lv in levels[node_levels[0] + 1 :])
+    if len(gpus) > MAX_GPUS_PER_NODE:
+        raise TopologyError(f"{src}: node.gpus: {len(gpus)} GPUs in one node, more than the {MAX_GPUS_PER_NODE} p2sim "
+                            "builds (the largest NVLink domains hold 576)")
     if len(gpus) != per_node:
         raise TopologyError(
             f"{src}: node.gpus: {len(gpus)} GPUs, but the levels below the node level hold {per_node}"

@@ -60,6 +60,9 @@ _UNITS = {
 }
 
 
+MAX_BYTES = 2**50  # 1 PiB: beyond any buffer (P2's default on 16,384 nodes is 32 TiB)
+
+
 def byte_size(text: str, field: str = "bytes") -> int:
     """Parse ``"2GiB"``, ``"512MiB"``, ``"1e9"`` or ``"4096"`` into bytes.
 
@@ -75,6 +78,8 @@ def byte_size(text: str, field: str = "bytes") -> int:
     value = float(m.group(1)) * unit
     if not 1 <= value < float("inf"):
         raise InputError(f"{field}: {text!r} is not a size of at least one byte")
+    if value > MAX_BYTES:
+        raise InputError(f"{field}: {text!r} is more than 1 PiB: no GPU buffer is that large")
     return int(round(value))
 
 
