@@ -9,7 +9,9 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# setuptools' editable builds print an informational notice (a build warning, no error):
+	@# kept off the screen so that the answer is the first thing a newcomer reads
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
 demo: $(BIN)/.installed

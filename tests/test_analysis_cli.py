@@ -232,7 +232,7 @@ def test_calibrate_never_overwrites_its_system_file_unless_forced(capsys, tmp_pa
     for out in (mine, link):
         rc, _, err = run(capsys, "calibrate", "--measurements", str(f), "--system", str(mine), "--out", str(out),
                          "--workers", "1")
-        assert rc == 2 and f"an input (--system): writing it would replace it" in err
+        assert rc == 2 and "an input (--system): writing it would replace it" in err
     assert mine.read_text().endswith("# my notes\n")
     rc, _, err = run(capsys, "calibrate", "--measurements", str(f), "--system", str(mine), "--out", str(mine),
                      "--workers", "1", "--force")

@@ -27,6 +27,7 @@ starting just below where they bind -- a cap far above what flows through it has
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -38,6 +39,7 @@ from ..util.errors import MeasurementError
 from ..topology import find_spec
 from ..collectives.transports import network_step_us
 from ..topology.settings import LATENCY_FIELDS, ModelRates
+from ..util.log import announce
 from ..topology.spec import SystemSpec
 from ..studies.executor import Executor
 from .collective_predict import predict_collectives
@@ -50,6 +52,7 @@ __all__ = ["Calibration", "calibrate", "calibrated_specs", "PRIOR_WEIGHT", "PLAU
            "LATENCY_FIT_BELOW"]
 
 PRIOR_WEIGHT = 0.1  # per parameter, in units of log residuals
+PROGRESS_EVERY_S = 10.0  # how often a running fit says how far it got
 BOUNDS = (-7.0, 3.0)  # multipliers between e^-7 (1/1100) and e^3 (20) of the file figure
 CAP_BOUNDS = (math.log(0.01), math.log(1e5))  # rate ceilings between 10 MB/s and 100 TB/s
 # Fitted rates outside (0.1, 2) x the file's figure are flagged (issue 16's bounds): NCCL's
@@ -202,6 +205,8 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     groups = groups_of(mine)
     evaluations = 0
 
+    heard = [time.monotonic(), math.inf]  # when progress was last said, the best error so far
+
     def fitter(layout: _Layout):
         def fun(x: np.ndarray) -> np.ndarray:
             nonlocal evaluations
@@ -211,7 +216,13 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
             if mine:
                 results = predict_groups(groups, {system: trial}, model, executor, all_matrices=False)
                 res.insert(0, _residuals(groups, results))
-            return np.concatenate(res + [layout.prior(x)])
+            out = np.concatenate(res + [layout.prior(x)])
+            data = out[: len(out) - len(layout.classes)]
+            heard[1] = min(heard[1], float(np.sqrt(np.mean(data ** 2))) if len(data) else 0.0)
+            if time.monotonic() - heard[0] >= PROGRESS_EVERY_S:  # a fit runs minutes: say it is alive
+                heard[0] = time.monotonic()
+                announce(f"{system}: {evaluations} evaluations, best rms log error so far {heard[1]:.3f}")
+            return out
         return fun
 
     links = _Layout(tuple(sorted(spec.classes)), ())
