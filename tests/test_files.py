@@ -42,9 +42,11 @@ def test_signals_wait_for_the_renames(tmp_path):
     got = []
     previous = signal.signal(signal.SIGTERM, lambda s, f: got.append(len(list((tmp_path / "out").glob("*")))))
     real = os.replace
+    sent = []
 
     def slow(src, dst):
-        if not got:
+        if not sent:
+            sent.append(1)
             os.kill(os.getpid(), signal.SIGTERM)  # arrives during the renames: held until both are done
         real(src, dst)
 

@@ -77,12 +77,21 @@ def worker_init() -> None:
 
 @contextmanager
 def deferred_signals() -> Iterator[None]:
-    """Hold ``SIGINT`` and ``SIGTERM`` back during the block; they arrive as it ends."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "pthread_sigmask"):
+    """Hold ``SIGINT`` and ``SIGTERM`` back during the block; they arrive as it ends.
+
+    Python runs signal handlers in the main thread whichever thread the kernel hands a signal to,
+    so the block swaps in a handler that only notes the signal, and raises what it noted again
+    once the previous handlers are back (a thread mask would not do: another thread may take it).
+    """
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    noted: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: noted.append(signum)) for s in _HELD}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, h in previous.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+        for s in noted:
+            signal.raise_signal(s)
