@@ -37,6 +37,7 @@ from scipy.optimize import least_squares
 
 from ..util.errors import MeasurementError
 from ..topology import find_spec
+from ..collectives.expand import TCP_TRANSPORTS
 from ..collectives.transports import network_step_us
 from ..topology.settings import LATENCY_FIELDS, ModelRates
 from ..util.log import announce
@@ -124,7 +125,7 @@ class Calibration:
                     out.append(f"{self.system} ({self.model}): {k} fitted to {v:.3g} us, outside the plausible "
                                f"{lo:g}-{hi:g} us: the model likely misses a cost elsewhere")
             elif (v < PLAUSIBLE_RATE_GBPS and v != self.before.rates.to_dict().get(k)
-                  and (k.endswith("channel_rate") or self.before.nccl.transport not in ("socket", "tcpx"))):
+                  and (k.endswith("channel_rate") or self.before.nccl.transport not in TCP_TRANSPORTS)):
                 # a TCP connection's few streams may well carry under 1 GB/s; a GPU's channel may not
                 out.append(f"{self.system} ({self.model}): {k} fitted to {v:.3g} GB/s per channel, below "
                            f"{PLAUSIBLE_RATE_GBPS:g} GB/s: implausible, likely a latency the model lacks absorbed "
@@ -233,7 +234,7 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     first = least_squares(fun, np.zeros(n), bounds=BOUNDS, diff_step=0.05, max_nfev=max_evaluations)
     crosses = any(r.nodes > 1 for r in (*mine, *singles))
     # the baseline model has no channels: only its links can be fitted
-    tcp = crosses and spec.nccl.transport in ("socket", "tcpx")  # a NIC over TCP fills stream by stream
+    tcp = crosses and spec.nccl.transport in TCP_TRANSPORTS  # a NIC over TCP fills stream by stream
     rates = () if model == "baseline" else tuple(
         f"{a}_{kind}" for a in algos for kind in (("net_rate",) if crosses else ()) + ("channel_rate",)
     ) + (("stream_rate",) if tcp else ())

@@ -52,10 +52,6 @@ def decode(data: bytes, source: str, what: str = "text file", error: type[InputE
                     f"(is this a {what}?)") from None
 
 
-def _mib(n: int) -> str:
-    return format_bytes(n)
-
-
 def check_input_file(path: str | Path, what: str = "text file", error: type[InputError] = InputError,
                      limit: int = MAX_INPUT_BYTES, pipes: bool = True) -> str:
     """What ``path`` is, ``"file"`` or ``"pipe"``, or one ``error``: missing, a directory, a device,
@@ -71,7 +67,7 @@ def check_input_file(path: str | Path, what: str = "text file", error: type[Inpu
         raise error(f"{p}: is a directory, not a {what}")
     if stat.S_ISREG(st.st_mode):
         if st.st_size > limit:
-            raise error(f"{p}: {_mib(st.st_size)} is more than a {what} may be ({_mib(limit)})")
+            raise error(f"{p}: {format_bytes(st.st_size)} is more than a {what} may be ({format_bytes(limit)})")
         return "file"
     if stat.S_ISFIFO(st.st_mode) and pipes:
         return "pipe"
@@ -90,7 +86,7 @@ def read_bytes(path: str | Path, what: str = "text file", error: type[InputError
     except OSError as e:
         raise error(f"{p}: cannot read this {what} ({e.strerror or e})") from None
     if len(data) > limit:  # a pipe, or a file that grew meanwhile
-        raise error(f"{p}: more than a {what} may be ({_mib(limit)}){' (a pipe)' if kind == 'pipe' else ''}")
+        raise error(f"{p}: more than a {what} may be ({format_bytes(limit)}){' (a pipe)' if kind == 'pipe' else ''}")
     return data
 
 
