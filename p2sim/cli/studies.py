@@ -23,7 +23,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     form = check_emit(args.emit, args.json)
     result = run_rank(RankRequest.build(**options(args, RankRequest.build)))
     if form:
-        print(emit_mesh(form, rank_mesh_choice(result)), end="")
+        print(emit_mesh(form, rank_mesh_choice(result, form)), end="")
     elif args.json:
         emit(result.to_json())
     else:
@@ -40,7 +40,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     form = check_emit(args.emit, args.json)
     result = run_plan(PlanRequest.build(**options(args, PlanRequest.build, reductions="reduction")))
     if form:
-        print(emit_mesh(form, plan_mesh_choice(result)), end="")
+        print(emit_mesh(form, plan_mesh_choice(result, form)), end="")
     elif args.json:
         emit(result.to_json())
     else:

@@ -36,7 +36,14 @@ import numpy as np
 from ..util.errors import PlacementError
 from .placement import Placement
 
-__all__ = ["rank_mesh", "mesh_slices", "device_order"]
+__all__ = ["rank_mesh", "mesh_slices", "device_order", "megatron_match", "MEGATRON_ORDERS"]
+
+# Megatron-LM's rank orders (megatron/core/parallel_state.py, RankGenerator: the first name
+# varies fastest): the default and the older tensor-pipeline-data mapping
+MEGATRON_ORDERS = ("tp-cp-ep-dp-pp", "tp-pp-dp")
+# axis names p2sim users give, by the Megatron-LM dimension they are
+_MEGATRON_NAMES = {"tp": ("tensor", "tp", "model"), "cp": ("context", "cp", "sequence", "seq"),
+                   "ep": ("expert", "ep"), "dp": ("data", "dp"), "pp": ("pipeline", "pp", "pipe", "stage")}
 
 
 def rank_mesh(placement: Placement) -> np.ndarray:
@@ -68,3 +75,53 @@ def mesh_slices(mesh: np.ndarray, axes: Sequence[int]) -> list[tuple[int, ...]]:
     size = int(np.prod([mesh.shape[d] for d in dims]))
     moved = np.transpose(mesh, rest + dims).reshape(-1, size)
     return [tuple(int(x) for x in row) for row in moved]
+
+
+def megatron_match(placement: Placement, axis_names: Sequence[str]) -> str:
+    """Which of Megatron-LM's rank orders lays ranks out as this placement does, in words.
+
+    Megatron numbers ranks with the first dimension of its order string varying fastest;
+    the axes are matched to its dimensions by name (tensor/tp, context/cp, expert/ep,
+    data/dp, pipeline/pp).
+
+    Examples
+    --------
+    >>> pl = Placement.of([4, 8], [8, 2, 2], [[1, 8], [2, 1], [2, 1]])   # tensor inside nodes, then data
+    >>> megatron_match(pl, ("tensor", "pipeline", "data"))
+    'rank order tp-cp-ep-dp-pp matches this placement'
+    >>> megatron_match(Placement.of([4, 8], [8, 2, 2], [[1, 8], [2, 1], [2, 1]]), ("tensor", "data", "pipeline"))
+    'rank order tp-pp-dp matches this placement'
+    >>> megatron_match(Placement.of([2, 8], [2, 8], [[1, 2], [2, 4]]), ("data", "tensor"))
+    "none of Megatron-LM's rank orders (tp-cp-ep-dp-pp, tp-pp-dp) matches this placement"
+    >>> megatron_match(pl, ("a", "b", "c"))
+    'no Megatron-LM dimension is named a (name axes tensor, context, expert, data, pipeline)'
+    """
+    dim_of: dict[str, int] = {}
+    for i, name in enumerate(axis_names):
+        meg = next((m for m, names in _MEGATRON_NAMES.items() if name.lower() in names), None)
+        if meg is None or meg in dim_of:
+            if placement.axes[i] == 1:
+                continue
+            return (f"no Megatron-LM dimension is named {name} (name axes tensor, context, expert, data, pipeline)"
+                    if meg is None else f"two axes are Megatron-LM's {meg}")
+        dim_of[meg] = i
+    have = rank_mesh(placement)
+    matches = []
+    for order in MEGATRON_ORDERS:
+        names = order.split("-")
+        if any(m not in names and placement.axes[i] > 1 for m, i in dim_of.items()):
+            continue
+        want = np.zeros_like(have)
+        stride = 1
+        for m in names:  # the first varies fastest
+            if m in dim_of:
+                i = dim_of[m]
+                shape = [1] * have.ndim
+                shape[i] = placement.axes[i]
+                want = want + np.arange(placement.axes[i]).reshape(shape) * stride
+                stride *= placement.axes[i]
+        if np.array_equal(want, have):
+            matches.append(order)
+    if not matches:
+        return f"none of Megatron-LM's rank orders ({', '.join(MEGATRON_ORDERS)}) matches this placement"
+    return f"rank order{'s' if len(matches) > 1 else ''} {' and '.join(matches)} match{'' if len(matches) > 1 else 'es'} this placement"
