@@ -11,6 +11,7 @@ import argparse
 
 from .. import __version__
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
+from ..studies.executor import DEFAULT_PORT, NO_WORKER_WAIT_S, START_LIMIT_S
 from ..studies.jobsize import MAX_MATRICES, MAX_SIMULATIONS
 from ..studies.requests import DEFAULT_BYTES_HELP
 
@@ -108,18 +109,24 @@ def build_parser() -> argparse.ArgumentParser:
                                    "printed in nccl-tests' columns with the algorithm and protocol NCCL would pick.")
     p.add_argument("--system", default="a100", help="system name or .toml file (default: a100; see p2sim systems)")
     p.add_argument("--nodes", default=None, help="node count (default: the system file's)")
-    p.add_argument("--gpus-per-node", default=None, help="GPUs of each node taking part, the first ones (default: all)")
+    p.add_argument("-g", "--gpus-per-node", default=None,
+                   help="GPUs of each node taking part, the first ones (nccl-tests' -g with one process per node; "
+                        "default: all)")
     p.add_argument("-C", "--collective", default="AllReduce",
                    help="AllReduce, ReduceScatter, AllGather, Broadcast or Reduce (or nccl-tests' names; "
                         "default: AllReduce)")
-    p.add_argument("-b", "--minbytes", default="8", help="smallest size (default: 8)")
-    p.add_argument("-e", "--maxbytes", default="1GiB", help="largest size (default: 1GiB)")
+    p.add_argument("-b", "--minbytes", default="8",
+                   help="smallest size: bytes, 2KiB, 1MB, or nccl-tests' 1K/1M/1G (1024-based) (default: 8)")
+    p.add_argument("-e", "--maxbytes", default="1GiB", help="largest size, as -b (default: 1GiB)")
     p.add_argument("-f", "--stepfactor", default="2", help="size factor between points (default: 2)")
     p.add_argument("--algo", default="auto", help="auto, ring, tree, nvls or nvls_tree (default: auto)")
     p.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default: auto)")
     p.add_argument("--model", default="des", help="des or analytic (default: des)")
     p.add_argument("--out", default=None, metavar="DIR", help="write sweep.txt and the plot sweep.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--emit", default=None, metavar="nccl-tuner",
+                   help="print NCCL example-tuner rules for the sizes where p2sim predicts a faster "
+                        "algorithm/protocol than NCCL's own, instead of the table")
     p.set_defaults(func="sweep:cmd_sweep")
 
     p = sub.add_parser("rank", help="rank every (matrix, program) by predicted time",
@@ -228,14 +235,23 @@ def _add_limits(p: argparse.ArgumentParser, simulations: bool = True) -> None:
 
 
 def _add_scheduler(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS|local:N",
-                   help="run the simulations on Dask: a dask.distributed scheduler address (tcp://host:8786) "
-                        "or local:N worker processes here (needs p2sim[dask])")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--scheduler", default=None, metavar="ADDRESS|local:N",
+                       help="run the simulations on Dask (needs p2sim[dask]): a dask.distributed scheduler address "
+                            f"(tcp://host:{DEFAULT_PORT}; tcp:// and port {DEFAULT_PORT} when not given), or local:N "
+                            f"worker processes here; an address fails within {START_LIMIT_S} s if its host does not "
+                            f"resolve, nothing answers, or no worker joins in {NO_WORKER_WAIT_S} s (not with "
+                            "--workers)")
+    group.add_argument("--scheduler-file", default=None, metavar="FILE",
+                       help="run the simulations on the Dask scheduler whose address is in FILE, the JSON file "
+                            "dask scheduler --scheduler-file FILE writes (as on Slurm); otherwise as --scheduler")
 
 
 def _add_emit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--emit", default=None, metavar="torch|jax|json",
-                   help="print the best placement as a PyTorch DeviceMesh, a JAX Mesh or JSON instead of the table")
+    p.add_argument("--emit", default=None, metavar="torch|jax|json|nccl-tuner",
+                   help="print instead of the table: the best placement and its program as PyTorch or JAX code "
+                        "(a per-level mesh and the program's collectives), as JSON, or as NCCL example-tuner "
+                        "rules where p2sim predicts a faster algorithm/protocol than NCCL's own")
 
 
 def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:

@@ -9,6 +9,7 @@ from ..report.files import write_report
 from ..report.mesh import check_emit, emit_mesh, plan_mesh_choice, rank_mesh_choice
 from ..report.plan import plan_text
 from ..report.rank import rank_report, rank_text
+from ..report.tuner import plan_tuner, rank_tuner
 from ..report.whatif import whatif_plot, whatif_text
 from ..studies.plan import PlanRequest, run_plan
 from ..studies.rank import RankRequest, run_rank
@@ -22,7 +23,9 @@ def cmd_rank(args: argparse.Namespace) -> int:
         check_output_dir(args.out, "out")
     form = check_emit(args.emit, args.json)
     result = run_rank(RankRequest.build(**options(args, RankRequest.build)))
-    if form:
+    if form == "nccl-tuner":
+        print(rank_tuner(result), end="")
+    elif form:
         print(emit_mesh(form, rank_mesh_choice(result, form)), end="")
     elif args.json:
         emit(result.to_json())
@@ -39,7 +42,9 @@ def cmd_rank(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     form = check_emit(args.emit, args.json)
     result = run_plan(PlanRequest.build(**options(args, PlanRequest.build, reductions="reduction")))
-    if form:
+    if form == "nccl-tuner":
+        print(plan_tuner(result), end="")
+    elif form:
         print(emit_mesh(form, plan_mesh_choice(result, form)), end="")
     elif args.json:
         emit(result.to_json())

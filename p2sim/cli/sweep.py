@@ -8,6 +8,8 @@ import sys
 from ..report.files import write_report
 from ..report.size_sweep import sweep_report, sweep_text
 from ..studies.size_sweep import SweepRequest, run_sweep
+from ..report.tuner import sweep_tuner
+from ..util.errors import InputError
 from ..util.fileio import check_output_dir
 from .common import emit, options
 
@@ -15,8 +17,14 @@ from .common import emit, options
 def cmd_sweep(args: argparse.Namespace) -> int:
     if args.out:
         check_output_dir(args.out, "out")
+    if args.emit not in (None, "nccl-tuner"):
+        raise InputError(f"emit: {args.emit!r}: sweep emits nccl-tuner only")
+    if args.emit and args.json:
+        raise InputError("emit: --emit replaces the table and --json; give one of them")
     result = run_sweep(SweepRequest.build(**options(args, SweepRequest.build)))
-    if args.json:
+    if args.emit:
+        print(sweep_tuner(result), end="")
+    elif args.json:
         emit(result.to_json())
     else:
         print(sweep_text(result))

@@ -19,7 +19,7 @@ from .mesh_choice import MeshChoice, MeshReduction, plan_mesh_choice, rank_mesh_
 
 __all__ = ["EMIT_FORMS", "MeshReduction", "MeshChoice", "check_emit", "emit_mesh", "rank_mesh_choice", "plan_mesh_choice"]
 
-EMIT_FORMS = ("torch", "jax", "json")
+EMIT_FORMS = ("torch", "jax", "json", "nccl-tuner")
 
 
 def check_emit(form: str | None, json_too: bool) -> str | None:

@@ -55,6 +55,8 @@ def positive_int(text: str, field: str) -> int:
 
 _UNITS = {
     "": 1, "b": 1,
+    # nccl-tests' sizes (parsesize in src/common.cu): a bare K, M or G is 1024-based
+    "k": 2**10, "m": 2**20, "g": 2**30,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
@@ -64,17 +66,22 @@ MAX_BYTES = 2**50  # 1 PiB: beyond any buffer (P2's default on 16,384 nodes is 3
 
 
 def byte_size(text: str, field: str = "bytes") -> int:
-    """Parse ``"2GiB"``, ``"512MiB"``, ``"1e9"`` or ``"4096"`` into bytes.
+    """Parse ``"2GiB"``, ``"512MiB"``, ``"1e9"``, ``"4096"`` or nccl-tests' ``"1K"``/``"1M"``/``"1G"`` into bytes.
+
+    ``kB``/``MB``/``GB`` are decimal; ``KiB``/``MiB``/``GiB`` and nccl-tests' bare ``K``/``M``/``G``
+    are powers of 1024.
 
     Examples
     --------
     >>> byte_size("2GiB"), byte_size("1.5 kB"), byte_size("4096")
     (2147483648, 1500, 4096)
+    >>> byte_size("1K"), byte_size("8M"), byte_size("1G")   # as nccl-tests -b 1K -e 1G reads them
+    (1024, 8388608, 1073741824)
     """
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*", text)
     unit = m and _UNITS.get(m.group(2).lower())
     if not m or unit is None:
-        raise InputError(f"{field}: {text!r} is not a size like 2GiB, 512MiB or 1e9")
+        raise InputError(f"{field}: {text!r} is not a size like 2GiB, 512MiB, 1e9 or nccl-tests' 1K, 1M, 1G")
     value = float(m.group(1)) * unit
     if not 1 <= value < float("inf"):
         raise InputError(f"{field}: {text!r} is not a size of at least one byte")

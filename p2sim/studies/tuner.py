@@ -1,0 +1,141 @@
+"""Where NCCL's own choice loses: size ranges and the algorithm and protocol to set instead.
+
+For each communicator (a collective on one group of GPUs) and each size of a sweep,
+p2sim times NCCL's automatic choice and every (algorithm, protocol) pair NCCL could run
+there (:meth:`~p2sim.collectives.choice.Choice.available`), each as NCCL would run it when
+forced (``NCCL_ALGO`` / ``NCCL_PROTO``).  Where a pair is predicted faster than the
+default by more than ``min_gain``, that size gets it; neighbouring sizes with the same
+pair form one range.  The ranges are what NCCL's example tuner plugin reads
+(``plugins/tuner/example`` in NCCL: one line per collective, size range, algorithm,
+protocol, channels, nodes and ranks): :mod:`p2sim.report.tuner` writes them.
+
+A size ``s`` of a sweep by factor ``f`` stands for the sizes above the previous point up
+to ``s`` (the first point covers 0..s); the last point's range is closed at ``s``.
+
+Examples
+--------
+>>> from p2sim.topology import load_system
+>>> topo = load_system("dgx-h100", 2)
+>>> rows = tuner_ranges(topo, "AllReduce", tuple(range(16)), [2**k for k in range(19, 24)])
+>>> [(r.min_bytes, r.max_bytes, r.default, r.algo, r.proto) for r in rows]
+[(2097153, 4194304, 'tree/LL128', 'nvls_tree', 'Simple')]
+>>> round(rows[0].gain, 2)
+1.05
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..formalism.hierarchy import LoweredStep
+from ..formalism.semantics import Op
+from ..sim import Simulator
+from ..topology import Topology
+
+__all__ = ["TunerRange", "Communicator", "tuner_ranges", "communicators", "MIN_GAIN", "TUNER_SIZES"]
+
+# below this predicted speedup a change is not worth writing: p2sim's spread against
+# published nccl-tests runs is larger than a few percent (README, validation)
+MIN_GAIN = 1.05
+
+
+@dataclass(frozen=True)
+class TunerRange:
+    """One size range of one communicator where another (algorithm, protocol) is predicted faster."""
+
+    collective: str
+    min_bytes: int
+    max_bytes: int
+    algo: str
+    proto: str
+    nodes: int
+    ranks: int
+    default: str  # NCCL's own choice there, "algo/proto"
+    default_seconds: float  # at the range's largest sampled size
+    seconds: float
+    members: tuple[int, ...]  # the group p2sim timed (the first of its shape)
+
+    @property
+    def gain(self) -> float:
+        return self.default_seconds / self.seconds
+
+    def to_json(self) -> dict[str, Any]:
+        return {"collective": self.collective, "min_bytes": self.min_bytes, "max_bytes": self.max_bytes,
+                "algo": self.algo, "proto": self.proto, "nodes": self.nodes, "ranks": self.ranks,
+                "default": self.default, "default_seconds": self.default_seconds, "seconds": self.seconds,
+                "gain": self.gain, "members": list(self.members)}
+
+
+def _time(topo: Topology, sims: dict, algo: str, proto: str, op: str, members: tuple[int, ...],
+          size: int) -> tuple[float, str, str]:
+    sim = sims.get((algo, proto))
+    if sim is None:
+        sim = sims[(algo, proto)] = Simulator(topo, algo, "des", proto=proto)
+    r = sim.step(LoweredStep(Op(op), (members,)), (float(size),))
+    a, p, _ = r.choices[0]
+    return r.seconds, a, p
+
+
+def tuner_ranges(topo: Topology, collective: str, members: tuple[int, ...], sizes: Sequence[int],
+                 min_gain: float = MIN_GAIN) -> list[TunerRange]:
+    """The size ranges where a forced (algorithm, protocol) beats NCCL's choice by ``min_gain``."""
+    sims: dict = {}
+    auto = sims[("auto", "auto")] = Simulator(topo, "auto", "des", proto="auto")
+    pairs = auto.expander.available(collective, members)
+    nodes = len({topo.node_of(m) for m in members})
+    picks = []  # per size: (best algo, proto, seconds, default text, default seconds) or None
+    for size in sizes:
+        base, da, dp = _time(topo, sims, "auto", "auto", collective, members, size)
+        best = None
+        for algo, proto in pairs:
+            t, a, p = _time(topo, sims, algo, proto, collective, members, size)
+            if (a, p) != (da, dp) and t * min_gain < base and (best is None or t < best[2]):
+                best = (a, p, t)
+        picks.append(None if best is None else best + (f"{da}/{dp}", base))
+    out: list[TunerRange] = []
+    for i, (size, pick) in enumerate(zip(sizes, picks)):
+        if pick is None:
+            continue
+        low = 0 if i == 0 else sizes[i - 1] + 1
+        last = out[-1] if out else None
+        if last is not None and last.max_bytes == low - 1 and (last.algo, last.proto) == pick[:2]:
+            out[-1] = TunerRange(collective, last.min_bytes, size, last.algo, last.proto, nodes, len(members),
+                                 pick[3], pick[4], pick[2], members)
+        else:
+            out.append(TunerRange(collective, low, size, pick[0], pick[1], nodes, len(members), pick[3], pick[4],
+                                  pick[2], members))
+    return out
+
+
+# nccl-tests' default sweep bounds for a tuner file: 8 B to 4 GiB by factor 2 (the example
+# tuner's own "every size" upper bound is 4294967295, just under 4 GiB)
+TUNER_SIZES = tuple(2**k for k in range(3, 33))
+
+
+@dataclass(frozen=True)
+class Communicator:
+    """One step of a chosen program as NCCL sees it: a collective on one group (the first of its step)."""
+
+    label: str
+    collective: str
+    members: tuple[int, ...]
+    nodes: int
+    ranges: tuple[TunerRange, ...]
+
+
+def communicators(topo: Topology, steps: Sequence[LoweredStep], labels: Sequence[str],
+                  sizes: Sequence[int] = TUNER_SIZES, min_gain: float = MIN_GAIN) -> list[Communicator]:
+    """Each step's first group with its tuner ranges; steps of one collective on one group are timed once."""
+    seen: dict[tuple[str, tuple[int, ...]], tuple[TunerRange, ...]] = {}
+    out = []
+    for step, label in zip(steps, labels):
+        if not step.groups:
+            continue
+        key = (step.op.value, tuple(step.groups[0]))
+        if key not in seen:
+            seen[key] = tuple(tuner_ranges(topo, step.op.value, key[1], sizes, min_gain))
+        nodes = len({topo.node_of(m) for m in key[1]})
+        out.append(Communicator(label, step.op.value, key[1], nodes, seen[key]))
+    return out
