@@ -33,6 +33,7 @@ from .choice import ALGO_CHOICES, ALGORITHMS, Choice, check_algo
 from .collnet import collnet_heads
 from .latency import collective_latency, step_latencies
 from .nccl_tables import NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN
+from .bound import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
 from .pattern import Collective, Flow
 from .pipeline import chunk_size, in_flight, step_bound, window
 from .protocols import channel_cap_gbps, collective_cap_gbps, link_share, tuning_share
@@ -192,12 +193,14 @@ class Expander(ShapeMemo, Structures, Choice):
         flows = []
         total = sum(st.per_flow)
         for table, (edges, coef), out_net, k, g in zip(st.tables, st.loads, st.out_net, st.per_flow, st.graph):
-            caps = []
+            caps, kinds = [], []
             if math.isfinite(net) and out_net > 0:  # each channel's network connection
                 caps.append((k * net, out_net / share))
+                kinds.append(CAP_NET)
             if math.isfinite(ch_cap):
                 caps.append((g * ch_cap, st.bus))
-            flows.append(Flow(k / total, k, edges, coef * (1.0 / share), table, tuple(caps)))
+                kinds.append(CAP_CHANNEL)
+            flows.append(Flow(k / total, k, edges, coef * (1.0 / share), table, tuple(caps), tuple(kinds)))
         coll_cap = collective_cap_gbps(proto, nodes, self.arch) * GB
         shared = ((coll_cap, tuple(st.bus for _ in flows)),) if math.isfinite(coll_cap) else ()
         args = (algo, proto, op, len(members), nodes, intra_hw, st.intra, st.inter, nbytes, used, self.arch)
@@ -223,10 +226,12 @@ class Expander(ShapeMemo, Structures, Choice):
         out = []
         for f in flows:
             beta = rate * f.share * per_hop / f.channels  # a channel's bytes per second on its links
-            w = step_bound(algo, proto, op, chunk, cost, beta)
+            w, kind = step_bound(algo, proto, op, chunk, cost, beta), CAP_STEP
             if st.nodes > 1:
-                w = min(w, window(algo, proto, op, chunk, steps[1], beta, nbytes * f.share / f.channels))
-            out.append(replace(f, caps=f.caps + ((w, per_hop / f.channels),)) if math.isfinite(w) else f)
+                win = window(algo, proto, op, chunk, steps[1], beta, nbytes * f.share / f.channels)
+                w, kind = (win, CAP_WINDOW) if win < w else (w, kind)
+            out.append(replace(f, caps=f.caps + ((w, per_hop / f.channels),), cap_kinds=f.cap_kinds + (kind,))
+                       if math.isfinite(w) else f)
         return out
 
     def _stream_cap(self, algo: str, proto: str, op: str, chunk: int) -> float:

@@ -162,7 +162,7 @@ def moved_collective(topo: Topology, c: Collective, nodes: int) -> Collective:
     move = topo.mover(min(c.members) // topo.gpus_per_node)
     flows = tuple(Flow(f.share, f.channels, move(f.edges, nodes), f.coef,
                        (f.table if isinstance(f.table, MovedHops) else MovedHops(f.table, move, 0, topo.gpus_per_node)
-                        ).moved(move, nodes, topo.gpus_per_node), f.caps) for f in c.flows)
+                        ).moved(move, nodes, topo.gpus_per_node), f.caps, f.cap_kinds) for f in c.flows)
     return Collective(c.algo, c.proto, c.op, tuple(m + d for m in c.members), c.nodes, c.channels, flows, c.latency,
                       c.bus_factor, c.shared_caps, c.tuning)
 

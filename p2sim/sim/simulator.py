@@ -34,6 +34,7 @@ import numpy as np
 
 from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
 from ..collectives.baseline import baseline_seconds
+from ..collectives.bound import Bound, collective_bound
 from ..util.errors import ProgramError, SemanticsError
 from ..formalism.hierarchy import LoweredStep, Lowering
 from ..formalism.program import Program
@@ -220,6 +221,42 @@ class Simulator:
         with np.errstate(divide="ignore"):
             links = float(np.max(work / self.topo.capacity[used]))
         return max(alone, start + links)
+
+    def bound(self, step: LoweredStep, volumes: Sequence[float]) -> Bound:
+        """What bounds the step: its slowest group's own resource, or a link its groups share.
+
+        The same two terms as :meth:`step_bound`: each group alone
+        (:func:`~p2sim.collectives.bound.collective_bound`), and each link's bytes from every
+        group at its capacity after the earliest start-up; the larger names the resource.
+        """
+        op = step.op.value
+        gpn = self.topo.gpus_per_node
+        alone: Bound | None = None
+        start = math.inf
+        moved, loads = [], []  # per class of moved groups: (groups, edges) link ids, and bytes on each
+        for g, v, shifts, _ in _moved_classes(self.topo, step.groups, volumes):
+            algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
+            c = self.expander.collective(algo, proto, op, g, v)
+            b = collective_bound(c, self.topo.capacity, self.topo.edge_class, v)
+            alone = b if alone is None or b.seconds > alone.seconds else alone
+            start = min(start, c.latency)
+            e, load = c.link_load()
+            moved.append(np.asarray(self.topo.move_edges(e, min(g) // gpn, shifts)).reshape(len(shifts), -1))
+            loads.append(np.tile(load * v, len(shifts)))
+        if alone is None:
+            raise ProgramError("bound: the step has no groups")
+        e = np.concatenate([m.ravel() for m in moved])
+        if not len(e):
+            return alone
+        used, inverse = np.unique(e, return_inverse=True)
+        work = np.bincount(inverse.reshape(-1), weights=np.concatenate(loads), minlength=len(used))
+        per_link = work / self.topo.capacity[used]
+        k = int(np.argmax(per_link))
+        if start + float(per_link[k]) <= alone.seconds * (1 + 1e-9):
+            return alone
+        link = int(used[k])
+        groups = sum(int(np.count_nonzero((m == link).any(axis=1))) for m in moved)
+        return Bound(self.topo.edge_class[link], "link", start + float(per_link[k]), groups)
 
     def collectives(self, op: str, groups: Sequence[Sequence[int]], volumes: Sequence[float]) -> list[Collective]:
         """Each group's collective, with the algorithm and protocol NCCL would run (or the forced ones)."""

@@ -1,0 +1,100 @@
+"""What bounds a collective: the link class, per-channel limit or latency that sets its time.
+
+A collective alone takes ``latency + bytes / algbw`` (:meth:`Collective.algbw`), and its
+algorithm bandwidth is the least of its resources' rates: each link's capacity over the
+link's bytes per byte of buffer, each flow's caps (the per-channel figures below) and the
+collective's shared cap.  The resource with the least rate bounds it; where the latency
+is the larger term, the latency does.  :meth:`p2sim.sim.Simulator.bound` adds the links
+that concurrent groups share.
+
+Cap kinds (what each :attr:`Flow.cap_kinds` entry is, set where the caps are made in
+:mod:`p2sim.collectives.expand`):
+
+* :data:`CAP_NET`: a channel's network connection (``[model] *_net_rate``, or the
+  transport's per-connection figure);
+* :data:`CAP_CHANNEL`: NCCL's per-channel bus bandwidth (its LL128 tables, or the
+  system file's ``*_channel_rate``);
+* :data:`CAP_WINDOW`: the pipeline's window of chunks over the network round trip;
+* :data:`CAP_STEP`: the calibrated per-step cost (``[model] step_cost``);
+* :data:`CAP_LL`: the LL protocol's cap on a whole collective (NCCL's ``llMaxBw``).
+
+Examples
+--------
+>>> from p2sim.topology import load_system
+>>> from p2sim.sim import Simulator
+>>> topo = load_system("a100", 2)
+>>> c = Simulator(topo, "ring").collectives("AllReduce", [tuple(range(32))], [2**30])[0]
+>>> collective_bound(c, topo.capacity, topo.edge_class, 2**30).resource   # one 100 Gb/s NIC per node
+'nic'
+>>> collective_bound(c, topo.capacity, topo.edge_class, 8).resource
+'latency'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .pattern import Collective
+
+__all__ = ["Bound", "collective_bound", "CAP_NET", "CAP_CHANNEL", "CAP_WINDOW", "CAP_STEP", "CAP_LL", "LATENCY"]
+
+CAP_NET = "per-channel network rate"
+CAP_CHANNEL = "per-channel rate"
+CAP_WINDOW = "pipeline window"
+CAP_STEP = "per-step cost"
+CAP_LL = "LL protocol cap"
+LATENCY = "latency"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The resource that sets a step's time.
+
+    ``kind`` is ``link`` (``resource`` is a link class of the system file: ``nic``,
+    ``nvswitch``, ``leaf``...), ``cap`` (a per-channel or protocol limit, named above) or
+    ``latency``; ``seconds`` is the time that resource alone implies; ``groups`` how many
+    of the step's groups share it (more than one: contention between groups).
+    """
+
+    resource: str
+    kind: str
+    seconds: float
+    groups: int = 1
+
+    @property
+    def text(self) -> str:
+        what = {"link": f"{self.resource} links", "cap": self.resource, "latency": "latency"}[self.kind]
+        return what + (f" shared by {self.groups} groups" if self.groups > 1 else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"resource": self.resource, "kind": self.kind, "seconds": self.seconds, "groups": self.groups,
+                "text": self.text}
+
+
+def collective_bound(c: Collective, capacity: np.ndarray, edge_class: Sequence[str], nbytes: float) -> Bound:
+    """The resource with the least rate for this collective alone, or its latency if that is larger."""
+    rates: list[tuple[float, str, str]] = []
+    edges, coef = c.link_load()
+    if len(edges):
+        per_link = capacity[edges] / coef
+        k = int(np.argmin(per_link))
+        rates.append((float(per_link[k]), edge_class[int(edges[k])], "link"))
+    for f in c.flows:
+        kinds = f.cap_kinds or ("cap",) * len(f.caps)
+        for (cap, co), kind in zip(f.caps, kinds):
+            rates.append((cap / (co * f.share), kind, "cap"))
+    for cap, per_flow in c.shared_caps:
+        load = sum(co * f.share for co, f in zip(per_flow, c.flows))
+        if load > 0:
+            rates.append((cap / load, CAP_LL, "cap"))
+    if not rates:
+        return Bound(LATENCY, "latency", c.latency)
+    rate, name, kind = min(rates, key=lambda r: r[0])  # first of equals: links before caps
+    bandwidth = nbytes / rate
+    if c.latency >= bandwidth:
+        return Bound(LATENCY, "latency", c.latency + bandwidth)
+    return Bound(name, kind, c.latency + bandwidth)
