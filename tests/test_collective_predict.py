@@ -33,3 +33,46 @@ def test_metrics_shape(preds):
     assert m["des"]["all"]["rows"] == 25 and 0 < m["des"]["all"]["gsd"]
     assert -1 <= m["des"]["spearman"] <= 1
     assert size_class(8) == "small" and size_class(2**20) == "medium" and size_class(2**26) == "large"
+
+
+# split runs (nccl-tests' NCCL_TESTS_SPLIT): every communicator at once, on the GPUs it ran on
+def _split(name: str, system: str, size: float = 2.0**28):
+    from dataclasses import replace
+
+    from p2sim.measurements.nccltests import read_nccltests
+    rows = [r for r in read_nccltests(f"tests/data/nccltests/all_reduce_perf_split_{name}_2x8.txt", system=system)
+            if r.size_bytes == size and not r.in_place]
+    alone = [replace(r, concurrent_groups=r.concurrent_groups[:1]) for r in rows]  # its first communicator only
+    together, first = predict_collectives(rows + alone)
+    return together, first
+
+
+def test_split_communicators_share_the_nic_they_share():
+    # v100: one NIC per node.  AND 0x7 makes 8 communicators of GPU c on each node: all 8 cross
+    # that NIC, which carries 8x one communicator's bytes: at 256 MiB (bandwidth-bound) 8x its time
+    together, first = _split("and7", "v100")
+    assert together.row.groups == 8 and first.row.groups == 1
+    assert 7.8 < together.seconds / first.seconds <= 8.0
+    assert together.kind == "multi-node" and together.to_json()["concurrent_groups"] == 8
+    # MOD 2: two communicators of 4 GPUs per node, through the one NIC: 2x
+    together, first = _split("mod2", "v100")
+    assert 1.9 < together.seconds / first.seconds <= 2.0
+    # the baseline times each communicator alone
+    assert together.baseline_seconds == pytest.approx(first.baseline_seconds, rel=1e-3)
+
+
+def test_split_communicators_on_their_own_links_run_as_fast_as_one():
+    # dgx-h100: a NIC per GPU, so the 8 communicators of AND 0x7 share no link
+    together, first = _split("and7", "dgx-h100")
+    assert together.seconds == pytest.approx(first.seconds, rel=1e-9)
+    # DIV 8: one communicator per node
+    together, first = _split("div8", "v100")
+    assert together.seconds == pytest.approx(first.seconds, rel=1e-9) and together.kind == "single-node"
+
+
+def test_split_ranks_must_fit_the_system():
+    from p2sim.measurements.nccltests import read_nccltests
+    from p2sim.util.errors import MeasurementError
+    rows = read_nccltests("tests/data/nccltests/all_reduce_perf_split_and7_2x8.txt", system="perlmutter")[:1]
+    with pytest.raises(MeasurementError, match="rank_places: rank 4 ran on CUDA device 4, but perlmutter has 4 GPUs"):
+        predict_collectives(rows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -150,8 +151,10 @@ def test_rank_lines():
     fails("\n".join(uneven), "r.txt", "hosts: the hosts run different rank counts (dgx-h100-07 7, dgx-h100-08 1)")
     twice = [x.replace("#  Rank  7 Group", "#  Rank  6 Group") for x in src]
     fails("\n".join(twice), "r.txt", "Rank: rank 6 is listed twice")
+    # a split (NCCL_TESTS_SPLIT) into communicators of different shapes: 7 ranks and 1
     split = [x.replace("#  Rank  7 Group  0", "#  Rank  7 Group  1") for x in src]
-    fails("\n".join(split), "r.txt", "Group: ranks are split into 2 communicators")
+    fails("\n".join(split), "r.txt", f"r.txt:{line_of(src, '#  Rank  7')}: Group: group 1 is 1 node x 1 rank but "
+          "group 0 is 1 node x 7 ranks")
 
 
 def test_bytes_that_are_not_utf8():
@@ -243,3 +246,96 @@ def test_rows_round_trip(coll, nodes, per_node, counts, times):
     assert [r.seconds for r in rows] == [pytest.approx(round(t, 2) * 1e-6) for _ in counts for t in times]
     assert all((r.nodes, r.gpus_per_node) == (nodes, per_node) for r in rows)
     assert all(r.busbw == pytest.approx(r.algbw * bus_factor(coll, n)) for r in rows)
+
+
+# split runs (NCCL_TESTS_SPLIT): nccl-tests colors each MPI process (src/common.cu run()),
+# and the ranks of one "Group" form one communicator; all run the collective at once
+SPLIT = {name: DATA / f"all_reduce_perf_split_{name}_2x8.txt" for name in ("and7", "div8", "mod2")}
+PLACES = tuple((node, dev) for node in (0, 1) for dev in range(8))  # node-major: 8 ranks on each host
+
+
+@pytest.mark.parametrize("name, spec, nodes, per_node, groups", [
+    # AND 0x7 (= MOD 8): rank r and r + 8, one GPU of each node: 8 communicators over the network
+    ("and7", "NCCL_TESTS_SPLIT=AND 0x7", 2, 1, tuple((c, c + 8) for c in range(8))),
+    # DIV 8: one communicator per node
+    ("div8", "NCCL_TESTS_SPLIT=DIV 8", 1, 8, (tuple(range(8)), tuple(range(8, 16)))),
+    # MOD 2: even and odd ranks, 4 GPUs of each node
+    ("mod2", "NCCL_TESTS_SPLIT=MOD 2", 2, 4, (tuple(range(0, 16, 2)), tuple(range(1, 16, 2)))),
+])
+def test_split_runs(name, spec, nodes, per_node, groups):
+    rows = read_nccltests(SPLIT[name], system="dgx-h100")
+    assert len(rows) == 2 * 19  # 1 KiB .. 256 MiB
+    assert {(r.nodes, r.gpus_per_node, r.concurrent_groups, r.rank_places, r.split, r.groups) for r in rows} == \
+        {(nodes, per_node, groups, PLACES, spec, len(groups))}
+    # nccl-tests' counts and bus factor are the communicator's (setupArgs / getBw with args->nProcs)
+    n = nodes * per_node
+    assert all(r.busbw == pytest.approx(r.algbw * bus_factor("AllReduce", n), rel=1e-12) for r in rows)
+    # without the launch line the Group column says the same; only the setting is unknown
+    bare = parse_nccltests("\n".join(lines(SPLIT[name])[1:]), "s.txt", system="dgx-h100")
+    assert {(r.concurrent_groups, r.split) for r in bare} == {(groups, "")}
+
+
+def test_split_settings_as_logs_show_them():
+    src = text(SPLIT["and7"])
+    for shown, spec in (('-x NCCL_TESTS_SPLIT_MASK=0x7', "NCCL_TESTS_SPLIT_MASK=0x7"),
+                        ("-x NCCL_TESTS_SPLIT='&7'", "NCCL_TESTS_SPLIT=&7"),
+                        ("-x NCCL_TESTS_SPLIT=mod8", "NCCL_TESTS_SPLIT=mod8")):
+        log = src.replace('-x NCCL_TESTS_SPLIT="AND 0x7"', shown)
+        assert {r.split for r in parse_nccltests(log, "s.txt", system="h100")} == {spec}
+    # as `env` prints it: unquoted, the number kept
+    log = "NCCL_TESTS_SPLIT=AND 0x7\n" + "\n".join(lines(SPLIT["and7"])[1:])
+    assert {r.split for r in parse_nccltests(log, "s.txt", system="h100")} == {"NCCL_TESTS_SPLIT=AND 0x7"}
+
+
+def test_split_color_as_nccl_tests_computes_it():
+    from p2sim.measurements.nccltests import split_color
+    cases = {"NCCL_TESTS_SPLIT=&7": 5, "NCCL_TESTS_SPLIT=and 7": 5, "NCCL_TESTS_SPLIT=/8": 1,
+             "NCCL_TESTS_SPLIT=%0b10": 1, "NCCL_TESTS_SPLIT=OR 0x8": 13, "NCCL_TESTS_SPLIT=| 16": 29,
+             "NCCL_TESTS_SPLIT=MOD 010": 5,  # strtoul base 0: a leading 0 is octal (8)
+             "NCCL_TESTS_SPLIT_MASK=7": 5, "NCCL_TESTS_SPLIT_MASK=0x10": 0, "NCCL_TESTS_SPLIT=AND x": 0,
+             "NCCL_TESTS_SPLIT=MOD 0": None}
+    assert {k: split_color(k, 13) for k in cases} == cases
+
+
+def test_split_errors():
+    src = lines(SPLIT["and7"])
+    # the launch line's split and the Group column disagree
+    bad = [x.replace('"AND 0x7"', '"AND 0x3"') for x in src]
+    fails("\n".join(bad), "s.txt", f"s.txt:{line_of(src, '#  Rank  4 ')}: Group: rank 4 is in group 4, but "
+          "NCCL_TESTS_SPLIT=AND 0x3 (line 1) puts its process 4 in group 0")
+    # a communicator with 1 rank on one host and 2 on the other
+    bad = [x.replace("#  Rank 15 Group  7", "#  Rank 15 Group  6") for x in src[1:]]
+    fails("\n".join(bad), "s.txt", f"s.txt:{line_of(src, '#  Rank  6 ') - 1}: Group: group 6 runs different rank "
+          "counts on its hosts (dgx-h100-01 1, dgx-h100-02 2)")
+    # communicators of two shapes: 4 ranks, 4 ranks, 8 ranks
+    div = lines(SPLIT["div8"])[1:]
+    bad = [x if not any(f"#  Rank  {r} Group  0" in x for r in (4, 5, 6, 7)) else x.replace("Group  0", "Group  2")
+           for x in div]
+    fails("\n".join(bad), "s.txt", f"s.txt:{line_of(div, '#  Rank  8 ')}: Group: group 1 is 1 node x 8 ranks but "
+          "group 0 is 1 node x 4 ranks")
+    # two ranks on one GPU
+    bad = [x.replace("#  Rank  9 Group  1 Pid   4109 on dgx-h100-02 device  1",
+                     "#  Rank  9 Group  1 Pid   4109 on dgx-h100-02 device  0") for x in src]
+    fails("\n".join(bad), "s.txt", f"s.txt:{line_of(src, '#  Rank  9 ')}: device: rank 9 runs on dgx-h100-02 "
+          f"device 0, as rank 8 (line {line_of(src, '#  Rank  8 ')}) does")
+
+
+def test_rows_of_a_split_are_checked_at_the_communicator_size():
+    # the table of a 2-rank communicator read as if the 16 ranks were one: caught by the rows
+    src = [x for x in lines(SPLIT["and7"])[1:]]
+    one = [re.sub(r"Group +\d+", "Group  0", x) for x in src]
+    fails("\n".join(one), "s.txt", "busbw (out-of-place):")
+
+
+def test_split_rows_need_consistent_groups():
+    from dataclasses import replace
+    row = read_nccltests(SPLIT["and7"], system="dgx-h100")[0]
+    with pytest.raises(MeasurementError, match=r"concurrent_groups: \[0, 8, 1\] is not a communicator of 2"):
+        replace(row, concurrent_groups=((0, 8, 1),))
+    with pytest.raises(MeasurementError, match=r"concurrent_groups: \[8, 1\] is not"):
+        replace(row, concurrent_groups=((0, 8), (8, 1)))
+    with pytest.raises(MeasurementError, match=r"concurrent_groups: \[3, 3\] is not"):
+        replace(row, concurrent_groups=((3, 3),))
+    with pytest.raises(MeasurementError, match=r"concurrent_groups: \[0, 16\] is not .* among the 16 placed"):
+        replace(row, concurrent_groups=((0, 16),))
+    assert replace(row, concurrent_groups=row.concurrent_groups[:1]).groups == 1  # one communicator, placed

@@ -5,6 +5,15 @@ the row's NICs (``hca``) or all of them; the algorithm is the row's (``auto``: w
 would pick) with NCCL's automatic protocol unless the row forces one.  The event-driven
 model's time and the link-bottleneck baseline's (:mod:`p2sim.collectives.baseline`) are
 both kept.
+
+A split run's row (``concurrent_groups``: nccl-tests' ``NCCL_TESTS_SPLIT``) is one step with
+all its communicators at once, on the GPUs they ran on (rank ``k`` at ``rank_places[k]`` =
+(node, CUDA device) is GPU ``node x gpus_per_node + device`` of the system, CUDA device ``d``
+being the node's GPU ``d``), so they share the links and NICs they share in the run.  Its
+time is the slowest communicator's; nccl-tests reports the mean over all processes (its
+default ``-a 1``), the same for communicators of one shape on symmetric links.  Only the
+event-driven model sees the sharing: the ``analytic`` model and the baseline time each
+communicator alone.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from ..formalism.semantics import Op
 from ..sim import ModelConfig, Simulator
 from ..topology import Topology, find_spec
 from ..topology.spec import SystemSpec
+from ..util.errors import MeasurementError
 from .collective_rows import CollectiveRow, bus_factor
 
 __all__ = ["CollectivePrediction", "predict_collectives", "collective_metrics", "size_class", "row_class"]
@@ -63,7 +73,7 @@ class CollectivePrediction:
                 "baseline_busbw_GBps": self.busbw(self.baseline_seconds) / 1e9,
                 "ratio": self.ratio, "baseline_ratio": self.baseline_ratio,
                 "algo": self.algo, "proto": self.proto, "channels": self.channels, "origin": r.origin,
-                "source": f"{r.source}:{r.line}"}
+                "source": f"{r.source}:{r.line}", "concurrent_groups": r.groups}
 
 
 def size_class(nbytes: float) -> str:
@@ -85,6 +95,23 @@ def _members(topo: Topology, row: CollectiveRow) -> tuple[int, ...]:
     return tuple(n * topo.gpus_per_node + g for n in range(row.nodes) for g in range(row.gpus_per_node))
 
 
+def _world_nodes(row: CollectiveRow) -> int:
+    """The nodes the whole run used: a split run's communicators may span more than one of them does."""
+    return max(node for node, _ in row.rank_places) + 1 if row.concurrent_groups else row.nodes
+
+
+def _groups(topo: Topology, row: CollectiveRow) -> tuple[tuple[int, ...], ...]:
+    """The GPUs of every communicator that ran at once (one unless the run was split)."""
+    if not row.concurrent_groups:
+        return (_members(topo, row),)
+    gpn = topo.gpus_per_node
+    for rank, (node, device) in enumerate(row.rank_places):
+        if device >= gpn:
+            raise MeasurementError(f"{row.source}:{row.line}: rank_places: rank {rank} ran on CUDA device {device}, "
+                                   f"but {row.system} has {gpn} GPUs per node: give the system it ran on")
+    return tuple(tuple(row.rank_places[k][0] * gpn + row.rank_places[k][1] for k in g) for g in row.concurrent_groups)
+
+
 def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, SystemSpec] | None = None,
                         model: str = "des") -> list[CollectivePrediction]:
     """Predict every row with ``model`` (``des`` or ``analytic``) and the link-bottleneck baseline.
@@ -97,20 +124,20 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
     out = []
     for r in rows:
         spec = _system(specs.get(r.system) or find_spec(r.system), r.hca)
-        tkey = (r.system, r.nodes, r.hca)
+        tkey = (r.system, _world_nodes(r), r.hca)
         topo = topos.get(tkey)
         if topo is None:
-            topo = topos[tkey] = Topology(spec, r.nodes)
+            topo = topos[tkey] = Topology(spec, tkey[1])
         skey = tkey + (r.algo, r.proto)
         pair = sims.get(skey)
         if pair is None:
             cfg = ModelConfig.of(spec)
             pair = sims[skey] = (Simulator(topo, r.algo, model, cfg, proto=r.proto),
                                  Simulator(topo, r.algo, "baseline", cfg, proto=r.proto))
-        members = _members(topo, r)
-        step = LoweredStep(Op(r.collective), (members,))
-        pred = pair[0].step(step, (r.size_bytes,))
-        base = pair[1].step(step, (r.size_bytes,))
+        groups = _groups(topo, r)
+        step = LoweredStep(Op(r.collective), groups)
+        pred = pair[0].step(step, (r.size_bytes,) * len(groups))
+        base = pair[1].step(step, (r.size_bytes,) * len(groups))
         algo, proto, channels = pred.choices[0]
         out.append(CollectivePrediction(r, pred.seconds, base.seconds, algo, proto, channels, row_class(topo, r),
                                         model))

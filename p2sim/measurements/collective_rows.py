@@ -60,14 +60,41 @@ class CollectiveRow:
     gpu: str = ""  # the measured GPU model, as the source names it
     hca: tuple[str, ...] = ()  # the NICs NCCL used (NCCL_IB_HCA), when not all of the system's
     note: str = ""
+    # A split run (nccl-tests' NCCL_TESTS_SPLIT, src/common.cu): the ranks were split into
+    # communicators of one shape that ran the collective at the same time on the same nodes;
+    # nodes x gpus_per_node is one communicator, and its bus factor is that size's.  Empty
+    # (one communicator) otherwise.
+    concurrent_groups: tuple[tuple[int, ...], ...] = ()  # each communicator's ranks, as nccl-tests numbered them
+    rank_places: tuple[tuple[int, int], ...] = ()  # (node, CUDA device) of rank 0, 1, ...: where each rank ran
+    split: str = ""  # the split as the log set it ("NCCL_TESTS_SPLIT=AND 0x7"), when it says
 
     def __post_init__(self) -> None:
         check_measured(self.source, self.line, "size_bytes", self.size_bytes, "bytes")
         check_measured(self.source, self.line, "seconds", self.seconds, "seconds")
+        if self.concurrent_groups:
+            self._check_groups()
+
+    def _check_groups(self) -> None:
+        """Every communicator has this row's size, no rank is in two, and every rank has a place."""
+        seen: set[int] = set()
+        for g in self.concurrent_groups:
+            bad = len(g) != self.ranks or len(set(g)) != len(g) or \
+                any(r in seen or not 0 <= r < len(self.rank_places) for r in g)
+            if bad:
+                raise MeasurementError(f"{self.source}:{self.line}: concurrent_groups: {list(g)} is not a "
+                                       f"communicator of {self.ranks} distinct ranks among the "
+                                       f"{len(self.rank_places)} placed ones")
+            seen.update(g)
 
     @property
     def ranks(self) -> int:
+        """The ranks of one communicator (the row's bus factor is this size's)."""
         return self.nodes * self.gpus_per_node
+
+    @property
+    def groups(self) -> int:
+        """How many communicators ran at once (1 unless the run was split)."""
+        return max(1, len(self.concurrent_groups))
 
     @property
     def algbw(self) -> float:

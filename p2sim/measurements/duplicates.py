@@ -48,7 +48,8 @@ def _where(a, b) -> str:
 def _config(r: CollectiveRow) -> str:
     hca = f", NICs {' '.join(r.hca)}" if r.hca else ""
     return (f"{r.system}, {r.nodes} x {r.gpus_per_node} GPUs, {r.collective}, {format_bytes(r.size_bytes)}, "
-            f"{'in place' if r.in_place else 'out of place'}, algo {r.algo}, proto {r.proto}{hca}")
+            f"{'in place' if r.in_place else 'out of place'}, algo {r.algo}, proto {r.proto}{hca}"
+            + (f", {r.groups} communicators at once" if r.groups > 1 else ""))
 
 
 def dedupe_collectives(rows: Sequence[CollectiveRow]) -> list[CollectiveRow]:
@@ -56,7 +57,7 @@ def dedupe_collectives(rows: Sequence[CollectiveRow]) -> list[CollectiveRow]:
     groups: dict[tuple, list[CollectiveRow]] = {}
     for r in rows:
         key = (r.system, r.nodes, r.gpus_per_node, r.collective, r.algo, r.proto, r.size_bytes, r.in_place, r.hca,
-               r.gpu)
+               r.gpu, r.concurrent_groups, r.rank_places)  # a split run's row is not a lone communicator's
         groups.setdefault(key, []).append(r)
     out = []
     for same in groups.values():

@@ -4,8 +4,8 @@
   bench_nccl program logs;
 * single collectives (:class:`~p2sim.measurements.collective_rows.CollectiveRow`): CSVs in the
   dev-set columns (``collective``, ``size_bytes``; their system from a ``system`` column or
-  ``<name>.systems.csv``), bench_nccl sweep logs, and nccl-tests' text output
-  (``*.txt``, ``*.log``, ``*.out``).
+  ``<name>.systems.csv``), bench_nccl sweep logs, and nccl-tests' text output or its ``-J`` JSON files
+  (``*.txt``, ``*.log``, ``*.out``, ``*.json``).
 
 nccl-tests logs do not say which p2sim system they ran on: ``system`` names it for every
 log, and a directory may hold ``systems.csv`` (``file, system, hca, algo``) naming it per
@@ -123,6 +123,8 @@ def load_inputs(paths: str | Path | Sequence[str | Path], system: str | None = N
         elif f.suffix in (".jsonl", ".json"):
             if is_sweep_log(f):
                 singles += read_sweep_log(f, system=system)
+            elif f.suffix == ".json" and is_nccltests_log(f):  # nccl-tests' -J output
+                singles += _nccltests(f, system, _log_mapping(f.parent))
             else:
                 programs += load_measurements(f)
         elif is_nccltests_log(f):

@@ -34,6 +34,23 @@ run's table (a command line, say); the file name (``all_gather_perf.log``).  Eve
 then checked against it (counts per rank, ``redop`` and ``root``, the bus factor between
 algbw and busbw), which also catches a table of another collective under a wrong name.
 
+nccl-tests' JSON output (``-J run.json``, 2.17.3 and later) gives the same rows, read by
+:mod:`~p2sim.measurements.nccltests_json` whenever the data starts with ``{``.
+
+**Split runs.**  With ``NCCL_TESTS_SPLIT`` (``"AND 0x7"``, ``"MOD 8"``, ``"DIV 8"``, ...; the
+older ``NCCL_TESTS_SPLIT_MASK=<hex>`` is ``AND``) an MPI build gives each process a color
+(:func:`split_color`: ``proc AND 7`` ...), printed as the rank lines' ``Group``, and the
+ranks of one color form one communicator (``MPI_Comm_split(color, proc)`` in
+src/common.cu's ``run()``).  All of them run each size at once, between world-wide barriers;
+a row's ``size``, ``count`` and bus factor are one communicator's (``setupArgs`` and
+``getBw`` take ``args->nProcs``, the communicator's processes), its time the mean over all
+processes of the world (``-a 1``, the default).  Such a run becomes rows of one
+communicator (``nodes``, ``gpus_per_node``: its hosts and ranks per host) with every
+communicator's ranks in ``concurrent_groups`` and each rank's (node, CUDA device) in
+``rank_places``; the communicators must all have one shape.  ``split`` records the setting
+when a line before the table shows it (``-x NCCL_TESTS_SPLIT="AND 0x7"``, a JSON file's
+``env``), and the ``Group`` column is checked against it.
+
 Examples
 --------
 >>> text = '''# nThread 1 nGpus 2 minBytes 1048576 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
@@ -50,20 +67,34 @@ Examples
 [('AllReduce', 1, 2, 1048576.0, 20.0, False), ('AllReduce', 1, 2, 1048576.0, 19.0, True)]
 >>> round(rows[0].busbw / 1e9, 2)   # bytes/s, from size and time, not the printed two decimals
 52.43
+
+The same table from 4 processes on 2 nodes split by ``NCCL_TESTS_SPLIT="MOD 2"``: ranks 0
+and 2, 1 and 3 are two communicators of 2 ranks, one on each node.
+
+>>> ranks = "".join(f"#  Rank {r:2d} Group {r % 2:2d} Pid {r:6d} on {'node' + str(r // 2):>10} device {r % 2:2d} "
+...                 f"[0x07] NVIDIA A100-SXM4-80GB\\n" for r in range(4))
+>>> head, rest = text.split("#  Rank  0", 1)
+>>> split = ("mpirun -np 4 -x NCCL_TESTS_SPLIT='MOD 2' all_reduce_perf -g 1\\n" + head.replace("nGpus 2", "nGpus 1")
+...          + ranks + rest.split("\\n", 2)[2])
+>>> r = parse_nccltests(split, "all_reduce_perf.txt", system="a100")[0]
+>>> r.nodes, r.gpus_per_node, r.concurrent_groups, r.rank_places, r.split
+(2, 1, ((0, 2), (1, 3)), ((0, 0), (0, 1), (1, 0), (1, 1)), 'NCCL_TESTS_SPLIT=MOD 2')
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..util.errors import MeasurementError
 from ..util.fileio import read_bytes
 from .collective_rows import ALGO_NAMES, COLLECTIVES, PROTO_NAMES, CollectiveRow, bus_factor, busbw_of
 
-__all__ = ["parse_nccltests", "read_nccltests", "is_nccltests_log", "PROGRAMS"]
+__all__ = ["parse_nccltests", "read_nccltests", "is_nccltests_log", "split_color", "PROGRAMS"]
 
 # nccl-tests' program names of the five collectives p2sim models
 PROGRAMS = {"all_reduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all_gather": "AllGather",
@@ -85,7 +116,7 @@ _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?(?:Pid\s+(\d+)\s+)
                    r"\[([^\]]*)\]\s*(.*?)\s*$")
 _HEADER = re.compile(r"^#\s*(?:size|bytes)\s+(?:count|N)\s+type\b.*\bbusbw\b")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
-_PARAMS = re.compile(r"^#\s*nThread\s+\d+\s+nGpus\s+\d+")
+_PARAMS = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
 _WRONG_TOTAL = re.compile(r"^#\s*Out of bounds values\s*:\s*(\S+)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:")
 _ENV = re.compile(r"NCCL INFO (NCCL_ALGO|NCCL_PROTO) set by environment to (\S+)")
@@ -93,8 +124,60 @@ _PROGRAM = re.compile(r"\b(all_reduce|reduce_scatter|all_gather|broadcast|reduce
                       r"scatter|gather|hypercube)_perf(?:_mpi)?\b")
 _FILE_PROGRAM = re.compile(r"(?:^|[^a-z])(all_reduce|reduce_scatter|all_gather|broadcast|reduce|allreduce|"
                            r"reducescatter|allgather)(?:[^a-z]|$)")
+# the split as a launch line sets it: NCCL_TESTS_SPLIT="AND 0x7", NCCL_TESTS_SPLIT=MOD8,
+# NCCL_TESTS_SPLIT_MASK=0x7 (an unquoted "AND 0x7", as `env` prints it, keeps its number)
+_SPLIT_SET = re.compile(r"\b(NCCL_TESTS_SPLIT(?:_MASK)?)=(\"[^\"]*\"|'[^']*'|"
+                        r"(?i:(?:AND|OR|MOD|DIV)\s+|[&|%/]\s*)[+-]?\w+|\S+)")
 _LEADING = {"size", "count", "type", "redop", "root"}
 _ALIASES = {"bytes": "size", "N": "count", "op": "redop", "cputime": "time", "res": "error"}
+
+
+def _strtoul(text: str, base: int) -> int | None:
+    """C's ``strtoul(text, &end, base)`` for base 0, 2 and 16: the value, or None when no digit converts."""
+    t = text.lstrip()
+    sign = -1 if t[:1] == "-" else 1
+    t = t[1:] if t[:1] in "+-" else t
+    if base in (0, 16) and t[:2].lower() == "0x" and t[2:3] and t[2:3] in "0123456789abcdefABCDEF":
+        t, base = t[2:], 16
+    elif base == 0:
+        base = 8 if t[:1] == "0" else 10
+    digits = re.match({2: "[01]*", 8: "[0-7]*", 10: "[0-9]*", 16: "[0-9a-fA-F]*"}[base], t).group(0)
+    return sign * int(digits, base) if digits else None
+
+
+def split_color(spec: str, proc: int) -> int | None:
+    """The color nccl-tests gives MPI process ``proc`` under a split: its communicator's number.
+
+    ``spec`` is ``NCCL_TESTS_SPLIT=<op><value>`` (op ``AND OR MOD DIV`` or ``& | % /``, the
+    value decimal, ``0x`` hex or ``0b`` binary) or ``NCCL_TESTS_SPLIT_MASK=<hex>`` (``AND``),
+    read as nccl-tests' ``run()`` in src/common.cu reads it (an op it does not know: color 0,
+    no split).  None: nccl-tests divides by zero there (``MOD 0``), so no log has it.
+
+    Examples
+    --------
+    >>> [split_color("NCCL_TESTS_SPLIT=AND 0x7", p) for p in (0, 7, 8, 13)]
+    [0, 7, 0, 5]
+    >>> [split_color(s, 11) for s in ("NCCL_TESTS_SPLIT=DIV 8", "NCCL_TESTS_SPLIT=%0b11",
+    ...                               "NCCL_TESTS_SPLIT_MASK=1", "NCCL_TESTS_SPLIT=XOR 1")]
+    [1, 2, 1, 0]
+    """
+    name, _, value = spec.partition("=")
+    if name == "NCCL_TESTS_SPLIT_MASK":
+        return proc & (_strtoul(value, 16) or 0)
+    for words, op in ((("AND", "&"), int.__and__), (("OR", "|"), int.__or__), (("MOD", "%"), int.__mod__),
+                      (("DIV", "/"), int.__floordiv__)):
+        word = next((w for w in words if value[:len(w)].upper() == w), None)
+        if word is None:
+            continue
+        rest = value[len(word):].lstrip()
+        # parseInt: "0b" binary, else strtoul's base 0; nothing converted: color 0
+        num = _strtoul(rest[2:], 2) if rest[:2].lower() == "0b" else _strtoul(rest, 0)
+        if num is None:
+            return 0
+        if op in (int.__mod__, int.__floordiv__) and num == 0:
+            return None
+        return op(proc, num)
+    return 0
 
 
 @dataclass
@@ -105,6 +188,7 @@ class _Rank:
     host: str
     device: int
     gpu: str
+    at: str = ""  # a JSON file's record of the rank's process ("config.devices[3]"); "" in a text log
 
 
 @dataclass
@@ -117,6 +201,20 @@ class _Run:
     header_line: int = 0
     rows: list[tuple[int, list[str]]] = field(default_factory=list)
     closed: bool = False
+    per_proc: int = 0  # ranks per process (nThread x nGpus of the parameter line); 0: not printed
+    split: tuple[str, str] | None = None  # ("NCCL_TESTS_SPLIT=...", "line N") named before the table
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a run's rank lines say: one communicator's nodes and ranks per node, and the split."""
+
+    nodes: int
+    per_node: int
+    gpu: str
+    groups: tuple[tuple[int, ...], ...] = ()  # a split run: every communicator's ranks
+    places: tuple[tuple[int, int], ...] = ()  # a split run: (node, device) of every rank
+    split: str = ""
 
 
 def _fail(src: str, line: int, fld: str, msg: str) -> MeasurementError:
@@ -138,6 +236,15 @@ def _lines(data: str | bytes, src: str) -> Iterator[tuple[int, str]]:
         yield n, _PREFIX.sub("", text.rstrip("\r"), count=1)
 
 
+def _split_setting(text: str, n: int) -> tuple[str, str] | None:
+    """The split a line sets (``NCCL_TESTS_SPLIT_MASK`` wins, as in nccl-tests), and where."""
+    found = {m.group(1): m.group(2).strip("\"'") for m in _SPLIT_SET.finditer(text)}
+    for name in ("NCCL_TESTS_SPLIT_MASK", "NCCL_TESTS_SPLIT"):
+        if name in found:
+            return f"{name}={found[name]}", f"line {n}"
+    return None
+
+
 def _scan(data: str | bytes, src: str) -> tuple[list[_Run], dict[str, str]]:
     """Split a log into runs; collect ``NCCL_ALGO``/``NCCL_PROTO`` settings."""
     runs: list[_Run] = []
@@ -145,14 +252,15 @@ def _scan(data: str | bytes, src: str) -> tuple[list[_Run], dict[str, str]]:
     cur: _Run | None = None
     pending_program: str | None = None
     pending_mentions: set[str] = set()
+    pending_split: tuple[str, str] | None = None
     pending_start = 0
 
     def new_run(n: int) -> _Run:
-        nonlocal pending_program, pending_mentions
+        nonlocal pending_program, pending_mentions, pending_split
         if cur is not None and cur.header is not None and not cur.closed:
             raise _truncated(src, cur)
-        run = _Run(start=pending_start or n, program=pending_program, mentioned=pending_mentions)
-        pending_program, pending_mentions = None, set()
+        run = _Run(start=pending_start or n, program=pending_program, mentioned=pending_mentions, split=pending_split)
+        pending_program, pending_mentions, pending_split = None, set(), None
         runs.append(run)
         return run
 
@@ -172,9 +280,10 @@ def _scan(data: str | bytes, src: str) -> tuple[list[_Run], dict[str, str]]:
                     pending_program, pending_start = m.group(1), n
                     cur = None
                 continue
-            if _PARAMS.match(s):
+            if (m := _PARAMS.match(s)) is not None:
                 if cur is None or cur.header is not None or cur.ranks:
                     cur = new_run(n)
+                cur.per_proc = int(m.group(1)) * int(m.group(2))
                 continue
             if (m := _RANK.match(s)) is not None:
                 if cur is None or cur.header is not None:
@@ -198,11 +307,17 @@ def _scan(data: str | bytes, src: str) -> tuple[list[_Run], dict[str, str]]:
                     cur.closed = True
                 continue
             continue
+        before = cur is None or cur.closed
         for name in _PROGRAM.findall(text):
-            if cur is None or cur.closed:
+            if before:
                 pending_mentions.add(name)
-            elif cur.header is None:
+            elif cur is not None and cur.header is None:
                 cur.mentioned.add(name)
+        if "NCCL_TESTS_SPLIT" in text and (setting := _split_setting(text, n)) is not None:
+            if before:
+                pending_split = setting
+            elif cur is not None and cur.header is None:
+                cur.split = setting
         if not s or cur is None or cur.header is None or cur.closed:
             continue
         first = s.split(None, 1)[0]
@@ -220,79 +335,210 @@ def _truncated(src: str, run: _Run) -> MeasurementError:
                  "(the run was cut short, or the log truncated)")
 
 
-def _collective(src: str, run: _Run, given: str | None, file_name: str) -> tuple[str, str]:
-    """(collective, how it was named) of one run."""
+def _name_collective(fail: Callable[[str], MeasurementError], given: str | None, program: tuple[str, str] | None,
+                     mentioned: set[str], file_name: str, nothing: str) -> tuple[str, str]:
+    """(collective, how it was named) of one run: the argument, the program the run names
+    (``program``: its name and how the run names it), the one named before it, the file name.
+    ``nothing`` says where no name was found."""
     if given is not None:
         return given, "the collective argument"
-    names: list[tuple[str, str]] = []
-    if run.program is not None:
-        base = re.sub(r"(_perf)?(_mpi)?$", "", run.program)
-        names.append((base, f"'Collective test starting: {run.program}'"))
-    elif len(run.mentioned) == 1:
-        (base,) = run.mentioned
-        names.append((base, f"{base}_perf named before the table"))
-    elif len(run.mentioned) > 1:
-        raise _fail(src, run.header_line, "collective", "the lines before this table name several nccl-tests "
-                    f"programs ({', '.join(sorted(p + '_perf' for p in run.mentioned))}); one collective per file")
+    if program is not None:
+        base, how = re.sub(r"(_perf)?(_mpi)?$", "", program[0]), program[1]
+    elif len(mentioned) == 1:
+        (base,) = mentioned
+        how = f"{base}_perf named before the table"
+    elif len(mentioned) > 1:
+        raise fail(f"the lines before this table name several nccl-tests programs "
+                   f"({', '.join(sorted(p + '_perf' for p in mentioned))}); one collective per file")
+    elif (m := _FILE_PROGRAM.search(file_name.lower())) is not None:
+        base = {"allreduce": "all_reduce", "reducescatter": "reduce_scatter", "allgather": "all_gather"}.get(
+            m.group(1), m.group(1))
+        how = f"the file name {file_name!r}"
     else:
-        m = _FILE_PROGRAM.search(file_name.lower())
-        if m:
-            base = {"allreduce": "all_reduce", "reducescatter": "reduce_scatter", "allgather": "all_gather"}.get(
-                m.group(1), m.group(1))
-            names.append((base, f"the file name {file_name!r}"))
-    if not names:
-        raise _fail(src, run.header_line, "collective", "cannot tell which nccl-tests program wrote this table: "
-                    "no 'Collective test starting' line, no program named before it, none in the file name; "
-                    "name the file after it (all_reduce_perf.log, ...) or pass the collective")
-    base, how = names[0]
+        raise fail(f"cannot tell which nccl-tests program wrote this {nothing}, none in the file name; name the file "
+                   "after it (all_reduce_perf.log, ...) or pass the collective")
     if base not in PROGRAMS:
-        raise _fail(src, run.header_line, "collective", f"{base}_perf ({how}) is not one of the collectives p2sim "
-                    f"models ({', '.join(p + '_perf' for p in PROGRAMS)})")
+        raise fail(f"{base}_perf ({how}) is not one of the collectives p2sim models "
+                   f"({', '.join(p + '_perf' for p in PROGRAMS)})")
     return PROGRAMS[base], how
 
 
-def _ranks(src: str, run: _Run) -> tuple[int, int, str]:
-    """(nodes, GPUs per node, GPU model) from a run's rank lines."""
-    if not run.ranks:
-        raise _fail(src, run.header_line, "Rank", "no '#  Rank N ... on HOST device D' lines before this table; "
-                    "nccl-tests prints them under '# Using devices' (is the head of the log missing?)")
+def _collective(src: str, run: _Run, given: str | None, file_name: str) -> tuple[str, str]:
+    """(collective, how it was named) of one run of a text log."""
+    program = None if run.program is None else (run.program, f"'Collective test starting: {run.program}'")
+    return _name_collective(lambda msg: _fail(src, run.header_line, "collective", msg), given, program,
+                            run.mentioned, file_name, "table: no 'Collective test starting' line, no program named "
+                            "before it")
+
+
+_JSON_RANK_KEYS = {"Rank": "rank", "Group": "group", "hosts": "hostname", "device": "device"}
+
+
+def _rank_fail(src: str, r: _Rank, fld: str, msg: str) -> MeasurementError:
+    if r.at:
+        return MeasurementError(f"{src}: {r.at}.{_JSON_RANK_KEYS.get(fld, fld)}: {msg}")
+    return _fail(src, r.line, fld, msg)
+
+
+def _where(r: _Rank) -> str:
+    return r.at or f"line {r.line}"
+
+
+def _ranks(src: str, ranks: list[_Rank], per_proc: int = 0, split: tuple[str, str] | None = None) -> _Shape:
+    """One communicator's shape (and, split, all of them) from a run's ranks (not empty).
+
+    ``per_proc`` (ranks per process, 0 unknown) and ``split`` (the setting and where the log
+    names it) let the ``Group`` column be checked against the split.
+    """
     seen: dict[int, _Rank] = {}
-    for r in run.ranks:
+    for r in ranks:
         if r.rank in seen:
-            raise _fail(src, r.line, "Rank", f"rank {r.rank} is listed twice (also line {seen[r.rank].line})")
+            raise _rank_fail(src, r, "Rank", f"rank {r.rank} is listed twice (also {_where(seen[r.rank])})")
         seen[r.rank] = r
     missing = [i for i in range(len(seen)) if i not in seen]
     if missing:
-        raise _fail(src, run.ranks[-1].line, "Rank", f"ranks are not 0..{len(seen) - 1}: rank {missing[0]} is "
-                    "missing (a cut log?)")
-    groups = {r.group for r in run.ranks}
-    if len(groups) > 1:
-        first = next(r for r in run.ranks if r.group != run.ranks[0].group)
-        raise _fail(src, first.line, "Group", f"ranks are split into {len(groups)} communicators (NCCL_TESTS_SPLIT): "
-                    "p2sim reads one communicator per run")
+        raise _rank_fail(src, ranks[-1], "Rank", f"ranks are not 0..{len(seen) - 1}: rank {missing[0]} is "
+                         "missing (a cut log?)")
     per_host: dict[str, int] = {}
-    for r in run.ranks:
+    for r in ranks:
         per_host[r.host] = per_host.get(r.host, 0) + 1
     if len(set(per_host.values())) > 1:
         detail = ", ".join(f"{h} {c}" for h, c in per_host.items())
-        raise _fail(src, run.ranks[0].line, "hosts", f"the hosts run different rank counts ({detail}); a p2sim system "
-                    "has the same GPU count on every node")
-    gpus = sorted({r.gpu for r in run.ranks if r.gpu})
-    return len(per_host), len(run.ranks) // len(per_host), " / ".join(gpus)
+        raise _rank_fail(src, ranks[0], "hosts", f"the hosts run different rank counts ({detail}); a p2sim system "
+                         "has the same GPU count on every node")
+    gpu = " / ".join(sorted({r.gpu for r in ranks if r.gpu}))
+    if len({r.group for r in ranks}) == 1:
+        return _Shape(len(per_host), len(ranks) // len(per_host), gpu)
+    return _split_shape(src, [seen[i] for i in range(len(seen))], per_proc, split, gpu)
 
 
-def _num(src: str, line: int, fld: str, raw: str, kind: type = float) -> float:
+def _plural(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _split_shape(src: str, ranks: list[_Rank], per_proc: int, split: tuple[str, str] | None, gpu: str) -> _Shape:
+    """A split run's communicators: nccl-tests' MPI_Comm_split(color, proc) (src/common.cu) puts the
+    ranks of one ``Group`` (color) in one communicator, in rank order."""
+    if split is not None and per_proc > 0:
+        for r in ranks:
+            want = split_color(split[0], r.rank // per_proc)
+            if want is not None and want != r.group:
+                raise _rank_fail(src, r, "Group", f"rank {r.rank} is in group {r.group}, but {split[0]} ({split[1]}) "
+                                 f"puts its process {r.rank // per_proc} in group {want}: the log's split and its "
+                                 "rank lines disagree")
+    nodes: dict[str, int] = {}
+    places: dict[tuple[int, int], _Rank] = {}
+    groups: dict[int | None, list[_Rank]] = {}
+    for r in ranks:
+        node = nodes.setdefault(r.host, len(nodes))
+        if (node, r.device) in places:
+            raise _rank_fail(src, r, "device", f"rank {r.rank} runs on {r.host} device {r.device}, as rank "
+                             f"{places[node, r.device].rank} ({_where(places[node, r.device])}) does: one GPU per "
+                             "rank")
+        places[node, r.device] = r
+        groups.setdefault(r.group, []).append(r)
+    shapes = []
+    for color, members in groups.items():
+        hosts: dict[str, int] = {}
+        for r in members:
+            hosts[r.host] = hosts.get(r.host, 0) + 1
+        if len(set(hosts.values())) > 1:
+            detail = ", ".join(f"{h} {c}" for h, c in hosts.items())
+            raise _rank_fail(src, members[0], "Group", f"group {color} runs different rank counts on its hosts "
+                             f"({detail}); p2sim reads communicators with the same GPU count on each of their nodes")
+        shapes.append((len(hosts), len(members) // len(hosts), color, members[0]))
+    first = shapes[0]
+    for s in shapes[1:]:
+        if s[:2] != first[:2]:
+            raise _rank_fail(src, s[3], "Group", f"group {s[2]} is {_plural(s[0], 'node')} x {_plural(s[1], 'rank')} "
+                             f"but group {first[2]} is {_plural(first[0], 'node')} x {_plural(first[1], 'rank')} "
+                             "(NCCL_TESTS_SPLIT gave communicators of different shapes); p2sim reads one shape per "
+                             "run")
+    return _Shape(first[0], first[1], gpu, tuple(tuple(r.rank for r in g) for g in groups.values()),
+                  tuple((nodes[r.host], r.device) for r in ranks), split[0] if split else "")
+
+
+def _shown(raw: Any) -> str:
+    """A value as its source wrote it: a printed field quoted, a JSON value as JSON."""
+    return repr(raw) if isinstance(raw, str) else json.dumps(raw) if raw is None or isinstance(raw, bool) else repr(raw)
+
+
+def _num(fail: Callable[[str, str], MeasurementError], fld: str, raw: Any, kind: type = float,
+         signed: bool = False) -> float:
+    """A figure as printed (text) or written (JSON: a number, nccl-tests' "nan", or null)."""
+    if isinstance(raw, bool) or raw is None or isinstance(raw, (list, dict)):
+        raise fail(fld, f"{_shown(raw)} is not a {'number' if kind is float else 'whole number'}")
     try:
-        v = kind(raw)
-    except ValueError:
-        raise _fail(src, line, fld, f"{raw!r} is not a {'number' if kind is float else 'whole number'}") from None
-    if v != v or v < 0 and not (kind is int and fld == "root"):
-        raise _fail(src, line, fld, f"{raw!r} is not a valid value")
+        v = kind(raw) if isinstance(raw, str) or kind is float else (int(raw) if float(raw).is_integer() else None)
+    except (ValueError, OverflowError):
+        v = None
+    if v is None:
+        raise fail(fld, f"{_shown(raw)} is not a {'number' if kind is float else 'whole number'}")
+    if v != v or v < 0 and not signed:
+        raise fail(fld, f"{_shown(raw)} is not a valid value")
     return v
 
 
 def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 0.02 * max(abs(a), abs(b))  # printed to 2 decimals at >= 1 GB/s: well inside 2 %
+
+
+def _point(fail: Callable[[str, str], MeasurementError], name: Callable[[str, bool | None], str], collective: str,
+           n: int, lead: dict[str, Any], places: Iterable[tuple[bool, dict[str, Any]]]
+           ) -> Iterator[tuple[float, float, bool]]:
+    """(size, seconds, in place) of one checked row of a run on ``n`` ranks (none for 0 bytes).
+
+    ``lead`` holds the raw size, count, type and (when printed) redop and root; ``places`` the
+    raw time, algbw, busbw and #wrong or error of each place; ``name(key, in_place or None)``
+    says how the source names a field, ``fail(field, message)`` makes the error.
+    """
+    size = _num(fail, name("size", None), lead["size"], int)
+    count = _num(fail, name("count", None), lead["count"], int)
+    typ = lead["type"]
+    if not isinstance(typ, str) or typ not in TYPE_BYTES:
+        raise fail(name("type", None), f"{_shown(typ)} is not an nccl-tests data type")
+    if size == 0:
+        return  # nccl-tests prints sizes that round to 0 elements per rank; nothing is measured
+    scatter = collective in ("ReduceScatter", "AllGather")
+    moved = count * TYPE_BYTES[typ] * (n if scatter else 1)
+    if moved != size:
+        raise fail(name("count", None), f"{count} x {typ} {'per rank on ' + str(n) + ' ranks ' if scatter else ''}"
+                   f"is {moved} B, not the size {size} B: not the layout of {collective} on {n} ranks (another "
+                   "collective's table, or other ranks than the rank lines say?)")
+    if "redop" in lead and (lead["redop"] == "none") == (collective in ("AllReduce", "ReduceScatter", "Reduce")):
+        raise fail(name("redop", None), f"{_shown(lead['redop'])} does not fit {collective}")
+    if "root" in lead:
+        root = _num(fail, name("root", None), lead["root"], int, signed=True)
+        rooted = collective in ("Broadcast", "Reduce")
+        if (root >= 0) != rooted:
+            raise fail(name("root", None), f"{str(lead['root']).strip()} does not fit {collective} "
+                       f"({'a root rank' if rooted else '-1: no root'} expected)")
+    bf = bus_factor(collective, n)
+    for place, cells in places:
+        us = _num(fail, name("time", place), cells["time"])
+        if us <= 0:
+            raise fail(name("time", place), f"{cells['time']} us is not a duration")
+        algbw = _num(fail, name("algbw", place), cells.get("algbw", "0"))
+        busbw = _num(fail, name("busbw", place), cells.get("busbw", "0"))
+        wrong = cells.get("#wrong", "N/A")
+        if wrong not in ("N/A", None) and _num(fail, name("#wrong", place), wrong) != 0:
+            raise fail(name("#wrong", place), f"{wrong} wrong elements: nccl-tests found wrong results at this "
+                       "size; its time measures nothing")
+        if cells.get("error", "N/A") != "N/A":
+            err = _num(fail, name("error", place), cells["error"])
+            if err > _DELTA_MAX.get(typ, 0.0) * max(n - 1, 0):
+                raise fail(name("error", place), f"{cells['error']}: a deviation nccl-tests counts as wrong at this "
+                           "size; its time measures nothing")
+        if algbw >= 1.0 and not _close(algbw, size / us / 1e3):
+            raise fail(name("algbw", place), f"{algbw} GB/s is not size / time = {size / us / 1e3:.2f} GB/s")
+        if algbw >= 1.0 and not _close(busbw, algbw * bf):
+            raise fail(name("busbw", place), f"{busbw} GB/s is not algbw x {bf:.4g}, the bus factor of {collective} "
+                       f"on {n} ranks (another collective's table, or other ranks than the rank lines say?)")
+        yield float(size), us * 1e-6, place
+
+
+def _text_name(key: str, place: bool | None) -> str:
+    return key if place is None else f"{key} ({'in-place' if place else 'out-of-place'})"
 
 
 def _rows(src: str, run: _Run, collective: str, n: int) -> Iterator[tuple[int, float, float, bool]]:
@@ -311,10 +557,6 @@ def _rows(src: str, run: _Run, collective: str, n: int) -> Iterator[tuple[int, f
                     "algbw busbw for out-of-place and in-place)")
     width = blocks[1] - blocks[0]
     want = len(names) + 2 * stamp
-    scatter = collective in ("ReduceScatter", "AllGather")
-    rooted = collective in ("Broadcast", "Reduce")
-    reducing = collective in ("AllReduce", "ReduceScatter", "Reduce")
-    bf = bus_factor(collective, n)
     for line, tok in run.rows:
         if len(tok) < want:
             i = len(tok)
@@ -323,51 +565,11 @@ def _rows(src: str, run: _Run, collective: str, n: int) -> Iterator[tuple[int, f
             raise _fail(src, line, fld, f"missing: the row has {len(tok)} fields, the header {want} (a cut line?)")
         if len(tok) > want:
             raise _fail(src, line, "row", f"{len(tok)} fields, more than the header's {want}")
-        col = dict(zip(lead, tok))
-        size = _num(src, line, "size", col["size"], int)
-        count = _num(src, line, "count", col["count"], int)
-        typ = col["type"]
-        if typ not in TYPE_BYTES:
-            raise _fail(src, line, "type", f"{typ!r} is not an nccl-tests data type")
-        if size == 0:
-            continue  # nccl-tests prints sizes that round to 0 elements per rank; nothing is measured
-        moved = count * TYPE_BYTES[typ] * (n if scatter else 1)
-        if moved != size:
-            raise _fail(src, line, "count", f"{count} x {typ} {'per rank on ' + str(n) + ' ranks ' if scatter else ''}"
-                        f"is {moved} B, not the size {size} B: not the layout of {collective} on {n} ranks (another "
-                        "collective's table, or other ranks than the rank lines say?)")
-        if "redop" in col and (col["redop"] == "none") == reducing:
-            raise _fail(src, line, "redop", f"{col['redop']!r} does not fit {collective}")
-        if "root" in col:
-            root = _num(src, line, "root", col["root"], int)
-            if (root >= 0) != rooted:
-                raise _fail(src, line, "root", f"{col['root']} does not fit {collective} "
-                            f"({'a root rank' if rooted else '-1: no root'} expected)")
-        for place, start in ((False, blocks[0]), (True, blocks[1])):
-            cells = dict(zip(names[start:start + width], tok[start:start + width]))
-            where = "in-place" if place else "out-of-place"
-            us = _num(src, line, f"time ({where})", cells["time"])
-            if us <= 0:
-                raise _fail(src, line, f"time ({where})", f"{cells['time']} us is not a duration")
-            algbw = _num(src, line, f"algbw ({where})", cells.get("algbw", "0"))
-            busbw = _num(src, line, f"busbw ({where})", cells.get("busbw", "0"))
-            if "#wrong" in cells and cells["#wrong"] != "N/A" and _num(src, line, f"#wrong ({where})",
-                                                                          cells["#wrong"]) != 0:
-                raise _fail(src, line, f"#wrong ({where})", f"{cells['#wrong']} wrong elements: nccl-tests found "
-                            "wrong results at this size; its time measures nothing")
-            if "error" in cells and cells["error"] != "N/A":
-                err = _num(src, line, f"error ({where})", cells["error"])
-                if err > _DELTA_MAX.get(typ, 0.0) * max(n - 1, 0):
-                    raise _fail(src, line, f"error ({where})", f"{cells['error']}: a deviation nccl-tests counts as "
-                                "wrong at this size; its time measures nothing")
-            if algbw >= 1.0 and not _close(algbw, size / us / 1e3):
-                raise _fail(src, line, f"algbw ({where})", f"{algbw} GB/s is not size / time = "
-                            f"{size / us / 1e3:.2f} GB/s")
-            if algbw >= 1.0 and not _close(busbw, algbw * bf):
-                raise _fail(src, line, f"busbw ({where})", f"{busbw} GB/s is not algbw x {bf:.4g}, the bus factor of "
-                            f"{collective} on {n} ranks (another collective's table, or other ranks than the rank "
-                            "lines say?)")
-            yield line, float(size), us * 1e-6, place
+        places = [(place, dict(zip(names[start:start + width], tok[start:start + width])))
+                  for place, start in ((False, blocks[0]), (True, blocks[1]))]
+        fail = lambda fld, msg, line=line: _fail(src, line, fld, msg)  # noqa: E731
+        for size, seconds, place in _point(fail, _text_name, collective, n, dict(zip(lead, tok)), places):
+            yield line, size, seconds, place
 
 
 def _forced(env: dict[str, str], key: str, names: tuple[str, ...]) -> str:
@@ -379,15 +581,41 @@ def _forced(env: dict[str, str], key: str, names: tuple[str, ...]) -> str:
     return match[0] if match else "auto"  # a list or an exclusion: NCCL still chooses
 
 
+def _check_args(source: str, collective: str | None, algo: str | None, proto: str | None) -> None:
+    if collective is not None and collective not in COLLECTIVES:
+        raise MeasurementError(f"{source}: collective: {collective!r} is not one of {', '.join(COLLECTIVES)}")
+    if algo is not None and algo not in ALGO_NAMES:
+        raise MeasurementError(f"{source}: algo: {algo!r} is not one of {', '.join(ALGO_NAMES)}")
+    if proto is not None and proto not in PROTO_NAMES:
+        raise MeasurementError(f"{source}: proto: {proto!r} is not one of {', '.join(PROTO_NAMES)}")
+
+
+def _emit(source: str, ident: str, system: str, collective: str, shape: _Shape, algo: str, proto: str,
+          origin: str | None, points: Iterable[tuple[int, float, float, bool]]) -> list[CollectiveRow]:
+    n = shape.nodes * shape.per_node
+    return [CollectiveRow(source=source, line=line, ident=ident, system=system, nodes=shape.nodes,
+                          gpus_per_node=shape.per_node, collective=collective, algo=algo, proto=proto, size_bytes=size,
+                          seconds=seconds, busbw=busbw_of(collective, n, size, seconds), in_place=place,
+                          origin=origin if origin is not None else source, gpu=shape.gpu,
+                          concurrent_groups=shape.groups, rank_places=shape.places, split=shape.split)
+            for line, size, seconds, place in points]
+
+
+def _is_json(data: str | bytes) -> bool:
+    head = data[:64].lstrip()
+    return head[:1] in ("{", b"{")  # nccl-tests' JSON is one object; no text log starts with "{"
+
+
 def parse_nccltests(data: str | bytes, source: str = "<text>", *, system: str, collective: str | None = None,
                     algo: str | None = None, proto: str | None = None, origin: str | None = None
                     ) -> list[CollectiveRow]:
-    """The measurements of one nccl-tests log (its text or bytes).
+    """The measurements of one nccl-tests log (its text or bytes) or JSON file (``-J``).
 
     Parameters
     ----------
     data : str or bytes
-        The log.  Bytes must be UTF-8 (nccl-tests prints ASCII).
+        The log or the JSON (recognised by its first character, ``{``).  Bytes must be
+        UTF-8 (nccl-tests prints ASCII).
     source : str
         The file name used in messages and in each row's ``source`` (and, when the
         log names no program, to find the collective).
@@ -398,7 +626,7 @@ def parse_nccltests(data: str | bytes, source: str = "<text>", *, system: str, c
         log says.
     algo, proto : str, optional
         What NCCL was forced to use; default: the log's ``NCCL_ALGO`` / ``NCCL_PROTO
-        set by environment`` lines, else ``"auto"``.
+        set by environment`` lines (a JSON file's ``env``), else ``"auto"``.
     origin : str, optional
         Where the figures come from (default: ``source``).
 
@@ -407,21 +635,23 @@ def parse_nccltests(data: str | bytes, source: str = "<text>", *, system: str, c
     list of CollectiveRow
         Two per measured size (out of place, then in place), in the log's order.  Sizes
         of 0 bytes are skipped.  ``ident`` is the file name, with ``#k`` for the k-th run
-        of a file holding several.
+        of a file holding several.  A split run's rows are one communicator's, with all
+        of them in ``concurrent_groups``.
 
     Raises
     ------
     MeasurementError
-        A malformed log: one message naming the file, the line and the field (a table
-        cut short, wrong results, several collectives in one file, no rank lines, bytes
-        that are not UTF-8, a row that does not fit the collective).
+        A malformed log: one message naming the file, the line (a JSON file: the field's
+        path) and the field (a table cut short, wrong results, several collectives in one
+        file, no rank lines, bytes that are not UTF-8, a row that does not fit the
+        collective, a split into communicators of different shapes).
     """
-    if collective is not None and collective not in COLLECTIVES:
-        raise MeasurementError(f"{source}: collective: {collective!r} is not one of {', '.join(COLLECTIVES)}")
-    if algo is not None and algo not in ALGO_NAMES:
-        raise MeasurementError(f"{source}: algo: {algo!r} is not one of {', '.join(ALGO_NAMES)}")
-    if proto is not None and proto not in PROTO_NAMES:
-        raise MeasurementError(f"{source}: proto: {proto!r} is not one of {', '.join(PROTO_NAMES)}")
+    _check_args(source, collective, algo, proto)
+    if _is_json(data):
+        # the JSON reader reuses this module's checks: imported here, where both are loaded
+        from .nccltests_json import parse_nccltests_json
+        return parse_nccltests_json(data, source, system=system, collective=collective, algo=algo, proto=proto,
+                                    origin=origin)
     runs, env = _scan(data, source)
     if not runs:
         raise MeasurementError(f"{source}: no nccl-tests table (a line '#  size  count  type ... busbw') in this file")
@@ -437,20 +667,19 @@ def parse_nccltests(data: str | bytes, source: str = "<text>", *, system: str, c
         elif coll != first[0]:
             raise _fail(source, run.header_line, "collective", f"this table is {coll} ({how}) but the one at line "
                         f"{first[2]} is {first[0]} ({first[1]}): one collective per file")
-        nodes, per_node, gpu = _ranks(source, run)
+        if not run.ranks:
+            raise _fail(source, run.header_line, "Rank", "no '#  Rank N ... on HOST device D' lines before this "
+                        "table; nccl-tests prints them under '# Using devices' (is the head of the log missing?)")
+        shape = _ranks(source, run.ranks, run.per_proc, run.split)
         ident = name if len(runs) == 1 else f"{name}#{k}"
-        for line, size, seconds, place in _rows(source, run, coll, nodes * per_node):
-            out.append(CollectiveRow(
-                source=source, line=line, ident=ident, system=system, nodes=nodes, gpus_per_node=per_node,
-                collective=coll, algo=algo, proto=proto, size_bytes=size, seconds=seconds,
-                busbw=busbw_of(coll, nodes * per_node, size, seconds), in_place=place,
-                origin=origin if origin is not None else source, gpu=gpu))
+        out += _emit(source, ident, system, coll, shape, algo, proto, origin,
+                     _rows(source, run, coll, shape.nodes * shape.per_node))
     return out
 
 
 def read_nccltests(path: str | Path, *, system: str, collective: str | None = None, algo: str | None = None,
                    proto: str | None = None, origin: str | None = None) -> list[CollectiveRow]:
-    """:func:`parse_nccltests` of a file.
+    """:func:`parse_nccltests` of a file (a text log or a ``-J`` JSON file).
 
     Examples
     --------
@@ -468,11 +697,17 @@ def read_nccltests(path: str | Path, *, system: str, collective: str | None = No
     return parse_nccltests(data, str(p), system=system, collective=collective, algo=algo, proto=proto, origin=origin)
 
 
+# the head of nccl-tests' JSON (jsonOutputInit in src/util.cu writes "version" then "start_time"),
+# with the whitespace a pretty-printer adds
+_JSON_HEAD = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+\s*,\s*"start_time"\s*:')
+
+
 def is_nccltests_log(path: str | Path, limit: int = 1 << 18) -> bool:
     """Whether a file looks like nccl-tests output (sniffs its first ``limit`` bytes).
 
     True when it holds nccl-tests' table header, its parameter line or its
-    ``Collective test starting`` line; never raises for unreadable or binary files.
+    ``Collective test starting`` line, or starts as nccl-tests' JSON does
+    (``{"version":N,"start_time":``); never raises for unreadable or binary files.
 
     Examples
     --------
@@ -481,12 +716,17 @@ def is_nccltests_log(path: str | Path, limit: int = 1 << 18) -> bool:
     >>> _ = open(name, "w").write("#       size         count      type   redop    root     time   algbw   busbw #wrong\\n")
     >>> is_nccltests_log(name), is_nccltests_log(__file__)
     (True, False)
+    >>> _ = open(name, "w").write('{"version":3,"start_time":"2026-03-02 10:11:12","args":[')
+    >>> is_nccltests_log(name)
+    True
     """
     try:
         with open(path, "rb") as f:
             head = f.read(limit)
     except OSError:
         return False
+    if _JSON_HEAD.match(head):
+        return True
     for raw in head.split(b"\n"):
         text = _PREFIX.sub("", raw.decode("utf-8", "replace").strip(), count=1)
         if _HEADER.match(text) or _PARAMS.match(text) or _STARTING.match(text):
