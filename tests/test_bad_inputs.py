@@ -348,7 +348,7 @@ def test_axis_names_reach_every_answer(capsys):
     assert doc["axis_names"] == ["data", "tensor"] and doc["level_names"] == ["node", "gpu"]
     assert doc["best_placement"]["placement"] == "data: 4 GPUs inside a node; tensor: 2 nodes x 4 GPUs"
     rc, out, _ = run(capsys, "rank", *named, "--model", "analytic", "--workers", "1", "--emit", "torch")
-    assert "mesh_dim_names=('data', 'tensor')" in out
+    assert "MESH_AXES = ('tensor_node', 'data_gpu', 'tensor_gpu')" in out and "def reduce_data(x):" in out
     rc, out, _ = run(capsys, "plan", "--system", "a100", "--axes", "data=2,tensor=16", "--reduction", "data:1GiB",
                      "--reduction", "tensor:1MiB x 4", "--data-axis", "data", "--model", "analytic", "--workers", "1")
     assert rc == 0 and "reductions: axes data 1 GiB x 1; axes tensor 1 MiB x 4" in out

@@ -9,7 +9,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["emit", "options"]
+from ..util.errors import InputError
+from ..util.fileio import check_output_file, replace_file
+
+__all__ = ["emit", "options", "check_csv", "write_csv"]
 
 
 def emit(obj: Any) -> None:
@@ -31,3 +34,29 @@ def options(args: argparse.Namespace, build: Callable[..., Any], **renamed: str)
         if hasattr(args, dest):
             out[name] = getattr(args, dest)
     return out
+
+
+def check_csv(args: argparse.Namespace) -> None:
+    """Before any work: ``--csv -`` replaces the printed table, so it excludes the other printed forms."""
+    target = getattr(args, "csv", None)
+    if target is None:
+        return
+    if target == "-":
+        other = "--json" if getattr(args, "json", False) else "--emit" if getattr(args, "emit", None) else None
+        if other:
+            raise InputError(f"csv: --csv - prints the table as CSV, as {other} prints its own form; give one of them")
+    else:
+        check_output_file(target, "csv", (".csv",))
+
+
+def write_csv(args: argparse.Namespace, result: Any) -> bool:
+    """Write ``result.to_csv()`` where ``--csv`` says; True when it went to stdout (instead of the table)."""
+    target = getattr(args, "csv", None)
+    if target is None:
+        return False
+    text = result.to_csv()
+    if target == "-":
+        sys.stdout.write(text)
+        return True
+    replace_file(target, text.encode(), "csv")
+    return False

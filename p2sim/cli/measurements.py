@@ -6,20 +6,25 @@ import argparse
 import sys
 
 from ..measurements.calibration import CalibrateRequest, run_calibrate
+from ..measurements.check import CheckRequest, run_check
+from ..report.check import check_text
 from ..measurements.validation import ValidateRequest, run_validate
 from ..report.collectives import collectives_report, collectives_text
 from ..report.files import write_report
 from ..report.validate import calibration_lines, validation_report, validation_text
 from ..util.fileio import check_not_input, check_output_dir, check_output_file, replace_file
-from .common import emit, options
+from .common import check_csv, emit, options, write_csv
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     if args.out:
         check_output_dir(args.out, "out")
+    check_csv(args)
     result = run_validate(ValidateRequest.build(**options(args, ValidateRequest.build)))
     doc = result.to_json()
-    if args.json:
+    if write_csv(args, result):
+        pass
+    elif args.json:
         emit(doc)
     else:
         texts = ([validation_text(doc)] if result.programs else []) + (
@@ -56,4 +61,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     replace_file(out, result.toml.encode(), "out")
     if not args.json:
         print(f"wrote {out}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    check_csv(args)
+    result = run_check(CheckRequest.build(**options(args, CheckRequest.build)))
+    if write_csv(args, result):
+        pass
+    elif args.json:
+        emit(result.to_json())
+    else:
+        print(check_text(result))
     return 0

@@ -11,6 +11,7 @@ import argparse
 
 from .. import __version__
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
+from ..measurements.check import TOLERANCE
 from ..studies.executor import DEFAULT_PORT, NO_WORKER_WAIT_S, START_LIMIT_S
 from ..studies.jobsize import MAX_MATRICES, MAX_SIMULATIONS
 from ..studies.requests import DEFAULT_BYTES_HELP
@@ -102,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write a Chrome trace of flows on links (its directory must exist)")
     _add_limits(p)
     _add_order(p)
+    _add_csv(p)
     p.set_defaults(func="simulate:cmd_simulate")
 
     p = sub.add_parser("sweep", help="one collective over a range of sizes, like nccl-tests",
@@ -127,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--emit", default=None, metavar="nccl-tuner",
                    help="print NCCL example-tuner rules for the sizes where p2sim predicts a faster "
                         "algorithm/protocol than NCCL's own, instead of the table")
+    _add_csv(p)
     p.set_defaults(func="sweep:cmd_sweep")
 
     p = sub.add_parser("rank", help="rank every (matrix, program) by predicted time",
@@ -145,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_emit(p)
     _add_sweep_options(p)
     _add_search_options(p)
+    _add_csv(p)
     p.set_defaults(func="studies:cmd_rank")
 
     p = sub.add_parser("plan", help="rank placements by a whole training step's communication",
@@ -159,6 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_emit(p)
     _add_sweep_options(p)
     _add_search_options(p)
+    _add_csv(p)
     p.set_defaults(func="studies:cmd_plan")
 
     p = sub.add_parser("whatif", help="vary link classes or the node count and find the winners",
@@ -180,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_search_options(p, pruning=False)
     p.add_argument("--out", default=None, metavar="DIR", help="write whatif.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_csv(p)
     p.set_defaults(func="studies:cmd_whatif")
 
     p = sub.add_parser("validate", help="compare predictions with GPU measurements",
@@ -200,7 +206,30 @@ def build_parser() -> argparse.ArgumentParser:
     _add_limits(p)
     p.add_argument("--out", default=None, metavar="DIR", help="write validation.md, validation.html and plots into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_csv(p)
     p.set_defaults(func="measurements:cmd_validate")
+
+    p = sub.add_parser("check", help="nccl-tests commands that measure a placement's steps, and verdicts on logs",
+                       description="Print, for each step of a placement's program (given, or the best rank finds), "
+                                   "the nccl-tests command that measures it (NCCL_TESTS_SPLIT where the step runs "
+                                   "several groups at once) with its prediction and what bounds it; given nccl-tests "
+                                   "logs (text or -J JSON, split runs included), judge each row: as predicted, or "
+                                   "slower / faster than predicted, naming the resource that bounds the prediction.")
+    p.add_argument("logs", nargs="*", metavar="LOG", help="nccl-tests output files (text or -J .json) or directories")
+    _add_layout(p, system=True)
+    p.add_argument("--matrix", default=None, help='the placement, e.g. "[[2 2] [2 8]]" (default: the best rank finds)')
+    p.add_argument("--program", default=None, help="its program in text form (default: the best rank finds; needs "
+                                                    "--matrix)")
+    p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
+    p.add_argument("--algo", default="auto", help="auto (NCCL's choice), ring, tree, nvls or nvls_tree (default: auto)")
+    p.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default: auto)")
+    p.add_argument("--tolerance", default=str(TOLERANCE),
+                   help=f"a row is as predicted within this factor of the predicted bus bandwidth (default: "
+                        f"{TOLERANCE}, p2sim's spread against published nccl-tests runs)")
+    p.add_argument("--workers", default=None, help="worker processes for finding the best placement (default: all "
+                                                   "cores)")
+    _add_csv(p)
+    p.set_defaults(func="measurements:cmd_check")
 
     p = sub.add_parser("calibrate", help="fit link-class bandwidths to measurements",
                        description="Fit one system's link-class bandwidths and per-channel rates (network and "
@@ -245,6 +274,12 @@ def _add_scheduler(p: argparse.ArgumentParser) -> None:
     group.add_argument("--scheduler-file", default=None, metavar="FILE",
                        help="run the simulations on the Dask scheduler whose address is in FILE, the JSON file "
                             "dask scheduler --scheduler-file FILE writes (as on Slurm); otherwise as --scheduler")
+
+
+def _add_csv(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--csv", default=None, metavar="FILE|-",
+                   help="also write the main table as CSV to FILE, columns named as in --json ('-': print the CSV "
+                        "instead of the table)")
 
 
 def _add_emit(p: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ from ..studies.requests import topology_of
 from ..studies.simulate import SimulateRequest, run_simulate
 from ..topology import find_spec, system_paths
 from ..util.fileio import check_output_file
-from .common import emit, options
+from .common import check_csv, emit, options, write_csv
 
 
 def cmd_systems(args: argparse.Namespace) -> int:
@@ -48,9 +48,12 @@ def cmd_topo(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     if args.trace:
         check_output_file(args.trace, "trace")
+    check_csv(args)
     opts = dict(options(args, SimulateRequest.build), trace=args.trace is not None)
     result = run_simulate(SimulateRequest.build(**opts))
-    if args.json:
+    if write_csv(args, result):
+        pass
+    elif args.json:
         emit(result.to_json())
     else:
         print(simulate_text(result))

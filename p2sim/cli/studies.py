@@ -10,20 +10,23 @@ from ..report.mesh import check_emit, emit_mesh, plan_mesh_choice, rank_mesh_cho
 from ..report.plan import plan_text
 from ..report.rank import rank_report, rank_text
 from ..report.tuner import plan_tuner, rank_tuner
-from ..report.whatif import whatif_plot, whatif_text
+from ..report.whatif import whatif_report, whatif_text
 from ..studies.plan import PlanRequest, run_plan
 from ..studies.rank import RankRequest, run_rank
 from ..studies.whatif import WhatifRequest, run_whatif
 from ..util.fileio import check_output_dir
-from .common import emit, options
+from .common import check_csv, emit, options, write_csv
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
     if args.out:
         check_output_dir(args.out, "out")
     form = check_emit(args.emit, args.json)
+    check_csv(args)
     result = run_rank(RankRequest.build(**options(args, RankRequest.build)))
-    if form == "nccl-tuner":
+    if write_csv(args, result):
+        pass
+    elif form == "nccl-tuner":
         print(rank_tuner(result), end="")
     elif form:
         print(emit_mesh(form, rank_mesh_choice(result, form)), end="")
@@ -41,8 +44,11 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     form = check_emit(args.emit, args.json)
+    check_csv(args)
     result = run_plan(PlanRequest.build(**options(args, PlanRequest.build, reductions="reduction")))
-    if form == "nccl-tuner":
+    if write_csv(args, result):
+        pass
+    elif form == "nccl-tuner":
         print(plan_tuner(result), end="")
     elif form:
         print(emit_mesh(form, plan_mesh_choice(result, form)), end="")
@@ -62,8 +68,8 @@ def cmd_whatif(args: argparse.Namespace) -> int:
     else:
         print(whatif_text(result))
     if args.out:
-        sys.stdout.flush()  # the answer stands even if the plot cannot be written
-        written = write_report(args.out, {"whatif.png": whatif_plot(result.request.variations, result.rows)})
+        sys.stdout.flush()  # the answer stands even if the report cannot be written
+        written = write_report(args.out, whatif_report(result))
         if not args.json:
-            print(f"\nplot: {written[0]}")
+            print(f"\nreport: {', '.join(str(w) for w in written)}")
     return 0

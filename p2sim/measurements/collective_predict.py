@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
+from ..collectives.bound import Bound
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from ..sim import ModelConfig, Simulator
@@ -49,6 +50,7 @@ class CollectivePrediction:
     channels: int
     kind: str  # single-node, multi-node or pcie
     model: str = "des"  # the model behind ``seconds``: des or analytic
+    bound: Bound | None = None  # what bounds the prediction (a link class, a per-channel limit, latency)
 
     def busbw(self, seconds: float) -> float:
         return self.row.size_bytes / seconds * bus_factor(self.row.collective, self.row.ranks)
@@ -73,7 +75,8 @@ class CollectivePrediction:
                 "baseline_busbw_GBps": self.busbw(self.baseline_seconds) / 1e9,
                 "ratio": self.ratio, "baseline_ratio": self.baseline_ratio,
                 "algo": self.algo, "proto": self.proto, "channels": self.channels, "origin": r.origin,
-                "source": f"{r.source}:{r.line}", "concurrent_groups": r.groups}
+                "source": f"{r.source}:{r.line}", "concurrent_groups": r.groups,
+                "bound": None if self.bound is None else self.bound.text}
 
 
 def size_class(nbytes: float) -> str:
@@ -140,7 +143,7 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
         base = pair[1].step(step, (r.size_bytes,) * len(groups))
         algo, proto, channels = pred.choices[0]
         out.append(CollectivePrediction(r, pred.seconds, base.seconds, algo, proto, channels, row_class(topo, r),
-                                        model))
+                                        model, pair[0].bound(step, (r.size_bytes,) * len(groups))))
     return out
 
 

@@ -78,7 +78,7 @@ class MeasuredRow:
 
     def ident(self) -> dict[str, Any]:
         return {"gpu": self.gpu, "nodes": self.nodes, "axes": list(self.axes), "reduce_axes": list(self.reduce_axes),
-                "matrix": format_matrix(self.matrix), "algo": self.algo, "order": self.order}
+                "matrix": [list(r) for r in self.matrix], "algo": self.algo, "order": self.order}
 
 
 def _fail(src: str, line: int, field: str, msg: str) -> MeasurementError:

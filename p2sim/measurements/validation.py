@@ -23,6 +23,7 @@ from ..sim.model import check_model
 from ..studies.jobsize import Limits, plural, program_counts
 from ..studies.requests import RunOptions, limits_of
 from ..topology import find_spec
+from ..util.table import Tabular
 from ..util.errors import InputError
 from ..util.log import announce, warn
 from ..util.parsing import as_text, positive_int
@@ -80,7 +81,8 @@ class ValidateRequest:
     @classmethod
     def build(cls, measurements: Any, calibrate_on: Any = None, system: str | None = None, folds: Any = 1,
               model: str = "des", allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
-              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> ValidateRequest:
+              scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
+              yes: bool = False) -> ValidateRequest:
         """``measurements`` and ``calibrate_on``: a file or directory (or several); ``system`` names the p2sim
         system of nccl-tests logs that a directory's ``systems.csv`` does not map."""
         data = load_inputs(measurements, system)
@@ -98,17 +100,25 @@ class ValidateRequest:
         if cal is not None and not allow_emulated:
             refuse_emulated(cal.programs + cal.collectives, "calibrates on them")
         return cls(str(measurements), data, cal, model, k, bool(allow_emulated),
-                   limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler))
+                   limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file))
 
 
 @dataclass(frozen=True)
-class ValidateResult:
-    """The program part (``programs``) and the single-collective part (``collectives``) of a validation."""
+class ValidateResult(Tabular):
+    """The program part (``programs``) and the single-collective part (``collectives``) of a validation.
+
+    ``table()``: the JSON's ``rows`` (programs) then ``collectives.rows``, each with ``part``
+    saying which.
+    """
 
     request: ValidateRequest
     programs: dict[str, Any] | None
     collectives: dict[str, Any] | None
     warnings: tuple[str, ...] = ()
+
+    def table(self) -> list[dict[str, Any]]:
+        rows = [dict(part="program", **r) for r in (self.programs or {}).get("rows", [])]
+        return rows + [dict(part="collective", **r) for r in (self.collectives or {}).get("rows", [])]
 
     def to_json(self) -> dict[str, Any]:
         doc = dict(self.programs or {})

@@ -21,6 +21,7 @@ from ..formalism.naming import describe_placement
 from ..formalism.placement import Matrix, count_matrices, enumerate_matrices
 from ..sim.model import check_model
 from ..util.errors import InputError
+from ..util.table import Tabular
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices, byte_size, positive_int
 from .jobsize import Limits, plural, program_counts
@@ -193,7 +194,8 @@ class PlanRequest:
               data_axis: Any = None, algo: str = "auto", proto: str = "auto", model: str = "des",
               profile: Any = "paper", max_size: Any = 5, order: Any = "aligned", exhaustive: bool = False,
               budget: Any = None, top_matrices: Any = None, workers: Any = None, scheduler: str | None = None,
-              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> PlanRequest:
+              scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
+              yes: bool = False) -> PlanRequest:
         """``reductions``: texts like ``"data:8GiB"`` and ``"tensor:64MiB x 24"``, or :class:`Reduction` values."""
         job = Job.build(system, nodes, axes, "0", None)
         p, names = job.axes, job.axis_names
@@ -216,12 +218,15 @@ class PlanRequest:
         chosen = Order.parse(order)
         proto = check_proto(proto)
         return cls(job, parsed, axis, algo, proto, model, rules, chosen, SearchOptions.of(exhaustive, budget, top_matrices),
-                   limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler))
+                   limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file))
 
 
 @dataclass(frozen=True)
-class PlanResult:
-    """Every matrix's plan, fastest first, beside the default placement's."""
+class PlanResult(Tabular):
+    """Every matrix's plan, fastest first, beside the default placement's.
+
+    ``table()``: the plans, as the JSON's ``plans``, each with its placement in words.
+    """
 
     request: PlanRequest
     plans: tuple[Plan, ...]
@@ -250,6 +255,9 @@ class PlanResult:
         job = self.request.job
         return describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
 
+    def table(self) -> list[dict[str, Any]]:
+        return [dict(pl.to_json(), placement=self.placement(pl.matrix)) for pl in self.plans]
+
     def to_json(self) -> dict[str, Any]:
         req, job = self.request, self.request.job
         topo = job.topology
@@ -257,7 +265,7 @@ class PlanResult:
                 "axis_names": list(job.axis_names), "level_names": list(topo.level_names), "data_axis": req.data_axis,
                 "order": req.order.value, "algo": req.algo, "model": req.model,
                 "reductions": [{"axes": list(r.axes), "bytes": r.bytes, "count": r.count} for r in req.reductions],
-                "plans": [pl.to_json() for pl in self.plans], "best": self.best.to_json(),
+                "plans": self.table(), "best": self.best.to_json(),
                 "default": self.default_plan.to_json(), "best_placement": self.placement(self.best.matrix),
                 "default_placement": self.placement(self.default), "savings": self.savings,
                 "warnings": list(self.warnings),

@@ -20,6 +20,7 @@ from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_m
 from ..sim import ModelConfig
 from ..sim.model import check_model
 from ..util.log import announce
+from ..util.table import Tabular
 from ..util.parsing import as_text, positive_int
 from .jobsize import Limits, plural, program_counts
 from .orders import OrderComparison, compare_orders, orders_agree
@@ -60,8 +61,8 @@ class RankRequest:
               bytes: Any = None, top: Any = 10, algo: str = "auto", proto: str = "auto",  # noqa: A002
               model: str = "des", profile: Any = "paper", max_size: Any = 5, order: Any = "aligned",
               compare_orders: bool = False, exhaustive: bool = False, budget: Any = None, top_matrices: Any = None,
-              workers: Any = None, scheduler: str | None = None, max_matrices: Any = None,
-              max_simulations: Any = None, yes: bool = False) -> RankRequest:
+              workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
+              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> RankRequest:
         job = Job.build(system, nodes, axes, reduce, bytes)
         model = check_model(model)
         k = positive_int(as_text(top, "top"), "top")
@@ -73,13 +74,16 @@ class RankRequest:
         limits = limits_of(yes, max_matrices, max_simulations)
         mats = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str)
                                             else tuple(tuple(r) for r in matrix),)
-        return cls(job, mats, k, algo, proto, model, rules, chosen, search, limits, RunOptions.of(workers, scheduler),
-                   bool(compare_orders))
+        return cls(job, mats, k, algo, proto, model, rules, chosen, search, limits,
+                   RunOptions.of(workers, scheduler, scheduler_file), bool(compare_orders))
 
 
 @dataclass(frozen=True)
-class RankResult:
-    """The ranking, what the search simulated, and (``compare_orders``) both device orders' best programs."""
+class RankResult(Tabular):
+    """The ranking, what the search simulated, and (``compare_orders``) both device orders' best programs.
+
+    ``table()`` (``to_frame()``, ``to_csv()``): the top entries, as the JSON's ``top``.
+    """
 
     request: RankRequest
     reduce_axes: tuple[int, ...]
@@ -101,6 +105,9 @@ class RankResult:
         job = self.request.job
         return describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
 
+    def table(self) -> list[dict[str, Any]]:
+        return [dict(rank=i, **e.to_json()) for i, e in enumerate(self.ranking.top(self.request.top), 1)]
+
     def to_json(self) -> dict[str, Any]:
         req, job = self.request, self.request.job
         topo = job.topology
@@ -112,7 +119,7 @@ class RankResult:
                "best_placement": {"matrix": [list(r) for r in self.best.matrix],
                                   "placement": self.placement(self.best.matrix)},
                "simulations": len(self.ranking.entries),
-               "top": [dict(rank=i, **e.to_json()) for i, e in enumerate(self.ranking.top(req.top), 1)],
+               "top": self.table(),
                "matrices": [s.to_json() for s in self.ranking.matrices],
                "search": self.stats.to_json(), "warnings": list(self.warnings)}
         if self.comparison is not None:

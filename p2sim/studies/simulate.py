@@ -23,6 +23,7 @@ from ..sim import ModelConfig, ProgramResult, Simulator
 from ..sim.model import check_model
 from ..util.errors import InputError
 from ..util.log import announce
+from ..util.table import Tabular
 from .jobsize import Limits, plural, program_counts
 from .requests import Job, Rules, limits_of
 
@@ -60,8 +61,11 @@ class SimulateRequest:
 
 
 @dataclass(frozen=True)
-class SimulateResult:
-    """Every simulated (matrix, program, result), with what ran them."""
+class SimulateResult(Tabular):
+    """Every simulated (matrix, program, result), with what ran them.
+
+    ``table()``: the programs, as the JSON's ``programs``.
+    """
 
     request: SimulateRequest
     reduce_axes: tuple[int, ...]
@@ -74,6 +78,9 @@ class SimulateResult:
         job = self.request.job
         return describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
 
+    def table(self) -> list[dict[str, Any]]:
+        return [dict(program_result_json(m, prog, r), placement=self.placement(m)) for m, prog, r in self.rows]
+
     def to_json(self) -> dict[str, Any]:
         req, job = self.request, self.request.job
         topo = job.topology
@@ -82,7 +89,7 @@ class SimulateResult:
             "axis_names": list(job.axis_names), "level_names": list(topo.level_names),
             "reduce_axes": list(self.reduce_axes), "order": req.order.value, "algo": req.algo, "model": req.model,
             "bytes_per_gpu": job.bytes_per_gpu, "proto": req.proto, "config": self.config.to_json(topo.spec),
-            "programs": [dict(program_result_json(m, prog, r), placement=self.placement(m)) for m, prog, r in self.rows],
+            "programs": self.table(),
         }
 
 

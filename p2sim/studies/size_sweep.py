@@ -27,6 +27,7 @@ from ..sim.model import check_model
 from ..topology import Topology
 from ..topology.spec import SystemSpec
 from ..util.parsing import as_text, byte_size, positive_int
+from ..util.table import Tabular
 from .requests import optional_int, topology_of
 from ..collectives.busbw import COLLECTIVES, bus_factor
 
@@ -123,7 +124,9 @@ class SweepRequest:
 
 
 @dataclass(frozen=True)
-class SweepResult:
+class SweepResult(Tabular):
+    """Each size's prediction; ``table()``: the points, as the JSON's ``points``."""
+
     request: SweepRequest
     points: tuple[SweepPoint, ...]
 
@@ -131,7 +134,10 @@ class SweepResult:
         req = self.request
         return {"system": req.topology.spec.name, "nodes": req.topology.node_count, "gpus_per_node": req.gpus_per_node,
                 "collective": req.collective, "algo": req.algo, "proto": req.proto, "model": req.model,
-                "points": [p.to_json() for p in self.points]}
+                "points": self.table()}
+
+    def table(self) -> list[dict[str, Any]]:
+        return [p.to_json() for p in self.points]
 
 
 def run_sweep(req: SweepRequest) -> SweepResult:

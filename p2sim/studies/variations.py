@@ -34,7 +34,7 @@ class Variation:
     ``nodeN.COMPONENT.bandwidth``, ``nodeN.speed`` (a slow node), ``TIERg.uplinks`` (one group's)."""
 
     target: str
-    values: tuple[float | str, ...]
+    values: tuple[int | float | str, ...]
 
 
 _VARY = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*=\s*(.+)$")
@@ -81,7 +81,7 @@ def parse_vary(text: str, spec: SystemSpec) -> Variation:
     if target == "nodes":
         if any(v != int(v) or v < 1 for v in values):
             raise InputError(f"vary: node counts in {text!r} must be positive integers")
-        return Variation(target, tuple(values))
+        return Variation(target, tuple(int(v) for v in values))  # counts, in JSON and CSV too
     fault = parse_fault(target, 1.0)
     if fault is not None:
         if isinstance(fault, NodeFault) and fault.component is None:
@@ -97,9 +97,10 @@ def parse_vary(text: str, spec: SystemSpec) -> Variation:
     if what in _TIER_KEYS and name in tiers:
         if fabric.tier(name).nodes is None:
             raise InputError(f"vary: {name} is the top tier: it has no {what}")
-        if any(not v > 0 for v in values) or (what == "nodes" and any(v != int(v) for v in values)):
-            raise InputError(f"vary: {what} in {text!r} must be positive" + (" integers" if what == "nodes" else ""))
-        return Variation(target, tuple(values))
+        if any(not v > 0 for v in values) or (what in ("nodes", "uplinks") and any(v != int(v) for v in values)):
+            raise InputError(f"vary: {what} in {text!r} must be positive" + (" integers" if what != "oversubscription"
+                                                                              else ""))
+        return Variation(target, tuple(int(v) if what in ("nodes", "uplinks") else v for v in values))
     if what not in ("bandwidth", "latency"):
         raise InputError(f"vary: {target!r} is not a target (CLASS.bandwidth, CLASS.latency, nodes, TIER.oversubscription, "
                          "TIER.nodes, TIER.uplinks, routing, nodeN.COMPONENT.bandwidth, nodeN.speed, TIERg.uplinks)")
@@ -114,7 +115,7 @@ def parse_vary(text: str, spec: SystemSpec) -> Variation:
 
 @dataclass(frozen=True)
 class Point:
-    settings: tuple[tuple[str, float | str], ...]
+    settings: tuple[tuple[str, int | float | str], ...]
     spec: SystemSpec
     nodes: int
 

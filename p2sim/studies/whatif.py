@@ -25,6 +25,7 @@ from ..topology import Topology, find_spec
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError
 from ..util.log import announce
+from ..util.table import Tabular
 from ..util.parsing import as_text, axis_indices, byte_size
 from .jobsize import Limits, plural, program_counts
 from .ranking import rank_results, split_by_matrix
@@ -60,8 +61,8 @@ class WhatifRequest:
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", vary: Any = (),
               bytes: Any = None, algo: str = "auto", proto: str = "auto", model: str = "des",  # noqa: A002
               profile: Any = "paper", max_size: Any = 5, order: Any = "aligned", exhaustive: bool = False,
-              workers: Any = None, scheduler: str | None = None, max_matrices: Any = None,
-              max_simulations: Any = None, yes: bool = False) -> WhatifRequest:
+              workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
+              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> WhatifRequest:
         """``vary``: texts like ``"nic.bandwidth=25,50"`` and ``"nodes=2,4"`` (or one such text)."""
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         n = optional_int(nodes, "nodes")
@@ -79,12 +80,15 @@ class WhatifRequest:
         limits = limits_of(yes, max_matrices, max_simulations)
         return cls(spec, n, as_text(axes, "axes"), as_text(reduce, "reduce"), variations, tuple(vary), pts,
                    None if bytes is None else byte_size(as_text(bytes, "bytes")), algo, proto, model, rules, chosen,
-                   limits, RunOptions.of(workers, scheduler), bool(exhaustive))
+                   limits, RunOptions.of(workers, scheduler, scheduler_file), bool(exhaustive))
 
 
 @dataclass(frozen=True)
-class WhatifResult:
-    """One row per point: its buffer, the best matrix, algorithm and program, and whether the winner changed."""
+class WhatifResult(Tabular):
+    """One row per point: its buffer, the best matrix, algorithm and program, and whether the winner changed.
+
+    ``table()``: the points, as the JSON's ``points``.
+    """
 
     request: WhatifRequest
     axis_names: tuple[str, ...]
@@ -109,12 +113,15 @@ class WhatifResult:
         nodes = [n for n, _, _ in self.placements]
         return len(nodes) != len(set(nodes))
 
+    def table(self) -> list[dict[str, Any]]:
+        return list(self.rows)
+
     def to_json(self) -> dict[str, Any]:
         req = self.request
         return {"system": req.spec.name,
                 "vary": [{"target": v.target, "values": list(v.values)} for v in req.variations],
                 "axis_names": list(self.axis_names), "level_names": list(self.level_names),
-                "order": req.order.value, "algo": req.algo, "model": req.model, "points": list(self.rows),
+                "order": req.order.value, "algo": req.algo, "model": req.model, "points": self.table(),
                 "best_placements": [{"nodes": n, "matrix": m, "points": p} for n, m, p in self.placements],
                 "placement_changes": self.placement_changes}
 

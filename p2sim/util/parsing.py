@@ -12,7 +12,7 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["int_list", "positive_int", "byte_size", "named_parts", "axes_spec", "axis_indices", "default_axis_names",
+__all__ = ["int_list", "positive_int", "positive_float", "byte_size", "named_parts", "axes_spec", "axis_indices", "default_axis_names",
            "as_text"]
 
 
@@ -50,6 +50,21 @@ def positive_int(text: str, field: str) -> int:
         raise InputError(f"{field}: {text!r} is not an integer") from None
     if v < 1:
         raise InputError(f"{field}: {v} is not positive")
+    return v
+
+
+def positive_float(text: str, field: str) -> float:
+    """A finite number above zero.
+
+    >>> positive_float("1.25", "tolerance")
+    1.25
+    """
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise InputError(f"{field}: {text!r} is not a number") from None
+    if not 0 < v < float("inf"):
+        raise InputError(f"{field}: {v:g} is not a positive number")
     return v
 
 

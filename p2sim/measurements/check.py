@@ -1,0 +1,241 @@
+"""``p2sim check``: the nccl-tests runs that measure a placement's steps, and verdicts on their logs.
+
+The question nccl-tests users ask most is "is my number what I should get?".  For a
+placement and program (given, or the best that ``rank`` finds), each step becomes one
+nccl-tests command: the step's collective binary at the step's buffer size, one GPU per
+process, with ``NCCL_TESTS_SPLIT`` (:mod:`p2sim.measurements.split`) where the step runs
+several groups at once so that they share the links as they do in training, and ``-J``
+for nccl-tests' JSON output.  Each command comes with its prediction and what bounds it.
+
+Given logs (nccl-tests text or ``-J`` JSON, split runs included), every row is predicted
+as ``validate`` predicts it and judged: *as predicted* when measured and predicted bus
+bandwidths agree within ``tolerance``, else *slower* or *faster than predicted by X*,
+naming the resource that bounds the prediction (:mod:`p2sim.collectives.bound`).
+
+Examples
+--------
+>>> req = CheckRequest.build(system="dgx-h100", nodes=2, axes="data=16", reduce="data",
+...                          matrix="[[2 8]]", program="ReduceScatter(slice=1, Inside) ; "
+...                          "AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)", bytes="1GiB")
+>>> steps = run_check(req).steps
+>>> print(steps[0].command)
+mpirun -np 16 -N 8 -x NCCL_TESTS_SPLIT="DIV 8" ./build/reduce_scatter_perf -b 1073741824 -e 1073741824 -g 1 -J step1.json
+>>> steps[1].split, steps[1].group_size
+('MOD 8', 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..collectives.bound import Bound
+from ..formalism.placement import Matrix, format_matrix
+from ..formalism.program import parse_program
+from ..sim import Simulator
+from ..studies.rank import RankRequest, run_rank
+from ..studies.requests import Job
+from ..studies.simulate import SimulateRequest, run_simulate
+from ..util.errors import InputError
+from ..util.parsing import as_text, positive_float
+from ..util.table import Tabular
+from .collective_predict import CollectivePrediction, predict_collectives
+from .collective_rows import bus_factor
+from .emulated import emulated_warnings
+from .inputs import load_inputs
+from .split import split_expression
+
+__all__ = ["CheckStep", "Verdict", "CheckRequest", "CheckResult", "run_check", "verdicts", "BINARIES", "TOLERANCE"]
+
+# nccl-tests' binary of each collective (its build/ directory)
+BINARIES = {"AllReduce": "all_reduce_perf", "ReduceScatter": "reduce_scatter_perf", "AllGather": "all_gather_perf",
+            "Broadcast": "broadcast_perf", "Reduce": "reduce_perf"}
+# a verdict's band: p2sim's geometric spread against published nccl-tests runs it was not tuned on
+# (large messages, up to 540 nodes: about 1.27; README, validation)
+TOLERANCE = 1.25
+_FLOAT = 4  # nccl-tests' default type is float: sizes are whole elements, split evenly over the ranks
+
+
+@dataclass(frozen=True)
+class CheckStep:
+    """One program step as the nccl-tests run that measures it, with p2sim's prediction."""
+
+    index: int
+    instruction: str
+    collective: str
+    groups: int
+    group_size: int
+    nodes_spanned: int
+    size: int  # nccl-tests' -b / -e: the step's per-group buffer, whole floats divisible by the group
+    split: str | None  # NCCL_TESTS_SPLIT (None: one group of every rank)
+    command: str
+    seconds: float
+    busbw: float  # bytes/s
+    bound: Bound
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"step": self.index, "instruction": self.instruction, "collective": self.collective,
+                "groups": self.groups, "group_size": self.group_size, "nodes_spanned": self.nodes_spanned,
+                "size": self.size, "split": self.split, "command": self.command, "seconds": self.seconds,
+                "busbw_GBps": self.busbw / 1e9, "bound": self.bound.to_json(), "note": self.note}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One measured row against its prediction."""
+
+    prediction: CollectivePrediction
+    verdict: str  # as predicted, slower, faster
+    factor: float  # how many times slower or faster (1 when as predicted)
+
+    @property
+    def text(self) -> str:
+        p = self.prediction
+        bound = "" if p.bound is None else f"; bound by {p.bound.text}"
+        if self.verdict == "as predicted":
+            return f"as predicted ({p.ratio:.2f}x the predicted bus bandwidth{bound})"
+        return f"{self.verdict} than predicted by {self.factor:.2f}x{bound}"
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.prediction.to_json(), verdict=self.verdict, factor=self.factor, verdict_text=self.text)
+
+
+def verdicts(predictions: Sequence[CollectivePrediction], tolerance: float = TOLERANCE) -> list[Verdict]:
+    """Each row judged: within ``tolerance`` (a factor) of the predicted bus bandwidth, or slower / faster."""
+    out = []
+    for p in predictions:
+        r = p.ratio  # measured over predicted bus bandwidth
+        if r < 1 / tolerance:
+            out.append(Verdict(p, "slower", 1 / r))
+        elif r > tolerance:
+            out.append(Verdict(p, "faster", r))
+        else:
+            out.append(Verdict(p, "as predicted", 1.0))
+    return out
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    job: Job
+    matrix: Matrix | None
+    program: str | None  # None: the best that rank finds (for the matrix, when given)
+    algo: str
+    proto: str
+    workers: Any = None
+    logs: tuple[str, ...] = ()  # nccl-tests logs (text or -J JSON) to judge
+    tolerance: float = TOLERANCE
+
+    @classmethod
+    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
+              program: str | None = None, bytes: Any = None, algo: str = "auto", proto: str = "auto",  # noqa: A002
+              workers: Any = None, logs: Any = (), tolerance: Any = TOLERANCE) -> CheckRequest:
+        job = Job.build(system, nodes, axes, reduce, bytes)
+        tol = positive_float(as_text(tolerance, "tolerance"), "tolerance")
+        if tol < 1:
+            raise InputError(f"tolerance: {tol:g} is a factor: 1 or more (1.25: within 25% either way)")
+        logs = (logs,) if isinstance(logs, (str, Path)) else tuple(str(x) for x in logs or ())
+        if program is not None and matrix is None:
+            raise InputError("program: a program needs its placement; give --matrix too")
+        mat = None
+        if matrix is not None:
+            mat = SimulateRequest.build(system=job.spec, nodes=job.topology.node_count, axes=axes, reduce=reduce,
+                                        matrix=matrix).matrices[0]
+        if program is not None:
+            parse_program(program)
+        return cls(job, mat, program, algo, proto, workers, logs, tol)
+
+
+@dataclass(frozen=True)
+class CheckResult(Tabular):
+    """The steps' commands and predictions, and the logs' verdicts.
+
+    ``table()``: the verdicts (as the JSON's ``rows``) when logs were given, else the steps.
+    """
+
+    request: CheckRequest
+    matrix: Matrix
+    program: str
+    placement: str
+    seconds: float
+    steps: tuple[CheckStep, ...]
+    rows: tuple[Verdict, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        topo = self.request.job.topology
+        return {"system": topo.spec.name, "nodes": topo.node_count, "gpus_per_node": topo.gpus_per_node,
+                "matrix": [list(r) for r in self.matrix], "placement": self.placement, "program": self.program,
+                "seconds": self.seconds, "steps": [s.to_json() for s in self.steps],
+                "tolerance": self.request.tolerance, "rows": [v.to_json() for v in self.rows],
+                "warnings": list(self.warnings)}
+
+    def table(self) -> list[dict[str, Any]]:
+        if self.request.logs:
+            return [v.to_json() for v in self.rows]
+        return [s.to_json() for s in self.steps]
+
+
+def _chosen(req: CheckRequest) -> tuple[Matrix, str]:
+    if req.program is not None:
+        return req.matrix, req.program
+    job = req.job
+    best = run_rank(RankRequest.build(system=job.spec, nodes=job.topology.node_count,
+                                      axes=dict(zip(job.axis_names, job.axes)),
+                                      reduce=[job.axis_names[a] for a in job.reduce_axes],
+                                      matrix=None if req.matrix is None else format_matrix(req.matrix),
+                                      bytes=job.bytes_per_gpu, top=1, algo=req.algo, proto=req.proto,
+                                      workers=req.workers)).best
+    return best.matrix, best.timing.text
+
+
+def run_check(req: CheckRequest) -> CheckResult:
+    job, topo = req.job, req.job.topology
+    matrix, program = _chosen(req)
+    sim_req = SimulateRequest.build(system=job.spec, nodes=topo.node_count, axes=dict(zip(job.axis_names, job.axes)),
+                                    reduce=[job.axis_names[a] for a in job.reduce_axes], matrix=format_matrix(matrix),
+                                    program=program, algo=req.algo, proto=req.proto, bytes=job.bytes_per_gpu)
+    result = run_simulate(sim_req)
+    _, prog, timing = result.rows[0]
+    sim = Simulator(topo, req.algo, proto=req.proto)
+    steps = []
+    for i, (ins, low, st) in enumerate(zip(prog.instructions, result.lowered[0], timing.steps), 1):
+        if not low.groups:
+            continue
+        size = max(_FLOAT * len(low.groups[0]), int(st.buffer_bytes) // (_FLOAT * len(low.groups[0]))
+                   * _FLOAT * len(low.groups[0]))
+        seconds = sim.step(low, (float(size),) * len(low.groups)).seconds
+        bound = sim.bound(low, (float(size),) * len(low.groups))
+        note, split = "", None
+        try:
+            split = split_expression(low.groups, topo.devices)
+        except ValueError as e:
+            note = f"{e}: run one group alone ({len(low.groups[0])} ranks, {list(low.groups[0])[:8]}..)"
+        env = f' -x NCCL_TESTS_SPLIT="{split}"' if split else ""
+        np_ = topo.devices if not note else len(low.groups[0])
+        command = (f"mpirun -np {np_} -N {min(topo.gpus_per_node, np_)}{env} ./build/{BINARIES[ins.op.value]} "
+                   f"-b {size} -e {size} -g 1 -J step{i}.json")
+        busbw = size / seconds * bus_factor(ins.op.value, len(low.groups[0]))
+        steps.append(CheckStep(i, ins.text, ins.op.value, len(low.groups), len(low.groups[0]), st.nodes_spanned, size,
+                               split, command, seconds, busbw, bound, note))
+    rows, warnings = _judge(req)
+    return CheckResult(req, matrix, program, result.placement(matrix), timing.total_seconds, tuple(steps), rows,
+                       tuple(result.warnings) + warnings)
+
+
+def _judge(req: CheckRequest) -> tuple[tuple[Verdict, ...], tuple[str, ...]]:
+    """The logs' rows, predicted on the request's system as ``validate`` predicts them, and judged."""
+    if not req.logs:
+        return (), ()
+    data = load_inputs(list(req.logs), system=req.job.spec.name)
+    if data.programs:
+        raise InputError(f"logs: {data.programs[0].source} holds program measurements; check reads nccl-tests logs "
+                         "(text or -J JSON); score programs with p2sim validate")
+    if not data.collectives:
+        raise InputError(f"logs: no nccl-tests rows in {', '.join(req.logs)}")
+    rows = [r for r in data.collectives]
+    specs = {req.job.spec.name: req.job.spec}
+    warns = tuple(emulated_warnings(rows))
+    return tuple(verdicts(predict_collectives(rows, specs), req.tolerance)), warns

@@ -1,0 +1,135 @@
+"""``p2sim check``: nccl-tests commands for a placement's steps, and verdicts on logs in nccl-tests' layouts."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from p2sim.measurements.check import CheckRequest, run_check, verdicts
+from p2sim.measurements.collective_predict import predict_collectives
+from p2sim.measurements.nccltests import read_nccltests
+from p2sim.measurements.split import split_colors
+
+from .test_cli import run
+
+DATA = Path(__file__).parent / "data" / "nccltests"
+HIER = "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"
+
+
+def test_each_step_is_one_command_whose_split_gives_its_groups():
+    res = run_check(CheckRequest.build(system="dgx-h100", nodes=4, axes="data=32", reduce="data", matrix="[[4 8]]",
+                                       program=HIER, bytes="1GiB"))
+    rs, ar, ag = res.steps
+    assert [s.collective for s in res.steps] == ["ReduceScatter", "AllReduce", "AllGather"]
+    assert (rs.groups, rs.group_size, rs.split, rs.nodes_spanned) == (4, 8, "DIV 8", 1)
+    assert (ar.groups, ar.group_size, ar.split, ar.nodes_spanned) == (8, 4, "MOD 8", 4)
+    assert rs.size == 2**30 and ar.size == 2**30 // 8  # the AllReduce runs on a scattered eighth
+    assert rs.command == ('mpirun -np 32 -N 8 -x NCCL_TESTS_SPLIT="DIV 8" ./build/reduce_scatter_perf '
+                          '-b 1073741824 -e 1073741824 -g 1 -J step1.json')
+    for s in res.steps:  # nccl-tests' colors are exactly the step's groups
+        colors = split_colors(s.split, 32)
+        assert len(set(colors)) == s.groups
+    # NCCL's figure for the GPU's PCIe Gen5 x16 (48 GB/s) is below the 400G NIC's 50 GB/s
+    assert (ar.bound.resource, ar.bound.kind) == ("pcie", "link")
+    assert sum(s.seconds for s in res.steps) == pytest.approx(res.seconds, rel=1e-9)
+
+
+def test_groups_that_share_one_nic_are_bound_by_it():
+    # a100: one NIC per node; the 16 cross-node pairs of the middle step all go through it
+    res = run_check(CheckRequest.build(system="a100", nodes=2, axes="data=32", reduce="data", matrix="[[2 16]]",
+                                       program=HIER, bytes="1GiB"))
+    ar = res.steps[1]
+    assert ar.split == "MOD 16" and (ar.bound.resource, ar.bound.groups) == ("nic", 16)
+
+
+def test_a_step_of_one_group_needs_no_split_and_sizes_are_whole_floats():
+    res = run_check(CheckRequest.build(system="a100", nodes=2, axes="data=32", reduce="data", matrix="[[2 16]]",
+                                       program="AllReduce(slice=0, Inside)", bytes="1000B"))
+    (s,) = res.steps
+    assert s.split is None and "NCCL_TESTS_SPLIT" not in s.command
+    assert s.size % 4 == 0 and s.size <= 1000
+
+
+def test_without_a_program_check_takes_the_best_placement_rank_finds():
+    res = run_check(CheckRequest.build(system="a100", axes="data=4,tensor=8", reduce="data", workers=1))
+    assert res.program and res.steps and res.matrix == ((1, 4), (2, 4))
+
+
+def _rewrite(src: Path, dst: Path, factor: float, system: str) -> list:
+    """nccl-tests' text log with every time set to p2sim's prediction x factor (columns kept in place)."""
+    rows = read_nccltests(src, system=system)
+    preds = {(p.row.line, p.row.in_place): p.seconds for p in predict_collectives(rows)}
+    out = []
+    for n, line in enumerate(src.read_text().splitlines(), 1):
+        toks = list(re.finditer(r"\S+", line))
+        if line.startswith("#") or len(toks) < 13 or not toks[0].group().isdigit():
+            out.append(line)
+            continue
+        size = int(toks[0].group())
+        new = list(line)
+        for i, in_place in ((5, False), (9, True)):
+            t = preds[(n, in_place)] * factor
+            busbw = size / t * 2 * 15 / 16 / 1e9
+            for k, text in ((i, f"{t * 1e6:.2f}"), (i + 1, f"{size / t / 1e9:.2f}"), (i + 2, f"{busbw:.2f}")):
+                start = toks[k - 1].end() + 1
+                new[start:toks[k].end()] = text.rjust(toks[k].end() - start)
+        out.append("".join(new))
+    dst.write_text("\n".join(out) + "\n")
+    return rows
+
+
+@pytest.mark.parametrize("factor, verdict", [(1.0, "as predicted"), (2.0, "slower"), (0.5, "faster")])
+def test_rows_measured_at_the_prediction_are_as_predicted_and_others_say_by_how_much(tmp_path, factor, verdict):
+    log = tmp_path / "all_reduce_perf.txt"
+    _rewrite(DATA / "all_reduce_perf_mpi_2x8.txt", log, factor, "dgx-h100")
+    res = run_check(CheckRequest.build(system="dgx-h100", axes="data=16", reduce="data", matrix="[[2 8]]",
+                                       program="AllReduce(slice=0, Inside)", logs=[str(log)]))
+    big = [v for v in res.rows if v.prediction.row.size_bytes >= 2**20]  # times printed to 0.01 us: exact enough
+    assert big and all(v.verdict == verdict for v in big)
+    if verdict != "as predicted":
+        assert all(v.factor == pytest.approx(2.0, rel=1e-2) for v in big)
+        assert all(f"{verdict} than predicted by 2.00x; bound by " in v.text for v in big)
+
+
+def test_json_and_split_logs_get_verdicts_naming_the_shared_link():
+    res = run_check(CheckRequest.build(system="dgx-h100", axes="data=16", reduce="data", matrix="[[2 8]]",
+                                       program="AllReduce(slice=0, Inside)",
+                                       logs=[str(DATA / "all_reduce_perf_split_and7_2x8.json")]))
+    assert res.rows and all(v.prediction.row.groups == 8 for v in res.rows)
+    assert {v.verdict for v in res.rows} <= {"as predicted", "slower", "faster"}
+    assert all(v.prediction.bound is not None for v in res.rows)
+
+
+def test_the_tolerance_sets_the_band():
+    rows = read_nccltests(DATA / "all_reduce_perf_mpi_2x8.txt", system="dgx-h100")
+    preds = predict_collectives(rows)
+    loose = verdicts(preds, 1e6)
+    assert all(v.verdict == "as predicted" for v in loose)
+    tight = verdicts(preds, 1.0)
+    assert all((v.verdict == "as predicted") == (v.prediction.ratio == 1.0) for v in tight)
+
+
+def test_cli_prints_commands_verdicts_json_and_csv(capsys, tmp_path):
+    args = ("check", str(DATA / "all_reduce_perf_mpi_2x8.json"), "--system", "dgx-h100", "--axes", "data=16",
+            "--reduce", "data", "--matrix", "[[2 8]]", "--program", HIER)
+    rc, out, err = run(capsys, *args)
+    assert rc == 0, err
+    assert 'NCCL_TESTS_SPLIT="MOD 8"' in out and "verdicts" in out and "rows:" in out
+    rc, out, _ = run(capsys, *args, "--json")
+    doc = json.loads(out)
+    assert len(doc["steps"]) == 3 and doc["rows"] and {"verdict", "factor", "bound"} <= set(doc["rows"][0])
+    rc, out, _ = run(capsys, *args, "--csv", "-")
+    assert out.splitlines()[0].startswith("id,") and "verdict" in out.splitlines()[0]
+
+
+@pytest.mark.parametrize("extra, says", [
+    (("--program", HIER), "program: a program needs its placement"),
+    (("--tolerance", "0.5"), "tolerance: 0.5 is a factor"),
+    (("--tolerance", "x"), "tolerance: 'x' is not a number"),
+])
+def test_bad_options_are_one_line(capsys, extra, says):
+    rc, out, err = run(capsys, "check", "--system", "a100", "--axes", "data=32", "--reduce", "data", *extra)
+    assert rc != 0 and out == "" and says in err and len(err.strip().splitlines()) == 1
