@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from p2sim.measurements.check import CheckRequest, run_check, verdicts
+from p2sim.measurements.check import CheckRequest, run_check
+from p2sim.measurements.verdict import verdicts
 from p2sim.measurements.collective_predict import predict_collectives
 from p2sim.measurements.nccltests import read_nccltests
 from p2sim.measurements.split import split_colors

@@ -11,10 +11,9 @@ import argparse
 
 from .. import __version__
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
-from ..measurements.check import TOLERANCE
+from ..measurements.verdict import TOLERANCE
 from ..studies.executor import DEFAULT_PORT, NO_WORKER_WAIT_S, START_LIMIT_S
-from ..studies.jobsize import MAX_MATRICES, MAX_SIMULATIONS
-from ..studies.requests import DEFAULT_BYTES_HELP
+from ..studies.jobsize import DEFAULT_BYTES_HELP, MAX_MATRICES, MAX_SIMULATIONS
 
 __all__ = ["build_parser", "EXIT_INPUT"]
 

@@ -30,7 +30,6 @@ import itertools
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import linprog
 
 from ..topology import Topology
 from ..topology.settings import P2P_LEVELS
@@ -115,6 +114,8 @@ def best_rings(topo: Topology, local: Sequence[int]) -> tuple[tuple[tuple[int, .
         for e, v in ld.items():
             a[index[e], j] = v
     cap = topo.capacity[links] / topo.capacity[links].max()  # scaled: the LP is better conditioned
+    from scipy.optimize import linprog  # here, not at import: scipy.optimize costs 0.3 s of a start
+
     res = linprog(-np.ones(len(rings)), A_ub=a, b_ub=cap, bounds=(0, None), method="highs")
     if res.status != 0:  # cannot happen with positive capacities; keep the best single ring
         best = max(rings, key=lambda r: ring_throughput(topo, r))

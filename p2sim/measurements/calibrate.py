@@ -33,7 +33,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from ..util.errors import MeasurementError
 from ..topology import find_spec
@@ -195,6 +194,8 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     ``rows`` are programs' measurements (P2's table, bench_nccl logs); ``collectives``
     single-collective ones (nccl-tests and bench_nccl sweeps): both may be given.
     """
+    from scipy.optimize import least_squares  # here, not at import: 0.3 s of every start
+
     mine = [r for r in rows if r.system == system]
     singles = [r for r in collectives if r.system == system]
     if not mine and not singles:

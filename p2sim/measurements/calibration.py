@@ -39,11 +39,13 @@ class CalibrateRequest:
 
     @classmethod
     def build(cls, measurements: Any, system: str | SystemSpec, model: str = "des", allow_emulated: bool = False,
-              workers: Any = None, scheduler: str | None = None) -> CalibrateRequest:
+              workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None
+              ) -> CalibrateRequest:
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         data = load_inputs(measurements, spec.name)
         model = fitted_model(model, "the baseline has no per-channel rates to fit")
-        req = cls(str(measurements), spec, data, model, bool(allow_emulated), RunOptions.of(workers, scheduler))
+        req = cls(str(measurements), spec, data, model, bool(allow_emulated),
+                  RunOptions.of(workers, scheduler, scheduler_file))
         if not allow_emulated:
             refuse_emulated(list(req.program_rows) + list(req.collective_rows), "calibrates on them")
         return req

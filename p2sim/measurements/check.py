@@ -26,7 +26,6 @@ mpirun -np 16 -N 8 -x NCCL_TESTS_SPLIT="DIV 8" ./build/reduce_scatter_perf -b 10
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,20 +40,18 @@ from ..studies.simulate import SimulateRequest, run_simulate
 from ..util.errors import InputError
 from ..util.parsing import as_text, positive_float
 from ..util.table import Tabular
-from .collective_predict import CollectivePrediction, predict_collectives
+from .collective_predict import predict_collectives
 from .collective_rows import bus_factor
 from .emulated import emulated_warnings
 from .inputs import load_inputs
 from .split import split_expression
+from .verdict import TOLERANCE, Verdict, verdicts
 
-__all__ = ["CheckStep", "Verdict", "CheckRequest", "CheckResult", "run_check", "verdicts", "BINARIES", "TOLERANCE"]
+__all__ = ["CheckStep", "CheckRequest", "CheckResult", "run_check", "BINARIES"]
 
 # nccl-tests' binary of each collective (its build/ directory)
 BINARIES = {"AllReduce": "all_reduce_perf", "ReduceScatter": "reduce_scatter_perf", "AllGather": "all_gather_perf",
             "Broadcast": "broadcast_perf", "Reduce": "reduce_perf"}
-# a verdict's band: p2sim's geometric spread against published nccl-tests runs it was not tuned on
-# (large messages, up to 540 nodes: about 1.27; README, validation)
-TOLERANCE = 1.25
 _FLOAT = 4  # nccl-tests' default type is float: sizes are whole elements, split evenly over the ranks
 
 
@@ -81,40 +78,6 @@ class CheckStep:
                 "groups": self.groups, "group_size": self.group_size, "nodes_spanned": self.nodes_spanned,
                 "size": self.size, "split": self.split, "command": self.command, "seconds": self.seconds,
                 "busbw_GBps": self.busbw / 1e9, "bound": self.bound.to_json(), "note": self.note}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One measured row against its prediction."""
-
-    prediction: CollectivePrediction
-    verdict: str  # as predicted, slower, faster
-    factor: float  # how many times slower or faster (1 when as predicted)
-
-    @property
-    def text(self) -> str:
-        p = self.prediction
-        bound = "" if p.bound is None else f"; bound by {p.bound.text}"
-        if self.verdict == "as predicted":
-            return f"as predicted ({p.ratio:.2f}x the predicted bus bandwidth{bound})"
-        return f"{self.verdict} than predicted by {self.factor:.2f}x{bound}"
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.prediction.to_json(), verdict=self.verdict, factor=self.factor, verdict_text=self.text)
-
-
-def verdicts(predictions: Sequence[CollectivePrediction], tolerance: float = TOLERANCE) -> list[Verdict]:
-    """Each row judged: within ``tolerance`` (a factor) of the predicted bus bandwidth, or slower / faster."""
-    out = []
-    for p in predictions:
-        r = p.ratio  # measured over predicted bus bandwidth
-        if r < 1 / tolerance:
-            out.append(Verdict(p, "slower", 1 / r))
-        elif r > tolerance:
-            out.append(Verdict(p, "faster", r))
-        else:
-            out.append(Verdict(p, "as predicted", 1.0))
-    return out
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from ..formalism.hierarchy import Lowering, Order, reduce_axes_of
 from ..util.fileio import read_text
 from ..util.log import warn
 from .collective_rows import check_measured
-from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
+from ..formalism.placement import Matrix, Placement, parse_matrix
 from ..formalism.program import parse_program
 from ..formalism.synthesis import validate_program
 from ..topology import find_spec

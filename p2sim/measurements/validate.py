@@ -22,7 +22,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scipy.stats import spearmanr
 
 from ..formalism.placement import format_matrix
 from .programs import GroupKey, MeasuredRow
@@ -68,6 +67,8 @@ def _share(hits: list[bool]) -> float | None:
 
 def metrics(preds: Sequence[RowPrediction], results: Mapping[GroupKey, ConfigResult]) -> dict[str, Any]:
     """All metrics plus, for each, what it got wrong (``misses``)."""
+    from scipy.stats import spearmanr  # here, not at import: scipy.stats costs 0.3 s of every start
+
     by_group: dict[GroupKey, list[RowPrediction]] = {}
     for p in preds:
         by_group.setdefault(p.row.group, []).append(p)

@@ -98,7 +98,7 @@ def jax_code(c: MeshChoice) -> str:
             out.append("    " + _JAX_CALLS[s.op].format(axes=_names(dims, s)))
         out += ["    return x", "",
                 "",
-                f"# a global array of blocks, one per device in rank order, in and out:",
+                "# a global array of blocks, one per device in rank order, in and out:",
                 f"{name}_sharded = jax.jit(jax.shard_map({name}, mesh=mesh, in_specs=PartitionSpec(MESH_AXES), "
                 "out_specs=PartitionSpec(MESH_AXES)))"]
     return "\n".join(out) + "\n"

@@ -49,6 +49,10 @@ MAX_MATRICES = 10_000
 MAX_SIMULATIONS = 50_000
 MAX_SYNTHESIS_LEVELS = 6  # levels of (d) below its root
 
+# the --bytes default in words (requests.default_bytes computes it)
+DEFAULT_BYTES_HELP = ("P2's 2^29 x nodes float32, i.e. 2 GiB x nodes per GPU: 4 GiB on 2 nodes, 512 GiB on 256; "
+                      "a buffer above the system's GPU memory is warned about")
+
 
 def plural(n: int, word: str) -> str:
     """``1 matrix``, ``3 matrices``, ``2 simulations``.

@@ -23,6 +23,7 @@ p2sim.util.errors.InputError: budget: 'ten' is not a number of seconds
 from __future__ import annotations
 
 import math
+import os
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -39,15 +40,12 @@ from ..util.log import warn
 from ..util.parsing import (as_text, axes_spec, axis_indices, byte_size, default_axis_names, int_list, named_parts,
                             positive_int)
 from ..util.units import format_bytes
-from .executor import Executor, capped_workers, make_executor
-from .jobsize import Limits, plural
+from .executor import Executor, capped_workers, check_scheduler, make_executor, scheduler_from_file
+from .jobsize import DEFAULT_BYTES_HELP, Limits, plural
 
 __all__ = ["Job", "Rules", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
            "topology_of", "layout_of", "axis_names_of", "reduces_something", "warn_memory", "job_size_text",
            "limits_of", "DEFAULT_BYTES_HELP"]
-
-DEFAULT_BYTES_HELP = ("P2's 2^29 x nodes float32, i.e. 2 GiB x nodes per GPU: 4 GiB on 2 nodes, 512 GiB on 256; "
-                      "a buffer above the system's GPU memory is warned about")
 
 
 def optional_int(value: Any, field: str) -> int | None:
@@ -215,21 +213,46 @@ def job_size_text(limits: Limits, search: SearchOptions, model: str, total: int,
 
 @dataclass(frozen=True)
 class RunOptions:
-    """Where the simulations run: ``workers`` local processes (``None``: every core; 1: in-process) or Dask."""
+    """Where the simulations run: ``workers`` local processes (``None``: every core; 1: in-process) or Dask.
+
+    ``scheduler`` is ``local:N`` or a scheduler address with its scheme and port
+    (``node12`` is ``tcp://node12:8786``); with ``scheduler_file`` (the JSON file
+    ``dask scheduler --scheduler-file`` writes) it is the address read from that file when the
+    request was built.  Reaching the scheduler, and waiting for its workers, happens when the
+    executor starts (:func:`~p2sim.studies.executor.dask_executor`).
+    """
 
     workers: int | None = None
     scheduler: str | None = None
+    scheduler_file: str | None = None
 
     @classmethod
-    def of(cls, workers: Any = None, scheduler: str | None = None) -> RunOptions:
-        return cls(optional_int(workers, "workers"), scheduler)
+    def of(cls, workers: Any = None, scheduler: Any = None, scheduler_file: Any = None) -> RunOptions:
+        n = optional_int(workers, "workers")
+        if scheduler is not None and scheduler_file is not None:
+            raise InputError("scheduler-file: give either --scheduler or --scheduler-file, not both")
+        if scheduler_file is not None:
+            path = os.fspath(scheduler_file) if isinstance(scheduler_file, os.PathLike) else \
+                as_text(scheduler_file, "scheduler-file")
+            if n is not None:
+                raise InputError("workers: --workers sizes the local process pool; with --scheduler-file the "
+                                 "scheduler's workers run the simulations")
+            return cls(None, scheduler_from_file(path), path)
+        if scheduler is None:
+            return cls(n, None)
+        address = check_scheduler(as_text(scheduler, "scheduler"))
+        if n is not None:
+            raise InputError("workers: --workers sizes the local process pool; with --scheduler give local:N instead")
+        return cls(None, address)
 
     def executor(self, tasks: int | None = None) -> AbstractContextManager[Executor]:
         """The executor, with at most ``tasks`` local workers."""
-        return make_executor(self.workers, self.scheduler, tasks)
+        return make_executor(self.workers, self.scheduler, tasks, self.scheduler_file)
 
     def where(self, tasks: int | None) -> str:
         """Where ``tasks`` tasks run, for the job-size line."""
+        if self.scheduler_file is not None:
+            return f"on Dask ({self.scheduler}, from {self.scheduler_file})"
         if self.scheduler is not None:
             return f"on Dask ({self.scheduler})"
         n = capped_workers(self.workers, tasks)
