@@ -19,8 +19,8 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "synthesize", "placements",
-        "load_system")
+_API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
+        "emit", "load_system")
 _ERRORS = ("P2SimError", "InputError")
 __all__ = [*_API, *_ERRORS, "__version__"]
 

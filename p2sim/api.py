@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .measurements.calibration import CalibrateRequest, CalibrateResult, run_calibrate
+from .measurements.check import CheckRequest, CheckResult, run_check
 from .measurements.validation import ValidateRequest, ValidateResult, run_validate
 from .studies.plan import PlanRequest, PlanResult, run_plan
 from .studies.rank import RankRequest, RankResult, run_rank
@@ -40,10 +41,11 @@ from .studies.size_sweep import SweepRequest, SweepResult, run_sweep
 from .studies.synth import PlacementsRequest, PlacementsResult, SynthRequest, SynthResult, run_placements, run_synth
 from .studies.whatif import WhatifRequest, WhatifResult, run_whatif
 from .topology import Topology, load_system
+from .util.errors import InputError
 
-__all__ = ["rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "synthesize", "placements",
-           "load_system", "Topology", "RankResult", "PlanResult", "WhatifResult", "SimulateResult", "SweepResult",
-           "ValidateResult", "CalibrateResult", "SynthResult", "PlacementsResult"]
+__all__ = ["rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
+           "emit", "load_system", "Topology", "RankResult", "PlanResult", "WhatifResult", "SimulateResult",
+           "SweepResult", "ValidateResult", "CalibrateResult", "CheckResult", "SynthResult", "PlacementsResult"]
 
 
 def _command(name: str, build: Callable[..., Any], run: Callable[[Any], Any], result: type, what: str
@@ -75,7 +77,30 @@ validate = _command("validate", ValidateRequest.build, run_validate, ValidateRes
                     "Score the model's predictions of measurements beside the baseline's (``p2sim validate``).")
 calibrate = _command("calibrate", CalibrateRequest.build, run_calibrate, CalibrateResult,
                      "Fit one system's link classes and per-channel rates to measurements (``p2sim calibrate``).")
+check = _command("check", CheckRequest.build, run_check, CheckResult,
+                 "nccl-tests commands for a placement's steps, and verdicts on nccl-tests logs (``p2sim check``).")
 synthesize = _command("synthesize", SynthRequest.build, run_synth, SynthResult,
                       "Every valid reduction program of every matrix (``p2sim synth``).")
 placements = _command("placements", PlacementsRequest.build, run_placements, PlacementsResult,
                       "Every parallelism matrix of axes over a hierarchy (``p2sim placements``).")
+
+
+def emit(result: RankResult | PlanResult | SweepResult, form: str = "jax") -> str:
+    """What ``--emit form`` prints for a result: ``jax`` or ``torch`` code, ``json``, or ``nccl-tuner`` rules.
+
+    A rank or plan result takes every form; a sweep result ``nccl-tuner`` only.
+    """
+    from .report.mesh import EMIT_FORMS, emit_mesh, plan_mesh_choice, rank_mesh_choice
+    from .report.tuner import plan_tuner, rank_tuner, sweep_tuner
+
+    if form not in EMIT_FORMS:
+        raise InputError(f"emit: {form!r} is not one of {', '.join(EMIT_FORMS)}")
+    if isinstance(result, SweepResult):
+        if form != "nccl-tuner":
+            raise InputError(f"emit: a sweep emits nccl-tuner rules only, not {form!r}")
+        return sweep_tuner(result)
+    if isinstance(result, RankResult):
+        return rank_tuner(result) if form == "nccl-tuner" else emit_mesh(form, rank_mesh_choice(result, form))
+    if isinstance(result, PlanResult):
+        return plan_tuner(result) if form == "nccl-tuner" else emit_mesh(form, plan_mesh_choice(result, form))
+    raise InputError(f"emit: a {type(result).__name__} has no emitted form (rank, plan or sweep results do)")
