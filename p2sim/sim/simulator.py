@@ -222,6 +222,12 @@ class Simulator:
             links = float(np.max(work / self.topo.capacity[used]))
         return max(alone, start + links)
 
+    def bounds(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> tuple[Bound, ...]:
+        """What bounds each step of a program (:meth:`bound`), with the volumes :meth:`simulate` gives them."""
+        steps = lowering.lower(program)
+        fractions = step_fractions(lowering, program)
+        return tuple(self.bound(s, tuple(f * bytes_per_gpu for f in fr)) for s, fr in zip(steps, fractions))
+
     def bound(self, step: LoweredStep, volumes: Sequence[float]) -> Bound:
         """What bounds the step: its slowest group's own resource, or a link its groups share.
 

@@ -11,9 +11,11 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from ..collectives import check_proto
+from ..collectives.bound import Bound
 from ..formalism.hierarchy import Order
 from ..formalism.naming import describe_placement
 from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_matrices, parse_matrix
@@ -22,6 +24,7 @@ from ..sim.model import check_model
 from ..util.log import announce
 from ..util.table import Tabular
 from ..util.parsing import as_text, positive_int
+from .bounds import program_bounds
 from .jobsize import Limits, plural, program_counts
 from .orders import OrderComparison, compare_orders, orders_agree
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
@@ -96,6 +99,13 @@ class RankResult(Tabular):
     def best(self) -> RankEntry:
         return self.ranking.entries[0]
 
+    @cached_property
+    def best_bounds(self) -> tuple[Bound, ...]:
+        """What bounds each step of the best program (computed for the answer only)."""
+        req, job, best = self.request, self.request.job, self.best
+        return program_bounds(job.topology, job.axes, best.matrix, self.reduce_axes, req.order.value, best.timing.text,
+                              best.algo, req.proto, req.model, job.bytes_per_gpu)
+
     @property
     def scope(self) -> str:
         job = self.request.job
@@ -116,6 +126,7 @@ class RankResult(Tabular):
                "reduce_axes": sorted(set(self.reduce_axes)), "scope": self.scope, "order": req.order.value,
                "algo": req.algo, "proto": req.proto, "model": req.model, "bytes_per_gpu": job.bytes_per_gpu,
                "config": ModelConfig.of(topo.spec).to_json(topo.spec),
+               "best_bounds": [b.to_json() for b in self.best_bounds],
                "best_placement": {"matrix": [list(r) for r in self.best.matrix],
                                   "placement": self.placement(self.best.matrix)},
                "simulations": len(self.ranking.entries),

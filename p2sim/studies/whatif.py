@@ -27,6 +27,7 @@ from ..util.errors import InputError
 from ..util.log import announce
 from ..util.table import Tabular
 from ..util.parsing import as_text, axis_indices, byte_size
+from .bounds import not_bound_by, program_bounds
 from .jobsize import Limits, plural, program_counts
 from .ranking import rank_results, split_by_matrix
 from .requests import (RunOptions, Rules, SearchOptions, algorithms, axis_names_of, default_bytes, job_size_text,
@@ -128,13 +129,14 @@ class WhatifResult(Tabular):
 
 def run_whatif(req: WhatifRequest) -> WhatifResult:
     algos = algorithms(req.algo)
-    tasks, owners, point_bytes = [], [], []
+    tasks, owners, point_bytes, point_topos = [], [], [], []
     simulations, largest = 0, None
     counted: dict[int, tuple[tuple[int, ...], list, list[int]]] = {}  # per node count: axes, matrices, programs
     names: tuple[str, ...] = ()
     red: tuple[int, ...] = ()
     for k, pt in enumerate(req.points):
         topo = Topology(pt.spec, pt.nodes)
+        point_topos.append(topo)
         if pt.nodes not in counted:
             p = resolve_axes(req.axes, topo.devices)
             names = axis_names_of(req.axes, len(p))
@@ -178,10 +180,14 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
         series = tuple((t, v) for t, v in pt.settings if t != first)
         previous = winners.get(series)
         winners[series] = key
+        bounds = program_bounds(point_topos[k], counted[pt.nodes][0], best.matrix, red, req.order.value,
+                                best.timing.text, best.algo, req.proto, req.model, point_bytes[k])
+        notes = [n for n in (not_bound_by(v.target, bounds) for v in req.variations) if n]
         rows.append({"point": dict(pt.settings), "label": pt.label, "nodes": pt.nodes, "bytes_per_gpu": point_bytes[k],
                      "matrix": [list(r) for r in best.matrix],
                      "algo": best.algo, "program": best.timing.text, "seconds": best.seconds,
                      "speedup_over_allreduce": best.speedup, "winner_changed": previous is not None and key != previous,
+                     "bounds": [b.text for b in bounds], "not_bound": notes,
                      "best_per_matrix": [s.to_json() for s in ranking.matrices], "search": stats[k].to_json()})
     return WhatifResult(req, names, red, largest[1].level_names, tuple(rows), tuple(stats),
                         () if warning is None else (warning,))
