@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from ..util.arrays import unique_inverse
 from ..util.errors import InputError
 from .maxmin import MaxMin
 from .symmetry import quotient
@@ -199,8 +200,7 @@ def sparse_usage(flows: Sequence[FlowSpec]) -> tuple[np.ndarray, tuple[np.ndarra
 
 def _usage(flows: FlowArrays) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     n = len(flows)
-    links, local = np.unique(flows.edges, return_inverse=True)
-    local = local.reshape(-1)
+    links, local = unique_inverse(flows.edges)
     owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(flows.indptr))
     coef = flows.coef
     keep = coef > 0
@@ -208,8 +208,8 @@ def _usage(flows: FlowArrays) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray,
     keys = owner[keep] * width + local[keep]
     coef = coef[keep]
     if keys.size and not np.all(keys[1:] > keys[:-1]):  # else already sorted and unique
-        keys, inv = np.unique(keys, return_inverse=True)
-        coef = np.bincount(inv.reshape(-1), weights=coef, minlength=len(keys))
+        keys, inv = unique_inverse(keys)
+        coef = np.bincount(inv, weights=coef, minlength=len(keys))
     owner, local = np.divmod(keys, width)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.int64)
     return links, (indptr, local, coef)

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..util.arrays import unique_inverse
 from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
 from ..collectives.baseline import baseline_seconds
 from ..collectives.bound import Bound, collective_bound
@@ -216,8 +217,8 @@ class Simulator:
         e = np.concatenate(edges)
         if not len(e):
             return alone
-        used, inverse = np.unique(e, return_inverse=True)
-        work = np.bincount(inverse.reshape(-1), weights=np.concatenate(loads), minlength=len(used))
+        used, inverse = unique_inverse(e)
+        work = np.bincount(inverse, weights=np.concatenate(loads), minlength=len(used))
         with np.errstate(divide="ignore"):
             links = float(np.max(work / self.topo.capacity[used]))
         return max(alone, start + links)
@@ -254,8 +255,8 @@ class Simulator:
         e = np.concatenate([m.ravel() for m in moved])
         if not len(e):
             return alone
-        used, inverse = np.unique(e, return_inverse=True)
-        work = np.bincount(inverse.reshape(-1), weights=np.concatenate(loads), minlength=len(used))
+        used, inverse = unique_inverse(e)
+        work = np.bincount(inverse, weights=np.concatenate(loads), minlength=len(used))
         per_link = work / self.topo.capacity[used]
         k = int(np.argmax(per_link))
         if start + float(per_link[k]) <= alone.seconds * (1 + 1e-9):

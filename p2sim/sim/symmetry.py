@@ -48,6 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..util.arrays import unique_first, unique_inverse
+
 __all__ = ["Quotient", "quotient"]
 
 _U = np.uint64
@@ -85,7 +87,7 @@ def _refine(colour: np.ndarray, groups: np.ndarray, starts: np.ndarray, elems: n
 def _equitable(colour: np.ndarray, order: np.ndarray, ptr: np.ndarray, key: np.ndarray) -> bool:
     """Whether every entity's sorted multiset of ``key`` equals that of the first entity of its colour."""
     counts = np.diff(ptr)
-    _, first = np.unique(colour, return_index=True)
+    _, first = unique_first(colour)
     rep = first[colour]
     if not np.array_equal(counts, counts[rep]):
         return False
@@ -121,8 +123,7 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
     if n < 2 or not counts.all():
         return None
     owner = np.repeat(np.arange(n, dtype=np.int64), counts)
-    used, local = np.unique(links, return_inverse=True)
-    local = local.reshape(-1)
+    used, local = unique_inverse(links)
     cap = np.asarray(capacity, dtype=float)[used]
     cid, ncoef = _ids(coef)
     fcol, nf = _ids(np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
@@ -145,8 +146,8 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
     else:
         return None
     # the exact check: equal attributes and equal sorted multisets within every class
-    _, frep = np.unique(fcol, return_index=True)
-    _, lrep = np.unique(lcol, return_index=True)
+    _, frep = unique_first(fcol)
+    _, lrep = unique_first(lcol)
     attrs = np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
     if not (np.array_equal(attrs, attrs[frep[fcol]]) and np.array_equal(cap, cap[lrep[lcol]])):
         return None
@@ -158,8 +159,8 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
     # one link per link class; a class of flows loads it with its flows' summed coefficients
     on_rep = np.flatnonzero(lrep[lcol[local]] == local)
     pair = fcol[owner[on_rep]] * nl + lcol[local[on_rep]]
-    keys, inverse = np.unique(pair, return_inverse=True)
-    qcoef = np.bincount(inverse.reshape(-1), weights=coef[on_rep], minlength=len(keys))
+    keys, inverse = unique_inverse(pair)
+    qcoef = np.bincount(inverse, weights=coef[on_rep], minlength=len(keys))
     qflow, qlink = np.divmod(keys, nl)
     qptr = np.zeros(nf + 1, dtype=np.int64)
     np.cumsum(np.bincount(qflow, minlength=nf), out=qptr[1:])
