@@ -1,18 +1,52 @@
-"""The rank report: rendered from data, speedups with their basis, every column defined."""
+"""The rank report: the answer first, rendered from data, speedups with their basis, every column defined."""
 
 from __future__ import annotations
 
 import base64
+import html as htmllib
+import re
 
 import pytest
 
 import p2sim.report.rank as rank_report
+from p2sim.report.mesh import emit_mesh, rank_mesh_choice
 from p2sim.report.tables import Column
+from p2sim.studies.rank import RankRequest, run_rank
 
 from .html_tables import Page
 from .test_cli import run
 
-ARGS = ("rank", "--system", "a100", "--axes", "4,8", "--reduce", "0", "--algo", "both", "--top", "6", "--workers", "1")
+ARGS = ("rank", "--system", "a100", "--axes", "data=4,tensor=8", "--reduce", "data", "--algo", "both", "--top", "6",
+        "--workers", "1")
+
+
+def markdown_tables(md: str) -> list[list[str]]:
+    """The Markdown source's tables, each as its lines."""
+    tables: list[list[str]] = []
+    current: list[str] = []
+    for line in md.splitlines() + [""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append(current)
+            current = []
+    return tables
+
+
+def assert_markdown_aligned(md: str) -> None:
+    """Every Markdown table has as many cells per row as its header, and its columns line up in the source."""
+    tables = markdown_tables(md)
+    assert tables
+    for t in tables:
+        bars = [[m.start() for m in re.finditer(r"(?<!\\)\|", line)] for line in t]
+        assert all(b == bars[0] for b in bars), "\n".join(t)
+        assert re.fullmatch(r"\|( -+:? \|)+", t[1]), t[1]
+
+
+def assert_html_aligned(page: Page) -> None:
+    """Every HTML table row spans as many columns as its header row."""
+    for t in page.tables:
+        assert len({sum(int(c[2].get("colspan", 1)) for c in row) for row in t}) == 1
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +97,7 @@ def test_html_is_rendered_not_markdown(report):
     html, _ = report
     page = Page(html)
     assert "`" not in page.all_text and "**" not in page.all_text and "| ---" not in html
-    for t in page.tables:  # every row has as many cells as the header
-        assert len({sum(int(c[2].get("colspan", 1)) for c in row) for row in t}) == 1
+    assert_html_aligned(page)
     assert len(page.images) == 3
     for src in page.images:
         assert src.startswith("data:image/png;base64,")
@@ -99,3 +132,74 @@ def test_programs_column_counts_synthesized_and_simulated(report):
     heading = next(line for line in md.splitlines() if line.startswith("## Top"))
     simulated = sum(c[-1] for c in counts)
     assert heading == f"## Top 6 of {simulated} simulated of {sum(c[0] for c in counts)} (matrix, program, algorithm)"
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run_rank(RankRequest.build(system="a100", axes="data=4,tensor=8", reduce="data", algo="both", top=6,
+                                      workers=1))
+
+
+@pytest.fixture(scope="module")
+def files(result):
+    return rank_report.rank_report(result)
+
+
+def test_page_opens_with_the_answer_in_axis_names(result, files):
+    answer = rank_report.rank_answer(result)
+    best, default = result.best, rank_report.default_allreduce(result)
+    assert default.matrix == ((2, 2), (1, 8))  # data outermost, tensor packed inside the nodes
+    gain = default.allreduce.seconds / best.seconds
+    assert answer.text == (
+        "Best placement: data (4) inside each node; tensor (8) across 2 nodes, 4 GPUs in each. Reduce over data with "
+        f"`AllReduce(slice=0, Inside)` (NCCL ring): 23.91 ms predicted for 4 GiB per GPU, {gain:.3g}x faster than a "
+        "plain AllReduce on the default placement (data (4) across 2 nodes, 2 GPUs in each; tensor (8) inside each "
+        f"node: 4.295 s, NCCL tree) and as fast as a plain AllReduce on this placement (23.91 ms).")
+    md, page = files["report.md"].decode(), Page(files["report.html"].decode())
+    assert md.splitlines()[2] == f"**Answer.** {answer.text}"
+    shown = answer.text.replace("`", "")
+    text = page.all_text
+    assert text.index(shown) < text.index("Top 6 of")  # the answer comes first, the evidence after
+    assert '<p class="answer">' in files["report.html"].decode()
+    # what limits the answer is said right under it: tensor's traffic is not counted
+    assert "Optimises the reduction over data only" in text.split("Apply it")[0]
+    assert "axis0" not in md and "axis0" not in text
+
+
+def test_page_embeds_the_code_that_applies_the_answer(result, files):
+    html, md = files["report.html"].decode(), files["report.md"].decode()
+    choice = rank_mesh_choice(result)
+    for label, form in (("JAX", "jax"), ("PyTorch", "torch")):
+        code = emit_mesh(form, choice)
+        assert f"<h3>{label}</h3>\n<pre><code>{htmllib.escape(code, quote=False)}</code></pre>" in \
+            html.replace("&#39;", "'").replace("&#34;", '"')
+        assert f"{label}:\n\n```python\n{code.rstrip()}\n```" in md
+
+
+def test_tables_and_plots_name_the_axes(result, files, monkeypatch):
+    page = Page(files["report.html"].decode())
+    words = "data (4) inside each node; tensor (8) across 2 nodes, 4 GPUs in each"
+    for header in ("speedup", "best program"):
+        table = page.table_with(header)
+        col = [c[1] for c in table[0]].index("placement")
+        assert table[1][col][1] == words
+    figures = []
+    monkeypatch.setattr(rank_report, "figure_png", lambda fig: figures.append(fig) or b"")
+    rank_report.rank_report(result)
+    programs, best, placement = figures
+    for fig in (programs, best):
+        (ax,) = fig.axes
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert "data [1 4]\ntensor [2 4]\nring" in ticks and not any("axis" in t for t in ticks)
+        assert ax.get_ylabel() == "predicted time" and "node, gpu" in ax.get_xlabel()
+        units = {t.get_text().split()[-1] for t in ax.get_yticklabels() if t.get_text()}
+        assert units and units <= {"s", "ms", "us", "ns"}
+    title = placement.axes[0].get_title()
+    assert "reduction group over data" in title and "(data, tensor) coordinates" in title and "axis" not in title
+
+
+def test_pages_are_deterministic_and_markdown_columns_line_up(result, files):
+    again = rank_report.rank_report(result)
+    assert again.keys() == files.keys() and all(again[k] == files[k] for k in files)
+    assert_markdown_aligned(files["report.md"].decode())
+    assert_html_aligned(Page(files["report.html"].decode()))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html as htmllib
+import re
 
 import pytest
 
@@ -16,6 +17,7 @@ from p2sim.measurements.validate import DEFINITIONS
 from p2sim.topology import find_spec
 
 from .html_tables import Page
+from .test_report_rank import assert_html_aligned, assert_markdown_aligned
 from .test_validate import CSV
 
 
@@ -49,7 +51,7 @@ def test_every_metric_is_defined_in_its_table(doc, pages):
     for k, r in shown.items():
         assert r[3][1] == DEFINITIONS[k]
         assert r[1][1] == report._fmt(doc["metrics"][k]) and r[2][1] == report._fmt(doc["baseline"][k])
-        assert f"| `{k}` |" in md
+        assert re.search(rf"^\| `{k}` +\|", md, re.MULTILINE)
 
 
 def test_measured_predicted_and_baseline_have_their_own_columns(doc, pages):
@@ -105,7 +107,7 @@ def test_plots_tell_systems_apart(monkeypatch):
     report._scatter(d, "allreduce")
     (fig,) = figures
     panels = [ax for ax in fig.axes if ax.get_title()]
-    assert [ax.get_title() for ax in panels] == ["analytic", "baseline (baseline)"]
+    assert [ax.get_title() for ax in panels] == ["analytic", "baseline (link bottleneck)"]
     labels = {t.get_text() for ax in panels if ax.get_legend() for t in ax.get_legend().get_texts()}
     assert {"A100 ring", "A100 tree", "V100 ring", "V100 tree"} <= labels
     colours = {ax.collections[i].get_facecolor()[0][:3].tobytes() for ax in panels for i in range(len(ax.collections))}
@@ -116,3 +118,42 @@ def test_html_escapes_what_it_shows(doc):
     d = dict(doc, misses=dict(doc["misses"], top1_matrix=["<script>alert(1)</script>"]))
     html = report.validation_report(d)["validation.html"].decode()
     assert "<script>" not in html and htmllib.escape("<script>alert(1)</script>") in html
+
+
+def test_no_model_is_named_twice(doc, pages, monkeypatch):
+    """The issue: the baseline's panel read "baseline (baseline)" and its misses "(baseline baseline)"."""
+    page, md = pages
+    for text in (page.all_text, md, report.validation_text(doc)):
+        assert "baseline (baseline)" not in text and "baseline baseline" not in text
+    n = len(doc["baseline_misses"]["beats_allreduce"])
+    assert f"beats_allreduce misses (baseline): {n}" in page.all_text
+    assert f"### beats_allreduce misses (baseline): {n}" in md
+    figures = []
+    monkeypatch.setattr(report, "figure_png", lambda fig: figures.append(fig) or b"")
+    report._scatter(doc, "optimal")
+    titles = [ax.get_title() for ax in figures[0].axes if ax.get_title()]
+    assert titles == ["des", "baseline (link bottleneck)"]
+
+
+def test_every_table_lines_up_with_its_header(pages):
+    """Each row has as many cells as its header (HTML), and the Markdown source's columns line up."""
+    page, md = pages
+    assert len(page.tables) == 4
+    assert_html_aligned(page)
+    assert_markdown_aligned(md)
+    for t in page.tables:  # numeric headers sit over their right-aligned cells
+        header = next(r for r in t if all(c[0] == "th" and c[2].get("class") != "group" for c in r))
+        for h, c in zip(header, t[-1]):
+            assert ("num" in h[2].get("class", "")) == ("num" in c[2].get("class", "").split())
+
+
+def test_page_opens_with_the_answer(doc, pages):
+    page, md = pages
+    answer = report.validation_answer(doc)
+    m, b = doc["metrics"], doc["baseline"]
+    assert answer.text.startswith(f"On {len(doc['rows'])} measured rows in {doc['groups']} groups, des picks the "
+                                  f"fastest measured placement in {m['top1_matrix']:.0%} (baseline "
+                                  f"{b['top1_matrix']:.0%}) of groups")
+    assert f"off by {m['mape_allreduce']:.0%} (baseline {b['mape_allreduce']:.0%}) on average" in answer.text
+    assert md.splitlines()[2] == f"**Answer.** {answer.text}"
+    assert page.all_text.index(answer.text) < page.all_text.index("Calibration basis")

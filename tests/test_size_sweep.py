@@ -76,7 +76,7 @@ def test_sweep_command_text_json_and_files(capsys, tmp_path):
     assert doc["gpus_per_node"] == 4 and doc["collective"] == "AllReduce"
     assert [p["size"] for p in doc["points"]] == [2**20, 2**21, 2**22]
     assert {"seconds", "algbw_GBps", "busbw_GBps", "algo", "proto", "channels"} <= set(doc["points"][0])
-    assert sorted(f.name for f in (tmp_path / "rep").iterdir()) == ["sweep.png", "sweep.txt"]
+    assert sorted(f.name for f in (tmp_path / "rep").iterdir()) == ["sweep.html", "sweep.md", "sweep.png", "sweep.txt"]
 
 
 @pytest.mark.parametrize("argv,field", [

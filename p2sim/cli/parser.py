@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algo", default="auto", help="auto, ring, tree, nvls or nvls_tree (default: auto)")
     p.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default: auto)")
     p.add_argument("--model", default="des", help="des or analytic (default: des)")
-    p.add_argument("--out", default=None, metavar="DIR", help="write sweep.txt and the plot sweep.png into DIR")
+    p.add_argument("--out", default=None, metavar="DIR", help="write sweep.txt, the pages sweep.html and sweep.md and the plot sweep.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--emit", default=None, metavar="nccl-tuner",
                    help="print NCCL example-tuner rules for the sizes where p2sim predicts a faster "
@@ -159,6 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-axis", default=None,
                    help="the data-parallel axis, by index or name, placed outermost by the default placement "
                         "(default: the axis named data, dp, ddp or fsdp, else the first)")
+    p.add_argument("--out", default=None, metavar="DIR", help="write plan.md and plan.html into DIR")
     _add_emit(p)
     _add_sweep_options(p)
     _add_search_options(p)
@@ -182,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default, at each point: {DEFAULT_BYTES_HELP})")
     _add_sweep_options(p)
     _add_search_options(p, pruning=False)
-    p.add_argument("--out", default=None, metavar="DIR", help="write whatif.png into DIR")
+    p.add_argument("--out", default=None, metavar="DIR", help="write the pages whatif.html and whatif.md and the plot whatif.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_csv(p)
     p.set_defaults(func="studies:cmd_whatif")

@@ -11,7 +11,7 @@ from ..studies.size_sweep import SweepRequest, run_sweep
 from ..report.tuner import sweep_tuner
 from ..util.errors import InputError
 from ..util.fileio import check_output_dir
-from .common import emit, options
+from .common import check_csv, emit, options, write_csv
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -21,8 +21,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise InputError(f"emit: {args.emit!r}: sweep emits nccl-tuner only")
     if args.emit and args.json:
         raise InputError("emit: --emit replaces the table and --json; give one of them")
+    check_csv(args)
     result = run_sweep(SweepRequest.build(**options(args, SweepRequest.build)))
-    if args.emit:
+    if write_csv(args, result):
+        pass
+    elif args.emit:
         print(sweep_tuner(result), end="")
     elif args.json:
         emit(result.to_json())
@@ -31,6 +34,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.out:
         sys.stdout.flush()  # the table stands even if the report cannot be written
         files = write_report(args.out, sweep_report(result))
-        if not args.json:
+        if not (args.json or args.emit or args.csv == "-"):
             print(f"\nreport: {', '.join(str(w) for w in files)}")
     return 0

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from .answer import Answer
 from .files import data_uris, figure_png, render
 from .tables import Column, Table
 
-__all__ = ["collectives_text", "collectives_report", "size_text"]
+__all__ = ["collectives_text", "collectives_report", "collectives_answer", "size_text"]
 
 METRIC_HELP = {
     "rows": "rows scored",
@@ -58,22 +59,44 @@ def _metric_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 def collectives_text(doc: dict[str, Any]) -> str:
     rows = doc["rows"]
+    model = _model(doc)
     lines = [f"single collectives: {len(rows)} rows ({', '.join(f'{v} {k}' for k, v in doc['size_classes'].items())});"
              " bus bandwidth in GB/s, ratio = measured / predicted", ""]
-    lines.append(f"{'id':>5} {'system':<10} {'GPUs':>6} {'collective':<13} {'size':>9} {'measured':>9} "
-                 f"{_model(doc):>9} {'ratio':>6} {'baseline':>9} {'ratio':>6}  ran")
+    # widths from the values: ids may be file names, systems any name, and a column never leans on the next
+    ids = max([2] + [len(str(r["id"])) for r in rows])
+    systems = max([6] + [len(r["system"]) for r in rows])
+    colls = max([10] + [len(r["collective"]) for r in rows])
+    num = max(9, len(model))
+    lines.append(f"{'id':>{ids}} {'system':<{systems}} {'GPUs':>6} {'collective':<{colls}} {'size':>9} "
+                 f"{'measured':>9} {model:>{num}} {'ratio':>6} {'baseline':>9} {'ratio':>6}  ran")
     for r in rows:
-        lines.append(f"{r['id']:>5} {r['system']:<10} {r['nodes']}x{r['gpus_per_node']:<4} {r['collective']:<13} "
-                     f"{size_text(r['size_bytes']):>9} {r['measured_busbw_GBps']:9.2f} {r['predicted_busbw_GBps']:9.2f} "
-                     f"{r['ratio']:6.2f} {r['baseline_busbw_GBps']:9.2f} {r['baseline_ratio']:6.2f}  "
-                     f"{r['algo']}/{r['proto']} x{r['channels']}")
-    lines += ["", f"{'rows':<26} {'':<28} {_model(doc):<32} baseline"]
+        gpus = f"{r['nodes']}x{r['gpus_per_node']}"
+        lines.append(f"{r['id']:>{ids}} {r['system']:<{systems}} {gpus:>6} {r['collective']:<{colls}} "
+                     f"{size_text(r['size_bytes']):>9} {r['measured_busbw_GBps']:9.2f} "
+                     f"{r['predicted_busbw_GBps']:{num}.2f} {r['ratio']:6.2f} {r['baseline_busbw_GBps']:9.2f} "
+                     f"{r['baseline_ratio']:6.2f}  {r['algo']}/{r['proto']} x{r['channels']}")
+    lines += ["", f"{'rows':<26} {'':<28} {model:<32} baseline"]
     for scope, key, d, b in _metric_rows(doc):
         lines.append(f"{scope:<26} {key:<28} {d:<32} {b}")
     if doc["calibration"]:
         lines += ["", f"calibrated on single collectives ({doc['calibrated_on_scored_rows']} of the scored rows among "
                   "them)"]
     return "\n".join(lines)
+
+
+def collectives_answer(doc: dict[str, Any]) -> Answer:
+    """How close the model's bus bandwidths are to the measured ones, beside the baseline's, in two sentences."""
+    model = _model(doc)
+    every = doc["metrics"]["all"]
+    m, b = every[model]["all"], every["baseline"].get("all", {})
+    text = (f"On {m['rows']} measured rows, measured / predicted bus bandwidth has a median of "
+            f"{_f(m['median_ratio'], '.2f')} and a spread (geometric standard deviation) of {_f(m['gsd'], '.2f')} for "
+            f"{model}, against {_f(b.get('median_ratio'), '.2f')} and {_f(b.get('gsd'), '.2f')} for the "
+            "link-bottleneck baseline (1 and 1: every row predicted exactly).")
+    if "spearman" in every[model]:
+        text += (f" Rank correlation with the measurements: {_f(every[model]['spearman'])} for {model}, "
+                 f"{_f(every['baseline'].get('spearman'))} for the baseline.")
+    return Answer(text)
 
 
 def _colours(names: list[str]) -> dict[str, Any]:
@@ -170,6 +193,37 @@ def row_columns(model: str) -> tuple[Column, ...]:
     )
 
 
+def _metric_tables(doc: dict[str, Any]) -> list[Table]:
+    """The ratio's median and spread per class of rows, then the whole-set metrics: one quantity per column."""
+    model = _model(doc)
+    classes, whole = [], []
+    for scope, m in doc["metrics"].items():
+        for key in ("all", "single-node", "multi-node", "pcie", "small", "medium", "large"):
+            if key in m[model]:
+                classes.append((SCOPES[scope], key, m[model][key], m["baseline"].get(key, {})))
+        for key in ("spearman", "multi_node_within_1_5_of_median"):
+            if key in m[model]:
+                whole.append((SCOPES[scope], key, m[model][key], m["baseline"].get(key)))
+    what = MODEL_HELP.get(model, model)
+
+    def pair(field: str, fmt: str) -> list[Column]:
+        return [Column(who, f"{METRIC_HELP[field]}: {desc}", (lambda x, i=i: _f(x[i].get(field), fmt)),
+                       numeric=True, group=field.replace("_", " "))
+                for i, who, desc in ((2, model, what), (3, "baseline", "the link-bottleneck baseline"))]
+
+    class_cols = (Column("rows", "which rows", lambda x: x[0]), Column("class", "class of rows", lambda x: x[1]),
+                  Column("count", "rows in the class", lambda x: str(x[2]["rows"]), numeric=True),
+                  *pair("median_ratio", ".3f"), *pair("gsd", ".3f"))
+    whole_cols = (Column("rows", "which rows", lambda x: x[0]),
+                  Column("metric", "the metric's name in --json output", lambda x: x[1], code=True),
+                  Column(model, what, lambda x: _f(x[2]), numeric=True),
+                  Column("baseline", "the link-bottleneck baseline", lambda x: _f(x[3]), numeric=True),
+                  Column("what it measures", "the metric's definition", lambda x: METRIC_HELP[x[1]]))
+    return [Table.of("Ratio by class of rows", class_cols, classes, intro="Ratio = measured / predicted bus "
+                     "bandwidth, per row; its median says how far off the model is, its spread how evenly."),
+            Table.of("Metrics", whole_cols, whole)]
+
+
 def collectives_report(doc: dict[str, Any]) -> dict[str, bytes]:
     """``collectives.md``, ``collectives.html`` and their plots."""
     images = {"collectives.png": _scatter(doc)}
@@ -180,14 +234,10 @@ def collectives_report(doc: dict[str, Any]) -> dict[str, bytes]:
                                    "= system; on the grey line the prediction is right.",
                 "collectives_sizes.png": "Bus bandwidth against size for each series of three sizes or more."}
     uris = data_uris(images)
-    metric_cols = (Column("rows", "which rows", lambda x: x[0]), Column("scope", "class of rows or metric",
-                   lambda x: x[1]), Column(_model(doc), MODEL_HELP.get(_model(doc), _model(doc)), lambda x: x[2]),
-                   Column("baseline", "link-bottleneck baseline", lambda x: x[3]))
-    notes = tuple(f"{k}: {v}" for k, v in METRIC_HELP.items())
-    tables = [Table.of("Metrics", metric_cols, _metric_rows(doc), notes=notes),
-              Table.of("Rows", row_columns(_model(doc)), doc["rows"])]
-    data = {"title": "p2sim validation: single collectives", "summary": collectives_text(doc).splitlines()[0],
-            "tables": tables, "images": [{"name": n, "caption": captions[n], "uri": uris[n]} for n in images]}
+    tables = [*_metric_tables(doc), Table.of("Rows", row_columns(_model(doc)), doc["rows"])]
+    data = {"title": "p2sim validation: single collectives", "answer": collectives_answer(doc),
+            "summary": collectives_text(doc).splitlines()[0], "tables": tables,
+            "images": [{"name": n, "caption": captions[n], "uri": uris[n]} for n in images]}
     files = {"collectives.md": render("collectives.md", **data), "collectives.html": render("collectives.html", **data)}
     files.update(images)
     return files

@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from markupsafe import Markup, escape
 
+from ..formalism.program import SEPARATOR
 from ..util.fileio import writing
 from ..util.signals import deferred_signals
 
-__all__ = ["write_report", "render", "data_uris", "figure_png"]
+__all__ = ["write_report", "render", "data_uris", "figure_png", "codespans", "steps"]
 
 
 def figure_png(fig) -> bytes:
@@ -78,7 +80,34 @@ def _environment() -> jinja2.Environment:
     )
     env.globals["zip"] = zip
     env.filters["mdcell"] = lambda v: str(v).replace("|", "\\|").replace("\n", " ")
+    env.filters["codespans"] = codespans
+    env.filters["steps"] = steps
     return env
+
+
+def steps(text: str) -> Markup:
+    """A program's text for an HTML cell: each step kept on one line, lines broken only between steps.
+
+    A cell wrapped at every space squeezes a program to a word per line in a wide table; the
+    text stays the same (the spans add none), so copying the cell gives the program.
+
+    >>> str(steps("ReduceScatter(slice=1, Inside) ; AllGather(slice=1, Inside)"))
+    '<span class="step">ReduceScatter(slice=1, Inside)</span> ; <span class="step">AllGather(slice=1, Inside)</span>'
+    """
+    return Markup(SEPARATOR.join(f'<span class="step">{escape(p)}</span>' for p in str(text).split(SEPARATOR)))
+
+
+def codespans(text: str) -> Markup:
+    """A sentence whose `backticked` parts are code, as HTML: those parts in ``<code>``, everything escaped.
+
+    The answers of :mod:`.answer` mark programs with backticks, which Markdown shows as code
+    already; this gives the HTML page the same.
+
+    >>> str(codespans("run `AllReduce(slice=0, Inside)` on <4> GPUs"))
+    'run <code>AllReduce(slice=0, Inside)</code> on &lt;4&gt; GPUs'
+    """
+    parts = str(text).split("`")
+    return Markup("".join(f"<code>{escape(p)}</code>" if i % 2 else str(escape(p)) for i, p in enumerate(parts)))
 
 
 def render(template: str, **data: Any) -> bytes:

@@ -1,14 +1,25 @@
-"""Rendering of a plan: every matrix's step time beside the default placement's, and the best plan's programs."""
+"""Rendering of a plan: every matrix's step time beside the default placement's, and the best plan's programs.
+
+:func:`plan_report` gives the page (HTML and Markdown) that opens with the answer: the best
+placement in words, each reduction's program, the step's communication time and the saving
+over the default placement, then the JAX and PyTorch code that builds the mesh.
+"""
 
 from __future__ import annotations
 
-from ..formalism.naming import axes_text, is_default, matrix_legend, order_label, reduce_text
-from ..formalism.placement import format_matrix
-from ..studies.plan import PlanResult, Reduction
-from ..util.units import format_bytes, format_seconds
-from .rank import search_text
+from typing import NamedTuple
 
-__all__ = ["plan_text"]
+from ..formalism.naming import axes_text, is_default, matrix_legend, order_label, reduce_text
+from ..formalism.placement import Matrix, format_matrix
+from ..studies.plan import Plan, PlanResult, Reduction
+from ..util.units import format_bytes, format_seconds
+from .answer import Answer, CodeBlock, algo_text, placement_words, ratio_text
+from .files import render
+from .mesh import emit_mesh, plan_mesh_choice
+from .rank import search_text
+from .tables import Column, Table
+
+__all__ = ["plan_text", "plan_answer", "plan_report"]
 
 
 def plan_text(result: PlanResult) -> str:
@@ -40,3 +51,77 @@ def plan_text(result: PlanResult) -> str:
                  f"the default placement with plain AllReduce, and {savings['vs_best_placement_allreduce']:.1%} over "
                  "the best placement with plain AllReduce")
     return "\n".join(lines)
+
+
+def _words(result: PlanResult, matrix: Matrix) -> str:
+    job = result.request.job
+    return placement_words(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
+
+
+def _reduction_words(result: PlanResult, r: Reduction) -> str:
+    """``data (4 GiB x 1)``: a reduction's axes by name, its size per GPU and count per step."""
+    names = result.request.job.axis_names
+    return f"{', '.join(names[a] for a in r.axes)} ({format_bytes(r.bytes)} x {r.count})"
+
+
+def plan_answer(result: PlanResult) -> Answer:
+    """The best placement, each reduction's program, the step's time and the saving over the default placement."""
+    best, default = result.best, result.default_plan
+    steps = "; ".join(f"over {_reduction_words(result, c.reduction)} with `{c.program}` ({format_seconds(c.seconds)} "
+                      f"each, {algo_text(c.algo)})" for c in best.choices)
+    text = (f"Best placement: {_words(result, best.matrix)}. Reduce {steps}: {format_seconds(best.total_seconds)} "
+            f"of communication per step")
+    if default.matrix == best.matrix:
+        text += (f", {ratio_text(best.total_seconds, default.allreduce_total_seconds)} plain AllReduce on the same "
+                 f"placement, which is the default ({format_seconds(default.allreduce_total_seconds)}).")
+    else:
+        text += (f", {ratio_text(best.total_seconds, default.total_seconds)} the default placement "
+                 f"({_words(result, default.matrix)}: {format_seconds(default.total_seconds)} with its best programs, "
+                 f"{format_seconds(default.allreduce_total_seconds)} with plain AllReduce).")
+    choice = plan_mesh_choice(result)
+    code = (CodeBlock("JAX", emit_mesh("jax", choice)), CodeBlock("PyTorch", emit_mesh("torch", choice)))
+    return Answer(text, tuple(result.warnings), code)
+
+
+class PlanRow(NamedTuple):
+    rank: int
+    plan: Plan
+    placement: str
+    default: bool
+
+
+def _tables(result: PlanResult) -> list[Table]:
+    plans = (
+        Column("rank", "position by the step's communication time, fastest first", lambda r: str(r.rank),
+               numeric=True),
+        Column("step time", "sum over the reductions of count x the best program's time",
+               lambda r: format_seconds(r.plan.total_seconds), numeric=True),
+        Column("AllReduce only", "the same with a plain AllReduce for every reduction",
+               lambda r: format_seconds(r.plan.allreduce_total_seconds), numeric=True),
+        Column("placement", "where each axis goes, by name", lambda r: r.placement),
+        Column("matrix", "parallelism matrix: one row per axis, one column per hierarchy level",
+               lambda r: format_matrix(r.plan.matrix), code=True, wrap=False),
+        Column("default", "the default placement (data parallelism outermost, the other axes inside)",
+               lambda r: "default" if r.default else ""),
+    )
+    choices = (
+        Column("reduction", "the axes reduced, bytes per GPU and count per step",
+               lambda c: _reduction_words(result, c.reduction)),
+        Column("time", "predicted time of one reduction", lambda c: format_seconds(c.seconds), numeric=True),
+        Column("AllReduce", "the plain AllReduce of the same reduction", lambda c: format_seconds(c.allreduce_seconds),
+               numeric=True),
+        Column("algo", "NCCL algorithm", lambda c: c.algo),
+        Column("program", "the chosen reduction program", lambda c: c.program, code=True),
+    )
+    rows = [PlanRow(i, pl, _words(result, pl.matrix), pl.matrix == result.default)
+            for i, pl in enumerate(result.plans, 1)]
+    return [Table.of("Best plan: a program per reduction", choices, list(result.best.choices)),
+            Table.of("Every placement", plans, rows, intro="Fastest first.")]
+
+
+def plan_report(result: PlanResult) -> dict[str, bytes]:
+    """The plan page (``plan.md``, ``plan.html``): the answer and the code first, then every placement."""
+    data = {"title": f"p2sim plan: {result.request.job.topology.spec.name}", "answer": plan_answer(result),
+            "header": "\n".join(plan_text(result).split("\n\n")[0].splitlines()), "tables": _tables(result),
+            "images": []}
+    return {"plan.md": render("plan.md", **data), "plan.html": render("plan.html", **data)}

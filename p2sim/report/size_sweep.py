@@ -1,13 +1,22 @@
-"""Rendering of size sweeps: nccl-tests' table, with what NCCL picked, and bus bandwidth against size."""
+"""Rendering of size sweeps: nccl-tests' table, with what NCCL picked, and bus bandwidth against size.
+
+``sweep --out`` writes the text table, a page (HTML and Markdown) that opens with the answer
+(the largest size's time and bus bandwidth, where the bandwidth reaches half its peak and
+where NCCL's choice changes) above a table in units, and the log-log plots.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from ..studies.size_sweep import SweepPoint, SweepResult
-from .files import figure_png
+from ..util.units import format_bytes, format_seconds
+from .answer import Answer
+from .files import data_uris, figure_png, render
+from .plot_units import bytes_axis, seconds_axis
+from .tables import Column, Table
 
-__all__ = ["sweep_table", "sweep_plot", "sweep_header", "sweep_text", "sweep_report"]
+__all__ = ["sweep_table", "sweep_plot", "sweep_header", "sweep_text", "sweep_report", "sweep_answer", "SWEEP_COLUMNS"]
 
 REDOP = {"AllReduce": "sum", "ReduceScatter": "sum", "Reduce": "sum", "AllGather": "none", "Broadcast": "none"}
 
@@ -25,26 +34,74 @@ def sweep_table(header: str, collective: str, points: Sequence[SweepPoint]) -> s
     return "\n".join(lines)
 
 
+def _choice(p: SweepPoint) -> str:
+    return f"{p.algo}/{p.proto}"
+
+
 def sweep_plot(title: str, points: Sequence[SweepPoint]) -> bytes:
+    """Predicted time and bus bandwidth against size, log-log, coloured by NCCL's (algorithm, protocol)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.8))
-    choices = list(dict.fromkeys(f"{p.algo}/{p.proto}" for p in points))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.6))
+    choices = list(dict.fromkeys(_choice(p) for p in points))
     cmap = matplotlib.colormaps["tab10"]
-    ax.plot([p.size for p in points], [p.busbw / 1e9 for p in points], color="grey", lw=1, zorder=1)
-    for i, c in enumerate(choices):
-        sel = [p for p in points if f"{p.algo}/{p.proto}" == c]
-        ax.scatter([p.size for p in sel], [p.busbw / 1e9 for p in sel], color=cmap(i % 10), label=c, zorder=2, s=28)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("size (bytes)")
-    ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.set_title(title)
-    ax.legend(title="NCCL's choice")
+    sizes = [p.size for p in points]
+    for ax, values in ((left, [p.seconds for p in points]), (right, [p.busbw / 1e9 for p in points])):
+        ax.plot(sizes, values, color="grey", lw=1, zorder=1)
+        for i, c in enumerate(choices):
+            sel = [(p.size, v) for p, v in zip(points, values) if _choice(p) == c and v > 0]
+            ax.scatter([x for x, _ in sel], [v for _, v in sel], color=cmap(i % 10), label=c, zorder=2, s=28)
+        bytes_axis(ax, min(sizes), max(sizes))
+        ax.set_xlabel("size per GPU")
+        ax.grid(True, which="major", alpha=0.3)
+    seconds_axis(left)
+    left.set_ylabel("predicted time")
+    left.set_title("time against size")
+    right.set_yscale("log")
+    right.set_ylabel("bus bandwidth (GB/s)")
+    right.set_title("bus bandwidth against size")
+    right.legend(title="NCCL's choice", fontsize=8)
+    fig.suptitle(title, fontsize=10)
     return figure_png(fig)
+
+
+SWEEP_COLUMNS: tuple[Column, ...] = (
+    Column("size", "nccl-tests' size: the larger of a rank's input and output", lambda p: format_bytes(p.size),
+           numeric=True),
+    Column("count", "elements (float32) per rank", lambda p: str(p.count), numeric=True),
+    Column("time", "predicted time of one collective", lambda p: format_seconds(p.seconds), numeric=True),
+    Column("algbw (GB/s)", "size / time", lambda p: f"{p.algbw / 1e9:.2f}", numeric=True),
+    Column("busbw (GB/s)", "algbw times nccl-tests' factor for the collective (comparable with link rates)",
+           lambda p: f"{p.busbw / 1e9:.2f}", numeric=True),
+    Column("NCCL's choice", "algorithm / protocol x channels NCCL would run at this size",
+           lambda p: f"{p.algo}/{p.proto} x{p.channels}", code=True, wrap=False),
+)
+
+
+def sweep_answer(result: SweepResult) -> Answer:
+    """The largest size's time and bus bandwidth, where the bandwidth reaches half its peak, where NCCL switches."""
+    req, points = result.request, result.points
+    topo = req.topology
+    last, first = points[-1], points[0]
+    peak = max(points, key=lambda p: p.busbw)
+    nodes = f"{topo.node_count} node{'s' if topo.node_count > 1 else ''}"
+    text = (f"{req.collective} on {nodes} x {req.gpus_per_node} GPUs of {topo.spec.name} ({req.model} model): "
+            f"{format_bytes(last.size)} takes {format_seconds(last.seconds)} at {last.busbw / 1e9:.1f} GB/s bus "
+            f"bandwidth (`{last.algo}/{last.proto} x{last.channels}`)")
+    if len(points) > 1:
+        text += f" and {format_bytes(first.size)} takes {format_seconds(first.seconds)}"
+    text += "."
+    if peak.busbw > 0:
+        half = next(p for p in points if p.busbw >= peak.busbw / 2)
+        text += (f" Bus bandwidth peaks at {peak.busbw / 1e9:.1f} GB/s ({format_bytes(peak.size)}) and reaches half "
+                 f"of that from {format_bytes(half.size)} on")
+    switches = [p for i, p in enumerate(points) if i == 0 or _choice(p) != _choice(points[i - 1])]
+    text += ("; NCCL runs " + ", then ".join(f"`{_choice(p)}` from {format_bytes(p.size)}" for p in switches)
+             if len(switches) > 1 else f"; NCCL runs `{_choice(first)}` at every size") + "."
+    return Answer(text)
 
 
 def sweep_header(result: SweepResult) -> str:
@@ -59,6 +116,18 @@ def sweep_text(result: SweepResult) -> str:
 
 
 def sweep_report(result: SweepResult) -> dict[str, bytes]:
-    """``sweep --out``'s files: the table and the plot."""
-    return {"sweep.png": sweep_plot(sweep_header(result), result.points),
-            "sweep.txt": (sweep_text(result) + "\n").encode()}
+    """``sweep --out``'s files: the page (HTML, Markdown), the plot and nccl-tests' text table."""
+    header = sweep_header(result)
+    images = {"sweep.png": sweep_plot(header, result.points)}
+    captions = {"sweep.png": "Predicted time (left) and bus bandwidth (right) against size, log-log; colour = the "
+                             "algorithm and protocol NCCL would pick."}
+    uris = data_uris(images)
+    data = {"title": f"p2sim sweep: {result.request.collective} on {result.request.topology.spec.name}",
+            "answer": sweep_answer(result), "header": header,
+            "tables": [Table.of("Sizes", SWEEP_COLUMNS, result.points, intro="One row per size, as nccl-tests prints "
+                                "them (one pass, predicted).")],
+            "images": [{"name": n, "caption": captions[n], "uri": uris[n]} for n in images]}
+    files = {"sweep.md": render("sweep.md", **data), "sweep.html": render("sweep.html", **data)}
+    files.update(images)
+    files["sweep.txt"] = (sweep_text(result) + "\n").encode()
+    return files

@@ -10,6 +10,12 @@ Examples
 >>> t = Table.of("Squares", cols, [2, 3])
 >>> t.headers, t.rows
 (('x', 'x squared'), [['2', '4'], ['3', '9']])
+>>> print(Table.of("Squares", (Column("x", "the item"), Column("x squared", "", lambda x: f"{x * x}", numeric=True)),
+...                [2, 30]).markdown())
+| x   | x squared |
+| --- | --------: |
+| 2   |         4 |
+| 30  |       900 |
 """
 
 from __future__ import annotations
@@ -19,6 +25,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Column", "Table"]
+
+
+def _md_escape(value: Any) -> str:
+    """A Markdown table cell's text: a ``|`` would end the cell, a newline the row."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,22 @@ class Table:
     @property
     def headers(self) -> tuple[str, ...]:
         return tuple(c.header for c in self.columns)
+
+    def markdown(self) -> str:
+        """The table in Markdown, each column padded to its widest cell so that the columns line up in the
+        source as they do on the page; numeric columns right-aligned in both (``---:``), code in backticks."""
+        head = [_md_escape((c.group + ": " if c.group else "") + c.header) for c in self.columns]
+        body = [[f"`{_md_escape(v)}`" if c.code else _md_escape(v) for c, v in zip(self.columns, row)]
+                for row in self.rows]
+        widths = [max(3, len(h), *(len(r[i]) for r in body)) for i, h in enumerate(head)]
+
+        def line(cells: list[str]) -> str:
+            return "| " + " | ".join(v.rjust(w) if c.numeric else v.ljust(w)
+                                     for c, v, w in zip(self.columns, cells, widths)) + " |"
+
+        rule = "| " + " | ".join("-" * (w - 1) + ":" if c.numeric else "-" * w
+                                 for c, w in zip(self.columns, widths)) + " |"
+        return "\n".join([line(head), rule] + [line(r) for r in body])
 
     @property
     def groups(self) -> list[tuple[str, int]]:

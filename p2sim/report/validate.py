@@ -6,13 +6,16 @@ from typing import Any
 
 from ..measurements.calibrate import PLAUSIBLE
 from ..measurements.validate import BEATS, DEFINITIONS
+from .answer import Answer
 from .files import data_uris, figure_png, render
 from .tables import Column, Table
 
-__all__ = ["validation_text", "validation_report", "calibration_lines", "basis_sentence", "METRICS"]
+__all__ = ["validation_text", "validation_report", "validation_answer", "calibration_lines", "basis_sentence",
+           "METRICS"]
 
 METRICS = tuple(DEFINITIONS)
 BASELINE = "baseline"
+BASELINE_WHAT = "link bottleneck"  # what the baseline model is, where its name alone would say nothing
 
 
 def _fmt(v: Any) -> str:
@@ -102,7 +105,8 @@ def _scatter(doc: dict[str, Any], key: str) -> bytes:
     fig, axes = plt.subplots(1, 2, figsize=(11, 5), sharex=True, sharey=True)
     values = [r[f"{w}_{key}_s"] for r in rows for w in ("measured", "predicted", "baseline")]
     lo, hi = min(values) / 1.3, max(values) * 1.3
-    for ax, (who, name) in zip(axes, (("predicted", doc["model"]), ("baseline", f"{BASELINE} (baseline)"))):
+    # the panels are named by model; the baseline's says what it is rather than its name twice
+    for ax, (who, name) in zip(axes, (("predicted", doc["model"]), ("baseline", f"{BASELINE} ({BASELINE_WHAT})"))):
         for s in systems:
             for algo, marker in markers.items():
                 sel = [r for r in rows if r["gpu"] == s and r["algo"] == algo]
@@ -222,10 +226,29 @@ def _calibration_tables(doc: dict[str, Any]) -> list[Table]:
 
 def _misses(doc: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
-    for who, misses in ((doc["model"], doc["misses"]), (f"{BASELINE} baseline", doc["baseline_misses"])):
+    for who, misses in ((doc["model"], doc["misses"]), (BASELINE, doc["baseline_misses"])):
         for metric, items in misses.items():
             out.append({"model": who, "metric": metric, "items": items})
     return out
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.0%}"
+
+
+def validation_answer(doc: dict[str, Any]) -> Answer:
+    """How often the model picks what the measurements pick, and how far its times are off, beside the baseline."""
+    m, b, model = doc["metrics"], doc["baseline"], doc["model"]
+
+    def both(k: str) -> str:
+        return f"{_pct(m.get(k))} (baseline {_pct(b.get(k))})"
+
+    text = (f"On {len(doc['rows'])} measured rows in {doc['groups']} groups, {model} picks the fastest measured "
+            f"placement in {both('top1_matrix')} of groups, orders pairs of placements right in "
+            f"{both('pairwise_order')} of pairs, and predicts whether some program beats the AllReduce in "
+            f"{both('beats_allreduce_accuracy')} of rows. Its predicted times are off by {both('mape_allreduce')} on "
+            f"average for the AllReduce and {both('mape_optimal')} for the best program.")
+    return Answer(text)  # the calibration basis and warnings follow it on the page
 
 
 def validation_report(doc: dict[str, Any]) -> dict[str, bytes]:
@@ -238,6 +261,7 @@ def validation_report(doc: dict[str, Any]) -> dict[str, bytes]:
     uris = data_uris(images)
     data = {
         "title": "p2sim validation",
+        "answer": validation_answer(doc),
         "summary": validation_text(doc).splitlines()[0],
         "basis": basis_sentence(doc),
         "orders": _order_lines(doc),

@@ -255,8 +255,11 @@ class PlanResult(Tabular):
         job = self.request.job
         return describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
 
+    def _row(self, pl: Plan) -> dict[str, Any]:
+        return dict(pl.to_json(), placement=self.placement(pl.matrix))
+
     def table(self) -> list[dict[str, Any]]:
-        return [dict(pl.to_json(), placement=self.placement(pl.matrix)) for pl in self.plans]
+        return [self._row(pl) for pl in self.plans]
 
     def to_json(self) -> dict[str, Any]:
         req, job = self.request, self.request.job
@@ -265,8 +268,7 @@ class PlanResult(Tabular):
                 "axis_names": list(job.axis_names), "level_names": list(topo.level_names), "data_axis": req.data_axis,
                 "order": req.order.value, "algo": req.algo, "model": req.model,
                 "reductions": [{"axes": list(r.axes), "bytes": r.bytes, "count": r.count} for r in req.reductions],
-                "plans": self.table(), "best": self.best.to_json(),
-                "default": self.default_plan.to_json(), "best_placement": self.placement(self.best.matrix),
+                "plans": self.table(), "best": self._row(self.best), "default": self._row(self.default_plan), "best_placement": self.placement(self.best.matrix),
                 "default_placement": self.placement(self.default), "savings": self.savings,
                 "warnings": list(self.warnings),
                 "search": self.stats.to_json()}
