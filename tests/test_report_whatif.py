@@ -49,7 +49,7 @@ def test_every_point_has_a_row_with_units_and_marks(result, files):
     table = page.table_with("best placement")
     headers = [c[1] for c in table[0]]
     assert headers == ["point", "buffer", "best time", "vs first", "winner", "best placement", "placement", "algo",
-                       "matrix", "program"]
+                       "matrix", "program", "bound by"]
     rows = [{h: c[1] for h, c in zip(headers, r)} for r in table[1:]]
     assert [r["point"] for r in rows] == ["nvswitch.bandwidth = 5 GB/s", "nvswitch.bandwidth = 50 GB/s",
                                           "nvswitch.bandwidth = 450 GB/s"]
@@ -59,6 +59,10 @@ def test_every_point_has_a_row_with_units_and_marks(result, files):
     assert [r["placement"] for r in rows] == ["-", "same", "same"]
     assert {r["buffer"] for r in rows} == {"4 GiB"}
     assert rows[1]["program"] == "AllReduce(slice=0, Inside)"
+    # slow NVSwitch links bound the winner; at 450 GB/s they no longer do, and the page says so
+    assert rows[1]["bound by"] == "nvswitch links"
+    assert rows[2]["bound by"] == ("per-channel rate; nvswitch bounds none of the best program's steps "
+                                   "(bound by per-channel rate)")
     assert_html_aligned(page)
     assert_markdown_aligned(files["whatif.md"].decode())
 

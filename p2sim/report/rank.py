@@ -87,7 +87,8 @@ def rank_text(result: RankResult) -> str:
     """``p2sim rank``'s answer: the ranking, the best placement in words and (``--compare-orders``) both orders."""
     best = result.best
     text = (ranking_text(rank_header(result), result.ranking, result.request.top)
-            + f"\n\nbest placement {format_matrix(best.matrix)}: {result.placement(best.matrix)}")
+            + f"\n\nbest placement {format_matrix(best.matrix)}: {result.placement(best.matrix)}"
+            + f"\nwhat bounds its steps: {'; '.join(b.text for b in result.best_bounds)}")
     if result.comparison is not None:
         text += "\n\n" + comparison_text(result.comparison)
     return text

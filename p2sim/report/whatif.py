@@ -51,6 +51,8 @@ def whatif_text(result: WhatifResult) -> str:
         mark = "  <- winner changes" if r["winner_changed"] else ""
         lines.append(f"  {r['label']:<{width}} {format_bytes(r['bytes_per_gpu']):>9} {format_seconds(r['seconds']):>10}  "
                      f"{r['algo']:<4} {format_matrix(tuple(tuple(x) for x in r['matrix'])):<18} {r['program']}{mark}")
+        lines.append(f"  {'':<{width}} bound by {', '.join(dict.fromkeys(r['bounds']))}"
+                     + "".join(f"; note: {n}" for n in r["not_bound"]))
     places = result.placements
     per_nodes: dict[int, list[tuple[list[list[int]], list[str]]]] = {}
     for n, m, pts in places:
@@ -155,6 +157,9 @@ def whatif_table(result: WhatifResult) -> Table:
         Column("matrix", "the best placement's parallelism matrix", lambda p: format_matrix(_matrix(p.row["matrix"])),
                code=True, wrap=False),
         Column("program", "the winning reduction program", lambda p: p.row["program"], code=True),
+        Column("bound by", "what bounds the winner's steps (a link class, a per-channel or protocol limit, or "
+               "latency), and a note where a varied link class bounds none of them",
+               lambda p: "; ".join(list(dict.fromkeys(p.row["bounds"])) + p.row["not_bound"])),
     )
     return Table.of("Every point", cols, _rows(result), intro="The points in the order they were run, the first "
                     f"varied setting ({target}) changing fastest.")
