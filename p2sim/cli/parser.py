@@ -12,7 +12,6 @@ import argparse
 from .. import __version__
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..measurements.verdict import TOLERANCE
-from ..studies.executor import DEFAULT_PORT, NO_WORKER_WAIT_S, START_LIMIT_S
 from ..studies.jobsize import DEFAULT_BYTES_HELP, MAX_MATRICES, MAX_SIMULATIONS
 
 __all__ = ["build_parser", "EXIT_INPUT"]
@@ -264,13 +263,14 @@ def _add_limits(p: argparse.ArgumentParser, simulations: bool = True) -> None:
 
 
 def _add_scheduler(p: argparse.ArgumentParser) -> None:
+    # the numbers are p2sim.studies.executor's DEFAULT_PORT, START_LIMIT_S and NO_WORKER_WAIT_S, written out so
+    # that --help imports no executor (tests/test_executor.py checks that they agree)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--scheduler", default=None, metavar="ADDRESS|local:N",
                        help="run the simulations on Dask (needs p2sim[dask]): a dask.distributed scheduler address "
-                            f"(tcp://host:{DEFAULT_PORT}; tcp:// and port {DEFAULT_PORT} when not given), or local:N "
-                            f"worker processes here; an address fails within {START_LIMIT_S} s if its host does not "
-                            f"resolve, nothing answers, or no worker joins in {NO_WORKER_WAIT_S} s (not with "
-                            "--workers)")
+                            "(tcp://host:8786; tcp:// and port 8786 when not given), or local:N worker processes "
+                            "here; an address fails within 20 s if its host does not resolve, nothing answers, or "
+                            "no worker joins in 10 s (not with --workers)")
     group.add_argument("--scheduler-file", default=None, metavar="FILE",
                        help="run the simulations on the Dask scheduler whose address is in FILE, the JSON file "
                             "dask scheduler --scheduler-file FILE writes (as on Slurm); otherwise as --scheduler")
