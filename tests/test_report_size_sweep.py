@@ -55,7 +55,7 @@ def test_size_table_has_units_and_nccls_choice(result, files):
     assert_html_aligned(page)
     assert_markdown_aligned(files["sweep.md"].decode())
     # the nccl-tests text table stays beside the page
-    assert files["sweep.txt"].decode().startswith("# dgx-h100, 1 node(s) x 8 GPUs, AllReduce")
+    assert files["sweep.txt"].decode().startswith("# p2sim sweep: dgx-h100, 1 node(s) x 8 GPUs, AllReduce")
 
 
 def test_plot_is_log_log_with_units(result, monkeypatch):

@@ -66,9 +66,11 @@ def test_sweep_command_text_json_and_files(capsys, tmp_path):
                        "-b", "1KiB", "-e", "1MiB", "-f", "4")
     assert rc == 0, err
     lines = out.splitlines()
-    assert lines[0].startswith("# dgx-h100, 1 node(s) x 8 GPUs, ReduceScatter")
-    assert "algbw" in lines[1] and "busbw" in lines[1]
-    assert [int(x.split()[0]) for x in lines[3:]] == [1024, 4096, 16384, 65536, 262144, 1048576]
+    assert lines[0].startswith("# p2sim sweep: dgx-h100, 1 node(s) x 8 GPUs, ReduceScatter")
+    assert any("algbw" in x and "busbw" in x for x in lines if x.startswith("#"))
+    rows = [x for x in lines if x and not x.startswith("#")]
+    assert [int(x.split()[0]) for x in rows] == [1024, 4096, 16384, 65536, 262144, 1048576]
+    assert [int(x.split()[1]) for x in rows][:2] == [32, 128]  # nccl-tests prints ReduceScatter's count per rank
     rc, out, err = run(capsys, "sweep", "--system", "dgx-h100", "--nodes", "2", "--gpus-per-node", "4",
                        "-b", "1MiB", "-e", "4MiB", "--json", "--out", str(tmp_path / "rep"))
     assert rc == 0, err
@@ -91,3 +93,19 @@ def test_sweep_command_errors(capsys, tmp_path, argv, field):
     rc, out, err = run(capsys, "sweep", "--system", "dgx-h100", "--nodes", "1", "--out", str(tmp_path / "o"), *argv)
     assert rc == 2 and out == "" and field in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("collective", ["AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce"])
+def test_the_sweep_table_reads_back_as_an_nccl_tests_log(capsys, tmp_path, collective):
+    # what sweep prints is an nccl-tests log: validate reads it and finds its own predictions
+    rc, out, err = run(capsys, "sweep", "--system", "dgx-h100", "-C", collective, "-b", "1K", "-e", "64M", "-f", "8")
+    assert rc == 0, err
+    log = tmp_path / "sweep.txt"
+    log.write_text(out)
+    rc, out, err = run(capsys, "validate", "--system", "dgx-h100", "--measurements", str(log), "--json")
+    assert rc == 0, err
+    rows = json.loads(out)["collectives"]["rows"]
+    assert len(rows) == 2 * 6 and {r["collective"] for r in rows} == {collective}
+    assert {(r["nodes"], r["gpus_per_node"]) for r in rows} == {(2, 8)}
+    for r in rows:  # times are printed to 0.01 us
+        assert r["predicted_seconds"] == pytest.approx(r["measured_seconds"], abs=6e-9)

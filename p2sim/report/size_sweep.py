@@ -21,16 +21,42 @@ __all__ = ["sweep_table", "sweep_plot", "sweep_header", "sweep_text", "sweep_rep
 REDOP = {"AllReduce": "sum", "ReduceScatter": "sum", "Reduce": "sum", "AllGather": "none", "Broadcast": "none"}
 
 
-def sweep_table(header: str, collective: str, points: Sequence[SweepPoint]) -> str:
-    """nccl-tests' columns (one pass, predicted), then the algorithm, protocol and channels NCCL would use."""
+def sweep_table(header: str, collective: str, points: Sequence[SweepPoint], ranks: Sequence[tuple[int, int]] = (),
+                system: str = "") -> str:
+    """The sweep as an nccl-tests log (2.13+ layout) that p2sim's own reader takes back, then NCCL's choices.
+
+    ``ranks`` are the (node, GPU) of each rank, written as nccl-tests' rank lines (hosts
+    ``node0``, ``node1``, ...) so that a reader knows the nodes and GPUs per node.  Every
+    time is the prediction, in place as out of place; ``#wrong`` is ``N/A`` (nothing was
+    checked).  The algorithm, protocol and channels NCCL would pick follow the run as
+    comment lines, which nccl-tests readers skip.
+    """
     root = "0" if collective in ("Broadcast", "Reduce") else "-1"
-    lines = [f"# {header}",
-             f"# {'size':>10} {'count':>13} {'type':>9} {'redop':>7} {'root':>7} {'time':>9} {'algbw':>7} "
-             f"{'busbw':>7}  algo/proto x channels",
-             f"# {'(B)':>10} {'(elements)':>13} {'':>9} {'':>7} {'':>7} {'(us)':>9} {'(GB/s)':>7} {'(GB/s)':>7}"]
+    binary = {"AllReduce": "all_reduce", "ReduceScatter": "reduce_scatter", "AllGather": "all_gather",
+              "Broadcast": "broadcast", "Reduce": "reduce"}[collective] + "_perf"
+    first, last = (points[0].size, points[-1].size) if points else (0, 0)
+    factor = points[1].size // points[0].size if len(points) > 1 else 1
+    lines = [f"# p2sim sweep: {header}",
+             "# every time below is p2sim's prediction (in place as out of place); nccl-tests' layout, so that "
+             "validate, calibrate and check read it back",
+             f"# Collective test starting: {binary}",
+             f"# nThread 1 nGpus 1 minBytes {first} maxBytes {last} step: {factor}(factor) warmup iters: 0 iters: 0 "
+             "agg iters: 1 validation: 0 graph: 0",
+             "#", "# Using devices"]
+    for k, (node, gpu) in enumerate(ranks):
+        lines.append(f"#  Rank {k:>2} Group  0 Pid {0:>6} on {f'node{node}':>10} device {gpu:>2} [0x00] p2sim {system}")
+    lines += ["#",
+              f"# {'size':>10} {'count':>13} {'type':>9} {'redop':>7} {'root':>7} {'time':>8} {'algbw':>7} "
+              f"{'busbw':>7} {'#wrong':>7} {'time':>8} {'algbw':>7} {'busbw':>7} {'#wrong':>7}",
+              f"# {'(B)':>10} {'(elements)':>13} {'':>9} {'':>7} {'':>7} {'(us)':>8} {'(GB/s)':>7} {'(GB/s)':>7} "
+              f"{'':>7} {'(us)':>8} {'(GB/s)':>7} {'(GB/s)':>7}"]
     for p in points:
-        lines.append(f"  {p.size:>10} {p.count:>13} {'float':>9} {REDOP[collective]:>7} {root:>7} "
-                     f"{p.seconds * 1e6:9.2f} {p.algbw / 1e9:7.2f} {p.busbw / 1e9:7.2f}  {p.algo}/{p.proto} x{p.channels}")
+        cols = f"{p.seconds * 1e6:8.2f} {p.algbw / 1e9:7.2f} {p.busbw / 1e9:7.2f} {'N/A':>7}"
+        lines.append(f"  {p.size:>10} {p.count:>13} {'float':>9} {REDOP[collective]:>7} {root:>7} {cols} {cols}")
+    avg = sum(p.busbw for p in points) / len(points) / 1e9 if points else 0.0
+    lines += ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {avg:.4f}", "#",
+              "# NCCL's choice per size (p2sim):", f"# {'size':>10}  algo/proto x channels"]
+    lines += [f"# {p.size:>10}  {p.algo}/{p.proto} x{p.channels}" for p in points]
     return "\n".join(lines)
 
 
@@ -111,8 +137,11 @@ def sweep_header(result: SweepResult) -> str:
 
 
 def sweep_text(result: SweepResult) -> str:
-    """``p2sim sweep``'s table."""
-    return sweep_table(sweep_header(result), result.request.collective, result.points)
+    """``p2sim sweep``'s table: an nccl-tests log of the predictions."""
+    req = result.request
+    gpn = req.topology.gpus_per_node
+    ranks = [divmod(m, gpn) for m in req.members]
+    return sweep_table(sweep_header(result), req.collective, result.points, ranks, req.topology.spec.name)
 
 
 def sweep_report(result: SweepResult) -> dict[str, bytes]:

@@ -31,7 +31,7 @@ from ..util.table import Tabular
 from .requests import optional_int, topology_of
 from ..collectives.busbw import COLLECTIVES, bus_factor
 
-__all__ = ["SweepPoint", "sizes", "sweep_sizes", "SweepRequest", "SweepResult", "run_sweep", "COLLECTIVE_NAMES"]
+__all__ = ["SweepPoint", "sizes", "sweep_sizes", "nccl_tests_sizes", "SweepRequest", "SweepResult", "run_sweep", "COLLECTIVE_NAMES"]
 
 # nccl-tests' binary names and p2sim's collective names
 COLLECTIVE_NAMES = {"allreduce": "AllReduce", "all_reduce": "AllReduce", "reducescatter": "ReduceScatter",
@@ -78,11 +78,36 @@ def sweep_sizes(topo: Topology, collective: str, members: Iterable[int], points:
     sim = Simulator(topo, algo, model, proto=proto)
     step = LoweredStep(Op(collective), (group,))
     out = []
-    for size in points:
+    for size, count in nccl_tests_sizes(collective, len(group), points):
         r = sim.step(step, (float(size),))
         a, p, c = r.choices[0]
-        out.append(SweepPoint(size, size // 4, r.seconds, size / r.seconds,
+        out.append(SweepPoint(size, count, r.seconds, size / r.seconds,
                               size / r.seconds * bus_factor(collective, len(group)), a, p, c))
+    return out
+
+
+def nccl_tests_sizes(collective: str, ranks: int, points: Sequence[int]) -> list[tuple[int, int]]:
+    """(size, count) as nccl-tests runs each asked size with floats: count is its ``count`` column.
+
+    AllGather and ReduceScatter give each rank a part of whole 16-byte units (nccl-tests'
+    GetCollByteCount: ``count / nranks`` rounded down to 16 bytes) and print the per-rank
+    count; a size below one unit per rank is left out, a repeat once.  The others run
+    ``size / 4`` floats.
+
+    >>> nccl_tests_sizes("AllGather", 16, [8, 1024, 1000, 4096])
+    [(256, 4), (1024, 16), (768, 12), (4096, 64)]
+    >>> nccl_tests_sizes("AllReduce", 16, [8, 1000])
+    [(8, 2), (1000, 250)]
+    """
+    out: list[tuple[int, int]] = []
+    for size in points:
+        if collective in ("AllGather", "ReduceScatter"):
+            per = (size // 4 // ranks) // 4 * 4
+            pair = (max(per, 4) * 4 * ranks, max(per, 4))
+        else:
+            pair = (size, size // 4)
+        if pair not in out:
+            out.append(pair)
     return out
 
 
