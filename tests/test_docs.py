@@ -55,17 +55,10 @@ SLOW = {
 
 # examples whose output p2sim has changed since the page was written: expected to fail (strictly: one
 # that passes again fails the test, so that it leaves this list when its page is brought up to date)
-STALE = {
-    "p2sim rank --system a100 --axes data=4,tensor=8 --reduce data --algo both --emit torch":
-        "--emit torch prints init_device_mesh over the per-level mesh since 98dc758; the page shows the older "
-        "DeviceMesh tensor (and its prose, the JAX order, with it)",
-    "p2sim validate --measurements validation/collectives/":
-        "the multi-node rows' predictions moved in the second decimal (rows 32, 33, 36, 37; the baseline's "
-        "multi-node median 0.991 -> 0.990)",
-}
+STALE: dict[str, str] = {}
 
 # options no page names yet (remove one from here once a page describes it)
-UNDOCUMENTED = {"--scheduler-file", "--verbose"}
+UNDOCUMENTED: set[str] = set()
 
 FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```", re.M | re.S)
 
