@@ -98,7 +98,7 @@ class Choice:
         return lat + nbytes / bw
 
     def _estimate(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
-        return self.collective(algo, proto, op, members, nbytes).tuning
+        return self.tuning(algo, proto, op, members, nbytes)
 
     def analytic_seconds(self, coll: Collective, nbytes: float) -> float:
         """Uncontended time: latency plus bytes over the collective's algorithm bandwidth."""

@@ -160,11 +160,7 @@ class Expander(ShapeMemo, Structures, Choice):
             if seen is not None:
                 hit = moved_collective(self.topo, seen, first - min(seen.members) // gpn)
             else:
-                skey = (algo, op, local, where, used, share if algo in ("nvls", "nvls_tree") else None)
-                st = self._structures.get(skey)
-                if st is None:  # the hops do not depend on the protocol: built once for all three
-                    st = self._structure(algo, op, members, segments(self.topo, members), used, share)
-                    self._structures[skey] = st
+                st = self._structure_of(algo, op, members, local, where, used, share)
                 hit = self._finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk)
                 self._moved[(algo, proto, op, local, where, used, share, plateau, chunk)] = hit
             self._cache[key] = hit
@@ -177,9 +173,41 @@ class Expander(ShapeMemo, Structures, Choice):
         return self._finish(self._structure(algo, op, members, segs, used, share), algo, proto, op, members, used,
                             share, nbytes, chunk)
 
-    def _finish(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
-                share: float, nbytes: float, chunk: int) -> Collective:
-        """The collective of a structure with this protocol: link shares, caps and latency."""
+    def tuning(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> tuple[float, float]:
+        """NCCL's own (latency, bandwidth) of a collective, as :attr:`Collective.tuning`, without keeping it.
+
+        NCCL's choice weighs every (algorithm, protocol) it may run; only the chosen one is
+        simulated, so only that one's flows are worth caching: over 16,384 GPUs each candidate's
+        flows hold tens of MiB.  The structures (hops, loads) stay cached for all.
+        """
+        members = tuple(members)
+        used, share, plateau, chunk = self._settings(algo, proto, op, members, nbytes)
+        hit = self._cache.get((algo, proto, op, members, used, share, plateau, chunk))
+        if hit is not None:
+            return hit.tuning
+        gpn = self.topo.gpus_per_node
+        first = min(members) // gpn
+        local = tuple(m - first * gpn for m in members)
+        where = self.topo.move_key(first, max(members) // gpn)
+        seen = self._moved.get((algo, proto, op, local, where, used, share, plateau, chunk))
+        if seen is not None:  # the same group moved: an exact symmetry keeps its figures
+            return seen.tuning
+        st = self._structure_of(algo, op, members, local, where, used, share)
+        tuned, rate = self._tuned(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk)[:2]
+        return tuned.latency, rate * tuning_share(algo, op)
+
+    def _structure_of(self, algo: str, op: str, members: tuple[int, ...], local: tuple[int, ...], where: object,
+                      used: int, share: float) -> Structure:
+        skey = (algo, op, local, where, used, share if algo in ("nvls", "nvls_tree") else None)
+        st = self._structures.get(skey)
+        if st is None:  # the hops do not depend on the protocol: built once for all three
+            st = self._structures[skey] = self._structure(algo, op, members, segments(self.topo, members), used, share)
+        return st
+
+    def _tuned(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
+               share: float, nbytes: float, chunk: int) -> tuple[Collective, float, tuple, tuple, tuple]:
+        """The collective as NCCL's model sees it (no pipeline window, no launch cost), its algorithm
+        bandwidth, and what :meth:`_finish` adds to it (per-step latencies, transport, latency args)."""
         topo, nodes = self.topo, st.nodes
         if algo in ("nvls", "nvls_tree"):
             share = 1.0  # NVLS's efficiency is in its hops' overhead
@@ -207,8 +235,13 @@ class Expander(ShapeMemo, Structures, Choice):
         # NCCL chooses by its own model: its per-step figures, no launch cost, no pipeline window
         tuned = Collective(algo, proto, op, members, nodes, used, tuple(flows), collective_latency(*args), st.bus,
                            shared)
-        rate = tuned.algbw(topo.capacity)
-        flows = self._windowed(flows, st, algo, proto, op, chunk, steps, rate, nbytes)
+        return tuned, tuned.algbw(topo.capacity), steps, transport, args
+
+    def _finish(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
+                share: float, nbytes: float, chunk: int) -> Collective:
+        """The collective of a structure with this protocol: link shares, caps and latency."""
+        tuned, rate, steps, transport, args = self._tuned(st, algo, proto, op, members, used, share, nbytes, chunk)
+        flows = self._windowed(list(tuned.flows), st, algo, proto, op, chunk, steps, rate, nbytes)
         lat = collective_latency(*args, *transport, self.rates.launch or 0.0)
         return replace(tuned, flows=tuple(flows), latency=lat,
                        tuning=(tuned.latency, rate * tuning_share(algo, op)))
