@@ -17,7 +17,7 @@ relative difference of the flows' finish times between the two.  ``--reference N
 previous dense engine (``tests/reference_engine.py``) up to N flows and prints the largest
 relative difference of the finish times.
 
-    python benchmarks/flows_scaling.py [--flows 100,200,500,1000,2000,5000] [--scenario rings,pairs]
+    python benchmarks/flows_scaling.py [--flows 100,200,500,1000,2000,5000] [--scenario rings,pairs,step]
                                        [--reference 500] [--simgrid-timeout 1200]
 """
 
@@ -82,11 +82,29 @@ def scenario(n: int, seed: int = 0, kind: str = "rings") -> tuple[list[FlowSpec]
     """``n`` flows with private ceilings; returns (flows, capacity).
 
     ``rings``: each flow one channel of a ring over a random group; ``pairs``: each flow one
-    point-to-point transfer between two random GPUs (one hop of a ring).
+    point-to-point transfer between two random GPUs (one hop of a ring); ``step``: one program
+    step of many concurrent groups, as a cross-node step runs them: ``n / 8`` rings of 8 channels,
+    each over the same GPU of 8 random nodes, every channel the same share of one 256 MiB buffer
+    with one start-up latency (so flows finish in large simultaneous batches).
     """
     cl = Cluster()
     rng = np.random.default_rng(seed)
     flows = []
+    if kind == "step":
+        for g in range(max(n // 8, 1)):
+            nodes = np.sort(rng.choice(NODES, size=8, replace=False))
+            local = int(rng.integers(GPUS))
+            ring = (nodes * GPUS + local).tolist()
+            for channel in range(8):
+                load: dict[int, int] = {}
+                for a, b in zip(ring, ring[1:] + ring[:1]):
+                    for e in cl.hop(a, b, channel):
+                        load[e] = load.get(e, 0) + 1
+                load[cl.links + len(flows)] = 1  # the private per-channel ceiling
+                edges = np.array(sorted(load), dtype=np.int64)
+                flows.append(FlowSpec(edges, np.array([float(load[e]) for e in edges]), 2.0**28 / 8, 20e-6,
+                                      f"group {g} channel {channel}"))
+        return flows, np.concatenate([cl.capacity, np.full(len(flows), CHANNEL)])
     for j in range(n):
         if kind == "pairs":
             group = rng.choice(NODES * GPUS, size=2, replace=False)
@@ -147,7 +165,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flows", default="100,200,500,1000,2000,5000")
     ap.add_argument("--reference", type=int, default=0, help="run the previous dense engine up to N flows")
-    ap.add_argument("--scenario", default="rings,pairs", help="rings, pairs or both (comma-separated)")
+    ap.add_argument("--scenario", default="rings,pairs,step", help="rings, pairs, step (comma-separated)")
     ap.add_argument("--simgrid-python", default="/usr/bin/python3")
     ap.add_argument("--simgrid-timeout", type=float, default=1200.0, help="seconds before giving SimGrid up")
     ap.add_argument("--seed", type=int, default=0)
