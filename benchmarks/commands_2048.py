@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+from _measure import print_usage  # benchmarks/_measure.py, beside this script
+
 NODES = 2048
 CASES = {
     "rank3": ["rank", "--axes", "data=256,pipeline=8,tensor=8", "--reduce", "data", "--bytes", "1GiB"],
@@ -70,3 +72,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_usage()  # CPU seconds, peak memory and the load, for figures that reproduce

@@ -21,6 +21,8 @@ from p2sim.util.errors import InputError
 from p2sim.formalism.placement import enumerate_matrices
 from p2sim.topology import load_system
 
+from _measure import print_usage  # benchmarks/_measure.py, beside this script
+
 # the sweep: every program of every matrix of axes (8, 4, 4) reducing axes 0 and 1 on
 # P2's PCIe system with 16 servers (128 GPUs, four-level hierarchy), ring and tree --
 # one task per (matrix, algorithm), as p2sim rank splits it
@@ -77,3 +79,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    print_usage()  # CPU seconds, peak memory and the load, for figures that reproduce

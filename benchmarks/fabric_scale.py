@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from _measure import print_usage  # benchmarks/_measure.py, beside this script
+
 SIM = """
 import resource, sys, time
 t0 = time.perf_counter()
@@ -67,4 +69,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    print_usage()  # CPU seconds, peak memory and the load, for figures that reproduce
+    sys.exit(code)

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _measure import print_usage  # benchmarks/_measure.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.reference_engine
 
@@ -199,4 +201,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    print_usage()  # CPU seconds, peak memory and the load, for figures that reproduce
+    sys.exit(code)

@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from _measure import print_usage  # benchmarks/_measure.py, beside this script
+
 HERE = Path(__file__).resolve().parent
 RANK = ["rank", "--system", str(HERE / "systems" / "a100-pods.toml"), "--axes", "8,4,4,4", "--reduce", "0",
         "--top", "10", "--yes"]
@@ -66,4 +68,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    print_usage()  # CPU seconds, peak memory and the load, for figures that reproduce
+    sys.exit(code)

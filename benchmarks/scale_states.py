@@ -32,6 +32,8 @@ from p2sim.formalism.placement import Placement
 from p2sim.formalism.program import parse_program
 from p2sim.formalism.synthesis import validate_program
 
+from _measure import print_usage  # benchmarks/_measure.py, beside this script
+
 PROGRAMS = {
     "AllReduce": "AllReduce(slice=0, Inside)",
     "RS-AR-AG": "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)",
@@ -149,4 +151,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    print_usage()  # CPU seconds, peak memory and the load, for figures that reproduce
+    sys.exit(code)

@@ -20,6 +20,8 @@ from p2sim.sim import Simulator
 from p2sim.formalism.synthesis import Profile, synthesize_placements
 from p2sim.topology import load_system
 
+from _measure import print_usage  # benchmarks/_measure.py, beside this script
+
 COUNTS = Path(__file__).resolve().parents[1] / "validation" / "program_counts.csv"
 
 
@@ -53,4 +55,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    print_usage()  # CPU seconds, peak memory and the load, for figures that reproduce
+    sys.exit(code)

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import time
 
+from _measure import print_usage  # benchmarks/_measure.py, beside this script
+
 PROGRAMS = {
     "allreduce": "AllReduce(slice=0, Inside)",
     "rs-ar-ag": "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)",
@@ -74,4 +76,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    print_usage()  # CPU seconds, peak memory and the load, for figures that reproduce
+    sys.exit(code)

@@ -20,6 +20,8 @@ from pathlib import Path
 from p2sim.formalism.hierarchy import SynthesisHierarchy
 from p2sim.formalism.synthesis import Profile, synthesize, synthesize_placements
 
+from _measure import print_usage  # benchmarks/_measure.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ROOT / "validation" / "program_counts.csv"
 
@@ -72,4 +74,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    print_usage()  # CPU seconds, peak memory and the load, for figures that reproduce
+    sys.exit(code)
