@@ -60,7 +60,7 @@ from typing import Any
 
 from ..util.errors import MeasurementError
 from .collective_rows import ALGO_NAMES, PROTO_NAMES, CollectiveRow
-from .nccltests import _PROGRAM, _Rank, _check_args, _emit, _forced, _name_collective, _point, _ranks, _shown
+from .nccltests_common import _PROGRAM, _Rank, _check_args, _emit, _forced, _name_collective, _point, _ranks, _shown
 
 __all__ = ["parse_nccltests_json"]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .nccltests import split_color
+from .nccltests_common import split_color
 
 __all__ = ["split_expression", "split_colors"]
 
