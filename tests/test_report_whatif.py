@@ -38,7 +38,9 @@ def test_page_opens_with_the_answer(result, files):
         "Fastest at nvswitch.bandwidth = 450 GB/s: axis0 (16) across 2 nodes, 8 GPUs in each, reducing with "
         "`AllReduce(slice=0, Inside)` (NCCL's own algorithm choice) in 17.51 ms for 4 GiB per GPU, 44.5x faster than "
         "the first point (nvswitch.bandwidth = 5 GB/s: 779.4 ms). The winner changes along nvswitch.bandwidth at "
-        "nvswitch.bandwidth = 50 GB/s; the best placement stays the same (the program or algorithm changes).")
+        "nvswitch.bandwidth = 50 GB/s; the best placement stays the same (the program or algorithm changes). "
+        "What bounds it there: per-channel rate. At nvswitch.bandwidth = 450 GB/s, nvswitch links bound none of the "
+        "best program's steps: changing nvswitch further changes nothing there.")
     md, page = files["whatif.md"].decode(), Page(files["whatif.html"].decode())
     assert md.splitlines()[2] == f"**Answer.** {answer.text}"
     assert page.all_text.index(answer.text.replace("`", "")) < page.all_text.index("Every point")

@@ -187,6 +187,12 @@ def whatif_answer(result: WhatifResult) -> Answer:
                     else "; the best placement stays the same (the program or algorithm changes)."))
     else:
         text += f". The winner stays the same along {target}."
+    text += f" What bounds it there: {', '.join(dict.fromkeys(r['bounds']))}."
+    unbound = [p for p in rows if p.row["not_bound"]]
+    if unbound:  # more of the varied class buys nothing at these points
+        cls = unbound[0].row["not_bound"][0].split(" ")[0]
+        text += (" At " + " and ".join(point_text(p.row["point"]) for p in unbound) + f", {cls} links bound none of "
+                 f"the best program's steps: changing {cls} further changes nothing there.")
     return Answer(text, tuple(result.warnings))
 
 
