@@ -50,12 +50,20 @@ def collnet_possible(topo: Topology, segs: Sequence[Segment]) -> bool:
 def collnet_heads(topo: Topology, seg: Segment, limit: int = 8) -> list[tuple[str, int]]:
     """A node's heads: (NIC, the GPU that owns it) for each NIC its members are near, distinct GPUs,
     at most ``limit`` (NCCL's collnet graph: one channel per NIC and local GPU, at most 8)."""
-    out: list[tuple[str, int]] = []
-    for nic in node_nics(topo, seg) or (topo.nic_of(seg.members[0]),):
-        head = entry_gpus(topo, seg, nic)[0]
-        if all(head != h for _, h in out):
-            out.append((nic, head))
-    return out[:limit]
+    # every node is the same template: the heads of one set of local GPUs, computed once, moved
+    local = seg.local(topo)
+    memo = topo.memo.setdefault(("collnet_heads", limit), {})
+    hit = memo.get(local)
+    if hit is None:
+        rep = Segment(0, local)
+        hit = []
+        for nic in node_nics(topo, rep) or (topo.nic_of(rep.members[0]),):
+            head = entry_gpus(topo, rep, nic)[0]
+            if all(head != h for _, h in hit):
+                hit.append((nic, head))
+        hit = memo[local] = tuple(hit[:limit])
+    base = seg.node * topo.gpus_per_node
+    return [(nic, base + head) for nic, head in hit]
 
 
 def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[str, int]], overhead: float
@@ -64,20 +72,33 @@ def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[st
     f = topo.fabric
     assert f is not None
     stride = topo._stride
-    src, dst, parts = [], [], []
-    for seg, (nic, head) in zip(segs, heads):
-        local, p = head % topo.gpus_per_node, seg.node
-        out_part, _, in_part = topo._via_parts(local, nic, nic, local)
-        for part, a, b in ((out_part, head, NET), (in_part, NET, head)):
-            ids = np.asarray(part, dtype=np.int64)
-            parts.append(ids + p * stride[ids])
-            src.append(a)
-            dst.append(b)
-    n = len(src)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in parts], out=indptr[1:])
-    return HopTable(np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.ones(n), np.ones(n, dtype=bool),
-                    np.full(n, overhead), indptr, np.concatenate(parts))
+    gpn = topo.gpus_per_node
+    node = np.array([seg.node for seg in segs], dtype=np.int64)
+    head = np.array([h for _, h in heads], dtype=np.int64)
+    # per node an up hop (head -> network) then a down hop; nodes with the same (local head, NIC) share
+    # one template of links, moved by the node's stride
+    lengths = np.zeros(2 * len(segs), dtype=np.int64)
+    templates: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
+    for i, (nic, h) in enumerate(heads):
+        key = (h % gpn, nic)
+        if key not in templates:
+            out_part, _, in_part = topo._via_parts(key[0], nic, nic, key[0])
+            templates[key] = (np.asarray(out_part, dtype=np.int64), np.asarray(in_part, dtype=np.int64))
+        up, down = templates[key]
+        lengths[2 * i], lengths[2 * i + 1] = len(up), len(down)
+    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    edges = np.empty(int(indptr[-1]), dtype=np.int64)
+    for key, (up, down) in templates.items():
+        rows = np.flatnonzero((head % gpn == key[0]) & np.array([nic == key[1] for nic, _ in heads]))
+        for part, off in ((up, 0), (down, 1)):
+            if len(part):
+                at = indptr[2 * rows + off][:, None] + np.arange(len(part))[None, :]
+                edges[at.ravel()] = (part[None, :] + node[rows][:, None] * stride[part][None, :]).ravel()
+    n = 2 * len(segs)
+    src = np.stack([head, np.full(len(segs), NET)], axis=1).ravel()
+    dst = np.stack([np.full(len(segs), NET), head], axis=1).ravel()
+    return HopTable(src, dst, np.ones(n), np.ones(n, dtype=bool), np.full(n, overhead), indptr, edges)
 
 
 def _tree_table(topo: Topology, segs: Sequence[Segment], nic: str, overhead: float = 1.0) -> list[HopTable]:
