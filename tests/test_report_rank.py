@@ -154,7 +154,8 @@ def test_page_opens_with_the_answer_in_axis_names(result, files):
         "Best placement: data (4) inside each node; tensor (8) across 2 nodes, 4 GPUs in each. Reduce over data with "
         f"`AllReduce(slice=0, Inside)` (NCCL ring): 23.91 ms predicted for 4 GiB per GPU, {gain:.3g}x faster than a "
         "plain AllReduce on the default placement (data (4) across 2 nodes, 2 GPUs in each; tensor (8) inside each "
-        f"node: 4.295 s, NCCL tree) and as fast as a plain AllReduce on this placement (23.91 ms).")
+        f"node: 4.295 s, NCCL tree) and as fast as a plain AllReduce on this placement (23.91 ms). "
+        "What bounds its steps: nvswitch links.")
     md, page = files["report.md"].decode(), Page(files["report.html"].decode())
     assert md.splitlines()[2] == f"**Answer.** {answer.text}"
     shown = answer.text.replace("`", "")

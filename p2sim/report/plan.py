@@ -78,8 +78,9 @@ def plan_answer(result: PlanResult) -> Answer:
         text += (f", {ratio_text(best.total_seconds, default.total_seconds)} the default placement "
                  f"({_words(result, default.matrix)}: {format_seconds(default.total_seconds)} with its best programs, "
                  f"{format_seconds(default.allreduce_total_seconds)} with plain AllReduce).")
-    choice = plan_mesh_choice(result)
-    code = (CodeBlock("JAX", emit_mesh("jax", choice)), CodeBlock("PyTorch", emit_mesh("torch", choice)))
+    # each framework's form falls back where the chosen program does not run on it (mesh_choice.py)
+    code = (CodeBlock("JAX", emit_mesh("jax", plan_mesh_choice(result, "jax"))),
+            CodeBlock("PyTorch", emit_mesh("torch", plan_mesh_choice(result, "torch"))))
     return Answer(text, tuple(result.warnings), code)
 
 

@@ -137,10 +137,12 @@ def rank_answer(result: RankResult) -> Answer:
                 f"and {own_text}")
     text = (f"Best placement: {words(best.matrix)}. Reduce over {reduce} with `{best.timing.text}` "
             f"({algo_text(best.algo)}): {format_seconds(best.seconds)} predicted for "
-            f"{format_bytes(job.bytes_per_gpu)} per GPU, {gain}.")
+            f"{format_bytes(job.bytes_per_gpu)} per GPU, {gain}. "
+            f"What bounds its steps: {'; '.join(b.text for b in result.best_bounds)}.")
     notes = tuple(n[:1].upper() + n[1:] for n in (result.scope, *result.warnings) if n)
-    choice = rank_mesh_choice(result)
-    code = (CodeBlock("JAX", emit_mesh("jax", choice)), CodeBlock("PyTorch", emit_mesh("torch", choice)))
+    # each framework's form picks the fastest program it runs (mesh_choice.py)
+    code = (CodeBlock("JAX", emit_mesh("jax", rank_mesh_choice(result, "jax"))),
+            CodeBlock("PyTorch", emit_mesh("torch", rank_mesh_choice(result, "torch"))))
     return Answer(text, notes, code)
 
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..collectives.bound import Bound
 from ..formalism.naming import axes_text, matrix_legend, order_label, reduce_text
 from ..studies.simulate import SimulateResult
 from ..util.fileio import replace_file
@@ -28,19 +29,22 @@ def choice_text(step: Any) -> str:
 
 
 def results_text(rows: list[tuple[Matrix, Program, ProgramResult]],
-                 describe: Callable[[Matrix], str] | None = None) -> str:
-    """Each program's time and its steps', in adaptive units; ``describe`` puts a matrix in words."""
+                 describe: Callable[[Matrix], str] | None = None, bounds: Sequence[Sequence[Bound]] = ()) -> str:
+    """Each program's time and its steps', in adaptive units; ``describe`` puts a matrix in words; ``bounds``
+    (per row, per step) say what bounds each step."""
     lines = []
     current = None
-    for matrix, program, r in rows:
+    for k, (matrix, program, r) in enumerate(rows):
+        bound = list(bounds[k]) if k < len(bounds) else []
         if matrix != current:
             current = matrix
             words = f"  ({describe(matrix)})" if describe is not None else ""
             lines.append(f"matrix {format_matrix(matrix)}{words}")
         lines.append(f"  {format_seconds(r.total_seconds):>10}  {r.text}")
-        for s, ins in zip(r.steps, program.instructions):
+        for i, (s, ins) in enumerate(zip(r.steps, program.instructions)):
+            why = f"; bound by {bound[i].text}" if i < len(bound) else ""
             lines.append(f"      {format_seconds(s.seconds):>10}  {ins.text:<40s} {s.groups} x {s.group_size} GPUs, "
-                         f"{span_text(s.nodes_spanned)}, {format_bytes(s.buffer_bytes)}, {choice_text(s)}")
+                         f"{span_text(s.nodes_spanned)}, {format_bytes(s.buffer_bytes)}, {choice_text(s)}{why}")
     return "\n".join(lines)
 
 
@@ -53,7 +57,7 @@ def simulate_text(result: SimulateResult) -> str:
         f"{reduce_text(result.reduce_axes, names)}{order_label(req.order, result.reduce_axes)}; {req.algo}, "
         f"{req.model} model, {format_bytes(job.bytes_per_gpu)} per GPU",
         matrix_legend(names, topo.level_names),
-        results_text(list(result.rows), result.placement)])
+        results_text(list(result.rows), result.placement, result.bounds)])
 
 
 def _shown_path(path: str) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..collectives.bound import Bound
 from ..formalism.hierarchy import LoweredStep, Order
 from ..formalism.naming import describe_placement
 from ..formalism.placement import Matrix, count_matrices, format_matrix, parse_matrix
@@ -73,13 +74,16 @@ class SimulateResult(Tabular):
     rows: tuple[tuple[Matrix, Program, ProgramResult], ...]
     lowered: tuple[tuple[LoweredStep, ...], ...]  # each row's lowered steps (device groups)
     warnings: tuple[str, ...] = ()
+    bounds: tuple[tuple[Bound, ...], ...] = ()  # each row's steps: what bounds them
 
     def placement(self, matrix: Matrix) -> str:
         job = self.request.job
         return describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
 
     def table(self) -> list[dict[str, Any]]:
-        return [dict(program_result_json(m, prog, r), placement=self.placement(m)) for m, prog, r in self.rows]
+        bounds = self.bounds or ((),) * len(self.rows)
+        return [dict(program_result_json(m, prog, r, b), placement=self.placement(m))
+                for (m, prog, r), b in zip(self.rows, bounds)]
 
     def to_json(self) -> dict[str, Any]:
         req, job = self.request, self.request.job
@@ -93,12 +97,16 @@ class SimulateResult(Tabular):
         }
 
 
-def program_result_json(matrix: Matrix, program: Program, r: ProgramResult) -> dict[str, Any]:
+def program_result_json(matrix: Matrix, program: Program, r: ProgramResult,
+                        bounds: tuple[Bound, ...] = ()) -> dict[str, Any]:
+    steps = [dict(s.to_json(), instruction=i.text) for s, i in zip(r.steps, program.instructions)]
+    for step, b in zip(steps, bounds):
+        step["bound"] = b.to_json()
     return {
         "matrix": [list(row) for row in matrix],
         "text": r.text,
         "total_seconds": r.total_seconds,
-        "steps": [dict(s.to_json(), instruction=i.text) for s, i in zip(r.steps, program.instructions)],
+        "steps": steps,
     }
 
 
@@ -128,10 +136,11 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
     warning = job.warn_memory()
     if req.program == "all":
         announce(f"{plural(len(work), 'matrix')}, {plural(sum(len(w[2]) for w in work), 'simulation')}")
-    rows, lowered = [], []
+    rows, lowered, bounds = [], [], []
     for matrix, lowering, programs in work:
         for prog in programs:
             rows.append((matrix, prog, sim.simulate(lowering, prog, job.bytes_per_gpu)))
             lowered.append(tuple(lowering.lower(prog)))
+            bounds.append(sim.bounds(lowering, prog, job.bytes_per_gpu))
     return SimulateResult(req, lws[0].reduce_axes, sim.config, tuple(rows), tuple(lowered),
-                          () if warning is None else (warning,))
+                          () if warning is None else (warning,), tuple(bounds))
