@@ -250,7 +250,7 @@ class Lowering:
         if hit is None:
             local = np.asarray(self.synthesis.groups(ins), dtype=np.int64)
             glob = self.table[:, local].reshape(-1, local.shape[1])
-            hit = LoweredStep(ins.op, tuple(tuple(int(x) for x in row) for row in glob))
+            hit = LoweredStep(ins.op, tuple(map(tuple, glob.tolist())))  # tolist: Python ints, in one pass
             self.memo[key] = hit
         return hit
 

@@ -27,6 +27,7 @@ default) or what ``algo`` / ``proto`` force, like ``NCCL_ALGO`` / ``NCCL_PROTO``
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -137,8 +138,8 @@ class Simulator:
         if hit is not None and hit[0] is value:
             return hit[1]
         if isinstance(value, LoweredStep):
-            sizes = np.fromiter((len(g) for g in value.groups), np.int64, len(value.groups))
-            members = np.fromiter((m for g in value.groups for m in g), np.int64, int(sizes.sum()))
+            sizes = np.fromiter(map(len, value.groups), np.int64, len(value.groups))
+            members = np.fromiter(itertools.chain.from_iterable(value.groups), np.int64, int(sizes.sum()))
             data = value.op.value.encode() + b"|" + sizes.tobytes() + b"|" + members.tobytes()
         else:
             data = np.asarray(value, dtype=float).tobytes()
@@ -275,7 +276,8 @@ class Simulator:
 
     def _simulate_step(self, step: LoweredStep, volumes: Sequence[float]) -> StepResult:
         op = step.op.value
-        spanned = max(len({self.topo.node_of(d) for d in g}) for g in step.groups)
+        gpn = self.topo.gpus_per_node  # node_of(d) is d // gpus_per_node
+        spanned = max(len({d // gpn for d in g}) for g in step.groups)
         if self.model == "baseline":
             algo = self.algo if self.algo in ("ring", "tree") else "ring"
             seconds = max(baseline_seconds(self.topo, op, g, v, algo) for g, v in zip(step.groups, volumes))
