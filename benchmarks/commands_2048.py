@@ -2,7 +2,7 @@
 
 Each case runs ``p2sim`` through its command line in a fresh process with ``--workers 1`` (so
 the process's CPU time is all the work) and prints one line: the case, CPU seconds
-(user + system of the child, from ``wait4``), wall seconds, peak resident MiB, and the
+(user + system of the child, as GNU time reports them), wall seconds, peak resident MiB, and the
 answer's first line of JSON-free text (so that a faster but different answer shows).  The
 load average is printed first: the figures are only comparable on a quiet machine.
 
@@ -20,7 +20,6 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 
 from _measure import print_usage  # benchmarks/_measure.py, beside this script
 
@@ -41,20 +40,18 @@ def run_case(system: str, nodes: int, case: str) -> str:
     argv = [sys.executable, "-m", "p2sim", *CASES[case], "--system", system, "--nodes", str(nodes), "-q"]
     if case != "sweep":
         argv += ["--workers", "1"]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    out = proc.stdout.read() if proc.stdout else ""
-    err = proc.stderr.read() if proc.stderr else ""
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    cpu = usage.ru_utime + usage.ru_stime
+    # GNU time reports the child's own CPU seconds and peak (ru_maxrss) on the last line of stderr;
+    # run() reads both pipes while the child runs (a sweep prints a rank line per GPU)
+    proc = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *argv], capture_output=True, text=True)
+    out, err = proc.stdout, proc.stderr
+    wall, user, system, peak_kib = (float(x) for x in err.strip().splitlines()[-1].split())
+    cpu = user + system
     lines = out.splitlines()
     answer = next((ln for ln in lines if ln.startswith(("best placement", "best plan"))), lines[-1] if lines else "")
     if proc.returncode:
-        answer = "FAILED: " + (err.strip().splitlines() or ["?"])[-1]
+        answer = "FAILED: " + (err.strip().splitlines()[:-1] or ["?"])[-1]
     return (f"{case:<7} {system:<14} nodes={nodes:<5} cpu_seconds={cpu:7.2f} wall_seconds={wall:7.2f} "
-            f"peak_mib={usage.ru_maxrss / 1024:6.0f}  {answer[:90]}")
+            f"peak_mib={peak_kib / 1024:6.0f}  {answer[:90]}")
 
 
 def main() -> None:
