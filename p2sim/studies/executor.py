@@ -22,8 +22,6 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
-from tqdm import tqdm
-
 from ..util.errors import InputError
 from ..util.fileio import read_text
 from ..util.log import progress_enabled
@@ -483,6 +481,8 @@ def process_pool(n: int) -> Iterator[ProcessPoolExecutor]:
 def run_all(executor: Executor, fn: Callable[[T], R], items: list[T], label: str = "") -> list[R]:
     """Map ``fn`` over ``items`` in order, with a progress bar on a terminal when the caller listens (the CLI)."""
     out: list[Any] = []
+    from tqdm import tqdm  # here, not at import: every command's start would pay for it
+
     # tqdm's disable=None turns the bar off when stderr is not a terminal (pipes, CI)
     show = None if progress_enabled() else True
     for r in tqdm(executor.map(fn, items), total=len(items), desc=label, disable=show, leave=False):
