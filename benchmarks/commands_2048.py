@@ -44,8 +44,8 @@ def run_case(system: str, nodes: int, case: str) -> str:
     # run() reads both pipes while the child runs (a sweep prints a rank line per GPU)
     proc = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M", *argv], capture_output=True, text=True)
     out, err = proc.stdout, proc.stderr
-    wall, user, system, peak_kib = (float(x) for x in err.strip().splitlines()[-1].split())
-    cpu = user + system
+    wall, user, kernel, peak_kib = (float(x) for x in err.strip().splitlines()[-1].split())
+    cpu = user + kernel
     lines = out.splitlines()
     answer = next((ln for ln in lines if ln.startswith(("best placement", "best plan"))), lines[-1] if lines else "")
     if proc.returncode:
