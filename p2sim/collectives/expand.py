@@ -94,6 +94,13 @@ class Expander(ShapeMemo, Structures, Choice):
         self._settings_of = shared.settings
         self._chosen = shared.chosen
 
+    def forget_collectives(self) -> None:
+        """Drop the built collectives (their flows), keeping the structures they are made from: a caller
+        that will not ask for the same collective again (a sweep: every size its own) keeps one
+        size's flows in memory.  Caches only (shared with the topology's other expanders)."""
+        self._cache.clear()
+        self._moved.clear()
+
     # -- structure -----------------------------------------------------------------
     def channels(self, members: Sequence[int]) -> int:
         """Ring channels NCCL would build for this group."""
