@@ -65,3 +65,27 @@ def test_a_group_moved_between_nodes_expands_alike():
     assert [f.edges.tolist() for f in b.flows] == [f.edges.tolist() for f in c.flows]
     assert [f.coef.tolist() for f in b.flows] == [f.coef.tolist() for f in c.flows]
     assert b.sent() == c.sent() and a.latency == b.latency
+
+
+def test_dropping_the_caches_changes_no_result(monkeypatch):
+    # the caches of built collectives and structures are bounded (CACHE_BYTES): a search that
+    # drops them again and again predicts exactly what one that keeps them does
+    import p2sim.collectives.expand as expand_module
+    from p2sim.formalism.hierarchy import Lowering
+    from p2sim.formalism.placement import Placement
+    from p2sim.formalism.program import parse_program
+    from p2sim.sim import Simulator
+    from p2sim.topology import load_system
+
+    def run() -> list[float]:
+        topo = load_system("superpod-h100", 8)
+        lw = Lowering.of(Placement.of(topo.hierarchy, [8, 8], [[1, 8, 1], [1, 1, 8]]), [0])
+        out = []
+        for text in ("AllReduce(slice=0, Inside)", "ReduceScatter(slice=0, Inside) ; AllGather(slice=0, Inside)"):
+            for algo in ("auto", "ring", "tree"):
+                out.append(Simulator(topo, algo).simulate(lw, parse_program(text), 2**28).total_seconds)
+        return out
+
+    kept = run()
+    monkeypatch.setattr(expand_module, "CACHE_BYTES", 1)
+    assert run() == kept

@@ -26,6 +26,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from ..topology import Topology
 from ..topology.settings import ModelRates
 from .channels import Segment, channel_count, segments
@@ -69,6 +71,22 @@ def net_rate_gbps(topo: Topology, algo: str, rates: ModelRates) -> float:
     return v if v is not None else NET_RATE_DEFAULTS[topo.spec.nccl.transport]
 
 
+# bytes of arrays the built collectives and structures of one topology may hold before they are dropped
+# (a design figure, not a model one: a 16,384-GPU search then stays within a few hundred MiB, where
+# unbounded caches reached 5 GiB on a 3-tier fabric; dropping only costs rebuilding, never a result)
+CACHE_BYTES = 128 * 2**20
+
+
+def _arrays_nbytes(obj: object) -> int:
+    """Bytes of the numpy arrays a collective's flows or a structure's tables hold (one level deep)."""
+    parts = list(getattr(obj, "flows", ())) + list(getattr(obj, "tables", ())) + list(getattr(obj, "loads", ()))
+    total = 0
+    for p in parts:
+        values = p if isinstance(p, tuple) else vars(p).values() if hasattr(p, "__dict__") else ()
+        total += sum(v.nbytes for v in values if isinstance(v, np.ndarray))
+    return total
+
+
 class Expander(ShapeMemo, Structures, Choice):
     """Builds collectives on one topology; every result is cached.
 
@@ -93,6 +111,7 @@ class Expander(ShapeMemo, Structures, Choice):
         self._structures = shared.structures
         self._settings_of = shared.settings
         self._chosen = shared.chosen
+        self._held = shared.held
 
     def forget_collectives(self) -> None:
         """Drop the built collectives (their flows), keeping the structures they are made from: a caller
@@ -100,6 +119,7 @@ class Expander(ShapeMemo, Structures, Choice):
         size's flows in memory.  Caches only (shared with the topology's other expanders)."""
         self._cache.clear()
         self._moved.clear()
+        self._held[0] = 0
 
     # -- structure -----------------------------------------------------------------
     def channels(self, members: Sequence[int]) -> int:
@@ -171,7 +191,19 @@ class Expander(ShapeMemo, Structures, Choice):
                 hit = self._finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk)
                 self._moved[(algo, proto, op, local, where, used, share, plateau, chunk)] = hit
             self._cache[key] = hit
+            self._account(hit)
         return hit
+
+    def _account(self, built: object) -> None:
+        """Count what a new cache entry holds; past :data:`CACHE_BYTES`, drop the built collectives and
+        structures (NCCL's per-shape decisions stay: they make results independent of what was built)."""
+        # the arrays, and the group's members as Python ints in the entry's key (about 40 bytes each)
+        self._held[0] += _arrays_nbytes(built) + 40 * len(getattr(built, "members", ()) or ())
+        if self._held[0] > CACHE_BYTES:
+            self._cache.clear()
+            self._moved.clear()
+            self._structures.clear()
+            self._held[0] = 0
 
     def _build(self, algo: str, proto: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
                share: float, nbytes: float) -> Collective:
@@ -209,6 +241,7 @@ class Expander(ShapeMemo, Structures, Choice):
         st = self._structures.get(skey)
         if st is None:  # the hops do not depend on the protocol: built once for all three
             st = self._structures[skey] = self._structure(algo, op, members, segments(self.topo, members), used, share)
+            self._account(st)
         return st
 
     def _tuned(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,

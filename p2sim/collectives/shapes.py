@@ -36,6 +36,7 @@ class Shared:
         self.structures: dict[tuple, object] = {}
         self.settings: dict[tuple, tuple] = {}
         self.chosen: dict[tuple, tuple[str, str]] = {}
+        self.held = [0]  # bytes of arrays in cache, moved and structures (Expander._account)
 
     def forget_shapes(self) -> None:
         """Drop what was decided once per group shape (NCCL's choice, channels, estimates):
