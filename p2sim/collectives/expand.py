@@ -112,14 +112,16 @@ class Expander(ShapeMemo, Structures, Choice):
         self._settings_of = shared.settings
         self._chosen = shared.chosen
         self._held = shared.held
+        self._held_bytes = shared.held_bytes
 
     def forget_collectives(self) -> None:
         """Drop the built collectives (their flows), keeping the structures they are made from: a caller
         that will not ask for the same collective again (a sweep: every size its own) keeps one
         size's flows in memory.  Caches only (shared with the topology's other expanders)."""
-        self._cache.clear()
-        self._moved.clear()
-        self._held[0] = 0
+        for cache in (self._cache, self._moved):
+            for key in list(cache):
+                self._held_bytes[0] -= self._held.pop((id(cache), key), (None, 0))[1]
+            cache.clear()
 
     # -- structure -----------------------------------------------------------------
     def channels(self, members: Sequence[int]) -> int:
@@ -176,34 +178,48 @@ class Expander(ShapeMemo, Structures, Choice):
         used, share, plateau, chunk = self._settings(algo, proto, op, members, nbytes)
         key = (algo, proto, op, members, used, share, plateau, chunk)
         hit = self._cache.get(key)
-        if hit is None:
+        if hit is not None:
+            self._touch(self._cache, key)
+        else:
             # the same group on other nodes, built before: move it here (an exact symmetry)
             gpn = self.topo.gpus_per_node
             first = min(members) // gpn
             local = tuple(m - first * gpn for m in members)
             # groups with equal local members and fabric keys are each other moved (an exact symmetry)
             where = self.topo.move_key(first, max(members) // gpn)
-            seen = self._moved.get((algo, proto, op, local, where, used, share, plateau, chunk))
+            mkey = (algo, proto, op, local, where, used, share, plateau, chunk)
+            seen = self._moved.get(mkey)
             if seen is not None:
+                self._touch(self._moved, mkey)
                 hit = moved_collective(self.topo, seen, first - min(seen.members) // gpn)
             else:
                 st = self._structure_of(algo, op, members, local, where, used, share)
                 hit = self._finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk)
-                self._moved[(algo, proto, op, local, where, used, share, plateau, chunk)] = hit
-            self._cache[key] = hit
-            self._account(hit)
+                self._keep(self._moved, mkey, hit)
+            self._keep(self._cache, key, hit)
         return hit
 
-    def _account(self, built: object) -> None:
-        """Count what a new cache entry holds; past :data:`CACHE_BYTES`, drop the built collectives and
-        structures (NCCL's per-shape decisions stay: they make results independent of what was built)."""
-        # the arrays, and the group's members as Python ints in the entry's key (about 40 bytes each)
-        self._held[0] += _arrays_nbytes(built) + 40 * len(getattr(built, "members", ()) or ())
-        if self._held[0] > CACHE_BYTES:
-            self._cache.clear()
-            self._moved.clear()
-            self._structures.clear()
-            self._held[0] = 0
+    def _keep(self, cache: dict, key: tuple, built: object) -> None:
+        """Cache ``built`` and count what it holds; past :data:`CACHE_BYTES`, the least recently used
+        collectives and structures are dropped (NCCL's per-shape decisions stay: they make results
+        independent of what was built).  The arrays count, and the group's members as Python ints in
+        the entry's key (about 40 bytes each)."""
+        cache[key] = built
+        size = _arrays_nbytes(built) + 40 * len(getattr(built, "members", ()) or ())
+        ledger = self._held
+        ledger[(id(cache), key)] = (cache, size)
+        self._held_bytes[0] += size
+        while self._held_bytes[0] > CACHE_BYTES and len(ledger) > 1:
+            (_, old), (owner, old_size) = next(iter(ledger.items()))
+            del ledger[(id(owner), old)]
+            owner.pop(old, None)
+            self._held_bytes[0] -= old_size
+
+    def _touch(self, cache: dict, key: tuple) -> None:
+        """A cache hit: its entry becomes the most recently used."""
+        entry = self._held.pop((id(cache), key), None)
+        if entry is not None:
+            self._held[(id(cache), key)] = entry
 
     def _build(self, algo: str, proto: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
                share: float, nbytes: float) -> Collective:
@@ -240,8 +256,10 @@ class Expander(ShapeMemo, Structures, Choice):
         skey = (algo, op, local, where, used, share if algo in ("nvls", "nvls_tree") else None)
         st = self._structures.get(skey)
         if st is None:  # the hops do not depend on the protocol: built once for all three
-            st = self._structures[skey] = self._structure(algo, op, members, segments(self.topo, members), used, share)
-            self._account(st)
+            st = self._structure(algo, op, members, segments(self.topo, members), used, share)
+            self._keep(self._structures, skey, st)
+        else:
+            self._touch(self._structures, skey)
         return st
 
     def _tuned(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,

@@ -36,7 +36,9 @@ class Shared:
         self.structures: dict[tuple, object] = {}
         self.settings: dict[tuple, tuple] = {}
         self.chosen: dict[tuple, tuple[str, str]] = {}
-        self.held = [0]  # bytes of arrays in cache, moved and structures (Expander._account)
+        # what cache, moved and structures hold, least recently used first: (id(dict), key) -> (dict, bytes)
+        self.held: dict[tuple, tuple[dict, int]] = {}
+        self.held_bytes = [0]
 
     def forget_shapes(self) -> None:
         """Drop what was decided once per group shape (NCCL's choice, channels, estimates):
