@@ -54,3 +54,17 @@ def test_plan_falls_back_to_one_allreduce_with_its_time():
     kept = plan_mesh_choice(_plan(HIER), "torch").reductions[0]
     assert kept.program == HIER and kept.note == ""
     assert plan_mesh_choice(_plan(MASTER), "json").reductions[0].steps is None  # json: the program as chosen
+
+
+def test_when_no_ranked_program_runs_one_allreduce_is_emitted(monkeypatch):
+    import p2sim.report.mesh_choice as mc
+
+    result = run_rank(RankRequest.build(system="a100", axes={"data": 4, "tensor": 8}, reduce=["data"], workers=1, top=3))
+    second = result.ranking.entries[1]  # ReduceScatter ; AllGather on the best matrix
+    # as if no ranked program ran on the framework's mesh
+    monkeypatch.setattr(mc, "_pick", lambda *a: (second, None, "no ranked program runs on a jax mesh (...)"))
+    r = rank_mesh_choice(result, "jax").reductions[0]
+    assert r.program == "AllReduce(slice=0, Inside)" and [s.op.value for s in r.steps] == ["AllReduce"]
+    assert r.note.startswith("no ranked program runs") and "one AllReduce over the reduction" in r.note
+    summary = next(m for m in result.ranking.matrices if m.matrix == second.matrix)
+    assert r.seconds == summary.allreduce.seconds

@@ -106,7 +106,14 @@ def rank_mesh_choice(result: RankResult, form: str = "json") -> MeshChoice:
         steps, note = (None, "") if isinstance(steps, str) else (steps, "")
     else:
         entry, steps, note = _pick(result.ranking.entries, placement_of, red, order, form)
-    reduction = MeshReduction(red, entry.algo, entry.timing.text, entry.seconds, steps, note)
+    if steps is None and form != "json":  # no ranked program runs there: one AllReduce always does
+        summary = next(m for m in result.ranking.matrices if m.matrix == entry.matrix)
+        steps = mesh_program(placement_of(entry), red, _ALLREDUCE, order, form == "torch")
+        note = (f"{note}; this is one AllReduce over the reduction ({summary.allreduce.seconds / entry.seconds:.3f}x "
+                "the fastest program's time)")
+        reduction = MeshReduction(red, summary.algo, _ALLREDUCE, summary.allreduce.seconds, steps, note)
+    else:
+        reduction = MeshReduction(red, entry.algo, entry.timing.text, entry.seconds, steps, note)
     notes = tuple(n for n in (result.scope,) + tuple(result.warnings) if n)
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, placement_of(entry), (reduction,),
                       job.axis_names, notes, topo.level_names, job.spec.node_level, order.value)
