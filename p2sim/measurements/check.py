@@ -37,6 +37,7 @@ from ..sim import Simulator
 from ..studies.rank import RankRequest, run_rank
 from ..studies.requests import Job
 from ..studies.simulate import SimulateRequest, run_simulate
+from ..topology import system_paths
 from ..util.errors import InputError
 from ..util.parsing import as_text, positive_float
 from ..util.table import Tabular
@@ -192,13 +193,16 @@ def _judge(req: CheckRequest) -> tuple[tuple[Verdict, ...], tuple[str, ...]]:
     """The logs' rows, predicted on the request's system as ``validate`` predicts them, and judged."""
     if not req.logs:
         return (), ()
-    data = load_inputs(list(req.logs), system=req.job.spec.name)
+    spec = req.job.spec
+    # the logs' rows name their system: a shipped one by name, a file by its path (which find_spec reads)
+    system = spec.name if spec.name in system_paths() else str(spec.source)
+    data = load_inputs(list(req.logs), system=system)
     if data.programs:
         raise InputError(f"logs: {data.programs[0].source} holds program measurements; check reads nccl-tests logs "
                          "(text or -J JSON); score programs with p2sim validate")
     if not data.collectives:
         raise InputError(f"logs: no nccl-tests rows in {', '.join(req.logs)}")
     rows = [r for r in data.collectives]
-    specs = {req.job.spec.name: req.job.spec}
+    specs = {system: spec}
     warns = tuple(emulated_warnings(rows))
     return tuple(verdicts(predict_collectives(rows, specs), req.tolerance)), warns
