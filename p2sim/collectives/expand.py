@@ -71,10 +71,11 @@ def net_rate_gbps(topo: Topology, algo: str, rates: ModelRates) -> float:
     return v if v is not None else NET_RATE_DEFAULTS[topo.spec.nccl.transport]
 
 
-# bytes of arrays the built collectives and structures of one topology may hold before they are dropped
-# (a design figure, not a model one: a 16,384-GPU search then stays within a few hundred MiB, where
-# unbounded caches reached 5 GiB on a 3-tier fabric; dropping only costs rebuilding, never a result)
-CACHE_BYTES = 128 * 2**20
+# bytes of arrays the built collectives and structures of one topology may hold before the least
+# recently used are dropped (a design figure, not a model one: unbounded, a 16,384-GPU rank on the
+# 3-tier SuperPOD reached 5 GiB; at 128 MiB it stayed near 0.5 GiB but rebuilt so much that it ran
+# over twice as long; dropping only costs rebuilding, never a result)
+CACHE_BYTES = 384 * 2**20
 
 
 def _arrays_nbytes(obj: object) -> int:
