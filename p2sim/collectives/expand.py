@@ -73,9 +73,10 @@ def net_rate_gbps(topo: Topology, algo: str, rates: ModelRates) -> float:
 
 # bytes of arrays the built collectives and structures of one topology may hold before the least
 # recently used are dropped (a design figure, not a model one: unbounded, a 16,384-GPU rank on the
-# 3-tier SuperPOD reached 5 GiB; at 128 MiB it stayed near 0.5 GiB but rebuilt so much that it ran
-# over twice as long; dropping only costs rebuilding, never a result)
-CACHE_BYTES = 384 * 2**20
+# 3-tier SuperPOD reached 5 GiB; at 128 MiB it stays near 0.5 GiB but rebuilds enough to run over
+# twice as long, while 2,048-node sweeps on h100 and p5 stay at 263 MiB, 325 MiB at 384 MiB;
+# dropping only costs rebuilding, never a result)
+CACHE_BYTES = 128 * 2**20
 
 
 def _arrays_nbytes(obj: object) -> int:
