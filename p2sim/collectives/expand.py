@@ -74,7 +74,7 @@ def net_rate_gbps(topo: Topology, algo: str, rates: ModelRates) -> float:
 # bytes of arrays the built collectives and structures of one topology may hold before the least
 # recently used are dropped (a design figure, not a model one: unbounded, a 16,384-GPU rank on the
 # 3-tier SuperPOD reached 5 GiB; at 128 MiB it stays near 0.5 GiB but rebuilds enough to run over
-# twice as long, while 2,048-node sweeps on h100 and p5 stay at 263 MiB, 325 MiB at 384 MiB;
+# twice as long, while 2,048-node sweeps on h100 and p5 stay at 265-266 MiB, 366 MiB at 384 MiB;
 # dropping only costs rebuilding, never a result)
 CACHE_BYTES = 128 * 2**20
 
@@ -115,15 +115,6 @@ class Expander(ShapeMemo, Structures, Choice):
         self._chosen = shared.chosen
         self._held = shared.held
         self._held_bytes = shared.held_bytes
-
-    def forget_collectives(self) -> None:
-        """Drop the built collectives (their flows), keeping the structures they are made from: a caller
-        that will not ask for the same collective again (a sweep: every size its own) keeps one
-        size's flows in memory.  Caches only (shared with the topology's other expanders)."""
-        for cache in (self._cache, self._moved):
-            for key in list(cache):
-                self._held_bytes[0] -= self._held.pop((id(cache), key), (None, 0))[1]
-            cache.clear()
 
     # -- structure -----------------------------------------------------------------
     def channels(self, members: Sequence[int]) -> int:

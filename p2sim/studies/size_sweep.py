@@ -80,7 +80,6 @@ def sweep_sizes(topo: Topology, collective: str, members: Iterable[int], points:
     out = []
     for size, count in nccl_tests_sizes(collective, len(group), points):
         r = sim.step(step, (float(size),))
-        sim.expander.forget_collectives()  # each size has its own: keep one size's flows at a time
         a, p, c = r.choices[0]
         out.append(SweepPoint(size, count, r.seconds, size / r.seconds,
                               size / r.seconds * bus_factor(collective, len(group)), a, p, c))
