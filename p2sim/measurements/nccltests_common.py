@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -183,17 +184,21 @@ def _ranks(src: str, ranks: list[_Rank], per_proc: int = 0, split: tuple[str, st
     if missing:
         raise _rank_fail(src, ranks[-1], "Rank", f"ranks are not 0..{len(seen) - 1}: rank {missing[0]} is "
                          "missing (a cut log?)")
-    per_host: dict[str, int] = {}
-    for r in ranks:
-        per_host[r.host] = per_host.get(r.host, 0) + 1
-    if len(set(per_host.values())) > 1:
-        detail = ", ".join(f"{h} {c}" for h, c in per_host.items())
-        raise _rank_fail(src, ranks[0], "hosts", f"the hosts run different rank counts ({detail}); a p2sim system "
+    per_host, uneven = _hosts(ranks)
+    if uneven:
+        raise _rank_fail(src, ranks[0], "hosts", f"the hosts run different rank counts ({uneven}); a p2sim system "
                          "has the same GPU count on every node")
     gpu = " / ".join(sorted({r.gpu for r in ranks if r.gpu}))
     if len({r.group for r in ranks}) == 1:
         return _Shape(len(per_host), len(ranks) // len(per_host), gpu)
     return _split_shape(src, [seen[i] for i in range(len(seen))], per_proc, split, gpu)
+
+
+def _hosts(ranks: Iterable[_Rank]) -> tuple[Counter[str], str]:
+    """Ranks per host (in order of appearance), and ``""`` or the counts in words when hosts differ."""
+    counts = Counter(r.host for r in ranks)
+    uneven = len(set(counts.values())) > 1
+    return counts, ", ".join(f"{h} {c}" for h, c in counts.items()) if uneven else ""
 
 
 def _plural(n: int, what: str) -> str:
@@ -223,13 +228,10 @@ def _split_shape(src: str, ranks: list[_Rank], per_proc: int, split: tuple[str, 
         groups.setdefault(r.group, []).append(r)
     shapes = []
     for color, members in groups.items():
-        hosts: dict[str, int] = {}
-        for r in members:
-            hosts[r.host] = hosts.get(r.host, 0) + 1
-        if len(set(hosts.values())) > 1:
-            detail = ", ".join(f"{h} {c}" for h, c in hosts.items())
+        hosts, uneven = _hosts(members)
+        if uneven:
             raise _rank_fail(src, members[0], "Group", f"group {color} runs different rank counts on its hosts "
-                             f"({detail}); p2sim reads communicators with the same GPU count on each of their nodes")
+                             f"({uneven}); p2sim reads communicators with the same GPU count on each of their nodes")
         shapes.append((len(hosts), len(members) // len(hosts), color, members[0]))
     first = shapes[0]
     for s in shapes[1:]:
