@@ -19,12 +19,14 @@ from ..formalism.naming import describe_placement
 from ..formalism.placement import Placement
 from ..studies.plan import PlanResult
 from ..studies.rank import RankResult
+from ..studies.sweep import ALLREDUCE_TEXT
 from ..util.parsing import default_axis_names
 from ..util.units import format_seconds
 
 __all__ = ["MeshReduction", "MeshChoice", "rank_mesh_choice", "plan_mesh_choice"]
 
-_ALLREDUCE = "AllReduce(slice=0, Inside)"  # one AllReduce over the whole reduction group: always a mesh slice
+# one AllReduce over the whole reduction group (the sweep's own constant): always a mesh slice
+_ALLREDUCE = ALLREDUCE_TEXT
 
 
 @dataclass(frozen=True)
