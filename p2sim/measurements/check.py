@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..collectives.bound import Bound
-from ..formalism.placement import Matrix, format_matrix
+from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
 from ..formalism.program import parse_program
 from ..sim import Simulator
 from ..studies.rank import RankRequest, run_rank
@@ -104,9 +104,9 @@ class CheckRequest:
         if program is not None and matrix is None:
             raise InputError("program: a program needs its placement; give --matrix too")
         mat = None
-        if matrix is not None:
-            mat = SimulateRequest.build(system=job.spec, nodes=job.topology.node_count, axes=axes, reduce=reduce,
-                                        matrix=matrix).matrices[0]
+        if matrix is not None:  # checked against the job's hierarchy and axes before any work
+            mat = parse_matrix(matrix) if isinstance(matrix, str) else tuple(tuple(r) for r in matrix)
+            Placement.of(job.hierarchy, job.axes, mat)
         if program is not None:
             parse_program(program)
         return cls(job, mat, program, algo, proto, workers, logs, tol)
