@@ -178,10 +178,12 @@ def _residuals(rows_by_group, results) -> np.ndarray:
     return np.asarray(res)
 
 
-def _collective_residuals(rows: Sequence[CollectiveRow], trial: SystemSpec, model: str) -> np.ndarray:
+def _collective_residuals(rows: Sequence[CollectiveRow], system: str, trial: SystemSpec, model: str) -> np.ndarray:
     if not rows:
         return np.zeros(0)
-    preds = predict_collectives(rows, {trial.name: trial}, "des" if model == "baseline" else model)
+    # keyed as the rows name the system (a file outside the catalogues by its path), not by its name:
+    # keyed by name, a file's rows would be predicted on the file as read, never on the trial
+    preds = predict_collectives(rows, {system: trial}, "des" if model == "baseline" else model)
     return np.asarray([math.log((p.baseline_seconds if model == "baseline" else p.seconds) / p.row.seconds)
                        for p in preds])
 
@@ -214,7 +216,7 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
             nonlocal evaluations
             evaluations += 1
             trial = layout.apply(spec, x)
-            res = [_collective_residuals(singles, trial, model)]
+            res = [_collective_residuals(singles, system, trial, model)]
             if mine:
                 results = predict_groups(groups, {system: trial}, model, executor, all_matrices=False)
                 res.insert(0, _residuals(groups, results))
@@ -363,7 +365,7 @@ def _latency_start(spec: SystemSpec, field: str) -> float:
 def _result(system: str, model: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[Any],
             before: np.ndarray, final: np.ndarray, data: int, evaluations: int) -> Calibration:
     return Calibration(
-        system=system, model=model, before=spec,
+        system=spec.name, model=model, before=spec,  # the name a person reads, not the rows' reference
         after=replace(after, notes=f"calibrated ({model} model) on {len(mine)} measured rows of {mine[0].source}"),
         rms_log_before=float(np.sqrt(np.mean(before ** 2))),
         rms_log_after=float(np.sqrt(np.mean(final**2))),

@@ -10,12 +10,12 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..studies.jobsize import Limits, plural, program_counts
 from ..studies.requests import RunOptions
-from ..topology import find_spec
+from ..topology import find_spec, system_ref
 from ..topology.spec import SystemSpec
 from ..topology.toml_out import spec_to_toml
 from ..util.log import announce
@@ -42,7 +42,9 @@ class CalibrateRequest:
               workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None
               ) -> CalibrateRequest:
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
-        data = load_inputs(measurements, spec.name)
+        # rows name the system so that find_spec finds this file again: a file whose name is in no
+        # catalogue (or a catalogue name of another file) by its path
+        data = load_inputs(measurements, system_ref(spec))
         model = fitted_model(model, "the baseline has no per-channel rates to fit")
         req = cls(str(measurements), spec, data, model, bool(allow_emulated),
                   RunOptions.of(workers, scheduler, scheduler_file))
@@ -51,12 +53,21 @@ class CalibrateRequest:
         return req
 
     @property
+    def system(self) -> str:
+        """What the rows of this system name it (:func:`~p2sim.topology.system_ref`)."""
+        return system_ref(self.spec)
+
+    @property
     def program_rows(self) -> tuple:
-        return tuple(r for r in self.data.programs if r.system == self.spec.name)
+        """The program rows of this system: those naming it by its reference, or by its name (P2's CSV
+        names systems by name), all relabelled with the reference the fit predicts them by."""
+        return tuple(replace(r, system=self.system) for r in self.data.programs
+                     if r.system in (self.system, self.spec.name))
 
     @property
     def collective_rows(self) -> tuple:
-        return tuple(r for r in self.data.collectives if r.system == self.spec.name)
+        return tuple(replace(r, system=self.system) for r in self.data.collectives
+                     if r.system in (self.system, self.spec.name))
 
 
 @dataclass(frozen=True)
@@ -82,8 +93,7 @@ def run_calibrate(req: CalibrateRequest) -> CalibrateResult:
         if parts:
             announce(f"{req.spec.name}: {'; '.join(parts)}; {req.run.where(tasks)} (a fit takes tens to a few "
                      "hundred evaluations)")
-        fit = calibrate(list(req.data.programs), req.spec.name, ex, req.model, base=req.spec,
-                        collectives=req.data.collectives)
+        fit = calibrate(mine, req.system, ex, req.model, base=req.spec, collectives=singles)
     text = spec_to_toml(fit.after, f"Calibrated by p2sim calibrate from {req.spec.source}\n"
                                    f"on {req.source} ({fit.rows} rows, {req.model} model).")
     return CalibrateResult(req, fit, text)

@@ -37,7 +37,7 @@ from ..sim import Simulator
 from ..studies.rank import RankRequest, run_rank
 from ..studies.requests import Job
 from ..studies.simulate import SimulateRequest, run_simulate
-from ..topology import system_paths
+from ..topology import system_ref
 from ..util.errors import InputError
 from ..util.parsing import as_text, positive_float
 from ..util.table import Tabular
@@ -194,8 +194,8 @@ def _judge(req: CheckRequest) -> tuple[tuple[Verdict, ...], tuple[str, ...]]:
     if not req.logs:
         return (), ()
     spec = req.job.spec
-    # the logs' rows name their system: a shipped one by name, a file by its path (which find_spec reads)
-    system = spec.name if spec.name in system_paths() else str(spec.source)
+    # the logs' rows name their system as find_spec finds it again: a catalogue's by name, a file by its path
+    system = system_ref(spec)
     data = load_inputs(list(req.logs), system=system)
     if data.programs:
         raise InputError(f"logs: {data.programs[0].source} holds program measurements; check reads nccl-tests logs "

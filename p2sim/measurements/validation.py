@@ -22,7 +22,7 @@ from ..formalism.placement import count_matrices, enumerate_matrices
 from ..sim.model import check_model
 from ..studies.jobsize import Limits, plural, program_counts
 from ..studies.requests import RunOptions, limits_of
-from ..topology import find_spec
+from ..topology import find_spec, system_ref
 from ..util.table import Tabular
 from ..util.errors import InputError
 from ..util.log import announce, warn
@@ -85,6 +85,9 @@ class ValidateRequest:
               yes: bool = False) -> ValidateRequest:
         """``measurements`` and ``calibrate_on``: a file or directory (or several); ``system`` names the p2sim
         system of nccl-tests logs that a directory's ``systems.csv`` does not map."""
+        # rows name the system as find_spec finds it again (a file by its absolute path: workers may
+        # run elsewhere), and an unknown one is refused before any file is read
+        system = None if system is None else system_ref(find_spec(as_text(system, "system")))
         data = load_inputs(measurements, system)
         cal = None if calibrate_on is None else load_inputs(calibrate_on, system)
         model = fitted_model(model, "the baseline is scored beside the model anyway")

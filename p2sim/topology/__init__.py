@@ -23,7 +23,7 @@ from .graph import Route, Topology
 from .spec import LinkClass, SystemSpec, load_spec
 
 __all__ = ["Route", "Topology", "SystemSpec", "LinkClass", "bisection", "load_system", "find_spec", "system_paths",
-           "builtin_dir"]
+           "builtin_dir", "system_ref"]
 
 
 def builtin_dir() -> Path:
@@ -61,6 +61,23 @@ def find_spec(system: str) -> SystemSpec:
         known = ", ".join(sorted(paths)) or "none"
         raise TopologyError(f"system: unknown system {system!r} (known: {known}; or give a path to a .toml file)")
     return load_spec(paths[system])
+
+
+def system_ref(spec: SystemSpec) -> str:
+    """How measurement rows and tasks name ``spec`` so that :func:`find_spec` finds this very file again.
+
+    A catalogue system (shipped or on ``$P2SIM_TOPOLOGIES``) by its name; any other file by its
+    absolute path, because its ``name`` may be in no catalogue, or be a catalogue name that
+    belongs to another file (a user's edited copy of a shipped system keeps the name).
+
+    >>> system_ref(find_spec("a100"))
+    'a100'
+    """
+    found = system_paths().get(spec.name)
+    src = Path(spec.source).resolve()
+    if found is not None and found.resolve() == src:
+        return spec.name
+    return str(src)
 
 
 def load_system(system: str | SystemSpec, nodes: int | None = None) -> Topology:
