@@ -61,7 +61,7 @@ def _barrier(store: StoreClient, name: str, p: Placement, timeout: float) -> Non
 
 
 def _run(cfg: RunConfig, p: Placement, store: StoreClient, backend_ref: list[Any]) -> int:
-    from p2sim.topology import load_system
+    from p2sim.topology import load_system, system_ref
 
     topo = load_system(cfg.system, cfg.nodes)
     if p.world != topo.devices:
@@ -93,8 +93,11 @@ def _run(cfg: RunConfig, p: Placement, store: StoreClient, backend_ref: list[Any
     if run_id is None:
         (run_id,) = store.wait(["run_id"], cfg.timeout, "rank 0")
     records = 0
+    # named as p2sim finds the system again: a file outside the catalogues by its absolute path, since
+    # its name is known to no catalogue (validate reads the log back by this field)
+    system = system_ref(topo.spec)
     for pid, plan in enumerate(plans):
-        base = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(cfg.axes),
+        base = {"system": system, "nodes": topo.node_count, "axes": list(cfg.axes),
                 "reduce_axes": list(cfg.reduce_axes), "matrix": [list(r) for r in plan.matrix],
                 "program": plan.text, "algo": cfg.algo, "bytes": cfg.bytes, "backend": backend.name,
                 "order": cfg.order}

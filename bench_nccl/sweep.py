@@ -249,7 +249,7 @@ def _sweep(cfg: SweepConfig, p: Placement, store: Any, backend_ref: list[Any]) -
     nodes, per_node, hosts = _layout(devices)
     system = None
     if cfg.system is not None:
-        from p2sim.topology import load_system  # here, not at import: the sweep runs without a system too
+        from p2sim.topology import load_system, system_ref  # here, not at import: runs without a system too
 
         topo = load_system(cfg.system, cfg.nodes)
         if backend.emulated:  # one machine plays the system's nodes
@@ -258,7 +258,7 @@ def _sweep(cfg: SweepConfig, p: Placement, store: Any, backend_ref: list[Any]) -
             raise BenchError(f"system: {topo.spec.name} with {topo.node_count} nodes has "
                              f"{topo.devices // topo.node_count} GPUs per node, but the ranks run {per_node} per host "
                              f"on {nodes} host(s)")
-        system = topo.spec.name
+        system = system_ref(topo.spec)  # a file outside the catalogues by its path: validate finds it again
     world = tuple(range(p.world))
     comm = backend.communicators([(world,)])[world]
     steps = sizes(op, p.world, cfg.minbytes, cfg.maxbytes, cfg.factor)

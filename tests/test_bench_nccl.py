@@ -71,6 +71,7 @@ def test_three_level_configuration_every_program_verified(tmp_path):
           "--log", str(log))
     records = read_log(log)
     assert len(records) == 825 and all(x["pass"] is True for x in records)
+    assert {x["system"] for x in records} == {str(Path(TINY3).resolve())}  # found again by its path
 
 
 def test_logs_record_their_device_order_and_validate_reads_it_back(tmp_path):
@@ -441,7 +442,11 @@ def test_sweep_with_a_system_and_bad_arguments(tmp_path):
     bench("sweep", "--backend", "numpy", "--system", TINY3, "-b", "1KiB", "-e", "1KiB", "-w", "0", "-n", "1",
           "--log", str(log))
     x = read_log(log)[0]
-    assert (x["system"], x["ranks"], x["nodes"], x["gpus_per_node"]) == ("tiny3", 8, 2, 4)
+    # a system file in no catalogue is recorded by its path, so that validate finds it again
+    assert (x["system"], x["ranks"], x["nodes"], x["gpus_per_node"]) == (str(Path(TINY3).resolve()), 8, 2, 4)
+    v = subprocess.run([sys.executable, "-m", "p2sim", "validate", "--measurements", str(log), "--allow-emulated",
+                        "--workers", "1"], capture_output=True, text=True)
+    assert v.returncode == 0, v.stderr
     for args, msg in [(["-C", "alltoall"], "collective: 'alltoall' is not one of"),
                       (["-C", "AllGather", "--algo", "tree"], "NCCL has a tree only for AllReduce"),
                       (["-b", "2KiB", "-e", "1KiB"], "minbytes: 2KiB is above maxbytes 1KiB"),
