@@ -1,8 +1,15 @@
 from __future__ import annotations
 
-import pytest
+import json
+import math
 
-from p2sim.studies.plan import PlanRequest, default_data_axis, default_matrix, run_plan
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from p2sim.formalism.mesh import megatron_match, megatron_matrix
+from p2sim.formalism.placement import Placement, enumerate_matrices
+from p2sim.studies.plan import PlanRequest, default_data_axis, default_matrix, default_placement, run_plan
 
 REDUCTIONS = ("data:1GiB", "tensor:64MiB x 4", "pipe:16MiB x 4")
 
@@ -41,3 +48,43 @@ def test_every_form_carries_the_warnings(capsys):
     rc, out, err = run(capsys, "rank", "--system", "a100", "--axes", "data=4,tensor=8", "--reduce", "data", "--emit",
                        "torch", "--workers", "1")
     assert "# note: optimises the reduction over data only" in out
+
+
+def test_the_default_is_megatrons_order_in_any_axis_order(capsys):
+    """Written data,pipeline,tensor the default used to pack pipeline inside the node (a model axis) and
+    claim a saving against a placement nobody runs; Megatron-LM puts pipeline outermost."""
+    from .test_cli import run
+
+    for axes in ("data=2,pipeline=2,tensor=8", "tensor=8,data=2,pipeline=2", "pipeline=2,tensor=8,data=2"):
+        rc, out, err = run(capsys, "plan", "--system", "a100", "--axes", axes, "--reduction", "data:1GiB",
+                           "--reduction", "tensor:64MiB x 4", "--workers", "1", "--json")
+        assert rc == 0, err
+        doc = json.loads(out)
+        rows = dict(zip(doc["axis_names"], doc["default"]["matrix"]))
+        assert rows == {"pipeline": [2, 1], "data": [1, 2], "tensor": [1, 8]}  # pipeline across the nodes
+        assert doc["default_basis"].startswith("Megatron-LM's rank order tp-cp-ep-dp-pp")
+    rc, out, err = run(capsys, "plan", "--system", "a100", "--axes", "data=2,pipeline=2,tensor=8", "--reduction",
+                       "data:1GiB", "--workers", "1")
+    assert "default placement [[1 2] [2 1] [1 8]]: " in out and "Megatron-LM's rank order" in out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.permutations(["data", "pipeline", "tensor", "context"]), st.sampled_from([(2, 16), (4, 8), (2, 2, 8)]),
+       st.data())
+def test_megatrons_default_placement_is_its_rank_order(names, levels, data):
+    devices = math.prod(levels)
+    left, sizes = devices, {}
+    for n in names[:-1]:
+        sizes[n] = data.draw(st.sampled_from([d for d in (1, 2, 4) if left % d == 0]))
+        left //= sizes[n]
+    sizes[names[-1]] = left
+    p = [sizes[n] for n in names]
+    mats = enumerate_matrices(levels, p)
+    got = default_placement(mats, levels, p, names, names.index("data"))
+    found, _ = megatron_matrix(levels, p, names)
+    if found is None:
+        assert not got.basis.startswith("Megatron")
+        return
+    assert got.matrix == found and got.basis.startswith("Megatron")
+    # the matrix numbers ranks as Megatron-LM does (tensor fastest ... pipeline slowest)
+    assert "tp-cp-ep-dp-pp" in megatron_match(Placement.of(levels, p, found), names)

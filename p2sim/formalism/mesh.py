@@ -29,6 +29,7 @@ Two nodes of 4 GPUs, axes (data 4, tensor 2), the data axis spread over both nod
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,7 +37,7 @@ import numpy as np
 from ..util.errors import PlacementError
 from .placement import Placement
 
-__all__ = ["rank_mesh", "mesh_slices", "device_order", "megatron_match", "MEGATRON_ORDERS"]
+__all__ = ["rank_mesh", "mesh_slices", "device_order", "megatron_match", "megatron_matrix", "MEGATRON_ORDERS"]
 
 # Megatron-LM's rank orders (megatron/core/parallel_state.py, RankGenerator: the first name
 # varies fastest): the default and the older tensor-pipeline-data mapping
@@ -44,6 +45,64 @@ MEGATRON_ORDERS = ("tp-cp-ep-dp-pp", "tp-pp-dp")
 # axis names p2sim users give, by the Megatron-LM dimension they are
 _MEGATRON_NAMES = {"tp": ("tensor", "tp", "model"), "cp": ("context", "cp", "sequence", "seq"),
                    "ep": ("expert", "ep"), "dp": ("data", "dp"), "pp": ("pipeline", "pp", "pipe", "stage")}
+
+
+def _megatron_dims(axis_names: Sequence[str], sizes: Sequence[int]) -> dict[str, int] | str:
+    """Each Megatron-LM dimension's axis index, or why the axes are not named as Megatron names them
+    (an axis of size 1 may be named anything: it places nothing)."""
+    dim_of: dict[str, int] = {}
+    for i, name in enumerate(axis_names):
+        meg = next((m for m, names in _MEGATRON_NAMES.items() if name.lower() in names), None)
+        if meg is None or meg in dim_of:
+            if sizes[i] == 1:
+                continue
+            return (f"no Megatron-LM dimension is named {name} (name axes tensor, context, expert, data, pipeline)"
+                    if meg is None else f"two axes are Megatron-LM's {meg}")
+        dim_of[meg] = i
+    return dim_of
+
+
+def megatron_matrix(levels: Sequence[int], sizes: Sequence[int],
+                    axis_names: Sequence[str]) -> tuple[tuple[tuple[int, ...], ...] | None, str]:
+    """The parallelism matrix of Megatron-LM's default rank order ``tp-cp-ep-dp-pp``, or why there is none.
+
+    Megatron numbers ranks with tensor varying fastest, then context, expert, data and pipeline
+    (megatron/core/parallel_state.py, RankGenerator), and consecutive ranks are consecutive GPUs, so
+    the innermost level fills with tensor first, then context, and so on outwards.  That is a
+    placement only where each axis's share of a level divides evenly (an axis of 6 over levels of 4
+    is not one).
+
+    Examples
+    --------
+    >>> megatron_matrix([2, 8], [2, 2, 4], ("data", "pipeline", "tensor"))[0]   # pipeline outermost
+    ((1, 2), (2, 1), (1, 4))
+    >>> megatron_matrix([2, 6], [3, 4], ("data", "tensor"))[1]   # tensor 4 neither fits 6 GPUs nor fills them
+    "tensor 4 does not divide evenly into the levels left for it by Megatron-LM's order"
+    >>> megatron_matrix([2, 8], [2, 8], ("a", "b"))[1]
+    'no Megatron-LM dimension is named a (name axes tensor, context, expert, data, pipeline)'
+    """
+    dims = _megatron_dims(axis_names, sizes)
+    if isinstance(dims, str):
+        return None, dims
+    order = [dims[m] for m in MEGATRON_ORDERS[0].split("-") if m in dims]
+    order += [i for i in range(len(sizes)) if i not in order]  # axes of size 1 named otherwise
+    matrix = [[1] * len(levels) for _ in sizes]
+    left = [int(s) for s in sizes]
+    for j in reversed(range(len(levels))):  # innermost level first: it holds the fastest ranks
+        room = int(levels[j])
+        for i in order:
+            if room == 1:
+                break
+            share = math.gcd(left[i], room)
+            if share not in (left[i], room):  # the axis neither fits the room nor fills it: no mixed radix
+                return None, (f"{axis_names[i]} {sizes[i]} does not divide evenly into the levels left for it by "
+                              "Megatron-LM's order")
+            matrix[i][j] = share
+            left[i] //= share
+            room //= share
+            if left[i] > 1:  # this axis fills the rest of the level: slower axes start one level out
+                break
+    return tuple(tuple(row) for row in matrix), f"Megatron-LM's rank order {MEGATRON_ORDERS[0]}"
 
 
 def rank_mesh(placement: Placement) -> np.ndarray:
@@ -96,15 +155,9 @@ def megatron_match(placement: Placement, axis_names: Sequence[str]) -> str:
     >>> megatron_match(pl, ("a", "b", "c"))
     'no Megatron-LM dimension is named a (name axes tensor, context, expert, data, pipeline)'
     """
-    dim_of: dict[str, int] = {}
-    for i, name in enumerate(axis_names):
-        meg = next((m for m, names in _MEGATRON_NAMES.items() if name.lower() in names), None)
-        if meg is None or meg in dim_of:
-            if placement.axes[i] == 1:
-                continue
-            return (f"no Megatron-LM dimension is named {name} (name axes tensor, context, expert, data, pipeline)"
-                    if meg is None else f"two axes are Megatron-LM's {meg}")
-        dim_of[meg] = i
+    dim_of = _megatron_dims(axis_names, placement.axes)
+    if isinstance(dim_of, str):
+        return dim_of
     have = rank_mesh(placement)
     matches = []
     for order in MEGATRON_ORDERS:

@@ -50,6 +50,8 @@ def plan_text(result: PlanResult) -> str:
                  f"{format_matrix(result.default)} with its best programs, {savings['vs_default_allreduce']:.1%} over "
                  f"the default placement with plain AllReduce, and {savings['vs_best_placement_allreduce']:.1%} over "
                  "the best placement with plain AllReduce")
+    lines.append(f"default placement {format_matrix(result.default)}: {result.placement(result.default)}; "
+                 f"{result.default_basis}")
     return "\n".join(lines)
 
 
@@ -78,6 +80,7 @@ def plan_answer(result: PlanResult) -> Answer:
         text += (f", {ratio_text(best.total_seconds, default.total_seconds)} the default placement "
                  f"({_words(result, default.matrix)}: {format_seconds(default.total_seconds)} with its best programs, "
                  f"{format_seconds(default.allreduce_total_seconds)} with plain AllReduce).")
+    text += f" The default placement is {result.default_basis}."
     # each framework's form falls back where the chosen program does not run on it (mesh_choice.py)
     code = (CodeBlock("JAX", emit_mesh("jax", plan_mesh_choice(result, "jax"))),
             CodeBlock("PyTorch", emit_mesh("torch", plan_mesh_choice(result, "torch"))))
@@ -102,7 +105,8 @@ def _tables(result: PlanResult) -> list[Table]:
         Column("placement", "where each axis goes, by name", lambda r: r.placement),
         Column("matrix", "parallelism matrix: one row per axis, one column per hierarchy level",
                lambda r: format_matrix(r.plan.matrix), code=True, wrap=False),
-        Column("default", "the default placement (data parallelism outermost, the other axes inside)",
+        Column("default", "the default placement (Megatron-LM's rank order where the axes are named as it names "
+                          "them, else data parallelism outermost, the other axes inside)",
                lambda r: "default" if r.default else ""),
     )
     choices = (

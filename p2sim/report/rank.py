@@ -14,7 +14,7 @@ from ..formalism.hierarchy import Lowering
 from ..formalism.naming import axes_text, matrix_legend, order_label, reduce_text
 from ..formalism.placement import Matrix, Placement, enumerate_matrices, format_matrix
 from ..formalism.program import SEPARATOR
-from ..studies.plan import default_data_axis, default_matrix
+from ..studies.plan import default_data_axis, default_placement
 from ..studies.rank import RankResult
 from ..studies.ranking import MatrixSummary, RankEntry, Ranking
 from ..studies.search import SearchStats
@@ -104,16 +104,18 @@ def _words(result: RankResult) -> Callable[[Matrix], str]:
 def default_allreduce(result: RankResult) -> MatrixSummary | None:
     """The default placement's fastest plain AllReduce, where the ranking searched that placement.
 
-    The default placement is plan's (:func:`p2sim.studies.plan.default_matrix`): the data axis
-    (named like data parallelism, else the first) outermost, the other axes packed inside the
-    nodes, which is what a framework does unless told otherwise; so the answer's gain is what
-    following it saves over not running p2sim at all.
+    The default placement is plan's (:func:`p2sim.studies.plan.default_placement`): Megatron-LM's
+    rank order where the axes are named as it names them, else the data axis (named like data
+    parallelism, else the first) outermost and the other axes packed inside the nodes, which is
+    what a framework does unless told otherwise; so the answer's gain is what following it saves
+    over not running p2sim at all.
     """
     job = result.request.job
     names = job.axis_names
     data = default_data_axis(names)
     axis = names.index(data) if data in names else 0
-    default = default_matrix(enumerate_matrices(job.hierarchy, job.axes), axis, names)
+    default = default_placement(enumerate_matrices(job.hierarchy, job.axes), job.hierarchy, job.axes, names,
+                                axis).matrix
     found = [s for s in result.ranking.matrices if s.matrix == default]
     return min(found, key=lambda s: s.allreduce.seconds) if found else None
 

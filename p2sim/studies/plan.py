@@ -17,6 +17,7 @@ from typing import Any
 
 from ..collectives import check_proto
 from ..formalism.hierarchy import Order
+from ..formalism.mesh import megatron_matrix
 from ..formalism.naming import describe_placement
 from ..formalism.placement import Matrix, count_matrices, enumerate_matrices
 from ..sim.model import check_model
@@ -30,7 +31,7 @@ from .requests import (Job, Rules, RunOptions, SearchOptions, algorithms, job_si
 from .search import SearchStats, run_search
 from .sweep import ConfigResult, SweepTask
 
-__all__ = ["Reduction", "parse_reduction", "default_matrix", "default_data_axis", "PlanChoice", "Plan", "plan_tasks", "build_plans",
+__all__ = ["Reduction", "parse_reduction", "default_matrix", "default_data_axis", "DefaultPlacement", "default_placement", "PlanChoice", "Plan", "plan_tasks", "build_plans",
            "plan_scores", "PlanRequest", "PlanResult", "run_plan"]
 
 
@@ -95,6 +96,45 @@ DATA_AXIS_NAMES = ("data", "dp", "data_parallel", "ddp", "fsdp")  # what framewo
 def default_data_axis(names: Sequence[str]) -> str:
     """The data-parallel axis when none is given: the one named like it, else the first."""
     return next((n for n in names if n.lower() in DATA_AXIS_NAMES), "0")
+
+
+@dataclass(frozen=True)
+class DefaultPlacement:
+    """The placement a framework runs unless told otherwise, and why p2sim takes it (``basis``, in words)."""
+
+    matrix: Matrix
+    basis: str
+
+
+def default_placement(matrices: Sequence[Matrix], levels: Sequence[int], sizes: Sequence[int],
+                      names: Sequence[str], data_axis: int) -> DefaultPlacement:
+    """The default placement the answers' gains are measured against.
+
+    Where the axes are named as frameworks name them, Megatron-LM's default rank order
+    (tensor innermost, then context, expert, data, pipeline outermost), whatever order the
+    axes were given in: that is what a user who does not run p2sim gets.  Otherwise, or where
+    the data axis is not the one Megatron calls data, or Megatron's order is no placement of
+    these sizes, the model axes packed innermost with data outside (:func:`default_matrix`).
+
+    Examples
+    --------
+    >>> mats = enumerate_matrices([2, 8], [2, 2, 4])
+    >>> default_placement(mats, [2, 8], [2, 2, 4], ("data", "pipeline", "tensor"), 0).matrix
+    ((1, 2), (2, 1), (1, 4))
+    >>> default_placement(mats, [2, 8], [2, 2, 4], ("a", "b", "c"), 0).basis
+    'model axes packed innermost, a outermost (no Megatron-LM dimension is named a (name axes tensor, context, expert, data, pipeline))'
+    """
+    found, why = megatron_matrix(levels, sizes, names)
+    dp = next((i for i, n in enumerate(names) if n.lower() in DATA_AXIS_NAMES and sizes[i] > 1), None)
+    if found is not None and dp not in (None, data_axis):
+        found, why = None, f"the data axis is {names[data_axis]}, not {names[dp]}, which Megatron-LM calls data"
+    if found is not None and found in matrices:
+        return DefaultPlacement(found, f"{why}: tensor innermost, then context, expert, data, pipeline outermost, as "
+                                       "the axes are named as Megatron-LM names them")
+    if found is not None:
+        why = f"{why} is not among the matrices searched"
+    return DefaultPlacement(default_matrix(matrices, data_axis, names),
+                            f"model axes packed innermost, {names[data_axis]} outermost ({why})")
 
 
 @dataclass(frozen=True)
@@ -232,6 +272,7 @@ class PlanResult(Tabular):
     plans: tuple[Plan, ...]
     default: Matrix
     stats: SearchStats
+    default_basis: str = ""  # why that placement is the default (Megatron-LM's order, or the fallback and why)
     warnings: tuple[str, ...] = ()
 
     @property
@@ -269,7 +310,8 @@ class PlanResult(Tabular):
                 "order": req.order.value, "algo": req.algo, "model": req.model,
                 "reductions": [{"axes": list(r.axes), "bytes": r.bytes, "count": r.count} for r in req.reductions],
                 "plans": self.table(), "best": self._row(self.best), "default": self._row(self.default_plan), "best_placement": self.placement(self.best.matrix),
-                "default_placement": self.placement(self.default), "savings": self.savings,
+                "default_placement": self.placement(self.default), "default_basis": self.default_basis,
+                "savings": self.savings,
                 "warnings": list(self.warnings),
                 "search": self.stats.to_json()}
 
@@ -289,14 +331,14 @@ def run_plan(req: PlanRequest) -> PlanResult:
     base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], req.model, 1.0, None, req.rules.profile.value,
                      req.rules.max_size, proto=req.proto, order=req.order.value)
     tasks = plan_tasks(base, req.reductions, algos, mats)
-    default = default_matrix(mats, req.data_axis, req.job.axis_names)
+    default = default_placement(mats, h, p, job.axis_names, req.data_axis)
     with req.run.executor(len(tasks)) as ex:
         announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")
         # each matrix's best program per reduction: exact, with or without the bounds
-        results, stats = run_search(tasks, ex, 0, score=plan_scores(req.reductions), always=frozenset([default]),
+        results, stats = run_search(tasks, ex, 0, score=plan_scores(req.reductions), always=frozenset([default.matrix]),
                                     label="planning", **req.search.kwargs())
     mats = [m for m in mats if m in {r.task.matrices[0] for r in results}]
     largest = max(r.bytes for r in req.reductions)
     warning = warn_memory(job.spec, largest, False, topo.node_count, "give a smaller --reduction size")
-    return PlanResult(req, tuple(build_plans(req.reductions, results, mats)), default, stats,
+    return PlanResult(req, tuple(build_plans(req.reductions, results, mats)), default.matrix, stats, default.basis,
                       () if warning is None else (warning,))
