@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -233,3 +234,17 @@ def test_bad_system_files(capsys, tmp_path, edit, msg):
     text = edit(system_paths()["a100"].read_text())
     rc, out, err = run(capsys, "simulate", "--system", _system_file(tmp_path, text), "--axes", "32")
     assert rc != 0 and msg in err and "sys.toml" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["simulate", "sweep", "check", "rank", "plan", "whatif"])
+def test_algo_help_lists_every_value(capsys, command):
+    """--algo's help lists every value it takes (collnet_direct, collnet_chain and collnet were missing from
+    simulate's), from the one table the checks use; the studies also take both."""
+    rc, out, _ = run(capsys, command, "--help")
+    text = " ".join(out.split())
+    assert rc == 0
+    values = ["auto", "ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "collnet"]
+    values += ["both"] if command in ("rank", "plan", "whatif") else []
+    for v in values:
+        assert re.search(rf"\b{v} \(", text), (command, v)
+    assert ("both (" in text) == (command in ("rank", "plan", "whatif"))

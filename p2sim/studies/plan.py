@@ -277,7 +277,7 @@ class PlanResult(Tabular):
 def run_plan(req: PlanRequest) -> PlanResult:
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
-    algos = algorithms(req.algo)
+    algos = algorithms(req.algo, topo, req.proto)
     req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
     mats = enumerate_matrices(h, p)
     programs = sum(sum(program_counts(mats, r.axes, req.rules.profile, req.rules.max_size, req.limits))

@@ -148,7 +148,7 @@ def run_rank(req: RankRequest) -> RankResult:
         mats = list(req.matrices)
     Placement.of(h, p, mats[0])  # a given matrix is checked before any work
     red = reduces_something(p, job.reduce_axes)
-    algos = algorithms(req.algo)
+    algos = algorithms(req.algo, topo, req.proto)
     counts = dict(zip(mats, program_counts(mats, red, req.rules.profile, req.rules.max_size, req.limits)))
     tasks: list[SweepTask] = []
     for algo in algos:

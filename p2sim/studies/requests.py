@@ -28,7 +28,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from ..collectives import check_algo
+from ..collectives import check_algo, check_forced
+from ..util.algorithms import STUDY_CHOICES
 from ..formalism.hierarchy import reduce_axes_of
 from ..formalism.naming import generic_levels
 from ..formalism.placement import check_sizes
@@ -99,11 +100,17 @@ def reduces_something(p: tuple[int, ...], red: tuple[int, ...]) -> tuple[int, ..
     return red
 
 
-def algorithms(text: str) -> tuple[str, ...]:
-    """``both`` is P2's pair of forced algorithms; anything else one setting (``auto`` = NCCL's choice)."""
-    if text == "both":
-        return ("ring", "tree")
-    return (check_algo(text),)
+def algorithms(text: str, topo: Topology | None = None, proto: str = "auto") -> tuple[str, ...]:
+    """``both`` is P2's pair of forced algorithms; anything else one setting (``auto`` = NCCL's choice).
+
+    Given the topology, each forced algorithm that cannot run on it at all (CollNet without SHARP, NVLS on
+    an A100) is refused before any work is announced."""
+    t = check_algo(text, STUDY_CHOICES)
+    algos = ("ring", "tree") if t == "both" else (t,)
+    if topo is not None:
+        for a in algos:
+            check_forced(topo, a, proto)
+    return algos
 
 
 def warn_memory(spec: SystemSpec, nbytes: float, default: bool, nodes: int, hint: str = "give --bytes") -> str | None:

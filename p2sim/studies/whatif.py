@@ -137,6 +137,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     for k, pt in enumerate(req.points):
         topo = Topology(pt.spec, pt.nodes)
         point_topos.append(topo)
+        algorithms(req.algo, topo, req.proto)  # each point's system and node count can run them
         if pt.nodes not in counted:
             p = resolve_axes(req.axes, topo.devices)
             names = axis_names_of(req.axes, len(p))
