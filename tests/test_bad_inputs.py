@@ -244,6 +244,19 @@ def test_a_forced_row_that_cannot_run_is_refused_with_its_line(capsys, tmp_path)
             says=(f"{tmp_path / 'm.csv'}:2: algo: nvls cannot run AllReduce over 8 GPUs on dgx-a100", "ampere"))
 
 
+@pytest.mark.parametrize("argv", [
+    ["rank", "--system", "superpod-h100", "--nodes", "248"],
+    ["plan", "--system", "gb200-nvl72-pod", "--nodes", "20", "--reduction", "0:1GiB"],
+    ["whatif", "--system", "gb200-nvl72-pod", "--vary", "nodes=16,20"],
+    ["check", "--system", "gb200-nvl72-pod", "--nodes", "20"],
+])
+def test_placements_on_a_partial_last_unit_are_refused_with_the_way_out(capsys, argv):
+    """sweep, simulate and check --matrix run on a partial last scalable unit (tests/test_size_sweep.py); a search
+    over placements puts axes on whole units and says so."""
+    refused(capsys, *argv, says=("nodes: ", "is not a whole number of the leaf tier's groups", "the last has",
+                                 "sweep, simulate, and check with --matrix, run on any node count"))
+
+
 def test_absurd_sizes(capsys):
     refused(capsys, "placements", "--hierarchy", "1000000007,1000000009", "--axes", "1000000007,1000000009",
             says=("hierarchy:", "2^24"))

@@ -248,3 +248,17 @@ def test_algo_help_lists_every_value(capsys, command):
     for v in values:
         assert re.search(rf"\b{v} \(", text), (command, v)
     assert ("both (" in text) == (command in ("rank", "plan", "whatif"))
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--system", "superpod-h100", "--nodes", "248", "-b", "1G", "-e", "1G", "--json"],
+    ["simulate", "--system", "gb200-nvl72-pod", "--nodes", "20", "--program", "AllReduce(slice=0, Inside)",
+     "--json"],
+    ["check", "--system", "gb200-nvl72-pod", "--nodes", "20", "--matrix", "[[1 20 18 4]]", "--program",
+     "AllReduce(slice=0, Inside)", "--json"],
+])
+def test_commands_that_place_nothing_run_on_a_partial_last_unit(capsys, argv):
+    """nccl-tests runs on any node count (a cluster's last scalable unit is often partly filled)."""
+    rc, out, err = run(capsys, *argv, "-q")
+    assert rc == 0, err
+    assert json.loads(out)

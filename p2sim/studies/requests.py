@@ -45,7 +45,7 @@ from .executor import Executor, capped_workers, check_scheduler, make_executor, 
 from .jobsize import DEFAULT_BYTES_HELP, Limits, plural
 
 __all__ = ["Job", "Rules", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
-           "topology_of", "layout_of", "axis_names_of", "reduces_something", "warn_memory", "job_size_text",
+           "topology_of", "whole_groups", "layout_of", "axis_names_of", "reduces_something", "warn_memory", "job_size_text",
            "limits_of", "DEFAULT_BYTES_HELP"]
 
 
@@ -57,6 +57,16 @@ def optional_int(value: Any, field: str) -> int | None:
 def topology_of(system: str | SystemSpec, nodes: Any = None) -> Topology:
     """The system (name, path or spec) built for ``nodes`` (default: the file's)."""
     return load_system(system, optional_int(nodes, "nodes"))
+
+
+def whole_groups(topo: Topology) -> None:
+    """Refuse a search over placements on a node count with a partial last fabric group (a scalable unit,
+    a rack row): a placement puts axes on the groups a level counts, and the last would be short.
+    ``sweep``, ``simulate`` and ``check`` with ``--matrix`` run on any node count."""
+    why = topo.spec.partial_group(topo.nodes)
+    if why is not None:
+        raise InputError(f"nodes: {why}: placements put axes on whole groups; give a whole number of them "
+                         f"(sweep, simulate, and check with --matrix, run on any node count)")
 
 
 def default_bytes(topo: Topology) -> int:
@@ -83,6 +93,7 @@ def layout_of(hierarchy: Any = None, system: str | SystemSpec | None = None, nod
         if hierarchy is not None:
             raise InputError("hierarchy: give either --hierarchy or --system, not both")
         topo = topology_of(system, nodes)
+        whole_groups(topo)
         h, p = sizes_of(axes, topo.hierarchy)
         return h, p, topo.level_names, topo.spec.node_level
     if nodes is not None:

@@ -116,8 +116,11 @@ class SystemSpec:
         """Level cardinalities with the node level set to ``nodes``.
 
         Above the node, a level of fabric tier groups counts the groups inside its enclosing
-        level's group; the node level then holds the nodes of one innermost such group, so
-        ``nodes`` must be a whole number of them once it exceeds one group.
+        level's group; the node level then holds the nodes of one innermost such group.  Where
+        ``nodes`` is no whole number of them (a partial last group, as real clusters have), that
+        level counts one group and the levels below hold every node: the fabric still has its
+        groups, the last one partly filled (:mod:`.fabric`), and routes follow them; only
+        placements, which would put axes on those groups, need whole ones (:meth:`partial_group`).
         """
         if self.fabric is None or not any(lv.tier for lv in self.levels):
             return tuple(nodes if lv.cardinality is None else lv.cardinality for lv in self.levels)
@@ -127,8 +130,8 @@ class SystemSpec:
                 size = self.fabric.tier(lv.tier).nodes
                 assert size is not None
                 if enclosing > size and enclosing % size:
-                    raise TopologyError(f"nodes: {nodes} nodes is not a whole number of the {lv.tier} tier's groups "
-                                        f"of {size} nodes (the level {lv.name!r} counts them)")
+                    out.append(1)  # a partial last group: the level cannot count whole ones
+                    continue
                 out.append(max(1, enclosing // size))
                 enclosing = min(enclosing, size)
             elif lv.cardinality is None:
@@ -136,6 +139,22 @@ class SystemSpec:
             else:
                 out.append(lv.cardinality)
         return tuple(out)
+
+    def partial_group(self, nodes: int) -> str | None:
+        """Why ``nodes`` gives no placement hierarchy: the fabric tier a level counts has a partial last group
+        (``None`` when every such level counts whole groups)."""
+        if self.fabric is None:
+            return None
+        enclosing = nodes
+        for lv in self.levels:
+            if lv.tier is not None:
+                size = self.fabric.tier(lv.tier).nodes
+                assert size is not None
+                if enclosing > size and enclosing % size:
+                    return (f"{nodes} nodes is not a whole number of the {lv.tier} tier's groups of {size} nodes "
+                            f"(the level {lv.name!r} counts them; the last has {enclosing % size})")
+                enclosing = min(enclosing, size)
+        return None
 
     def node_count(self, nodes: int) -> int:
         """How many node instances a hierarchy with ``nodes`` at the node level has."""
