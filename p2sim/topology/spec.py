@@ -113,48 +113,29 @@ class SystemSpec:
         return next(i for i, lv in enumerate(self.levels) if lv.cardinality is None and lv.tier is None)
 
     def hierarchy(self, nodes: int) -> tuple[int, ...]:
-        """Level cardinalities with the node level set to ``nodes``.
-
-        Above the node, a level of fabric tier groups counts the groups inside its enclosing
-        level's group; the node level then holds the nodes of one innermost such group.  Where
-        ``nodes`` is no whole number of them (a partial last group, as real clusters have), that
-        level counts one group and the levels below hold every node: the fabric still has its
-        groups, the last one partly filled (:mod:`.fabric`), and routes follow them; only
-        placements, which would put axes on those groups, need whole ones (:meth:`partial_group`).
-        """
-        if self.fabric is None or not any(lv.tier for lv in self.levels):
-            return tuple(nodes if lv.cardinality is None else lv.cardinality for lv in self.levels)
-        out, enclosing = [], nodes
-        for lv in self.levels:
-            if lv.tier is not None:
-                size = self.fabric.tier(lv.tier).nodes
-                assert size is not None
-                if enclosing > size and enclosing % size:
-                    out.append(1)  # a partial last group: the level cannot count whole ones
-                    continue
-                out.append(max(1, enclosing // size))
-                enclosing = min(enclosing, size)
-            elif lv.cardinality is None:
-                out.append(enclosing)
-            else:
-                out.append(lv.cardinality)
-        return tuple(out)
+        """Level cardinalities with the node level set to ``nodes``: a fabric tier's level counts its groups in the
+        enclosing level's group, the node level one innermost group's nodes; a partial last group (as clusters
+        have) makes the level count one and the node level every node (the fabric keeps it: :meth:`partial_group`)."""
+        return self._levels_of(nodes)[0]
 
     def partial_group(self, nodes: int) -> str | None:
-        """Why ``nodes`` gives no placement hierarchy: the fabric tier a level counts has a partial last group
-        (``None`` when every such level counts whole groups)."""
-        if self.fabric is None:
-            return None
-        enclosing = nodes
-        for lv in self.levels:
-            if lv.tier is not None:
-                size = self.fabric.tier(lv.tier).nodes
-                assert size is not None
-                if enclosing > size and enclosing % size:
-                    return (f"{nodes} nodes is not a whole number of the {lv.tier} tier's groups of {size} nodes "
-                            f"(the level {lv.name!r} counts them; the last has {enclosing % size})")
+        """Why ``nodes`` gives placements no hierarchy (a level's fabric groups, the last partial), else None."""
+        return self._levels_of(nodes)[1]
+
+    def _levels_of(self, nodes: int) -> tuple[tuple[int, ...], str | None]:
+        out, enclosing, partial = [], nodes, None
+        for lv in self.levels:  # a level never names the top tier (parse_spec): a tier level has a group size
+            size = None if lv.tier is None or self.fabric is None else self.fabric.tier(lv.tier).nodes
+            if size is None:
+                out.append(enclosing if lv.cardinality is None else lv.cardinality)
+            elif enclosing <= size or not enclosing % size:
+                out.append(max(1, enclosing // size))
                 enclosing = min(enclosing, size)
-        return None
+            else:
+                partial = partial or (f"{nodes} nodes is not a whole number of the {lv.tier} tier's groups of {size} "
+                                      f"nodes (the level {lv.name!r} counts them; the last has {enclosing % size})")
+                out.append(1)
+        return tuple(out), partial
 
     def node_count(self, nodes: int) -> int:
         """How many node instances a hierarchy with ``nodes`` at the node level has."""
