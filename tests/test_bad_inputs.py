@@ -209,6 +209,54 @@ def test_whatif_varies_a_target_once(capsys):
     refused(capsys, "whatif", "--vary", "nic.bandwidth=8,8", says=("vary: nic.bandwidth lists the value 8 twice",))
 
 
+@pytest.mark.parametrize(("argv", "says"), [
+    (["simulate", "--system", "dgx-h100", "--algo", "collnet_direct"], ("collnet_direct", "no SHARP tier")),
+    (["simulate", "--system", "dgx-a100", "--algo", "nvls"], ("nvls cannot run on dgx-a100", "ampere")),
+    (["sweep", "--system", "dgx-a100", "--algo", "nvls"], ("nvls", "ampere")),
+    (["sweep", "--system", "dgx-h100", "--nodes", "2", "--algo", "collnet"], ("collnet", "no SHARP tier")),
+    (["sweep", "--system", "h100", "-C", "AllGather", "--algo", "tree"], ("runs AllReduce only", "not AllGather")),
+    (["sweep", "--system", "h100", "--nodes", "1", "--algo", "nvls_tree"], ("nvls_tree", "1 node here")),
+    (["sweep", "--system", "h100", "--nodes", "1", "--algo", "nvls", "--proto", "LL"], ("Simple protocol only",)),
+    (["rank", "--system", "dgx-a100", "--algo", "nvls"], ("nvls", "ampere")),
+    (["plan", "--system", "dgx-h100", "--algo", "collnet_chain", "--reduction", "0:1GiB"], ("no SHARP tier",)),
+    (["whatif", "--system", "h100", "--algo", "nvls_tree", "--vary", "nodes=1,2"], ("nvls_tree", "1 node here")),
+    (["check", "--system", "dgx-a100", "--algo", "nvls"], ("nvls", "ampere")),
+    (["simulate", "--system", "h100", "--nodes", "2", "--algo", "nvls"],
+     ("nvls cannot run step 1 AllReduce(slice=0, Inside)", "spans 2 nodes")),
+    (["simulate", "--system", "superpod-h100", "--nodes", "2", "--algo", "collnet_direct"],
+     ("collnet_direct cannot run step", "lies in one node")),
+    (["simulate", "--system", "h100", "--nodes", "1", "--algo", "tree",
+      "--program", "ReduceScatter(slice=0, Inside) ; AllGather(slice=0, Inside)"],
+     ("tree runs none of the program's collectives (ReduceScatter, AllGather)",)),
+])
+def test_a_forced_algorithm_that_cannot_run_is_refused(capsys, argv, says):
+    """NCCL refuses an NCCL_ALGO it cannot honour ("no algorithm/protocol available"): so does every command
+    that takes --algo, before simulating, saying why (it used to print a ring's time)."""
+    refused(capsys, *argv, says=("algo: ",) + says)
+
+
+def test_a_forced_row_that_cannot_run_is_refused_with_its_line(capsys, tmp_path):
+    src = Path(__file__).resolve().parents[1] / "validation" / "collectives" / "nccl_tests_dev.csv"
+    lines = src.read_text().splitlines()
+    (tmp_path / "m.csv").write_text(lines[0] + "\n" + next(x for x in lines if x.startswith("23,")) + "\n")
+    (tmp_path / "m.systems.csv").write_text("id,system,hca,algo,note\n23,dgx-a100,,nvls,\n")  # NVLS on an A100
+    refused(capsys, "validate", "--measurements", str(tmp_path / "m.csv"), "--workers", "1", "-q",
+            says=(f"{tmp_path / 'm.csv'}:2: algo: nvls cannot run AllReduce over 8 GPUs on dgx-a100", "ampere"))
+
+
+@pytest.mark.parametrize("argv", [
+    ["rank", "--system", "superpod-h100", "--nodes", "248"],
+    ["plan", "--system", "gb200-nvl72-pod", "--nodes", "20", "--reduction", "0:1GiB"],
+    ["whatif", "--system", "gb200-nvl72-pod", "--vary", "nodes=16,20"],
+    ["check", "--system", "gb200-nvl72-pod", "--nodes", "20"],
+])
+def test_placements_on_a_partial_last_unit_are_refused_with_the_way_out(capsys, argv):
+    """sweep, simulate and check --matrix run on a partial last scalable unit (tests/test_size_sweep.py); a search
+    over placements puts axes on whole units and says so."""
+    refused(capsys, *argv, says=("nodes: ", "is not a whole number of the leaf tier's groups", "the last has",
+                                 "sweep, simulate, and check with --matrix, run on any node count"))
+
+
 def test_absurd_sizes(capsys):
     refused(capsys, "placements", "--hierarchy", "1000000007,1000000009", "--axes", "1000000007,1000000009",
             says=("hierarchy:", "2^24"))

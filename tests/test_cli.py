@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -233,3 +234,31 @@ def test_bad_system_files(capsys, tmp_path, edit, msg):
     text = edit(system_paths()["a100"].read_text())
     rc, out, err = run(capsys, "simulate", "--system", _system_file(tmp_path, text), "--axes", "32")
     assert rc != 0 and msg in err and "sys.toml" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["simulate", "sweep", "check", "rank", "plan", "whatif"])
+def test_algo_help_lists_every_value(capsys, command):
+    """--algo's help lists every value it takes (collnet_direct, collnet_chain and collnet were missing from
+    simulate's), from the one table the checks use; the studies also take both."""
+    rc, out, _ = run(capsys, command, "--help")
+    text = " ".join(out.split())
+    assert rc == 0
+    values = ["auto", "ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "collnet"]
+    values += ["both"] if command in ("rank", "plan", "whatif") else []
+    for v in values:
+        assert re.search(rf"\b{v} \(", text), (command, v)
+    assert ("both (" in text) == (command in ("rank", "plan", "whatif"))
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--system", "superpod-h100", "--nodes", "248", "-b", "1G", "-e", "1G", "--json"],
+    ["simulate", "--system", "gb200-nvl72-pod", "--nodes", "20", "--program", "AllReduce(slice=0, Inside)",
+     "--json"],
+    ["check", "--system", "gb200-nvl72-pod", "--nodes", "20", "--matrix", "[[1 20 18 4]]", "--program",
+     "AllReduce(slice=0, Inside)", "--json"],
+])
+def test_commands_that_place_nothing_run_on_a_partial_last_unit(capsys, argv):
+    """nccl-tests runs on any node count (a cluster's last scalable unit is often partly filled)."""
+    rc, out, err = run(capsys, *argv, "-q")
+    assert rc == 0, err
+    assert json.loads(out)

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from p2sim.collectives import Expander, check_algo
+from p2sim.collectives import Expander, check_algo, check_forced
+from p2sim.util.algorithms import COLLNET
 from p2sim.util.errors import InputError
 from p2sim.topology import load_system
 
@@ -37,8 +40,58 @@ def test_forcing_and_falling_back():
     members = tuple(range(8))
     assert ex.choose("AllReduce", members, 2**30, "tree")[0] == "tree"
     assert ex.choose("ReduceScatter", members, 2**30, "tree")[0] == "ring"  # trees reduce only
-    assert ex.choose("AllReduce", members, 2**30, "nvls")[0] == "ring"  # no NVLink SHARP on A100
+    with pytest.raises(InputError, match="ampere"):  # no NVLink SHARP on A100: refused, as NCCL refuses it
+        ex.choose("AllReduce", members, 2**30, "nvls")
     assert ex.choose("AllReduce", members, 2**30, "auto", "LL")[1] == "LL"
+
+
+@pytest.mark.parametrize("system, nodes, algo, op, members, proto, reason", [
+    ("dgx-h100", 2, "collnet_direct", None, None, "auto", "no SHARP tier"),
+    ("dgx-h100", 2, "collnet", None, None, "auto", "no SHARP tier"),
+    ("dgx-a100", 1, "nvls", None, None, "auto", "GPUs are ampere"),
+    ("a3-mega", 1, "nvls", None, None, "auto", r"\[nccl\] algorithms \(ring, tree"),
+    ("h100", 1, "nvls_tree", None, None, "auto", "has 1 node here"),
+    ("superpod-h100", 1, "collnet_chain", None, None, "auto", "has 1 node here"),
+    ("h100", 1, "nvls", None, None, "LL", "Simple protocol only"),
+    ("h100", 1, "tree", "AllGather", None, "auto", "runs AllReduce only"),
+    ("h100", 1, "nvls", "Broadcast", None, "auto", "runs AllReduce, ReduceScatter, AllGather only"),
+    ("h100", 2, "nvls", "AllReduce", tuple(range(16)), "auto", "spans 2 nodes"),
+    ("h100", 2, "nvls_tree", "AllReduce", tuple(range(8)), "auto", "lies in one node"),
+    ("superpod-h100", 2, "collnet_direct", "AllReduce", tuple(range(8)), "auto", "lies in one node"),
+    ("h100", 2, "nvls_tree", "AllReduce", (0, 8), "auto", "at least 2 GPUs"),
+])
+def test_why_a_forced_algorithm_cannot_run(system, nodes, algo, op, members, proto, reason):
+    assert re.search(reason, Expander(load_system(system, nodes)).why_not(algo, op, members, proto))
+
+
+@pytest.mark.parametrize("system, nodes, algo, op, members", [
+    ("h100", 2, "nvls", "AllReduce", tuple(range(8))),
+    ("h100", 2, "nvls_tree", "AllReduce", tuple(range(16))),
+    ("superpod-h100", 2, "collnet_direct", "AllReduce", tuple(range(16))),
+    ("superpod-h100", 2, "collnet", "AllReduce", tuple(range(16))),
+    ("dgx-a100", 2, "tree", "AllReduce", tuple(range(8))),
+    ("h100", 2, "nvls", "AllReduce", (3,)),  # one rank: NCCL has nothing to choose for
+])
+def test_a_forced_algorithm_that_can_run_is_chosen(system, nodes, algo, op, members):
+    ex = Expander(load_system(system, nodes))
+    assert ex.why_not(algo, op, members) is None
+    if len(members) > 1:
+        assert ex.choose(op, members, 2**30, algo)[0] in ((algo,) if algo != "collnet" else COLLNET)
+
+
+def test_the_refusal_in_choose_names_the_reason():
+    ex = Expander(load_system("h100", 2))
+    with pytest.raises(InputError, match="algo: nvls cannot run this AllReduce of 16 GPUs: its group spans 2 nodes"):
+        ex.choose("AllReduce", tuple(range(16)), 2**30, "nvls")
+    assert ex.choose("Reduce", tuple(range(16)), 2**30, "nvls")[0] == "ring"  # a collective NVLS has not: a ring
+
+
+def test_check_forced_names_system_and_collective():
+    with pytest.raises(InputError, match="algo: collnet_direct cannot run on dgx-h100: dgx-h100 has no SHARP tier"):
+        check_forced(load_system("dgx-h100", 2), "collnet_direct")
+    with pytest.raises(InputError, match="algo: tree cannot run AllGather over 8 GPUs on h100"):
+        check_forced(load_system("h100", 1), "tree", op="AllGather", members=tuple(range(8)))
+    check_forced(load_system("h100", 1), "tree", op="AllReduce", members=tuple(range(8)))
 
 
 def test_per_channel_network_rate_caps_a_flow():

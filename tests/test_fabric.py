@@ -214,15 +214,37 @@ def test_rank_keeps_the_reduced_axis_inside_a_leaf_under_a_4_to_1_spine():
     assert crossing and min(s.best.seconds for s in crossing) > r.best.seconds
 
 
-def test_fabric_levels_set_the_hierarchy_and_refuse_partial_groups():
+def test_fabric_levels_set_the_hierarchy_and_say_where_a_group_is_partial():
     spec = fabric_system(nodes_per_leaf=2, levels='{ name = "leaf", fabric = "leaf" }, ')
-    assert spec.hierarchy(8) == (4, 2, 1) and spec.node_count(8) == 8
-    assert spec.hierarchy(1) == (1, 1, 1)
-    with pytest.raises(TopologyError, match="5 nodes is not a whole number of the leaf tier's groups of 2"):
-        spec.hierarchy(5)
+    assert spec.hierarchy(8) == (4, 2, 1) and spec.node_count(8) == 8 and spec.partial_group(8) is None
+    assert spec.hierarchy(1) == (1, 1, 1) and spec.partial_group(1) is None
+    # a partial last leaf (as real clusters have): the level counts one group and the nodes level holds all 5;
+    # only placements need whole groups, and they are told why
+    assert spec.hierarchy(5) == (1, 5, 1) and spec.node_count(5) == 5
+    assert "5 nodes is not a whole number of the leaf tier's groups of 2 nodes" in spec.partial_group(5)
+    assert "the last has 1" in spec.partial_group(5)
     # without a level the fabric takes any node count (the last leaf partly filled)
     assert fabric_system(nodes_per_leaf=2).hierarchy(5) == (5, 1)
     Topology(fabric_system(nodes_per_leaf=2), 5)
+
+
+@pytest.mark.parametrize(("system", "nodes", "unit", "rails"), [("superpod-h100", 248, 32, 8),
+                                                                ("gb200-nvl72-pod", 20, 8, 1)])
+def test_a_partial_last_unit_has_its_nodes_leaves_and_routes(system, nodes, unit, rails):
+    topo = load_system(system, nodes)
+    f = topo.fabric
+    units = -(-nodes // unit)  # the whole ones and the partial last
+    assert topo.node_count == nodes and topo.devices == nodes * topo.gpus_per_node
+    assert topo.hierarchy[0] == 1 and topo.hierarchy[1] == nodes
+    assert f.groups[0] == units * rails  # one leaf per rail in every unit, the partial one's too
+    last, first_of_last = nodes - 1, (units - 1) * unit
+    assert int(f.group(0, last)) == int(f.group(0, first_of_last)) == (units - 1) * rails
+    # inside the partial unit a route stays under its leaf; to another unit it climbs to the spine
+    assert [f.describe(e) for e in f.route(first_of_last, 0, last, 0)] == [
+        f"cable nic0 of node {first_of_last} up", f"cable nic0 of node {last} down"]
+    up = f.route(0, 0, last, 0)
+    assert len(up) == 4 and "leaf 0 up" in f.describe(up[1])
+    assert "not a whole number" in topo.spec.partial_group(nodes)
 
 
 @settings(max_examples=25, deadline=None)

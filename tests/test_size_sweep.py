@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from p2sim.studies.size_sweep import sizes, sweep_sizes
+from p2sim.studies.size_sweep import SweepRequest, run_sweep, sizes, sweep_sizes
 from p2sim.util.errors import InputError
 from p2sim.topology import load_system
 
@@ -109,3 +109,26 @@ def test_the_sweep_table_reads_back_as_an_nccl_tests_log(capsys, tmp_path, colle
     assert {(r["nodes"], r["gpus_per_node"]) for r in rows} == {(2, 8)}
     for r in rows:  # times are printed to 0.01 us
         assert r["predicted_seconds"] == pytest.approx(r["measured_seconds"], abs=6e-9)
+
+
+def _point(system: str, nodes: int, algo: str = "auto"):
+    return run_sweep(SweepRequest.build(system, nodes, minbytes="1GiB", maxbytes="1GiB", algo=algo)).points[0]
+
+
+@pytest.mark.parametrize(("system", "partial", "below", "above", "algo"), [
+    ("superpod-h100", 248, 224, 256, "collnet_chain"),  # 7 scalable units of 32 nodes and one of 24
+    ("gb200-nvl72-pod", 20, 16, 24, "nvls_tree"),  # 2 scalable units of 8 racks and one of 4
+])
+def test_sweep_runs_on_a_partial_last_unit(system, partial, below, above, algo):
+    """nccl-tests runs on any node count, so sweep does (it refused what was no whole number of units).
+
+    NCCL's choice at 1 GiB moves each node's buffer once up its NICs and once down (CollNet Chain: the
+    SuperPOD's SHARP switches reduce it; NVLS Tree: a tree of racks, each reduced on its NVSwitches): the
+    1:1 fabric never binds, so the time does not depend on the node count and equals that of the whole-unit
+    neighbours. Forced to rings, every hop adds its network step latency: the bus bandwidth falls with the
+    ring's length, and the partial unit's lies between its neighbours'."""
+    p, lo, hi = _point(system, partial), _point(system, below), _point(system, above)
+    assert p.algo == lo.algo == hi.algo == algo
+    assert p.seconds == pytest.approx(lo.seconds, rel=1e-9) and p.seconds == pytest.approx(hi.seconds, rel=1e-9)
+    r, rlo, rhi = (_point(system, n, "ring") for n in (partial, below, above))
+    assert rlo.busbw > r.busbw > rhi.busbw

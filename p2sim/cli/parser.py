@@ -13,6 +13,7 @@ from .. import __version__
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..measurements.verdict import TOLERANCE
 from ..studies.jobsize import DEFAULT_BYTES_HELP, MAX_MATRICES, MAX_SIMULATIONS
+from ..util.algorithms import ALGO_CHOICES, STUDY_CHOICES, choices_text
 
 __all__ = ["build_parser", "EXIT_INPUT"]
 
@@ -89,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_layout(p, system=True)
     p.add_argument("--matrix", default=None, help='the parallelism matrix, e.g. "[[2 2] [2 8]]" (default: every matrix)')
     p.add_argument("--program", default="all", help="a program in text form, or all (default: all)")
-    p.add_argument("--algo", default="auto", help="NCCL algorithm: auto (what NCCL would pick per collective), ring, tree, nvls, nvls_tree (default: auto)")
+    _add_algo(p)
     p.add_argument("--proto", default="auto", help="NCCL protocol: auto, LL, LL128 or Simple (default: auto)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU, e.g. 2GiB or 8B (default: {DEFAULT_BYTES_HELP})")
     p.add_argument("--model", default="des",
@@ -119,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="smallest size: bytes, 2KiB, 1MB, or nccl-tests' 1K/1M/1G (1024-based) (default: 8)")
     p.add_argument("-e", "--maxbytes", default="1GiB", help="largest size, as -b (default: 1GiB)")
     p.add_argument("-f", "--stepfactor", default="2", help="size factor between points (default: 2)")
-    p.add_argument("--algo", default="auto", help="auto, ring, tree, nvls or nvls_tree (default: auto)")
+    _add_algo(p)
     p.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default: auto)")
     p.add_argument("--model", default="des", help="des or analytic (default: des)")
     p.add_argument("--out", default=None, metavar="DIR", help="write sweep.txt, the pages sweep.html and sweep.md and the plot sweep.png into DIR")
@@ -220,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--program", default=None, help="its program in text form (default: the best rank finds; needs "
                                                     "--matrix)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
-    p.add_argument("--algo", default="auto", help="auto (NCCL's choice), ring, tree, nvls or nvls_tree (default: auto)")
+    _add_algo(p)
     p.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default: auto)")
     p.add_argument("--tolerance", default=str(TOLERANCE),
                    help=f"a row is as predicted within this factor of the predicted bus bandwidth (default: "
@@ -276,6 +277,13 @@ def _add_scheduler(p: argparse.ArgumentParser) -> None:
                             "dask scheduler --scheduler-file FILE writes (as on Slurm); otherwise as --scheduler")
 
 
+def _add_algo(p: argparse.ArgumentParser, choices: tuple[str, ...] = ALGO_CHOICES, default: str = "auto") -> None:
+    p.add_argument("--algo", default=default, metavar="A",
+                   help=f"NCCL algorithm, forced like NCCL_ALGO: {choices_text(choices)}; one that cannot run a "
+                        f"collective it has on the system or a group is refused, as NCCL refuses it; a collective "
+                        f"it does not have at all runs as a ring (default: {default})")
+
+
 def _add_csv(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", default=None, metavar="FILE|-",
                    help="also write the main table as CSV to FILE, columns named as in --json ('-': print the CSV "
@@ -290,8 +298,7 @@ def _add_emit(p: argparse.ArgumentParser) -> None:
 
 
 def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:
-    p.add_argument("--algo", default=algo, help="auto (NCCL's choice per collective), ring, tree, nvls, nvls_tree, "
-                                                f"or both (ring and tree, each forced) (default: {algo})")
+    _add_algo(p, STUDY_CHOICES, algo)
     p.add_argument("--proto", default="auto", help="NCCL protocol: auto, LL, LL128 or Simple (default: auto)")
     p.add_argument("--model", default="des", help="des, analytic or baseline (default: des)")
     p.add_argument("--profile", default="paper", help="rule profile (default: paper)")

@@ -12,10 +12,10 @@ link-bottleneck reference).  Imports the formalism, the topology and the utiliti
 
 from __future__ import annotations
 
-from .expand import ALGO_CHOICES, ALGORITHMS, Expander, check_algo
+from .expand import ALGO_CHOICES, ALGORITHMS, Expander, check_algo, check_forced
 from .pattern import Collective, Flow, Hop
 from .protocols import PROTO_CHOICES, check_proto
 from .volumes import step_fractions, step_volumes
 
 __all__ = ["ALGORITHMS", "ALGO_CHOICES", "PROTO_CHOICES", "Expander", "Collective", "Flow", "Hop",
-           "step_fractions", "step_volumes", "check_algo", "check_proto"]
+           "step_fractions", "step_volumes", "check_algo", "check_forced", "check_proto"]

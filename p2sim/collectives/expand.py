@@ -6,9 +6,11 @@ per-channel rate, and computes its start-up latency.  :meth:`Expander.choose` is
 automatic choice (:mod:`.choice`): among the algorithms and protocols this group can use, the
 one whose time by NCCL's own tuning model is least.  The parts live beside it: group shapes
 (:mod:`.shapes`), the structures of each algorithm's channels (:mod:`.structure`), the choice.
-``NCCL_ALGO`` / ``NCCL_PROTO`` are ``algo`` / ``proto``: a forced algorithm the collective
-cannot use falls back to the ring (as NCCL runs non-AllReduce collectives as rings under
-``NCCL_ALGO=Tree``).
+``NCCL_ALGO`` / ``NCCL_PROTO`` are ``algo`` / ``proto``: a forced algorithm that a collective does
+not have at all (a tree for an AllGather) runs it as a ring, as NCCL 2.19-2.23 did under
+``NCCL_ALGO=Tree`` (its ring backup, tuning.cc) and P2's runs relied on; one the system or the group
+cannot run (NVLS on an A100, CollNet without SHARP, NVLS Tree inside one node) is refused, as NCCL
+refuses it ("no algorithm/protocol available", enqueue.cc): :meth:`Choice.why_not` says why.
 
 Examples
 --------
@@ -30,6 +32,7 @@ import numpy as np
 
 from ..topology import Topology
 from ..topology.settings import ModelRates
+from ..util.errors import InputError
 from .channels import Segment, channel_count, segments
 from .choice import ALGO_CHOICES, ALGORITHMS, Choice, check_algo
 from .collnet import collnet_heads
@@ -42,7 +45,8 @@ from .protocols import channel_cap_gbps, collective_cap_gbps, link_share, tuning
 from .shapes import Shared, ShapeMemo
 from .structure import Structure, Structures, moved_collective
 
-__all__ = ["Expander", "ALGORITHMS", "ALGO_CHOICES", "check_algo", "net_rate_gbps", "NET_RATE_DEFAULTS"]  # re-exported
+__all__ = ["Expander", "ALGORITHMS", "ALGO_CHOICES", "check_algo", "check_forced", "net_rate_gbps",
+           "NET_RATE_DEFAULTS"]  # re-exported
 
 GB = 1e9
 
@@ -69,6 +73,17 @@ def net_rate_gbps(topo: Topology, algo: str, rates: ModelRates) -> float:
     """The per-channel network rate of ``algo`` (GB/s): calibrated or file value, else the transport's."""
     v = rates.tree_net_rate if algo in ("tree", "nvls_tree") else rates.ring_net_rate
     return v if v is not None else NET_RATE_DEFAULTS[topo.spec.nccl.transport]
+
+
+def check_forced(topo: Topology, algo: str, proto: str = "auto", op: str | None = None,
+                 members: Sequence[int] | None = None) -> None:
+    """Refuse (:class:`InputError`, before any simulation) a forced algorithm or protocol that NCCL could not run
+    here: on this system at all, or, given, for collective ``op`` (not one it has) over ``members``."""
+    why = Expander(topo).why_not(algo, op, members, proto)
+    if why is not None:
+        what = f"on {topo.spec.name}" if op is None else (
+            f"{op}" + (f" over {len(set(members))} GPUs" if members is not None else "") + f" on {topo.spec.name}")
+        raise InputError(f"algo: {algo} cannot run {what}: {why}")
 
 
 # bytes of arrays the built collectives and structures of one topology may hold before the least

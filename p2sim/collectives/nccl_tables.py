@@ -16,6 +16,8 @@ Examples
 
 from __future__ import annotations
 
+from ..util.algorithms import NCCL_ORDER
+
 __all__ = [
     "ALGOS", "PROTOS", "base_latency", "hw_latency", "ll_max_bw", "per_channel_ring_ll128_bw",
     "per_channel_tree_ll128_bw", "per_channel_tree_bw", "per_channel_nvls_tree_bw", "nvls_efficiency",
@@ -25,7 +27,7 @@ __all__ = [
 ]
 
 # NCCL's order of the algorithms p2sim models (NCCL_ALGO_TREE .. NCCL_ALGO_NVLS_TREE in src/include/device.h)
-ALGOS = ("tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree")
+ALGOS = NCCL_ORDER  # tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree
 PROTOS = ("LL", "LL128", "Simple")  # NCCL_PROTO values, in NCCL's order
 
 _ARCH = {"volta": 0, "ampere": 1, "hopper": 2, "blackwell": 3}

@@ -25,13 +25,14 @@ from typing import Any
 
 import numpy as np
 
+from ..collectives import check_forced
 from ..collectives.bound import Bound
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from ..sim import ModelConfig, Simulator
 from ..topology import Topology, find_spec
 from ..topology.spec import SystemSpec
-from ..util.errors import MeasurementError
+from ..util.errors import InputError, MeasurementError
 from .collective_rows import CollectiveRow, bus_factor
 
 __all__ = ["CollectivePrediction", "predict_collectives", "collective_metrics", "size_class", "row_class"]
@@ -132,11 +133,17 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
             topo = topos[tkey] = Topology(spec, tkey[1])
         skey = tkey + (r.algo, r.proto)
         pair = sims.get(skey)
+        groups = _groups(topo, r)
+        if r.algo != "auto":  # what NCCL was forced to run must be able to run it (NCCL refuses otherwise)
+            try:
+                check_forced(topo, r.algo, r.proto, r.collective, groups[0])
+            except InputError as e:
+                raise MeasurementError(f"{r.source}:{r.line}: {e} (an NCCL before 2.24 ran a ring instead: give the "
+                                       f"algorithm it ran in the mapping file)") from None
         if pair is None:
             cfg = ModelConfig.of(spec)
             pair = sims[skey] = (Simulator(topo, r.algo, model, cfg, proto=r.proto),
                                  Simulator(topo, r.algo, "baseline", cfg, proto=r.proto))
-        groups = _groups(topo, r)
         step = LoweredStep(Op(r.collective), groups)
         pred = pair[0].step(step, (r.size_bytes,) * len(groups))
         base = pair[1].step(step, (r.size_bytes,) * len(groups))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..collectives.busbw import COLLECTIVES, bus_factor, busbw_of
+from ..util.algorithms import ALGO_CHOICES
 from ..util.errors import MeasurementError
 
 __all__ = ["CollectiveRow", "COLLECTIVES", "ALGO_NAMES", "PROTO_NAMES", "bus_factor", "busbw_of", "check_measured",
@@ -29,7 +30,7 @@ def check_measured(source: str, line: int, field: str, value: float, kind: str) 
         raise MeasurementError(f"{source}:{line}: {field}: {value!r} is beyond any measurement ({shown})")
 
 # what the measurement's NCCL was told (NCCL_ALGO / NCCL_PROTO); "auto" = NCCL chose
-ALGO_NAMES = ("auto", "ring", "tree", "nvls", "nvls_tree")
+ALGO_NAMES = ALGO_CHOICES  # auto, every algorithm, collnet (NCCL_ALGO=CollNet)
 PROTO_NAMES = ("auto", "LL", "LL128", "Simple")
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..util.algorithms import by_nccl_name
 from ..util.errors import MeasurementError
 from .collective_rows import ALGO_NAMES, COLLECTIVES, PROTO_NAMES, CollectiveRow, bus_factor, busbw_of
 
@@ -327,7 +328,7 @@ def _forced(env: dict[str, str], key: str, names: tuple[str, ...]) -> str:
     raw = env.get(key)
     if raw is None:
         return "auto"
-    norm = {"nvlstree": "nvls_tree"}.get(raw.lower(), raw.lower())
+    norm = by_nccl_name(raw) or raw.lower()  # NCCL's spelling (NVLSTree, CollNetDirect) or p2sim's
     match = [n for n in names if n.lower() == norm]
     return match[0] if match else "auto"  # a list or an exclusion: NCCL still chooses
 

@@ -35,9 +35,10 @@ import numpy as np
 
 from ..util.arrays import unique_inverse
 from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
+from ..collectives.choice import serves
 from ..collectives.baseline import baseline_seconds
 from ..collectives.bound import Bound, collective_bound
-from ..util.errors import ProgramError, SemanticsError
+from ..util.errors import InputError, ProgramError, SemanticsError
 from ..formalism.hierarchy import LoweredStep, Lowering
 from ..formalism.program import Program
 from ..formalism.semantics import State, apply
@@ -119,6 +120,10 @@ class Simulator:
         self._steps: dict[tuple, StepResult] = (
             {} if trace else topo.memo.setdefault(("steps", self.proto, self.model, rates), {}))
         self._seen: dict[int, tuple[object, bytes]] = {}
+        why = self.expander.why_not(self.algo, proto=self.proto)
+        if why is not None:  # NCCL refuses an NCCL_ALGO it cannot honour (enqueue.cc)
+            raise InputError(f"algo: {self.algo} cannot run on {topo.spec.name}: {why}")
+        self._refused: dict[bytes, str | None] = {}
 
     def simulate(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> ProgramResult:
         """Simulate one program (which must be valid for ``lowering``)."""
@@ -127,8 +132,36 @@ class Simulator:
                 f"matrix: the placement has {lowering.placement.devices} devices, the system {self.topo.devices}"
             )
         steps = lowering.lower(program)
+        self.check_forced(program, steps)
         fractions = step_fractions(lowering, program)
         return ProgramResult(program.text, tuple(self._step(s, f, bytes_per_gpu) for s, f in zip(steps, fractions)))
+
+    def check_forced(self, program: Program, steps: Sequence[LoweredStep]) -> None:
+        """Refuse, before simulating, a forced algorithm that a step's collective has but one of its groups
+        cannot run, naming the step: NCCL fails that communicator's collective ("no algorithm/protocol
+        available", enqueue.cc).  A step whose collective the algorithm does not have at all runs as a ring
+        (P2's NCCL_ALGO=Tree runs, docs/model.md); a command whose collectives it has none of is refused
+        before (:func:`p2sim.collectives.choice.serves`)."""
+        if self.algo in ("auto", "ring", "tree"):  # rings and trees run any group of a collective they serve
+            return
+        for n, (ins, step) in enumerate(zip(program.instructions, steps), 1):
+            op = step.op.value
+            if not serves(self.algo, op):
+                continue
+            key = self._digest(step)
+            if key not in self._refused:
+                seen, why = set(), None
+                for g in step.groups:
+                    shape = self.expander.shape(g)
+                    if shape not in seen:
+                        seen.add(shape)
+                        why = self.expander.why_not(self.algo, op, g, self.proto)
+                        if why is not None:
+                            break
+                self._refused[key] = why
+            if self._refused[key] is not None:
+                raise InputError(f"algo: {self.algo} cannot run step {n} {ins.text} of {program.text!r}: "
+                                 f"{self._refused[key]}")
 
     def _digest(self, value: LoweredStep | tuple[float, ...]) -> bytes:
         """A 160-bit digest of a lowered step or of its groups' buffer fractions, computed once per
@@ -176,6 +209,7 @@ class Simulator:
         milliseconds, so a search can simulate only the programs whose bound can still win.
         """
         steps = lowering.lower(program)
+        self.check_forced(program, steps)
         fractions = step_fractions(lowering, program)
         return sum(self._step(s, f, bytes_per_gpu, True) for s, f in zip(steps, fractions))
 

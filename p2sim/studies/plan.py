@@ -27,7 +27,7 @@ from ..util.log import announce
 from ..util.parsing import as_text, axis_indices, byte_size, positive_int
 from .jobsize import Limits, plural, program_counts
 from .requests import (Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something,
-                       warn_memory)
+                       warn_memory, whole_groups)
 from .search import SearchStats, run_search
 from .sweep import ConfigResult, SweepTask
 
@@ -319,7 +319,8 @@ class PlanResult(Tabular):
 def run_plan(req: PlanRequest) -> PlanResult:
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
-    algos = algorithms(req.algo)
+    whole_groups(topo)
+    algos = algorithms(req.algo, topo, req.proto)
     req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
     mats = enumerate_matrices(h, p)
     programs = sum(sum(program_counts(mats, r.axes, req.rules.profile, req.rules.max_size, req.limits))

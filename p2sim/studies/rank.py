@@ -28,7 +28,7 @@ from .bounds import program_bounds
 from .jobsize import Limits, plural, program_counts
 from .orders import OrderComparison, compare_orders, orders_agree
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
-from .requests import Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something
+from .requests import Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something, whole_groups
 from .search import SearchStats, run_search
 from .sweep import SweepTask
 
@@ -148,7 +148,8 @@ def run_rank(req: RankRequest) -> RankResult:
         mats = list(req.matrices)
     Placement.of(h, p, mats[0])  # a given matrix is checked before any work
     red = reduces_something(p, job.reduce_axes)
-    algos = algorithms(req.algo)
+    whole_groups(topo)
+    algos = algorithms(req.algo, topo, req.proto)
     counts = dict(zip(mats, program_counts(mats, red, req.rules.profile, req.rules.max_size, req.limits)))
     tasks: list[SweepTask] = []
     for algo in algos:

@@ -28,7 +28,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from ..collectives import check_algo
+from ..collectives import check_algo, check_forced
+from ..util.algorithms import STUDY_CHOICES
 from ..formalism.hierarchy import reduce_axes_of
 from ..formalism.naming import generic_levels
 from ..formalism.placement import check_sizes
@@ -44,7 +45,7 @@ from .executor import Executor, capped_workers, check_scheduler, make_executor, 
 from .jobsize import DEFAULT_BYTES_HELP, Limits, plural
 
 __all__ = ["Job", "Rules", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
-           "topology_of", "layout_of", "axis_names_of", "reduces_something", "warn_memory", "job_size_text",
+           "topology_of", "whole_groups", "layout_of", "axis_names_of", "reduces_something", "warn_memory", "job_size_text",
            "limits_of", "DEFAULT_BYTES_HELP"]
 
 
@@ -56,6 +57,16 @@ def optional_int(value: Any, field: str) -> int | None:
 def topology_of(system: str | SystemSpec, nodes: Any = None) -> Topology:
     """The system (name, path or spec) built for ``nodes`` (default: the file's)."""
     return load_system(system, optional_int(nodes, "nodes"))
+
+
+def whole_groups(topo: Topology) -> None:
+    """Refuse a search over placements on a node count with a partial last fabric group (a scalable unit,
+    a rack row): a placement puts axes on the groups a level counts, and the last would be short.
+    ``sweep``, ``simulate`` and ``check`` with ``--matrix`` run on any node count."""
+    why = topo.spec.partial_group(topo.nodes)
+    if why is not None:
+        raise InputError(f"nodes: {why}: placements put axes on whole groups; give a whole number of them "
+                         f"(sweep, simulate, and check with --matrix, run on any node count)")
 
 
 def default_bytes(topo: Topology) -> int:
@@ -82,6 +93,7 @@ def layout_of(hierarchy: Any = None, system: str | SystemSpec | None = None, nod
         if hierarchy is not None:
             raise InputError("hierarchy: give either --hierarchy or --system, not both")
         topo = topology_of(system, nodes)
+        whole_groups(topo)
         h, p = sizes_of(axes, topo.hierarchy)
         return h, p, topo.level_names, topo.spec.node_level
     if nodes is not None:
@@ -99,11 +111,17 @@ def reduces_something(p: tuple[int, ...], red: tuple[int, ...]) -> tuple[int, ..
     return red
 
 
-def algorithms(text: str) -> tuple[str, ...]:
-    """``both`` is P2's pair of forced algorithms; anything else one setting (``auto`` = NCCL's choice)."""
-    if text == "both":
-        return ("ring", "tree")
-    return (check_algo(text),)
+def algorithms(text: str, topo: Topology | None = None, proto: str = "auto") -> tuple[str, ...]:
+    """``both`` is P2's pair of forced algorithms; anything else one setting (``auto`` = NCCL's choice).
+
+    Given the topology, each forced algorithm that cannot run on it at all (CollNet without SHARP, NVLS on
+    an A100) is refused before any work is announced."""
+    t = check_algo(text, STUDY_CHOICES)
+    algos = ("ring", "tree") if t == "both" else (t,)
+    if topo is not None:
+        for a in algos:
+            check_forced(topo, a, proto)
+    return algos
 
 
 def warn_memory(spec: SystemSpec, nbytes: float, default: bool, nodes: int, hint: str = "give --bytes") -> str | None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..collectives.bound import Bound
+from ..collectives.choice import serves
+from ..util.algorithms import algorithm, forced
 from ..formalism.hierarchy import LoweredStep, Order
 from ..formalism.naming import describe_placement
 from ..formalism.placement import Matrix, count_matrices, format_matrix, parse_matrix
@@ -131,8 +133,15 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
                              f"name one with --matrix ({options})")
         prog = parse_program(req.program)
         validate_program(lws[0].synthesis, prog)
+        ops = [ins.op.value for ins in prog.instructions]
+        if req.algo != "auto" and not any(serves(req.algo, op) for op in ops):
+            raise InputError(f"algo: {req.algo} runs none of the program's collectives ({', '.join(dict.fromkeys(ops))}): "
+                             f"it runs {', '.join(algorithm(forced(req.algo)[0]).collectives)} (NCCL's tuning.cc)")
         work = [(lws[0].placement.matrix, lws[0], (prog,))]
     sim = Simulator(topo, req.algo, req.model, trace=req.trace, proto=req.proto)
+    for _, lowering, programs in work:  # every program's steps can run the forced algorithm, before any runs
+        for prog in programs:
+            sim.check_forced(prog, lowering.lower(prog))
     warning = job.warn_memory()
     if req.program == "all":
         announce(f"{plural(len(work), 'matrix')}, {plural(sum(len(w[2]) for w in work), 'simulation')}")

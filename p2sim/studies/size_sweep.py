@@ -21,7 +21,7 @@ from typing import Any
 from ..util.errors import InputError
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
-from ..collectives import check_algo, check_proto
+from ..collectives import check_algo, check_forced, check_proto
 from ..sim import Simulator
 from ..sim.model import check_model
 from ..topology import Topology
@@ -140,7 +140,9 @@ class SweepRequest:
         points = sizes(byte_size(as_text(minbytes, "minbytes"), "minbytes"),
                        byte_size(as_text(maxbytes, "maxbytes"), "maxbytes"),
                        positive_int(as_text(stepfactor, "stepfactor"), "stepfactor"))
-        return cls(topo, coll, gpn, tuple(points), algo, proto, model)
+        req = cls(topo, coll, gpn, tuple(points), algo, proto, model)
+        check_forced(topo, algo, proto, coll, req.members)
+        return req
 
     @property
     def members(self) -> list[int]:

@@ -31,7 +31,7 @@ from .bounds import not_bound_by, program_bounds
 from .jobsize import Limits, plural, program_counts
 from .ranking import rank_results, split_by_matrix
 from .requests import (RunOptions, Rules, SearchOptions, algorithms, axis_names_of, default_bytes, job_size_text,
-                       limits_of, optional_int, reduces_something, warn_memory)
+                       limits_of, optional_int, reduces_something, warn_memory, whole_groups)
 from .search import SearchStats, run_search
 from .sweep import ConfigResult, SweepTask
 from .variations import Point, Variation, parse_vary, points, resolve_axes, winner_key
@@ -137,6 +137,8 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     for k, pt in enumerate(req.points):
         topo = Topology(pt.spec, pt.nodes)
         point_topos.append(topo)
+        algorithms(req.algo, topo, req.proto)  # each point's system and node count can run them
+        whole_groups(topo)
         if pt.nodes not in counted:
             p = resolve_axes(req.axes, topo.devices)
             names = axis_names_of(req.axes, len(p))

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..util.algorithms import ALGORITHMS, by_nccl_name
 from ..util.errors import TopologyError
 from .gpus import gpu_info
 
@@ -40,9 +41,6 @@ ARCHS = ("volta", "ampere", "hopper", "blackwell")
 # Slingshot through the same plugin on libfabric's cxi provider; socket: NCCL's TCP transport;
 # tcpx: Google's GPUDirect-TCPX(O) plugin
 TRANSPORTS = ("ib", "roce", "efa", "cxi", "socket", "tcpx")
-# NCCL_ALGO's algorithms under p2sim's names (NCCL's: Ring, Tree, NVLS, NVLSTree, CollNetDirect, CollNetChain)
-ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain")
-_NCCL_ALGO_NAMES = {a.replace("_", ""): a for a in ALGORITHMS}
 # transports with no published per-step latency (p2sim.collectives.transports): p2sim says it assumes NCCL's
 ASSUMED_TRANSPORTS = ("cxi", "tcpx")
 # NCCL_P2P_LEVEL's path types, nearest first (NCCL docs, "NCCL_P2P_LEVEL")
@@ -179,7 +177,7 @@ def _bytes(src: str, field: str, value: Any, env: str) -> int | None:
 
 def _algorithms(src: str, value: Any) -> tuple[str, ...]:
     """NCCL_ALGO's list: p2sim's names or NCCL's (Ring, NVLSTree, CollNetDirect, ...), any case."""
-    names = [_NCCL_ALGO_NAMES.get(v.lower().replace("_", "")) if isinstance(v, str) else None
+    names = [by_nccl_name(v) if isinstance(v, str) else None
              for v in value] if isinstance(value, list) else [None]
     if not names or None in names or len(set(names)) != len(names):
         raise _fail(src, "nccl.algorithms", f"{value!r} must be a list of some of {', '.join(ALGORITHMS)} (NCCL_ALGO)")

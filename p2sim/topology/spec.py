@@ -113,29 +113,29 @@ class SystemSpec:
         return next(i for i, lv in enumerate(self.levels) if lv.cardinality is None and lv.tier is None)
 
     def hierarchy(self, nodes: int) -> tuple[int, ...]:
-        """Level cardinalities with the node level set to ``nodes``.
+        """Level cardinalities with the node level set to ``nodes``: a fabric tier's level counts its groups in the
+        enclosing level's group, the node level one innermost group's nodes; a partial last group (as clusters
+        have) makes the level count one and the node level every node (the fabric keeps it: :meth:`partial_group`)."""
+        return self._levels_of(nodes)[0]
 
-        Above the node, a level of fabric tier groups counts the groups inside its enclosing
-        level's group; the node level then holds the nodes of one innermost such group, so
-        ``nodes`` must be a whole number of them once it exceeds one group.
-        """
-        if self.fabric is None or not any(lv.tier for lv in self.levels):
-            return tuple(nodes if lv.cardinality is None else lv.cardinality for lv in self.levels)
-        out, enclosing = [], nodes
-        for lv in self.levels:
-            if lv.tier is not None:
-                size = self.fabric.tier(lv.tier).nodes
-                assert size is not None
-                if enclosing > size and enclosing % size:
-                    raise TopologyError(f"nodes: {nodes} nodes is not a whole number of the {lv.tier} tier's groups "
-                                        f"of {size} nodes (the level {lv.name!r} counts them)")
+    def partial_group(self, nodes: int) -> str | None:
+        """Why ``nodes`` gives placements no hierarchy (a level's fabric groups, the last partial), else None."""
+        return self._levels_of(nodes)[1]
+
+    def _levels_of(self, nodes: int) -> tuple[tuple[int, ...], str | None]:
+        out, enclosing, partial = [], nodes, None
+        for lv in self.levels:  # a level never names the top tier (parse_spec): a tier level has a group size
+            size = None if lv.tier is None or self.fabric is None else self.fabric.tier(lv.tier).nodes
+            if size is None:
+                out.append(enclosing if lv.cardinality is None else lv.cardinality)
+            elif enclosing <= size or not enclosing % size:
                 out.append(max(1, enclosing // size))
                 enclosing = min(enclosing, size)
-            elif lv.cardinality is None:
-                out.append(enclosing)
             else:
-                out.append(lv.cardinality)
-        return tuple(out)
+                partial = partial or (f"{nodes} nodes is not a whole number of the {lv.tier} tier's groups of {size} "
+                                      f"nodes (the level {lv.name!r} counts them; the last has {enclosing % size})")
+                out.append(1)
+        return tuple(out), partial
 
     def node_count(self, nodes: int) -> int:
         """How many node instances a hierarchy with ``nodes`` at the node level has."""
