@@ -94,6 +94,22 @@ def test_check_forced_names_system_and_collective():
     check_forced(load_system("h100", 1), "tree", op="AllReduce", members=tuple(range(8)))
 
 
+@pytest.mark.parametrize("system,nodes,proto,algo", [
+    ("p4d", 2, "LL", "ring"),  # [nccl] protocols = ["Simple"] (aws-ofi-nccl's default, not the user's)
+    ("p4d", 2, "LL128", "ring"),
+    ("pcie-8gpu", 1, "LL128", "ring"),  # no NVLink: LL128 off by default, on when named
+])
+def test_a_forced_protocol_runs_as_nccl_proto_runs_it(system, nodes, proto, algo):
+    """NCCL_PROTO=X enables X in place of a plugin's default and of LL128's NVLink-only default (tuning.cc:
+    the rule applies to a default-enabled LL128); it used to be replaced by Simple without a word."""
+    topo = load_system(system, nodes)
+    ex = Expander(topo)
+    members = tuple(range(topo.devices))
+    assert ex.choose("AllReduce", members, 2**20, algo, proto) == (algo, proto)
+    assert ex.choose("AllReduce", members, 2**20, "auto", proto)[1] == proto
+    assert proto not in {p for _, p in ex.available("AllReduce", members)}  # not NCCL's default here
+
+
 def test_per_channel_network_rate_caps_a_flow():
     slow = rail_nodes(8, 8, model="ring_net_rate = 1.0")
     c = Expander(slow).collective("ring", "Simple", "AllReduce", tuple(range(16)), 2**30)

@@ -42,11 +42,17 @@ class Choice:
     """Choice methods of :class:`~p2sim.collectives.expand.Expander` (a mixin: it uses the
     expander's ``topo``, ``arch``, ``collective`` and caches)."""
 
-    def available(self, op: str, members: Sequence[int]) -> list[tuple[str, str]]:
-        """The (algorithm, protocol) pairs NCCL may use for this collective, in NCCL's order."""
-        return self._memo("available", members, (op,), lambda: self._available(op, members))
+    def available(self, op: str, members: Sequence[int], proto: str = "auto") -> list[tuple[str, str]]:
+        """The (algorithm, protocol) pairs NCCL may use for this collective, in NCCL's order.
 
-    def _available(self, op: str, members: Sequence[int]) -> list[tuple[str, str]]:
+        A forced ``proto`` (``NCCL_PROTO``) is enabled as NCCL enables a protocol the user names: in
+        place of the system's ``[nccl] protocols`` (a plugin's default, which it sets only where the
+        user set none: aws-ofi-nccl's platform-aws), and LL128 also where NCCL would not enable it by
+        default (tuning.cc applies the NVLink-only rule to a default-enabled LL128 alone).
+        """
+        return self._memo("available", members, (op, proto), lambda: self._available(op, members, proto))
+
+    def _available(self, op: str, members: Sequence[int], proto: str = "auto") -> list[tuple[str, str]]:
         segs = segments(self.topo, members)
         nvls = self._nvls_switches(segs)
         collnet = self._collnet(op, segs)
@@ -63,11 +69,13 @@ class Choice:
             if a == "nvls_tree" and (nvls is None or len(segs) == 1 or op != "AllReduce"):
                 continue
             for p in PROTOS:
-                if p not in self.topo.spec.nccl.protocols:
+                if proto != "auto" and p != proto:
+                    continue  # NCCL_PROTO names one protocol
+                if proto == "auto" and p not in self.topo.spec.nccl.protocols:
                     continue  # NCCL_PROTO (a network plugin may set it: aws-ofi-nccl on p4d)
                 if a in ("nvls", "nvls_tree") + COLLNET and p != "Simple":
                     continue
-                if p == "LL128" and not self._nvlink_only(segs):
+                if p == "LL128" and proto == "auto" and not self._nvlink_only(segs):
                     continue  # NCCL enables LL128 by default only over NVLink
                 out.append((a, p))
         return out
@@ -189,15 +197,14 @@ class Choice:
         if hit is not None:
             self._chosen[direct] = hit
             return hit
-        avail = self.available(op, members)
-        cands = [(a, p) for a, p in avail if (algo == "auto" or a == algo or (algo == "collnet" and a in COLLNET))
-                 and (proto == "auto" or p == proto)]
+        avail = self.available(op, members, proto)
+        cands = [(a, p) for a, p in avail if (algo == "auto" or a == algo or (algo == "collnet" and a in COLLNET))]
         if not cands and algo != "auto" and serves(algo, op) and len(set(members)) > 1:
             why = self.why_not(algo, op, members, proto)
             if why is not None:  # NCCL refuses it (enqueue.cc: "no algorithm/protocol available")
                 raise InputError(f"algo: {algo} cannot run this {op} of {len(set(members))} GPUs: {why}")
         if not cands:  # a collective the forced algorithm does not serve runs as a ring (see expand.py)
-            cands = [(a, p) for a, p in avail if a == "ring" and (proto == "auto" or p == proto)]
+            cands = [(a, p) for a, p in avail if a == "ring"]
         if not cands:
             cands = [("ring", "Simple")]
         best = min(cands, key=lambda ap: self.estimate(*ap, op, members, nbytes))
