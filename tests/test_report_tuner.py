@@ -48,7 +48,8 @@ def _range(lo, hi, algo="ring", proto="LL128", nodes=2, ranks=16, channels=8, ke
 
 
 def test_rules_are_the_example_tuners_columns_with_the_gain_above():
-    c = Communicator("step 1", "AllReduce", tuple(range(16)), 2, (_range(0, 1024), _range(4097, 65536, "nvls", channels=16)),
+    c = Communicator("step 1", "AllReduce", tuple(range(16)), 2,
+                     (_range(0, 1024), _range(4097, 65536, "nvls", channels=16)),
                      (_range(1025, 4096, "tree", "LL", channels=4, kept=True),))
     text = tuner_text(["context"], [c], 1.05)
     assert f"# {COLUMNS}" in text

@@ -15,9 +15,9 @@ Channels are never ``-1``: the example tuner sets ``*nChannels = 1`` before it m
 and keeps that 1 for ``-1`` or where no rule matches (``pluginGetCollInfo`` in
 ``plugin.c``), and NCCL runs the collective on whatever count the tuner returns
 (``ncclGetAlgoInfo``, ``src/enqueue.cc``): ``-1`` means one channel.  So the other sizes
-of the same communicators get rules too, with NCCL's own choice and count.  The tuner tells communicators apart only by node and rank
-counts: where two steps share them but not their ranges, the first step's rules are
-written and the conflict is said.
+of the same communicators get rules too, with NCCL's own choice and count.  The tuner tells
+communicators apart only by node and rank counts: where two steps share them but not their
+ranges, the first step's rules are written and the conflict is said.
 
 The plugin reads the file with ``fgets`` into a 256-byte buffer (``MAX_LINE_LENGTH``): a
 longer line is read as two, and the second half of a long comment is no comment.  Comment
@@ -74,7 +74,8 @@ def tuner_text(context: Sequence[str], comms: Sequence[Communicator], min_gain: 
         out += _comment("no rules: NCCL's automatic choice is predicted best for every communicator and size; do not "
                         "load the plugin (it runs every collective that no rule matches on one channel)")
         return "\n".join(out) + "\n"
-    out += [f"# rules: where p2sim predicts a choice at least {min_gain:.2f}x faster than NCCL's own, that choice; at the",
+    out += [f"# rules: where p2sim predicts a choice at least {min_gain:.2f}x faster than NCCL's own, that choice; "
+            "at the",
             "# other sizes of the same communicators, NCCL's own: the plugin runs every collective that no rule",
             "# matches on one channel (as it does other communicators' and sizes above the largest here)",
             "# channels: the count p2sim predicts NCCL runs the choice on"]
@@ -99,7 +100,8 @@ def tuner_text(context: Sequence[str], comms: Sequence[Communicator], min_gain: 
                 text = (f"NCCL picks {r.default} ({format_seconds(r.default_seconds)} at {format_bytes(r.max_bytes)}), "
                         f"{r.algo}/{r.proto} {on} predicted {format_seconds(r.seconds)} ({r.gain:.2f}x)")
             else:
-                text = f"NCCL's own {r.algo}/{r.proto} {on} ({format_seconds(r.seconds)} at {format_bytes(r.max_bytes)})"
+                text = (f"NCCL's own {r.algo}/{r.proto} {on} ({format_seconds(r.seconds)} at "
+                        f"{format_bytes(r.max_bytes)})")
             out += _comment(f"{low} size <= {format_bytes(r.max_bytes)}: {text}", "  ")
             out.append(_line(r))
     return "\n".join(out) + "\n"

@@ -74,7 +74,8 @@ class TunerRange:
 
     def to_json(self) -> dict[str, Any]:
         return {"collective": self.collective, "min_bytes": self.min_bytes, "max_bytes": self.max_bytes,
-                "algo": self.algo, "proto": self.proto, "channels": self.channels, "nodes": self.nodes, "ranks": self.ranks,
+                "algo": self.algo, "proto": self.proto, "channels": self.channels, "nodes": self.nodes,
+                "ranks": self.ranks,
                 "default": self.default, "default_seconds": self.default_seconds, "seconds": self.seconds,
                 "gain": self.gain, "members": list(self.members)}
 
