@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from p2sim.util.errors import InputError, P2SimError
-from p2sim.util.parsing import byte_size, int_list, positive_int
+from p2sim.util.parsing import byte_size, int_list, nccl_tests_size, positive_int
 from p2sim.util.fileio import check_output_file
 
 from .env import Placement, from_environment
@@ -74,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--collective", "-C", default="AllReduce",
                    help="AllReduce, ReduceScatter, AllGather, Broadcast or Reduce (or all_reduce_perf, ...; "
                         "default: AllReduce)")
-    w.add_argument("-b", "--minbytes", default="1KiB", help="smallest size (default: 1KiB)")
+    w.add_argument("-b", "--minbytes", default="1KiB",
+                   help="smallest size, as nccl-tests reads -b: a number with K, M or G, 1024-based, of which only "
+                        "the first letter counts (1MB is 1 MiB) (default: 1KiB)")
     w.add_argument("-e", "--maxbytes", default="256MiB", help="largest size (default: 256MiB)")
     w.add_argument("-f", "--stepfactor", default="2", help="each size this many times the last (default: 2)")
     w.add_argument("-w", "--warmup", default="5", help="untimed calls per size (default: 5, as nccl-tests)")
@@ -190,7 +192,8 @@ def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
                          "Broadcast, Reduce")
     if args.algo == "tree" and name != "AllReduce":
         raise InputError(f"algo: NCCL has a tree only for AllReduce, not {name}")
-    lo, hi = byte_size(args.minbytes), byte_size(args.maxbytes)
+    # as nccl-tests' -b/-e (parsesize in src/common.cu): 1KB is 1024 bytes
+    lo, hi = nccl_tests_size(args.minbytes, "minbytes"), nccl_tests_size(args.maxbytes, "maxbytes")
     if lo > hi:
         raise InputError(f"minbytes: {args.minbytes} is above maxbytes {args.maxbytes}")
     cfg = SweepConfig(collective=name, minbytes=lo, maxbytes=hi, factor=positive_int(args.stepfactor, "stepfactor"),

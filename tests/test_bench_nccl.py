@@ -439,17 +439,20 @@ def test_sweep_catches_wrong_results(tmp_path):
 
 def test_sweep_with_a_system_and_bad_arguments(tmp_path):
     log = tmp_path / "s.jsonl"
-    bench("sweep", "--backend", "numpy", "--system", TINY3, "-b", "1KiB", "-e", "1KiB", "-w", "0", "-n", "1",
+    # -b/-e as nccl-tests reads them: 1KB is 1024 bytes (parsesize reads the K only)
+    bench("sweep", "--backend", "numpy", "--system", TINY3, "-b", "1KB", "-e", "1kb", "-w", "0", "-n", "1",
           "--log", str(log))
     x = read_log(log)[0]
     # a system file in no catalogue is recorded by its path, so that validate finds it again
-    assert (x["system"], x["ranks"], x["nodes"], x["gpus_per_node"]) == (str(Path(TINY3).resolve()), 8, 2, 4)
+    assert (x["system"], x["ranks"], x["nodes"], x["gpus_per_node"], x["size"]) == (
+        str(Path(TINY3).resolve()), 8, 2, 4, 1024)
     v = subprocess.run([sys.executable, "-m", "p2sim", "validate", "--measurements", str(log), "--allow-emulated",
                         "--workers", "1"], capture_output=True, text=True)
     assert v.returncode == 0, v.stderr
     for args, msg in [(["-C", "alltoall"], "collective: 'alltoall' is not one of"),
                       (["-C", "AllGather", "--algo", "tree"], "NCCL has a tree only for AllReduce"),
                       (["-b", "2KiB", "-e", "1KiB"], "minbytes: 2KiB is above maxbytes 1KiB"),
+                      (["-e", "1TiB"], "maxbytes: '1TiB' is not a size nccl-tests reads"),
                       ([], "--backend numpy needs --ranks"),
                       (["--system", "v100", "--ranks", "4"], "ranks: 4, but system v100 has 16 GPUs")]:
         r = bench("sweep", "--backend", "numpy", *args, "--log", str(log), check=False)

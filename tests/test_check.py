@@ -126,6 +126,36 @@ def test_cli_prints_commands_verdicts_json_and_csv(capsys, tmp_path):
     assert out.splitlines()[0].startswith("id,") and "verdict" in out.splitlines()[0]
 
 
+def test_a_log_of_a_communicator_that_is_no_step_is_warned_about():
+    log = DATA / "all_reduce_perf_mpi_2x8.json"
+    # HIER's steps: ReduceScatter and AllGather on 8 ranks of one node, AllReduce on 2 ranks of 2 nodes
+    res = run_check(CheckRequest.build(system="dgx-h100", axes="data=16", reduce="data", matrix="[[2 8]]",
+                                       program=HIER, logs=[str(log)]))
+    first = min(v.prediction.row.line for v in res.rows)
+    said = [w for w in res.warnings if "none of the program's steps" in w]
+    assert len(said) == 1, res.warnings  # once per log and communicator, not per row
+    assert f"{log}:{first}: AllReduce on 16 ranks (2 nodes x 8 GPUs)" in said[0]
+    assert "step 2 AllReduce on 2 ranks of 2 nodes" in said[0]
+    plain = run_check(CheckRequest.build(system="dgx-h100", axes="data=16", reduce="data", matrix="[[2 8]]",
+                                         program="AllReduce(slice=0, Inside)", logs=[str(log)]))
+    assert not [w for w in plain.warnings if "none of the program's steps" in w]
+
+
+def test_verdict_rows_say_out_of_place_or_in_place(capsys):
+    args = ("check", str(DATA / "all_reduce_perf_mpi_2x8.txt"), "--system", "dgx-h100", "--axes", "data=16",
+            "--reduce", "data", "--matrix", "[[2 8]]", "--program", "AllReduce(slice=0, Inside)")
+    rc, out, err = run(capsys, *args)
+    assert rc == 0, err
+    lines = out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("source"))
+    assert lines[head].split()[:4] == ["source", "place", "collective", "size"]
+    rows = [line.split() for line in lines[head + 1:] if line.startswith("all_reduce_perf")]
+    assert rows and len({tuple(r) for r in rows}) == len(rows)  # no row twice
+    assert sorted(r[1] for r in rows) == sorted(["in", "out"] * (len(rows) // 2))
+    rc, out, _ = run(capsys, *args, "--json")
+    assert {r["in_place"] for r in json.loads(out)["rows"]} == {False, True}
+
+
 @pytest.mark.parametrize("extra, says", [
     (("--program", HIER), "program: a program needs its placement"),
     (("--tolerance", "0.5"), "tolerance: 0.5 is a factor"),

@@ -8,10 +8,12 @@ groups without moving data.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 
@@ -62,7 +64,12 @@ _JAX_RUNNER = textwrap.dedent("""
             return jax.lax.all_gather(r, step, axis=0, tiled=True)
         f = jax.shard_map(who, mesh=mesh, in_specs=PartitionSpec(axes), out_specs=PartitionSpec(axes))
         members.append(np.asarray(f(np.arange(n, dtype=np.int32))).reshape(n, -1).tolist())
-    print(json.dumps({"x": x.reshape(n, block).tolist(), "out": out, "members": members}))
+    try:   # a block the ReduceScatters cannot split evenly: the emitted check says so
+        ns["@FN@_sharded"](np.zeros(n * @BAD@, np.float32))
+        error = None
+    except ValueError as e:
+        error = str(e)
+    print(json.dumps({"x": x.reshape(n, block).tolist(), "out": out, "members": members, "error": error}))
 """)
 
 
@@ -74,13 +81,20 @@ def test_jax_program_reduces_over_p2sims_groups(case):
     names = [[c.dims[k].name for k in s.dims] for s in red.steps]
     fn = "reduce_" + "_".join(c.names[a] for a in red.axes)
     code = jax_code(c)
+    # the block length must be a multiple of the product of the ReduceScatter group sizes, not just of each
+    need = math.prod(len(s.groups[0]) for s in red.steps if s.op.value == "ReduceScatter")
+    sizes = {len(s.groups[0]) for s in red.steps if s.op.value == "ReduceScatter"}
+    assert need > max(sizes)  # both cases scatter twice: a length divisible by each size alone can fail
+    bad = max(sizes)  # a multiple of every group size, not of their product
     runner = (_JAX_RUNNER.replace("@DEVICES@", str(c.placement.devices)).replace("@FN@", fn)
-              .replace("@STEPS@", json.dumps(names)))
+              .replace("@STEPS@", json.dumps(names)).replace("@BAD@", str(bad)))
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_PLATFORMS")}
     proc = subprocess.run([sys.executable, "-c", runner], input=code, capture_output=True, text=True, env=env,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["error"] and f"{fn}: the block's length {bad} is not a multiple of {need}" in got["error"]
+    assert f"a multiple of {need}: the ReduceScatters split it evenly" in code  # the docstring says it too
     # every step's groups, member order included, are p2sim's
     for step, members in zip(red.steps, got["members"]):
         assert sorted(set(map(tuple, members))) == sorted(step.groups)
@@ -113,7 +127,12 @@ def test_torch_program_runs_on_the_fake_process_group():
                 mine = next(m for m in step.groups if rank in m)
                 assert dist.get_process_group_ranks(g) == list(mine)  # members by rank, as p2sim lists them
             x = torch.zeros(24 * 8)
-            assert ns["reduce_data"](x).shape == x.shape  # scatter and gather steps undo each other's sizes
+            with warnings.catch_warnings():  # no deprecated call (PyTorch 2.13 renamed two to *_single)
+                warnings.simplefilter("error")
+                assert ns["reduce_data"](x).shape == x.shape  # scatter and gather steps undo each other's sizes
+            need = math.prod(len(s.groups[0]) for s in red.steps if s.op.value == "ReduceScatter")
+            with pytest.raises(ValueError, match=f"the gradient's numel {need // 2} is not a multiple of {need}"):
+                ns["reduce_data"](torch.zeros(need // 2))
         finally:
             dist.destroy_process_group()
 

@@ -1,7 +1,7 @@
 import pytest
 
 from p2sim.util.errors import InputError
-from p2sim.util.parsing import byte_size, int_list, positive_int
+from p2sim.util.parsing import byte_size, int_list, nccl_tests_size, positive_int
 
 
 def test_int_list_forms():
@@ -27,6 +27,21 @@ def test_byte_sizes():
     for bad in ["", "-1GiB", "2 parsecs", "0"]:
         with pytest.raises(InputError, match="bytes"):
             byte_size(bad)
+
+
+@pytest.mark.parametrize("text,size", [
+    # nccl-tests' parsesize (src/common.cu): a number, then only the first letter of the unit, 1024-based
+    ("8", 8), ("1K", 1024), ("1k", 1024), ("1MB", 2**20), ("1mb", 2**20), ("1MiB", 2**20), ("2 GB", 2**31),
+    ("1.5K", 1536), ("0.3K", 307), ("1e6", 10**6), ("1e6M", 10**6 * 2**20),
+])
+def test_nccl_tests_sizes_read_only_the_units_first_letter(text, size):
+    assert nccl_tests_size(text, "minbytes") == size
+
+
+@pytest.mark.parametrize("text", ["", "8B", "1TiB", "1T", "lots", "0", "0.5", "-1K", "1M2", "2**20"])
+def test_nccl_tests_sizes_refuse_what_nccl_tests_refuses(text):
+    with pytest.raises(InputError, match="^minbytes: "):
+        nccl_tests_size(text, "minbytes")
 
 
 def test_positive_int():

@@ -81,6 +81,20 @@ def test_sweep_command_text_json_and_files(capsys, tmp_path):
     assert sorted(f.name for f in (tmp_path / "rep").iterdir()) == ["sweep.html", "sweep.md", "sweep.png", "sweep.txt"]
 
 
+def test_sweep_reads_sizes_as_nccl_tests_does(capsys):
+    # all_reduce_perf -b 1MB -e 4MB runs 1 MiB to 4 MiB: parsesize reads the M and nothing after it
+    rc, out, err = run(capsys, "sweep", "--system", "dgx-h100", "--nodes", "1", "-b", "1MB", "-e", "4mb", "--json")
+    assert rc == 0, err
+    assert [p["size"] for p in json.loads(out)["points"]] == [2**20, 2**21, 2**22]
+    rc, out, err = run(capsys, "sweep", "--system", "dgx-h100", "--nodes", "1", "-b", "1TiB")
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1 and "minbytes: '1TiB'" in err and "K, M or G" in err
+
+
+def test_sweep_help_says_how_sizes_are_read(capsys):
+    rc, out, _ = run(capsys, "sweep", "--help")
+    assert rc == 0 and "1MB is 1 MiB" in " ".join(out.split())
+
+
 @pytest.mark.parametrize("argv,field", [
     (("--gpus-per-node", "9"), "gpus-per-node"),
     (("-C", "alltoall"), "collective"),

@@ -117,7 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="AllReduce, ReduceScatter, AllGather, Broadcast or Reduce (or nccl-tests' names; "
                         "default: AllReduce)")
     p.add_argument("-b", "--minbytes", default="8",
-                   help="smallest size: bytes, 2KiB, 1MB, or nccl-tests' 1K/1M/1G (1024-based) (default: 8)")
+                   help="smallest size, read as nccl-tests reads -b: bytes, or a number with K, M or G, "
+                        "1024-based, of which only the first letter counts (1K, 1MB is 1 MiB, 2GiB) (default: 8)")
     p.add_argument("-e", "--maxbytes", default="1GiB", help="largest size, as -b (default: 1GiB)")
     p.add_argument("-f", "--stepfactor", default="2", help="size factor between points (default: 2)")
     _add_algo(p)

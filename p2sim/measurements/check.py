@@ -186,7 +186,33 @@ def run_check(req: CheckRequest) -> CheckResult:
                                split, command, seconds, busbw, bound, note))
     rows, warnings = _judge(req)
     return CheckResult(req, matrix, program, result.placement(matrix), timing.total_seconds, tuple(steps), rows,
-                       tuple(result.warnings) + warnings)
+                       tuple(result.warnings) + warnings + _unmatched(rows, steps))
+
+
+def _unmatched(rows: tuple[Verdict, ...], steps: list[CheckStep]) -> tuple[str, ...]:
+    """One warning per log and communicator shape that is none of the steps: its verdict is right
+    for that communicator, but says nothing about the placement's program.
+
+    A row is a step's when its collective, communicator size and nodes spanned are the step's
+    (how many communicators ran at once may differ: a step measured one group alone still is it).
+    """
+    shapes = {(s.collective, s.group_size, s.nodes_spanned) for s in steps}
+    seen: set[tuple] = set()
+    out = []
+    for v in sorted(rows, key=lambda v: (v.prediction.row.source, v.prediction.row.line)):
+        r = v.prediction.row
+        key = (r.source, r.collective, r.nodes, r.gpus_per_node)
+        if (r.collective, r.ranks, r.nodes) in shapes or key in seen:
+            continue
+        seen.add(key)
+        node = "node" if r.nodes == 1 else "nodes"
+        ran = f"; {r.groups} at once" if r.groups > 1 else ""
+        known = ", ".join(f"step {s.index} {s.collective} on {s.group_size} ranks of {s.nodes_spanned} "
+                          f"node{'s' if s.nodes_spanned > 1 else ''}" for s in steps)
+        out.append(f"{r.source}:{r.line}: {r.collective} on {r.ranks} ranks ({r.nodes} {node} x {r.gpus_per_node} "
+                   f"GPUs{ran}) is none of the program's steps ({known}): its verdicts judge that communicator, "
+                   "not the placement")
+    return tuple(out)
 
 
 def _judge(req: CheckRequest) -> tuple[tuple[Verdict, ...], tuple[str, ...]]:

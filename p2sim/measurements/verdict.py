@@ -41,7 +41,9 @@ class Verdict:
         return f"{self.verdict} than predicted by {self.factor:.2f}x{bound}"
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.prediction.to_json(), verdict=self.verdict, factor=self.factor, verdict_text=self.text)
+        # nccl-tests measures every size out of place and in place: two rows, told apart here
+        return dict(self.prediction.to_json(), in_place=self.prediction.row.in_place, verdict=self.verdict,
+                    factor=self.factor, verdict_text=self.text)
 
 
 def verdicts(predictions: Sequence[CollectivePrediction], tolerance: float = TOLERANCE) -> list[Verdict]:

@@ -26,12 +26,14 @@ def check_text(result: CheckResult) -> str:
             lines.append(f"#   note: {s.note}")
     if result.rows:
         lines += ["", f"verdicts (as predicted: measured busbw within {req.tolerance:g}x of the prediction):",
-                  f"{'source':<34} {'collective':<13} {'size':>10} {'groups':>6} {'measured':>10} {'predicted':>10}"
-                  "  verdict"]
+                  f"{'source':<34} {'place':<5} {'collective':<13} {'size':>10} {'groups':>6} {'measured':>10} "
+                  f"{'predicted':>10}  verdict"]
         for v in result.rows:
             p, r = v.prediction, v.prediction.row
             src = f"{r.source.rsplit('/', 1)[-1]}:{r.line}"
-            lines.append(f"{src:<34} {r.collective:<13} {format_bytes(r.size_bytes):>10} {r.groups:>6} "
+            # nccl-tests times each size out of place and in place: one row each, from one log line
+            place = "in" if r.in_place else "out"
+            lines.append(f"{src:<34} {place:<5} {r.collective:<13} {format_bytes(r.size_bytes):>10} {r.groups:>6} "
                          f"{r.busbw / 1e9:>7.2f} GB/s {p.busbw(p.seconds) / 1e9:>7.2f} GB/s  {v.text}")
         counts = {k: sum(1 for v in result.rows if v.verdict == k) for k in ("as predicted", "slower", "faster")}
         lines.append(f"{len(result.rows)} rows: " + ", ".join(f"{n} {k}" for k, n in counts.items()))

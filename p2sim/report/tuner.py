@@ -8,15 +8,25 @@ named by ``NCCL_TUNER_CONFIG_FILE``, one line per rule::
 with lower-case names (``allreduce``; ``ring``, ``tree``, ``nvls``, ``nvls_tree``,
 ``collnet_direct``, ``collnet_chain``; ``ll``, ``ll128``, ``simple``), ``-1`` for "any" or
 "NCCL's default", and ``#`` comment lines.  p2sim writes one rule per communicator and
-size range where it predicts a faster pair (:mod:`p2sim.studies.tuner`), channels ``-1``
-(p2sim's times assume NCCL's own channel count), any pipelined-op count and buffer
-registration; a comment line above each rule gives both predicted times.  The tuner
-tells communicators apart only by node and rank counts: where two steps share them but
-not their ranges, the first step's rules are written and the conflict is said.
+size range where it predicts a faster pair (:mod:`p2sim.studies.tuner`), with the channel
+count p2sim predicts NCCL runs that pair on (its times assume it), any pipelined-op count
+and buffer registration; a comment line above each rule gives both predicted times.
+Channels are never ``-1``: the example tuner sets ``*nChannels = 1`` before it matches
+and keeps that 1 for ``-1`` or where no rule matches (``pluginGetCollInfo`` in
+``plugin.c``), and NCCL runs the collective on whatever count the tuner returns
+(``ncclGetAlgoInfo``, ``src/enqueue.cc``): ``-1`` means one channel.  So the other sizes
+of the same communicators get rules too, with NCCL's own choice and count.  The tuner tells
+communicators apart only by node and rank counts: where two steps share them but not their
+ranges, the first step's rules are written and the conflict is said.
+
+The plugin reads the file with ``fgets`` into a 256-byte buffer (``MAX_LINE_LENGTH``): a
+longer line is read as two, and the second half of a long comment is no comment.  Comment
+lines are therefore wrapped at :data:`MAX_LINE` characters.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from ..formalism.hierarchy import Lowering, LoweredStep
@@ -29,49 +39,71 @@ from ..studies.size_sweep import SweepResult
 from ..studies.tuner import MIN_GAIN, Communicator, communicators
 from ..util.units import format_bytes, format_seconds
 
-__all__ = ["tuner_text", "rank_tuner", "plan_tuner", "sweep_tuner", "COLUMNS"]
+__all__ = ["tuner_text", "rank_tuner", "plan_tuner", "sweep_tuner", "COLUMNS", "MAX_LINE"]
 
 COLUMNS = "collective_type,min_bytes,max_bytes,algorithm,protocol,channels,nNodes,nRanks,numPipeOps,regBuff"
 
+# the example plugin reads lines with fgets(line, 256, file) (MAX_LINE_LENGTH in plugin.c): 254
+# characters and the newline are one read; a margin below that keeps every line whole
+MAX_LINE = 200
+
 
 def _line(r) -> str:
-    return (f"{r.collective.lower()},{r.min_bytes},{r.max_bytes},{r.algo},{r.proto.lower()},-1,{r.nodes},{r.ranks},"
-            "-1,-1")
+    return (f"{r.collective.lower()},{r.min_bytes},{r.max_bytes},{r.algo},{r.proto.lower()},{r.channels},{r.nodes},"
+            f"{r.ranks},-1,-1")
+
+
+def _comment(text: str, indent: str = "") -> list[str]:
+    """``text`` as ``#`` lines of at most :data:`MAX_LINE` characters (continuations indented)."""
+    return textwrap.wrap(text, MAX_LINE, initial_indent=f"# {indent}", subsequent_indent=f"# {indent}    ",
+                         break_long_words=True, break_on_hyphens=False)
 
 
 def tuner_text(context: Sequence[str], comms: Sequence[Communicator], min_gain: float) -> str:
-    """The configuration file: ``context`` lines as comments, then each communicator's rules."""
+    """The configuration file: ``context`` lines as comments, then each communicator's rules.
+
+    Where any communicator has a faster pair, every communicator's other sizes get a rule
+    for NCCL's own choice and channel count too: the plugin runs a size no rule matches on
+    one channel.  Where none has, the file has no rules and says not to load the plugin.
+    """
     out = ["# NCCL example tuner configuration (NCCL plugins/tuner/example): load the plugin with",
            "# NCCL_TUNER_PLUGIN=<path>/libnccl-tuner-example.so and NCCL_TUNER_CONFIG_FILE=<this file>"]
-    out += [f"# {c}" for c in context]
-    out += [f"# rules: where p2sim predicts a choice at least {min_gain:.2f}x faster than NCCL's own; channels -1 "
-            "keeps NCCL's count", f"# {COLUMNS}"]
+    for c in context:
+        out += _comment(c)
+    if not any(c.ranges for c in comms):
+        out += _comment("no rules: NCCL's automatic choice is predicted best for every communicator and size; do not "
+                        "load the plugin (it runs every collective that no rule matches on one channel)")
+        return "\n".join(out) + "\n"
+    out += [f"# rules: where p2sim predicts a choice at least {min_gain:.2f}x faster than NCCL's own, that choice; "
+            "at the",
+            "# other sizes of the same communicators, NCCL's own: the plugin runs every collective that no rule",
+            "# matches on one channel (as it does other communicators' and sizes above the largest here)",
+            "# channels: the count p2sim predicts NCCL runs the choice on"]
+    out.append(f"# {COLUMNS}")
     written: dict[tuple[str, int, int], Communicator] = {}
-    rules = 0
     for c in comms:
-        head = (f"# {c.label}: {c.collective} on {len(c.members)} ranks of {c.nodes} node{'s' if c.nodes > 1 else ''} "
+        head = (f"{c.label}: {c.collective} on {len(c.members)} ranks of {c.nodes} node{'s' if c.nodes > 1 else ''} "
                 f"(group {_members(c.members)})")
         key = (c.collective, len(c.members), c.nodes)
         first = written.get(key)
-        if first is not None and c.ranges:
-            if first.ranges != c.ranges:
-                out.append(head + f"; same nodes and ranks as {first.label}, whose rules NCCL would apply here too "
-                                  "(the tuner cannot tell the two apart): not written")
-            continue
-        if not c.ranges:
-            out.append(head + ": NCCL's own choice is predicted best at every size")
+        if first is not None:
+            if first.rules != c.rules:
+                out += _comment(head + f"; same nodes and ranks as {first.label}, whose rules NCCL would apply here "
+                                       "too (the tuner cannot tell the two apart): not written")
             continue
         written[key] = c
-        out.append(head)
-        for r in c.ranges:
-            low = "0" if r.min_bytes == 0 else f"{format_bytes(r.min_bytes - 1)} <"
-            out.append(f"#   {low} size <= {format_bytes(r.max_bytes)}: NCCL picks {r.default} "
-                       f"({format_seconds(r.default_seconds)} at {format_bytes(r.max_bytes)}), "
-                       f"{r.algo}/{r.proto} predicted {format_seconds(r.seconds)} ({r.gain:.2f}x)")
+        out += _comment(head + ("" if c.ranges else ": NCCL's own choice is predicted best at every size"))
+        for r in c.rules:
+            low = "0 <=" if r.min_bytes == 0 else f"{format_bytes(r.min_bytes - 1)} <"
+            on = f"on {r.channels} channel{'s' if r.channels > 1 else ''}"
+            if r in c.ranges:
+                text = (f"NCCL picks {r.default} ({format_seconds(r.default_seconds)} at {format_bytes(r.max_bytes)}), "
+                        f"{r.algo}/{r.proto} {on} predicted {format_seconds(r.seconds)} ({r.gain:.2f}x)")
+            else:
+                text = (f"NCCL's own {r.algo}/{r.proto} {on} ({format_seconds(r.seconds)} at "
+                        f"{format_bytes(r.max_bytes)})")
+            out += _comment(f"{low} size <= {format_bytes(r.max_bytes)}: {text}", "  ")
             out.append(_line(r))
-            rules += 1
-    if not rules:
-        out.append("# no rules: NCCL's automatic choice is predicted best for every communicator and size")
     return "\n".join(out) + "\n"
 
 

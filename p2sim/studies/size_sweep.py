@@ -26,7 +26,7 @@ from ..sim import Simulator
 from ..sim.model import check_model
 from ..topology import Topology
 from ..topology.spec import SystemSpec
-from ..util.parsing import as_text, byte_size, positive_int
+from ..util.parsing import as_text, nccl_tests_size, positive_int
 from ..util.table import Tabular
 from .requests import optional_int, topology_of
 from ..collectives.busbw import COLLECTIVES, bus_factor
@@ -137,8 +137,9 @@ class SweepRequest:
         algo, proto, model = check_algo(algo), check_proto(proto), check_model(model)
         if model == "baseline":
             raise InputError("model: the baseline has no protocols or algorithm choice to sweep; use des or analytic")
-        points = sizes(byte_size(as_text(minbytes, "minbytes"), "minbytes"),
-                       byte_size(as_text(maxbytes, "maxbytes"), "maxbytes"),
+        # -b/-e as nccl-tests reads them (a sweep runs "as nccl-tests runs it"): 1MB is 1 MiB
+        points = sizes(nccl_tests_size(as_text(minbytes, "minbytes"), "minbytes"),
+                       nccl_tests_size(as_text(maxbytes, "maxbytes"), "maxbytes"),
                        positive_int(as_text(stepfactor, "stepfactor"), "stepfactor"))
         req = cls(topo, coll, gpn, tuple(points), algo, proto, model)
         check_forced(topo, algo, proto, coll, req.members)

@@ -12,7 +12,7 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["int_list", "positive_int", "positive_float", "byte_size", "named_parts", "axes_spec", "axis_indices", "default_axis_names",
+__all__ = ["int_list", "positive_int", "positive_float", "byte_size", "nccl_tests_size", "named_parts", "axes_spec", "axis_indices", "default_axis_names",
            "as_text"]
 
 
@@ -103,6 +103,38 @@ def byte_size(text: str, field: str = "bytes") -> int:
     if value > MAX_BYTES:
         raise InputError(f"{field}: {text!r} is more than 1 PiB: no GPU buffer is that large")
     return int(round(value))
+
+
+# nccl-tests' parsesize (src/common.cu): sscanf("%lf %1s") reads a number and the first letter
+# after it; G, M, K (either case) are powers of 1024, anything else is an invalid size, and the
+# product is cut to whole bytes ((size_t) cast)
+_NCCL_TESTS_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
+NCCL_TESTS_SIZE_RULE = ("a number with an optional K, M or G, 1024-based, as nccl-tests reads -b/-e: only the "
+                        "unit's first letter counts (1MB is 1 MiB)")
+
+
+def nccl_tests_size(text: str, field: str) -> int:
+    """Parse a size as nccl-tests' ``-b``/``-e`` do: ``1M``, ``1MB`` and ``1MiB`` are all 1 MiB.
+
+    Examples
+    --------
+    >>> nccl_tests_size("1MB", "minbytes"), nccl_tests_size("1.5K", "minbytes"), nccl_tests_size("1e6", "minbytes")
+    (1048576, 1536, 1000000)
+    >>> nccl_tests_size("1TiB", "maxbytes")
+    Traceback (most recent call last):
+    ...
+    p2sim.util.errors.InputError: maxbytes: '1TiB' is not a size nccl-tests reads: a number with an optional K, M or G, 1024-based, as nccl-tests reads -b/-e: only the unit's first letter counts (1MB is 1 MiB)
+    """
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*", text)
+    unit = m and _NCCL_TESTS_UNITS.get(m.group(2)[:1].lower())
+    if not m or unit is None:
+        raise InputError(f"{field}: {text!r} is not a size nccl-tests reads: {NCCL_TESTS_SIZE_RULE}")
+    value = float(m.group(1)) * unit
+    if value > MAX_BYTES:
+        raise InputError(f"{field}: {text!r} is more than 1 PiB: no GPU buffer is that large")
+    if value < 1:
+        raise InputError(f"{field}: {text!r} is not a size of at least one byte")
+    return int(value)
 
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
