@@ -346,6 +346,7 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         elif card < 1:
             raise TopologyError(f"{src}: levels[{i}].cardinality: {card} must be >= 1")
         levels.append(Level(_get(src, lv, "name", f"levels[{i}].name", str), card))
+    _check_level_names(src, levels)
     node_levels = [i for i, lv in enumerate(levels) if lv.cardinality is None and lv.tier is None]
     if len(node_levels) != 1:
         raise TopologyError(f"{src}: levels: exactly one level needs cardinality = \"nodes\" (found {len(node_levels)})")
@@ -407,8 +408,12 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
 
     local = set(gpus) | {c for c, _ in comps}
     if len(local) != len(gpus) + len(comps):
-        raise TopologyError(f"{src}: node: component names are not unique")
+        raise TopologyError(f"{src}: node: component names are not unique ({_twice(list(gpus) + [c for c, _ in comps])} "
+                            "names two)")
     glob = {c for c, _ in net_comps}
+    if len(glob) != len(net_comps):
+        raise TopologyError(f"{src}: network.components: component names are not unique "
+                            f"({_twice([c for c, _ in net_comps])} names two)")
     if glob & local:
         raise TopologyError(f"{src}: network.components: {sorted(glob & local)[0]!r} is also a node component")
     for li, ln in enumerate(node_links):
@@ -463,6 +468,22 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         network_links=tuple(net_links),
         fabric=fabric,
     )
+
+
+def _twice(names: list[str]) -> str:
+    """The first name that appears twice, quoted."""
+    return repr(next(n for i, n in enumerate(names) if n in names[:i]))
+
+
+def _check_level_names(src: str, levels: list[Level]) -> None:
+    """Users address levels by name (matrices' columns, --emit's mesh axes): each names one level."""
+    for i, lv in enumerate(levels):
+        if not lv.name.strip():
+            raise TopologyError(f"{src}: levels[{i}].name: {lv.name!r} is not a name")
+        first = next(j for j, other in enumerate(levels) if other.name == lv.name)
+        if first != i:
+            raise TopologyError(f"{src}: levels[{first}] and levels[{i}] are both named {lv.name!r}: each level needs "
+                                "its own name (matrices and --emit address levels by name)")
 
 
 def _check_fabric_levels(src: str, levels: list[Level], fabric: FabricSpec | None, node_level: int) -> None:
