@@ -257,6 +257,44 @@ def test_placements_on_a_partial_last_unit_are_refused_with_the_way_out(capsys, 
                                  "sweep, simulate, and check with --matrix, run on any node count"))
 
 
+ROCE_WHATIF = ("whatif", "--system", "roce-h100", "--nodes", "16", "--axes", "data=128", "--reduce", "data",
+               "--bytes", "1GiB")
+
+
+@pytest.mark.parametrize(("vary", "says"), [
+    ("leaf.oversubscription=inf", "inf must be a number in [0.000976562, 1024]"),  # was a ZeroDivisionError
+    ("leaf.oversubscription=1e-300", "1e-300 must be a number"),  # was an OverflowError
+    ("leaf.oversubscription=1e300", "1e+300 must be a number"),  # was a time of 300 digits
+    ("leaf.oversubscription=nan", "nan must be a number"),
+    ("leaf.oversubscription=0", "0.0 must be a number"),
+    ("leaf.oversubscription=0.001", "=0.001 gives each leaf group 16,000 uplink ports"),
+    ("leaf.uplinks=65", "=65 gives each leaf group 65 uplink ports of 25 GB/s for the 8 NICs under it, above the "
+                        "bound of 64"),
+    ("leaf.uplinks=2.5", "2.5 must be a whole number"),
+    ("leaf.nodes=1e12", "1e+12 must be a whole number in 1..16384 (nodes)"),
+    ("leaf.bandwidth=0.001", "=0.001 gives each leaf group 200,000 uplink ports"),
+    ("nic.bandwidth=1e-9", "1e-09 GB/s is not a real link's rate (between 0.001 and 1e+06)"),
+    ("nic.bandwidth=inf", "inf GB/s is not a real link's rate"),
+    ("nic.bandwidth=-1", "-1.0 must be positive"),
+    ("nic.latency=inf", "inf must be a finite number >= 0"),
+    ("nic.latency=nan", "nan must be a finite number >= 0"),
+    ("nic.latency=1e300", "1e+300 us is more than a second per traversal"),
+    ("node3.nvswitch.bandwidth=1e-9", "1e-09 GB/s is not a real link's rate"),  # predicted 3.4e9 s
+    ("node3.nic0.bandwidth=1e300", "1e+300 GB/s is not a real link's rate"),
+    ("node3.speed=1e-9", "1e-09 makes the node's 50 GB/s links 5e-08 GB/s, not a real link's rate"),
+    ("node3.speed=inf", "inf must be a factor in (0, 1000]"),
+    ("node3.speed=0", "0.0 must be positive"),
+    ("leaf2.uplinks=0.5", "0.5 must be a whole number in 1..8 (uplink ports of the group, which has 8)"),
+    ("leaf2.uplinks=9", "9 must be a whole number in 1..8"),
+    ("nodes=1e300", "1e+300 must be a whole number in 1..16384 (nodes)"),
+    ("nodes=0", "0 must be a whole number in 1..16384"),
+])
+def test_vary_values_obey_the_ranges_of_the_system_files_fields(capsys, vary, says):
+    target = vary.split("=")[0]
+    line = refused(capsys, *ROCE_WHATIF, "--vary", vary, says=(f"error: --vary: {target}", says))
+    assert "roce-h100.toml" not in line
+
+
 def test_absurd_sizes(capsys):
     refused(capsys, "placements", "--hierarchy", "1000000007,1000000009", "--axes", "1000000007,1000000009",
             says=("hierarchy:", "2^24"))

@@ -273,3 +273,64 @@ def test_superpod_simulates_16384_gpus():
     lw = Lowering.of(Placement.of(topo.hierarchy, (16384,), ((64, 32, 8),)), (0,))
     r = sim.simulate(lw, parse_program("AllReduce(slice=0, Inside)"), 2.0**30)
     assert r.total_seconds > 0
+
+
+@pytest.mark.parametrize(("tiers", "says"), [
+    # uplinks of 1e7 ports: an array per port under ECMP (2.4 GiB)
+    ('[{ name = "leaf", nodes = 2, uplinks = 10000000 }, { name = "spine" }]',
+     "fabric.tiers[0].uplinks: 10000000 must be a whole number in 1..1048576 (uplink ports)"),
+    ('[{ name = "leaf", nodes = 2, uplinks = 2.5 }, { name = "spine" }]', "fabric.tiers[0].uplinks: 2.5 must be a whole"),
+    ('[{ name = "leaf", nodes = 2, uplinks = 17 }, { name = "spine" }]',
+     "fabric.tiers[0].uplinks: 17 gives each leaf group 17 uplink ports of 10 GB/s for the 2 NICs under it, above "
+     "the bound of 16"),
+    # a group of 10^12 nodes: 116 TiB of cables' ports
+    ('[{ name = "leaf", nodes = 1000000000000 }, { name = "spine" }]',
+     "fabric.tiers[0].nodes: 1000000000000 must be a whole number in 1..16384 (nodes)"),
+    # 0.001: 1,000 ports per NIC (3.9 GiB at 16,384 nodes)
+    ('[{ name = "leaf", nodes = 2, oversubscription = 0.001 }, { name = "spine" }]',
+     "fabric.tiers[0].oversubscription: 0.001 gives each leaf group 2,000 uplink ports"),
+    ('[{ name = "leaf", nodes = 2, oversubscription = inf }, { name = "spine" }]',
+     "fabric.tiers[0].oversubscription: inf must be a number in [0.000976562, 1024]"),
+])
+def test_fabric_counts_are_bounded_by_what_is_physical(tiers, says):
+    with pytest.raises(TopologyError) as e:
+        fabric_system(routing="ecmp", tiers=tiers)
+    assert str(e.value).startswith("test.toml: " + says)
+
+
+def test_an_ecmp_all_to_all_tier_needs_a_port_per_peer_group():
+    # 64 leaves of one node, each with one uplink port, joined all-to-all: 63 direct links each, 4,032 in all
+    spec = fabric_system(routing="ecmp", nodes_per_leaf=1, oversubscription=1.0,
+                         tiers='[{ name = "leaf", nodes = 1 }, { name = "spine", connect = "all-to-all" }]')
+    Topology(spec, 2)  # two leaves: one port each reaches the other
+    with pytest.raises(TopologyError, match="at 64 nodes the spine tier joins 64 leaf groups all-to-all, but under "
+                                            "ecmp routing each pair is a direct link and a leaf group has 1 uplink "
+                                            "ports for its 63 peers"):
+        Topology(spec, 64)
+
+
+# capacities and latencies of every shipped fabric at 256 nodes under both routings (sha256 of their bytes,
+# taken before the fabric's counts were bounded): the bounds leave every shipped system as it was
+SHIPPED_FABRICS = [
+    ("gb200-nvl72-pod", "adaptive", 147520, "0380b9f84879d262"),
+    ("gb200-nvl72-pod", "ecmp", 184320, "87ead9d0eea52a32"),
+    ("perlmutter", "adaptive", 9860, "fec0a630b08e9958"),
+    ("perlmutter", "ecmp", 17924, "2bcaebd3f8e549d9"),
+    ("roce-h100", "adaptive", 20480, "644b5910816ae0f7"),
+    ("roce-h100", "ecmp", 24064, "d898cbf03a6fcf3d"),
+    ("superpod-h100", "adaptive", 20098, "b91ca36c97cede84"),
+    ("superpod-h100", "ecmp", 28160, "76ad33b4b64af05d"),
+]
+
+
+@pytest.mark.parametrize(("name", "routing", "links", "digest"), SHIPPED_FABRICS)
+def test_shipped_fabrics_load_with_the_same_links(name, routing, links, digest):
+    import hashlib
+    from dataclasses import replace
+
+    from p2sim.topology import find_spec
+
+    spec = find_spec(name)
+    topo = Topology(spec.with_fabric(replace(spec.fabric, routing=routing)), 256)
+    assert len(topo.capacity) == links
+    assert hashlib.sha256(topo.capacity.tobytes() + topo.latency.tobytes()).hexdigest()[:16] == digest

@@ -133,3 +133,27 @@ def test_too_many_nodes_is_refused():
 
     with pytest.raises(TopologyError, match="nodes"):
         load_system("a100", 100_000_001)
+
+
+def test_two_levels_of_one_name_are_refused_naming_both():
+    text = BASE.replace('{ name = "gpu", cardinality = 2 }', '{ name = "node", cardinality = 2 }')
+    with pytest.raises(TopologyError, match=r"^test.toml: levels\[0\] and levels\[1\] are both named 'node'"):
+        spec_from(text)
+    with pytest.raises(TopologyError, match=r"levels\[1\].name: ' ' is not a name"):
+        spec_from(BASE.replace('{ name = "gpu"', '{ name = " "'))
+
+
+def test_components_of_one_name_are_refused_naming_it():
+    text = BASE.replace('components = [{ name = "host", kind = "cpu" }]',
+                        'components = [{ name = "host", kind = "cpu" }, { name = "host", kind = "nic" }]')
+    with pytest.raises(TopologyError, match="node: component names are not unique \\('host' names two\\)"):
+        spec_from(text)
+    net = BASE + '[network]\ncomponents = [{ name = "tor", kind = "network_switch" }, ' \
+                 '{ name = "tor", kind = "network_switch" }]\n'
+    with pytest.raises(TopologyError, match="network.components: component names are not unique \\('tor'"):
+        spec_from(net)
+
+
+def test_every_shipped_system_loads():
+    for name in system_paths():
+        assert find_spec(name).name == name

@@ -51,3 +51,57 @@ def test_varying_a_tier_and_a_fault_from_the_cli_layer(fab):
     slow = run_whatif(WhatifRequest.build(system=str(fab), nodes=4, axes="data=4,tensor=2", reduce="data", workers=1,
                                           algo="ring", bytes="1GiB", vary=["node3.speed=1,0.25"]))
     assert slow.rows[1]["seconds"] > slow.rows[0]["seconds"]
+
+
+# a file's field and --vary's target that sets it, with the text that sets it in fabric_text's file
+FIELDS = {
+    "nic.bandwidth": ("nic = { bandwidth = 10.0, efficiency = 1.0 }", "nic = {{ bandwidth = {}, efficiency = 1.0 }}"),
+    # a fault's rate is a link's: the file's per-link bandwidth
+    "node1.pcie0.bandwidth": ('{ class = "pcie", pairs', '{{ class = "pcie", bandwidth = {}, pairs'),
+    "nic.latency": ("nic = { bandwidth = 10.0, efficiency = 1.0 }",
+                    "nic = {{ bandwidth = 10.0, latency = {}, efficiency = 1.0 }}"),
+    "leaf.oversubscription": ("oversubscription = 1.0", "oversubscription = {}"),
+    "leaf.uplinks": ("oversubscription = 1.0", "uplinks = {}"),
+    "leaf.nodes": ("nodes = 2, oversubscription = 1.0", "nodes = {}, oversubscription = 1.0"),
+}
+EDGES = [float("inf"), float("nan"), -1.0, 0.0, 1e-300, 1e-9, 1e-3, 0.5, 1.0, 2.5, 4.0, 16.0, 17.0, 16384.0,
+         16385.0, 1e6, 1e7, 1e300]
+
+
+@pytest.mark.parametrize("target", sorted(FIELDS))
+def test_vary_and_the_system_file_accept_the_same_values(target):
+    """One rule per field: a value --vary takes is one the file takes, at the edges too."""
+    from p2sim.studies.variations import parse_vary, points
+    from p2sim.util.errors import InputError
+
+    from .helpers import spec_from
+
+    text = fabric_text(nodes_per_leaf=2, oversubscription=1.0)
+    spec = spec_from(text)
+    old, new = FIELDS[target]
+    for v in EDGES:
+        try:
+            spec_from(text.replace(old, new.format(repr(v))))
+            in_file = True
+        except InputError:
+            in_file = False
+        try:
+            points(spec, 4, [parse_vary(f"{target}={v!r}", spec)])
+            in_vary = True
+        except InputError as e:
+            in_vary = False
+            assert str(e).startswith(f"--vary: {target}"), str(e)
+        assert in_file == in_vary, (target, v, in_file, in_vary)
+
+
+def test_a_tier_whose_name_ends_in_a_digit_is_varied_as_itself():
+    from p2sim.studies.variations import apply_setting, parse_vary
+
+    from .helpers import spec_from
+
+    text = fabric_text(nodes_per_leaf=2, oversubscription=1.0).replace('name = "leaf"', 'name = "leaf2"').replace(
+        "leaf = {", "leaf2 = {")
+    spec = spec_from(text)
+    # leaf2.uplinks reads as the leaf2 tier's uplinks, not as group 2 of a tier "leaf" that does not exist
+    assert parse_vary("leaf2.uplinks=4", spec).values == (4,)
+    assert apply_setting(spec, "leaf2.uplinks", 4).fabric.tier("leaf2").uplinks == 4

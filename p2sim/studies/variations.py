@@ -17,9 +17,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..formalism.placement import Matrix
-from ..topology.fabric_spec import ROUTINGS, check_tiers
-from ..topology.faults import NodeFault, UplinkFault, parse_fault
-from ..topology.settings import MAX_BANDWIDTH_GBPS
+from ..topology import ranges
+from ..topology.fabric_spec import ROUTINGS, check_ports, check_tiers, uplink_ports
+from ..topology.faults import UplinkFault, check_fault, parse_fault
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError, PlacementError
 from ..util.parsing import named_parts
@@ -41,18 +41,57 @@ _VARY = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*=\s*(.+)$")
 _TIER_KEYS = ("oversubscription", "nodes", "uplinks")
 
 
+_TARGETS = ("CLASS.bandwidth, CLASS.latency, nodes, TIER.oversubscription, TIER.nodes, TIER.uplinks, routing, "
+            "nodeN.COMPONENT.bandwidth, nodeN.speed, TIERg.uplinks")
+
+
 def _numbers(text: str, raw: str) -> list[float]:
     values = []
     for part in raw.split(","):
         try:
             values.append(float(part))
         except ValueError:
-            raise InputError(f"vary: {part.strip()!r} in {text!r} is not a number") from None
+            raise InputError(f"--vary: {part.strip()!r} in {text!r} is not a number") from None
     return values
+
+
+def _tier_setting(spec: SystemSpec, target: str) -> tuple[str, str] | None:
+    """``(tier, key)`` when ``target`` is a tier's setting (a tier's exact name wins over ``TIERg.uplinks``)."""
+    name, _, what = target.rpartition(".")
+    tiers = [] if spec.fabric is None else [t.name for t in spec.fabric.tiers]
+    return (name, what) if what in _TIER_KEYS and name in tiers else None
+
+
+def _node_rates(spec: SystemSpec) -> list[float]:
+    """The data-sheet rates (GB/s) of a node's links, its network cables included: what a slow node scales."""
+    links = spec.node_links + spec.network_links
+    rates = [ln.bandwidth if ln.bandwidth is not None else spec.classes[ln.cls].bandwidth for ln in links]
+    return rates + ([spec.classes[spec.fabric.link].bandwidth] if spec.fabric is not None else [])
+
+
+def _check_fault(spec: SystemSpec, target: str, values: list[float]) -> None:
+    """Each value of a fault by the rule of the field it changes (:func:`~p2sim.topology.faults.check_fault`)."""
+    fabric = spec.fabric
+    tiers = [] if fabric is None else [t.name for t in fabric.tiers]
+    for v in values:
+        fault = parse_fault(target, v)
+        ports = None
+        if isinstance(fault, UplinkFault):
+            if fault.tier not in tiers:
+                raise InputError(f"--vary: {spec.name} has no fabric tier {fault.tier!r}"
+                                 + (f" (tiers: {', '.join(tiers)})" if tiers else ""))
+            t = tiers.index(fault.tier)
+            if t == len(tiers) - 1:
+                raise InputError(f"--vary: {fault.tier} is the top tier: it has no uplinks")
+            ports = uplink_ports(fabric, spec.classes, sum(k == "nic" for _, k in spec.components))[1][t]
+        check_fault(fault, f"--vary: {target}", _node_rates(spec), ports, InputError)
 
 
 def parse_vary(text: str, spec: SystemSpec) -> Variation:
     """Parse one ``--vary`` against a system (the targets: :class:`Variation`).
+
+    Every value obeys the range of the field it sets in a system file (:mod:`p2sim.topology.ranges`),
+    and a message names ``--vary``, the target and the value.
 
     Examples
     --------
@@ -61,56 +100,47 @@ def parse_vary(text: str, spec: SystemSpec) -> Variation:
     Variation(target='leaf.oversubscription', values=(1.0, 2.0, 4.0))
     >>> parse_vary("routing=ecmp,adaptive", find_spec("superpod-h100")).values
     ('ecmp', 'adaptive')
+    >>> parse_vary("leaf.oversubscription=inf", find_spec("superpod-h100"))
+    Traceback (most recent call last):
+    ...
+    p2sim.util.errors.InputError: --vary: leaf.oversubscription: inf must be a number in [0.000976562, 1024] (down : up bandwidth of a switch group)
     """
     m = _VARY.match(text)
     if not m:
-        raise InputError(f"vary: {text!r} is not TARGET=V1,V2,.. (CLASS.bandwidth, CLASS.latency, nodes, TIER.oversubscription, "
-                         "TIER.nodes, TIER.uplinks, routing, nodeN.COMPONENT.bandwidth, nodeN.speed, TIERg.uplinks)")
+        raise InputError(f"--vary: {text!r} is not TARGET=V1,V2,.. ({_TARGETS})")
     target, raw = m.group(1), m.group(2)
-    fabric = spec.fabric
-    tiers = [] if fabric is None else [t.name for t in fabric.tiers]
+    where = f"--vary: {target}"
     if target == "routing":
-        if fabric is None:
-            raise InputError(f"vary: routing: {spec.name} has no [fabric] to route over")
+        if spec.fabric is None:
+            raise InputError(f"--vary: routing: {spec.name} has no [fabric] to route over")
         values = [v.strip() for v in raw.split(",")]
         bad = [v for v in values if v not in ROUTINGS]
         if bad:
-            raise InputError(f"vary: routing {bad[0]!r} is not one of {', '.join(ROUTINGS)}")
+            raise InputError(f"--vary: routing {bad[0]!r} is not one of {', '.join(ROUTINGS)}")
         return Variation(target, tuple(values))
     values = _numbers(text, raw)
     if target == "nodes":
-        if any(v != int(v) or v < 1 for v in values):
-            raise InputError(f"vary: node counts in {text!r} must be positive integers")
-        return Variation(target, tuple(int(v) for v in values))  # counts, in JSON and CSV too
-    fault = parse_fault(target, 1.0)
-    if fault is not None:
-        if isinstance(fault, NodeFault) and fault.component is None:
-            if any(not 0 < v <= 1e3 for v in values):
-                raise InputError(f"vary: a node's speed in {text!r} is a factor in (0, 1000]")
-        elif any(not 0 < v <= MAX_BANDWIDTH_GBPS for v in values):
-            raise InputError(f"vary: values in {text!r} must be positive (GB/s, or ports)")
-        if isinstance(fault, UplinkFault) and fault.tier not in tiers:
-            raise InputError(f"vary: {spec.name} has no fabric tier {fault.tier!r}"
-                             + (f" (tiers: {', '.join(tiers)})" if tiers else ""))
+        return Variation(target, tuple(ranges.node_count(where, v, InputError) for v in values))  # counts, in JSON too
+    tier = _tier_setting(spec, target)
+    if tier is None and parse_fault(target, 1.0) is not None:
+        _check_fault(spec, target, values)
         return Variation(target, tuple(values))
     name, _, what = target.rpartition(".")
-    if what in _TIER_KEYS and name in tiers:
-        if fabric.tier(name).nodes is None:
-            raise InputError(f"vary: {name} is the top tier: it has no {what}")
-        if any(not v > 0 for v in values) or (what in ("nodes", "uplinks") and any(v != int(v) for v in values)):
-            raise InputError(f"vary: {what} in {text!r} must be positive" + (" integers" if what != "oversubscription"
-                                                                              else ""))
-        return Variation(target, tuple(int(v) if what in ("nodes", "uplinks") else v for v in values))
+    if tier is not None:
+        if spec.fabric.tier(name).nodes is None:
+            raise InputError(f"--vary: {name} is the top tier: it has no {what}")
+        if what == "oversubscription":
+            return Variation(target, tuple(ranges.oversubscription(where, v, InputError) for v in values))
+        if what == "nodes":
+            return Variation(target, tuple(ranges.node_count(where, v, InputError) for v in values))
+        return Variation(target, tuple(ranges.whole(where, v, 1, ranges.MAX_UPLINKS, "uplink ports", InputError)
+                                       for v in values))
     if what not in ("bandwidth", "latency"):
-        raise InputError(f"vary: {target!r} is not a target (CLASS.bandwidth, CLASS.latency, nodes, TIER.oversubscription, "
-                         "TIER.nodes, TIER.uplinks, routing, nodeN.COMPONENT.bandwidth, nodeN.speed, TIERg.uplinks)")
+        raise InputError(f"--vary: {target!r} is not a target ({_TARGETS})")
     if name not in spec.classes:
-        raise InputError(f"vary: {spec.name} has no link class {name!r} (classes: {', '.join(sorted(spec.classes))})")
-    if what == "bandwidth" and any(not v > 0 for v in values):
-        raise InputError(f"vary: bandwidths in {text!r} must be positive")
-    if what == "latency" and any(v < 0 for v in values):
-        raise InputError(f"vary: latencies in {text!r} must be >= 0")
-    return Variation(target, tuple(values))
+        raise InputError(f"--vary: {spec.name} has no link class {name!r} (classes: {', '.join(sorted(spec.classes))})")
+    check = ranges.bandwidth if what == "bandwidth" else ranges.latency
+    return Variation(target, tuple(check(where, v, InputError) for v in values))
 
 
 @dataclass(frozen=True)
@@ -125,21 +155,32 @@ class Point:
 
 
 def apply_setting(spec: SystemSpec, target: str, value: float | str) -> SystemSpec:
-    """The system with one what-if setting made (``nodes`` is not a system setting)."""
+    """The system with one what-if setting made (``nodes`` is not a system setting).
+
+    What a setting implies beyond its own range -- tiers that still nest, a fabric's uplink
+    ports within the physical bound (:func:`~p2sim.topology.fabric_spec.check_ports`) -- is
+    checked on the result, in a message that names the setting.
+    """
     if target == "routing":
         return spec.with_fabric(replace(spec.fabric, routing=value))
-    fault = parse_fault(target, value) if not isinstance(value, str) else None
+    tier = _tier_setting(spec, target)
+    fault = parse_fault(target, value) if tier is None and not isinstance(value, str) else None
     if fault is not None:
         return spec.with_fault(fault)
     name, _, what = target.rpartition(".")
-    if what in _TIER_KEYS and spec.fabric is not None and name in [t.name for t in spec.fabric.tiers]:
+    if tier is not None:
         changes = {"nodes": int(value)} if what == "nodes" else (
             {"oversubscription": float(value), "uplinks": None} if what == "oversubscription"
             else {"uplinks": float(value), "oversubscription": None})
         fabric = spec.fabric.with_tier(name, **changes)
-        check_tiers(fabric, f"vary {target}={value:g}")
-        return spec.with_fabric(fabric)
-    return spec.with_class(name, **{what: value})
+        check_tiers(fabric, f"--vary {target}={value:g}", InputError)
+        out = spec.with_fabric(fabric)
+    else:
+        out = spec.with_class(name, **{what: value})
+    if out.fabric is not None:
+        check_ports(out.fabric, out.classes, sum(k == "nic" for _, k in out.components), "--vary",
+                    f"{target}={value:g}", InputError)
+    return out
 
 
 def points(spec: SystemSpec, nodes: int, variations: Sequence[Variation]) -> list[Point]:
@@ -154,17 +195,17 @@ def points(spec: SystemSpec, nodes: int, variations: Sequence[Variation]) -> lis
     >>> points(find_spec("a100"), 2, [Variation("nodes", (2.0,)), Variation("nodes", (4.0,))])
     Traceback (most recent call last):
     ...
-    p2sim.util.errors.InputError: vary: nodes is varied twice; give its values in one --vary nodes=V1,V2,..
+    p2sim.util.errors.InputError: --vary: nodes is varied twice; give its values in one --vary nodes=V1,V2,..
     """
     seen: set[str] = set()
     for v in variations:
         if v.target in seen:
-            raise InputError(f"vary: {v.target} is varied twice; give its values in one --vary {v.target}=V1,V2,..")
+            raise InputError(f"--vary: {v.target} is varied twice; give its values in one --vary {v.target}=V1,V2,..")
         seen.add(v.target)
         twice = sorted({x for x in v.values if v.values.count(x) > 1}, key=str)
         if twice:
             shown = f"{twice[0]:g}" if isinstance(twice[0], float) else twice[0]
-            raise InputError(f"vary: {v.target} lists the value {shown} twice")
+            raise InputError(f"--vary: {v.target} lists the value {shown} twice")
     out = []
     # the first variation varies fastest, so that consecutive points form its series
     order = list(reversed(variations))

@@ -48,11 +48,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..util.errors import TopologyError
-from .fabric_spec import FabricSpec
+from .fabric_spec import GB, FabricSpec, check_ports, uplink_ports
 
 __all__ = ["Fabric"]
 
-GB = 1e9
 US = 1e-6
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))
 
@@ -79,8 +78,9 @@ class Fabric:
     (the node file's NIC components), its link ids starting at ``first``."""
 
     def __init__(self, spec: FabricSpec, classes: Mapping[str, object], nics: Sequence[str], nodes: int,
-                 first: int, uplinks: Mapping[tuple[int, int], float] | None = None) -> None:
-        """``uplinks``: (tier, group) -> ports, groups with fewer uplinks than their tier's (faults)."""
+                 first: int, uplinks: Mapping[tuple[int, int], float] | None = None, source: str = "fabric") -> None:
+        """``uplinks``: (tier, group) -> ports, groups with fewer uplinks than their tier's (faults);
+        ``source``: the system file, for messages."""
         self.spec, self.nodes, self.nics = spec, nodes, tuple(nics)
         R = spec.rails
         if R > 1 and len(spec.tiers) == 1:
@@ -98,17 +98,10 @@ class Fabric:
         # groups per tier, uplink capacity per group, ports per group
         self.groups = [-(-nodes // g) * (R if t == 0 else 1) for t, g in enumerate(self.sizes)]
         self.children = [0] + [self._children(t) for t in range(1, len(spec.tiers))]
-        self.up_capacity, self.ports, self.port_latency = [], [], []
-        down = (self.sizes[0] if self.sizes else 1) * max(1, len(self.nics) // R) * cable
-        for t, size in enumerate(self.sizes):
-            tier, cls = spec.tiers[t], classes[spec.tiers[t].name]
-            port = cls.bandwidth * cls.efficiency * GB  # type: ignore[attr-defined]
-            up = tier.uplinks * port if tier.uplinks is not None else down / tier.oversubscription
-            self.up_capacity.append(up)
-            self.ports.append(max(1, round(up / port)))
-            self.port_latency.append(cls.latency * US)  # type: ignore[attr-defined]
-            if t + 1 < len(self.sizes):
-                down = self.children[t + 1] * up
+        # the file and --vary check this first, with their own names; a calibrated class's rate reaches here only
+        check_ports(spec, classes, len(self.nics), source)
+        self.up_capacity, self.ports = uplink_ports(spec, classes, len(self.nics))
+        self.port_latency = [classes[t.name].latency * US for t in spec.tiers[:-1]]  # type: ignore[attr-defined]
         blocks: list[_Block] = []
         at = first
         for i in range(len(self.nics)):
@@ -119,6 +112,12 @@ class Fabric:
             blocks.append(_Block("up", t, -1, at, n))
             at += n
         self.pair_tiers = [t for t in range(1, len(spec.tiers)) if spec.tiers[t].connect == "all-to-all" and self.ecmp]
+        for t in self.pair_tiers:  # a direct link between every two groups needs a port at each end
+            c, below = self.children[t], spec.tiers[t - 1].name
+            if c - 1 > self.ports[t - 1]:
+                raise TopologyError(f"fabric.tiers[{t}]: at {nodes} nodes the {spec.tiers[t].name} tier joins {c} "
+                                    f"{below} groups all-to-all, but under ecmp routing each pair is a direct link "
+                                    f"and a {below} group has {self.ports[t - 1]} uplink ports for its {c - 1} peers")
         for t in self.pair_tiers:
             c = self.children[t]
             n = self._parents(t) * c * c

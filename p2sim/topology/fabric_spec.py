@@ -40,13 +40,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..util.errors import TopologyError
+from ..util.errors import InputError, TopologyError
+from . import ranges
+from .ranges import MAX_OVERSUBSCRIPTION, MAX_UPLINKS
 
-__all__ = ["Tier", "FabricSpec", "parse_fabric", "check_tiers", "ROUTINGS", "CONNECTS", "MAX_OVERSUBSCRIPTION"]
+__all__ = ["Tier", "FabricSpec", "parse_fabric", "check_tiers", "check_ports", "uplink_ports", "ROUTINGS", "CONNECTS",
+           "MAX_OVERSUBSCRIPTION", "MAX_PORTS_PER_NIC"]
 
 ROUTINGS = ("adaptive", "ecmp")
 CONNECTS = ("clos", "all-to-all")
-MAX_OVERSUBSCRIPTION = 1024.0  # a sanity bound: built fabrics stay within 1:1 .. 16:1
+GB = 1e9
+# uplink ports of a switch group per NIC under it.  A NIC's cable carries at most 8 lanes (OSFP 800G:
+# 8 x 100G), so broken out to the slowest ports it takes 8 at 1:1; the most uplinks per host port of a
+# documented fabric are a dragonfly switch's (HPE Slingshot's Rosetta: 16 host ports, 48 to other
+# switches, 3 per NIC; topologies/perlmutter.toml).  Beyond it an ECMP fabric's ports -- arrays per
+# port -- would grow with a typed oversubscription, uplinks or port speed instead of with the nodes
+MAX_PORTS_PER_NIC = 8
 
 
 @dataclass(frozen=True)
@@ -98,12 +107,6 @@ def _whole(src: str, field: str, v: Any, low: int) -> int:
     return v
 
 
-def _number(src: str, field: str, v: Any, low: float, high: float) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not low <= v <= high:
-        raise _fail(src, field, f"{v!r} must be a number in [{low:g}, {high:g}]")
-    return float(v)
-
-
 def _tier(src: str, i: int, raw: Any, top: bool, fabric_sharp: bool, classes: Mapping[str, Any]) -> Tier:
     f = f"fabric.tiers[{i}]"
     if not isinstance(raw, Mapping):
@@ -119,7 +122,7 @@ def _tier(src: str, i: int, raw: Any, top: bool, fabric_sharp: bool, classes: Ma
         raise _fail(src, f"{f}.nodes", "the top tier joins every node: it has no group size")
     if not top and "nodes" not in raw:
         raise _fail(src, f"{f}.nodes", "missing (every tier but the top one groups a number of nodes)")
-    nodes = None if top else _whole(src, f"{f}.nodes", raw["nodes"], 1)
+    nodes = None if top else ranges.node_count(f"{src}: {f}.nodes", raw["nodes"])
     connect = raw.get("connect", "clos")
     if connect not in CONNECTS:
         raise _fail(src, f"{f}.connect", f"{connect!r} is not one of {', '.join(CONNECTS)}")
@@ -140,23 +143,67 @@ def _tier(src: str, i: int, raw: Any, top: bool, fabric_sharp: bool, classes: Ma
     if name not in classes:
         raise _fail(src, f, f"the {name} tier has uplinks, so it needs a link class {name!r} in [classes] (their port "
                              "speed); or make it the top tier (no nodes)")
-    over = None if "uplinks" in raw else _number(src, f"{f}.oversubscription", raw.get("oversubscription", 1.0),
-                                                     1 / MAX_OVERSUBSCRIPTION, MAX_OVERSUBSCRIPTION)
-    up = None if "uplinks" not in raw else _number(src, f"{f}.uplinks", raw["uplinks"], 1, 1e7)
+    over = None if "uplinks" in raw else ranges.oversubscription(f"{src}: {f}.oversubscription",
+                                                                 raw.get("oversubscription", 1.0))
+    up = None if "uplinks" not in raw else ranges.whole(f"{src}: {f}.uplinks", raw["uplinks"], 1, MAX_UPLINKS,
+                                                        "uplink ports")
     return Tier(name, nodes, over, up, connect, sharp)
 
 
-def check_tiers(fabric: FabricSpec, src: str) -> None:
+def check_tiers(fabric: FabricSpec, src: str, error: type[InputError] = TopologyError) -> None:
     """Each tier's groups hold whole groups of the tier below, and more nodes than they do."""
     tiers = fabric.tiers
     for i in range(1, len(tiers) - 1):
         lo, hi = tiers[i - 1].nodes, tiers[i].nodes
         if hi % lo:
-            raise _fail(src, f"fabric.tiers[{i}].nodes", f"{hi} is not a multiple of the {tiers[i - 1].name} tier's "
-                                                        f"{lo} nodes (a group holds whole groups of the tier below)")
+            raise error(f"{src}: fabric.tiers[{i}].nodes: {hi} is not a multiple of the {tiers[i - 1].name} tier's "
+                        f"{lo} nodes (a group holds whole groups of the tier below)")
         if hi == lo:
-            raise _fail(src, f"fabric.tiers[{i}].nodes", f"{hi} equals the {tiers[i - 1].name} tier's: a tier must "
-                                                        "group more nodes than the one below")
+            raise error(f"{src}: fabric.tiers[{i}].nodes: {hi} equals the {tiers[i - 1].name} tier's: a tier must "
+                        "group more nodes than the one below")
+
+
+def uplink_ports(fabric: FabricSpec, classes: Mapping[str, Any], nics: int) -> tuple[list[float], list[int]]:
+    """Per tier below the top: one switch group's uplink capacity (bytes/s) and ports, for a node of ``nics``
+    NICs (what :class:`~p2sim.topology.fabric.Fabric` builds; it depends on no node count).
+
+    A leaf's uplink capacity is its NIC cables' over the oversubscription (or its ``uplinks``
+    ports at the class's rate); a higher group's, its children's uplinks over its own.
+    """
+    R, sizes = fabric.rails, [t.nodes for t in fabric.tiers[:-1]]
+    link = classes[fabric.link]
+    cable = link.bandwidth * link.efficiency * GB
+    down = (sizes[0] if sizes else 1) * max(1, nics // R) * cable
+    capacity, ports = [], []
+    for t, tier in enumerate(fabric.tiers[:-1]):
+        cls = classes[tier.name]
+        port = cls.bandwidth * cls.efficiency * GB
+        up = tier.uplinks * port if tier.uplinks is not None else down / tier.oversubscription
+        capacity.append(up)
+        ports.append(max(1, round(up / port)))
+        if t + 1 < len(sizes):  # the next group's children: its groups of this tier (leaves: every rail's)
+            down = sizes[t + 1] // sizes[t] * (R if t == 0 else 1) * up
+    return capacity, ports
+
+
+def check_ports(fabric: FabricSpec, classes: Mapping[str, Any], nics: int, src: str,
+                cause: str | None = None, error: type[InputError] = TopologyError) -> None:
+    """Each switch group has at most MAX_PORTS_PER_NIC uplink ports per NIC under it.
+
+    ``cause`` names what set the values (a ``--vary`` setting); without it the message names
+    the tier's own field of the file ``src``.
+    """
+    _, ports = uplink_ports(fabric, classes, nics)
+    per = max(1, nics // fabric.rails)
+    for t, (tier, k) in enumerate(zip(fabric.tiers, ports)):
+        under = tier.nodes * per * (1 if t == 0 else fabric.rails)
+        if k > MAX_PORTS_PER_NIC * under:
+            key = "uplinks" if tier.uplinks is not None else "oversubscription"
+            head = cause or f"fabric.tiers[{t}].{key}: {getattr(tier, key):g}"
+            rate = classes[tier.name].bandwidth
+            raise error(f"{src}: {head} gives each {tier.name} group {k:,} uplink ports of {rate:g} GB/s for the "
+                        f"{under:,} NICs under it, above the bound of {MAX_PORTS_PER_NIC * under:,} "
+                        f"({MAX_PORTS_PER_NIC} per NIC: no fabric has more; docs/systems.md)")
 
 
 def parse_fabric(raw: Any, classes: Mapping[str, Any], src: str) -> FabricSpec:

@@ -22,9 +22,13 @@ NodeFault(node=3, component='nic0', bandwidth=12.5, scale=None)
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["NodeFault", "UplinkFault", "Fault", "parse_fault", "FAULT_PATTERN"]
+from ..util.errors import InputError, TopologyError
+from . import ranges
+
+__all__ = ["NodeFault", "UplinkFault", "Fault", "parse_fault", "check_fault", "FAULT_PATTERN"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +71,25 @@ def parse_fault(target: str, value: float) -> Fault | None:
             return NodeFault(node, None, None, float(value))
         return NodeFault(node, m.group(2), float(value), None)
     return UplinkFault(m.group(4), int(m.group(5)), float(value))
+
+
+def check_fault(fault: Fault, where: str, rates: Sequence[float] = (), ports: int | None = None,
+                error: type[InputError] = TopologyError) -> None:
+    """A fault's value by the rule of the field it changes, so that a fault is never what a file may not say.
+
+    A component's rate is a link's (:func:`.ranges.bandwidth`); a slow node's factor is in
+    (0, 1000] and leaves each of its links (``rates``, GB/s) a link's rate; a group's uplinks
+    are a whole number of its ``ports``.
+    """
+    if isinstance(fault, UplinkFault):
+        ranges.whole(where, fault.uplinks, 1, ranges.MAX_UPLINKS if ports is None else ports,
+                     f"uplink ports of the group, which has {ports}" if ports is not None else "uplink ports", error)
+    elif fault.scale is None:
+        ranges.bandwidth(where, fault.bandwidth, error)
+    else:
+        ranges.speed(where, fault.scale, error)
+        for rate in (min(rates, default=1.0), max(rates, default=1.0)):
+            if not ranges.MIN_BANDWIDTH_GBPS <= rate * fault.scale <= ranges.MAX_BANDWIDTH_GBPS:
+                raise error(f"{where}: {fault.scale:g} makes the node's {rate:g} GB/s links {rate * fault.scale:g} GB/s, "
+                            f"not a real link's rate (between {ranges.MIN_BANDWIDTH_GBPS:g} and "
+                            f"{ranges.MAX_BANDWIDTH_GBPS:g})")

@@ -149,7 +149,8 @@ class Topology(Routing):
         self.fabric: Fabric | None = None
         if spec.fabric is not None:
             nics = tuple(c for c, k in spec.components if k == "nic")
-            self.fabric = f = Fabric(spec.fabric, spec.classes, nics, n, count, self._uplink_faults())
+            self.fabric = f = Fabric(spec.fabric, spec.classes, nics, n, count, self._uplink_faults(),
+                                     spec.source)
             bw.append(f.capacity)
             lat.append(f.latency)
             cls += list(f.edge_class)

@@ -31,6 +31,7 @@ from typing import Any
 from ..util.algorithms import ALGORITHMS, by_nccl_name
 from ..util.errors import TopologyError
 from .gpus import gpu_info
+from .ranges import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, MIN_BANDWIDTH_GBPS  # the links' ranges, one rule for all
 
 __all__ = ["ARCHS", "TRANSPORTS", "P2P_LEVELS", "NcclSettings", "ModelRates", "parse_nccl", "parse_rates",
            "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
@@ -46,13 +47,6 @@ ASSUMED_TRANSPORTS = ("cxi", "tcpx")
 # NCCL_P2P_LEVEL's path types, nearest first (NCCL docs, "NCCL_P2P_LEVEL")
 P2P_LEVELS = ("NVL", "PIX", "PXB", "PHB", "SYS")
 
-# sanity bounds for figures in a file: nothing measured comes near them (an NVLink 5
-# GPU has 900 GB/s per direction); above them a value is a typo or a unit mix-up
-MAX_BANDWIDTH_GBPS = 1e6
-# and at least this much: a link of 1 MB/s is no interconnect (a typo's 1e-300 GB/s would print
-# a 300-digit number of seconds)
-MIN_BANDWIDTH_GBPS = 1e-3
-MAX_LATENCY_US = 1e6  # one second per traversal
 MAX_MEMORY_GIB = 1e4  # a GPU's memory: the largest have 192-288 GB (B200, B300 data sheets)
 
 

@@ -23,11 +23,12 @@ from typing import Any
 
 from ..util.errors import TopologyError
 from ..util.fileio import read_text
+from . import ranges
 from .efficiency import LINK_KINDS, complete_classes
 from .faults import Fault
-from .fabric_spec import FabricSpec, parse_fabric
-from .settings import (ASSUMED_TRANSPORTS, MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, MIN_BANDWIDTH_GBPS, ModelRates,
-                       NcclSettings, parse_nccl, parse_rates)
+from .fabric_spec import FabricSpec, check_ports, parse_fabric
+from .ranges import MAX_NODES
+from .settings import ASSUMED_TRANSPORTS, ModelRates, NcclSettings, parse_nccl, parse_rates
 
 __all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS",
            "TOP_LEVEL_KEYS", "MAX_NODES", "MAX_GPUS_PER_NODE"]
@@ -38,9 +39,8 @@ KINDS = ("gpu", "nvswitch", "pcie_switch", "cpu", "memory", "nic", "network_swit
 TOP_LEVEL_KEYS = ("name", "description", "default_nodes", "notes", "levels", "classes", "gpu", "node", "network",
                   "fabric", "nccl", "model")
 MAX_SYSTEM_BYTES = 16 * 2**20  # a system file describes one node and a fabric: a few KiB
-# the largest systems p2sim builds (p2sim topo: 16,384 nodes of 8 GPUs in 15 s and 1.1 GB; one node of
-# 1,024 GPUs in about 10 s): larger counts are typos that would build for minutes and gigabytes
-MAX_NODES = 16_384
+# the largest node p2sim builds (one node of 1,024 GPUs in about 10 s; the largest NVLink domains hold 576);
+# MAX_NODES, the most nodes, is in .ranges
 MAX_GPUS_PER_NODE = 1024
 
 
@@ -148,8 +148,8 @@ class SystemSpec:
         old = self.classes[name]
         new = replace(old, bandwidth=old.bandwidth if bandwidth is None else bandwidth,
                       latency=old.latency if latency is None else latency)
-        _check_bandwidth(self.source, f"classes.{name}.bandwidth", new.bandwidth)
-        _check_latency(self.source, f"classes.{name}.latency", new.latency)
+        ranges.bandwidth(f"{self.source}: classes.{name}.bandwidth", new.bandwidth)
+        ranges.latency(f"{self.source}: classes.{name}.latency", new.latency)
 
         def strip(links: tuple[LinkSpec, ...]) -> tuple[LinkSpec, ...]:
             return tuple(
@@ -198,42 +198,6 @@ def expand_names(pattern: str) -> list[str]:
         elif part:
             out.append(f"{m.group(1)}{int(part)}{m.group(3)}")
     return out
-
-
-def _check_positive(src: str, field: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TopologyError(f"{src}: {field}: {value!r} is not a number")
-    if not value > 0:  # also rejects NaN
-        raise TopologyError(f"{src}: {field}: {value!r} must be positive")
-    return float(value)
-
-
-def _check_non_negative(src: str, field: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or math.isinf(value):
-        raise TopologyError(f"{src}: {field}: {value!r} must be a finite number >= 0")
-    return float(value)
-
-
-def _check_bandwidth(src: str, field: str, value: Any) -> float:
-    v = _check_positive(src, field, value)
-    if not MIN_BANDWIDTH_GBPS <= v <= MAX_BANDWIDTH_GBPS:
-        raise TopologyError(f"{src}: {field}: {value!r} GB/s is not a real link's rate (between {MIN_BANDWIDTH_GBPS:g} "
-                            f"and {MAX_BANDWIDTH_GBPS:g})")
-    return v
-
-
-def _check_latency(src: str, field: str, value: Any) -> float:
-    v = _check_non_negative(src, field, value)
-    if v > MAX_LATENCY_US:
-        raise TopologyError(f"{src}: {field}: {value!r} us is more than a second per traversal")
-    return v
-
-
-def _check_efficiency(src: str, field: str, value: Any) -> float:
-    v = _check_positive(src, field, value)
-    if v > 1:
-        raise TopologyError(f"{src}: {field}: {value!r} must be a share in (0, 1]")
-    return v
 
 
 def _get(src: str, table: Mapping[str, Any], key: str, field: str, kind: type | tuple[type, ...]) -> Any:
@@ -310,8 +274,8 @@ def _links(src: str, field: str, raw: Any, classes: Mapping[str, LinkClass]) -> 
         lat = ln.get("latency")
         out.append(LinkSpec(
             cls, tuple(pairs),
-            None if bw is None else _check_bandwidth(src, f"{f}.bandwidth", bw),
-            None if lat is None else _check_latency(src, f"{f}.latency", lat),
+            None if bw is None else ranges.bandwidth(f"{src}: {f}.bandwidth", bw),
+            None if lat is None else ranges.latency(f"{src}: {f}.latency", lat),
         ))
     return out
 
@@ -346,12 +310,11 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         elif card < 1:
             raise TopologyError(f"{src}: levels[{i}].cardinality: {card} must be >= 1")
         levels.append(Level(_get(src, lv, "name", f"levels[{i}].name", str), card))
+    _check_level_names(src, levels)
     node_levels = [i for i, lv in enumerate(levels) if lv.cardinality is None and lv.tier is None]
     if len(node_levels) != 1:
         raise TopologyError(f"{src}: levels: exactly one level needs cardinality = \"nodes\" (found {len(node_levels)})")
-    default_nodes = doc.get("default_nodes", 2)
-    if isinstance(default_nodes, bool) or not isinstance(default_nodes, int) or not 1 <= default_nodes <= MAX_NODES:
-        raise TopologyError(f"{src}: default_nodes: {default_nodes!r} must be a whole number in 1..{MAX_NODES}")
+    default_nodes = ranges.node_count(f"{src}: default_nodes", doc.get("default_nodes", 2))
 
     classes_raw = _get(src, doc, "classes", "classes", dict)
     classes = {}
@@ -369,9 +332,9 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
             raise TopologyError(f"{src}: classes.{cname}.kind: {kind!r} is not one of {', '.join(LINK_KINDS)}")
         classes[cname] = LinkClass(
             cname,
-            _check_bandwidth(src, f"classes.{cname}.bandwidth", c["bandwidth"]),
-            _check_latency(src, f"classes.{cname}.latency", c.get("latency", 0.0)),
-            _check_efficiency(src, f"classes.{cname}.efficiency", c["efficiency"]) if "efficiency" in c else -1.0,
+            ranges.bandwidth(f"{src}: classes.{cname}.bandwidth", c["bandwidth"]),
+            ranges.latency(f"{src}: classes.{cname}.latency", c.get("latency", 0.0)),
+            ranges.efficiency(f"{src}: classes.{cname}.efficiency", c["efficiency"]) if "efficiency" in c else -1.0,
             kind,
         )
 
@@ -407,8 +370,12 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
 
     local = set(gpus) | {c for c, _ in comps}
     if len(local) != len(gpus) + len(comps):
-        raise TopologyError(f"{src}: node: component names are not unique")
+        raise TopologyError(f"{src}: node: component names are not unique ({_twice(list(gpus) + [c for c, _ in comps])} "
+                            "names two)")
     glob = {c for c, _ in net_comps}
+    if len(glob) != len(net_comps):
+        raise TopologyError(f"{src}: network.components: component names are not unique "
+                            f"({_twice([c for c, _ in net_comps])} names two)")
     if glob & local:
         raise TopologyError(f"{src}: network.components: {sorted(glob & local)[0]!r} is also a node component")
     for li, ln in enumerate(node_links):
@@ -428,6 +395,8 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     nccl = parse_nccl(doc.get("nccl", {}), net, doc.get("gpu", {}), src, assumed)
     kinds = dict(comps) | {g: "gpu" for g in gpus} | dict(net_comps)
     classes = complete_classes(src, classes, kinds, node_links, net_links, fabric, nccl.cc, assumed)
+    if fabric is not None:
+        check_ports(fabric, classes, sum(k == "nic" for _, k in comps), src)
     switches = [c for c, k in comps if k == "nvswitch"]
     nvls_on = {s for s in switches if nvls.get(s, nccl.cc >= 90)}
     if nvls_on - {s for s in switches if s in nvls}:
@@ -463,6 +432,22 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
         network_links=tuple(net_links),
         fabric=fabric,
     )
+
+
+def _twice(names: list[str]) -> str:
+    """The first name that appears twice, quoted."""
+    return repr(next(n for i, n in enumerate(names) if n in names[:i]))
+
+
+def _check_level_names(src: str, levels: list[Level]) -> None:
+    """Users address levels by name (matrices' columns, --emit's mesh axes): each names one level."""
+    for i, lv in enumerate(levels):
+        if not lv.name.strip():
+            raise TopologyError(f"{src}: levels[{i}].name: {lv.name!r} is not a name")
+        first = next(j for j, other in enumerate(levels) if other.name == lv.name)
+        if first != i:
+            raise TopologyError(f"{src}: levels[{first}] and levels[{i}] are both named {lv.name!r}: each level needs "
+                                "its own name (matrices and --emit address levels by name)")
 
 
 def _check_fabric_levels(src: str, levels: list[Level], fabric: FabricSpec | None, node_level: int) -> None:
