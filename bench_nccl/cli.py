@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from p2sim.util.errors import InputError, P2SimError
 from p2sim.util.parsing import byte_size, int_list, positive_int
-from p2sim.util.fileio import check_output_file
+from p2sim.util.fileio import check_not_input, check_output_file
 
 from .env import Placement, from_environment
 from .errors import STOPPED_BY_PEER, BenchError, PeerLost
@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--iters", default="10", help="timed iterations per program (default: 10)")
     r.add_argument("--log", default="results.jsonl", help="JSON-lines log to append to (default: results.jsonl)")
     r.add_argument("--resume", action="store_true", help="skip (program, iteration) records already in the log")
+    r.add_argument("--force", action="store_true", help="let --log name the --system file (refused otherwise)")
     r.add_argument("--backend", default="nccl", choices=["nccl", "numpy"],
                    help="nccl (GPUs) or numpy (CPU emulation with p2sim's numeric executor)")
     r.add_argument("--address", default="127.0.0.1",
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--system", default=None, help="the p2sim system measured, recorded in the log (optional)")
     w.add_argument("--nodes", default=None, help="its node count (default: the system file's)")
     w.add_argument("--log", default="sweep.jsonl", help="JSON-lines log to append to (default: sweep.jsonl)")
+    w.add_argument("--force", action="store_true", help="let --log name the --system file (refused otherwise)")
     w.add_argument("--backend", default="nccl", choices=["nccl", "numpy"],
                    help="nccl (GPUs) or numpy (CPU emulation with p2sim's numeric executor)")
     w.add_argument("--address", default="127.0.0.1", help=argparse.SUPPRESS)
@@ -144,7 +146,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     plan_programs(topo.hierarchy, cfg.axes, cfg.reduce_axes, cfg.matrix, cfg.programs, cfg.profile, cfg.order)
     placement: Placement | None = from_environment()
     if placement is None or placement.rank == 0:
-        _check_log(cfg.log)
+        _check_log(cfg.log, topo.spec.source, args.force)
     if placement is None:
         _local_only(args.address)
         if cfg.backend == "nccl":
@@ -159,9 +161,12 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return run_rank(cfg, placement)
 
 
-def _check_log(path: str) -> None:
-    """Before any rank starts: the log can be written, and what it holds already is a readable log."""
+def _check_log(path: str, system: str | None = None, force: bool = False) -> None:
+    """Before any rank starts: the log can be written, is not the ``--system`` file (records appended to it
+    would spoil it), and what it holds already is a readable log."""
     check_output_file(path, "log")
+    if system is not None:
+        check_not_input(path, [("--system", system)], "log", force)
     read_log(path)  # also what --resume reads back
 
 
@@ -199,16 +204,17 @@ def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
                       timeout=float(positive_int(args.timeout, "timeout")), system=args.system,
                       nodes=None if args.nodes is None else positive_int(args.nodes, "nodes"))
     ranks = None if args.ranks is None else positive_int(args.ranks, "ranks")
-    devices = None
+    devices, source = None, None
     if cfg.system is not None:
         from p2sim.topology import load_system
 
-        devices = load_system(cfg.system, cfg.nodes).devices
+        topo = load_system(cfg.system, cfg.nodes)
+        devices, source = topo.devices, topo.spec.source
         if ranks is not None and ranks != devices:
             raise InputError(f"ranks: {ranks}, but system {cfg.system} has {devices} GPUs (one rank per GPU)")
     placement = from_environment()
     if placement is None or placement.rank == 0:
-        _check_log(cfg.log)
+        _check_log(cfg.log, source, args.force)
     if placement is None:
         _local_only(args.address)
         ranks = ranks or devices

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from ..util.errors import P2SimError
 from ..util.log import LOG, cli_handler
 from ..util.signals import EXIT_INTERRUPTED, Terminated, terminate_on_sigterm
+from .common import check_outputs_not_inputs
 from .parser import EXIT_INPUT, build_parser
 
 __all__ = ["main"]
@@ -41,6 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
     try:
         with terminate_on_sigterm():
+            check_outputs_not_inputs(args)  # every command's outputs, before its handler does any work
             return _handler(name)(args)
     except P2SimError as e:
         print(f"p2sim {args.command}: error: {e}", file=sys.stderr)
