@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from p2sim.util.errors import InputError, P2SimError
 from p2sim.util.parsing import byte_size, int_list, positive_int
-from p2sim.util.fileio import check_not_input, check_output_file
+from p2sim.util.fileio import check_not_input, check_output_file, guarded_stdout
 
 from .env import Placement, from_environment
 from .errors import STOPPED_BY_PEER, BenchError, PeerLost
@@ -230,6 +230,30 @@ def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return run_sweep_rank(cfg, placement)
 
 
+def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    if args.command == "single":
+        from .single import single_check
+
+        if args.backend == "nccl":
+            preflight(1)  # F5: the install/driver message, not a CUDA traceback
+        lines = single_check(byte_size(args.bytes), args.backend)
+        print("\n".join(lines))
+        return 0 if all(line.endswith("PASS") for line in lines[1:]) else 1
+    if args.command == "summary":
+        records = read_log(args.log)
+        if not records:
+            raise BenchError(f"{args.log}: no records")
+        print("\n".join(summary_lines(records)))
+        return 0
+    if args.command == "compare":
+        lines, same = compare_lines(read_log(args.log_a), read_log(args.log_b), args.log_a, args.log_b)
+        print("\n".join(lines))
+        return 0 if same else 1
+    if args.command == "sweep":
+        return cmd_sweep(args, argv)
+    return cmd_run(args, argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -238,32 +262,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        if args.command == "single":
-            from .single import single_check
-
-            if args.backend == "nccl":
-                preflight(1)  # F5: the install/driver message, not a CUDA traceback
-            lines = single_check(byte_size(args.bytes), args.backend)
-            print("\n".join(lines))
-            return 0 if all(line.endswith("PASS") for line in lines[1:]) else 1
-        if args.command == "summary":
-            records = read_log(args.log)
-            if not records:
-                raise BenchError(f"{args.log}: no records")
-            print("\n".join(summary_lines(records)))
-            return 0
-        if args.command == "compare":
-            lines, same = compare_lines(read_log(args.log_a), read_log(args.log_b), args.log_a, args.log_b)
-            print("\n".join(lines))
-            return 0 if same else 1
-        if args.command == "sweep":
-            return cmd_sweep(args, argv)
-        return cmd_run(args, argv)
+        with guarded_stdout():  # a full disk behind stdout: one line, as for the log
+            return _dispatch(args, argv)
     except P2SimError as e:
         print(f"bench_nccl: error: {e}", file=sys.stderr)
         if isinstance(e, PeerLost):
             return STOPPED_BY_PEER  # so the launcher blames the rank that failed first
         return 1 if isinstance(e, BenchError) else 2
+    except BrokenPipeError:  # the reader of stdout left (| head): as p2sim, not an error
+        return 0
     except Exception as e:  # noqa: BLE001
         if not is_gpu_error(e):
             raise

@@ -8,6 +8,7 @@ import nothing but this module.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .. import __version__
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
@@ -24,6 +25,14 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def _print_message(self, message: str, file=None) -> None:  # type: ignore[no-untyped-def]
+        # argparse drops a failed write silently, so --help to a full disk would exit 0: stdout's failure is
+        # raised (p2sim.util.fileio.guarded_stdout makes it one line); stderr's stays argparse's business
+        if message and file is sys.stdout:
+            file.write(message)
+        else:
+            super()._print_message(message, file)
 
 
 def _add_layout(p: argparse.ArgumentParser, reduce: bool = True, system: bool = False) -> None:
