@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -13,8 +14,8 @@ from p2sim.util.fileio import check_not_input, check_output_file, guarded_stdout
 from .env import Placement, from_environment
 from .errors import STOPPED_BY_PEER, BenchError, PeerLost
 from .gpu import gpu_message, is_gpu_error, preflight
-from .launch import launch_local
-from .logfile import compare_lines, read_log, summary_lines
+from .launch import LAUNCHED_VAR, launch_local
+from .logfile import compare_lines, read_log, repeated_records, summary_lines
 
 # the collectives by the names users type: p2sim's, nccl-tests' programs, and short forms
 COLLECTIVE_NAMES = {alias: name for name, aliases in {
@@ -163,11 +164,16 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def _check_log(path: str, system: str | None = None, force: bool = False) -> None:
     """Before any rank starts: the log can be written, is not the ``--system`` file (records appended to it
-    would spoil it), and what it holds already is a readable log."""
+    would spoil it), and what it holds already is a readable log whose repeated records (a log pasted into
+    itself) are said as p2sim validate says them, or refused where they disagree.  Ranks that the local
+    launcher started leave the saying to it."""
     check_output_file(path, "log")
     if system is not None:
         check_not_input(path, [("--system", system)], "log", force)
     read_log(path)  # also what --resume reads back
+    for line in repeated_records(path):
+        if LAUNCHED_VAR not in os.environ:
+            print(f"bench_nccl: warning: {line}", file=sys.stderr)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")

@@ -305,6 +305,9 @@ def test_speedup_must_follow_from_the_times(capsys, tmp_path):
     ("4.74,3.18,1.49", "4.74,3.18,0.9", ":2: speedup: 0.9 is below 1"),
     ("1.49,9,47", "1.49,-1,47", ":2: programs_better: -1 is negative"),
     ("1.49,9,47", "1.49,48,47", ":2: programs_better: 48 is more than programs_total 47"),
+    ("1.49,9,47", "1.49,0,0", ":2: programs_total: 0 is below 1: the AllReduce is always one of the programs"),
+    ("1.49,9,47", "1.49,0,-2", ":2: programs_total: -2 is below 1"),
+    ("1.49,9,47", "1.49,9,4x", ":2: programs_total: '4x' is not a whole number"),
 ])
 def test_impossible_rows(capsys, tmp_path, old, new, says):
     f = tmp_path / "m.csv"
