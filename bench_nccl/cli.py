@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
 from p2sim.util.errors import InputError, P2SimError
 from p2sim.util.parsing import byte_size, int_list, nccl_tests_size, positive_int
-from p2sim.util.fileio import check_output_file
+from p2sim.util.fileio import check_not_input, check_output_file, guarded_stdout
 
 from .env import Placement, from_environment
 from .errors import STOPPED_BY_PEER, BenchError, PeerLost
 from .gpu import gpu_message, is_gpu_error, preflight
-from .launch import launch_local
-from .logfile import compare_lines, read_log, summary_lines
+from .launch import LAUNCHED_VAR, launch_local
+from .logfile import compare_lines, read_log, repeated_records, summary_lines
 
 # the collectives by the names users type: p2sim's, nccl-tests' programs, and short forms
 COLLECTIVE_NAMES = {alias: name for name, aliases in {
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--iters", default="10", help="timed iterations per program (default: 10)")
     r.add_argument("--log", default="results.jsonl", help="JSON-lines log to append to (default: results.jsonl)")
     r.add_argument("--resume", action="store_true", help="skip (program, iteration) records already in the log")
+    r.add_argument("--force", action="store_true", help="let --log name the --system file (refused otherwise)")
     r.add_argument("--backend", default="nccl", choices=["nccl", "numpy"],
                    help="nccl (GPUs) or numpy (CPU emulation with p2sim's numeric executor)")
     r.add_argument("--address", default="127.0.0.1",
@@ -88,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--system", default=None, help="the p2sim system measured, recorded in the log (optional)")
     w.add_argument("--nodes", default=None, help="its node count (default: the system file's)")
     w.add_argument("--log", default="sweep.jsonl", help="JSON-lines log to append to (default: sweep.jsonl)")
+    w.add_argument("--force", action="store_true", help="let --log name the --system file (refused otherwise)")
     w.add_argument("--backend", default="nccl", choices=["nccl", "numpy"],
                    help="nccl (GPUs) or numpy (CPU emulation with p2sim's numeric executor)")
     w.add_argument("--address", default="127.0.0.1", help=argparse.SUPPRESS)
@@ -146,7 +149,7 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     plan_programs(topo.hierarchy, cfg.axes, cfg.reduce_axes, cfg.matrix, cfg.programs, cfg.profile, cfg.order)
     placement: Placement | None = from_environment()
     if placement is None or placement.rank == 0:
-        _check_log(cfg.log)
+        _check_log(cfg.log, topo.spec.source, args.force)
     if placement is None:
         _local_only(args.address)
         if cfg.backend == "nccl":
@@ -161,10 +164,18 @@ def cmd_run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return run_rank(cfg, placement)
 
 
-def _check_log(path: str) -> None:
-    """Before any rank starts: the log can be written, and what it holds already is a readable log."""
+def _check_log(path: str, system: str | None = None, force: bool = False) -> None:
+    """Before any rank starts: the log can be written, is not the ``--system`` file (records appended to it
+    would spoil it), and what it holds already is a readable log whose repeated records (a log pasted into
+    itself) are said as p2sim validate says them, or refused where they disagree.  Ranks that the local
+    launcher started leave the saying to it."""
     check_output_file(path, "log")
+    if system is not None:
+        check_not_input(path, [("--system", system)], "log", force)
     read_log(path)  # also what --resume reads back
+    for line in repeated_records(path):
+        if LAUNCHED_VAR not in os.environ:
+            print(f"bench_nccl: warning: {line}", file=sys.stderr)
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -202,16 +213,17 @@ def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
                       timeout=float(positive_int(args.timeout, "timeout")), system=args.system,
                       nodes=None if args.nodes is None else positive_int(args.nodes, "nodes"))
     ranks = None if args.ranks is None else positive_int(args.ranks, "ranks")
-    devices = None
+    devices, source = None, None
     if cfg.system is not None:
         from p2sim.topology import load_system
 
-        devices = load_system(cfg.system, cfg.nodes).devices
+        topo = load_system(cfg.system, cfg.nodes)
+        devices, source = topo.devices, topo.spec.source
         if ranks is not None and ranks != devices:
             raise InputError(f"ranks: {ranks}, but system {cfg.system} has {devices} GPUs (one rank per GPU)")
     placement = from_environment()
     if placement is None or placement.rank == 0:
-        _check_log(cfg.log)
+        _check_log(cfg.log, source, args.force)
     if placement is None:
         _local_only(args.address)
         ranks = ranks or devices
@@ -227,6 +239,30 @@ def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
     return run_sweep_rank(cfg, placement)
 
 
+def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    if args.command == "single":
+        from .single import single_check
+
+        if args.backend == "nccl":
+            preflight(1)  # F5: the install/driver message, not a CUDA traceback
+        lines = single_check(byte_size(args.bytes), args.backend)
+        print("\n".join(lines))
+        return 0 if all(line.endswith("PASS") for line in lines[1:]) else 1
+    if args.command == "summary":
+        records = read_log(args.log)
+        if not records:
+            raise BenchError(f"{args.log}: no records")
+        print("\n".join(summary_lines(records)))
+        return 0
+    if args.command == "compare":
+        lines, same = compare_lines(read_log(args.log_a), read_log(args.log_b), args.log_a, args.log_b)
+        print("\n".join(lines))
+        return 0 if same else 1
+    if args.command == "sweep":
+        return cmd_sweep(args, argv)
+    return cmd_run(args, argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -235,32 +271,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        if args.command == "single":
-            from .single import single_check
-
-            if args.backend == "nccl":
-                preflight(1)  # F5: the install/driver message, not a CUDA traceback
-            lines = single_check(byte_size(args.bytes), args.backend)
-            print("\n".join(lines))
-            return 0 if all(line.endswith("PASS") for line in lines[1:]) else 1
-        if args.command == "summary":
-            records = read_log(args.log)
-            if not records:
-                raise BenchError(f"{args.log}: no records")
-            print("\n".join(summary_lines(records)))
-            return 0
-        if args.command == "compare":
-            lines, same = compare_lines(read_log(args.log_a), read_log(args.log_b), args.log_a, args.log_b)
-            print("\n".join(lines))
-            return 0 if same else 1
-        if args.command == "sweep":
-            return cmd_sweep(args, argv)
-        return cmd_run(args, argv)
+        with guarded_stdout():  # a full disk behind stdout: one line, as for the log
+            return _dispatch(args, argv)
     except P2SimError as e:
         print(f"bench_nccl: error: {e}", file=sys.stderr)
         if isinstance(e, PeerLost):
             return STOPPED_BY_PEER  # so the launcher blames the rank that failed first
         return 1 if isinstance(e, BenchError) else 2
+    except BrokenPipeError:  # the reader of stdout left (| head): as p2sim, not an error
+        return 0
     except Exception as e:  # noqa: BLE001
         if not is_gpu_error(e):
             raise

@@ -20,7 +20,9 @@ from .env import ADDR_VAR, PORT_VAR, TOKEN_VAR
 from .errors import STOPPED_BY_PEER, BenchError
 from .store import StoreClient
 
-__all__ = ["launch_local", "free_port"]
+__all__ = ["launch_local", "free_port", "LAUNCHED_VAR"]
+
+LAUNCHED_VAR = "P2SIM_BENCH_LAUNCHED"  # set in the ranks this launcher starts: it has checked the log already
 
 
 def free_port(address: str) -> int:
@@ -36,7 +38,7 @@ def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", gr
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                    MASTER_ADDR=address, MASTER_PORT=str(port), **{TOKEN_VAR: token, ADDR_VAR: address,
-                                                                   PORT_VAR: str(port)})
+                                                                   PORT_VAR: str(port), LAUNCHED_VAR: "1"})
         env.pop("TORCHELASTIC_RUN_ID", None)  # these ranks are ours, not torchrun's
         procs.append(subprocess.Popen([sys.executable, "-m", "bench_nccl", *argv], env=env))
     failed: tuple[int, int] | None = None

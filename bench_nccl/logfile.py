@@ -22,7 +22,7 @@ from p2sim.util.units import format_bytes, format_seconds
 
 from .errors import BenchError
 
-__all__ = ["LogWriter", "read_log", "record_key", "completed", "summary_lines", "compare_lines"]
+__all__ = ["LogWriter", "read_log", "record_key", "completed", "repeated_records", "summary_lines", "compare_lines"]
 
 KEY_FIELDS = ("system", "nodes", "axes", "reduce_axes", "matrix", "program", "algo", "bytes", "backend", "order")
 SUMMARY_FIELDS = KEY_FIELDS + ("iteration", "seconds")
@@ -120,6 +120,30 @@ def numbered_records(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
             raise MeasurementError(f"{p}:{n}: {missing}: missing (is this a bench_nccl log?)")
         out.append((n, rec))
     return out
+
+
+def repeated_records(path: str | Path) -> list[str]:
+    """What ``p2sim validate`` would say of a log's repeated records, before a run appends to it: a warning per
+    record that repeats another exactly (the same iteration of the same program and run: a log pasted into
+    itself; counted once), in validate's words; two different records of one iteration are refused
+    (:class:`~p2sim.util.errors.MeasurementError`), as validate refuses them.  Failed records (``pass`` false)
+    measure nothing and are skipped, as validate skips them."""
+    seen: dict[tuple, tuple[int, Any]] = {}
+    said = []
+    for n, rec in numbered_records(path):
+        if _is_sweep(rec) or "iteration" not in rec or rec.get("pass") is False:
+            continue
+        ident = (record_key(rec), rec.get("run_id"), rec["iteration"])
+        where = f"iteration {rec['iteration']!r} of run {rec.get('run_id')!r} of {rec['program']}"
+        if ident not in seen:
+            seen[ident] = (n, rec["seconds"])
+            continue
+        at, was = seen[ident]
+        if was != rec["seconds"]:
+            raise MeasurementError(f"{path}:{n}: iteration: {where[len('iteration '):]} is already on line {at} with "
+                                   f"{was} s, here {rec['seconds']} s: two different records of one iteration")
+        said.append(f"{path}:{n}: repeats line {at} ({where}): counted once")
+    return said
 
 
 def completed(records: Iterable[dict[str, Any]]) -> dict[str, set[int]]:

@@ -391,6 +391,9 @@ def test_speedup_must_follow_from_the_times(capsys, tmp_path):
     ("4.74,3.18,1.49", "4.74,3.18,0.9", ":2: speedup: 0.9 is below 1"),
     ("1.49,9,47", "1.49,-1,47", ":2: programs_better: -1 is negative"),
     ("1.49,9,47", "1.49,48,47", ":2: programs_better: 48 is more than programs_total 47"),
+    ("1.49,9,47", "1.49,0,0", ":2: programs_total: 0 is below 1: the AllReduce is always one of the programs"),
+    ("1.49,9,47", "1.49,0,-2", ":2: programs_total: -2 is below 1"),
+    ("1.49,9,47", "1.49,9,4x", ":2: programs_total: '4x' is not a whole number"),
 ])
 def test_impossible_rows(capsys, tmp_path, old, new, says):
     f = tmp_path / "m.csv"
@@ -442,3 +445,73 @@ def test_axis_names_reach_every_answer(capsys):
     refused(capsys, "rank", *named[:4], "--reduce", "pipeline",
             says=("reduce: 'pipeline' is neither an axis index nor an axis name (data, tensor)",))
     refused(capsys, "rank", "--system", "a100", "--axes", "data=4,data=8", says=("given twice",))
+
+
+# ---------------------------------------------------------------- outputs never replace inputs
+
+def _same_file_spellings(tmp_path: Path, monkeypatch, f: Path) -> list[str]:
+    """``f`` as the user may name it: absolute, ./relative, through a symbolic link."""
+    monkeypatch.chdir(tmp_path)
+    link = tmp_path / "link.csv"
+    link.symlink_to(f)
+    return [str(f), f"./{f.name}", f"sub/../{f.name}", str(link)]
+
+
+def test_validate_csv_never_replaces_its_measurements(capsys, no_work, tmp_path, monkeypatch):
+    f = tmp_path / "m.csv"
+    f.write_text(DATA.read_text())
+    (tmp_path / "sub").mkdir()
+    for spelling in _same_file_spellings(tmp_path, monkeypatch, f):
+        refused(capsys, "validate", "--measurements", "m.csv", "--csv", spelling,
+                says=("csv:", "an input (--measurements)", "--force"))
+        refused(capsys, "validate", "--measurements", str(tmp_path), "--csv", spelling,
+                says=("csv:", "an input (--measurements)"))
+        assert f.read_text() == DATA.read_text()
+
+
+def test_every_output_option_refuses_an_input(capsys, no_work, tmp_path, monkeypatch):
+    mine = tmp_path / "mine.toml"
+    mine.write_text(Path(__file__).resolve().parents[1].joinpath("topologies", "a100.toml").read_text())
+    log = tmp_path / "log.txt"
+    log.write_text("# nccl-tests\n")
+    sim = ["simulate", "--system", str(mine), "--axes", "32", "--program", "AllReduce(slice=0, Inside)"]
+    refused(capsys, *sim, "--trace", str(mine), says=("trace:", "an input (--system)"))
+    refused(capsys, "check", str(log), "--system", "a100", "--axes", "32", "--csv", str(log),
+            says=("csv:", "an input (LOG)"))
+    refused(capsys, "validate", "--measurements", str(DATA), "--calibrate-on", str(tmp_path), "--csv", str(log),
+            says=("csv:", "an input (--calibrate-on)"))
+    # a system given by name is its catalogue file
+    from p2sim.topology import system_paths
+
+    monkeypatch.setenv("P2SIM_TOPOLOGIES", str(tmp_path))
+    assert system_paths()["mine"] == mine
+    refused(capsys, "simulate", "--system", "mine", "--axes", "32", "--program", "AllReduce(slice=0, Inside)",
+            "--trace", str(mine), says=("trace:", "an input (--system)"))
+    assert mine.read_text() == Path(__file__).resolve().parents[1].joinpath("topologies", "a100.toml").read_text()
+
+
+def test_force_lets_an_output_replace_an_input(capsys, tmp_path):
+    mine = tmp_path / "mine.toml"
+    mine.write_text(Path(__file__).resolve().parents[1].joinpath("topologies", "a100.toml").read_text())
+    rc, out, err = run(capsys, "simulate", "--system", str(mine), "--axes", "32", "--program",
+                       "AllReduce(slice=0, Inside)", "--trace", str(mine), "--force")
+    assert rc == 0, err
+    assert json.loads(mine.read_text())["traceEvents"]
+
+
+def test_bench_nccl_log_never_appends_to_its_system_file(capsys, tmp_path, monkeypatch):
+    import bench_nccl.cli as cli
+
+    def no_launch(*args, **kwargs):
+        raise AssertionError("ranks launched before the log was checked")
+
+    monkeypatch.setattr(cli, "launch_local", no_launch)
+    text = Path(__file__).resolve().parents[1].joinpath("topologies", "h100.toml").read_text()
+    mine = tmp_path / "mine.toml"
+    mine.write_text(text)
+    monkeypatch.chdir(tmp_path)
+    for argv in (["run", "--axes", "16"], ["sweep"]):
+        rc = bench_main([*argv, "--system", str(mine), "--backend", "numpy", "--log", "./mine.toml"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and "log: mine.toml is" in err[0] and "an input (--system)" in err[0], err
+    assert mine.read_text() == text

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -84,6 +85,49 @@ def test_console_entry_point_exit_status():
     r = subprocess.run([sys.executable, "-m", "p2sim", "synth", "--axes", "3,4"], capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stderr.startswith("p2sim synth: error: axes:")
+
+
+FULL = "/dev/full"
+
+
+@pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full here")
+@pytest.mark.parametrize("argv", [
+    ["p2sim", "systems"],
+    ["p2sim", "--help"],
+    ["p2sim", "sweep", "-e", "1MiB", "--model", "analytic", "--json"],
+    ["p2sim", "sweep", "-e", "1MiB", "--model", "analytic", "--csv", "-"],
+    ["p2sim", "sweep", "--system", "dgx-h100", "-e", "1GiB", "--model", "analytic", "--emit", "nccl-tuner"],
+    ["p2sim", "rank", "--system", "a100", "--axes", "data=4,tensor=8", "--reduce", "data", "--model", "analytic",
+     "--workers", "1", "--emit", "jax", "-q"],
+    ["bench_nccl", "summary", "LOG"],
+])
+def test_a_full_disk_behind_stdout_is_one_line(argv, tmp_path):
+    log = tmp_path / "one.jsonl"
+    log.write_text(json.dumps({"system": "a100", "nodes": 2, "axes": [2, 16], "reduce_axes": [1],
+                               "matrix": [[1, 2], [2, 8]], "program": "AllReduce(slice=0, Inside)", "algo": "ring",
+                               "bytes": 2**20, "backend": "nccl", "order": "aligned", "iteration": 0,
+                               "seconds": 1.0, "pass": True}) + "\n")
+    with open(FULL, "w") as full:
+        r = subprocess.run([sys.executable, "-m", *(str(log) if a == "LOG" else a for a in argv)], stdout=full,
+                           stderr=subprocess.PIPE, text=True)
+    prog = argv[0] if argv[0] == "bench_nccl" or argv[1].startswith("-") else " ".join(argv[:2])
+    assert r.returncode == 2 and r.stderr == f"{prog}: error: stdout: cannot write (No space left on device)\n", \
+        r.stderr
+
+
+def test_stdout_failing_only_when_flushed_is_one_line(capsys, monkeypatch):
+    """A file on a full disk takes writes into its buffer and fails when it is flushed: at the end of the
+    command, not at the interpreter's exit (where Python prints "Exception ignored" and exits 120)."""
+    import io
+
+    class FullOnFlush(io.StringIO):
+        def flush(self) -> None:
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(sys, "stdout", FullOnFlush())
+    rc = main(["placements", "--hierarchy", "2,4", "--axes", "8"])
+    assert rc == 2
+    assert capsys.readouterr().err == "p2sim placements: error: stdout: cannot write (No space left on device)\n"
 
 
 # -- systems, topo, simulate -------------------------------------------------------

@@ -15,8 +15,10 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ..util.errors import P2SimError
+from ..util.fileio import guarded_stdout
 from ..util.log import LOG, cli_handler
 from ..util.signals import EXIT_INTERRUPTED, Terminated, terminate_on_sigterm
+from .common import check_outputs_not_inputs
 from .parser import EXIT_INPUT, build_parser
 
 __all__ = ["main"]
@@ -29,34 +31,38 @@ def _handler(name: str) -> Callable:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    name: str | None = getattr(args, "func", None)
-    if name is None:
-        parser.print_help()
-        return EXIT_INPUT
-    handler = cli_handler(args.command)
-    LOG.addHandler(handler)
-    level = LOG.level
-    LOG.setLevel(logging.WARNING if getattr(args, "quiet", False) else
-                 logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
+    prog, handler, level = "p2sim", None, LOG.level
     try:
-        with terminate_on_sigterm():
-            return _handler(name)(args)
+        # stdout's failures (a full disk) are one line like any error, --help's and the answers' alike
+        with guarded_stdout():
+            args = parser.parse_args(argv)
+            name: str | None = getattr(args, "func", None)
+            if name is None:
+                parser.print_help()
+                return EXIT_INPUT
+            prog = f"p2sim {args.command}"
+            handler = cli_handler(args.command)
+            LOG.addHandler(handler)
+            LOG.setLevel(logging.WARNING if getattr(args, "quiet", False) else
+                         logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
+            with terminate_on_sigterm():
+                check_outputs_not_inputs(args)  # every command's outputs, before its handler does any work
+                return _handler(name)(args)
     except P2SimError as e:
-        print(f"p2sim {args.command}: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:  # Ctrl-C: the workers are stopped and temporary files gone by now
-        print(f"p2sim {args.command}: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Terminated as e:  # SIGTERM (kill, a scheduler's time limit)
-        print(f"p2sim {args.command}: terminated", file=sys.stderr)
+        print(f"{prog}: terminated", file=sys.stderr)
         return e.exit_status
     finally:
-        LOG.removeHandler(handler)
+        if handler is not None:
+            LOG.removeHandler(handler)
         LOG.setLevel(level)
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -12,7 +12,7 @@ from ..measurements.validation import ValidateRequest, run_validate
 from ..report.collectives import collectives_report, collectives_text
 from ..report.files import write_report
 from ..report.validate import calibration_lines, validation_report, validation_text
-from ..util.fileio import check_not_input, check_output_dir, check_output_file, replace_file
+from ..util.fileio import check_output_dir, check_output_file, replace_file
 from .common import check_csv, emit, options, write_csv
 
 
@@ -47,9 +47,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     out = check_output_file(args.out, "out", (".toml",))
-    req = CalibrateRequest.build(**options(args, CalibrateRequest.build))
-    check_not_input(out, [("--system", req.spec.source), ("--measurements", args.measurements)], "out", args.force)
-    result = run_calibrate(req)
+    result = run_calibrate(CalibrateRequest.build(**options(args, CalibrateRequest.build)))
     doc = dict(result.to_json(), out=str(out))
     if args.json:
         emit(doc)

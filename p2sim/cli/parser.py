@@ -8,6 +8,7 @@ import nothing but this module.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .. import __version__
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
@@ -25,6 +26,14 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def _print_message(self, message: str, file=None) -> None:  # type: ignore[no-untyped-def]
+        # argparse drops a failed write silently, so --help to a full disk would exit 0: stdout's failure is
+        # raised (p2sim.util.fileio.guarded_stdout makes it one line); stderr's stays argparse's business
+        if message and file is sys.stdout:
+            file.write(message)
+        else:
+            super()._print_message(message, file)
 
 
 def _add_layout(p: argparse.ArgumentParser, reduce: bool = True, system: bool = False) -> None:
@@ -81,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", default=None, help="node count (default: the system file's)")
     p.add_argument("--draw", default=None, metavar="FILE.png",
                    help="also write a picture of the graph (.png, .svg or .pdf)")
+    _add_force(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func="simulate:cmd_topo")
 
@@ -239,8 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--measurements", required=True, metavar="FILE|DIR", help="measurement CSV or JSON-lines log")
     p.add_argument("--system", required=True, help="the system to calibrate (name or .toml file)")
     p.add_argument("--out", required=True, metavar="FILE.toml", help="the calibrated system file to write")
-    p.add_argument("--force", action="store_true",
-                   help="let --out replace the --system file itself (refused otherwise: it is an input)")
+    _add_force(p)
     p.add_argument("--model", default="des", help="des or analytic (default: des)")
     p.add_argument("--allow-emulated", action="store_true",
                    help="fit bench_nccl's CPU emulations (--backend numpy) too; refused otherwise: they time numpy, "
@@ -289,6 +298,14 @@ def _add_csv(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", default=None, metavar="FILE|-",
                    help="also write the main table as CSV to FILE, columns named as in --json ('-': print the CSV "
                         "instead of the table)")
+    _add_force(p)
+
+
+def _add_force(p: argparse.ArgumentParser) -> None:
+    # every command with an output file option has --csv, but topo (--draw) and calibrate (--out)
+    p.add_argument("--force", action="store_true",
+                   help="let an output (--csv, --out, --trace, --draw) replace a file this command reads: its "
+                        "--system file, measurements or logs (refused otherwise)")
 
 
 def _add_emit(p: argparse.ArgumentParser) -> None:

@@ -19,6 +19,7 @@ from ..topology import find_spec, system_ref
 from ..topology.spec import SystemSpec
 from ..topology.toml_out import spec_to_toml
 from ..util.log import announce
+from ..util.table import HEAD_ROWS, Result
 from .calibrate import Calibration, calibrate
 from .emulated import refuse_emulated
 from .inputs import Measurements, load_inputs
@@ -70,13 +71,22 @@ class CalibrateRequest:
                      if r.system in (self.system, self.spec.name))
 
 
-@dataclass(frozen=True)
-class CalibrateResult:
+@dataclass(frozen=True, repr=False)
+class CalibrateResult(Result):
     """The fit and the calibrated system file's text (:attr:`toml`)."""
 
     request: CalibrateRequest
     calibration: Calibration
     toml: str
+
+    def summary(self) -> str:
+        c = self.calibration
+        return (f"calibrate {self.request.spec.name} on {self.request.source}: {c.rows} rows, RMS log error "
+                f"{c.rms_log_before:.3g} -> {c.rms_log_after:.3g}")
+
+    def head_records(self) -> tuple[list[dict[str, Any]], int]:
+        rows = [dict(link_class=c, **v) for c, v in self.calibration.to_json()["classes"].items()]
+        return rows[:HEAD_ROWS], len(rows)
 
     def to_json(self) -> dict[str, Any]:
         return self.calibration.to_json()

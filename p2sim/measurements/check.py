@@ -41,6 +41,7 @@ from ..topology import system_ref
 from ..util.errors import InputError
 from ..util.parsing import as_text, positive_float
 from ..util.table import Tabular
+from ..util.units import format_seconds
 from .collective_predict import predict_collectives
 from .collective_rows import bus_factor
 from .emulated import emulated_warnings
@@ -112,7 +113,7 @@ class CheckRequest:
         return cls(job, mat, program, algo, proto, workers, logs, tol)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CheckResult(Tabular):
     """The steps' commands and predictions, and the logs' verdicts.
 
@@ -127,6 +128,12 @@ class CheckResult(Tabular):
     steps: tuple[CheckStep, ...]
     rows: tuple[Verdict, ...] = ()
     warnings: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        topo = self.request.job.topology
+        judged = f"; {len(self.rows)} log rows judged" if self.rows else ""
+        return (f"check on {topo.spec.name} ({topo.node_count} nodes): {format_matrix(self.matrix)} {self.program} "
+                f"in {format_seconds(self.seconds)}, {len(self.steps)} steps{judged}")
 
     def to_json(self) -> dict[str, Any]:
         topo = self.request.job.topology

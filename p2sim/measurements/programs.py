@@ -209,9 +209,14 @@ def _load_csv(path: Path) -> list[MeasuredRow]:
             better = _number(src, line, "programs_better", rec["programs_better"], int, positive=False)
             if better < 0:
                 raise _fail(src, line, "programs_better", f"{better} is negative")
-            total = rec.get("programs_total", "").strip()
-            if total.isdigit() and better > int(total):
-                raise _fail(src, line, "programs_better", f"{better} is more than programs_total {total}")
+            total_text = (rec.get("programs_total") or "").strip()  # optional: P2's table has it, logs do not
+            if total_text:
+                total = _number(src, line, "programs_total", total_text, int, positive=False)
+                if total < 1:
+                    raise _fail(src, line, "programs_total", f"{total} is below 1: the AllReduce is always one of "
+                                "the programs")
+                if better > total:
+                    raise _fail(src, line, "programs_better", f"{better} is more than programs_total {total}")
             rows.append(MeasuredRow(
                 source=src, line=line, system=name, gpu=rec["gpu"].strip(), nodes=nodes, axes=axes, reduce_axes=red,
                 matrix=matrix, algo=_algo(src, line, rec["algo"].strip()),

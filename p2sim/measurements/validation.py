@@ -106,7 +106,7 @@ class ValidateRequest:
                    limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ValidateResult(Tabular):
     """The program part (``programs``) and the single-collective part (``collectives``) of a validation.
 
@@ -122,6 +122,13 @@ class ValidateResult(Tabular):
     def table(self) -> list[dict[str, Any]]:
         rows = [dict(part="program", **r) for r in (self.programs or {}).get("rows", [])]
         return rows + [dict(part="collective", **r) for r in (self.collectives or {}).get("rows", [])]
+
+    def summary(self) -> str:
+        n_programs = len((self.programs or {}).get("rows", []))
+        n_collectives = len((self.collectives or {}).get("rows", []))
+        warned = f", {len(self.warnings)} warnings" if self.warnings else ""
+        return (f"validate {self.request.source}: {n_programs} program rows, {n_collectives} single-collective "
+                f"rows{warned}")
 
     def to_json(self) -> dict[str, Any]:
         doc = dict(self.programs or {})

@@ -19,10 +19,11 @@ from ..collectives import check_proto
 from ..formalism.hierarchy import Order
 from ..formalism.mesh import megatron_matrix
 from ..formalism.naming import describe_placement
-from ..formalism.placement import Matrix, count_matrices, enumerate_matrices
+from ..formalism.placement import Matrix, count_matrices, enumerate_matrices, format_matrix
 from ..sim.model import check_model
 from ..util.errors import InputError
 from ..util.table import Tabular
+from ..util.units import format_seconds
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices, byte_size, positive_int
 from .jobsize import Limits, plural, program_counts
@@ -261,7 +262,7 @@ class PlanRequest:
                    limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PlanResult(Tabular):
     """Every matrix's plan, fastest first, beside the default placement's.
 
@@ -301,6 +302,13 @@ class PlanResult(Tabular):
 
     def table(self) -> list[dict[str, Any]]:
         return [self._row(pl) for pl in self.plans]
+
+    def summary(self) -> str:
+        job, best = self.request.job, self.best
+        return (f"plan on {job.spec.name} ({job.topology.node_count} nodes, axes {job.axes_text}), "
+                f"{len(self.request.reductions)} reductions: best {format_matrix(best.matrix)} in "
+                f"{format_seconds(best.total_seconds)} a step, {self.savings['vs_default_placement']:.1%} less than "
+                f"the default placement {format_matrix(self.default)}")
 
     def to_json(self) -> dict[str, Any]:
         req, job = self.request, self.request.job

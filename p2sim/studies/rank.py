@@ -18,11 +18,13 @@ from ..collectives import check_proto
 from ..collectives.bound import Bound
 from ..formalism.hierarchy import Order
 from ..formalism.naming import describe_placement
-from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_matrices, parse_matrix
+from ..formalism.placement import (Matrix, Placement, count_matrices, enumerate_matrices, format_matrix,
+                                   parse_matrix)
 from ..sim import ModelConfig
 from ..sim.model import check_model
 from ..util.log import announce
 from ..util.table import Tabular
+from ..util.units import format_seconds
 from ..util.parsing import as_text, positive_int
 from .bounds import program_bounds
 from .jobsize import Limits, plural, program_counts
@@ -81,7 +83,7 @@ class RankRequest:
                    RunOptions.of(workers, scheduler, scheduler_file), bool(compare_orders))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RankResult(Tabular):
     """The ranking, what the search simulated, and (``compare_orders``) both device orders' best programs.
 
@@ -117,6 +119,12 @@ class RankResult(Tabular):
 
     def table(self) -> list[dict[str, Any]]:
         return [dict(rank=i, **e.to_json()) for i, e in enumerate(self.ranking.top(self.request.top), 1)]
+
+    def summary(self) -> str:
+        job, best = self.request.job, self.best
+        return (f"rank on {job.spec.name} ({job.topology.node_count} nodes, axes {job.axes_text}): best "
+                f"{format_matrix(best.matrix)} {best.timing.text} ({best.algo}) in {format_seconds(best.seconds)}, "
+                f"{best.speedup:.2f}x its AllReduce")
 
     def to_json(self) -> dict[str, Any]:
         req, job = self.request, self.request.job

@@ -166,6 +166,11 @@ class Job:
         return self.topology.hierarchy
 
     @property
+    def axes_text(self) -> str:
+        """The axes as ``--axes`` writes them: ``data=4,tensor=8``."""
+        return ",".join(f"{n}={p}" for n, p in zip(self.axis_names, self.axes))
+
+    @property
     def spec(self) -> SystemSpec:
         return self.topology.spec
 

@@ -27,6 +27,7 @@ from ..sim.model import check_model
 from ..util.errors import InputError
 from ..util.log import announce
 from ..util.table import Tabular
+from ..util.units import format_seconds
 from .jobsize import Limits, plural, program_counts
 from .requests import Job, Rules, limits_of
 
@@ -63,7 +64,7 @@ class SimulateRequest:
                    limits_of(yes, max_matrices, max_simulations), bool(trace))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SimulateResult(Tabular):
     """Every simulated (matrix, program, result), with what ran them.
 
@@ -86,6 +87,15 @@ class SimulateResult(Tabular):
         bounds = self.bounds or ((),) * len(self.rows)
         return [dict(program_result_json(m, prog, r, b), placement=self.placement(m))
                 for (m, prog, r), b in zip(self.rows, bounds)]
+
+    def summary(self) -> str:
+        job = self.request.job
+        what = f"simulate on {job.spec.name} ({job.topology.node_count} nodes, axes {job.axes_text})"
+        if not self.rows:
+            return f"{what}: no programs"
+        m, prog, r = min(self.rows, key=lambda row: row[2].total_seconds)
+        return (f"{what}: {len(self.rows)} programs; fastest {format_matrix(m)} {prog} in "
+                f"{format_seconds(r.total_seconds)}")
 
     def to_json(self) -> dict[str, Any]:
         req, job = self.request, self.request.job

@@ -28,6 +28,7 @@ from ..topology import Topology
 from ..topology.spec import SystemSpec
 from ..util.parsing import as_text, nccl_tests_size, positive_int
 from ..util.table import Tabular
+from ..util.units import format_bytes
 from .requests import optional_int, topology_of
 from ..collectives.busbw import COLLECTIVES, bus_factor
 
@@ -151,12 +152,19 @@ class SweepRequest:
         return [n * topo.gpus_per_node + g for n in range(topo.node_count) for g in range(self.gpus_per_node)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SweepResult(Tabular):
     """Each size's prediction; ``table()``: the points, as the JSON's ``points``."""
 
     request: SweepRequest
     points: tuple[SweepPoint, ...]
+
+    def summary(self) -> str:
+        req = self.request
+        top = max(self.points, key=lambda p: p.busbw)
+        return (f"sweep of {req.collective} on {req.topology.spec.name} ({req.topology.node_count} nodes x "
+                f"{req.gpus_per_node} GPUs): {len(self.points)} sizes {format_bytes(req.sizes[0])} .. "
+                f"{format_bytes(req.sizes[-1])}, at most {top.busbw / 1e9:.4g} GB/s bus bandwidth")
 
     def to_json(self) -> dict[str, Any]:
         req = self.request

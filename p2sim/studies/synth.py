@@ -22,12 +22,14 @@ from typing import Any
 
 from ..formalism.hierarchy import Lowering, Order
 from ..formalism.naming import describe_placement
-from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_matrices, parse_matrix
+from ..formalism.placement import (Matrix, Placement, count_matrices, enumerate_matrices, format_matrix,
+                                   parse_matrix)
 from ..formalism.program import Program
 from ..formalism.synthesis import Synthesis, synthesize_placements
 from ..topology.spec import SystemSpec
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices
+from ..util.table import HEAD_ROWS, Result
 from .jobsize import Limits, plural, synthesis_cardinalities
 from .requests import Rules, axis_names_of, layout_of, limits_of, reduces_something
 
@@ -61,10 +63,19 @@ class PlacementsRequest:
         return describe_placement(matrix, self.axis_names, self.level_names, self.node_level)
 
 
-@dataclass(frozen=True)
-class PlacementsResult:
+@dataclass(frozen=True, repr=False)
+class PlacementsResult(Result):
     request: PlacementsRequest
     matrices: tuple[Matrix, ...]
+
+    def summary(self) -> str:
+        req = self.request
+        return (f"placements of axes {','.join(map(str, req.axes))} over hierarchy "
+                f"{','.join(map(str, req.hierarchy))}: {len(self.matrices)} matrices")
+
+    def head_records(self) -> tuple[list[dict[str, Any]], int]:
+        return ([{"matrix": format_matrix(m), "placement": self.request.placement(m)}
+                 for m in self.matrices[:HEAD_ROWS]], len(self.matrices))
 
     def to_json(self) -> dict[str, Any]:
         req = self.request
@@ -110,10 +121,20 @@ class SynthRequest:
         return cls(h, p, names, levels, node_level, red, mats, rules, Order.parse(order), limits)
 
 
-@dataclass(frozen=True)
-class SynthResult:
+@dataclass(frozen=True, repr=False)
+class SynthResult(Result):
     request: SynthRequest
     synthesis: Synthesis
+
+    def summary(self) -> str:
+        s = self.synthesis
+        return (f"synthesis over hierarchy {','.join(map(str, s.hierarchy))}, axes {','.join(map(str, s.axes))}: "
+                f"{s.total_programs} programs for {len(s.matrices)} matrices")
+
+    def head_records(self) -> tuple[list[dict[str, Any]], int]:
+        rows = [{"matrix": format_matrix(m.matrix), "programs": len(m.programs),
+                 "shortest": str(m.programs[0]) if m.programs else None} for m in self.synthesis.matrices]
+        return rows[:HEAD_ROWS], len(rows)
 
     def to_json(self, lower: bool = False) -> dict[str, Any]:
         """The programs of every matrix; ``lower`` adds each step's global device groups."""

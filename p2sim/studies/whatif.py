@@ -84,7 +84,7 @@ class WhatifRequest:
                    limits, RunOptions.of(workers, scheduler, scheduler_file), bool(exhaustive))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class WhatifResult(Tabular):
     """One row per point: its buffer, the best matrix, algorithm and program, and whether the winner changed.
 
@@ -116,6 +116,11 @@ class WhatifResult(Tabular):
 
     def table(self) -> list[dict[str, Any]]:
         return list(self.rows)
+
+    def summary(self) -> str:
+        targets = ", ".join(v.target for v in self.request.variations)
+        change = "the best placement changes" if self.placement_changes else "one best placement per node count"
+        return f"whatif on {self.request.spec.name}, varying {targets}: {len(self.rows)} points, {change}"
 
     def to_json(self) -> dict[str, Any]:
         req = self.request

@@ -22,17 +22,19 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TextIO
 
 from .errors import InputError, OutputError
 from .signals import deferred_signals
 from .units import format_bytes
 
 __all__ = ["read_text", "read_bytes", "check_input_file", "decode", "check_output_dir", "check_output_file",
-           "check_output_target", "check_not_input", "writing", "replace_file", "MAX_INPUT_BYTES"]
+           "check_output_target", "check_not_input", "writing", "replace_file", "guarded_stdout", "MAX_INPUT_BYTES"]
 
 # inputs larger than this are refused before they are read (the largest real measurement logs
 # are tens of MiB; /dev/zero is infinite)
@@ -208,3 +210,74 @@ def replace_file(path: str | Path, data: bytes, option: str) -> None:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+
+class _GuardedStream:
+    """A text stream whose write or flush failure (a full disk, an I/O error) is one :class:`OutputError`
+    naming it; a broken pipe stays a ``BrokenPipeError`` (the reader left: not an error of the command)."""
+
+    def __init__(self, stream: TextIO, name: str) -> None:
+        self._stream = stream
+        self._name = name
+        self.failed = False
+
+    def _fail(self, e: OSError) -> None:
+        self.failed = True
+        if isinstance(e, BrokenPipeError):
+            raise e
+        raise OutputError(f"{self._name}: cannot write ({e.strerror or e})") from None
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as e:
+            self._fail(e)
+            raise  # unreachable: _fail raises
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as e:
+            self._fail(e)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _discard(stream: TextIO) -> None:
+    """Point ``stream``'s file descriptor at the null device: what it still buffers is dropped when the
+    interpreter flushes it at exit, instead of failing again there with an ``Exception ignored`` report."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture): nothing flushes it at exit
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+@contextmanager
+def guarded_stdout() -> Iterator[None]:
+    """Inside: a failure to write ``sys.stdout`` is one :class:`OutputError` (``stdout: cannot write
+    (No space left on device)``), not an ``OSError`` traceback.  Stdout is flushed on the way out, so that a
+    failure shows here rather than at the interpreter's exit; after a failure the rest of the output is
+    dropped (the answer is lost anyway, and a second report of it would only repeat the first)."""
+    real = sys.stdout
+    guard = _GuardedStream(real, "stdout")
+    sys.stdout = guard  # type: ignore[assignment]
+    try:
+        yield
+        guard.flush()
+    except BaseException:
+        if not guard.failed:  # an error of its own: what was printed before it still goes out if it can
+            try:
+                guard.flush()
+            except (OutputError, BrokenPipeError):
+                pass
+        if guard.failed:
+            _discard(real)
+        raise
+    finally:
+        sys.stdout = real

@@ -6,6 +6,7 @@ the field and the offending value.
 
 from __future__ import annotations
 
+import numbers
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -243,6 +244,9 @@ def as_text(value: Any, field: str) -> str | None:
     ('data=4,tensor=8', '0,2', '16')
     >>> as_text(None, "bytes") is None, as_text("2GiB", "bytes")
     (True, '2GiB')
+    >>> import numpy as np
+    >>> as_text({"data": np.int64(4)}, "axes"), as_text(np.float64(2.5), "tolerance")
+    ('data=4', '2.5')
     >>> as_text(True, "nodes")
     Traceback (most recent call last):
     ...
@@ -252,8 +256,10 @@ def as_text(value: Any, field: str) -> str | None:
         return value
     if isinstance(value, bool):
         raise InputError(f"{field}: {value!r} is not a number, a text or a list")
-    if isinstance(value, (int, float)):
-        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, numbers.Integral):  # numpy's integers too (registered as Integral)
+        return str(int(value))
+    if isinstance(value, numbers.Real):  # repr(np.float64(2.5)) is 'np.float64(2.5)': made a float first
+        return repr(float(value))
     if isinstance(value, Mapping):
         return ",".join(f"{k}={as_text(v, field)}" for k, v in value.items())
     if isinstance(value, Iterable):

@@ -1,0 +1,99 @@
+"""The Python API (p2sim/api.py): its boundary checks, the command line's spellings, and results' repr."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import p2sim
+from p2sim import api
+from p2sim.cli.parser import build_parser
+from p2sim.util.errors import InputError
+from p2sim.util.table import HEAD_ROWS, Result
+
+DATA = Path(__file__).resolve().parents[1] / "validation" / "data" / "measurements_2node.csv"
+
+# the API function of each command, and the command line's options that only say how to print or where to write
+FUNCTIONS = {"rank": "rank", "plan": "plan", "whatif": "whatif", "simulate": "simulate", "sweep": "sweep",
+             "validate": "validate", "calibrate": "calibrate", "check": "check", "synth": "synthesize",
+             "placements": "placements"}
+PRINTING = {"help", "json", "csv", "out", "emit", "force", "quiet", "verbose", "lower", "limit"}
+
+
+@pytest.mark.parametrize(("function", "options", "says"), [
+    ("rank", {"system": None}, "system: None is not a value (leave it out for 'a100')"),
+    ("rank", {"system": 123}, "system: 123 is not a system name, a path to a .toml file or a SystemSpec"),
+    ("rank", {"reduce": None}, "reduce: None is not a value (leave it out for '0')"),
+    ("rank", {"yes": "no"}, "yes: 'no' is not True or False"),
+    ("rank", {"axes": object()}, "axes: <object object"),
+    ("simulate", {"algo": 5}, "algo: 5 is not a text"),
+    ("sweep", {"collective": 3}, "collective: 3 is not a text"),
+    ("check", {"logs": 5}, "logs: 5 is not a path or a list of paths"),
+    ("validate", {"measurements": None}, "measurements: None is not a value (it is required)"),
+    ("validate", {}, "measurements: required by p2sim.validate"),
+    ("calibrate", {"measurements": str(DATA), "system": ["a100"]}, "system: ['a100'] is not a system name"),
+    ("plan", {"reduction": ["0:1GiB"], "reductions": ["0:1GiB"]}, "given twice"),
+    ("rank", {"reduction": "0:1GiB"}, "reduction: not an option of p2sim.rank"),
+    ("load_system", {"system": None}, "system: None is not a value (it is required)"),
+])
+def test_a_wrong_type_is_one_input_error(function, options, says):
+    with pytest.raises(InputError) as e:
+        getattr(p2sim, function)(**options)
+    assert says in str(e.value)
+
+
+def test_numpy_numbers_are_numbers():
+    plain = p2sim.placements(hierarchy=[2, 4], axes={"a": 2, "b": 4})
+    mixed = p2sim.placements(hierarchy=np.array([2, 4]), axes={"a": np.int64(2), "b": np.int32(4)})
+    assert mixed.to_json() == plain.to_json()
+    r = p2sim.rank(system="a100", axes={"data": np.int64(4), "tensor": np.int64(8)}, reduce=["data"],
+                   top=np.int64(3), bytes=np.float64(2**30), model="analytic", workers=1)
+    assert r.to_json() == p2sim.rank(system="a100", axes={"data": 4, "tensor": 8}, reduce=["data"], top=3,
+                                     bytes=2**30, model="analytic", workers=1).to_json()
+    s = p2sim.sweep(system="a100", minbytes=np.float32(1024), maxbytes=np.int64(4096), stepfactor=np.uint8(2),
+                    model="analytic")
+    assert [p["size"] for p in s.table()] == [1024, 2048, 4096]
+    c = p2sim.check(system="a100", axes=np.array([32]), matrix=np.array([[2, 16]]),
+                    program="AllReduce(slice=0, Inside)", tolerance=np.float64(1.5))
+    assert c.request.tolerance == 1.5 and c.matrix == ((2, 16),)
+
+
+def test_the_command_line_spellings_are_accepted():
+    step = ["data:1GiB", "tensor:64MiB x 4"]
+    a = p2sim.plan(system="a100", axes={"data": 4, "tensor": 8}, reduction=step, model="analytic", workers=1)
+    b = p2sim.plan(system="a100", axes={"data": 4, "tensor": 8}, reductions=step, model="analytic", workers=1)
+    assert a.to_json() == b.to_json()
+    assert "reduction" in inspect.signature(p2sim.plan).parameters
+    sub = next(x for x in build_parser()._actions if isinstance(x, argparse._SubParsersAction))
+    for command, function in FUNCTIONS.items():
+        options = {a.dest for a in sub.choices[command]._actions} - PRINTING
+        accepted = set(inspect.signature(getattr(api, function)).parameters)
+        assert options <= accepted, f"p2sim.{function} lacks {sorted(options - accepted)} of p2sim {command}"
+
+
+def test_results_have_a_short_repr_and_an_html_table():
+    r = p2sim.rank(system="a100", axes={"data": 4, "tensor": 8}, reduce=["data"], model="analytic", workers=1)
+    text = repr(r)
+    assert "\n" not in text and len(text) < 300
+    assert text.startswith("<RankResult: rank on a100 (2 nodes, axes data=4,tensor=8): best [[1 4] [2 4]] "
+                           "AllReduce(slice=0, Inside)")
+    page = r._repr_html_()
+    assert page.count("<tr>") == 1 + min(HEAD_ROWS, len(r.table())) and "<table>" in page and len(page) < 8000
+    for result in (p2sim.placements(hierarchy="2,4", axes="2,4"),
+                   p2sim.synthesize(hierarchy="2,4", axes="2,4", reduce="0"),
+                   p2sim.sweep(system="a100", maxbytes="1MiB", model="analytic"),
+                   p2sim.simulate(system="a100", axes="32", matrix="[[2 16]]", program="AllReduce(slice=0, Inside)",
+                                  model="analytic"),
+                   p2sim.check(system="a100", axes="32", matrix="[[2 16]]", program="AllReduce(slice=0, Inside)")):
+        text = repr(result)
+        assert "\n" not in text and len(text) < 300 and ("a100" in text or "hierarchy 2,4" in text), text
+        assert "<table>" in result._repr_html_()
+    # every result class says its own summary, and the dataclass repr of every field is gone
+    for name in api.__all__:
+        cls = getattr(api, name)
+        if isinstance(cls, type) and name.endswith("Result"):
+            assert issubclass(cls, Result) and cls.__repr__ is Result.__repr__ and "summary" in vars(cls), name
