@@ -166,7 +166,7 @@ def test_whatif_marks_winner_changes(capsys, tmp_path):
         (["plan", "--system", "a100", "--axes", "4,8", "--reduction", "0:lots"], "reduction size"),
         (["whatif", "--system", "a100", "--vary", "wifi.bandwidth=1"], "no link class 'wifi'"),
         (["whatif", "--system", "a100", "--vary", "nic.bandwidth=0"], "positive"),
-        (["whatif", "--system", "a100", "--vary", "nodes=1.5"], "node counts"),
+        (["whatif", "--system", "a100", "--vary", "nodes=1.5"], "must be a whole number"),
         (["whatif", "--system", "a100"], "vary"),
         (["calibrate", "--measurements", "nonesuch.csv", "--system", "a100", "--out", "x.toml"], "no such"),
     ],
