@@ -1,8 +1,10 @@
 """Collective expansion: a lowered step's collectives become NCCL-style channels and flows.
 
-One concept per module: :mod:`.channels` (how many, which NIC), :mod:`.ringsearch`
-(ring orders inside a node), :mod:`.ring`, :mod:`.tree`, :mod:`.nvls` and :mod:`.collnet`
-(each algorithm's traffic), :mod:`.protocols` (LL, LL128, Simple), :mod:`.pipeline`
+One concept per module: :mod:`.algorithms` (one object per NCCL algorithm behind one
+interface, and their registry: whether it runs, its channels, latency, pipeline, caps and
+baseline), :mod:`.channels` (how many, which NIC), :mod:`.ringsearch` (ring orders inside a
+node), :mod:`.ring`, :mod:`.tree`, :mod:`.nvls` and :mod:`.collnet` (the hops of each
+algorithm's traffic), :mod:`.protocols` (LL, LL128, Simple), :mod:`.pipeline`
 (chunks and windows), :mod:`.latency`, :mod:`.transports` and :mod:`.nccl_tables` (NCCL's
 tuning model, its figures and the network step), :mod:`.pattern` (the flows),
 :mod:`.volumes` (buffer sizes), :mod:`.shapes`, :mod:`.structure`, :mod:`.choice` and

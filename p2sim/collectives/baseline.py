@@ -24,7 +24,7 @@ from itertools import groupby
 from ..topology import Topology
 from .ring import chain_pairs, ring_factor
 
-__all__ = ["baseline_seconds"]
+__all__ = ["baseline_seconds", "ring_baseline", "tree_baseline"]
 
 BASE_S = 8.4e-6  # NCCL's base latency of the Simple protocol
 
@@ -45,20 +45,36 @@ def _bottleneck(topo: Topology, pairs: list[tuple[int, int]]) -> float:
     return min(float(topo.capacity[list(topo.route(a, b).edges)].min()) for a, b in pairs)
 
 
-def baseline_seconds(topo: Topology, op: str, members: Iterable[int], nbytes: float, algo: str) -> float:
-    """Uncontended time of ``op`` over ``members`` by the link-bottleneck formulas (tree: AllReduce only)."""
+def tree_baseline(topo: Topology, op: str, members: Iterable[int], nbytes: float) -> float:
+    """Uncontended time of an AllReduce over ``members`` on one chain-plus-double-binary-tree."""
     members = list(members)
     n = len(members)
     segs = [list(s) for _, s in groupby(sorted(members), key=topo.node_of)]
     nodes = len(segs)
-    if algo == "tree" and op == "AllReduce":
-        pairs = [(c, p) for seg in segs for c, p in zip(seg[1:], seg)]
-        heads = [s[0] for s in segs]
-        pairs += [(heads[i], heads[i + 1]) for i in range(len(heads) - 1)]
-        both = pairs + [(b, a) for a, b in pairs]
-        lat = _latency(topo, both, op, n, nodes, True, max(len(s) for s in segs))
-        return lat + nbytes * 2.0 / _bottleneck(topo, both)  # tree algorithm bandwidth = half the bus bandwidth
+    pairs = [(c, p) for seg in segs for c, p in zip(seg[1:], seg)]
+    heads = [s[0] for s in segs]
+    pairs += [(heads[i], heads[i + 1]) for i in range(len(heads) - 1)]
+    both = pairs + [(b, a) for a, b in pairs]
+    lat = _latency(topo, both, op, n, nodes, True, max(len(s) for s in segs))
+    return lat + nbytes * 2.0 / _bottleneck(topo, both)  # tree algorithm bandwidth = half the bus bandwidth
+
+
+def ring_baseline(topo: Topology, op: str, members: Iterable[int], nbytes: float) -> float:
+    """Uncontended time of ``op`` over ``members`` on one ring in index order."""
+    members = list(members)
+    n = len(members)
+    segs = [list(s) for _, s in groupby(sorted(members), key=topo.node_of)]
+    nodes = len(segs)
     pairs = chain_pairs(op, sorted(members), members[0])
     chans = 1 if nodes < 2 else max(1, len({topo.nic_of(m) for m in segs[0]}))
     lat = _latency(topo, pairs, op, n, nodes, False, 0)
     return lat + nbytes * ring_factor(op, n) / (_bottleneck(topo, pairs) * chans)
+
+
+def baseline_seconds(topo: Topology, op: str, members: Iterable[int], nbytes: float, algo: str) -> float:
+    """Uncontended time of ``op`` over ``members`` by the link-bottleneck formulas of algorithm ``algo``
+    (:meth:`Algorithm.baseline <p2sim.collectives.algorithms.base.Algorithm.baseline>`: a tree's for an
+    AllReduce, else a ring's)."""
+    from .algorithms import algorithm  # here: the algorithms build on this module's formulas
+
+    return algorithm(algo).baseline(topo, op, members, nbytes)[0]

@@ -34,14 +34,13 @@ from ..topology import Topology
 from ..topology.settings import ModelRates
 from ..util.errors import InputError
 from .channels import Segment, channel_count, segments
+from .algorithms import algorithm
 from .choice import ALGO_CHOICES, ALGORITHMS, Choice, check_algo
-from .collnet import collnet_heads
 from .latency import collective_latency, step_latencies
-from .nccl_tables import NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN
 from .bound import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
 from .pattern import Collective, Flow
-from .pipeline import chunk_size, in_flight, step_bound, window
-from .protocols import channel_cap_gbps, collective_cap_gbps, link_share, tuning_share
+from .pipeline import in_flight, step_bound, window
+from .protocols import collective_cap_gbps, tuning_share
 from .shapes import Shared, ShapeMemo
 from .structure import Structure, Structures, moved_collective
 
@@ -63,15 +62,9 @@ NET_RATE_DEFAULTS = {"ib": math.inf, "roce": math.inf, "efa": math.inf, "cxi": m
 TCP_TRANSPORTS = ("socket", "tcpx")  # transports whose connections are TCP streams
 SOCKET_TASK = 65536  # NCCL_SOCKET_MIN_TASKSIZE: the least a socket stream carries of a step (net_socket.cc)
 
-# NCCL's threads per channel and bytes per thread before it adds a channel
-# (maxThreads and NCCL_*_THREAD_THRESHOLD in src/graph/tuning.cc, src/include/comm.h)
-_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
-_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
-
-
 def net_rate_gbps(topo: Topology, algo: str, rates: ModelRates) -> float:
     """The per-channel network rate of ``algo`` (GB/s): calibrated or file value, else the transport's."""
-    v = rates.tree_net_rate if algo in ("tree", "nvls_tree") else rates.ring_net_rate
+    v = rates.tree_net_rate if algorithm(algo).tree_rates else rates.ring_net_rate
     return v if v is not None else NET_RATE_DEFAULTS[topo.spec.nccl.transport]
 
 
@@ -152,33 +145,15 @@ class Expander(ShapeMemo, Structures, Choice):
         return hit
 
     def _compute_settings(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
-        full = self.channels(members)
-        if algo in ("nvls", "nvls_tree"):  # fewer on Blackwell inside one NVLink domain (nvls.cc)
-            one = len(segments(self.topo, members)) == 1
-            used = (NVLS_CHANNELS_ONE_DOMAIN if one else NVLS_CHANNELS)[self.arch]
-        elif algo == "collnet_direct":  # one channel per head (NCCL's collnet graph)
-            used = len(collnet_heads(self.topo, segments(self.topo, members)[0]))
-        elif algo == "collnet_chain":  # NCCL adds half again to saturate the GPUs' links (connect.cc)
-            used = min(64, full + full // 2)
-        else:
-            # NCCL drops channels while each would get less than threads x threshold bytes
-            per = _THREADS[proto] * _THRESHOLD[proto] * (len(members) if proto == "LL" and algo == "ring" else 1)
-            used = max(1, min(full, int(nbytes // per)))
+        a = algorithm(algo)
+        used = a.channels_used(self.topo, proto, members, self.channels(members), nbytes)
         nodes = len({m // self.topo.gpus_per_node for m in members})
-        share = link_share(algo, proto, op, nodes, nbytes, self.arch)
+        share = a.link_share(proto, op, nodes, nbytes, self.arch)
         plateau = nbytes / (used * len(members)) >= 64  # see latency.collective_latency
         # the pipeline's chunk (pipeline.py): the window it allows binds medium sizes
-        heads = self._heads(algo, members)
-        chunk = chunk_size(algo, proto, op, nbytes / used, len(members), self.topo.spec.nccl, heads, nodes)
+        heads = a.heads(self.topo, members)
+        chunk = a.chunk_size(proto, op, nbytes / used, len(members), self.topo.spec.nccl, heads, nodes)
         return used, round(share, 12), plateau, chunk
-
-    def _heads(self, algo: str, members: tuple[int, ...]) -> int:
-        """NVLS's and CollNet Direct's heads (the chunk shrinks with few chunks per head), else 1."""
-        if algo in ("nvls", "nvls_tree"):
-            return max(len(s.members) for s in segments(self.topo, members))
-        if algo == "collnet_direct":
-            return len(collnet_heads(self.topo, segments(self.topo, members)[0]))
-        return 1
 
     def collective(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> Collective:
         """The collective ``op`` over ``members`` with this algorithm and protocol, for ``nbytes``."""
@@ -261,7 +236,7 @@ class Expander(ShapeMemo, Structures, Choice):
 
     def _structure_of(self, algo: str, op: str, members: tuple[int, ...], local: tuple[int, ...], where: object,
                       used: int, share: float) -> Structure:
-        skey = (algo, op, local, where, used, share if algo in ("nvls", "nvls_tree") else None)
+        skey = (algo, op, local, where, used, share if algorithm(algo).share_in_hops else None)
         st = self._structures.get(skey)
         if st is None:  # the hops do not depend on the protocol: built once for all three
             st = self._structure(algo, op, members, segments(self.topo, members), used, share)
@@ -274,11 +249,11 @@ class Expander(ShapeMemo, Structures, Choice):
                share: float, nbytes: float, chunk: int) -> tuple[Collective, float, tuple, tuple, tuple]:
         """The collective as NCCL's model sees it (no pipeline window, no launch cost), its algorithm
         bandwidth, and what :meth:`_finish` adds to it (per-step latencies, transport, latency args)."""
-        topo, nodes = self.topo, st.nodes
-        if algo in ("nvls", "nvls_tree"):
+        topo, nodes, a = self.topo, st.nodes, algorithm(algo)
+        if a.share_in_hops:
             share = 1.0  # NVLS's efficiency is in its hops' overhead
         net = min(net_rate_gbps(topo, algo, self.rates), self._stream_cap(algo, proto, op, chunk)) * GB
-        ch_cap = channel_cap_gbps(algo, proto, nodes, self.arch, self._channel_rate(algo)) * GB
+        ch_cap = a.channel_cap(proto, nodes, self.arch, self._channel_rate(algo)) * GB
         nccl = topo.spec.nccl
         transport = (nccl.transport, self.rates.step_latency if self.rates.step_latency is not None
                      else nccl.step_latency)
@@ -321,7 +296,7 @@ class Expander(ShapeMemo, Structures, Choice):
         cost = (self.rates.step_cost or 0.0) * 1e-6
         if st.nodes == 1 and cost <= 0:
             return flows
-        per_hop = st.bus if algo == "ring" else 1.0  # a ring channel moves its share x bus factor per hop
+        per_hop = st.bus if algorithm(algo).per_hop_bus else 1.0  # a ring channel: its share x bus factor per hop
         out = []
         for f in flows:
             beta = rate * f.share * per_hop / f.channels  # a channel's bytes per second on its links
@@ -344,4 +319,4 @@ class Expander(ShapeMemo, Structures, Choice):
         return r * min(nccl.socket_streams, max(1, math.ceil(step / SOCKET_TASK)))
 
     def _channel_rate(self, algo: str) -> float | None:
-        return self.rates.tree_channel_rate if algo in ("tree", "nvls_tree") else self.rates.ring_channel_rate
+        return self.rates.tree_channel_rate if algorithm(algo).tree_rates else self.rates.ring_channel_rate

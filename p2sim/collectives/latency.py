@@ -30,9 +30,9 @@ Examples
 
 from __future__ import annotations
 
-import math
-
-from .nccl_tables import COLLNET_ARITY_US, NET_OVERHEAD_US, base_latency, hw_latency
+from .algorithms import algorithm
+from .algorithms.ring import ring_steps
+from .nccl_tables import hw_latency
 from .transports import network_step_us
 
 __all__ = ["collective_latency", "ring_steps", "step_latencies"]
@@ -40,22 +40,15 @@ __all__ = ["collective_latency", "ring_steps", "step_latencies"]
 US = 1e-6
 
 
-def ring_steps(op: str, ranks: int, nodes: int) -> tuple[int, int]:
-    """(nsteps, nInter) of a ring collective."""
-    if op == "AllReduce":
-        return 2 * (ranks - 1), 2 * (nodes - 1)
-    return ranks - 1, nodes - 1
-
-
 def step_latencies(algo: str, proto: str, ranks: int, nodes: int, intra_hw: str, intra_route: float,
                    inter_route: float, transport: str | None = None, step_us: float | None = None
                    ) -> tuple[float, float]:
     """One step's latency (s) inside a node and across the network: NCCL's per-step figure plus the
     route's own latency (the network's twice for Simple, as NCCL counts its plugin's latency for the
-    receive flush); the network step is the transport's (:mod:`.transports`)."""
+    receive flush); the network step is the transport's (:mod:`.transports`), the one NCCL charges the
+    algorithm (:meth:`~p2sim.collectives.algorithms.base.Algorithm.network_step`)."""
     intra = hw_latency(intra_hw, algo, proto) * US + intra_route
-    # with one GPU per node every step is exposed: NCCL charges the tree's network latency
-    net_algo = "tree" if ranks == nodes and algo in ("ring", "tree", "collnet_direct", "collnet_chain") else algo
+    net_algo = algorithm(algo).network_step(ranks, nodes)
     inter = network_step_us(transport, net_algo, proto, step_us) * US + inter_route * (2 if proto == "Simple" else 1)
     return intra, inter
 
@@ -65,34 +58,7 @@ def collective_latency(algo: str, proto: str, op: str, ranks: int, nodes: int, i
                        transport: str | None = None, step_us: float | None = None, launch_us: float = 0.0) -> float:
     """Start-up latency in seconds (route latencies in seconds): NCCL's own model with ``transport``
     ``None``, else with the transport's network step (:mod:`.transports`); ``launch_us`` is a
-    per-collective cost NCCL's model leaves out (calibration fits it; 0 by default)."""
+    per-collective cost NCCL's model leaves out (calibration fits it; 0 by default).  The formula is
+    the algorithm's (:meth:`~p2sim.collectives.algorithms.base.Algorithm.latency`)."""
     intra, inter = step_latencies(algo, proto, ranks, nodes, intra_hw, intra_route, inter_route, transport, step_us)
-    return launch_us * US + _latency(algo, proto, op, ranks, nodes, intra, inter, nbytes, channels, arch)
-
-
-def _latency(algo: str, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
-             channels: int, arch: str) -> float:
-    base = base_latency(algo, proto) * US
-    if algo == "ring":
-        if op in ("Broadcast", "Reduce"):
-            lat = base + (intra if nodes == 1 else inter)
-        else:
-            nsteps, ninter = ring_steps(op, ranks, nodes)
-            if nodes > 1:
-                intra = max(intra, NET_OVERHEAD_US * (3 if proto == "Simple" else 1) * US)
-            lat = base + (nsteps - ninter) * intra + ninter * inter
-        if (proto == "Simple" and nodes > 1 and op == "AllReduce"
-                and nbytes / (max(channels, 1) * ranks) >= 64):
-            lat *= 1.9 if arch == "volta" else 1.4
-        return lat
-    if algo == "collnet_direct":
-        local = ranks // nodes - 1
-        return base + 2 * (min(1, local) * intra + local * COLLNET_ARITY_US * US) + inter
-    if algo == "collnet_chain":
-        return base + 2 * (ranks // nodes - 1) * intra + inter
-    depth = int(math.log2(nodes)) if nodes > 1 else 0  # NCCL's log2i: floor
-    if algo == "tree":
-        return base + 2 * ((ranks // nodes - 1) * intra + depth * inter)
-    if algo == "nvls":
-        return intra + (inter if nodes > 1 else 0.0)
-    return base + intra + 2 * depth * inter  # nvls_tree
+    return launch_us * US + algorithm(algo).latency(proto, op, ranks, nodes, intra, inter, nbytes, channels, arch)

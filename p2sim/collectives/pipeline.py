@@ -44,34 +44,16 @@ from __future__ import annotations
 import math
 
 from ..topology.settings import NcclSettings
-from .nccl_tables import LL128_STEP_DATA, LL_STEP_DATA, NCCL_STEPS
+from .algorithms import algorithm
+from .algorithms.ring import RING_OPS, SIMPLE_SLICES
 
 __all__ = ["chunking", "chunk_size", "in_flight", "window", "step_bound", "RING_OPS", "SIMPLE_SLICES"]
 
-RING_OPS = ("AllReduce", "ReduceScatter", "AllGather")  # ring patterns with one chunk per rank per loop
-SIMPLE_SLICES = 2  # slices per chunk of a Simple ring: CHUNKSTEPS / SLICESTEPS (collectives.h)
-
 
 def chunking(algo: str, proto: str, op: str, nccl: NcclSettings, nodes: int) -> int:
-    """NCCL's largest chunk (bytes of data) for this pattern and protocol (``nodes``: NVLink domains)."""
-    if proto == "LL":
-        return LL_STEP_DATA
-    if proto == "LL128":
-        return LL128_STEP_DATA
-    if algo == "nvls":
-        return nccl.nvls_chunksize
-    if algo == "nvls_tree":  # nvls.cc: the tree's cap is 64 KiB from 4 nodes unless set
-        cap = nccl.nvlstree_max_chunksize
-        return min(nccl.nvls_chunksize, cap if cap is not None else 65536 if nodes >= 4 else nccl.nvls_chunksize)
-    step = nccl.buffsize // NCCL_STEPS
-    if algo == "ring" and op in RING_OPS:
-        return step * (NCCL_STEPS // 2)  # CHUNKSTEPS = NCCL_STEPS / 2 (collectives.h)
-    return step
-
-
-# calcCollChunking's halvings for small sizes: (below this many chunks per head, down to this size)
-_SHRINK = {"nvls": ((64, 65536), (8, 32768), (2, 16384)),
-           "nvls_tree": ((32, 262144), (16, 131072), (4, 65536), (1, 32768))}
+    """NCCL's largest chunk (bytes of data) for this pattern and protocol (``nodes``: NVLink domains):
+    :meth:`~p2sim.collectives.algorithms.base.Algorithm.chunking`."""
+    return algorithm(algo).chunking(proto, op, nccl, nodes)
 
 
 def chunk_size(algo: str, proto: str, op: str, channel_bytes: float, ranks: int, nccl: NcclSettings, heads: int,
@@ -80,23 +62,14 @@ def chunk_size(algo: str, proto: str, op: str, channel_bytes: float, ranks: int,
 
     ``channel_bytes`` is a channel's share of the buffer; a ring cuts it into one chunk per rank
     (``ranks``); NVLS and NVLS-Tree cut their chunk while a channel holds few chunks per head
-    (``heads``).
+    (``heads``): :meth:`~p2sim.collectives.algorithms.base.Algorithm.chunk_size`.
     """
-    chunk = chunking(algo, proto, op, nccl, nodes)
-    if algo == "ring" and op in RING_OPS:
-        chunk = min(chunk, math.ceil(channel_bytes / ranks))
-    elif algo in _SHRINK and proto == "Simple":
-        for below, size in _SHRINK[algo]:
-            if channel_bytes < below * heads * chunk and chunk > size:
-                chunk = size
-    return max(1, min(chunk, math.ceil(channel_bytes)))
+    return algorithm(algo).chunk_size(proto, op, channel_bytes, ranks, nccl, heads, nodes)
 
 
 def in_flight(algo: str, proto: str, op: str, chunk: int) -> tuple[float, float]:
     """Bytes a connection has in flight and what a receiver holds before it frees a slot."""
-    if algo == "ring" and op in RING_OPS and proto == "Simple":
-        return 2.0 * chunk, chunk / SIMPLE_SLICES  # two chunks of two slices in the 8 slots
-    return float(NCCL_STEPS * chunk), float(chunk)
+    return algorithm(algo).in_flight(proto, op, chunk)
 
 
 def step_bound(algo: str, proto: str, op: str, chunk: int, cost: float, beta: float) -> float:
@@ -116,8 +89,8 @@ def window(algo: str, proto: str, op: str, chunk: int, sigma: float, beta: float
     """The most bytes per second one channel moves over a hop, given its chunk, the per-step
     latency ``sigma`` (s), its rate on the links ``beta`` (bytes/s; ``inf`` if unbounded) and its
     share of the buffer (a pipeline whose chunks all fit in flight never waits for a slot)."""
-    flight, unit = in_flight(algo, proto, op, chunk)
-    ring = algo == "ring" and op in RING_OPS  # a ring's ranks send chunk after chunk: always a stream
-    if sigma <= 0 or (not ring and channel_bytes <= flight):
+    a = algorithm(algo)
+    flight, unit = a.in_flight(proto, op, chunk)
+    if sigma <= 0 or (not a.streams(op) and channel_bytes <= flight):  # a ring's ranks always stream
         return math.inf
     return flight / (2 * sigma + unit / beta)

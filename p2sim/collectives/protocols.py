@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import math
 
-from .nccl_tables import (PROTOS, ll_max_bw, nvls_efficiency, per_channel_nvls_tree_bw, per_channel_ring_ll128_bw,
-                          per_channel_tree_bw, per_channel_tree_ll128_bw, tree_correction)
+from .algorithms import algorithm
+from .algorithms.tree import TREE_SHARE
+from .nccl_tables import PROTOS, ll_max_bw
 
 __all__ = ["PROTOS", "TREE_SHARE", "tuning_share", "link_share", "channel_cap_gbps", "collective_cap_gbps", "check_proto", "PROTO_CHOICES"]
 
@@ -41,52 +42,26 @@ def check_proto(text: str) -> str:
     raise InputError(f"proto: {text!r} is not one of {', '.join(PROTO_CHOICES)}")
 
 
-# NCCL's tuning model puts a tree AllReduce at 92% of its links' rate (tuning.cc: "busBw =
-# std::min(busBw * .92, nChannels * perChMaxTreeBw)").  Unlike LL's and LL128's shares it stands for
-# no bytes on the wire (a tree's hops carry data only), so it is NCCL's choice that it shapes:
-# p2sim applies it to the estimate NCCL chooses by (tuning_share), not to the tree's links.
-TREE_SHARE = 0.92
-
-
 def tuning_share(algo: str, op: str) -> float:
-    """The extra share of the links' rate NCCL's model (not the wire) gives this algorithm."""
-    return TREE_SHARE if algo == "tree" and op == "AllReduce" else 1.0
+    """The extra share of the links' rate NCCL's model (not the wire) gives this algorithm
+    (:meth:`~p2sim.collectives.algorithms.base.Algorithm.tuning_share`; a tree AllReduce's :data:`TREE_SHARE`)."""
+    return algorithm(algo).tuning_share(op)
 
 
 def link_share(algo: str, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
-    """The share of the links' rate a collective of this algorithm and protocol achieves."""
-    if algo in ("nvls", "nvls_tree"):
-        return nvls_efficiency(arch)
-    if algo in ("collnet_direct", "collnet_chain"):
-        return 1.0  # Simple only; CollNet Direct's efficiency is in its hops' overhead
-    if algo == "ring":
-        return {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}[proto]
-    share = 1.0  # a tree AllReduce (NCCL's 92% is a tuning figure: tuning_share)
-    if proto == "LL":
-        share /= 3.8
-    elif proto == "LL128":
-        share *= 7.0 / 9.0 if nodes == 1 else 120.0 / 128.0
-    return share * tree_correction(proto, nbytes)
+    """The share of the links' rate a collective of this algorithm and protocol achieves
+    (:meth:`~p2sim.collectives.algorithms.base.Algorithm.link_share`)."""
+    return algorithm(algo).link_share(proto, op, nodes, nbytes, arch)
 
 
 def channel_cap_gbps(algo: str, proto: str, nodes: int, arch: str, configured: float | None) -> float:
     """Bus bandwidth (GB/s) one graph channel can reach on the GPU side (``inf``: no cap).
 
     ``configured`` is the system file's (or calibration's) ``*_channel_rate``; it
-    replaces NCCL's Simple-protocol figure.
+    replaces NCCL's Simple-protocol figure
+    (:meth:`~p2sim.collectives.algorithms.base.Algorithm.channel_cap`).
     """
-    if algo == "ring":
-        if proto == "LL128":
-            return per_channel_ring_ll128_bw(arch, nodes)
-        return configured if configured is not None else math.inf
-    if algo == "tree":
-        if proto == "LL128":
-            return per_channel_tree_ll128_bw(arch, nodes)
-        return configured if configured is not None else per_channel_tree_bw(arch, nodes)
-    if algo == "nvls_tree":
-        cap = per_channel_nvls_tree_bw(arch, nodes)
-        return cap if cap > 0 else math.inf
-    return math.inf
+    return algorithm(algo).channel_cap(proto, nodes, arch, configured)
 
 
 def collective_cap_gbps(proto: str, nodes: int, arch: str) -> float:

@@ -4,9 +4,10 @@
 hop table, link loads, channels and the most bytes a node sends into the network, and the
 slowest routes inside and between nodes -- built once per algorithm and shared by the three
 protocols.  :class:`Structures` is the part of :class:`~p2sim.collectives.expand.Expander` that
-builds them (ring searches, ring mixes, trees, NVLS, CollNet), and :func:`moved_collective`,
+builds them (ring searches and mixes; each algorithm's hops are its object's
+:meth:`~p2sim.collectives.algorithms.base.Algorithm.structure`), and :func:`moved_collective`,
 :func:`merge_flows` the helpers that move a collective between nodes and merge identical
-channels.  Imports the topology layer and the collectives' pattern modules only.
+channels.  Imports the topology layer, the collectives' pattern modules and the algorithms.
 """
 
 from __future__ import annotations
@@ -18,14 +19,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..topology import Topology
+from .algorithms import algorithm
 from .channels import Segment
-from .collnet import collnet_chain_tables, collnet_direct_tables
-from .nccl_tables import COLLNET_DIRECT_EFFICIENCY
-from .nvls import nvls_table, nvls_tree_tables
 from .pattern import Collective, Flow, HopTable, MovedHops
-from .ring import ring_factor, ring_tables
 from .ringsearch import best_rings, ring_throughput
-from .tree import tree_tables
 
 __all__ = ["Structure", "Structures", "max_sent_to_net", "moved_collective", "merge_flows", "free_segment"]
 
@@ -112,39 +109,11 @@ class Structures:
 
     def _structure(self, algo: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
                    share: float) -> Structure:
-        topo, n = self.topo, len(members)
+        topo = self.topo
         nodes = len(segs)
         mix = self._ring_mix(segs)
         free = {s.node: len(mix[s.node]) == 1 and free_segment(topo, s) for s in segs}
-        if algo == "ring":
-            bus = ring_factor(op, n)
-            pairs = max(1, used // 2)
-            groups = ring_tables(topo, op, members, segs, mix, free, pairs)
-            per_flow = [used] if nodes == 1 else [2] * len(groups)
-            graph = [max(1, c // 2) for c in per_flow]
-        elif algo == "tree":
-            bus = 2.0  # NCCL: a tree's busBw is twice its algorithm bandwidth
-            graph_channels = max(1, used // 2)
-            groups = tree_tables(topo, segs, mix, graph_channels)
-            per_flow = [2] * len(groups)
-            graph = [1] * len(groups)
-        elif algo == "nvls":
-            bus = ring_factor(op, n)
-            groups = [nvls_table(topo, op, segs[0], self._nvls_switches(segs)[0], share)]
-            per_flow, graph = [used], [used]
-        elif algo == "nvls_tree":
-            bus = ring_factor(op, n)
-            groups = nvls_tree_tables(topo, segs, self._nvls_switches(segs), share)
-            per_flow = [max(1, used // len(groups))] * len(groups)
-            graph = [1] * len(groups)
-        elif algo == "collnet_direct":
-            bus = 2.0  # as a tree's: NCCL's algorithm bandwidth is half the bus bandwidth
-            groups = collnet_direct_tables(topo, segs, 1.0 / COLLNET_DIRECT_EFFICIENCY[self.arch])
-            per_flow, graph = [1] * len(groups), [1] * len(groups)
-        else:  # collnet_chain
-            bus = 2.0
-            groups = collnet_chain_tables(topo, segs, mix, used)
-            per_flow, graph = [1] * len(groups), [1] * len(groups)
+        bus, groups, per_flow, graph = algorithm(algo).structure(topo, op, members, segs, mix, free, used, share)
         groups, per_flow, graph = merge_flows(groups, per_flow, graph)
         lats = [t.route_latencies(topo.latency) for t in groups]
         return Structure(tuple(groups), tuple(t.load() for t in groups), tuple(per_flow), tuple(graph),

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..util.errors import MeasurementError
 from ..topology import find_spec
+from ..collectives.algorithms import REGISTRY
 from ..collectives.expand import TCP_TRANSPORTS
 from ..collectives.transports import network_step_us
 from ..topology.settings import LATENCY_FIELDS, ModelRates
@@ -203,8 +204,7 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     if not mine and not singles:
         raise MeasurementError(f"calibrate: no measurements of system {system!r}")
     spec = base if base is not None else find_spec(system)
-    algos = sorted({"tree" if r.algo in ("tree", "nvls_tree") else "ring" for r in mine}
-                   | {"tree" if r.algo in ("tree", "nvls_tree", "auto") else "ring" for r in singles}
+    algos = sorted({_rates_read(r.algo) for r in mine} | {_rates_read(r.algo, auto="tree") for r in singles}
                    | ({"ring"} if singles else set()))
     groups = groups_of(mine)
     evaluations = 0
@@ -351,6 +351,15 @@ def _scan_latencies(fun, x: np.ndarray, first: int, count: int) -> np.ndarray:
                 best, keep = cost, trial
         x = keep
     return x
+
+
+def _rates_read(algo: str, auto: str = "ring") -> str:
+    """Whose calibrated rates (``tree_*`` or ``ring_*``) runs of setting ``algo`` read: the forced algorithm's
+    (:attr:`Algorithm.tree_rates <p2sim.collectives.algorithms.base.Algorithm.tree_rates>`), ``auto``'s for
+    NCCL's own choice, the ring's for anything else (``collnet``)."""
+    if algo in REGISTRY:
+        return "tree" if REGISTRY[algo].tree_rates else "ring"
+    return auto if algo == "auto" else "ring"
 
 
 def _latency_start(spec: SystemSpec, field: str) -> float:

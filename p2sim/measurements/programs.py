@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..util.algorithms import BOTH
 from ..util.errors import MeasurementError, P2SimError
 from ..formalism.hierarchy import Lowering, Order, reduce_axes_of
 from ..util.fileio import read_text
@@ -129,8 +130,8 @@ def _check_layout(src: str, line: int, system: str, nodes: int, axes: tuple[int,
 
 
 def _algo(src: str, line: int, raw: Any) -> str:
-    if raw not in ("ring", "tree"):
-        raise _fail(src, line, "algo", f"{raw!r} is not ring or tree")
+    if raw not in BOTH:  # P2 forced one of its pair of algorithms
+        raise _fail(src, line, "algo", f"{raw!r} is not {' or '.join(BOTH)}")
     return raw
 
 

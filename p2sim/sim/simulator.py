@@ -35,8 +35,8 @@ import numpy as np
 
 from ..util.arrays import unique_inverse
 from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
+from ..collectives.algorithms import FALLBACK, baseline_algorithm, forced_algorithms
 from ..collectives.choice import serves
-from ..collectives.baseline import baseline_seconds
 from ..collectives.bound import Bound, collective_bound
 from ..util.errors import InputError, ProgramError, SemanticsError
 from ..formalism.hierarchy import LoweredStep, Lowering
@@ -142,7 +142,7 @@ class Simulator:
         available", enqueue.cc).  A step whose collective the algorithm does not have at all runs as a ring
         (P2's NCCL_ALGO=Tree runs, docs/model.md); a command whose collectives it has none of is refused
         before (:func:`p2sim.collectives.choice.serves`)."""
-        if self.algo in ("auto", "ring", "tree"):  # rings and trees run any group of a collective they serve
+        if all(a.any_group for a in forced_algorithms(self.algo)):  # rings and trees run any group they serve
             return
         for n, (ins, step) in enumerate(zip(program.instructions, steps), 1):
             op = step.op.value
@@ -163,6 +163,11 @@ class Simulator:
                 raise InputError(f"algo: {self.algo} cannot run step {n} {ins.text} of {program.text!r}: "
                                  f"{self._refused[key]}")
 
+    def _step_algo(self, op: str) -> str:
+        """The setting a step's results are kept under: a forced algorithm that lacks the step's collective
+        runs it as a ring (Expander.choose: NCCL's ring backup), so it shares the ring's results."""
+        return self.algo if serves(self.algo, op) else FALLBACK.name
+
     def _digest(self, value: LoweredStep | tuple[float, ...]) -> bytes:
         """A 160-bit digest of a lowered step or of its groups' buffer fractions, computed once per
         object (the lowering hands out the same objects again and again): the shared step
@@ -182,7 +187,7 @@ class Simulator:
 
     def _step(self, step: LoweredStep, fractions: tuple[float, ...], nbytes: float, bound: bool = False):
         """:meth:`step` (or :meth:`step_bound`) of a lowered step and its groups' buffer fractions."""
-        algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
+        algo = self._step_algo(step.op.value)
         key = (bound, algo, self._digest(step), self._digest(fractions), nbytes)
         hit = self._steps.get(key)
         if hit is None:
@@ -192,9 +197,7 @@ class Simulator:
 
     def step(self, step: LoweredStep, volumes: Sequence[float]) -> StepResult:
         """One lowered step with each group's buffer in bytes (cached)."""
-        # NCCL has trees for AllReduce only: a forced tree runs any other collective as a ring
-        # (Expander.choose, baseline_seconds), so the two settings share those steps
-        algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
+        algo = self._step_algo(step.op.value)
         key = (algo, step.op, step.groups, tuple(volumes))
         hit = self._steps.get(key)
         if hit is None:
@@ -229,7 +232,7 @@ class Simulator:
         ulps (and the engine's completion slack, 1e-9 of a flow) below the bound; callers
         compare with a relative margin (:data:`BOUND_SLACK`).
         """
-        algo = "ring" if self.algo == "tree" and step.op.value != "AllReduce" else self.algo
+        algo = self._step_algo(step.op.value)
         key = ("bound", algo, step.op, step.groups, tuple(volumes))
         hit = self._steps.get(key)
         if hit is None:
@@ -313,9 +316,9 @@ class Simulator:
         gpn = self.topo.gpus_per_node  # node_of(d) is d // gpus_per_node
         spanned = max(len({d // gpn for d in g}) for g in step.groups)
         if self.model == "baseline":
-            algo = self.algo if self.algo in ("ring", "tree") else "ring"
-            seconds = max(baseline_seconds(self.topo, op, g, v, algo) for g, v in zip(step.groups, volumes))
-            used = "tree" if algo == "tree" and op == "AllReduce" else "ring"
+            base = baseline_algorithm(self.algo)
+            runs = [base.baseline(self.topo, op, g, v) for g, v in zip(step.groups, volumes)]
+            seconds, used = max(r[0] for r in runs), runs[0][1]
             return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes),
                               ((used, "Simple", 1),))
         if self.trace or len(step.groups) <= _FEW_GROUPS:  # every group's collective (the trace's tracks)

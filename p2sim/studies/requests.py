@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..collectives import check_algo, check_forced
-from ..util.algorithms import STUDY_CHOICES
+from ..util.algorithms import BOTH, STUDY_CHOICES
 from ..formalism.hierarchy import reduce_axes_of
 from ..formalism.naming import generic_levels
 from ..formalism.placement import check_sizes
@@ -117,7 +117,7 @@ def algorithms(text: str, topo: Topology | None = None, proto: str = "auto") -> 
     Given the topology, each forced algorithm that cannot run on it at all (CollNet without SHARP, NVLS on
     an A100) is refused before any work is announced."""
     t = check_algo(text, STUDY_CHOICES)
-    algos = ("ring", "tree") if t == "both" else (t,)
+    algos = BOTH if t == "both" else (t,)
     if topo is not None:
         for a in algos:
             check_forced(topo, a, proto)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Algorithm", "TABLE", "ALGORITHMS", "NCCL_ORDER", "COLLNET", "ALGO_CHOICES", "STUDY_CHOICES",
+__all__ = ["Algorithm", "TABLE", "ALGORITHMS", "NCCL_ORDER", "COLLNET", "BOTH", "ALGO_CHOICES", "STUDY_CHOICES",
            "algorithm", "by_nccl_name", "choices_text", "forced"]
 
 COLLECTIVES = ("AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce")
@@ -54,6 +54,7 @@ COLLNET = ("collnet_direct", "collnet_chain")
 # whichever NCCL's model prefers), both (P2's pair of forced runs, ring then tree; studies only)
 _SETTINGS = {"auto": "NCCL's choice per collective", "collnet": "either CollNet, NCCL's pick",
              "both": "ring and tree, each forced, as P2 ran them"}
+BOTH = ("ring", "tree")  # P2's forced runs: the setting ``both``, and the algorithms its CSV may name
 ALGO_CHOICES = ("auto",) + ALGORITHMS + ("collnet",)
 STUDY_CHOICES = ALGO_CHOICES + ("both",)
 

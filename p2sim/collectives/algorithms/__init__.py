@@ -1,0 +1,52 @@
+"""NCCL's algorithms, one object each behind one interface (:class:`~.base.Algorithm`), and their registry.
+
+:mod:`.ring` (:class:`Ring`), :mod:`.tree` (:class:`Tree`), :mod:`.nvls` (:class:`Nvls`),
+:mod:`.nvls_tree` (:class:`NvlsTree`), :mod:`.collnet_direct` (:class:`CollNetDirect`, and
+:class:`CollNet`, what both CollNets share) and :mod:`.collnet_chain` (:class:`CollNetChain`).
+:data:`REGISTRY` maps each name of :data:`p2sim.util.algorithms.ALGORITHMS` to its object; the rest of
+p2sim asks the objects, never tests a name.  Adding an algorithm: docs/architecture.md.
+
+Examples
+--------
+>>> algorithm("tree").tree_rates, algorithm("nvls").simple_only, [a.name for a in forced_algorithms("collnet")]
+(True, True, ['collnet_direct', 'collnet_chain'])
+>>> FALLBACK.name, forced_algorithms("auto")
+('ring', ())
+"""
+
+from __future__ import annotations
+
+from ...util.algorithms import ALGORITHMS, forced
+from .base import Algorithm
+from .collnet_chain import CollNetChain
+from .collnet_direct import CollNet, CollNetDirect
+from .nvls import Nvls
+from .nvls_tree import NvlsTree
+from .ring import Ring
+from .tree import Tree
+
+__all__ = ["Algorithm", "Ring", "Tree", "Nvls", "NvlsTree", "CollNet", "CollNetDirect", "CollNetChain",
+           "REGISTRY", "FALLBACK", "algorithm", "forced_algorithms", "baseline_algorithm"]
+
+REGISTRY: dict[str, Algorithm] = {a.name: a for a in (Ring(), Tree(), Nvls(), NvlsTree(), CollNetDirect(),
+                                                      CollNetChain())}
+assert tuple(REGISTRY) == ALGORITHMS, "the registry follows p2sim.util.algorithms' table"
+
+# NCCL's ring backup: what runs a collective a forced algorithm does not have (tuning.cc, NCCL 2.19-2.23)
+FALLBACK = REGISTRY["ring"]
+
+
+def algorithm(name: str) -> Algorithm:
+    """The object of algorithm ``name`` (one of :data:`~p2sim.util.algorithms.ALGORITHMS`)."""
+    return REGISTRY[name]
+
+
+def forced_algorithms(setting: str) -> tuple[Algorithm, ...]:
+    """The algorithms a setting lets NCCL use: none named for ``auto`` (NCCL's choice), both for ``collnet``."""
+    return () if setting == "auto" else tuple(REGISTRY[a] for a in forced(setting))
+
+
+def baseline_algorithm(setting: str) -> Algorithm:
+    """Whose link-bottleneck baseline a setting runs: the one algorithm it forces, else a ring's."""
+    algos = forced_algorithms(setting)
+    return algos[0] if len(algos) == 1 else FALLBACK

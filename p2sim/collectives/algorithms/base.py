@@ -1,0 +1,163 @@
+"""The interface every NCCL algorithm implements: :class:`Algorithm`.
+
+An algorithm object owns what p2sim knows of one of NCCL's algorithms: whether it can run
+(:meth:`~Algorithm.usable`, :meth:`~Algorithm.why_not_system`, :meth:`~Algorithm.why_not_group`), the
+channels it uses and their structure (:meth:`~Algorithm.channels_used`, :meth:`~Algorithm.heads`,
+:meth:`~Algorithm.structure`), its start-up latency (:meth:`~Algorithm.latency`,
+:meth:`~Algorithm.network_step`), its pipeline (:meth:`~Algorithm.chunking`,
+:meth:`~Algorithm.chunk_size`, :meth:`~Algorithm.in_flight`, :attr:`~Algorithm.streams`), its
+protocol caps (:meth:`~Algorithm.link_share`, :meth:`~Algorithm.tuning_share`,
+:meth:`~Algorithm.channel_cap`), which calibrated rates it reads (:attr:`~Algorithm.tree_rates`) and its
+analytic baseline (:meth:`~Algorithm.baseline`).  The defaults here are what most algorithms share (a
+ring's baseline, NCCL's thread-count rule for channels, no shrinking of chunks); each module overrides
+the rest.  Methods that need the system take its topology (its GPUs' generation is ``topo.spec.nccl.arch``).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from ...topology import Topology
+from ...topology.settings import NcclSettings
+from ...util.algorithms import Algorithm as Info
+from ...util.algorithms import algorithm as info_of
+from ..baseline import ring_baseline
+from ..channels import Segment
+from ..nccl_tables import LL128_STEP_DATA, LL_STEP_DATA, NCCL_STEPS
+from ..pattern import HopTable
+
+__all__ = ["Algorithm", "Layout", "THREADS", "THRESHOLD"]
+
+# NCCL's threads per channel and bytes per thread before it adds a channel
+# (maxThreads and NCCL_*_THREAD_THRESHOLD in src/graph/tuning.cc, src/include/comm.h)
+THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
+THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
+
+# what Algorithm.structure returns: the bus factor, and per channel group its hops, channels, graph channels
+Layout = tuple[float, list[HopTable], list[int], list[int]]
+
+
+class Algorithm(ABC):
+    """One of NCCL's algorithms behind one interface (see the module's text)."""
+
+    #: p2sim's name (a row of :data:`p2sim.util.algorithms.TABLE`); set by each subclass
+    name: str = ""
+    #: NCCL runs it with the Simple protocol only (tuning.cc: busBw = 0 for LL and LL128)
+    simple_only: bool = False
+    #: it reads the tree's calibrated rates (``tree_net_rate``, ``tree_channel_rate``), else the ring's
+    tree_rates: bool = False
+    #: it runs every group of a collective it serves (no group can be refused)
+    any_group: bool = False
+    #: its link share is in its hops' overhead: the structure depends on it, the flows' loads do not
+    share_in_hops: bool = False
+    #: a channel moves its share times the bus factor over each hop (a ring's pipeline)
+    per_hop_bus: bool = False
+    #: LL's channel threshold grows with the ranks (tuning.cc: a ring's LL threshold is per rank)
+    ll_per_rank: bool = False
+    #: calcCollChunking's halvings of a Simple chunk for small sizes: (below this many chunks per head,
+    #: down to this size), in order; none by default
+    shrink: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def info(self) -> Info:
+        """Its row of :mod:`p2sim.util.algorithms`' table (NCCL's name, enum index, collectives, help)."""
+        return info_of(self.name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    # -- whether it can run ---------------------------------------------------------
+    def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
+        """Whether NCCL may pick it for ``op`` over a group of these segments (the rule of the choice)."""
+        return op in self.info.collectives
+
+    def why_not_system(self, topo: Topology) -> str | None:
+        """Why no collective can run it on this system (GPUs, NVSwitch, fabric, settings, nodes), or None."""
+        return None
+
+    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
+        """Why this group (on a system where it can run, of a collective it serves) cannot run it, or None."""
+        return None
+
+    # -- channels and their structure ------------------------------------------------
+    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
+        """Channels NCCL runs for ``nbytes`` of ``full`` ring channels: it drops channels while each would get
+        less than threads x threshold bytes."""
+        per = THREADS[proto] * THRESHOLD[proto] * (len(members) if proto == "LL" and self.ll_per_rank else 1)
+        return max(1, min(full, int(nbytes // per)))
+
+    def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
+        """Its heads per channel (NVLS's, CollNet Direct's: the chunk shrinks with few chunks per head)."""
+        return 1
+
+    @abstractmethod
+    def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
+                  free: dict, used: int, share: float) -> Layout:
+        """Its channels' hops for this group: (bus factor, hop tables, channels and graph channels of each).
+        ``mix`` is each node's ring mix, ``free`` whether any ring order is as good in the node."""
+
+    # -- latency ---------------------------------------------------------------------
+    def network_step(self, ranks: int, nodes: int) -> str:
+        """Whose network step NCCL charges it: with one GPU per node every step is exposed, and NCCL charges
+        the tree's (tuning.cc)."""
+        return "tree" if ranks == nodes else self.name
+
+    @abstractmethod
+    def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
+                channels: int, arch: str) -> float:
+        """NCCL's start-up latency (s) from its per-step latencies ``intra`` and ``inter`` (s)."""
+
+    # -- pipeline --------------------------------------------------------------------
+    def streams(self, op: str) -> bool:
+        """Its ranks send chunk after chunk (a ring's pattern): the window binds however few the chunks."""
+        return False
+
+    def simple_chunk(self, op: str, nccl: NcclSettings, nodes: int) -> int:
+        """Its largest Simple chunk: one step of the buffer (NCCL_BUFFSIZE / NCCL_STEPS)."""
+        return nccl.buffsize // NCCL_STEPS
+
+    def chunking(self, proto: str, op: str, nccl: NcclSettings, nodes: int) -> int:
+        """NCCL's largest chunk (bytes of data) for this pattern and protocol (``nodes``: NVLink domains)."""
+        if proto == "LL":
+            return LL_STEP_DATA
+        if proto == "LL128":
+            return LL128_STEP_DATA
+        return self.simple_chunk(op, nccl, nodes)
+
+    def chunk_size(self, proto: str, op: str, channel_bytes: float, ranks: int, nccl: NcclSettings, heads: int,
+                   nodes: int = 1) -> int:
+        """The chunk NCCL moves for this size (bytes): :meth:`chunking`, cut while a channel holds few
+        chunks per head (:attr:`shrink`), never more than the channel's bytes."""
+        chunk = self.chunking(proto, op, nccl, nodes)
+        if proto == "Simple":
+            for below, size in self.shrink:
+                if channel_bytes < below * heads * chunk and chunk > size:
+                    chunk = size
+        return max(1, min(chunk, math.ceil(channel_bytes)))
+
+    def in_flight(self, proto: str, op: str, chunk: int) -> tuple[float, float]:
+        """Bytes a connection has in flight and what a receiver holds before it frees a slot: a chunk per
+        slot, NCCL_STEPS slots."""
+        return float(NCCL_STEPS * chunk), float(chunk)
+
+    # -- protocols -------------------------------------------------------------------
+    @abstractmethod
+    def link_share(self, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
+        """The share of the links' rate a collective of it with this protocol achieves."""
+
+    def tuning_share(self, op: str) -> float:
+        """The extra share of the links' rate NCCL's model (not the wire) gives it."""
+        return 1.0
+
+    def channel_cap(self, proto: str, nodes: int, arch: str, configured: float | None) -> float:
+        """Bus bandwidth (GB/s) one graph channel can reach on the GPU side (``inf``: no cap);
+        ``configured`` is the system file's (or calibration's) ``*_channel_rate``."""
+        return math.inf
+
+    # -- analytic baseline -----------------------------------------------------------
+    def baseline(self, topo: Topology, op: str, members: Sequence[int], nbytes: float) -> tuple[float, str]:
+        """The link-bottleneck reference (:mod:`p2sim.collectives.baseline`) and which formula gave it: a ring's,
+        unless the algorithm has its own."""
+        return ring_baseline(topo, op, members, nbytes), "ring"

@@ -1,0 +1,35 @@
+"""NCCL's CollNet Chain (``NCCL_ALGO=CollNetChain``): SHARP reductions in the network, each node's GPUs
+chained to one head (what both CollNets need: :class:`~.collnet_direct.CollNet`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...topology import Topology
+from ..channels import Segment
+from ..collnet import collnet_chain_tables
+from ..nccl_tables import base_latency
+from .base import Layout
+from .collnet_direct import CollNet
+
+__all__ = ["CollNetChain"]
+
+US = 1e-6
+
+
+class CollNetChain(CollNet):
+    """NCCL's CollNet Chain."""
+
+    name = "collnet_chain"
+
+    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
+        return min(64, full + full // 2)  # NCCL adds half again to saturate the GPUs' links (connect.cc)
+
+    def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
+                  free: dict, used: int, share: float) -> Layout:
+        groups = collnet_chain_tables(topo, segs, mix, used)
+        return 2.0, groups, [1] * len(groups), [1] * len(groups)
+
+    def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
+                channels: int, arch: str) -> float:
+        return base_latency(self.name, proto) * US + 2 * (ranks // nodes - 1) * intra + inter

@@ -1,0 +1,108 @@
+"""NCCL's CollNet Direct (``NCCL_ALGO=CollNetDirect``): SHARP reductions in the network, each GPU of a
+node a head that talks to the network directly.
+
+:class:`CollNet` holds what both CollNet algorithms share: AllReduce only, with Simple, over two nodes
+or more of at most eight GPUs each, on a fabric whose tiers all reduce (``[nccl] collnet``, by default
+where the fabric has SHARP), a SHARP tree over the nodes' NICs (:mod:`p2sim.collectives.collnet`).
+Direct also needs an NVSwitch in the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...topology import Topology
+from ..channels import Segment, segments
+from ..collnet import collnet_direct_tables, collnet_heads, collnet_possible
+from ..nccl_tables import COLLNET_ARITY_US, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, base_latency
+from .base import Algorithm, Layout
+
+__all__ = ["CollNet", "CollNetDirect"]
+
+US = 1e-6
+
+
+def _has_nvswitch(topo: Topology) -> bool:
+    return any(k == "nvswitch" for _, k in topo.spec.components)
+
+
+class CollNet(Algorithm):
+    """What NCCL's two CollNet algorithms share (see the module's text)."""
+
+    simple_only = True
+
+    def _group_ok(self, topo: Topology, segs: Sequence[Segment]) -> bool:
+        """CollNet enabled, two nodes or more, at most eight GPUs on each, a SHARP tree over the nodes
+        (``tuning.cc``, ``enqueue.cc``)."""
+        enabled = topo.spec.nccl.collnet
+        fabric = topo.fabric
+        if enabled is None:
+            enabled = fabric is not None and all(t.sharp for t in fabric.spec.tiers)
+        return (enabled and len(segs) >= 2 and max(len(s.members) for s in segs) <= COLLNET_MAX_LOCAL
+                and collnet_possible(topo, segs))
+
+    def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
+        return op in self.info.collectives and self._group_ok(topo, segs)
+
+    def why_not_system(self, topo: Topology) -> str | None:
+        topo = topo
+        nccl, system, fabric = topo.spec.nccl, topo.spec.name, topo.fabric
+        if nccl.collnet is False:
+            return f"{system} turns CollNet off ([nccl] collnet = false: NCCL_COLLNET_ENABLE=0)"
+        if fabric is None:
+            return (f"{system} has no SHARP tier: CollNet needs a network that reduces (a [fabric] whose "
+                    f"tiers all have sharp = true)")
+        flat = [t.name for t in fabric.spec.tiers if not t.sharp]
+        if nccl.collnet is None and flat:
+            return (f"{system}'s fabric tier(s) {', '.join(flat)} have no SHARP (sharp = true), and CollNet "
+                    f"needs the whole SHARP tree")
+        if topo.node_count < 2:
+            return f"CollNet runs across nodes (NCCL's CollNet plugin), and {system} has 1 node here"
+        return None
+
+    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
+        if self.usable(topo, op, segs):
+            return None
+        if len(segs) < 2:
+            return "its group lies in one node, and CollNet runs across nodes"
+        most = max(len(s.members) for s in segs)
+        if most > COLLNET_MAX_LOCAL:
+            return (f"its group has {most} GPUs in a node, and CollNet takes at most {COLLNET_MAX_LOCAL} "
+                    f"(NCCL_MAX_DIRECT_ARITY + 1: enqueue.cc)")
+        return "its nodes' NICs reach no common SHARP tree"
+
+    def link_share(self, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
+        return 1.0  # Simple only; CollNet Direct's efficiency is in its hops' overhead
+
+
+class CollNetDirect(CollNet):
+    """NCCL's CollNet Direct."""
+
+    name = "collnet_direct"
+
+    def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
+        return super().usable(topo, op, segs) and _has_nvswitch(topo)
+
+    def why_not_system(self, topo: Topology) -> str | None:
+        why = super().why_not_system(topo)
+        if why is None and not _has_nvswitch(topo):
+            why = (f"CollNet Direct needs an NVSwitch in the node (NCCL's tuning.cc), and {topo.spec.name}'s "
+                   f"nodes have none")
+        return why
+
+    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
+        return self.heads(topo, members)  # one channel per head (NCCL's collnet graph)
+
+    def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
+        return len(collnet_heads(topo, segments(topo, members)[0]))
+
+    def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
+                  free: dict, used: int, share: float) -> Layout:
+        groups = collnet_direct_tables(topo, segs, 1.0 / COLLNET_DIRECT_EFFICIENCY[topo.spec.nccl.arch])
+        # as a tree's: NCCL's algorithm bandwidth is half the bus bandwidth
+        return 2.0, groups, [1] * len(groups), [1] * len(groups)
+
+    def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
+                channels: int, arch: str) -> float:
+        local = ranks // nodes - 1
+        return base_latency(self.name, proto) * US + 2 * (min(1, local) * intra + local * COLLNET_ARITY_US * US) + inter

@@ -1,0 +1,93 @@
+"""NCCL's NVLS (``NCCL_ALGO=NVLS``): NVLink SHARP reductions inside one NVLink domain.
+
+The NVSwitches of Hopper GPUs and later reduce and multicast (:mod:`p2sim.collectives.nvls` builds
+the hops); NCCL runs it with Simple only, for AllReduce, ReduceScatter and AllGather, over a group of
+one node with at least 2 GPUs on one NVLink SHARP switch.  Its efficiency is in its hops' overhead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...topology import Topology
+from ...topology.settings import NcclSettings
+from ..channels import Segment, segments
+from ..nccl_tables import NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN, nvls_efficiency
+from ..nvls import nvls_switch, nvls_table
+from ..ring import ring_factor
+from .base import Algorithm, Layout
+
+__all__ = ["Nvls", "NVLS_ARCHS", "nvls_switches"]
+
+NVLS_ARCHS = ("hopper", "blackwell")  # NVLink SHARP: in the NVSwitches of Hopper GPUs and later (nvls.cc)
+
+
+def nvls_switches(topo: Topology, segs: Sequence[Segment]) -> list[str] | None:
+    """Each segment's NVLink SHARP switch, or None where NVLS cannot run the group: GPUs before Hopper,
+    ``[nccl] nvls = false``, a node without such a switch or fewer than 2 of its GPUs on it."""
+    if topo.spec.nccl.arch not in NVLS_ARCHS or not topo.spec.nccl.nvls:
+        return None
+    sw = [nvls_switch(topo, s) for s in segs]
+    return None if any(x is None for x in sw) or any(len(s.members) < 2 for s in segs) else sw
+
+
+class Nvls(Algorithm):
+    """NCCL's NVLS inside one NVLink domain."""
+
+    name = "nvls"
+    simple_only = True
+    share_in_hops = True
+    # calcCollChunking (enqueue.cc): NVLS's chunk halves below 64, 8 and 2 chunks per head
+    shrink = ((64, 65536), (8, 32768), (2, 16384))
+
+    def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
+        return op in self.info.collectives and len(segs) == 1 and nvls_switches(topo, segs) is not None
+
+    def why_not_system(self, topo: Topology) -> str | None:
+        spec = topo.spec
+        system = spec.name
+        if topo.spec.nccl.arch not in NVLS_ARCHS:
+            return (f"NVLS needs NVLink SHARP, in the NVSwitches of Hopper GPUs and later (NCCL's nvls.cc), and "
+                    f"{system}'s GPUs are {topo.spec.nccl.arch}")
+        if not spec.nccl.nvls:
+            return f"{system} turns NVLS off ([nccl] nvls = false: NCCL_NVLS_ENABLE=0)"
+        if not spec.nvls_switches:
+            return f"{system}'s NVSwitches have no NVLink SHARP (no node component with nvls = true)"
+        return None
+
+    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
+        if len(segs) > 1:
+            return (f"its group spans {len(segs)} nodes, and NVLS stays inside one NVLink domain (NCCL crosses "
+                    f"nodes with it only over CollNet, which p2sim does not model)")
+        return self._no_switch(topo, segs)
+
+    @staticmethod
+    def _no_switch(topo: Topology, segs: Sequence[Segment]) -> str | None:
+        if nvls_switches(topo, segs) is None:
+            return "NVLS needs at least 2 GPUs of the group on one NVLink SHARP switch in every node"
+        return None
+
+    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
+        one = len(segments(topo, members)) == 1  # fewer on Blackwell inside one NVLink domain (nvls.cc)
+        return (NVLS_CHANNELS_ONE_DOMAIN if one else NVLS_CHANNELS)[topo.spec.nccl.arch]
+
+    def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
+        return max(len(s.members) for s in segments(topo, members))
+
+    def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
+                  free: dict, used: int, share: float) -> Layout:
+        groups = [nvls_table(topo, op, segs[0], nvls_switches(topo, segs)[0], share)]
+        return ring_factor(op, len(members)), groups, [used], [used]
+
+    def network_step(self, ranks: int, nodes: int) -> str:
+        return self.name  # NCCL's NVLS network figure, whatever the GPUs per node
+
+    def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
+                channels: int, arch: str) -> float:
+        return intra + (inter if nodes > 1 else 0.0)
+
+    def simple_chunk(self, op: str, nccl: NcclSettings, nodes: int) -> int:
+        return nccl.nvls_chunksize
+
+    def link_share(self, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
+        return nvls_efficiency(arch)

@@ -1,0 +1,65 @@
+"""NCCL's NVLS Tree (``NCCL_ALGO=NVLSTree``): NVLink SHARP in each node, trees across nodes.
+
+AllReduce only, with Simple, over groups of two nodes or more (NCCL disables it on one node);
+it reads the tree's calibrated rates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ...topology import Topology
+from ...topology.settings import NcclSettings
+from ..channels import Segment
+from ..nccl_tables import base_latency, per_channel_nvls_tree_bw
+from ..nvls import nvls_tree_tables
+from ..ring import ring_factor
+from .base import Layout
+from .nvls import Nvls, nvls_switches
+
+__all__ = ["NvlsTree"]
+
+US = 1e-6
+
+
+class NvlsTree(Nvls):
+    """NCCL's NVLS Tree: what NVLS needs of each node, across two nodes or more."""
+
+    name = "nvls_tree"
+    tree_rates = True
+    # calcCollChunking (enqueue.cc): NVLS Tree's chunk halves below 32, 16, 4 and 1 chunks per head
+    shrink = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
+
+    def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
+        return op in self.info.collectives and len(segs) > 1 and nvls_switches(topo, segs) is not None
+
+    def why_not_system(self, topo: Topology) -> str | None:
+        why = super().why_not_system(topo)
+        if why is None and topo.node_count < 2:
+            why = (f"NVLS Tree runs across nodes (NCCL disables it on one node: tuning.cc), and "
+                   f"{topo.spec.name} has 1 node here")
+        return why
+
+    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
+        if len(segs) == 1:
+            return "its group lies in one node, and NVLS Tree runs across nodes (NCCL disables it on one node)"
+        return self._no_switch(topo, segs)
+
+    def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
+                  free: dict, used: int, share: float) -> Layout:
+        groups = nvls_tree_tables(topo, segs, nvls_switches(topo, segs), share)
+        return ring_factor(op, len(members)), groups, [max(1, used // len(groups))] * len(groups), [1] * len(groups)
+
+    def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
+                channels: int, arch: str) -> float:
+        depth = int(math.log2(nodes)) if nodes > 1 else 0  # NCCL's log2i: floor
+        return base_latency(self.name, proto) * US + intra + 2 * depth * inter
+
+    def simple_chunk(self, op: str, nccl: NcclSettings, nodes: int) -> int:
+        cap = nccl.nvlstree_max_chunksize  # nvls.cc: the tree's cap is 64 KiB from 4 nodes unless set
+        return min(nccl.nvls_chunksize, cap if cap is not None else 65536 if nodes >= 4 else nccl.nvls_chunksize)
+
+    def channel_cap(self, proto: str, nodes: int, arch: str, configured: float | None) -> float:
+        cap = per_channel_nvls_tree_bw(arch, nodes)
+        return cap if cap > 0 else math.inf

@@ -1,0 +1,67 @@
+"""NCCL's double binary tree (``NCCL_ALGO=Tree``): AllReduce only, on any group.
+
+Its channels are a chain in each node and two binary trees over the nodes
+(:mod:`p2sim.collectives.tree`); it reads the tree's calibrated rates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ...topology import Topology
+from ..baseline import tree_baseline
+from ..channels import Segment
+from ..nccl_tables import base_latency, per_channel_tree_bw, per_channel_tree_ll128_bw, tree_correction
+from ..tree import tree_tables
+from .base import Algorithm, Layout
+
+__all__ = ["Tree", "TREE_SHARE"]
+
+US = 1e-6
+
+# NCCL's tuning model puts a tree AllReduce at 92% of its links' rate (tuning.cc: "busBw =
+# std::min(busBw * .92, nChannels * perChMaxTreeBw)").  Unlike LL's and LL128's shares it stands for
+# no bytes on the wire (a tree's hops carry data only), so it is NCCL's choice that it shapes:
+# p2sim applies it to the estimate NCCL chooses by (tuning_share), not to the tree's links.
+TREE_SHARE = 0.92
+
+
+class Tree(Algorithm):
+    """NCCL's double binary tree."""
+
+    name = "tree"
+    any_group = True
+    tree_rates = True
+
+    def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
+                  free: dict, used: int, share: float) -> Layout:
+        groups = tree_tables(topo, segs, mix, max(1, used // 2))
+        # NCCL: a tree's busBw is twice its algorithm bandwidth
+        return 2.0, groups, [2] * len(groups), [1] * len(groups)
+
+    def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
+                channels: int, arch: str) -> float:
+        depth = int(math.log2(nodes)) if nodes > 1 else 0  # NCCL's log2i: floor
+        return base_latency(self.name, proto) * US + 2 * ((ranks // nodes - 1) * intra + depth * inter)
+
+    def link_share(self, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
+        share = 1.0  # a tree AllReduce (NCCL's 92% is a tuning figure: tuning_share)
+        if proto == "LL":
+            share /= 3.8
+        elif proto == "LL128":
+            share *= 7.0 / 9.0 if nodes == 1 else 120.0 / 128.0
+        return share * tree_correction(proto, nbytes)
+
+    def tuning_share(self, op: str) -> float:
+        return TREE_SHARE if op == "AllReduce" else 1.0
+
+    def channel_cap(self, proto: str, nodes: int, arch: str, configured: float | None) -> float:
+        if proto == "LL128":
+            return per_channel_tree_ll128_bw(arch, nodes)
+        return configured if configured is not None else per_channel_tree_bw(arch, nodes)
+
+    def baseline(self, topo: Topology, op: str, members: Sequence[int], nbytes: float) -> tuple[float, str]:
+        if op == "AllReduce":
+            return tree_baseline(topo, op, members, nbytes), self.name
+        return super().baseline(topo, op, members, nbytes)  # NCCL has trees for AllReduce only

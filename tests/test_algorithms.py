@@ -1,0 +1,106 @@
+"""The algorithm registry (p2sim.collectives.algorithms): one object per NCCL algorithm, covering exactly
+p2sim.util.algorithms' table, and no code outside the algorithms tests an algorithm's name."""
+
+from __future__ import annotations
+
+import ast
+import math
+from pathlib import Path
+
+import pytest
+
+from p2sim.collectives.algorithms import (FALLBACK, REGISTRY, Algorithm, algorithm, baseline_algorithm,
+                                          forced_algorithms)
+from p2sim.collectives.choice import serves
+from p2sim.topology import load_system
+from p2sim.topology.settings import NcclSettings
+from p2sim.util.algorithms import ALGORITHMS, COLLNET, TABLE
+
+PACKAGE = Path(__file__).resolve().parents[1] / "p2sim"
+# where an algorithm's name may be tested: its own module, the registry, the table of names
+OWNERS = (PACKAGE / "collectives" / "algorithms", PACKAGE / "util" / "algorithms.py")
+
+
+def test_the_registry_covers_exactly_the_table():
+    assert tuple(REGISTRY) == ALGORITHMS
+    for row in TABLE:
+        a = algorithm(row.name)
+        assert isinstance(a, Algorithm) and a.name == row.name and a.info == row
+
+
+def test_settings_name_their_algorithms():
+    assert forced_algorithms("auto") == ()
+    assert [a.name for a in forced_algorithms("collnet")] == list(COLLNET)
+    assert forced_algorithms("nvls") == (algorithm("nvls"),)
+    assert baseline_algorithm("tree") is algorithm("tree")
+    assert baseline_algorithm("auto") is baseline_algorithm("collnet") is FALLBACK
+    assert FALLBACK.name == "ring" and all(serves(FALLBACK.name, op) for op in FALLBACK.info.collectives)
+
+
+def test_each_algorithm_answers_the_whole_interface():
+    """Every object builds its structure, latency, pipeline and caps for a group it can run."""
+    topo = load_system("h100", nodes=2)
+    nccl = NcclSettings()
+    from p2sim.collectives.channels import segments
+
+    for a in REGISTRY.values():
+        members = tuple(range(16))
+        segs = segments(topo, members)
+        assert a.why_not_system(topo) is None or a.name.startswith("collnet")  # h100 has no SHARP fabric
+        proto = "Simple"
+        assert 0 < a.link_share(proto, "AllReduce", 2, 2**30, "hopper") <= 1
+        assert 0 < a.tuning_share("AllReduce") <= 1
+        assert a.channel_cap(proto, 2, "hopper", None) > 0
+        assert a.latency(proto, "AllReduce", 16, 2, 1e-6, 1e-5, 2**30, 16, "hopper") > 0
+        chunk = a.chunk_size(proto, "AllReduce", 2**24, 16, nccl, a.heads(topo, members), 2)
+        flight, unit = a.in_flight(proto, "AllReduce", chunk)
+        assert 0 < unit <= flight and chunk <= a.chunking(proto, "AllReduce", nccl, 2)
+        seconds, used = a.baseline(topo, "AllReduce", members, 2**30)
+        assert seconds > 0 and used in REGISTRY
+        # whether a group can run it, as the choice asks and as a forced setting explains
+        assert a.usable(topo, "AllReduce", segs) == (a.why_not_group(topo, "AllReduce", segs) is None)
+
+
+def test_simple_only_algorithms_and_tree_rates():
+    assert {a.name for a in REGISTRY.values() if a.simple_only} == {"nvls", "nvls_tree", *COLLNET}
+    assert {a.name for a in REGISTRY.values() if a.tree_rates} == {"tree", "nvls_tree"}
+    assert {a.name for a in REGISTRY.values() if a.any_group} == {"ring", "tree"}
+    assert algorithm("tree").tuning_share("AllReduce") == 0.92 and algorithm("ring").tuning_share("AllReduce") == 1
+    assert algorithm("nvls").channel_cap("Simple", 1, "hopper", 5.0) == math.inf
+
+
+def _name_tests(path: Path, root: Path = PACKAGE) -> list[str]:
+    """Comparisons of a value with an algorithm's name (``x == "ring"``, ``x in ("nvls", ...)``, ``x in COLLNET``)."""
+    names = set(ALGORITHMS)
+
+    def named(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in names
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(named(e) for e in node.elts)
+        if isinstance(node, ast.BinOp):  # ("nvls", "nvls_tree") + COLLNET
+            return named(node.left) or named(node.right)
+        return isinstance(node, ast.Name) and node.id == "COLLNET"
+
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare) and any(named(x) for x in [node.left, *node.comparators]):
+            out.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}")
+    return out
+
+
+def test_no_code_outside_the_algorithms_tests_an_algorithm_name():
+    """Knowledge of an algorithm lives in its object: the rest of p2sim asks it (attributes, methods)."""
+    found = [hit for path in sorted(PACKAGE.rglob("*.py"))
+             if not any(path == o or o in path.parents for o in OWNERS) for hit in _name_tests(path)]
+    assert not found, "tests of an algorithm's name outside p2sim/collectives/algorithms/:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("text", ['algo == "ring"', 'a in ("nvls", "nvls_tree")', '"tree" != x', 'a in COLLNET',
+                                  'a not in ("x",) + COLLNET'])
+def test_the_name_check_sees_name_tests(tmp_path, text):
+    f = tmp_path / "m.py"
+    f.write_text(f"if {text}:\n    pass\n", encoding="utf-8")
+    assert _name_tests(f, tmp_path)
+    f.write_text('ALGO = {"ring": 1}["ring"]\nif a == b or a in ALGO:\n    pass\n', encoding="utf-8")
+    assert not _name_tests(f, tmp_path)  # a lookup keyed by a name is no test of it
