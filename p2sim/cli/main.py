@@ -14,6 +14,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
+from ..studies.pool import stop_pools
 from ..util.errors import P2SimError
 from ..util.log import LOG, cli_handler
 from ..util.signals import EXIT_INTERRUPTED, Terminated, terminate_on_sigterm
@@ -54,6 +55,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"p2sim {args.command}: terminated", file=sys.stderr)
         return e.exit_status
     finally:
+        # whatever ended the command, no worker pool outlives it into the interpreter's exit hooks (whose
+        # join of a pool's thread can race with that thread and print a traceback after the last line)
+        stop_pools()
         LOG.removeHandler(handler)
         LOG.setLevel(level)
 
