@@ -56,3 +56,57 @@ def test_limits():
     with pytest.raises(InputError, match="synthesis: the synthesis hierarchy"):
         Limits().check_synthesis([(1,) + (2,) * 7], 5)
     Limits.of(yes=True).check_synthesis([(1,) + (2,) * 7], 5)
+
+
+def _p2sim(*argv: str, env: dict[str, str] | None = None, timeout: float = 60):
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "p2sim", *argv], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def test_a_job_estimated_too_big_is_refused_before_any_synthesis():
+    # one axis over 2048 racks of gb200-nvl72-pod: one matrix whose synthesis hierarchy (1, 256, 8, 18, 4) has
+    # 4 levels below its root and 147,456 devices; its synthesis alone is 1.4 s + 147,456 x 3.1 ms = 458.5 s,
+    # each matrix's AllReduce 147,456 GPU-steps x 0.3 us, so 458.6 s > 300 s: refused (before, it started a
+    # synthesis of many minutes and gigabytes, with 1 simulation in view and no word)
+    r = _p2sim("rank", "--system", "gb200-nvl72-pod", "--nodes", "2048", "--axes", "147456")
+    assert r.returncode == 2
+    assert r.stderr.splitlines() == [
+        "p2sim rank: error: job: rank on gb200-nvl72-pod with 2048 nodes (1 matrix) would take about 8 min of CPU "
+        "time (147,456 GPU-steps of flows over 147,456 GPUs, 1 process, and 8 min of program synthesis), more "
+        "than the limit of 5 min; --matrix M (one matrix), fewer --nodes or a smaller --max-size make it smaller, "
+        "--yes runs it anyway"]
+
+
+def test_the_cost_counts_gpus_steps_and_points():
+    from p2sim.studies.jobsize import STEP_SECONDS_PER_GPU, JobCost, estimate
+
+    cost = estimate(1000, 2, 2 * 1000 * 40, 1, [(1, 4, 8), (1, 4, 8), (1,)])  # one (d) of 2 levels, 32 devices
+    assert cost.synthesis_seconds == pytest.approx(0.07 + 32 * 156e-6)
+    assert cost.seconds == pytest.approx(cost.synthesis_seconds + 80_000 * STEP_SECONDS_PER_GPU)
+    with pytest.raises(InputError, match=r"^job: it would take about 12 min of CPU time .*--yes runs it anyway$"):
+        Limits().check_cost(JobCost(10, 1, int(720 / STEP_SECONDS_PER_GPU), 1, 0.0, 0.0), "it", "less")
+    Limits.of(yes=True).check_cost(JobCost(10, 1, 10**15, 1, 0.0, 0.0), "it", "less")  # --yes: no limit
+
+
+def test_memory_above_half_the_address_space_limit_is_refused(monkeypatch):
+    from p2sim.studies import jobsize
+
+    monkeypatch.setattr(jobsize, "memory_limit", lambda: 2.0**30)
+    with pytest.raises(InputError, match=r"about 1\.1[0-9]* GiB of memory .*limit of 1 GiB"):
+        Limits().check_cost(jobsize.JobCost(1, 1, 1, 1, 0.0, 1.1 * 2**30), "it", "less")
+
+
+def test_a_running_job_says_how_far_it_is_on_a_piped_stderr():
+    # superpod-h100 at 64 nodes: counting the programs and bounding them take seconds; a progress line every
+    # 0.1 s (P2SIM_PROGRESS_S) shows on stderr although it is a pipe (before, tqdm's bar was all, and off there)
+    r = _p2sim("rank", "--system", "superpod-h100", "--nodes", "64", "--axes", "data=8,pipe=8,tensor=8", "--reduce",
+               "data", "--bytes", "1GiB", "--workers", "1", "--top-matrices", "1", env={"P2SIM_PROGRESS_S": "0.1"},
+               timeout=300)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert any(line.startswith("p2sim rank: bounding: ") and "%)" in line for line in lines), lines
+    assert all(line.startswith("p2sim rank: ") for line in lines), lines

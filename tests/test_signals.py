@@ -115,3 +115,63 @@ def test_worker_init_leaves_ctrl_c_to_the_main_process():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout
     assert out.split() == ["True", "True"]
     assert callable(worker_init)
+
+
+def test_a_stopped_pool_leaves_no_thread_for_the_exit_hooks():
+    # concurrent.futures' exit hook wakes every pool thread still registered, through a pipe that thread may be
+    # closing at that moment ("Exception ignored in: <module 'threading'>"); a stopped pool's thread is joined
+    from p2sim.studies.executor import process_pool
+
+    with terminate_on_sigterm():
+        with pytest.raises(Terminated):
+            with process_pool(2) as pool:
+                assert list(pool.map(int, range(4))) == [0, 1, 2, 3]
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+    thread = pool._executor_manager_thread
+    assert thread is None or not thread.is_alive()
+    assert all(not p.is_alive() for p in pool._processes.values()) if pool._processes else True
+
+
+def test_a_signal_while_the_workers_fork_is_not_lost(tmp_path):
+    # a signal handled inside os.fork's hooks (logging releases its lock there) raised "Exception ignored in:
+    # <function _releaseLock>" and was lost: the run went on to exit 0.  The hook here sends SIGTERM at that
+    # moment, every time.
+    script = tmp_path / "fork.py"
+    script.write_text(
+        "import os, signal\n"
+        "from p2sim.studies.executor import process_pool\n"
+        "from p2sim.util.signals import Terminated, terminate_on_sigterm\n"
+        "os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGTERM))\n"
+        "with terminate_on_sigterm():\n"
+        "    try:\n"
+        "        with process_pool(2) as pool:\n"
+        "            print('ran', flush=True)\n"
+        "    except Terminated:\n"
+        "        print('terminated', flush=True)\n")
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert (r.stdout, r.stderr) == ("terminated\n", "")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig,status,word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+def test_a_signal_at_any_moment_of_a_run_ends_it_with_one_line(sig, status, word):
+    # before the pool starts (while programs are counted: progress lines every 0.05 s say so), as its workers
+    # fork, and while they run; before, some runs printed an "Exception ignored in" traceback after the line
+    # (the pool's exit hook, or os.fork's hooks, where the signal was lost and the run went on to exit 0)
+    env = {**os.environ, "P2SIM_PROGRESS_S": "0.05"}
+    for after, delay in [("counting", 0.0), ("counting", 0.2), ("simulations in", 0.0), ("simulations in", 0.01),
+                         ("simulations in", 0.05), ("simulations in", 0.3), ("simulations in", 1.0)]:
+        proc = subprocess.Popen([sys.executable, "-m", "p2sim", *LONG_RANK], cwd=ROOT, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, env=env)
+        seen = []
+        while not seen or after not in seen[-1]:
+            seen.append(proc.stderr.readline())
+            assert seen[-1], f"rank ended before {after!r}: {seen}"
+        time.sleep(delay)
+        proc.send_signal(sig)
+        lines = [line for line in seen + proc.stderr.read().splitlines(keepends=True)]
+        assert proc.wait(timeout=30) == status, (after, delay, lines)
+        assert all(line.startswith("p2sim rank: ") for line in lines), (after, delay, lines)
+        assert [line for line in lines if not line.startswith(("p2sim rank: counting", "p2sim rank: bounding"))
+                ][-1] == f"p2sim rank: {word}\n", (after, delay, lines)

@@ -14,6 +14,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
+from ..studies.pool import stop_pools
 from ..util.errors import P2SimError
 from ..util.fileio import guarded_stdout
 from ..util.log import LOG, cli_handler
@@ -60,9 +61,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{prog}: terminated", file=sys.stderr)
         return e.exit_status
     finally:
+        # whatever ended the command, no worker pool outlives it into the interpreter's exit hooks (whose
+        # join of a pool's thread can race with that thread and print a traceback after the last line)
+        stop_pools()
         if handler is not None:
             LOG.removeHandler(handler)
         LOG.setLevel(level)
+
 
 if __name__ == "__main__":
     sys.exit(main())

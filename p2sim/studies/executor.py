@@ -18,17 +18,16 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
 from ..util.errors import InputError
 from ..util.fileio import read_text
-from ..util.log import progress_enabled
-from ..util.signals import worker_init
+from ..util.log import progress, progress_enabled
+from .pool import process_pool, stop_pool, stop_pools
 
 __all__ = ["Executor", "SerialExecutor", "DaskExecutor", "make_executor", "process_pool", "run_all",
-           "default_workers", "capped_workers", "check_scheduler", "scheduler_from_file"]
+           "stop_pool", "stop_pools", "default_workers", "capped_workers", "check_scheduler", "scheduler_from_file"]
 
 # Starting on a scheduler at an address fails within START_LIMIT_S whatever is wrong; each step has its own
 # limit inside that one (a step that is slow but succeeds leaves the later steps what is left of it):
@@ -455,36 +454,16 @@ def make_executor(workers: int | None, scheduler: str | None = None, tasks: int 
         yield pool
 
 
-@contextmanager
-def process_pool(n: int) -> Iterator[ProcessPoolExecutor]:
-    """A pool of ``n`` worker processes that never outlives the run.
-
-    On the way out after an error, Ctrl-C or ``SIGTERM`` the workers are terminated at once
-    (a pool's own exit would wait for their tasks), and each worker dies with this process
-    even if it is killed outright (:func:`~p2sim.util.signals.worker_init`).
-    """
-    pool = ProcessPoolExecutor(max_workers=n, initializer=worker_init)
-    try:
-        yield pool
-    except BaseException:
-        workers = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for w in workers:
-            if w.is_alive():
-                w.terminate()
-        for w in workers:
-            w.join(timeout=5)
-        raise
-    pool.shutdown(wait=True)
-
-
 def run_all(executor: Executor, fn: Callable[[T], R], items: list[T], label: str = "") -> list[R]:
-    """Map ``fn`` over ``items`` in order, with a progress bar on a terminal when the caller listens (the CLI)."""
+    """Map ``fn`` over ``items`` in order, saying how far it is when the caller listens (the CLI): a tqdm bar
+    on a terminal, a line every few seconds on stderr otherwise (:func:`~p2sim.util.log.progress`)."""
     out: list[Any] = []
     from tqdm import tqdm  # here, not at import: every command's start would pay for it
 
-    # tqdm's disable=None turns the bar off when stderr is not a terminal (pipes, CI)
+    # tqdm's disable=None turns the bar off when stderr is not a terminal (pipes, CI): progress prints lines there
     show = None if progress_enabled() else True
-    for r in tqdm(executor.map(fn, items), total=len(items), desc=label, disable=show, leave=False):
-        out.append(r)
+    with progress(label or "running", len(items), bar=True) as advance:
+        for r in tqdm(executor.map(fn, items), total=len(items), desc=label, disable=show, leave=False):
+            out.append(r)
+            advance(1)
     return out

@@ -33,21 +33,50 @@ p2sim.util.errors.InputError: matrices: axes 2,.. have 479001600 parallelism mat
 from __future__ import annotations
 
 import math
+import os
+import resource
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..util.errors import InputError
+from ..util.log import progress
+from ..util.units import format_bytes
 from ..formalism.hierarchy import SynthesisHierarchy
 from ..formalism.placement import Matrix
 from ..formalism.synthesis import Profile, synthesize
 
-__all__ = ["Limits", "MAX_MATRICES", "MAX_SIMULATIONS", "MAX_SYNTHESIS_LEVELS", "synthesis_cardinalities",
-           "program_counts", "announce", "plural"]
+__all__ = ["Limits", "JobCost", "MAX_MATRICES", "MAX_SIMULATIONS", "MAX_SYNTHESIS_LEVELS", "MAX_JOB_SECONDS",
+           "synthesis_cardinalities", "program_counts", "program_steps", "synthesis_cost", "estimate", "check_job", "memory_limit",
+           "announce", "plural"]
 
 MAX_MATRICES = 10_000
 MAX_SIMULATIONS = 50_000
 MAX_SYNTHESIS_LEVELS = 6  # levels of (d) below its root
+# A job estimated (JobCost) above this much CPU time, or above memory_limit(), is refused unless --yes: five
+# minutes, a few times the minute the simulation limit aims at, since the estimate can err high by that much
+# on small systems (where cached steps make programs cheaper than their GPU-steps).
+MAX_JOB_SECONDS = 300.0
+
+# The cost of a job's parts, measured on this machine (2 shared cores, load about 1, Python 3.11) with small
+# runs of superpod-h100 and synthesize() alone (paper profile, --max-size 5):
+# * synthesis of a hierarchy (d) of L levels below its root, per device of (d), and once per (d) whatever the
+#   size: L=2 0.07 s + 156 us/device ((1,2048,8): 2.56 s, 147 MiB); L=3 0.3 s + 690 us ((1,256,8,8): 11.3 s,
+#   497 MiB, 31 KiB/device); L=4 1.4 s + 3.1 ms ((1,64,4,4,8): 25.4 s, 1,225 MiB, 153 KiB/device); L=5 and 6
+#   from the 5.2 s and 29 s of [2]*5 and [2]*6 above, per device and memory scaled by the factor 4-5 per level
+#   seen from 2 to 4.  (The memory grows with the devices: (1,2048,8,8), 131,072 devices, took 2.9 GiB within
+#   120 s and ran out of 8 GB in the issue's whatif.)
+_SYNTHESIS = {  # levels: (seconds, seconds per device, bytes per device)
+    1: (0.07, 156e-6, 9 * 2**10), 2: (0.07, 156e-6, 9 * 2**10), 3: (0.3, 690e-6, 31 * 2**10),
+    4: (1.4, 3.1e-3, 153 * 2**10), 5: (5.2, 14e-3, 750 * 2**10), 6: (29.0, 63e-3, 3.7 * 2**20)}
+# * bounding (and simulating) programs: per GPU and program step, every GPU's flows in every step.  Measured
+#   0.24 us for bounding the 825 programs (3,798 steps) of one matrix at 4,096 nodes (32,768 GPUs: 29.5 s)
+#   and 0.23 us at 16,384 nodes (131,072 GPUs: 116 s); simulating the programs that can still win adds to it.
+STEP_SECONDS_PER_GPU = 0.3e-6
+# * the structures each process builds per system (topology, routes, groups, flow arrays): 1.2 GiB per
+#   worker process bounding at 131,072 GPUs (9.6 KiB a GPU), on top of the process's own 100 MiB.
+STRUCTURE_BYTES_PER_GPU = 9.6 * 2**10
+PROCESS_BYTES = 100 * 2**20
 
 # the --bytes default in words (requests.default_bytes computes it)
 DEFAULT_BYTES_HELP = ("P2's 2^29 x nodes float32, i.e. 2 GiB x nodes per GPU: 4 GiB on 2 nodes, 512 GiB on 256; "
@@ -78,12 +107,13 @@ class Limits:
     matrices: int | None = MAX_MATRICES
     simulations: int | None = MAX_SIMULATIONS
     synthesis_levels: int | None = MAX_SYNTHESIS_LEVELS
+    seconds: float | None = MAX_JOB_SECONDS  # the estimated CPU time (JobCost); memory: memory_limit()
 
     @classmethod
     def of(cls, yes: bool = False, max_matrices: int | None = None, max_simulations: int | None = None) -> Limits:
         """``--yes`` lifts every limit; ``--max-matrices`` / ``--max-simulations`` raise (or lower) one."""
         if yes:
-            return cls(None, None, None)
+            return cls(None, None, None, None)
         return cls(MAX_MATRICES if max_matrices is None else max_matrices,
                    MAX_SIMULATIONS if max_simulations is None else max_simulations)
 
@@ -108,6 +138,116 @@ class Limits:
                              f"{self.simulations}; --max-simulations N raises it, --yes lifts every limit")
 
 
+    def check_cost(self, cost: JobCost, what: str, smaller: str) -> None:
+        """Refuse a job whose estimated CPU time or memory is above the limits, with the figures and the way out.
+
+        ``smaller``: the options that make this job smaller (``--matrix M``, fewer ``--nodes``, ..).
+        """
+        if self.seconds is None:
+            return
+        memory = memory_limit()
+        if cost.seconds <= self.seconds and cost.memory <= memory:
+            return
+        over = (f"about {_duration(cost.seconds)} of CPU time" if cost.seconds > self.seconds else
+                f"about {format_bytes(cost.memory)} of memory")
+        limit = (f"{_duration(self.seconds)}" if cost.seconds > self.seconds else
+                 f"{format_bytes(memory)} (half of this machine's memory, or of ulimit -v)")
+        raise InputError(f"job: {what} would take {over} ({cost.text()}), more than the limit of {limit}; "
+                         f"{smaller} make it smaller, --yes runs it anyway")
+
+
+@dataclass(frozen=True)
+class JobCost:
+    """What a job will cost, estimated from its size before anything big is built (constants above).
+
+    ``gpus`` per system built, ``builds`` systems (each what-if point builds its own; points share no
+    structures), ``gpu_steps`` the GPUs times the steps of every program bounded or simulated, summed over
+    the systems, ``processes`` that each build the structures, and the synthesis of every distinct (d).
+
+    Examples
+    --------
+    >>> cost = JobCost(gpus=1024, builds=1, gpu_steps=1024 * 1000, processes=2, synthesis_seconds=1.0,
+    ...                synthesis_bytes=0)
+    >>> round(cost.seconds, 4), cost.memory == 2 * (PROCESS_BYTES + 1024 * STRUCTURE_BYTES_PER_GPU)
+    (1.3072, True)
+    """
+
+    gpus: int
+    builds: int
+    gpu_steps: int
+    processes: int
+    synthesis_seconds: float
+    synthesis_bytes: float
+
+    @property
+    def seconds(self) -> float:
+        return self.synthesis_seconds + self.gpu_steps * STEP_SECONDS_PER_GPU
+
+    @property
+    def memory(self) -> float:
+        """The synthesis (in this process, inherited by forked workers) and every process's structures."""
+        return self.synthesis_bytes + self.processes * (PROCESS_BYTES + self.gpus * STRUCTURE_BYTES_PER_GPU)
+
+    def text(self) -> str:
+        steps = f"{self.gpu_steps:,} GPU-steps of flows over {self.gpus:,} GPUs" + (
+            f" in each of {self.builds} systems built" if self.builds > 1 else "")
+        return (f"{steps}, {self.processes} {'process' if self.processes == 1 else 'processes'}, and "
+                f"{_duration(self.synthesis_seconds)} of program synthesis")
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3.1 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def memory_limit() -> float:
+    """Half of this machine's memory, or of the address-space limit (``ulimit -v``) where that is lower.
+
+    A job above it would swap, or fail with a ``MemoryError`` part way; half leaves room for the estimate's
+    error and for the other processes of a shared machine.
+    """
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        physical = 2**40
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft != resource.RLIM_INFINITY:
+        physical = min(physical, soft)
+    return physical / 2
+
+
+def synthesis_cost(cardinalities: Iterable[tuple[int, ...]]) -> tuple[float, float]:
+    """Seconds of every (d)'s synthesis, and the memory of the largest one, before any is synthesized."""
+    seconds, memory = 0.0, 0.0
+    for c in set(cardinalities):
+        devices = math.prod(c)
+        if devices < 2:
+            continue
+        fixed, per_device, per_byte = _SYNTHESIS[min(max(len(c) - 1, 1), max(_SYNTHESIS))]
+        seconds += fixed + devices * per_device
+        memory = max(memory, devices * per_byte)
+    return seconds, memory
+
+
+def estimate(gpus: int, builds: int, gpu_steps: int, processes: int,
+             cardinalities: Iterable[tuple[int, ...]]) -> JobCost:
+    """A job's :class:`JobCost`: ``gpu_steps`` summed over its ``builds`` systems, the synthesis of its (d)."""
+    seconds, memory = synthesis_cost(cardinalities)
+    return JobCost(gpus, builds, gpu_steps, processes, seconds, memory)
+
+
+def check_job(limits: Limits, matrices: Sequence[Matrix], reduce_axes: Sequence[int], gpus: int, builds: int,
+              simulations: int, processes: int, what: str, smaller: str) -> None:
+    """The check before any synthesis: what the synthesis alone and each matrix's AllReduce (one step on every
+    GPU, ``simulations`` of them per system) will cost at least."""
+    cards = [synthesis_cardinalities(m, reduce_axes) for m in matrices]
+    limits.check_cost(estimate(gpus, builds, simulations * gpus * builds, processes, cards), what, smaller)
+
+
 def synthesis_cardinalities(matrix: Matrix, reduce_axes: Sequence[int]) -> tuple[int, ...]:
     """The cardinalities of a matrix's synthesis hierarchy (d), without building its lowering."""
     per_level = [math.prod(matrix[i][j] for i in set(reduce_axes)) for j in range(len(matrix[0]))]
@@ -117,12 +257,28 @@ def synthesis_cardinalities(matrix: Matrix, reduce_axes: Sequence[int]) -> tuple
 def program_counts(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: Profile | str,
                    max_size: int, limits: Limits) -> list[int]:
     """How many programs each matrix has: one synthesis per distinct (d), checked against the depth limit first."""
+    return [n for n, _ in _programs(matrices, reduce_axes, profile, max_size, limits)]
+
+
+def program_steps(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: Profile | str,
+                  max_size: int, limits: Limits) -> list[int]:
+    """How many steps each matrix's programs have in all (synthesized once, as :func:`program_counts`)."""
+    return [n for _, n in _programs(matrices, reduce_axes, profile, max_size, limits)]
+
+
+def _programs(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: Profile | str, max_size: int,
+              limits: Limits) -> list[tuple[int, int]]:
     cards = [synthesis_cardinalities(m, reduce_axes) for m in matrices]
-    distinct = list(dict.fromkeys(cards))
+    distinct = [c for c in dict.fromkeys(cards) if math.prod(c) > 1]
     limits.check_synthesis(distinct, max_size)
-    counts = {c: len(synthesize(SynthesisHierarchy(c, (None,) * len(c)), Profile.parse(profile), max_size))
-              for c in distinct if math.prod(c) > 1}
-    return [counts.get(c, 0) for c in cards]
+    sizes: dict[tuple[int, ...], tuple[int, int]] = {}
+    # a synthesis over many devices takes minutes (constants above): said while it runs
+    with progress("counting programs (synthesis hierarchies)", len(distinct)) as advance:
+        for c in distinct:
+            progs = synthesize(SynthesisHierarchy(c, (None,) * len(c)), Profile.parse(profile), max_size)
+            sizes[c] = (len(progs), sum(len(p.instructions) for p in progs))
+            advance(1)
+    return [sizes.get(c, (0, 0)) for c in cards]
 
 
 def announce(command: str, text: str) -> None:

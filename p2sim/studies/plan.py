@@ -26,7 +26,7 @@ from ..util.table import Tabular
 from ..util.units import format_seconds
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices, byte_size, positive_int
-from .jobsize import Limits, plural, program_counts
+from .jobsize import Limits, estimate, plural, program_counts, program_steps, synthesis_cardinalities
 from .requests import (Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something,
                        warn_memory, whole_groups)
 from .search import SearchStats, run_search
@@ -331,8 +331,17 @@ def run_plan(req: PlanRequest) -> PlanResult:
     algos = algorithms(req.algo, topo, req.proto)
     req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
     mats = enumerate_matrices(h, p)
+    smaller = "fewer --nodes, fewer --reduction options or a smaller --max-size"
+    where = f"plan on {topo.spec.name} with {topo.node_count} nodes ({plural(len(mats), 'matrix')})"
+    cards = [synthesis_cardinalities(m, r.axes) for r in req.reductions for m in mats]
+    processes = req.run.processes(len(mats) * len(req.reductions) * len(algos))
+    req.limits.check_cost(estimate(topo.devices, 1, topo.devices * len(mats) * len(req.reductions) * len(algos),
+                                   processes, cards), where, smaller)
     programs = sum(sum(program_counts(mats, r.axes, req.rules.profile, req.rules.max_size, req.limits))
                    for r in req.reductions)
+    gpu_steps = topo.devices * len(algos) * sum(
+        sum(program_steps(mats, r.axes, req.rules.profile, req.rules.max_size, req.limits)) for r in req.reductions)
+    req.limits.check_cost(estimate(topo.devices, 1, gpu_steps, processes, cards), where, smaller)
     total = programs * len(algos)
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "
             f"{plural(programs, 'program')} in all, {plural(len(algos), 'algorithm')}")

@@ -27,7 +27,7 @@ from ..util.table import Tabular
 from ..util.units import format_seconds
 from ..util.parsing import as_text, positive_int
 from .bounds import program_bounds
-from .jobsize import Limits, plural, program_counts
+from .jobsize import Limits, check_job, estimate, plural, program_counts, program_steps, synthesis_cardinalities
 from .orders import OrderComparison, compare_orders, orders_agree
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
 from .requests import Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something, whole_groups
@@ -158,7 +158,12 @@ def run_rank(req: RankRequest) -> RankResult:
     red = reduces_something(p, job.reduce_axes)
     whole_groups(topo)
     algos = algorithms(req.algo, topo, req.proto)
+    smaller = "--matrix M (one matrix), fewer --nodes or a smaller --max-size"
+    where = f"rank on {topo.spec.name} with {topo.node_count} nodes ({plural(len(mats), 'matrix')})"
+    check_job(req.limits, mats, red, topo.devices, 1, len(mats) * len(algos), req.run.processes(len(mats)), where,
+              smaller)
     counts = dict(zip(mats, program_counts(mats, red, req.rules.profile, req.rules.max_size, req.limits)))
+    steps = dict(zip(mats, program_steps(mats, red, req.rules.profile, req.rules.max_size, req.limits)))
     tasks: list[SweepTask] = []
     for algo in algos:
         base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, req.model, job.bytes_per_gpu, None,
@@ -175,6 +180,9 @@ def run_rank(req: RankRequest) -> RankResult:
             f"{plural(len(algos), 'algorithm')}" + (f", {plural(len(others), 'task')} in the other order"
                                                      if others else ""))
     size = job_size_text(req.limits, req.search, req.model, total, what)
+    gpu_steps = topo.devices * sum(steps[t.matrices[0]] for t in tasks + others)
+    req.limits.check_cost(estimate(topo.devices, 1, gpu_steps, req.run.processes(len(tasks + others)),
+                                   [synthesis_cardinalities(m, red) for m in mats]), where, smaller)
     warning = job.warn_memory()
     rest_results: list = []
     with req.run.executor(len(tasks + others)) as ex:

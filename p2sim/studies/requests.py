@@ -272,6 +272,12 @@ class RunOptions:
         """The executor, with at most ``tasks`` local workers."""
         return make_executor(self.workers, self.scheduler, tasks, self.scheduler_file)
 
+    def processes(self, tasks: int | None) -> int:
+        """Processes of this machine that build the job's structures (a Dask cluster's workers are not)."""
+        if self.scheduler is not None:
+            return 1
+        return capped_workers(self.workers, tasks)
+
     def where(self, tasks: int | None) -> str:
         """Where ``tasks`` tasks run, for the job-size line."""
         if self.scheduler_file is not None:

@@ -25,7 +25,7 @@ from ..formalism.synthesis import placement_lowerings, synthesize, validate_prog
 from ..sim import ModelConfig, ProgramResult, Simulator
 from ..sim.model import check_model
 from ..util.errors import InputError
-from ..util.log import announce
+from ..util.log import announce, progress
 from ..util.table import Tabular
 from ..util.units import format_seconds
 from .jobsize import Limits, plural, program_counts
@@ -156,10 +156,13 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
     if req.program == "all":
         announce(f"{plural(len(work), 'matrix')}, {plural(sum(len(w[2]) for w in work), 'simulation')}")
     rows, lowered, bounds = [], [], []
-    for matrix, lowering, programs in work:
-        for prog in programs:
-            rows.append((matrix, prog, sim.simulate(lowering, prog, job.bytes_per_gpu)))
-            lowered.append(tuple(lowering.lower(prog)))
-            bounds.append(sim.bounds(lowering, prog, job.bytes_per_gpu))
+    # a line every few seconds on stderr: a program over 131,072 GPUs takes minutes, its first step the longest
+    with progress("simulating", sum(len(w[2]) for w in work)) as advance:
+        for matrix, lowering, programs in work:
+            for prog in programs:
+                rows.append((matrix, prog, sim.simulate(lowering, prog, job.bytes_per_gpu)))
+                lowered.append(tuple(lowering.lower(prog)))
+                bounds.append(sim.bounds(lowering, prog, job.bytes_per_gpu))
+                advance(1)
     return SimulateResult(req, lws[0].reduce_axes, sim.config, tuple(rows), tuple(lowered),
                           () if warning is None else (warning,), tuple(bounds))

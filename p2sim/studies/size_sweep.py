@@ -26,6 +26,7 @@ from ..sim import Simulator
 from ..sim.model import check_model
 from ..topology import Topology
 from ..topology.spec import SystemSpec
+from ..util.log import progress
 from ..util.parsing import as_text, nccl_tests_size, positive_int
 from ..util.table import Tabular
 from ..util.units import format_bytes
@@ -79,11 +80,14 @@ def sweep_sizes(topo: Topology, collective: str, members: Iterable[int], points:
     sim = Simulator(topo, algo, model, proto=proto)
     step = LoweredStep(Op(collective), (group,))
     out = []
-    for size, count in nccl_tests_sizes(collective, len(group), points):
-        r = sim.step(step, (float(size),))
-        a, p, c = r.choices[0]
-        out.append(SweepPoint(size, count, r.seconds, size / r.seconds,
-                              size / r.seconds * bus_factor(collective, len(group)), a, p, c))
+    sizes = nccl_tests_sizes(collective, len(group), points)
+    with progress("simulating sizes", len(sizes)) as advance:  # a line every few seconds on stderr
+        for size, count in sizes:
+            r = sim.step(step, (float(size),))
+            a, p, c = r.choices[0]
+            out.append(SweepPoint(size, count, r.seconds, size / r.seconds,
+                                  size / r.seconds * bus_factor(collective, len(group)), a, p, c))
+            advance(1)
     return out
 
 

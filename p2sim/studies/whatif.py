@@ -28,7 +28,7 @@ from ..util.log import announce
 from ..util.table import Tabular
 from ..util.parsing import as_text, axis_indices, byte_size
 from .bounds import not_bound_by, program_bounds
-from .jobsize import Limits, plural, program_counts
+from .jobsize import Limits, check_job, estimate, plural, program_counts, program_steps, synthesis_cardinalities
 from .ranking import rank_results, split_by_matrix
 from .requests import (RunOptions, Rules, SearchOptions, algorithms, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
@@ -136,7 +136,15 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     algos = algorithms(req.algo)
     tasks, owners, point_bytes, point_topos = [], [], [], []
     simulations, largest = 0, None
-    counted: dict[int, tuple[tuple[int, ...], list, list[int]]] = {}  # per node count: axes, matrices, programs
+    counted: dict[int, tuple[tuple[int, ...], list, list[int], list[int]]] = {}  # per node count: axes, matrices,
+    # programs and their steps
+    gpu_steps, gpus, cards = 0, 0, []
+    smaller = "fewer --vary values, fewer --nodes or a smaller --max-size"
+
+    def where(nodes: int) -> str:
+        return (f"whatif on {req.spec.name} over {plural(len(req.points), 'point')}"
+                f" ({plural(nodes, 'node')} at the largest)")
+
     names: tuple[str, ...] = ()
     red: tuple[int, ...] = ()
     for k, pt in enumerate(req.points):
@@ -151,9 +159,16 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
             req.limits.check_matrices(count_matrices(topo.hierarchy, p),
                                       f"axes {','.join(map(str, p))} on {req.spec.name} with {pt.nodes} nodes")
             mats = enumerate_matrices(topo.hierarchy, p)
+            builds = sum(1 for q in req.points if q.nodes == pt.nodes)  # each point builds its own structures
+            check_job(req.limits, mats, red, topo.devices, builds, len(mats) * len(algos),
+                      req.run.processes(len(mats) * builds * len(algos)), where(pt.nodes), smaller)
             counted[pt.nodes] = (p, mats, program_counts(mats, red, req.rules.profile, req.rules.max_size,
-                                                         req.limits))
-        p, mats, counts = counted[pt.nodes]
+                                                         req.limits),
+                                 program_steps(mats, red, req.rules.profile, req.rules.max_size, req.limits))
+            cards += [synthesis_cardinalities(m, red) for m in mats]
+        p, mats, counts, steps = counted[pt.nodes]
+        gpu_steps += topo.devices * sum(steps) * len(algos)
+        gpus = max(gpus, topo.devices)
         nbytes = default_bytes(topo) if req.bytes is None else req.bytes
         point_bytes.append(nbytes)
         if largest is None or nbytes > largest[0]:
@@ -167,6 +182,8 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
             owners += [k] * len(split)
     what = f"{plural(len(req.points), 'point')}, {plural(len(algos), 'algorithm')}"
     size = job_size_text(req.limits, SearchOptions(req.exhaustive), req.model, simulations, what)
+    req.limits.check_cost(estimate(gpus, len(req.points), gpu_steps, req.run.processes(len(tasks)), cards),
+                          where(max(pt.nodes for pt in req.points)), smaller)
     warning = warn_memory(largest[1].spec, largest[0], req.bytes is None, largest[1].node_count)
     per_point: list[list[ConfigResult]] = [[] for _ in req.points]
     stats = []
