@@ -147,11 +147,12 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
 
     names: tuple[str, ...] = ()
     red: tuple[int, ...] = ()
-    for k, pt in enumerate(req.points):
+    for pt in req.points:  # every point can be answered at all before any is counted (counting takes seconds)
         topo = Topology(pt.spec, pt.nodes)
         point_topos.append(topo)
         algorithms(req.algo, topo, req.proto)  # each point's system and node count can run them
         whole_groups(topo)
+    for k, (pt, topo) in enumerate(zip(req.points, point_topos)):
         if pt.nodes not in counted:
             p = resolve_axes(req.axes, topo.devices)
             names = axis_names_of(req.axes, len(p))
