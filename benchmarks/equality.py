@@ -29,7 +29,7 @@ from p2sim.studies.sweep import SweepTask, run_task
 from p2sim.formalism.hierarchy import Lowering
 from p2sim.formalism.placement import Placement
 from p2sim.formalism.program import parse_program
-from p2sim.sim import Simulator
+from p2sim.sim import SimulationContext, Simulator
 from p2sim.formalism.synthesis import Profile, synthesize_placements
 from p2sim.topology import load_system
 
@@ -70,10 +70,11 @@ def _program(r) -> dict:
 def sweeps(out: dict) -> None:
     for system, nodes, axes, red in SWEEPS:
         topo = load_system(system, nodes=nodes)
+        ctx = SimulationContext(topo)  # as a study hands one context to the tasks of a system
         for nbytes in (2**29 * topo.node_count * 4, MiB):
             for algo, model in (("auto", "des"), ("ring", "des"), ("tree", "des"), ("auto", "analytic")):
                 task = SweepTask(topo.spec, nodes, axes, red, algo, model, float(nbytes))
-                res = run_task(task, topo)
+                res = run_task(task, ctx)
                 for p in res.programs:
                     key = f"sweep {system} {nodes} {axes} {red} {nbytes} {algo} {model} {p.matrix} {p.text}"
                     out[key] = {"total": p.seconds,
@@ -87,12 +88,15 @@ def appendix(out: dict) -> None:
     topos: dict = {}
     for row in rows:
         key = (row["gpu"].lower(), int(row["nodes"]))
-        topo = topos.setdefault(key, load_system(key[0], nodes=key[1]))
+        if key not in topos:
+            topos[key] = SimulationContext(load_system(key[0], nodes=key[1]))
+        ctx = topos[key]
+        topo = ctx.topo
         axes = tuple(int(x) for x in row["axes"].split())
         red = tuple(int(x) for x in row["reduce_axes"].split())
         s = synthesize_placements(topo.hierarchy, axes, red, Profile.PAPER)
         for algo in ("ring", "tree"):
-            sim = Simulator(topo, algo, "des")
+            sim = Simulator(topo, algo, "des", context=ctx)
             for mp in s.matrices:
                 for p in mp.programs:
                     r = sim.simulate(mp.lowering, p, 2**29 * key[1] * 4)
@@ -106,10 +110,11 @@ def scale(out: dict, big: bool) -> None:
                  ("a100", 1024, 16, ("ring", "tree")), ("h100", 2048, 8, ("ring", "tree"))]
     for system, nodes, gpus, algos in runs:
         topo = load_system(system, nodes=nodes)
+        ctx = SimulationContext(topo)
         lw = Lowering.of(Placement.of(topo.hierarchy, [topo.devices], [[nodes, gpus]]), [0])
         for algo in algos:
             for name, text in SCALE.items():
-                r = Simulator(topo, algo, "des").simulate(lw, parse_program(text), 2**29 * nodes * 4)
+                r = Simulator(topo, algo, "des", context=ctx).simulate(lw, parse_program(text), 2**29 * nodes * 4)
                 out[f"scale {system} {nodes} {algo} {name}"] = _program(r)
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from p2sim.sim import Simulator
+from p2sim.sim import SimulationContext, Simulator
 from p2sim.formalism.synthesis import Profile, synthesize_placements
 from p2sim.topology import load_system
 
@@ -34,16 +34,17 @@ def main() -> int:
     topologies = {}
     for row in rows:
         key = (row["gpu"].lower(), int(row["nodes"]))
-        if key not in topologies:
-            topologies[key] = load_system(key[0], nodes=key[1])
-        topo = topologies[key]
+        if key not in topologies:  # one context per system, as the studies keep one: shared step results
+            topologies[key] = SimulationContext(load_system(key[0], nodes=key[1]))
+        ctx = topologies[key]
+        topo = ctx.topo
         axes = tuple(int(x) for x in row["axes"].split())
         red = tuple(int(x) for x in row["reduce_axes"].split())
         s = synthesize_placements(topo.hierarchy, axes, red, Profile.PAPER)
         nbytes = 2**29 * key[1] * 4
         t0 = time.perf_counter()
         for algo in ("ring", "tree"):
-            sim = Simulator(topo, algo, "des")
+            sim = Simulator(topo, algo, "des", context=ctx)
             for mp in s.matrices:
                 for p in mp.programs:
                     sim.simulate(mp.lowering, p, nbytes)

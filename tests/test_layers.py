@@ -123,3 +123,43 @@ def test_no_import_cycles_between_modules():
                 g.add_edge(str(path.relative_to(PACKAGE)), str(dst.relative_to(PACKAGE)))
     cycles = list(nx.simple_cycles(g))
     assert not cycles, f"import cycles: {cycles[:3]}"
+
+
+def _topology_expr(node: ast.AST) -> bool:
+    """An expression that names a topology by p2sim's conventions: ``topo``, ``topology``, ``x.topo``."""
+    name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+    return name in ("topo", "topology", "_topo") or name.endswith("_topo")
+
+
+def _stores_on_a_topology(tree: ast.AST) -> list[int]:
+    """Lines that store on a topology: ``topo.x = ..``, ``topo.x[k] = ..``, ``topo.x.setdefault(..)`` and the
+    like, or that read its ``memo`` (the parking place of other layers' caches, now gone)."""
+    mutators = {"setdefault", "update", "pop", "clear", "append", "add", "__setitem__", "popitem"}
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _topology_expr(node.value):
+            if not isinstance(node.ctx, ast.Load) or node.attr == "memo":
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
+            if isinstance(node.value, ast.Attribute) and _topology_expr(node.value.value):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in mutators:
+            inner = node.func.value
+            if isinstance(inner, ast.Attribute) and _topology_expr(inner.value):
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if _part(p) != "topology"],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_code_outside_the_topology_stores_on_a_topology(path):
+    """A topology is an immutable graph: the layers above keep their caches in a context they own
+    (p2sim.collectives.caches, p2sim.sim.context), not on the topology of the layer below."""
+    lines = _stores_on_a_topology(ast.parse(path.read_text(encoding="utf-8")))
+    assert not lines, f"{path.relative_to(PACKAGE)}:{lines}: stores on a topology (keep it in the context)"
+
+
+def test_the_topology_check_sees_stores():
+    src = ("def f(topo, self):\n    topo.memo[1] = 2\n    self.topo.memo.setdefault(1, {})\n    topo.x = 1\n"
+           "    return topo.capacity[0], topo.memo.get(1)\n")
+    assert _stores_on_a_topology(ast.parse(src)) == [2, 3, 4, 5]

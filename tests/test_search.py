@@ -109,3 +109,27 @@ def test_pruning_options_are_checked(capsys):
         assert field in capsys.readouterr().err
     out = _json(capsys, base + ["--json", "--top-matrices", "1"])
     assert out["search"]["searched_matrices"] == 1 and not out["search"]["exact"] and len(out["matrices"]) == 1
+
+
+def test_a_serial_rank_builds_one_topology_and_one_context(monkeypatch):
+    # the job's topology is the one its tasks run on, found again by the spec's value in this
+    # process; the answer's bounds reuse its context (issue 31)
+    import p2sim
+    from p2sim.sim import context as sim_context
+    from p2sim.topology import graph
+
+    built = {"topology": 0, "context": 0}
+    for cls, what in ((graph.Topology, "topology"), (sim_context.SimulationContext, "context")):
+        original = cls.__init__
+
+        def counting(self, *args, _original=original, _what=what, **kwargs):
+            built[_what] += 1
+            _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "__init__", counting)
+    from p2sim.studies import contexts
+
+    monkeypatch.setattr(contexts, "_CONTEXTS", contexts._Contexts())  # none built before in this process
+    r = p2sim.rank(system="v100", nodes=2, axes={"data": 4, "tensor": 4}, reduce=["data"], algo="both", workers=1)
+    assert r.best_bounds and r.stats.simulated > 2
+    assert built == {"topology": 1, "context": 1}

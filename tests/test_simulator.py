@@ -225,12 +225,13 @@ def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system
 
 
 def test_tasks_in_one_process_forget_the_decisions_of_the_tasks_before():
-    from p2sim.studies.sweep import SweepTask, run_task, task_topology
+    from p2sim.studies.sweep import SweepTask, run_task, task_context
 
     topo = load_system("a100", 2)
     a = SweepTask(topo.spec, 2, (4, 8), (0,), "auto", "des", float(S), matrices=(((1, 4), (2, 4)),))
     first = run_task(a)
-    shared = task_topology(a)  # the same topology, its per-shape decisions and step results dropped
-    assert not any(isinstance(k, tuple) and k[0] == "steps" for k in shared.memo)
-    assert all(not v.choice for k, v in shared.memo.items() if isinstance(k, tuple) and k[0] == "expander")
+    shared = task_context(a)  # the same context, its per-shape decisions and step results dropped
+    assert shared.step_results() == 0 and shared.rings
+    assert all(not e.choice and not e.settings for e in shared._expansions.values()) and shared._expansions
     assert run_task(a) == first
+    assert task_context(a) is shared  # found again by the spec's value

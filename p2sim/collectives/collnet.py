@@ -50,20 +50,15 @@ def collnet_possible(topo: Topology, segs: Sequence[Segment]) -> bool:
 def collnet_heads(topo: Topology, seg: Segment, limit: int = 8) -> list[tuple[str, int]]:
     """A node's heads: (NIC, the GPU that owns it) for each NIC its members are near, distinct GPUs,
     at most ``limit`` (NCCL's collnet graph: one channel per NIC and local GPU, at most 8)."""
-    # every node is the same template: the heads of one set of local GPUs, computed once, moved
-    local = seg.local(topo)
-    memo = topo.memo.setdefault(("collnet_heads", limit), {})
-    hit = memo.get(local)
-    if hit is None:
-        rep = Segment(0, local)
-        hit = []
-        for nic in node_nics(topo, rep) or (topo.nic_of(rep.members[0]),):
-            head = entry_gpus(topo, rep, nic)[0]
-            if all(head != h for _, h in hit):
-                hit.append((nic, head))
-        hit = memo[local] = tuple(hit[:limit])
+    # every node is the same template: the heads of its local GPUs on node 0, moved
+    rep = Segment(0, seg.local(topo))
+    heads: list[tuple[str, int]] = []
+    for nic in node_nics(topo, rep) or (topo.nic_of(rep.members[0]),):
+        head = entry_gpus(topo, rep, nic)[0]
+        if all(head != h for _, h in heads):
+            heads.append((nic, head))
     base = seg.node * topo.gpus_per_node
-    return [(nic, base + head) for nic, head in hit]
+    return [(nic, base + head) for nic, head in heads[:limit]]
 
 
 def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[str, int]], overhead: float

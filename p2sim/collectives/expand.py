@@ -41,7 +41,8 @@ from .bound import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
 from .pattern import Collective, Flow
 from .pipeline import in_flight, step_bound, window
 from .protocols import collective_cap_gbps, tuning_share
-from .shapes import Shared, ShapeMemo
+from .caches import CollectiveCaches
+from .shapes import ShapeMemo
 from .structure import Structure, Structures, moved_collective
 
 __all__ = ["Expander", "ALGORITHMS", "ALGO_CHOICES", "check_algo", "check_forced", "net_rate_gbps",
@@ -98,21 +99,24 @@ def _arrays_nbytes(obj: object) -> int:
 
 
 class Expander(ShapeMemo, Structures, Choice):
-    """Builds collectives on one topology; every result is cached.
+    """Builds collectives on one topology; every result is cached in ``caches``.
 
-    Expanders of one topology with the same rates share their caches (a topology's
-    ``memo``); :meth:`forget_shapes` drops those that depend on the order groups came in.
+    Expanders given one :class:`~p2sim.collectives.caches.CollectiveCaches` share its ring
+    searches and, with the same rates, every expansion; one given none makes its own.  The
+    caches' :meth:`~p2sim.collectives.caches.CollectiveCaches.forget_order` drops what depends
+    on the order groups came in.
     """
 
-    def __init__(self, topo: Topology, rates: ModelRates | None = None) -> None:
+    def __init__(self, topo: Topology, rates: ModelRates | None = None, caches: CollectiveCaches | None = None
+                 ) -> None:
+        if caches is not None and caches.topo is not topo:
+            raise ValueError("Expander: the caches belong to another topology")
         self.topo = topo
         self.rates = topo.spec.rates if rates is None else rates
         self.arch = topo.spec.nccl.arch
-        # everything below is a function of (topology, rates): expanders of one topology share it
-        key = ("expander", self.rates)
-        shared = topo.memo.get(key)
-        if shared is None:
-            shared = topo.memo[key] = Shared()
+        self.caches = CollectiveCaches(topo) if caches is None else caches
+        # everything below is a function of (topology, rates): expanders given these caches share it
+        shared = self.caches.expansions(self.rates)
         self._cache = shared.cache
         self._choice = shared.choice
         self._by_shape = shared.by_shape

@@ -47,24 +47,13 @@ def nvls_switch(topo: Topology, seg: Segment) -> str | None:
     return f"n{seg.node}/{min(common)}" if common else None
 
 
-def _port_ids(topo: Topology, switch: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per local GPU, the ids of its links up to and down from node 0's ``switch``."""
-    key = ("nvls ports", switch)
-    hit = topo.memo.get(key)
-    if hit is None:
-        up = [topo._index.get((f"n0/{g}", f"n0/{switch}"), -1) for g in topo.spec.gpus]
-        down = [topo._index.get((f"n0/{switch}", f"n0/{g}"), -1) for g in topo.spec.gpus]
-        hit = topo.memo[key] = (np.array(up, dtype=np.int64), np.array(down, dtype=np.int64))
-    return hit
-
-
 def port_table(topo: Topology, members: Sequence[int], switch: str, up: float, down: float,
                efficiency: float) -> HopTable:
     """Each member's hops to (``up`` bytes) and from (``down``) its node's ``switch`` (a node-0 name),
     in member order, up before down; the links' loads divided by ``efficiency``."""
     m = np.asarray(members, dtype=np.int64)
     node, local = np.divmod(m, topo.gpus_per_node)
-    ups, downs = _port_ids(topo, switch.split("/", 1)[1])
+    ups, downs = topo.switch_ports(switch.split("/", 1)[1])
     per = topo._edges_per_node
     cols = []  # (src, dst, coef, edge) per direction, interleaved per member
     if up > 0:

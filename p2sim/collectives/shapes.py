@@ -3,8 +3,8 @@
 :meth:`ShapeMemo.shape` names a group by its members' node offsets, their GPUs' classes in the
 node's graph (Weisfeiler-Lehman) and how they relate to each other; NCCL's choice, channel counts
 and estimates are decided once per shape (:meth:`ShapeMemo._memo`) and shared by every expander
-of a topology with the same rates (:class:`Shared`).  A mixin of
-:class:`~p2sim.collectives.expand.Expander`; imports the topology layer only.
+given the same caches and rates (:class:`~p2sim.collectives.caches.Expansions`).  A mixin of
+:class:`~p2sim.collectives.expand.Expander`; imports nothing of p2sim.
 """
 
 from __future__ import annotations
@@ -15,51 +15,12 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from ..topology import Topology
-from .pattern import Collective
-
-__all__ = ["Shared", "ShapeMemo"]
-
-
-_PER_SHAPE = ("channels", "available", "estimate")  # Expander._memo's decisions, one per group shape
-
-
-class Shared:
-    """The caches of every :class:`Expander` of one topology with the same rates."""
-
-    def __init__(self) -> None:
-        self.cache: dict[tuple, Collective] = {}
-        self.choice: dict[tuple, tuple[str, str]] = {}
-        self.by_shape: dict[tuple, object] = {}
-        self.shapes: dict[tuple[int, ...], tuple] = {}
-        self.moved: dict[tuple, Collective] = {}
-        self.structures: dict[tuple, object] = {}
-        self.settings: dict[tuple, tuple] = {}
-        self.chosen: dict[tuple, tuple[str, str]] = {}
-        # what cache, moved and structures hold, least recently used first: (id(dict), key) -> (dict, bytes)
-        self.held: dict[tuple, tuple[dict, int]] = {}
-        self.held_bytes = [0]
-
-    def forget_shapes(self) -> None:
-        """Drop what was decided once per group shape (NCCL's choice, channels, estimates):
-        the first group of a shape decides for all, so across independent tasks the decisions
-        must not depend on which task ran first.  Caches exact per group stay."""
-        for d in (self.choice, self.settings, self.chosen):
-            d.clear()
-        for key in [k for k in self.by_shape if k[0] in _PER_SHAPE]:
-            del self.by_shape[key]
+__all__ = ["ShapeMemo"]
 
 
 class ShapeMemo:
     """Shape methods of :class:`~p2sim.collectives.expand.Expander` (a mixin: it uses the
-    expander's ``topo`` and ``_shapes`` / ``_by_shape`` caches)."""
-
-    @staticmethod
-    def forget_shapes(topo: Topology) -> None:
-        """:meth:`Shared.forget_shapes` for every expander of ``topo``."""
-        for key, value in topo.memo.items():
-            if isinstance(key, tuple) and key[0] == "expander":
-                value.forget_shapes()
+    expander's ``topo``, ``caches`` and ``_shapes`` / ``_by_shape`` caches)."""
 
     def shape(self, members: Sequence[int]) -> tuple:
         """A group up to the topology's symmetries: what decides how it expands, not where it is.
@@ -110,9 +71,10 @@ class ShapeMemo:
     @functools.cached_property
     def _gpu_classes(self) -> tuple[str, ...]:
         """Each local GPU's Weisfeiler-Lehman class in the node's graph (kinds and capacities)."""
-        if "gpu classes" not in self.topo.memo:
-            self.topo.memo["gpu classes"] = self._wl_classes()
-        return self.topo.memo["gpu classes"]
+        caches = self.caches
+        if caches.gpu_classes is None:
+            caches.gpu_classes = self._wl_classes()
+        return caches.gpu_classes
 
     def _wl_classes(self) -> tuple[str, ...]:
         # full-duplex links: the undirected graph says as much, and hashes stably across networkx versions

@@ -70,14 +70,13 @@ class Structure:
 
 class Structures:
     """Structure-building methods of :class:`~p2sim.collectives.expand.Expander` (a mixin: it uses
-    the expander's ``topo``, ``arch`` and caches)."""
+    the expander's ``topo``, ``arch``, its :class:`~p2sim.collectives.caches.CollectiveCaches` and caches)."""
 
     def rings(self, local: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], float], ...]:
-        key = ("rings", local)  # a property of the topology: shared by every expander of it
-        hit = self.topo.memo.get(key)
+        rings = self.caches.rings  # a property of the topology: shared by every expander given these caches
+        hit = rings.get(local)
         if hit is None:
-            hit = best_rings(self.topo, local)
-            self.topo.memo[key] = hit
+            hit = rings[local] = best_rings(self.topo, local)
         return hit
 
     def _ring_mix(self, segs: Sequence[Segment]) -> dict[int, tuple]:
@@ -98,6 +97,14 @@ class Structures:
                         loads[e] = loads.get(e, 0.0) + 0.5 * w
         return min(self.topo.capacity[e] / v for e, v in loads.items()) / GB
 
+    def _free_segment(self, seg: Segment) -> bool:
+        """:func:`free_segment`, kept per local GPU set."""
+        local = seg.local(self.topo)
+        hit = self.caches.one_switch.get(local)
+        if hit is None:
+            hit = self.caches.one_switch[local] = free_segment(self.topo, seg)
+        return hit
+
     def _nvlink_only(self, segs: Sequence[Segment]) -> bool:
         """Every intra-node path of the group is NVLink or one NVSwitch (NCCL's typeIntra <= NVB)."""
         locals_ = frozenset(s.local(self.topo) for s in segs)
@@ -112,7 +119,7 @@ class Structures:
         topo = self.topo
         nodes = len(segs)
         mix = self._ring_mix(segs)
-        free = {s.node: len(mix[s.node]) == 1 and free_segment(topo, s) for s in segs}
+        free = {s.node: len(mix[s.node]) == 1 and self._free_segment(s) for s in segs}
         bus, groups, per_flow, graph = algorithm(algo).structure(topo, op, members, segs, mix, free, used, share)
         groups, per_flow, graph = merge_flows(groups, per_flow, graph)
         lats = [t.route_latencies(topo.latency) for t in groups]
@@ -161,7 +168,4 @@ def free_segment(topo: Topology, seg: Segment) -> bool:
     from .ringsearch import _one_switch
 
     local = seg.local(topo)
-    key = ("one switch", local)
-    if key not in topo.memo:
-        topo.memo[key] = _one_switch(topo, local) if len(local) > 2 else True
-    return topo.memo[key]
+    return _one_switch(topo, local) if len(local) > 2 else True

@@ -29,7 +29,7 @@ from ..collectives import check_forced
 from ..collectives.bound import Bound
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
-from ..sim import ModelConfig, Simulator
+from ..sim import ModelConfig, SimulationContext, Simulator
 from ..topology import Topology, find_spec
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError, MeasurementError
@@ -122,15 +122,16 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
     ``specs`` replaces systems by name (calibrated files); others are the shipped ones.
     """
     specs = dict(specs or {})
-    topos: dict[tuple, Topology] = {}
+    contexts: dict[tuple, SimulationContext] = {}  # per system: the simulators of its rows share one
     sims: dict[tuple, tuple[Simulator, Simulator]] = {}
     out = []
     for r in rows:
         spec = _system(specs.get(r.system) or find_spec(r.system), r.hca)
         tkey = (r.system, _world_nodes(r), r.hca)
-        topo = topos.get(tkey)
-        if topo is None:
-            topo = topos[tkey] = Topology(spec, tkey[1])
+        ctx = contexts.get(tkey)
+        if ctx is None:
+            ctx = contexts[tkey] = SimulationContext(Topology(spec, tkey[1]))
+        topo = ctx.topo
         skey = tkey + (r.algo, r.proto)
         pair = sims.get(skey)
         groups = _groups(topo, r)
@@ -142,8 +143,8 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
                                        f"algorithm it ran in the mapping file)") from None
         if pair is None:
             cfg = ModelConfig.of(spec)
-            pair = sims[skey] = (Simulator(topo, r.algo, model, cfg, proto=r.proto),
-                                 Simulator(topo, r.algo, "baseline", cfg, proto=r.proto))
+            pair = sims[skey] = (Simulator(topo, r.algo, model, cfg, proto=r.proto, context=ctx),
+                                 Simulator(topo, r.algo, "baseline", cfg, proto=r.proto, context=ctx))
         step = LoweredStep(Op(r.collective), groups)
         pred = pair[0].step(step, (r.size_bytes,) * len(groups))
         base = pair[1].step(step, (r.size_bytes,) * len(groups))

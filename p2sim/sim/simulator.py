@@ -3,8 +3,8 @@
 A program's steps run one after another (a collective needs every member, and every
 member has finished the previous step); the groups of one step run concurrently and
 share links.  The time of a step depends only on (algorithm, collective, groups,
-buffers), and many programs share steps, so step results are cached per
-:class:`Simulator`.
+buffers), and many programs share steps, so step results are cached in the simulator's
+:class:`~p2sim.sim.context.SimulationContext` (shared by the simulators a study gives one context).
 
 Two step models:
 
@@ -43,10 +43,11 @@ from ..formalism.hierarchy import LoweredStep, Lowering
 from ..formalism.program import Program
 from ..formalism.semantics import State, apply
 from ..topology import Topology
+from .context import SimulationContext
 from .engine import FlowArrays, FlowSpec, run_flow_arrays, run_flows
 from .model import ModelConfig, ProgramResult, StepResult, check_model
 
-__all__ = ["Simulator", "check_program_completes", "BOUND_SLACK", "forget_shapes"]
+__all__ = ["Simulator", "check_program_completes", "BOUND_SLACK"]
 
 # steps of up to this many groups expand group by group; larger ones once per class of groups
 # moved between nodes, in array passes (measured on benchmarks/simulate_appendix.py, at most 16
@@ -56,18 +57,6 @@ _FEW_GROUPS = 16
 # relative margin between Simulator.lower_bound and simulated times: the engine ends a flow
 # with up to 1e-9 of it left (engine._DONE), and sums in other orders differ by ulps
 BOUND_SLACK = 1e-6
-
-
-def forget_shapes(topo: Topology) -> None:
-    """Forget the decisions taken once per group shape and the step results built on them.
-
-    For a topology reused by independent tasks (a sweep's tasks in one worker process):
-    what a task computes must not depend on which tasks the process ran before it.  Routes,
-    ring searches and every group's expansion stay.
-    """
-    Expander.forget_shapes(topo)
-    for key in [k for k in topo.memo if isinstance(k, tuple) and k[0] == "steps"]:
-        del topo.memo[key]
 
 
 def check_program_completes(lowering: Lowering, program: Program) -> None:
@@ -85,6 +74,10 @@ def check_program_completes(lowering: Lowering, program: Program) -> None:
 
 class Simulator:
     """Simulates programs on one topology with one algorithm setting and model.
+
+    ``context`` holds what is cached (expansions, structures, step results): simulators of one
+    topology given the same :class:`~p2sim.sim.context.SimulationContext` share it; without one a
+    simulator has its own.
 
     Examples
     --------
@@ -106,19 +99,22 @@ class Simulator:
         config: ModelConfig | None = None,
         trace: bool = False,
         proto: str = "auto",
+        context: SimulationContext | None = None,
     ) -> None:
+        if context is not None and context.topo is not topo:
+            raise ValueError("Simulator: the context belongs to another topology")
         self.topo = topo
+        self.context = SimulationContext(topo) if context is None else context
         self.algo = check_algo(algo)
         self.proto = check_proto(proto)
         self.model = check_model(model)
         self.config = ModelConfig.of(topo.spec) if config is None else config
         self.trace = trace
         rates = self.config.resolve(topo.spec)
-        self.expander = Expander(topo, rates)
-        # a step's result depends on these and the step alone: simulators of one topology share them
+        self.expander = Expander(topo, rates, self.context)
+        # a step's result depends on these and the step alone: simulators given one context share them
         # (a traced simulator keeps its own, with the traces)
-        self._steps: dict[tuple, StepResult] = (
-            {} if trace else topo.memo.setdefault(("steps", self.proto, self.model, rates), {}))
+        self._steps: dict[tuple, StepResult] = {} if trace else self.context.steps(self.proto, self.model, rates)
         self._seen: dict[int, tuple[object, bytes]] = {}
         why = self.expander.why_not(self.algo, proto=self.proto)
         if why is not None:  # NCCL refuses an NCCL_ALGO it cannot honour (enqueue.cc)

@@ -2,14 +2,20 @@
 
 A search simulates thousands of programs; only the few it reports are explained, each step
 by :meth:`p2sim.sim.Simulator.bound` (a link class, a per-channel or protocol limit, or
-latency), with the algorithm, protocol, model and buffer the search ran it with.
+latency), with the settings of the task that simulated it, in the context of its system.
 
 Examples
 --------
+>>> from p2sim.sim import SimulationContext
+>>> from p2sim.studies.executor import SerialExecutor
+>>> from p2sim.studies.ranking import rank_tasks
+>>> from p2sim.studies.sweep import SweepTask
 >>> from p2sim.topology import load_system
->>> topo = load_system("a100", 2)
->>> [b.text for b in program_bounds(topo, (32,), ((2, 16),), (0,), "aligned", "AllReduce(slice=0, Inside)",
-...                                 "ring", "auto", "des", 2**30)]
+>>> ctx = SimulationContext(load_system("a100", 2))
+>>> task = SweepTask(ctx.topo.spec, 2, (32,), (0,), "ring", "des", 2**30, matrices=(((2, 16),),),
+...                  programs=("AllReduce(slice=0, Inside)",))
+>>> best = rank_tasks([task], SerialExecutor()).entries[0]
+>>> [b.text for b in program_bounds(ctx, best)]
 ['nic links']
 """
 
@@ -19,20 +25,29 @@ from collections.abc import Sequence
 
 from ..collectives.bound import Bound
 from ..formalism.hierarchy import Lowering
-from ..formalism.placement import Matrix, Placement
+from ..formalism.placement import Placement
 from ..formalism.program import parse_program
-from ..sim import Simulator
-from ..topology import Topology
+from ..sim import SimulationContext, Simulator
+from .ranking import RankEntry
 
 __all__ = ["program_bounds", "not_bound_by"]
 
 
-def program_bounds(topo: Topology, axes: Sequence[int], matrix: Matrix, reduce_axes: Sequence[int], order: str,
-                   program: str, algo: str, proto: str, model: str, bytes_per_gpu: float) -> tuple[Bound, ...]:
-    """Each step's bound, as the search simulated the program."""
-    lowering = Lowering.of(Placement.of(topo.hierarchy, axes, matrix), reduce_axes, order)
-    sim = Simulator(topo, algo, "des" if model == "baseline" else model, proto=proto)
-    return sim.bounds(lowering, parse_program(program), bytes_per_gpu)
+def program_bounds(context: SimulationContext, entry: RankEntry) -> tuple[Bound, ...]:
+    """Each step's bound of a ranked program, as its task simulated it, in ``context`` (its system's).
+
+    The order-dependent decisions of the tasks that ran in ``context`` before are dropped first
+    (:meth:`~p2sim.sim.context.SimulationContext.forget_order`), so that the answer is the same
+    wherever those tasks ran."""
+    task = entry.task
+    if task is None:
+        raise ValueError("program_bounds: the entry was ranked without its task")
+    context.forget_order()
+    topo = context.topo
+    lowering = Lowering.of(Placement.of(topo.hierarchy, task.axes, entry.matrix), task.reduce_axes, task.order)
+    sim = Simulator(topo, task.algo, "des" if task.model == "baseline" else task.model, task.config,
+                    proto=task.proto, context=context)
+    return sim.bounds(lowering, parse_program(entry.timing.text), task.bytes_per_gpu)
 
 
 def not_bound_by(target: str, bounds: Sequence[Bound]) -> str:

@@ -104,9 +104,7 @@ class RankResult(Tabular):
     @cached_property
     def best_bounds(self) -> tuple[Bound, ...]:
         """What bounds each step of the best program (computed for the answer only)."""
-        req, job, best = self.request, self.request.job, self.best
-        return program_bounds(job.topology, job.axes, best.matrix, self.reduce_axes, req.order.value, best.timing.text,
-                              best.algo, req.proto, req.model, job.bytes_per_gpu)
+        return program_bounds(self.request.job.context, self.best)
 
     @property
     def scope(self) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..formalism.placement import Matrix
@@ -20,6 +20,7 @@ class RankEntry:
     algo: str
     timing: ProgramTiming
     allreduce_seconds: float
+    task: SweepTask | None = field(default=None, compare=False, repr=False)  # the task that simulated it
 
     @property
     def seconds(self) -> float:
@@ -84,7 +85,7 @@ def rank_results(results: Sequence[ConfigResult]) -> Ranking:
             ar = res.allreduce(m)
             progs = tuple(res.of(m))
             summaries.append(MatrixSummary(m, res.task.algo, ar, res.best(m), progs, res.count(m)))
-            entries += [RankEntry(m, res.task.algo, p, ar.seconds) for p in progs]
+            entries += [RankEntry(m, res.task.algo, p, ar.seconds, res.task) for p in progs]
     # ties broken by a total order on the inputs, so the ranking is reproducible
     entries.sort(key=lambda e: (e.seconds, e.algo, e.matrix, e.timing.text))
     summaries.sort(key=lambda s: (s.best.seconds, s.algo, s.matrix))

@@ -34,13 +34,15 @@ from ..formalism.hierarchy import reduce_axes_of
 from ..formalism.naming import generic_levels
 from ..formalism.placement import check_sizes
 from ..formalism.synthesis import DEFAULT_MAX_SIZE, Profile
-from ..topology import Topology, load_system
+from ..sim.context import SimulationContext
+from ..topology import Topology, find_spec, load_system
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError, PlacementError
 from ..util.log import warn
 from ..util.parsing import (as_text, axes_spec, axis_indices, byte_size, default_axis_names, int_list, named_parts,
                             positive_int)
 from ..util.units import format_bytes
+from .contexts import context_of
 from .executor import Executor, capped_workers, check_scheduler, make_executor, scheduler_from_file
 from .jobsize import DEFAULT_BYTES_HELP, Limits, plural
 
@@ -144,7 +146,7 @@ def warn_memory(spec: SystemSpec, nbytes: float, default: bool, nodes: int, hint
 class Job:
     """A system at a node count, axes (sizes and names), reduction axes and a buffer per GPU."""
 
-    topology: Topology
+    context: SimulationContext  # the system built for the node count, and what its simulations keep
     axes: tuple[int, ...]
     axis_names: tuple[str, ...]
     reduce_axes: tuple[int, ...]  # as given (validated against the axes by the study, after its other checks)
@@ -154,12 +156,18 @@ class Job:
     @classmethod
     def build(cls, system: str | SystemSpec = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0",
               bytes: Any = None) -> Job:  # noqa: A002 - the option's name
-        topo = topology_of(system, nodes)
+        spec = system if isinstance(system, SystemSpec) else find_spec(system)
+        ctx = context_of(spec, optional_int(nodes, "nodes"))  # the one its tasks find again in this process
+        topo = ctx.topo
         _, p = sizes_of(axes, topo.hierarchy)
         names = axis_names_of(axes, len(p))
         red = axis_indices(as_text(reduce, "reduce"), names, "reduce")
         nbytes = default_bytes(topo) if bytes is None else byte_size(as_text(bytes, "bytes"))
-        return cls(topo, p, names, red, nbytes, bytes is None)
+        return cls(ctx, p, names, red, nbytes, bytes is None)
+
+    @property
+    def topology(self) -> Topology:
+        return self.context.topo
 
     @property
     def hierarchy(self) -> tuple[int, ...]:

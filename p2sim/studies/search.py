@@ -43,7 +43,7 @@ from ..sim import Simulator
 from ..sim.simulator import BOUND_SLACK
 from ..formalism.synthesis import synthesize_placements
 from .executor import Executor, run_all
-from .sweep import ALLREDUCE_TEXT, ConfigResult, ProgramTiming, SweepTask, run_task, task_topology
+from .sweep import ALLREDUCE_TEXT, ConfigResult, ProgramTiming, SweepTask, run_task, task_context
 
 __all__ = ["Bounds", "SearchStats", "bound_task", "bound_all", "search", "run_search", "matrix_bounds"]
 
@@ -83,10 +83,11 @@ class SearchStats:
 
 def bound_task(task: SweepTask) -> Bounds:
     """Every program's lower bound, and every matrix's AllReduce simulated."""
-    topo = task_topology(task)
+    ctx = task_context(task)
+    topo = ctx.topo
     syn = synthesize_placements(topo.hierarchy, task.axes, task.reduce_axes, task.profile, task.max_size,
                                 task.matrices, task.order)
-    sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto)
+    sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto, context=ctx)
     progs, ars = [], []
     for mp in syn.matrices:
         for prog in mp.programs:

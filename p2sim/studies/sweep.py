@@ -6,13 +6,12 @@ from dataclasses import dataclass, field
 
 from ..formalism.placement import Matrix
 from ..formalism.program import parse_program
-from ..sim import ModelConfig, Simulator, StepResult
-from ..sim.simulator import forget_shapes
+from ..sim import ModelConfig, SimulationContext, Simulator, StepResult
 from ..formalism.synthesis import DEFAULT_MAX_SIZE, synthesize_placements
-from ..topology import Topology
 from ..topology.spec import SystemSpec
+from .contexts import context_of
 
-__all__ = ["SweepTask", "ProgramTiming", "ConfigResult", "run_task", "task_topology", "ALLREDUCE_TEXT"]
+__all__ = ["SweepTask", "ProgramTiming", "ConfigResult", "run_task", "task_context", "ALLREDUCE_TEXT"]
 
 ALLREDUCE_TEXT = "AllReduce(slice=0, Inside)"
 
@@ -81,34 +80,29 @@ class ConfigResult:
         return n
 
 
-def task_topology(task: SweepTask) -> Topology:
-    """The task's topology, built once per process for consecutive tasks of one system.
+def task_context(task: SweepTask) -> SimulationContext:
+    """The task's simulation context (its topology: ``.topo``), one per process and system.
 
-    A topology keeps what its simulators computed, so the tasks of one sweep that run in
-    one process share its routes, ring searches and collectives; what depends on the order
-    in which groups came (decisions per group shape, and the step results built on them) is
-    forgotten between tasks, so a task's results never depend on the tasks before it (or on
-    the executor that placed it).
+    The tasks of one sweep that run in one process share its routes, ring searches and
+    collectives (:func:`~p2sim.studies.contexts.context_of`: the job's own context in a serial
+    run); what depends on the order in which groups came (decisions per group shape, and the
+    step results built on them) is forgotten before each task, so a task's results never depend
+    on the tasks before it (or on the executor that placed it).
     """
-    key = (repr(task.spec), task.nodes)
-    hit = _TOPOLOGY.get(key)
-    if hit is None:
-        _TOPOLOGY.clear()  # one system at a time: a sweep's tasks share one
-        hit = _TOPOLOGY[key] = Topology(task.spec, task.nodes)
-    else:
-        forget_shapes(hit)
-    return hit
+    ctx = context_of(task.spec, task.nodes)
+    ctx.forget_order()
+    return ctx
 
 
-_TOPOLOGY: dict[tuple, Topology] = {}
-
-
-def run_task(task: SweepTask, topology: Topology | None = None) -> ConfigResult:
-    """Synthesize and simulate every program of every matrix of a task (or the task's ``programs``)."""
-    topo = topology if topology is not None else task_topology(task)
+def run_task(task: SweepTask, context: SimulationContext | None = None) -> ConfigResult:
+    """Synthesize and simulate every program of every matrix of a task (or the task's ``programs``),
+    in ``context`` (its topology the task's system; kept as it is) or else the task's own
+    (:func:`task_context`)."""
+    ctx = task_context(task) if context is None else context
+    topo = ctx.topo
     syn = synthesize_placements(topo.hierarchy, task.axes, task.reduce_axes, task.profile, task.max_size,
                                 task.matrices, task.order)
-    sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto)
+    sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto, context=ctx)
     # programs compare as values: parsing the few wanted beats printing every one
     wanted = None if task.programs is None else {parse_program(t) for t in task.programs}
     out = []

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
-from ..sim import Simulator
+from ..sim import SimulationContext, Simulator
 from ..topology import Topology
 
 __all__ = ["TunerRange", "Communicator", "tuner_ranges", "size_ranges", "communicators", "MIN_GAIN", "TUNER_SIZES"]
@@ -80,12 +80,12 @@ class TunerRange:
                 "gain": self.gain, "members": list(self.members)}
 
 
-def _time(topo: Topology, sims: dict, algo: str, proto: str, op: str, members: tuple[int, ...],
+def _time(ctx: SimulationContext, sims: dict, algo: str, proto: str, op: str, members: tuple[int, ...],
           size: int) -> tuple[float, str, str, int]:
     """The step's time and the (algorithm, protocol, channels) it ran (one group: one choice)."""
     sim = sims.get((algo, proto))
     if sim is None:
-        sim = sims[(algo, proto)] = Simulator(topo, algo, "des", proto=proto)
+        sim = sims[(algo, proto)] = Simulator(ctx.topo, algo, "des", proto=proto, context=ctx)
     r = sim.step(LoweredStep(Op(op), (members,)), (float(size),))
     a, p, c = r.choices[0]
     return r.seconds, a, p, c
@@ -100,16 +100,17 @@ def size_ranges(topo: Topology, collective: str, members: tuple[int, ...], sizes
     plugin runs every size that no rule matches on one channel.
     """
     sims: dict = {}
-    auto = sims[("auto", "auto")] = Simulator(topo, "auto", "des", proto="auto")
+    ctx = SimulationContext(topo)  # the simulators of every forced setting share its expansions
+    auto = sims[("auto", "auto")] = Simulator(topo, "auto", "des", proto="auto", context=ctx)
     pairs = auto.expander.available(collective, members)
     nodes = len({topo.node_of(m) for m in members})
     # per size: (changed, algo, proto, channels, seconds, default text, default seconds)
     picks = []
     for size in sizes:
-        base, da, dp, dc = _time(topo, sims, "auto", "auto", collective, members, size)
+        base, da, dp, dc = _time(ctx, sims, "auto", "auto", collective, members, size)
         best = None
         for algo, proto in pairs:
-            t, a, p, c = _time(topo, sims, algo, proto, collective, members, size)
+            t, a, p, c = _time(ctx, sims, algo, proto, collective, members, size)
             if (a, p) != (da, dp) and t * min_gain < base and (best is None or t < best[3]):
                 best = (a, p, c, t)
         picks.append((True,) + best + (f"{da}/{dp}", base) if best else (False, da, dp, dc, base, f"{da}/{dp}", base))

@@ -18,18 +18,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..collectives import check_proto
+from ..collectives.bound import Bound
 from ..formalism.hierarchy import Order
 from ..formalism.placement import count_matrices, enumerate_matrices
 from ..sim.model import check_model
-from ..topology import Topology, find_spec
+from ..topology import find_spec
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError
 from ..util.log import announce
 from ..util.table import Tabular
 from ..util.parsing import as_text, axis_indices, byte_size
 from .bounds import not_bound_by, program_bounds
+from .contexts import context_of
 from .jobsize import Limits, check_job, estimate, plural, program_counts, program_steps, synthesis_cardinalities
-from .ranking import rank_results, split_by_matrix
+from .ranking import Ranking, rank_results, split_by_matrix
 from .requests import (RunOptions, Rules, SearchOptions, algorithms, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
 from .search import SearchStats, run_search
@@ -134,7 +136,7 @@ class WhatifResult(Tabular):
 
 def run_whatif(req: WhatifRequest) -> WhatifResult:
     algos = algorithms(req.algo)
-    tasks, owners, point_bytes, point_topos = [], [], [], []
+    tasks, owners, point_bytes, point_contexts = [], [], [], []
     simulations, largest = 0, None
     counted: dict[int, tuple[tuple[int, ...], list, list[int], list[int]]] = {}  # per node count: axes, matrices,
     # programs and their steps
@@ -148,11 +150,13 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     names: tuple[str, ...] = ()
     red: tuple[int, ...] = ()
     for pt in req.points:  # every point can be answered at all before any is counted (counting takes seconds)
-        topo = Topology(pt.spec, pt.nodes)
-        point_topos.append(topo)
+        ctx = context_of(pt.spec, pt.nodes)  # held here: the point's tasks find it again in this process
+        point_contexts.append(ctx)
+        topo = ctx.topo
         algorithms(req.algo, topo, req.proto)  # each point's system and node count can run them
         whole_groups(topo)
-    for k, (pt, topo) in enumerate(zip(req.points, point_topos)):
+    for k, (pt, ctx) in enumerate(zip(req.points, point_contexts)):
+        topo = ctx.topo
         if pt.nodes not in counted:
             p = resolve_axes(req.axes, topo.devices)
             names = axis_names_of(req.axes, len(p))
@@ -187,26 +191,30 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
                           where(max(pt.nodes for pt in req.points)), smaller)
     warning = warn_memory(largest[1].spec, largest[0], req.bytes is None, largest[1].node_count)
     per_point: list[list[ConfigResult]] = [[] for _ in req.points]
-    stats = []
+    stats: list[SearchStats] = []
+    rankings: list[Ranking] = []
+    point_bounds: list[tuple[Bound, ...]] = []
     with req.run.executor(len(tasks)) as ex:
         announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")
         for k in range(len(req.points)):  # each point's winner and matrices' bests: exact, with or without the bounds
             mine = [t for t, o in zip(tasks, owners) if o == k]
             per_point[k], st = run_search(mine, ex, 1, exhaustive=req.exhaustive, label="what-if")
             stats.append(st)
+            rankings.append(rank_results(per_point[k]))
+            point_bounds.append(program_bounds(point_contexts[k], rankings[k].entries[0]))
+            point_contexts[k].clear()  # the point is done: one point's caches at a time
     rows = []
     winners: dict[tuple, tuple] = {}
     first = req.variations[0].target
     for k, pt in enumerate(req.points):
-        ranking = rank_results(per_point[k])
+        ranking = rankings[k]
         best = ranking.entries[0]
         key = winner_key(best.matrix, best.algo, best.timing.text)
         # a series varies the first parameter with the others fixed, as in the plot
         series = tuple((t, v) for t, v in pt.settings if t != first)
         previous = winners.get(series)
         winners[series] = key
-        bounds = program_bounds(point_topos[k], counted[pt.nodes][0], best.matrix, red, req.order.value,
-                                best.timing.text, best.algo, req.proto, req.model, point_bytes[k])
+        bounds = point_bounds[k]
         notes = [n for n in (not_bound_by(v.target, bounds) for v in req.variations) if n]
         rows.append({"point": dict(pt.settings), "label": pt.label, "nodes": pt.nodes, "bytes_per_gpu": point_bytes[k],
                      "matrix": [list(r) for r in best.matrix],

@@ -82,8 +82,9 @@ class Topology(Routing):
         self._types: dict[tuple[int, int], str] = {}
         self._vias: dict[tuple[int, str, str, int], tuple[tuple[int, ...], ...]] = {}
         self._templates: dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
-        # derived data of other layers (ring searches, GPU classes), computed once per topology
-        self.memo: dict = {}
+        self._ports: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # what the layers above derive from a topology (ring searches, expansions, step results) is
+        # theirs: p2sim.collectives.caches and p2sim.sim.context, never stored here
         self._check_connected()
 
     # -- construction -------------------------------------------------------------

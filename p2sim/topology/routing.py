@@ -118,6 +118,16 @@ class Routing:
         """The NIC (component name inside its node) that GPU ``device`` uses by default."""
         return self._nic_assignment[device % self.gpus_per_node]
 
+    def switch_ports(self, switch: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per local GPU, the ids of its links up to and down from node 0's NVSwitch ``switch``
+        (a component name inside the node; -1 where the GPU has no such link)."""
+        hit = self._ports.get(switch)
+        if hit is None:
+            up = [self._index.get((f"n0/{g}", f"n0/{switch}"), -1) for g in self.spec.gpus]
+            down = [self._index.get((f"n0/{switch}", f"n0/{g}"), -1) for g in self.spec.gpus]
+            hit = self._ports[switch] = (np.array(up, dtype=np.int64), np.array(down, dtype=np.int64))
+        return hit
+
     def _nic_edges(self, local: int, nic: str, up: bool) -> tuple[int, ...]:
         key = (local, nic, up)
         hit = self._nicpath.get(key)

@@ -1,0 +1,110 @@
+"""What the collectives layer derives from one topology, kept by whoever runs the expansions.
+
+A :class:`~p2sim.topology.Topology` is an immutable graph (its routes are its own); what the
+collectives compute on it lives in a :class:`CollectiveCaches`: the ring searches and "all on
+one NVSwitch" answers of each node's GPU sets, the GPUs' classes in the node graph, and per set
+of rates every expansion an :class:`~p2sim.collectives.expand.Expander` builds
+(:class:`Expansions`).  A study creates one per topology and hands it to every expander of it
+(the simulation layer's :class:`~p2sim.sim.context.SimulationContext` extends it with step
+results); an expander given none makes its own.
+
+Two ways to drop what is kept, and no other:
+
+* :meth:`CollectiveCaches.forget_order` drops what depends on the order groups came in -- the
+  decisions taken once per group shape (NCCL's choice, channel counts, estimates), which the
+  first group of a shape takes for all -- so that independent tasks run on one context compute
+  what each would alone.  Ring searches, routes and every group's expansion stay.
+* :meth:`CollectiveCaches.clear` drops everything (memory; results never change).
+
+The built collectives and structures of one :class:`Expansions` hold at most
+:data:`~p2sim.collectives.expand.CACHE_BYTES` of arrays; past it the expander drops the least
+recently used.
+Imports the topology layer only.
+"""
+
+from __future__ import annotations
+
+from ..topology import Topology
+from ..topology.settings import ModelRates
+from .pattern import Collective
+
+__all__ = ["CollectiveCaches", "Expansions"]
+
+_PER_SHAPE = ("channels", "available", "estimate")  # Expander._memo's decisions, one per group shape
+
+
+class Expansions:
+    """The caches of every :class:`~p2sim.collectives.expand.Expander` of one topology with the same rates."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple, Collective] = {}
+        self.choice: dict[tuple, tuple[str, str]] = {}
+        self.by_shape: dict[tuple, object] = {}
+        self.shapes: dict[tuple[int, ...], tuple] = {}
+        self.moved: dict[tuple, Collective] = {}
+        self.structures: dict[tuple, object] = {}
+        self.settings: dict[tuple, tuple] = {}
+        self.chosen: dict[tuple, tuple[str, str]] = {}
+        # what cache, moved and structures hold, least recently used first: (id(dict), key) -> (dict, bytes)
+        self.held: dict[tuple, tuple[dict, int]] = {}
+        self.held_bytes = [0]
+
+    def forget_order(self) -> None:
+        """Drop what was decided once per group shape (NCCL's choice, channels, estimates):
+        the first group of a shape decides for all, so across independent tasks the decisions
+        must not depend on which task ran first.  Caches exact per group stay."""
+        for d in (self.choice, self.settings, self.chosen):
+            d.clear()
+        for key in [k for k in self.by_shape if k[0] in _PER_SHAPE]:
+            del self.by_shape[key]
+
+    def clear(self) -> None:
+        """Drop everything, in place: the expanders that share these caches keep sharing them."""
+        for d in (self.cache, self.choice, self.by_shape, self.shapes, self.moved, self.structures, self.settings,
+                  self.chosen, self.held):
+            d.clear()
+        self.held_bytes[0] = 0
+
+
+class CollectiveCaches:
+    """The collectives' caches of one topology: ring searches, one-switch answers, GPU classes, and
+    per set of rates the expanders' :class:`Expansions`.
+
+    Examples
+    --------
+    >>> from p2sim.topology import load_system
+    >>> from p2sim.collectives import Expander
+    >>> caches = CollectiveCaches(load_system("h100", nodes=1))
+    >>> a, b = Expander(caches.topo, caches=caches), Expander(caches.topo, caches=caches)
+    >>> a.choose("AllReduce", tuple(range(8)), 2**30), len(caches.rings) > 0
+    (('nvls', 'Simple'), True)
+    >>> b.rings((0, 1, 2, 3, 4, 5, 6, 7)) is caches.rings[(0, 1, 2, 3, 4, 5, 6, 7)]  # shared, not searched again
+    True
+    """
+
+    def __init__(self, topo: Topology) -> None:
+        self.topo = topo
+        self.rings: dict[tuple[int, ...], tuple[tuple[tuple[int, ...], float], ...]] = {}  # by local GPUs
+        self.one_switch: dict[tuple[int, ...], bool] = {}  # by local GPUs: any ring order is as good
+        self.gpu_classes: tuple[str, ...] | None = None  # each local GPU's class in the node graph
+        self._expansions: dict[ModelRates, Expansions] = {}
+
+    def expansions(self, rates: ModelRates) -> Expansions:
+        """The expansions of this topology with ``rates`` (shared by every expander given them)."""
+        hit = self._expansions.get(rates)
+        if hit is None:
+            hit = self._expansions[rates] = Expansions()
+        return hit
+
+    def forget_order(self) -> None:
+        """Drop what depends on the order groups came in (see the module docstring)."""
+        for e in self._expansions.values():
+            e.forget_order()
+
+    def clear(self) -> None:
+        """Drop everything kept (results never change; only rebuilding costs)."""
+        for e in self._expansions.values():
+            e.clear()
+        self.rings.clear()
+        self.one_switch.clear()
+        self.gpu_classes = None
