@@ -176,6 +176,12 @@ _DESCRIPTIONS = {
     "max_simulations": "refuse a job of more simulations than this",
     "yes": "run however large the job (lifts the limits)",
 }
+_RAISES = """Raises
+------
+InputError
+    A bad value, as one line naming the parameter as the command line's message names its option: a value of
+    the wrong type or form, an unknown or missing parameter (its kinds: PlacementError, TopologyError,
+    MeasurementError for a file that cannot be read)."""
 # a parameter's other accepted name (the request's), and the parameter it is
 _ALIASES = {"plan": {"reductions": "reduction"}}
 
@@ -223,7 +229,9 @@ def _boundary(function: _Function) -> _Function:
         return function(**given)
 
     summary, _, rest = (function.__doc__ or "").partition("\n\n")
-    checked.__doc__ = f"{summary}\n\n{_parameters_doc(function)}\n\n{inspect.cleandoc(rest)}"
+    returns, _, examples = inspect.cleandoc(rest).partition("\nExamples\n")
+    checked.__doc__ = "\n\n".join([summary, _parameters_doc(function), returns.strip(), _RAISES]
+                                   + ([f"Examples\n{examples}"] if examples else []))
     return cast(_Function, checked)
 
 
@@ -256,10 +264,6 @@ def rank(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
         The ranking, the search's statistics, the default placement and the gain over it; ``to_json()`` is
         what ``--json`` prints.
 
-    Raises
-    ------
-    InputError
-        A bad value (its subclasses: PlacementError, TopologyError), naming the parameter.
     """
     return run_rank(RankRequest.build(**locals()))
 
@@ -278,11 +282,6 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
     -------
     PlanResult
         Every matrix's plan, fastest first, beside the default placement's.
-
-    Raises
-    ------
-    InputError
-        A bad value, naming the parameter; no reduction given.
     """
     options = locals()
     return run_plan(PlanRequest.build(reductions=options.pop("reduction"), **options))
@@ -302,10 +301,6 @@ def whatif(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes 
     WhatifResult
         One row per point, marking where the winner changes.
 
-    Raises
-    ------
-    InputError
-        A bad value, naming the parameter; nothing to vary.
     """
     return run_whatif(WhatifRequest.build(**locals()))
 
@@ -324,10 +319,6 @@ def simulate(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axe
     SimulateResult
         Every simulated (matrix, program, result).
 
-    Raises
-    ------
-    InputError
-        A bad value, naming the parameter.
     """
     return run_simulate(SimulateRequest.build(**locals()))
 
@@ -344,10 +335,6 @@ def sweep(*, system: System = o.SYSTEM, nodes: Count | None = None, gpus_per_nod
     SweepResult
         One row per size, with the algorithm and protocol NCCL would pick.
 
-    Raises
-    ------
-    InputError
-        A bad value, naming the parameter.
     """
     return run_sweep(SweepRequest.build(**locals()))
 
@@ -364,10 +351,6 @@ def validate(*, measurements: Paths, calibrate_on: Paths | None = None, system: 
     ValidateResult
         The scores, per program and per collective.
 
-    Raises
-    ------
-    InputError
-        A bad value, naming the parameter (MeasurementError: a file that cannot be read).
     """
     return run_validate(ValidateRequest.build(**locals()))
 
@@ -383,10 +366,6 @@ def calibrate(*, measurements: Paths, system: System, model: str = o.MODEL, allo
     CalibrateResult
         The fit; ``toml`` is the calibrated system file.
 
-    Raises
-    ------
-    InputError
-        A bad value, naming the parameter (MeasurementError: a file that cannot be read).
     """
     return run_calibrate(CalibrateRequest.build(**locals()))
 
@@ -403,10 +382,6 @@ def check(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes |
     CheckResult
         Each step's command and prediction, and a verdict per log row.
 
-    Raises
-    ------
-    InputError
-        A bad value, naming the parameter (MeasurementError: a log that cannot be read).
     """
     return run_check(CheckRequest.build(**locals()))
 
@@ -423,10 +398,6 @@ def synthesize(*, hierarchy: str | Sequence[int] | None = None, system: System |
     SynthResult
         The programs of each matrix, shortest first.
 
-    Raises
-    ------
-    InputError
-        A bad value, naming the parameter.
     """
     return run_synth(SynthRequest.build(**locals()))
 
@@ -442,15 +413,11 @@ def placements(*, hierarchy: str | Sequence[int] | None = None, system: System |
     PlacementsResult
         The matrices.
 
-    Raises
-    ------
-    InputError
-        A bad value, naming the parameter.
 
     Examples
     --------
-    >>> len(placements(hierarchy="2,4", axes="2,4").matrices)
-    4
+    >>> placements(hierarchy="2,4", axes={"data": 2, "tensor": 4}).matrices
+    (((1, 2), (2, 2)), ((2, 1), (1, 4)))
     """
     return run_placements(PlacementsRequest.build(**locals()))
 
@@ -522,6 +489,11 @@ def systems() -> list[dict[str, object]]:
     list of dict
         Per system: ``name``, ``file``, ``levels`` (in words), ``default_nodes``, ``classes`` (its link classes)
         and ``description``.
+
+    Raises
+    ------
+    TopologyError
+        A system file that does not hold, naming it.
     """
     rows: list[dict[str, object]] = []
     for name, path in system_paths().items():

@@ -121,8 +121,8 @@ def test_public_functions_have_typed_signatures_and_numpydoc_sections(name):
         assert not _has_any(hints[param.name]), f"p2sim.{name}({param.name}: {hints[param.name]})"
         assert f"\n{param.name} : " in doc, f"p2sim.{name}'s docstring does not describe {param.name}"
     assert "return" in hints and not _has_any(hints["return"])
-    for section in ("Returns\n-------", *(("Parameters\n----------",) if hints.keys() - {"return"} else ())):
-        assert section in doc, f"p2sim.{name} has no {section.split()[0]} section"
+    for section in ("Returns\n-------", "Raises\n------", *(("Parameters\n----------",) if hints.keys() - {"return"} else ())):
+        assert doc.count(section) == 1, f"p2sim.{name} has not one {section.split()[0]} section"
 
 
 def test_parameters_are_the_command_options_and_defaults_the_tables():
