@@ -2,7 +2,7 @@
 
 The public API (:mod:`p2sim.api`): :func:`rank`, :func:`plan`, :func:`whatif`,
 :func:`simulate`, :func:`sweep`, :func:`validate`, :func:`calibrate`, :func:`synthesize`,
-:func:`placements` and :func:`load_system`, each taking keyword arguments and returning a
+:func:`placements`, :func:`load_system` and :func:`systems`, each taking keyword arguments and returning a
 typed result with ``to_json()``.  They are imported on first use, so ``import p2sim`` (and
 the command line's start) stays light.
 
@@ -20,7 +20,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
-        "emit", "load_system")
+        "emit", "load_system", "systems")
 _ERRORS = ("P2SimError", "InputError")
 __all__ = [*_API, *_ERRORS, "__version__"]
 

@@ -30,27 +30,32 @@ p2sim.util.errors.PlacementError: axes: the product of 3,4 is 12, but the hierar
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 import os
-from collections.abc import Callable, Mapping
-from typing import Any
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast, get_type_hints
+
+from . import options as o
 
 from .measurements.calibration import CalibrateRequest, CalibrateResult, run_calibrate
 from .measurements.check import CheckRequest, CheckResult, run_check
 from .measurements.validation import ValidateRequest, ValidateResult, run_validate
-from .studies.plan import PlanRequest, PlanResult, run_plan
+from .studies.plan import PlanRequest, PlanResult, Reduction, run_plan
 from .studies.rank import RankRequest, RankResult, run_rank
 from .studies.simulate import SimulateRequest, SimulateResult, run_simulate
 from .studies.size_sweep import SweepRequest, SweepResult, run_sweep
 from .studies.synth import PlacementsRequest, PlacementsResult, SynthRequest, SynthResult, run_placements, run_synth
 from .studies.whatif import WhatifRequest, WhatifResult, run_whatif
 from .studies.requests import topology_of
-from .topology import Topology
+from .topology import Topology, find_spec, system_paths
+from .topology.spec import SystemSpec
 from .util.errors import InputError
 
 __all__ = ["rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
-           "emit", "load_system", "Topology", "RankResult", "PlanResult", "WhatifResult", "SimulateResult",
+           "emit", "load_system", "systems", "Topology", "RankResult", "PlanResult", "WhatifResult", "SimulateResult",
            "SweepResult", "ValidateResult", "CalibrateResult", "CheckResult", "SynthResult", "PlacementsResult"]
 
 
@@ -59,8 +64,6 @@ __all__ = ["rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate
 _TEXT = frozenset({"algo", "proto", "model", "profile", "order", "collective", "scheduler", "program"})
 _PATHS = frozenset({"measurements", "calibrate_on", "logs"})  # a file or directory, or a list of them
 _PATH = frozenset({"scheduler_file"})
-# the command line's spelling of a parameter named otherwise (docs/api.md: "the options, with - as _")
-_CLI_NAMES = {"reductions": "reduction"}
 
 
 def _plain(value: Any) -> Any:
@@ -96,7 +99,7 @@ def _is_path(value: Any) -> bool:
 
 def _checked(name: str, value: Any, default: Any) -> Any:
     """``value`` of parameter ``name`` in the form its request takes, or one InputError naming both."""
-    field = _CLI_NAMES.get(name, name).replace("_", "-")  # as the command line's messages name it
+    field = name.replace("_", "-")  # as the command line's messages name it
     value = _plain(value)
     if value is None:
         if default is None:
@@ -125,66 +128,271 @@ def _checked(name: str, value: Any, default: Any) -> Any:
     return value
 
 
-def _command(name: str, build: Callable[..., Any], run: Callable[[Any], Any], result: type, what: str
-             ) -> Callable[..., Any]:
-    """An API function: ``build`` the request from keyword arguments, ``run`` it; its signature is ``build``'s,
-    with the command line's spellings; every value is checked here first, so that a wrong type is one
-    InputError naming the parameter, never an AttributeError from deep inside."""
-    params = list(inspect.signature(build).parameters.values())
-    defaults = {p.name: p.default for p in params}
-    spelled = {_CLI_NAMES.get(p.name, p.name): p.name for p in params}  # CLI spelling -> parameter
-    spelled.update({p.name: p.name for p in params})  # the parameter's own name stays accepted
+_RAISES = """Raises
+------
+InputError
+    A bad value, as one line naming the parameter as the command line's message names its option: a value of
+    the wrong type or form, an unknown or missing parameter (its kinds: PlacementError, TopologyError,
+    MeasurementError for a file that cannot be read)."""
+# a parameter's other accepted name (the request's), and the parameter it is
+_ALIASES = {"plan": {"reductions": "reduction"}}
 
-    def command(**options: Any) -> Any:
-        given: dict[str, Any] = {}
+_Function = TypeVar("_Function", bound=Callable[..., object])
+
+
+def _type_text(hint: object) -> str:
+    """``hint`` as the docs write a type: ``int | str | None``, without module paths."""
+    return hint.__name__ if isinstance(hint, type) else re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", str(hint))
+
+
+def _parameters_doc(function: Callable[..., object]) -> str:
+    """numpydoc's Parameters section of ``function``, from its signature and :data:`p2sim.options.DESCRIPTIONS`."""
+    hints = get_type_hints(function)
+    lines = ["Parameters", "----------"]
+    for p in inspect.signature(function).parameters.values():
+        default = "" if p.default is inspect.Parameter.empty or p.default is None else f", default {p.default!r}"
+        lines += [f"{p.name} : {_type_text(hints[p.name])}{default}", f"    {o.DESCRIPTIONS[p.name]}"]
+    return "\n".join(lines)
+
+
+def _boundary(function: _Function) -> _Function:
+    """``function``, with every keyword argument checked first: an unknown name, one given twice (as itself and
+    as its alias), a missing required one or a value of the wrong type is one InputError naming the parameter
+    as the command line does, never a TypeError or an AttributeError from deep inside.  Its docstring gains
+    the Parameters section."""
+    name = function.__name__
+    params = inspect.signature(function).parameters
+    spelled = {**_ALIASES.get(name, {}), **{p: p for p in params}}
+
+    @functools.wraps(function)
+    def checked(**options: object) -> object:
+        given: dict[str, object] = {}
         for key, value in options.items():
             if key not in spelled:
                 raise InputError(f"{key.replace('_', '-')}: not an option of p2sim.{name} (its options: "
-                                 f"{', '.join(_CLI_NAMES.get(p.name, p.name) for p in params)})")
+                                 f"{', '.join(params)})")
             param = spelled[key]
             if param in given:
                 raise InputError(f"{key.replace('_', '-')}: given twice (as {param} and as {key}); give one")
-            given[param] = _checked(param, value, defaults[param])
-        missing = [p.name for p in params if p.default is inspect.Parameter.empty and p.name not in given]
+            given[param] = _checked(param, value, params[param].default)
+        missing = [p for p, v in params.items() if v.default is inspect.Parameter.empty and p not in given]
         if missing:
             raise InputError(f"{missing[0].replace('_', '-')}: required by p2sim.{name}")
-        return run(build(**given))
+        return function(**given)
 
-    command.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [p.replace(name=_CLI_NAMES.get(p.name, p.name), kind=inspect.Parameter.KEYWORD_ONLY) for p in params],
-        return_annotation=result)
-    command.__name__ = command.__qualname__ = name
-    command.__doc__ = (f"{what}\n\nKeyword arguments as :meth:`{build.__qualname__}` takes them, spelled as the "
-                       f"command line's options with ``-`` as ``_``; returns a :class:`{result.__name__}`.")
-    return command
+    summary, _, rest = (function.__doc__ or "").partition("\n\n")
+    returns, _, examples = inspect.cleandoc(rest).partition("\nExamples\n")
+    checked.__doc__ = "\n\n".join([summary, _parameters_doc(function), returns.strip(), _RAISES]
+                                   + ([f"Examples\n{examples}"] if examples else []))
+    return cast(_Function, checked)
 
 
-rank = _command("rank", RankRequest.build, run_rank, RankResult,
-                "Rank every (matrix, program, algorithm) of a job, fastest first (``p2sim rank``).")
-plan = _command("plan", PlanRequest.build, run_plan, PlanResult,
-                "Rank placements by a whole training step's reductions (``p2sim plan``).")
-whatif = _command("whatif", WhatifRequest.build, run_whatif, WhatifResult,
-                  "The best placement and program at every point of varied systems (``p2sim whatif``).")
-simulate = _command("simulate", SimulateRequest.build, run_simulate, SimulateResult,
-                    "Simulate one program, or every program, of a job (``p2sim simulate``).")
-sweep = _command("sweep", SweepRequest.build, run_sweep, SweepResult,
-                 "One collective over a range of sizes, as nccl-tests runs it (``p2sim sweep``).")
-validate = _command("validate", ValidateRequest.build, run_validate, ValidateResult,
-                    "Score the model's predictions of measurements beside the baseline's (``p2sim validate``).")
-calibrate = _command("calibrate", CalibrateRequest.build, run_calibrate, CalibrateResult,
-                     "Fit one system's link classes and per-channel rates to measurements (``p2sim calibrate``).")
-check = _command("check", CheckRequest.build, run_check, CheckResult,
-                 "nccl-tests commands for a placement's steps, and verdicts on nccl-tests logs (``p2sim check``).")
-synthesize = _command("synthesize", SynthRequest.build, run_synth, SynthResult,
-                      "Every valid reduction program of every matrix (``p2sim synth``).")
-placements = _command("placements", PlacementsRequest.build, run_placements, PlacementsResult,
-                      "Every parallelism matrix of axes over a hierarchy (``p2sim placements``).")
+# the types of values each function takes (Python's, or the command line's text)
+Count = int | str  # a whole number, or its text ("4")
+Number = float | str  # a number, or its text ("1.5")
+Size = float | str  # bytes, or a size text ("2GiB", "8")
+System = str | os.PathLike[str] | SystemSpec
+Axes = str | Mapping[str, int] | Sequence[int]
+Axis = int | str
+AxisSet = str | int | Sequence[Axis]  # axes by index or name
+MatrixLike = str | Sequence[Sequence[int]]
+Paths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+File = str | os.PathLike[str]
+
+
+@_boundary
+def rank(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
+         reduce: AxisSet = o.REDUCE, matrix: MatrixLike | None = None, bytes: Size | None = None,  # noqa: A002
+         top: Count = o.TOP, algo: str = o.ALGO, proto: str = o.PROTO, model: str = o.MODEL, profile: str = o.PROFILE,
+         max_size: Count = o.MAX_SIZE, order: str = o.ORDER, compare_orders: bool = False, exhaustive: bool = False,
+         budget: Number | None = None, top_matrices: Count | None = None, workers: Count | None = None,
+         scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
+         max_simulations: Count | None = None, yes: bool = False) -> RankResult:
+    """Rank every (matrix, program, algorithm) of a job, fastest first (``p2sim rank``).
+
+    Returns
+    -------
+    RankResult
+        The ranking, the search's statistics, the default placement and the gain over it; ``to_json()`` is
+        what ``--json`` prints.
+
+    """
+    return run_rank(RankRequest.build(**locals()))
+
+
+@_boundary
+def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
+         reduction: str | Reduction | Sequence[str | Reduction] = (), data_axis: Axis | None = None,
+         algo: str = o.ALGO, proto: str = o.PROTO, model: str = o.MODEL, profile: str = o.PROFILE,
+         max_size: Count = o.MAX_SIZE, order: str = o.ORDER, exhaustive: bool = False, budget: Number | None = None,
+         top_matrices: Count | None = None, workers: Count | None = None, scheduler: str | None = None,
+         scheduler_file: File | None = None, max_matrices: Count | None = None,
+         max_simulations: Count | None = None, yes: bool = False) -> PlanResult:
+    """Rank placements by a whole training step's reductions (``p2sim plan``).
+
+    Returns
+    -------
+    PlanResult
+        Every matrix's plan, fastest first, beside the default placement's.
+    """
+    options = locals()
+    return run_plan(PlanRequest.build(reductions=options.pop("reduction"), **options))
+
+
+@_boundary
+def whatif(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
+           reduce: AxisSet = o.REDUCE, vary: str | Sequence[str] = (), bytes: Size | None = None,  # noqa: A002
+           algo: str = o.ALGO, proto: str = o.PROTO, model: str = o.MODEL, profile: str = o.PROFILE,
+           max_size: Count = o.MAX_SIZE, order: str = o.ORDER, exhaustive: bool = False, workers: Count | None = None,
+           scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
+           max_simulations: Count | None = None, yes: bool = False) -> WhatifResult:
+    """The best placement and program at every point of varied systems (``p2sim whatif``).
+
+    Returns
+    -------
+    WhatifResult
+        One row per point, marking where the winner changes.
+
+    """
+    return run_whatif(WhatifRequest.build(**locals()))
+
+
+@_boundary
+def simulate(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
+             reduce: AxisSet = o.REDUCE, matrix: MatrixLike | None = None, program: str = o.PROGRAM,
+             algo: str = o.ALGO, proto: str = o.PROTO, bytes: Size | None = None, model: str = o.MODEL,  # noqa: A002
+             profile: str = o.PROFILE, max_size: Count = o.MAX_SIZE, order: str = o.ORDER, trace: bool = False,
+             max_matrices: Count | None = None, max_simulations: Count | None = None, yes: bool = False
+             ) -> SimulateResult:
+    """Simulate one program, or every program, of a job (``p2sim simulate``).
+
+    Returns
+    -------
+    SimulateResult
+        Every simulated (matrix, program, result).
+
+    """
+    return run_simulate(SimulateRequest.build(**locals()))
+
+
+@_boundary
+def sweep(*, system: System = o.SYSTEM, nodes: Count | None = None, gpus_per_node: Count | None = None,
+          collective: str = o.COLLECTIVE, minbytes: Size = o.MINBYTES, maxbytes: Size = o.MAXBYTES,
+          stepfactor: Count = o.STEPFACTOR, algo: str = o.ALGO, proto: str = o.PROTO, model: str = o.MODEL
+          ) -> SweepResult:
+    """One collective over a range of sizes, as nccl-tests runs it (``p2sim sweep``).
+
+    Returns
+    -------
+    SweepResult
+        One row per size, with the algorithm and protocol NCCL would pick.
+
+    """
+    return run_sweep(SweepRequest.build(**locals()))
+
+
+@_boundary
+def validate(*, measurements: Paths, calibrate_on: Paths | None = None, system: str | None = None,
+             folds: Count = o.FOLDS, model: str = o.MODEL, allow_emulated: bool = False, workers: Count | None = None,
+             scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
+             max_simulations: Count | None = None, yes: bool = False) -> ValidateResult:
+    """Score the model's predictions of measurements beside the baseline's (``p2sim validate``).
+
+    Returns
+    -------
+    ValidateResult
+        The scores, per program and per collective.
+
+    """
+    return run_validate(ValidateRequest.build(**locals()))
+
+
+@_boundary
+def calibrate(*, measurements: Paths, system: System, model: str = o.MODEL, allow_emulated: bool = False,
+              workers: Count | None = None, scheduler: str | None = None, scheduler_file: File | None = None
+              ) -> CalibrateResult:
+    """Fit one system's link classes and per-channel rates to measurements (``p2sim calibrate``).
+
+    Returns
+    -------
+    CalibrateResult
+        The fit; ``toml`` is the calibrated system file.
+
+    """
+    return run_calibrate(CalibrateRequest.build(**locals()))
+
+
+@_boundary
+def check(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
+          reduce: AxisSet = o.REDUCE, matrix: MatrixLike | None = None, program: str | None = None,
+          bytes: Size | None = None, algo: str = o.ALGO, proto: str = o.PROTO, workers: Count | None = None,  # noqa: A002
+          logs: Paths = (), tolerance: Number = o.TOLERANCE) -> CheckResult:
+    """nccl-tests commands for a placement's steps, and verdicts on nccl-tests logs (``p2sim check``).
+
+    Returns
+    -------
+    CheckResult
+        Each step's command and prediction, and a verdict per log row.
+
+    """
+    return run_check(CheckRequest.build(**locals()))
+
+
+@_boundary
+def synthesize(*, hierarchy: str | Sequence[int] | None = None, system: System | None = None,
+               nodes: Count | None = None, axes: Axes | None = None, reduce: AxisSet = o.REDUCE,
+               matrix: MatrixLike | None = None, profile: str = o.PROFILE, max_size: Count = o.MAX_SIZE,
+               order: str = o.ORDER, max_matrices: Count | None = None, yes: bool = False) -> SynthResult:
+    """Every valid reduction program of every matrix (``p2sim synth``).
+
+    Returns
+    -------
+    SynthResult
+        The programs of each matrix, shortest first.
+
+    """
+    return run_synth(SynthRequest.build(**locals()))
+
+
+@_boundary
+def placements(*, hierarchy: str | Sequence[int] | None = None, system: System | None = None,
+               nodes: Count | None = None, axes: Axes | None = None, max_matrices: Count | None = None,
+               yes: bool = False) -> PlacementsResult:
+    """Every parallelism matrix of axes over a hierarchy (``p2sim placements``).
+
+    Returns
+    -------
+    PlacementsResult
+        The matrices.
+
+
+    Examples
+    --------
+    >>> placements(hierarchy="2,4", axes={"data": 2, "tensor": 4}).matrices
+    (((1, 2), (2, 2)), ((2, 1), (1, 4)))
+    """
+    return run_placements(PlacementsRequest.build(**locals()))
 
 
 def emit(result: RankResult | PlanResult | SweepResult, form: str = "jax") -> str:
     """What ``--emit form`` prints for a result: ``jax`` or ``torch`` code, ``json``, or ``nccl-tuner`` rules.
 
-    A rank or plan result takes every form; a sweep result ``nccl-tuner`` only.
+    Parameters
+    ----------
+    result : RankResult | PlanResult | SweepResult
+        A rank or plan result takes every form; a sweep result ``nccl-tuner`` only.
+    form : str, default 'jax'
+        jax, torch, json or nccl-tuner.
+
+    Returns
+    -------
+    str
+        The text ``--emit`` prints: the best placement's mesh and program as code or JSON, or tuner rules.
+
+    Raises
+    ------
+    InputError
+        A form the result has not.
     """
     from .report.mesh import EMIT_FORMS, emit_mesh, plan_mesh_choice, rank_mesh_choice
     from .report.tuner import plan_tuner, rank_tuner, sweep_tuner
@@ -202,7 +410,47 @@ def emit(result: RankResult | PlanResult | SweepResult, form: str = "jax") -> st
     raise InputError(f"emit: a {type(result).__name__} has no emitted form (rank, plan or sweep results do)")
 
 
-def load_system(system: Any, nodes: Any = None) -> Topology:
-    """Build the topology of a system (name, path or :class:`~p2sim.topology.SystemSpec`) for a node count
-    (default: the file's), with the API's checks of both values (``p2sim topo``)."""
+def load_system(system: System, nodes: Count | None = None) -> Topology:
+    """Build the topology of a system for a node count, with the API's checks of both values (``p2sim topo``).
+
+    Parameters
+    ----------
+    system : str | os.PathLike[str] | SystemSpec
+        A system name (``p2sim systems``), a path to a .toml file, or a SystemSpec.
+    nodes : int | str | None
+        Node count (default: the system file's).
+
+    Returns
+    -------
+    Topology
+        The system's graph of devices and links.
+
+    Raises
+    ------
+    InputError
+        A bad value (TopologyError: a system file that does not hold), naming it.
+    """
     return topology_of(_checked("system", system, inspect.Parameter.empty), _checked("nodes", nodes, None))
+
+
+def systems() -> list[dict[str, object]]:
+    """The systems p2sim knows (``topologies/`` and ``$P2SIM_TOPOLOGIES``), as ``p2sim systems --json`` lists them.
+
+    Returns
+    -------
+    list of dict
+        Per system: ``name``, ``file``, ``levels`` (in words), ``default_nodes``, ``classes`` (its link classes)
+        and ``description``.
+
+    Raises
+    ------
+    TopologyError
+        A system file that does not hold, naming it.
+    """
+    rows: list[dict[str, object]] = []
+    for name, path in system_paths().items():
+        spec = find_spec(str(path))
+        levels = ", ".join(f"{lv.name} {lv.cardinality or 'N'}" for lv in spec.levels)
+        rows.append({"name": name, "file": str(path), "levels": levels, "default_nodes": spec.default_nodes,
+                     "classes": sorted(spec.classes), "description": spec.description})
+    return rows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import typing
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,10 @@ import pytest
 
 import p2sim
 from p2sim import api
+from p2sim import options as p2sim_options
+from p2sim.studies.rank import RankRequest
+from p2sim.studies.simulate import SimulateRequest
+from p2sim.studies.size_sweep import SweepRequest
 from p2sim.cli.parser import build_parser
 from p2sim.util.errors import InputError
 from p2sim.util.table import HEAD_ROWS, Result
@@ -97,3 +102,45 @@ def test_results_have_a_short_repr_and_an_html_table():
         cls = getattr(api, name)
         if isinstance(cls, type) and name.endswith("Result"):
             assert issubclass(cls, Result) and cls.__repr__ is Result.__repr__ and "summary" in vars(cls), name
+
+
+PUBLIC = [name for name in api.__all__ if callable(getattr(api, name)) and not isinstance(getattr(api, name), type)]
+
+
+def _has_any(hint: object) -> bool:
+    return hint is typing.Any or any(_has_any(a) for a in typing.get_args(hint))
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_public_functions_have_typed_signatures_and_numpydoc_sections(name):
+    function = getattr(api, name)
+    hints, doc = typing.get_type_hints(function), inspect.getdoc(function)
+    for param in inspect.signature(function).parameters.values():
+        assert param.kind is inspect.Parameter.KEYWORD_ONLY or name in ("emit", "load_system"), (name, param)
+        assert param.name in hints, f"p2sim.{name}({param.name}) has no type"
+        assert not _has_any(hints[param.name]), f"p2sim.{name}({param.name}: {hints[param.name]})"
+        assert f"\n{param.name} : " in doc, f"p2sim.{name}'s docstring does not describe {param.name}"
+    assert "return" in hints and not _has_any(hints["return"])
+    for section in ("Returns\n-------", "Raises\n------", *(("Parameters\n----------",) if hints.keys() - {"return"} else ())):
+        assert doc.count(section) == 1, f"p2sim.{name} has not one {section.split()[0]} section"
+
+
+def test_parameters_are_the_command_options_and_defaults_the_tables():
+    """Each API function takes exactly its command's options (but the printing ones) with the same defaults,
+    which both read from p2sim.options; the requests' builders agree with it too."""
+    sub = next(x for x in build_parser()._actions if isinstance(x, argparse._SubParsersAction))
+    builders = {"rank": RankRequest.build, "simulate": SimulateRequest.build, "sweep": SweepRequest.build}
+    for command, function in FUNCTIONS.items():
+        actions = {a.dest: a for a in sub.choices[command]._actions if a.dest not in PRINTING}
+        params = inspect.signature(getattr(api, function)).parameters
+        assert set(actions) == set(params), f"p2sim {command} and p2sim.{function} differ"
+        for dest, action in actions.items():
+            default = params[dest].default
+            if default is inspect.Parameter.empty:
+                assert action.required or action.nargs == "*", (command, dest)
+            elif not isinstance(default, (bool, tuple)):  # flags, and repeatable options ([] in argparse)
+                assert action.default == (None if default is None else str(default)), (command, dest)
+                assert default is None or default == p2sim_options.DEFAULTS[dest], (command, dest)
+        for name, param in inspect.signature(builders.get(command, lambda: None)).parameters.items():
+            if name in p2sim_options.DEFAULTS and param.default is not inspect.Parameter.empty:
+                assert param.default == p2sim_options.DEFAULTS[name], (command, name)

@@ -306,3 +306,50 @@ def test_commands_that_place_nothing_run_on_a_partial_last_unit(capsys, argv):
     rc, out, err = run(capsys, *argv, "-q")
     assert rc == 0, err
     assert json.loads(out)
+
+
+# each command's API function, and the least arguments that reach it
+THROUGH_API = {
+    "rank": ("rank", []), "plan": ("plan", ["--reduction", "0:1GiB"]), "whatif": ("whatif", ["--vary", "nodes=2"]),
+    "simulate": ("simulate", []), "sweep": ("sweep", []), "check": ("check", []), "synth": ("synthesize", []),
+    "placements": ("placements", []), "systems": ("systems", []), "topo": ("load_system", ["a100"]),
+    "validate": ("validate", ["--measurements", "validation/data/measurements_2node.csv"]),
+    "calibrate": ("calibrate", ["--measurements", "validation/data/measurements_2node.csv", "--system", "a100",
+                                "--out", "OUT.toml"]),
+}
+
+
+class _Called(Exception):
+    pass
+
+
+def test_every_command_goes_through_the_api(capsys, monkeypatch, tmp_path):
+    """The command line is a shell over p2sim.api: each command calls its API function, never a study itself."""
+    from p2sim import api
+    from p2sim.cli.parser import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert set(THROUGH_API) == set(sub.choices), "a command without its API function here"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for command, (function, argv) in THROUGH_API.items():
+        def called(*args, _name=function, **kwargs):
+            raise _Called(_name)
+
+        monkeypatch.setattr(api, function, called)
+        argv = [os.path.join(root, a) if a.startswith("validation/") else str(tmp_path / a) if a == "OUT.toml"
+                else a for a in argv]
+        with pytest.raises(_Called, match=f"^{function}$"):
+            main([command, *argv])
+        monkeypatch.undo()
+    capsys.readouterr()
+
+
+def test_validate_csv_on_stdout_is_the_csv_only(capsys, tmp_path):
+    """``--csv -`` prints the table as CSV and nothing else, --out's report line included (as rank, plan,
+    whatif and sweep do)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rc, out, err = run(capsys, "validate", "--measurements",
+                       os.path.join(root, "validation", "data", "measurements_2node.csv"), "--model", "analytic",
+                       "--workers", "1", "--csv", "-", "--out", str(tmp_path / "report"))
+    assert rc == 0, err
+    assert "report:" not in out and out.splitlines()[0].count(",") > 2

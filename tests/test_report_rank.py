@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html as htmllib
+import json
 import re
 
 import pytest
@@ -147,7 +148,7 @@ def files(result):
 
 def test_page_opens_with_the_answer_in_axis_names(result, files):
     answer = rank_report.rank_answer(result)
-    best, default = result.best, rank_report.default_allreduce(result)
+    best, default = result.best, result.default_allreduce
     assert default.matrix == ((2, 2), (1, 8))  # data outermost, tensor packed inside the nodes
     gain = default.allreduce.seconds / best.seconds
     assert answer.text == (
@@ -204,3 +205,22 @@ def test_pages_are_deterministic_and_markdown_columns_line_up(result, files):
     assert again.keys() == files.keys() and all(again[k] == files[k] for k in files)
     assert_markdown_aligned(files["report.md"].decode())
     assert_html_aligned(Page(files["report.html"].decode()))
+
+
+def test_json_carries_the_default_placement_and_gain_the_page_says(result):
+    """The result decides the default placement and the gain over it; --json says them as the page does."""
+    doc = json.loads(json.dumps(result.to_json()))["default_placement"]
+    answer = rank_report.rank_answer(result).text
+    assert doc["matrix"] == [[2, 2], [1, 8]] and doc["searched"] and not doc["is_best"]
+    assert doc["basis"] == result.default.basis and "Megatron-LM" in doc["basis"]
+    assert doc["gain"] == pytest.approx(doc["allreduce_seconds"] / result.best.seconds)
+    assert f"{doc['gain']:.3g}x faster than a plain AllReduce on the default placement" in answer
+    assert f"NCCL {doc['allreduce_algo']}" in answer
+
+
+def test_json_says_when_the_search_left_the_default_placement_out():
+    r = run_rank(RankRequest.build(system="a100", axes="data=4,tensor=8", reduce="data", matrix="[[1 4] [2 4]]",
+                                   model="analytic", workers=1))
+    doc = r.to_json()["default_placement"]
+    assert doc["matrix"] == [[2, 2], [1, 8]] and not doc["searched"]
+    assert doc["gain"] is None and doc["allreduce_seconds"] is None

@@ -1,5 +1,6 @@
-"""What every handler shares: the request's keyword arguments from the options, JSON on stdout, and the check
-(before any handler runs) that no output option names a file the command reads."""
+"""What every handler shares: the API call with the options as its keyword arguments, the answer printed in
+the form asked (table, CSV, JSON, emitted code) with the ``--out`` report after it (:func:`answer`), and the
+check (before any handler runs) that no output option names a file the command reads."""
 
 from __future__ import annotations
 
@@ -10,13 +11,23 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from ..util.errors import InputError
-from ..util.fileio import check_not_input, check_output_file, replace_file
+from ..util.fileio import check_not_input, check_output_dir, check_output_file, replace_file
 
-__all__ = ["emit", "options", "check_csv", "write_csv", "check_outputs_not_inputs", "OUTPUT_OPTIONS",
+__all__ = ["emit", "options", "answer", "check_csv", "write_csv", "check_outputs_not_inputs", "OUTPUT_OPTIONS",
            "INPUT_OPTIONS"]
+
+
+
+class _Answer(Protocol):
+    """What every command's result has: the document ``--json`` prints."""
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=_Answer)
 
 # the options (argparse destinations) that name files or directories a command writes, and those naming files
 # it reads, with how the user wrote them; ``--csv -`` is stdout
@@ -31,19 +42,43 @@ def emit(obj: Any) -> None:
     sys.stdout.write("\n")
 
 
-def options(args: argparse.Namespace, build: Callable[..., Any], **renamed: str) -> dict[str, Any]:
-    """The keyword arguments of a request's ``build`` that the command line has options for.
+def options(args: argparse.Namespace, call: Callable[..., Any]) -> dict[str, Any]:
+    """The keyword arguments of an API function that the command line has options for: every option's
+    destination is the parameter's name (``--max-size`` is ``max_size``), so a handler never picks values out
+    one by one."""
+    return {name: getattr(args, name) for name in inspect.signature(call).parameters if hasattr(args, name)}
 
-    Every option's destination is the parameter's name (``--max-size`` is ``max_size``), except
-    those in ``renamed`` (parameter name: option destination), so a handler never picks values
-    out one by one.
-    """
-    out = {}
-    for name in inspect.signature(build).parameters:
-        dest = renamed.get(name, name)
-        if hasattr(args, dest):
-            out[name] = getattr(args, dest)
-    return out
+
+def answer(args: argparse.Namespace, call: Callable[..., R], text: Callable[[R], str], *,
+           report: Callable[[R], dict[str, bytes]] | None = None,
+           forms: Callable[[str | None, bool], str | None] | None = None, **given: Any) -> R:
+    """A command: its outputs checked, the API function ``call`` run with the options (and ``given``, which
+    replaces an option the API takes otherwise), and its result printed as asked -- ``--csv -``, ``--emit``
+    (the form ``forms`` accepts, printed by :func:`p2sim.api.emit`), ``--json``, else ``text`` -- then
+    ``report``'s files written into ``--out``; returns the result for what a command writes besides."""
+    from ..api import emit as emitted  # imported when a command runs, not for --help or a parse error
+    from ..report.files import write_report
+
+    out = getattr(args, "out", None) if report is not None else None
+    if out:
+        check_output_dir(out, "out")
+    form = forms(args.emit, args.json) if forms is not None else None
+    check_csv(args)
+    result = call(**{**options(args, call), **given})
+    if write_csv(args, result):
+        pass
+    elif form:
+        print(emitted(result, form), end="")
+    elif args.json:
+        emit(result.to_json())
+    else:
+        print(text(result))
+    if out and report is not None:
+        sys.stdout.flush()  # written after the answer is printed: a late write failure loses no result
+        written = write_report(out, report(result))
+        if not (form or args.json or getattr(args, "csv", None) == "-"):
+            print(f"\nreport: {', '.join(str(w) for w in written)}")
+    return result
 
 
 def check_csv(args: argparse.Namespace) -> None:

@@ -1,5 +1,6 @@
 """The ``p2sim`` command line's options: one subparser per command, each option's destination the name of
-the request parameter it sets (:func:`p2sim.cli.common.options`).
+the :mod:`p2sim.api` parameter it sets (:func:`p2sim.cli.common.options`), its default read from
+:mod:`p2sim.options` (the table the API's signatures read too).
 
 Handlers are named, not imported (``"studies:cmd_rank"``), so that ``p2sim --help`` and a parse error
 import nothing but this module.
@@ -11,8 +12,7 @@ import argparse
 import sys
 
 from .. import __version__
-from ..formalism.synthesis import DEFAULT_MAX_SIZE
-from ..measurements.verdict import TOLERANCE
+from .. import options as o
 from ..studies.jobsize import DEFAULT_BYTES_HELP, MAX_MATRICES, MAX_SIMULATIONS
 from ..util.algorithms import ALGO_CHOICES, STUDY_CHOICES, choices_text
 
@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_layout(p: argparse.ArgumentParser, reduce: bool = True, system: bool = False) -> None:
     if system:
-        p.add_argument("--system", default="a100", help="system name or .toml file (default: a100; see p2sim systems)")
+        p.add_argument("--system", default=o.SYSTEM, help=f"system name or .toml file (default: {o.SYSTEM}; see p2sim systems)")
         p.add_argument("--nodes", default=None, help="node count (default: the system file's)")
     else:
         p.add_argument("--hierarchy", default=None, metavar="H0,H1,..",
@@ -49,8 +49,8 @@ def _add_layout(p: argparse.ArgumentParser, reduce: bool = True, system: bool = 
                    help="parallelism axis sizes, optionally named (data=8,tensor=4,pipeline=2); their product must "
                         "equal the device count (default: one axis over all devices)")
     if reduce:
-        p.add_argument("--reduce", default="0", metavar="R,..",
-                       help="the reduction axes, by index or name (default: 0)")
+        p.add_argument("--reduce", default=o.REDUCE, metavar="R,..",
+                       help=f"the reduction axes, by index or name (default: {o.REDUCE})")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
 
 
@@ -71,11 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "parallelism matrix, or for the one given with --matrix.")
     _add_layout(p)
     p.add_argument("--matrix", default=None, help='only this matrix, e.g. "[[2 2] [2 8]]"')
-    p.add_argument("--profile", default="paper", help="rule profile: paper (P2's counts) or full (default: paper)")
-    p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
+    p.add_argument("--profile", default=o.PROFILE, help=f"rule profile: paper (P2's counts) or full (default: {o.PROFILE})")
+    p.add_argument("--max-size", default=str(o.MAX_SIZE), help=f"longest program (default: {o.MAX_SIZE})")
     p.add_argument("--lower", action="store_true", help="with --json: include the global device groups of every step")
     _add_order(p)
-    p.add_argument("--limit", default="20", help="programs shown per matrix in the table (0 = all; default 20)")
+    p.add_argument("--limit", default=str(o.LIMIT), help=f"programs shown per matrix in the table (0 = all; default {o.LIMIT})")
     _add_limits(p, simulations=False)
     p.set_defaults(func="formalism:cmd_synth")
 
@@ -99,15 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(--program all) or one given in text form.")
     _add_layout(p, system=True)
     p.add_argument("--matrix", default=None, help='the parallelism matrix, e.g. "[[2 2] [2 8]]" (default: every matrix)')
-    p.add_argument("--program", default="all", help="a program in text form, or all (default: all)")
+    p.add_argument("--program", default=o.PROGRAM, help=f"a program in text form, or all (default: {o.PROGRAM})")
     _add_algo(p)
-    p.add_argument("--proto", default="auto", help="NCCL protocol: auto, LL, LL128 or Simple (default: auto)")
+    p.add_argument("--proto", default=o.PROTO, help=f"NCCL protocol: auto, LL, LL128 or Simple (default: {o.PROTO})")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU, e.g. 2GiB or 8B (default: {DEFAULT_BYTES_HELP})")
-    p.add_argument("--model", default="des",
+    p.add_argument("--model", default=o.MODEL,
                    help="des (contention-aware), analytic (NCCL's tuning model, no contention) or baseline "
-                        "(link-bottleneck formulas) (default: des)")
-    p.add_argument("--profile", default="paper", help="rule profile for --program all (default: paper)")
-    p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
+                        f"(link-bottleneck formulas) (default: {o.MODEL})")
+    p.add_argument("--profile", default=o.PROFILE, help=f"rule profile for --program all (default: {o.PROFILE})")
+    p.add_argument("--max-size", default=str(o.MAX_SIZE), help=f"longest program (default: {o.MAX_SIZE})")
     p.add_argument("--trace", default=None, metavar="FILE.json",
                    help="write a Chrome trace of flows on links (its directory must exist)")
     _add_limits(p)
@@ -118,22 +118,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="one collective over a range of sizes, like nccl-tests",
                        description="Predict one collective over sizes from -b to -e by factor -f on a system's GPUs, "
                                    "printed in nccl-tests' columns with the algorithm and protocol NCCL would pick.")
-    p.add_argument("--system", default="a100", help="system name or .toml file (default: a100; see p2sim systems)")
+    p.add_argument("--system", default=o.SYSTEM, help=f"system name or .toml file (default: {o.SYSTEM}; see p2sim systems)")
     p.add_argument("--nodes", default=None, help="node count (default: the system file's)")
     p.add_argument("-g", "--gpus-per-node", default=None,
                    help="GPUs of each node taking part, the first ones (nccl-tests' -g with one process per node; "
                         "default: all)")
-    p.add_argument("-C", "--collective", default="AllReduce",
+    p.add_argument("-C", "--collective", default=o.COLLECTIVE,
                    help="AllReduce, ReduceScatter, AllGather, Broadcast or Reduce (or nccl-tests' names; "
-                        "default: AllReduce)")
-    p.add_argument("-b", "--minbytes", default="8",
+                        f"default: {o.COLLECTIVE})")
+    p.add_argument("-b", "--minbytes", default=o.MINBYTES,
                    help="smallest size, read as nccl-tests reads -b: bytes, or a number with K, M or G, "
-                        "1024-based, of which only the first letter counts (1K, 1MB is 1 MiB, 2GiB) (default: 8)")
-    p.add_argument("-e", "--maxbytes", default="1GiB", help="largest size, as -b (default: 1GiB)")
-    p.add_argument("-f", "--stepfactor", default="2", help="size factor between points (default: 2)")
+                        f"1024-based, of which only the first letter counts (1K, 1MB is 1 MiB, 2GiB) (default: {o.MINBYTES})")
+    p.add_argument("-e", "--maxbytes", default=o.MAXBYTES, help=f"largest size, as -b (default: {o.MAXBYTES})")
+    p.add_argument("-f", "--stepfactor", default=o.STEPFACTOR, help=f"size factor between points (default: {o.STEPFACTOR})")
     _add_algo(p)
-    p.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default: auto)")
-    p.add_argument("--model", default="des", help="des or analytic (default: des)")
+    p.add_argument("--proto", default=o.PROTO, help=f"auto, LL, LL128 or Simple (default: {o.PROTO})")
+    p.add_argument("--model", default=o.MODEL, help=f"des or analytic (default: {o.MODEL})")
     p.add_argument("--out", default=None, metavar="DIR", help="write sweep.txt, the pages sweep.html and sweep.md and the plot sweep.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--emit", default=None, metavar="nccl-tuner",
@@ -151,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_layout(p, system=True)
     p.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
-    p.add_argument("--top", default="10", help="how many to show (default: 10)")
+    p.add_argument("--top", default=str(o.TOP), help=f"how many to show (default: {o.TOP})")
     p.add_argument("--out", default=None, metavar="DIR", help="write report.md, report.html and plots into DIR")
     p.add_argument("--compare-orders", action="store_true",
                    help="also give each matrix's best program under both device orders and the aligned one's gain")
@@ -180,12 +180,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("whatif", help="vary link classes or the node count and find the winners",
                        description="Vary link classes or the node count over values (Cartesian product) and report "
                                    "the best matrix and program at each point, marking where the winner changes.")
-    p.add_argument("--system", default="a100", help="system name or .toml file (default: a100)")
+    p.add_argument("--system", default=o.SYSTEM, help=f"system name or .toml file (default: {o.SYSTEM})")
     p.add_argument("--nodes", default=None, help="node count when not varied (default: the system file's)")
     p.add_argument("--axes", default=None,
                    help="axis sizes, optionally named (data=*,tensor=16); one '*' absorbs the remaining devices "
                         "(default: one axis)")
-    p.add_argument("--reduce", default="0", help="reduction axes, by index or name (default: 0)")
+    p.add_argument("--reduce", default=o.REDUCE, help=f"reduction axes, by index or name (default: {o.REDUCE})")
     p.add_argument("--vary", action="append", default=[], metavar="TARGET=V1,V2,..",
                    help="CLASS.bandwidth (GB/s), CLASS.latency (us), nodes; on a [fabric]: TIER.oversubscription, "
                         "TIER.nodes, TIER.uplinks, routing (adaptive, ecmp); faults: nodeN.COMPONENT.bandwidth "
@@ -208,8 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", default=None,
                    help="the p2sim system of nccl-tests logs (and of bench_nccl sweep logs that name none) that a "
                         "directory's systems.csv does not map")
-    p.add_argument("--folds", default="1", help="with --calibrate-on: k-fold cross-validation over groups (default: 1)")
-    p.add_argument("--model", default="des", help="des or analytic (default: des; the baseline model is always scored beside it)")
+    p.add_argument("--folds", default=str(o.FOLDS),
+                   help=f"with --calibrate-on: k-fold cross-validation over groups (default: {o.FOLDS})")
+    p.add_argument("--model", default=o.MODEL,
+                   help=f"des or analytic (default: {o.MODEL}; the baseline model is always scored beside it)")
     p.add_argument("--allow-emulated", action="store_true",
                    help="score (and calibrate on) bench_nccl's CPU emulations (--backend numpy) without a warning")
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
@@ -233,10 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "--matrix)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
     _add_algo(p)
-    p.add_argument("--proto", default="auto", help="auto, LL, LL128 or Simple (default: auto)")
-    p.add_argument("--tolerance", default=str(TOLERANCE),
+    p.add_argument("--proto", default=o.PROTO, help=f"auto, LL, LL128 or Simple (default: {o.PROTO})")
+    p.add_argument("--tolerance", default=str(o.TOLERANCE),
                    help=f"a row is as predicted within this factor of the predicted bus bandwidth (default: "
-                        f"{TOLERANCE}, p2sim's spread against published nccl-tests runs)")
+                        f"{o.TOLERANCE}, p2sim's spread against published nccl-tests runs)")
     p.add_argument("--workers", default=None, help="worker processes for finding the best placement (default: all "
                                                    "cores)")
     _add_csv(p)
@@ -250,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", required=True, help="the system to calibrate (name or .toml file)")
     p.add_argument("--out", required=True, metavar="FILE.toml", help="the calibrated system file to write")
     _add_force(p)
-    p.add_argument("--model", default="des", help="des or analytic (default: des)")
+    p.add_argument("--model", default=o.MODEL, help=f"des or analytic (default: {o.MODEL})")
     p.add_argument("--allow-emulated", action="store_true",
                    help="fit bench_nccl's CPU emulations (--backend numpy) too; refused otherwise: they time numpy, "
                         "not the links")
@@ -287,7 +289,7 @@ def _add_scheduler(p: argparse.ArgumentParser) -> None:
                             "dask scheduler --scheduler-file FILE writes (as on Slurm); otherwise as --scheduler")
 
 
-def _add_algo(p: argparse.ArgumentParser, choices: tuple[str, ...] = ALGO_CHOICES, default: str = "auto") -> None:
+def _add_algo(p: argparse.ArgumentParser, choices: tuple[str, ...] = ALGO_CHOICES, default: str = o.ALGO) -> None:
     p.add_argument("--algo", default=default, metavar="A",
                    help=f"NCCL algorithm, forced like NCCL_ALGO: {choices_text(choices)}; one that cannot run a "
                         f"collective it has on the system or a group is refused, as NCCL refuses it; a collective "
@@ -315,12 +317,12 @@ def _add_emit(p: argparse.ArgumentParser) -> None:
                         "rules where p2sim predicts a faster algorithm/protocol than NCCL's own")
 
 
-def _add_sweep_options(p: argparse.ArgumentParser, algo: str = "auto") -> None:
+def _add_sweep_options(p: argparse.ArgumentParser, algo: str = o.ALGO) -> None:
     _add_algo(p, STUDY_CHOICES, algo)
-    p.add_argument("--proto", default="auto", help="NCCL protocol: auto, LL, LL128 or Simple (default: auto)")
-    p.add_argument("--model", default="des", help="des, analytic or baseline (default: des)")
-    p.add_argument("--profile", default="paper", help="rule profile (default: paper)")
-    p.add_argument("--max-size", default=str(DEFAULT_MAX_SIZE), help=f"longest program (default: {DEFAULT_MAX_SIZE})")
+    p.add_argument("--proto", default=o.PROTO, help=f"NCCL protocol: auto, LL, LL128 or Simple (default: {o.PROTO})")
+    p.add_argument("--model", default=o.MODEL, help=f"des, analytic or baseline (default: {o.MODEL})")
+    p.add_argument("--profile", default=o.PROFILE, help=f"rule profile (default: {o.PROFILE})")
+    p.add_argument("--max-size", default=str(o.MAX_SIZE), help=f"longest program (default: {o.MAX_SIZE})")
     p.add_argument("--workers", default=None,
                    help="worker processes (default: all cores; at most the cores and the tasks; 1 = in-process)")
     _add_scheduler(p)
@@ -343,7 +345,7 @@ def _add_search_options(p: argparse.ArgumentParser, pruning: bool = True) -> Non
 
 
 def _add_order(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--order", default="aligned", choices=["aligned", "p2"],
+    p.add_argument("--order", default=o.ORDER, choices=["aligned", "p2"],
                    help="device order of a reduction group over several axes: aligned (the default; the "
                         "synthesis hierarchy's levels stay hardware levels) or p2 (row-major over the reduction "
                         "axes' coordinates, as P2 through XLA)")

@@ -14,7 +14,6 @@ from ..formalism.hierarchy import Lowering
 from ..formalism.naming import axes_text, matrix_legend, order_label, reduce_text
 from ..formalism.placement import Matrix, Placement, enumerate_matrices, format_matrix
 from ..formalism.program import SEPARATOR
-from ..studies.plan import default_data_axis, default_placement
 from ..studies.rank import RankResult
 from ..studies.ranking import MatrixSummary, RankEntry, Ranking
 from ..studies.search import SearchStats
@@ -29,7 +28,7 @@ from .simulate import choice_text
 from .tables import Column, Table
 
 __all__ = ["ranking_text", "ranking_report", "ranking_tables", "RANK_COLUMNS", "MATRIX_COLUMNS", "rank_header",
-           "rank_text", "rank_report", "rank_answer", "default_allreduce", "search_text", "RankRow", "MatrixRow"]
+           "rank_text", "rank_report", "rank_answer", "search_text", "RankRow", "MatrixRow"]
 
 
 def _spans(e: RankEntry) -> str:
@@ -101,25 +100,6 @@ def _words(result: RankResult) -> Callable[[Matrix], str]:
     return lambda m: placement_words(m, names, levels, node)
 
 
-def default_allreduce(result: RankResult) -> MatrixSummary | None:
-    """The default placement's fastest plain AllReduce, where the ranking searched that placement.
-
-    The default placement is plan's (:func:`p2sim.studies.plan.default_placement`): Megatron-LM's
-    rank order where the axes are named as it names them, else the data axis (named like data
-    parallelism, else the first) outermost and the other axes packed inside the nodes, which is
-    what a framework does unless told otherwise; so the answer's gain is what following it saves
-    over not running p2sim at all.
-    """
-    job = result.request.job
-    names = job.axis_names
-    data = default_data_axis(names)
-    axis = names.index(data) if data in names else 0
-    default = default_placement(enumerate_matrices(job.hierarchy, job.axes), job.hierarchy, job.axes, names,
-                                axis).matrix
-    found = [s for s in result.ranking.matrices if s.matrix == default]
-    return min(found, key=lambda s: s.allreduce.seconds) if found else None
-
-
 def rank_answer(result: RankResult) -> Answer:
     """The placement to use, its program, time and gain over the default placement, and the code that builds it."""
     job, best = result.request.job, result.best
@@ -128,7 +108,7 @@ def rank_answer(result: RankResult) -> Answer:
     own = min((s.allreduce.seconds for s in result.ranking.matrices if s.matrix == best.matrix),
               default=best.allreduce_seconds)
     own_text = f"{ratio_text(best.seconds, own)} a plain AllReduce on this placement ({format_seconds(own)})"
-    default = default_allreduce(result)
+    default = result.default_allreduce  # the result decides the default placement; the report words it
     if default is None:  # --matrix or --top-matrices left the default placement out
         gain = own_text
     elif default.matrix == best.matrix:

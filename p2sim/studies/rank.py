@@ -29,7 +29,8 @@ from ..util.parsing import as_text, positive_int
 from .bounds import program_bounds
 from .jobsize import Limits, check_job, estimate, plural, program_counts, program_steps, synthesis_cardinalities
 from .orders import OrderComparison, compare_orders, orders_agree
-from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
+from .plan import DefaultPlacement, default_data_axis, default_placement
+from .ranking import MatrixSummary, RankEntry, Ranking, rank_results, split_by_matrix
 from .requests import Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something, whole_groups
 from .search import SearchStats, run_search
 from .sweep import SweepTask
@@ -111,6 +112,43 @@ class RankResult(Tabular):
         job = self.request.job
         return scope_note(job.axes, self.reduce_axes, job.axis_names)
 
+    @cached_property
+    def default(self) -> DefaultPlacement:
+        """The placement a framework runs unless told otherwise, and its basis in words: plan's
+        (:func:`~p2sim.studies.plan.default_placement`: Megatron-LM's rank order where the axes are named as it
+        names them, else the data axis outermost and the others packed inside the nodes), with the data axis
+        named like data parallelism, else the first.  The answer's gain is measured against it: what following
+        p2sim saves over not running it at all."""
+        job = self.request.job
+        names = job.axis_names
+        data = default_data_axis(names)
+        axis = names.index(data) if data in names else 0
+        return default_placement(enumerate_matrices(job.hierarchy, job.axes), job.hierarchy, job.axes, names, axis)
+
+    @property
+    def default_allreduce(self) -> MatrixSummary | None:
+        """The default placement's fastest plain AllReduce; None where the search left that placement out
+        (``matrix``, ``top_matrices``)."""
+        found = [s for s in self.ranking.matrices if s.matrix == self.default.matrix]
+        return min(found, key=lambda s: s.allreduce.seconds) if found else None
+
+    @property
+    def gain_over_default(self) -> float | None:
+        """How many times faster the best program is than the default placement's plain AllReduce (None: that
+        placement was not searched)."""
+        default = self.default_allreduce
+        return None if default is None else default.allreduce.seconds / self.best.seconds
+
+    def default_json(self) -> dict[str, Any]:
+        """The JSON's ``default_placement``: the matrix, in words, why it is the default, its plain AllReduce
+        (null where it was not searched) and the best program's gain over it."""
+        default, allreduce = self.default, self.default_allreduce
+        return {"matrix": [list(r) for r in default.matrix], "placement": self.placement(default.matrix),
+                "basis": default.basis, "searched": allreduce is not None,
+                "allreduce_seconds": None if allreduce is None else allreduce.allreduce.seconds,
+                "allreduce_algo": None if allreduce is None else allreduce.algo,
+                "is_best": default.matrix == self.best.matrix, "gain": self.gain_over_default}
+
     def placement(self, matrix: Matrix) -> str:
         job = self.request.job
         return describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
@@ -135,6 +173,7 @@ class RankResult(Tabular):
                "best_bounds": [b.to_json() for b in self.best_bounds],
                "best_placement": {"matrix": [list(r) for r in self.best.matrix],
                                   "placement": self.placement(self.best.matrix)},
+               "default_placement": self.default_json(),
                "simulations": len(self.ranking.entries),
                "top": self.table(),
                "matrices": [s.to_json() for s in self.ranking.matrices],
