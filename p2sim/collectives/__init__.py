@@ -18,8 +18,8 @@ Modules
     NCCL's algorithms, one object each behind one interface (:class:`~.base.Algorithm`), and their registry.
 :mod:`.baseline`
     The link-bottleneck baseline: NCCL's ring and tree bandwidth formulas on one ring or tree.
-:mod:`.bound`
-    What bounds a collective: the link class, per-channel limit or latency that sets its time.
+:mod:`.binding`
+    What binds a collective: the link class, per-channel limit or latency that sets its time.
 :mod:`.busbw`
     Bus bandwidth: nccl-tests' way of making a collective's rate comparable with its links' rate.
 :mod:`.caches`
