@@ -3,7 +3,7 @@
 Readers: :mod:`.program_rows` (P2's CSV and bench_nccl program logs), :mod:`.collective_rows`
 (the single-collective row and nccl-tests' bus factors), :mod:`.collective_csv`
 (CSVs of published points), :mod:`.nccltests` (nccl-tests text logs), :mod:`.sweep_log`
-(bench_nccl sweep logs), :mod:`.emulated` (CPU emulations) and :mod:`.inputs` (a file or
+(bench_nccl's size-sweep logs), :mod:`.emulated` (CPU emulations) and :mod:`.inputs` (a file or
 a directory of any of them).  Scoring, each for programs and for single collectives:
 predictions of measured rows (:mod:`.program_predict`, :mod:`.collective_predict`), metrics
 (:mod:`.program_scores`; the collectives' in :mod:`.collective_predict`) and the workflow that
@@ -51,7 +51,7 @@ Modules
 :mod:`.split`
     nccl-tests' ``NCCL_TESTS_SPLIT``: the expression that runs a step's groups as concurrent communicators.
 :mod:`.sweep_log`
-    bench_nccl sweep logs as measurements: each record is one :class:`CollectiveRow`.
+    bench_nccl's size-sweep logs (``bench_nccl sweep``) as measurements: one :class:`CollectiveRow` per record.
 :mod:`.validation`
     The validate study: measurements in, the model's predictions and scores beside the baseline's out.
 :mod:`.verdict`
