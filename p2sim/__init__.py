@@ -11,6 +11,33 @@ files, parsing, units, logging), :mod:`p2sim.formalism`, :mod:`p2sim.topology`,
 :mod:`p2sim.collectives`, :mod:`p2sim.sim` (the only SimPy importer),
 :mod:`p2sim.studies`, :mod:`p2sim.measurements`, :mod:`p2sim.report`, :mod:`p2sim.api`
 and :mod:`p2sim.cli`.
+
+Modules
+-------
+:mod:`.__main__`
+    ``python -m p2sim``: the command line, as the ``p2sim`` script runs it.
+:mod:`.api`
+    p2sim's public Python API: one function per command, keyword arguments in, a typed result out.
+:mod:`.cli`
+    The ``p2sim`` command line: a thin shell over :mod:`p2sim.api`.
+:mod:`.collectives`
+    Collective expansion: a lowered step's collectives become NCCL-style channels and flows.
+:mod:`.formalism`
+    P2's formalism: placements, device states and the five collectives' rules, programs, hierarchies, synthesis.
+:mod:`.measurements`
+    Measurements: reading every log and table of GPU runs, predicting them, scoring and calibrating.
+:mod:`.options`
+    Each option's default, written once, for the command line and the Python API alike.
+:mod:`.report`
+    Human-readable renderings of p2sim results: text tables, HTML pages, plots, traces, ``--emit``.
+:mod:`.sim`
+    The simulator: a SimPy fluid engine and an analytic baseline behind one interface.
+:mod:`.studies`
+    Studies: the questions a user asks of the simulator, answered over many simulations.
+:mod:`.topology`
+    Systems: data files under ``topologies/`` that become networkx graphs, with NCCL's routes.
+:mod:`.util`
+    Small utilities every layer may use: errors, file reading and writing, parsing of command-line values, units.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Each option's default, written once: the command line's parser (:mod:`p2sim.cli.parser`) and the Python
+"""Each option's default, written once, for the command line and the Python API alike.
+
+The command line's parser (:mod:`p2sim.cli.parser`) and the Python
 API's signatures (:mod:`p2sim.api`) both read this table, so ``p2sim rank --help`` and
 ``inspect.signature(p2sim.rank)`` cannot disagree (tests/test_api.py checks every command).
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from .test_cli import run
-from .test_validate import subset
+from .test_program_validation import subset
 
 BLUE = "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"
 

@@ -16,7 +16,7 @@ import pytest
 from bench_nccl.cli import main as bench_main
 
 from .test_cli import run
-from p2sim.measurements.programs import load_measurements
+from p2sim.measurements.program_rows import load_measurements
 
 DATA = Path(__file__).resolve().parents[1] / "validation" / "data" / "measurements_2node.csv"
 BAD_BYTES = b"\xff\xfe"
@@ -61,9 +61,9 @@ def no_work(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("work started before the output path was checked")
 
-    import p2sim.measurements.calibrate as calibrate
+    import p2sim.measurements.fit as calibrate
     import p2sim.studies.executor as executor
-    import p2sim.measurements.predict as predict
+    import p2sim.measurements.program_predict as predict
     import p2sim.studies.ranking as rank
     import p2sim.studies.search as search
 
@@ -338,7 +338,7 @@ def test_log_programs_are_parsed(capsys, tmp_path):
     log = log_records(tmp_path / "bad.jsonl", [program_record("AllReduce(slice=3, Inside)", 1.0)])
     refused(capsys, "validate", "--measurements", str(log), says=(f"{log}:1: program:",))
     # any spelling the parser accepts is the same program
-    from p2sim.measurements.programs import load_measurements
+    from p2sim.measurements.program_rows import load_measurements
 
     log = log_records(tmp_path / "case.jsonl", [program_record("AllReduce(slice=0, Inside)", 1.0),
                                                 program_record("allreduce(0, inside)", 3.0)])

@@ -54,7 +54,7 @@ def test_repeated_records_are_said_or_refused_as_validate_does(tmp_path, capsys,
     said = (f"{log}:3: repeats line 1 (iteration 0 of run 'r1' of AllReduce(slice=0, Inside)): counted once")
     assert capsys.readouterr().err == f"bench_nccl: warning: {said}\n"
     # the same words as p2sim validate's, for the same log
-    from p2sim.measurements.programs import load_measurements
+    from p2sim.measurements.program_rows import load_measurements
 
     with caplog.at_level("WARNING", logger="p2sim"):
         load_measurements(log)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from p2sim.measurements.collective_measurements import load_collective_csv
+from p2sim.measurements.collective_csv import load_collective_csv
 from p2sim.measurements.collective_predict import collective_metrics, predict_collectives, size_class
 
 

@@ -5,7 +5,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from p2sim.collectives.pipeline import chunk_size, chunking, in_flight, step_bound, window
+from p2sim.collectives.pipeline import chunk_size, chunking, in_flight, step_cap, window
 from p2sim.topology.settings import NcclSettings
 
 N = NcclSettings()
@@ -46,9 +46,9 @@ def test_a_window_binds_small_chunks_over_a_slow_step():
 
 
 def test_step_cost_is_simples_only():
-    assert step_bound("ring", "LL", "AllReduce", 4096, 1e-6, 1e10) == math.inf
-    assert step_bound("ring", "Simple", "AllReduce", 65536, 0.0, 1e10) == math.inf
-    assert math.isclose(step_bound("tree", "Simple", "AllReduce", 65536, 1e-6, 1e10), 65536 / (1e-6 + 65536 / 1e10))
+    assert step_cap("ring", "LL", "AllReduce", 4096, 1e-6, 1e10) == math.inf
+    assert step_cap("ring", "Simple", "AllReduce", 65536, 0.0, 1e10) == math.inf
+    assert math.isclose(step_cap("tree", "Simple", "AllReduce", 65536, 1e-6, 1e10), 65536 / (1e-6 + 65536 / 1e10))
 
 
 @given(st.integers(1, 2**22), st.floats(1e-7, 1e-4), st.floats(1e8, 1e12))

@@ -7,18 +7,18 @@ import re
 
 import pytest
 
-import p2sim.measurements.calibrate as calibrate_module
-import p2sim.measurements.validation_run as vr
+import p2sim.measurements.fit as fit_module
+import p2sim.measurements.program_validation as vr
 import p2sim.report.validate as report
-from p2sim.measurements.calibrate import Calibration
+from p2sim.measurements.fit import Calibration
 from p2sim.studies.executor import SerialExecutor
-from p2sim.measurements.programs import load_measurements
-from p2sim.measurements.validate import DEFINITIONS
+from p2sim.measurements.program_rows import load_measurements
+from p2sim.measurements.program_scores import DEFINITIONS
 from p2sim.topology import find_spec
 
 from .html_tables import Page
 from .test_report_rank import assert_html_aligned, assert_markdown_aligned
-from .test_validate import CSV
+from .test_program_validation import CSV
 
 
 def _implausible_fit(rows, system, executor, model, collectives=()):
@@ -32,7 +32,7 @@ def _implausible_fit(rows, system, executor, model, collectives=()):
 def doc():
     rows = [r for r in load_measurements(CSV) if r.gpu == "V100" and r.axes in ((2, 8), (8, 2), (4, 4))]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(calibrate_module, "calibrate", _implausible_fit)
+        mp.setattr(fit_module, "calibrate", _implausible_fit)
         return vr.validate(rows, SerialExecutor(), "des", rows).to_json()
 
 

@@ -1,4 +1,6 @@
-"""What every handler shares: the API call with the options as its keyword arguments, the answer printed in
+"""What every handler shares: the API call, the answer printed, the ``--out`` report, the output check.
+
+The API call with the options as its keyword arguments, the answer printed in
 the form asked (table, CSV, JSON, emitted code) with the ``--out`` report after it (:func:`answer`), and the
 check (before any handler runs) that no output option names a file the command reads."""
 

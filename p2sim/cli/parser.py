@@ -1,4 +1,6 @@
-"""The ``p2sim`` command line's options: one subparser per command, each option's destination the name of
+"""The ``p2sim`` command line's options: one subparser per command, defaults from :mod:`p2sim.options`.
+
+Each option's destination is the name of
 the :mod:`p2sim.api` parameter it sets (:func:`p2sim.cli.common.options`), its default read from
 :mod:`p2sim.options` (the table the API's signatures read too).
 

@@ -11,6 +11,53 @@ tuning model, its figures and the network step), :mod:`.pattern` (the flows),
 :mod:`.expand` (putting them together, and NCCL's automatic choice), :mod:`.caches` (what the
 expanders of one topology keep, and how to drop it), :mod:`.baseline` (the
 link-bottleneck reference).  Imports the formalism, the topology and the utilities.
+
+Modules
+-------
+:mod:`.algorithms`
+    NCCL's algorithms, one object each behind one interface (:class:`~.base.Algorithm`), and their registry.
+:mod:`.baseline`
+    The link-bottleneck baseline: NCCL's ring and tree bandwidth formulas on one ring or tree.
+:mod:`.binding`
+    What binds a collective: the link class, per-channel limit or latency that sets its time.
+:mod:`.busbw`
+    Bus bandwidth: nccl-tests' way of making a collective's rate comparable with its links' rate.
+:mod:`.caches`
+    What the collectives layer derives from one topology, kept by whoever runs the expansions.
+:mod:`.channels`
+    Channels: how many a collective runs, which NIC each uses, where it enters each node.
+:mod:`.choice`
+    NCCL's automatic choice: which algorithm and protocol a collective runs.
+:mod:`.collnet`
+    NCCL's CollNet: AllReduce reduced in the network's switches (InfiniBand SHARP).
+:mod:`.expand`
+    From (algorithm, protocol, collective, group) to a :class:`~p2sim.collectives.pattern.Collective`.
+:mod:`.latency`
+    NCCL's latency model (``src/graph/tuning.cc``): the start-up time of one collective.
+:mod:`.nccl_tables`
+    NCCL's tuning constants, as ``src/graph/tuning.cc``, ``src/graph/search.cc`` and ``src/graph/topo.h`` state them.
+:mod:`.nvls`
+    NVLink SHARP (NVLS): the NVSwitch reduces and multicasts.
+:mod:`.pattern`
+    What one collective puts on the links: its channels' fluid flows.
+:mod:`.pipeline`
+    NCCL's pipeline: why a medium-size collective runs below its links' rate.
+:mod:`.protocols`
+    NCCL's protocols: the share of link bandwidth each achieves and its throughput caps.
+:mod:`.ring`
+    NCCL ring expansion of the five collectives, channel by channel.
+:mod:`.ringsearch`
+    Ring orders inside a node: NCCL's topology search, as a search for the best rings.
+:mod:`.shapes`
+    Groups up to the topology's symmetries: what decides how a collective expands, not where it is.
+:mod:`.structure`
+    A collective's structure: the hops its channels take, before its protocol.
+:mod:`.transports`
+    The network step: how long one step of a collective takes to cross the network, by transport.
+:mod:`.tree`
+    NCCL tree AllReduce expansion, one tree channel at a time.
+:mod:`.volumes`
+    Buffer sizes of each step from the device states (formalism section 8).
 """
 
 from __future__ import annotations

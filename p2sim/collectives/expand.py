@@ -37,9 +37,9 @@ from .channels import Segment, channel_count, segments
 from .algorithms import algorithm
 from .choice import ALGO_CHOICES, ALGORITHMS, Choice, check_algo
 from .latency import collective_latency, step_latencies
-from .bound import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
+from .binding import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
 from .pattern import Collective, Flow
-from .pipeline import in_flight, step_bound, window
+from .pipeline import in_flight, step_cap, window
 from .protocols import collective_cap_gbps, tuning_share
 from .caches import CollectiveCaches
 from .shapes import ShapeMemo
@@ -304,7 +304,7 @@ class Expander(ShapeMemo, Structures, Choice):
         out = []
         for f in flows:
             beta = rate * f.share * per_hop / f.channels  # a channel's bytes per second on its links
-            w, kind = step_bound(algo, proto, op, chunk, cost, beta), CAP_STEP
+            w, kind = step_cap(algo, proto, op, chunk, cost, beta), CAP_STEP
             if st.nodes > 1:
                 win = window(algo, proto, op, chunk, steps[1], beta, nbytes * f.share / f.channels)
                 w, kind = (win, CAP_WINDOW) if win < w else (w, kind)

@@ -158,7 +158,7 @@ class Flow:
     coef: np.ndarray
     table: HopTable | MovedHops
     caps: tuple[tuple[float, float], ...] = ()  # (bytes/s, coef): private virtual links
-    cap_kinds: tuple[str, ...] = ()  # what each cap is, for saying what binds (collectives/bound.py)
+    cap_kinds: tuple[str, ...] = ()  # what each cap is, for saying what binds (collectives/binding.py)
 
     @property
     def hops(self) -> tuple[Hop, ...]:

@@ -47,7 +47,7 @@ from ..topology.settings import NcclSettings
 from .algorithms import algorithm
 from .algorithms.ring import RING_OPS, SIMPLE_SLICES
 
-__all__ = ["chunking", "chunk_size", "in_flight", "window", "step_bound", "RING_OPS", "SIMPLE_SLICES"]
+__all__ = ["chunking", "chunk_size", "in_flight", "window", "step_cap", "RING_OPS", "SIMPLE_SLICES"]
 
 
 def chunking(algo: str, proto: str, op: str, nccl: NcclSettings, nodes: int) -> int:
@@ -72,7 +72,7 @@ def in_flight(algo: str, proto: str, op: str, chunk: int) -> tuple[float, float]
     return algorithm(algo).in_flight(proto, op, chunk)
 
 
-def step_bound(algo: str, proto: str, op: str, chunk: int, cost: float, beta: float) -> float:
+def step_cap(algo: str, proto: str, op: str, chunk: int, cost: float, beta: float) -> float:
     """A channel's rate when each Simple step (a slice of a ring, else a chunk) costs ``cost``
     seconds that pipelining does not hide, on top of its bytes at ``beta`` (``[model] step_cost``).
 

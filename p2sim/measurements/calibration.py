@@ -20,10 +20,10 @@ from ..topology.spec import SystemSpec
 from ..topology.toml_out import spec_to_toml
 from ..util.log import announce
 from ..util.table import HEAD_ROWS, Result
-from .calibrate import Calibration, calibrate
+from .fit import Calibration, calibrate
 from .emulated import refuse_emulated
 from .inputs import Measurements, load_inputs
-from .predict import groups_of
+from .program_predict import groups_of
 from .validation import fitted_model
 
 __all__ = ["CalibrateRequest", "CalibrateResult", "run_calibrate"]

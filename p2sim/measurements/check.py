@@ -10,7 +10,7 @@ for nccl-tests' JSON output.  Each command comes with its prediction and what bo
 Given logs (nccl-tests text or ``-J`` JSON, split runs included), every row is predicted
 as ``validate`` predicts it and judged: *as predicted* when measured and predicted bus
 bandwidths agree within ``tolerance``, else *slower* or *faster than predicted by X*,
-naming the resource that bounds the prediction (:mod:`p2sim.collectives.bound`).
+naming the resource that bounds the prediction (:mod:`p2sim.collectives.binding`).
 
 Examples
 --------
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..collectives.bound import Bound
+from ..collectives.binding import Bound
 from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
 from ..formalism.program import parse_program
 from ..sim import Simulator

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..collectives import check_forced
-from ..collectives.bound import Bound
+from ..collectives.binding import Bound
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from ..sim import ModelConfig, SimulationContext, Simulator

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..topology import find_spec
-from .calibrate import calibrated_specs
+from .fit import calibrated_specs
 from .collective_predict import CollectivePrediction, collective_metrics, predict_collectives, size_class
 from .collective_rows import CollectiveRow
 from ..studies.executor import Executor

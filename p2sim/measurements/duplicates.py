@@ -91,7 +91,7 @@ def _figures(r: Any) -> tuple:
 
 
 def dedupe_programs(rows: Sequence[Any]) -> list[Any]:
-    """``rows`` (:class:`~p2sim.measurements.programs.MeasuredRow`) with rows that repeat another exactly
+    """``rows`` (:class:`~p2sim.measurements.program_rows.MeasuredRow`) with rows that repeat another exactly
     counted once; two rows of one configuration (group and matrix) with different figures are refused with
     both places."""
     first: dict[tuple, Any] = {}

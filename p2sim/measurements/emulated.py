@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..util.errors import MeasurementError
-from .programs import EMULATED_GPU
+from .program_rows import EMULATED_GPU
 
 __all__ = ["EMULATED_GPU", "is_emulated", "emulated_files", "refuse_emulated", "emulated_warnings"]
 

@@ -1,6 +1,6 @@
 """Every kind of measurement file, recognised by its content, in two lists.
 
-* programs' measurements (:class:`~p2sim.measurements.programs.MeasuredRow`): P2's CSV and
+* programs' measurements (:class:`~p2sim.measurements.program_rows.MeasuredRow`): P2's CSV and
   bench_nccl program logs;
 * single collectives (:class:`~p2sim.measurements.collective_rows.CollectiveRow`): CSVs in the
   dev-set columns (``collective``, ``size_bytes``; their system from a ``system`` column or
@@ -23,10 +23,10 @@ from pathlib import Path
 from ..topology import find_spec
 from ..util.errors import MeasurementError, TopologyError
 from ..util.fileio import check_input_file
-from .collective_measurements import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
+from .collective_csv import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
 from .collective_rows import CollectiveRow
 from .duplicates import dedupe_collectives, dedupe_programs
-from .programs import MeasuredRow, load_measurements
+from .program_rows import MeasuredRow, load_measurements
 from .nccltests import is_nccltests_log, read_nccltests
 from .sweep_log import is_sweep_log, read_sweep_log
 

@@ -1,4 +1,4 @@
-"""bench_nccl sweep logs as measurements: each record is one :class:`CollectiveRow`.
+"""bench_nccl's size-sweep logs (``bench_nccl sweep``) as measurements: one :class:`CollectiveRow` per record.
 
 ``python -m bench_nccl sweep`` appends one JSON object per (collective, size, in/out of
 place) to its log, marked ``"kind": "sweep"`` (program-mode records have no ``kind``).

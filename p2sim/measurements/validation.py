@@ -2,7 +2,7 @@
 
 Programs (P2's CSV, bench_nccl program logs) and single collectives (published points,
 nccl-tests and bench_nccl sweep logs) may come together; each part is scored with its own
-metrics (:mod:`.validation_run`, :mod:`.collective_validation`).
+metrics (:mod:`.program_validation`, :mod:`.collective_validation`).
 
 Examples
 --------
@@ -30,9 +30,9 @@ from ..util.parsing import as_text, positive_int
 from .collective_validation import validate_collectives
 from .emulated import emulated_warnings, refuse_emulated
 from .inputs import Measurements, load_inputs
-from .predict import groups_of
-from .programs import MeasuredRow
-from .validation_run import BASELINE, validate
+from .program_predict import groups_of
+from .program_rows import MeasuredRow
+from .program_validation import BASELINE, validate
 
 __all__ = ["ValidateRequest", "ValidateResult", "run_validate", "fitted_model"]
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..collectives.bound import Bound
+from ..collectives.binding import Bound
 from ..formalism.naming import axes_text, matrix_legend, order_label, reduce_text
 from ..studies.simulate import SimulateResult
 from ..util.fileio import replace_file

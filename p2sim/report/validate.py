@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..measurements.calibrate import PLAUSIBLE
-from ..measurements.validate import BEATS, DEFINITIONS
+from ..measurements.fit import PLAUSIBLE
+from ..measurements.program_scores import BEATS, DEFINITIONS
 from .answer import Answer
 from .files import data_uris, figure_png, render
 from .tables import Column, Table

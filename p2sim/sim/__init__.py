@@ -7,6 +7,21 @@ configuration and results, :mod:`.context` the caches of one topology's simulati
 :mod:`.simulator` turns a lowered program into steps of collectives and times them (with lower
 bounds for the search).  Imports the formalism,
 topology and collectives.
+
+Modules
+-------
+:mod:`.context`
+    A simulation context: everything the simulations of one topology keep, in one place.
+:mod:`.engine`
+    The discrete-event fluid engine: the only module that imports SimPy.
+:mod:`.maxmin`
+    Max-min fair sharing of links among weighted fluid flows, kept up to date incrementally.
+:mod:`.model`
+    Simulation results and the effective model configuration kept with them.
+:mod:`.simulator`
+    Program-level simulation: lowered steps, buffer sizes, step models and reuse.
+:mod:`.symmetry`
+    Symmetry: flows that max-min sharing cannot tell apart are solved once per class.
 """
 
 from .context import SimulationContext

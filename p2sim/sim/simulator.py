@@ -37,7 +37,7 @@ from ..util.arrays import unique_inverse
 from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
 from ..collectives.algorithms import FALLBACK, baseline_algorithm, forced_algorithms
 from ..collectives.choice import serves
-from ..collectives.bound import Bound, collective_bound
+from ..collectives.binding import Bound, collective_binding
 from ..util.errors import InputError, ProgramError, SemanticsError
 from ..formalism.hierarchy import LoweredStep, Lowering
 from ..formalism.program import Program
@@ -267,7 +267,7 @@ class Simulator:
         """What bounds the step: its slowest group's own resource, or a link its groups share.
 
         The same two terms as :meth:`step_bound`: each group alone
-        (:func:`~p2sim.collectives.bound.collective_bound`), and each link's bytes from every
+        (:func:`~p2sim.collectives.binding.collective_binding`), and each link's bytes from every
         group at its capacity after the earliest start-up; the larger names the resource.
         """
         op = step.op.value
@@ -278,7 +278,7 @@ class Simulator:
         for g, v, shifts, _ in _moved_classes(self.topo, step.groups, volumes):
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             c = self.expander.collective(algo, proto, op, g, v)
-            b = collective_bound(c, self.topo.capacity, self.topo.edge_class, v)
+            b = collective_binding(c, self.topo.capacity, self.topo.edge_class, v)
             alone = b if alone is None or b.seconds > alone.seconds else alone
             start = min(start, c.latency)
             e, load = c.link_load()

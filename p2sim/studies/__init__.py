@@ -8,4 +8,43 @@ sizes), :mod:`.jobsize` (counting and limiting a job before it starts) and
 :mod:`.executor` (serial, process pool or Dask; results never depend on which).  Imports
 the formalism, topology, collectives and the simulator, never measurements, reports or
 the CLI.
+
+Modules
+-------
+:mod:`.bounds`
+    What bounds each step of an answer's program: for the results that are shown, not for every simulation.
+:mod:`.contexts`
+    This process's simulation contexts: one topology and one context per system and node count.
+:mod:`.executor`
+    Pluggable executors for independent simulations.
+:mod:`.jobsize`
+    How big a combinatorial job is, said before it starts, and the limits on it.
+:mod:`.orders`
+    Comparing the two device orders of a reduction group (``rank --compare-orders``).
+:mod:`.plan`
+    Whole-step plans: rank matrices by the total communication of a training step.
+:mod:`.pool`
+    Local worker processes that never outlive the run, however it ends (an error, Ctrl-C, ``SIGTERM``).
+:mod:`.rank`
+    The rank study: every (matrix, program, algorithm) of a job, fastest first, by the bounded search.
+:mod:`.ranking`
+    Ranking every (matrix, program, algorithm) of a configuration by predicted time.
+:mod:`.requests`
+    The inputs every study shares, checked once when a request is built.
+:mod:`.search`
+    Search with lower bounds: simulate only the programs that can still win, and stay exact.
+:mod:`.simulate`
+    Simulating programs on a system: one given in text form, or every synthesized one.
+:mod:`.size_sweep`
+    A collective over a range of sizes, as ``nccl-tests`` would run it: what NCCL picks and how long it takes.
+:mod:`.sweep`
+    Simulating every (matrix, program) of a configuration as one picklable task.
+:mod:`.synth`
+    Placements and synthesis as requests: every matrix of axes over a hierarchy, and every program of each.
+:mod:`.tuner`
+    Where NCCL's own choice loses: size ranges and the algorithm and protocol to set instead.
+:mod:`.variations`
+    What-if variations: link classes or the node count varied over values, as points of a Cartesian product.
+:mod:`.whatif`
+    The what-if study: the best matrix and program at every point of varied systems.
 """

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..collectives.bound import Bound
+from ..collectives.binding import Bound
 from ..formalism.hierarchy import Lowering
 from ..formalism.placement import Placement
 from ..formalism.program import parse_program

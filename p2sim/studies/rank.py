@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from ..collectives import check_proto
-from ..collectives.bound import Bound
+from ..collectives.binding import Bound
 from ..formalism.hierarchy import Order
 from ..formalism.naming import describe_placement
 from ..formalism.placement import (Matrix, Placement, count_matrices, enumerate_matrices, format_matrix,

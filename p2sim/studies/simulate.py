@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..collectives.bound import Bound
+from ..collectives.binding import Bound
 from ..collectives.choice import serves
 from ..util.algorithms import algorithm, forced
 from ..formalism.hierarchy import LoweredStep, Order

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..collectives import check_proto
-from ..collectives.bound import Bound
+from ..collectives.binding import Bound
 from ..formalism.hierarchy import Order
 from ..formalism.placement import count_matrices, enumerate_matrices
 from ..sim.model import check_model

@@ -9,6 +9,35 @@ and :mod:`.toml_out` read and write it.  Systems are looked up by name in the di
 ``$P2SIM_TOPOLOGIES`` (``os.pathsep``-separated) and then among the built-in files, installed
 as the package data of ``p2sim.systems``; a path to a ``.toml`` file works anywhere a name
 does.  Imports :mod:`p2sim.util` only (the formalism's hierarchy sizes come as numbers).
+
+Modules
+-------
+:mod:`.bisection`
+    Link-level bisection figures of a topology (networkx max flows), for ``p2sim topo``.
+:mod:`.efficiency`
+    NCCL's own link figures: what share of a link's data-sheet rate NCCL's transfers count on.
+:mod:`.fabric`
+    A fabric (:mod:`.fabric_spec`) instantiated for a node count: its links and routes by arithmetic.
+:mod:`.fabric_spec`
+    The ``[fabric]`` table of a system file: the cluster above the node, for any node count.
+:mod:`.faults`
+    Faults: parts of one system slower than the file says, for what-if studies ("why is this run slow").
+:mod:`.gpus`
+    The GPUs p2sim knows, by the names ``nvidia-smi`` gives them: generation, compute capability, memory, NVLink.
+:mod:`.graph`
+    Topologies as networkx graphs, with NCCL's transport choice for GPU-to-GPU routes.
+:mod:`.paths`
+    Which links NCCL's transports use inside a node: P2P, SHM, GPUDirect RDMA and PXN.
+:mod:`.ranges`
+    The range of every number a system file holds, one rule per field for the file and for ``--vary``.
+:mod:`.routing`
+    Routes through a topology: NCCL's transports inside a node, NICs, and the network between nodes.
+:mod:`.settings`
+    The NCCL-facing settings of a system file: ``[gpu]``, ``[network] transport``, ``[nccl]`` and ``[model]``.
+:mod:`.spec`
+    System files: the TOML description of a hierarchy and its interconnect.
+:mod:`.toml_out`
+    Writing a :class:`~p2sim.topology.spec.SystemSpec` back as a system file (calibration's output).
 """
 
 from __future__ import annotations

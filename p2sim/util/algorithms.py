@@ -1,6 +1,8 @@
-"""NCCL's algorithms under p2sim's names: the one table that ``--algo``'s help and checks, a system
+"""NCCL's algorithms under p2sim's names: the one table every reader of an algorithm's name reads.
+
+Read by ``--algo``'s help and checks, a system
 file's ``[nccl] algorithms`` (``NCCL_ALGO``), measurement rows' forced algorithm and the model's
-support rules (:meth:`p2sim.collectives.choice.Choice.why_not`) read.
+support rules (:meth:`p2sim.collectives.choice.Choice.why_not`).
 
 Examples
 --------

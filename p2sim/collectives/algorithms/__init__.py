@@ -6,6 +6,23 @@
 :data:`REGISTRY` maps each name of :data:`p2sim.util.algorithms.ALGORITHMS` to its object; the rest of
 p2sim asks the objects, never tests a name.  Adding an algorithm: docs/architecture.md.
 
+Modules
+-------
+:mod:`.base`
+    The interface every NCCL algorithm implements: :class:`Algorithm`.
+:mod:`.collnet_chain`
+    NCCL's CollNet Chain (``NCCL_ALGO=CollNetChain``): SHARP in the network, each node's GPUs chained to one head.
+:mod:`.collnet_direct`
+    NCCL's CollNet Direct (``NCCL_ALGO=CollNetDirect``): SHARP in the network, every GPU of a node a head.
+:mod:`.nvls`
+    NCCL's NVLS (``NCCL_ALGO=NVLS``): NVLink SHARP reductions inside one NVLink domain.
+:mod:`.nvls_tree`
+    NCCL's NVLS Tree (``NCCL_ALGO=NVLSTree``): NVLink SHARP in each node, trees across nodes.
+:mod:`.ring`
+    NCCL's ring (``NCCL_ALGO=Ring``): every collective, on any group.
+:mod:`.tree`
+    NCCL's double binary tree (``NCCL_ALGO=Tree``): AllReduce only, on any group.
+
 Examples
 --------
 >>> algorithm("tree").tree_rates, algorithm("nvls").simple_only, [a.name for a in forced_algorithms("collnet")]

@@ -1,5 +1,6 @@
-"""NCCL's CollNet Chain (``NCCL_ALGO=CollNetChain``): SHARP reductions in the network, each node's GPUs
-chained to one head (what both CollNets need: :class:`~.collnet_direct.CollNet`)."""
+"""NCCL's CollNet Chain (``NCCL_ALGO=CollNetChain``): SHARP in the network, each node's GPUs chained to one head.
+
+Each node's GPUs are chained to one head (what both CollNets need: :class:`~.collnet_direct.CollNet`)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""NCCL's CollNet Direct (``NCCL_ALGO=CollNetDirect``): SHARP reductions in the network, each GPU of a
-node a head that talks to the network directly.
+"""NCCL's CollNet Direct (``NCCL_ALGO=CollNetDirect``): SHARP in the network, every GPU of a node a head.
+
+Each GPU of a node is a head that talks to the network directly.
 
 :class:`CollNet` holds what both CollNet algorithms share: AllReduce only, with Simple, over two nodes
 or more of at most eight GPUs each, on a fabric whose tiers all reduce (``[nccl] collnet``, by default

@@ -1,4 +1,4 @@
-"""The validation workflow: (optionally) calibrate, predict every group, score.
+"""Validating programs' measurements: (optionally) calibrate, predict every group, score.
 
 With ``folds = k`` the measured configurations (system, nodes, axes, reduction
 axes) are dealt into ``k`` folds in file order, the ring and tree groups of one
@@ -15,12 +15,12 @@ from typing import Any
 
 from ..util.errors import InputError
 from ..topology import find_spec
-from .calibrate import Calibration, calibrated_specs
+from .fit import Calibration, calibrated_specs
 from ..studies.executor import Executor
-from .programs import GroupKey, MeasuredRow
-from .predict import RowPrediction, groups_of, predict_groups, row_predictions
+from .program_rows import GroupKey, MeasuredRow
+from .program_predict import RowPrediction, groups_of, predict_groups, row_predictions
 from ..studies.sweep import ConfigResult
-from .validate import metrics, row_json
+from .program_scores import metrics, row_json
 
 __all__ = ["ValidationResult", "validate", "orders_used"]
 

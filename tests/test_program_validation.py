@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from p2sim.measurements.calibrate import calibrate
+from p2sim.measurements.fit import calibrate
 from p2sim.studies.executor import SerialExecutor
-from p2sim.measurements.programs import MeasuredRow, load_measurements
-from p2sim.measurements.predict import RowPrediction
-from p2sim.measurements.validate import metrics
-from p2sim.measurements.validation_run import validate
+from p2sim.measurements.program_rows import MeasuredRow, load_measurements
+from p2sim.measurements.program_predict import RowPrediction
+from p2sim.measurements.program_scores import metrics
+from p2sim.measurements.program_validation import validate
 from p2sim.util.errors import InputError
 from p2sim.topology import find_spec
 from p2sim.topology.settings import ModelRates
@@ -107,7 +107,7 @@ def test_calibrated_spec_round_trips_through_toml():
 
 
 def _fit(system: str, after_bandwidths: dict[str, float]):
-    from p2sim.measurements.calibrate import Calibration
+    from p2sim.measurements.fit import Calibration
 
     before = find_spec(system)
     after = before
@@ -137,10 +137,10 @@ def test_calibration_flags_implausible_link_rates():
 ])
 def test_calibration_basis_says_whether_scored_rows_were_calibration_rows(monkeypatch, scored, calibrated_on, folds,
                                                                           basis, seen):
-    import p2sim.measurements.calibrate as calibrate_module
+    import p2sim.measurements.fit as fit_module
 
     # the fit itself is irrelevant here: keep the file's figures, count the rows it was given
-    monkeypatch.setattr(calibrate_module, "calibrate",
+    monkeypatch.setattr(fit_module, "calibrate",
                         lambda rows, system, executor, model, collectives=(): _fit(system, {}))
     rows = [r for r in load_measurements(CSV) if r.gpu == "V100" and r.algo == "ring"]
     pick = lambda sizes: [r for r in rows if " ".join(map(str, r.axes)) in sizes]  # noqa: E731

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from p2sim.measurements.programs import CSV_COLUMNS, load_measurements
+from p2sim.measurements.program_rows import CSV_COLUMNS, load_measurements
 from p2sim.util.errors import MeasurementError
 
 DATA = Path(__file__).resolve().parents[1] / "validation" / "data"

@@ -1,9 +1,9 @@
-"""What bounds a collective: the link class, per-channel limit or latency that sets its time.
+"""What binds a collective: the link class, per-channel limit or latency that sets its time.
 
 A collective alone takes ``latency + bytes / algbw`` (:meth:`Collective.algbw`), and its
 algorithm bandwidth is the least of its resources' rates: each link's capacity over the
 link's bytes per byte of buffer, each flow's caps (the per-channel figures below) and the
-collective's shared cap.  The resource with the least rate bounds it; where the latency
+collective's shared cap.  The resource with the least rate binds it; where the latency
 is the larger term, the latency does.  :meth:`p2sim.sim.Simulator.bound` adds the links
 that concurrent groups share.
 
@@ -24,9 +24,9 @@ Examples
 >>> from p2sim.sim import Simulator
 >>> topo = load_system("a100", 2)
 >>> c = Simulator(topo, "ring").collectives("AllReduce", [tuple(range(32))], [2**30])[0]
->>> collective_bound(c, topo.capacity, topo.edge_class, 2**30).resource   # one 100 Gb/s NIC per node
+>>> collective_binding(c, topo.capacity, topo.edge_class, 2**30).resource   # one 100 Gb/s NIC per node
 'nic'
->>> collective_bound(c, topo.capacity, topo.edge_class, 8).resource
+>>> collective_binding(c, topo.capacity, topo.edge_class, 8).resource
 'latency'
 """
 
@@ -40,7 +40,7 @@ import numpy as np
 
 from .pattern import Collective
 
-__all__ = ["Bound", "collective_bound", "CAP_NET", "CAP_CHANNEL", "CAP_WINDOW", "CAP_STEP", "CAP_LL", "LATENCY"]
+__all__ = ["Bound", "collective_binding", "CAP_NET", "CAP_CHANNEL", "CAP_WINDOW", "CAP_STEP", "CAP_LL", "LATENCY"]
 
 CAP_NET = "per-channel network rate"
 CAP_CHANNEL = "per-channel rate"
@@ -75,7 +75,7 @@ class Bound:
                 "text": self.text}
 
 
-def collective_bound(c: Collective, capacity: np.ndarray, edge_class: Sequence[str], nbytes: float) -> Bound:
+def collective_binding(c: Collective, capacity: np.ndarray, edge_class: Sequence[str], nbytes: float) -> Bound:
     """The resource with the least rate for this collective alone, or its latency if that is larger."""
     rates: list[tuple[float, str, str]] = []
     edges, coef = c.link_load()

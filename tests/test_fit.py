@@ -3,7 +3,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from p2sim.measurements.calibrate import Calibration, calibrate
+from p2sim.measurements.fit import Calibration, calibrate
 from p2sim.measurements.collective_predict import predict_collectives
 from p2sim.measurements.nccltests import read_nccltests
 from p2sim.studies.executor import SerialExecutor

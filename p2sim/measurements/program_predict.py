@@ -1,4 +1,4 @@
-"""Predictions for measured rows: one sweep task per measured configuration."""
+"""Predictions of measured programs' rows: one configuration task per measured configuration."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..topology.spec import SystemSpec
 from ..studies.executor import Executor, run_all
-from .programs import GroupKey, MeasuredRow
+from .program_rows import GroupKey, MeasuredRow
 from ..studies.sweep import ConfigResult, SweepTask, run_task
 
 __all__ = ["groups_of", "group_task", "predict_groups", "RowPrediction", "row_predictions"]

@@ -1,4 +1,4 @@
-"""Measurement files: P2's appendix CSV and bench_nccl's JSON-lines logs.
+"""Measured programs' rows (:class:`MeasuredRow`): read from P2's appendix CSV and bench_nccl's JSON-lines logs.
 
 Both become :class:`MeasuredRow` values, one per (system, nodes, axes, reduction
 axes, matrix, algorithm, device order).  Every problem is reported with the file,

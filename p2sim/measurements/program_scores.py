@@ -1,4 +1,4 @@
-"""Validation metrics: predictions against measurements (see the README's table).
+"""Programs' validation metrics: predictions against measurements (see the README's table).
 
 ``top1_matrix``
     share of groups with two or more measured matrices whose fastest predicted matrix
@@ -24,8 +24,8 @@ from typing import Any
 
 
 from ..formalism.placement import format_matrix
-from .programs import GroupKey, MeasuredRow
-from .predict import RowPrediction
+from .program_rows import GroupKey, MeasuredRow
+from .program_predict import RowPrediction
 from ..studies.sweep import ConfigResult
 
 __all__ = ["metrics", "BEATS", "group_label", "DEFINITIONS"]

@@ -1,4 +1,4 @@
-"""Calibration: fit effective link-class bandwidths and per-channel rates to measurements.
+"""Calibration's fit: effective link-class bandwidths and per-channel rates fitted to measurements.
 
 The fit is a least-squares problem on log times (:func:`scipy.optimize.least_squares`):
 for every measured row the residuals are ``log(predicted / measured)`` of its
@@ -45,8 +45,8 @@ from ..topology.spec import SystemSpec
 from ..studies.executor import Executor
 from .collective_predict import predict_collectives
 from .collective_rows import CollectiveRow
-from .programs import MeasuredRow
-from .predict import groups_of, predict_groups
+from .program_rows import MeasuredRow
+from .program_predict import groups_of, predict_groups
 from ..studies.sweep import ALLREDUCE_TEXT
 
 __all__ = ["Calibration", "calibrate", "calibrated_specs", "PRIOR_WEIGHT", "PLAUSIBLE", "PLAUSIBLE_LATENCY_US",

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from p2sim.measurements.collective_measurements import is_collective_csv, load_collective_csv
+from p2sim.measurements.collective_csv import is_collective_csv, load_collective_csv
 from p2sim.util.errors import MeasurementError
 
 DEV = "validation/collectives/nccl_tests_dev.csv"

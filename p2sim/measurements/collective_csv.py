@@ -1,4 +1,4 @@
-"""Single-collective measurements in CSV form (the columns of the published-results dev set).
+"""Single-collective measurements read from CSV (the columns of the published-results dev set).
 
 One row per (collective, size) point: ``id, source, gpu, gpus_per_node, nodes,
 collective, algo, size_bytes, time_us, algbw_GBps, busbw_GBps, place`` (more columns are

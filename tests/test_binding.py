@@ -1,10 +1,10 @@
-"""What bounds a step: hand-computable cases of a link, a per-channel rate, a protocol cap and latency."""
+"""What binds a step: hand-computable cases of a link, a per-channel rate, a protocol cap and latency."""
 
 from __future__ import annotations
 
 import pytest
 
-from p2sim.collectives.bound import CAP_CHANNEL, CAP_LL, Bound, collective_bound
+from p2sim.collectives.binding import CAP_CHANNEL, CAP_LL, Bound, collective_binding
 from p2sim.collectives.nccl_tables import per_channel_tree_bw
 from p2sim.formalism.hierarchy import LoweredStep
 from p2sim.formalism.semantics import Op
@@ -59,5 +59,5 @@ def test_groups_sharing_one_nic_are_named_with_their_count():
 def test_the_bound_of_a_lone_collective_needs_no_simulator():
     topo = load_system("a100", 2)
     c = Simulator(topo, "ring").collectives("AllReduce", [tuple(range(32))], [GIB])[0]
-    assert collective_bound(c, topo.capacity, topo.edge_class, GIB).to_json()["resource"] == "nic"
+    assert collective_binding(c, topo.capacity, topo.edge_class, GIB).to_json()["resource"] == "nic"
     assert Bound("nvswitch", "link", 1.0, 2).to_json()["text"] == "nvswitch links shared by 2 groups"
