@@ -98,7 +98,7 @@ def rank_mesh_choice(result: RankResult, form: str = "json") -> MeshChoice:
     """The best placement of a ranking with its program, or the fastest the framework runs."""
     job, topo = result.request.job, result.request.job.topology
     red = tuple(sorted(set(result.reduce_axes)))
-    order = result.request.order
+    order = result.request.settings.order
 
     def placement_of(entry) -> Placement:
         return Placement.of(topo.hierarchy, job.axes, entry.matrix)
@@ -125,7 +125,7 @@ def plan_mesh_choice(result: PlanResult, form: str = "json") -> MeshChoice:
     """The best plan's placement with every reduction's program (a plain AllReduce where it does not run)."""
     job, best, topo = result.request.job, result.best, result.request.job.topology
     placement = Placement.of(topo.hierarchy, job.axes, best.matrix)
-    order = result.request.order
+    order = result.request.settings.order
     reductions = []
     for c in best.choices:
         steps = mesh_program(placement, c.reduction.axes, c.program, order, form == "torch")

@@ -32,8 +32,8 @@ def plan_text(result: PlanResult) -> str:
         return f"{reduce_text(r.axes, names)} {format_bytes(r.bytes)} x {r.count}"
 
     lines = [f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} "
-             f"(data axis {data_axis}){order_label(req.order, *(r.axes for r in req.reductions))}; algo {req.algo}, "
-             f"{req.model} model",
+             f"(data axis {data_axis}){order_label(req.settings.order, *(r.axes for r in req.reductions))}; algo {req.settings.algo}, "
+             f"{req.settings.model} model",
              "reductions: " + "; ".join(f"axes {reduction_text(r)}" for r in req.reductions),
              search_text(result.stats),
              matrix_legend(names, topo.level_names),

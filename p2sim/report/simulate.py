@@ -54,8 +54,8 @@ def simulate_text(result: SimulateResult) -> str:
     topo, names = job.topology, job.axis_names
     return "\n".join([
         f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} reduce "
-        f"{reduce_text(result.reduce_axes, names)}{order_label(req.order, result.reduce_axes)}; {req.algo}, "
-        f"{req.model} model, {format_bytes(job.bytes_per_gpu)} per GPU",
+        f"{reduce_text(result.reduce_axes, names)}{order_label(req.settings.order, result.reduce_axes)}; {req.settings.algo}, "
+        f"{req.settings.model} model, {format_bytes(job.bytes_per_gpu)} per GPU",
         matrix_legend(names, topo.level_names),
         results_text(list(result.rows), result.placement, result.bounds)])
 

@@ -42,8 +42,8 @@ def whatif_text(result: WhatifResult) -> str:
     # the axes as given: a '*' resolves per point
     given = ("one axis over all GPUs" if req.axes is None
              else f"axes {req.axes} reduce {reduce_text(result.reduce_axes, result.axis_names)}")
-    lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  ({given}; algo {req.algo}, {req.model} model"
-             f"{order_label(req.order, result.reduce_axes)})",
+    lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  ({given}; algo {req.settings.algo}, {req.settings.model} model"
+             f"{order_label(req.settings.order, result.reduce_axes)})",
              matrix_legend(result.axis_names, result.level_names),
              _search_line(result)]
     width = max([32] + [len(r["label"]) for r in result.rows])
