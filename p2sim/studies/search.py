@@ -192,7 +192,7 @@ def run_search(tasks: Sequence[SweepTask], executor: Executor, top: int, exhaust
     only those matrices.
     """
     started = time.perf_counter()
-    if exhaustive or {t.model for t in tasks} != {"des"}:
+    if exhaustive or {t.settings.model for t in tasks} != {"des"}:
         if budget is not None or top_matrices is not None:
             from ..util.errors import InputError
 
