@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from p2sim.sim.settings import SimSettings
+from p2sim.sim.sim_settings import SimSettings
 from p2sim.studies.size_sweep import SweepRequest, run_sweep, sizes, sweep_sizes
 from p2sim.util.errors import InputError
 from p2sim.topology import load_system

@@ -33,7 +33,7 @@ from typing import Any
 from ..collectives.bound import Bound
 from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
 from ..formalism.program import parse_program
-from ..sim.settings import SimSettings
+from ..sim.sim_settings import SimSettings
 from ..studies.rank import RankRequest, run_rank
 from ..studies.requests import Job
 from ..studies.simulate import SimulateRequest, run_simulate

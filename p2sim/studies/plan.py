@@ -229,8 +229,8 @@ class PlanRequest:
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reductions: Any = (),
               data_axis: Any = None, algo: str = "auto", proto: str = "auto", model: str = "des",
               profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
-              exhaustive: bool = False, budget: Any = None, top_matrices: Any = None, workers: Any = None, scheduler: str | None = None,
-              scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
+              exhaustive: bool = False, budget: Any = None, top_matrices: Any = None, workers: Any = None,
+              scheduler: str | None = None, scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
               yes: bool = False) -> PlanRequest:
         """``reductions``: texts like ``"data:8GiB"`` and ``"tensor:64MiB x 24"``, or :class:`Reduction` values."""
         job = Job.build(system, nodes, axes, "0", None)

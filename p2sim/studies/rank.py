@@ -31,7 +31,8 @@ from .jobsize import Limits, check_job, estimate, plural, program_counts, progra
 from .orders import OrderComparison, compare_orders, orders_agree
 from .plan import DefaultPlacement, default_data_axis, default_placement
 from .ranking import MatrixSummary, RankEntry, Ranking, rank_results, split_by_matrix
-from .requests import Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something, whole_groups
+from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
+                       whole_groups)
 from .search import SearchStats, run_search
 from .sweep import SweepTask
 
@@ -161,7 +162,8 @@ class RankResult(Tabular):
         doc = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
                "axis_names": list(job.axis_names), "level_names": list(topo.level_names),
                "reduce_axes": sorted(set(self.reduce_axes)), "scope": self.scope, "order": req.settings.order.value,
-               "algo": req.settings.algo, "proto": req.settings.proto, "model": req.settings.model, "bytes_per_gpu": job.bytes_per_gpu,
+               "algo": req.settings.algo, "proto": req.settings.proto, "model": req.settings.model,
+               "bytes_per_gpu": job.bytes_per_gpu,
                "config": ModelConfig.of(topo.spec).to_json(topo.spec),
                "best_bounds": [b.to_json() for b in self.best_bounds],
                "best_placement": {"matrix": [list(r) for r in self.best.matrix],
@@ -228,5 +230,6 @@ def run_rank(req: RankRequest) -> RankResult:
     if req.compare_orders:
         rest = rank_results(rest_results)
         same = {m: v for m, v in same.items() if m in {s.matrix for s in ranking.matrices}}
-        comparison = compare_orders(*((ranking, rest) if req.settings.order is Order.ALIGNED else (rest, ranking)), same)
+        pair = (ranking, rest) if req.settings.order is Order.ALIGNED else (rest, ranking)
+        comparison = compare_orders(*pair, same)
     return RankResult(req, tuple(red), ranking, stats, comparison, () if warning is None else (warning,))

@@ -36,7 +36,7 @@ from ..formalism.placement import check_sizes
 from ..formalism.synthesis import DEFAULT_MAX_SIZE, Profile
 from ..sim.context import SimulationContext
 from ..sim.model import ModelConfig, check_model
-from ..sim.settings import SimSettings
+from ..sim.sim_settings import SimSettings
 from ..topology import Topology, find_spec, load_system
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError, PlacementError
@@ -203,7 +203,7 @@ class Rules:
 @dataclass(frozen=True)
 class Settings:
     """What a study's simulations are asked, checked once and handed down whole: the algorithm setting,
-    protocol, model, rates (:class:`~p2sim.sim.settings.SimSettings`, the simulator's part), the synthesis
+    protocol, model, rates (:class:`~p2sim.sim.sim_settings.SimSettings`, the simulator's part), the synthesis
     rules and the device order.
 
     A request holds the algorithm as asked (``both`` runs P2's pair); each of its tasks one algorithm

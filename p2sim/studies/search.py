@@ -118,8 +118,9 @@ def search(bounds: Sequence[Bounds], executor: Executor, top: int, keep: set[tup
         {(ar.matrix, ar.text): ar for ar in b.allreduce} for b in bounds]
     best = {(i, ar.matrix): ar.seconds for i, b in enumerate(bounds) for ar in b.allreduce}
     found = sorted(ar.seconds for b in bounds for ar in b.allreduce)  # every simulated time, ascending
-    order = sorted(((bound, b.task.settings.algo, m, text, i) for i, b in enumerate(bounds) for m, text, bound in b.programs
-                    if (keep is None or (i, m) in keep) and (m, text) not in done[i]), key=lambda c: c[:4])
+    order = sorted(((bound, b.task.settings.algo, m, text, i) for i, b in enumerate(bounds)
+                    for m, text, bound in b.programs if (keep is None or (i, m) in keep) and (m, text) not in done[i]),
+                   key=lambda c: c[:4])
 
     def threshold() -> float:
         return found[top - 1] if 0 < top <= len(found) else (math.inf if top > 0 else -math.inf)

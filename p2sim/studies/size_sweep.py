@@ -22,7 +22,7 @@ from ..util.errors import InputError
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from ..collectives import check_algo, check_forced, check_proto
-from ..sim.settings import SimSettings
+from ..sim.sim_settings import SimSettings
 from ..sim.model import check_model
 from ..topology import Topology
 from ..topology.spec import SystemSpec

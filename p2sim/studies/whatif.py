@@ -119,7 +119,8 @@ class WhatifResult(Tabular):
         return {"system": req.spec.name,
                 "vary": [{"target": v.target, "values": list(v.values)} for v in req.variations],
                 "axis_names": list(self.axis_names), "level_names": list(self.level_names),
-                "order": req.settings.order.value, "algo": req.settings.algo, "model": req.settings.model, "points": self.table(),
+                "order": req.settings.order.value, "algo": req.settings.algo, "model": req.settings.model,
+                "points": self.table(),
                 "best_placements": [{"nodes": n, "matrix": m, "points": p} for n, m, p in self.placements],
                 "placement_changes": self.placement_changes}
 
