@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
+from ..collectives import check_proto
 from ..collectives.bound import Bound
 from ..formalism.hierarchy import Order
 from ..formalism.naming import describe_placement
@@ -31,8 +32,8 @@ from .jobsize import Limits, check_job, estimate, plural, program_counts, progra
 from .orders import OrderComparison, compare_orders, orders_agree
 from .plan import DefaultPlacement, default_data_axis, default_placement
 from .ranking import MatrixSummary, RankEntry, Ranking, rank_results, split_by_matrix
-from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
-                       whole_groups)
+from .requests import (Job, RunOptions, SearchOptions, Settings, algorithms, job_size_text, limits_of,
+                       reduces_something, whole_groups)
 from .search import SearchStats, run_search
 from .sweep import SweepTask
 
@@ -67,8 +68,12 @@ class RankRequest:
               workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> RankRequest:
         job = Job.build(system, nodes, axes, reduce, bytes)
-        check_model(model)  # before --top, as the command line has always checked them
+        # rank has always checked the model before --top, and the protocol before the rules: the first of
+        # several bad values is the one refused
+        check_model(model)
         k = positive_int(as_text(top, "top"), "top")
+        algorithms(algo)
+        check_proto(proto)
         settings = Settings.of(algo, proto, model, profile, max_size, order)
         search = SearchOptions.of(exhaustive, budget, top_matrices)
         limits = limits_of(yes, max_matrices, max_simulations)

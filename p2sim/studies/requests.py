@@ -227,8 +227,8 @@ class Settings:
         """The settings from a user's values (text or typed), each refused with its field and value."""
         model = check_model(model)
         algorithms(algo)
-        proto = check_proto(proto)
-        return cls(algo, proto, model, Rules.of(profile, max_size), Order.parse(order))
+        rules, chosen = Rules.of(profile, max_size), Order.parse(order)
+        return cls(algo, check_proto(proto), model, rules, chosen)
 
     @property
     def sim(self) -> SimSettings:
