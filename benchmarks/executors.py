@@ -16,6 +16,7 @@ import time
 
 from p2sim.studies.executor import make_executor, run_all
 from p2sim.studies.ranking import rank_tasks, split_by_matrix
+from p2sim.studies.requests import Settings
 from p2sim.studies.sweep import SweepTask
 from p2sim.util.errors import InputError
 from p2sim.formalism.placement import enumerate_matrices
@@ -38,7 +39,8 @@ def sweep_tasks() -> list[SweepTask]:
     mats = enumerate_matrices(topo.hierarchy, AXES)
     tasks = []
     for algo in ("ring", "tree"):
-        base = SweepTask(topo.spec, topo.nodes, AXES, REDUCE, algo, "des", 2.0**30)
+        base = SweepTask(spec=topo.spec, nodes=topo.nodes, axes=AXES, reduce_axes=REDUCE, bytes_per_gpu=2.0**30,
+                         settings=Settings(algo=algo))
         tasks += split_by_matrix(base, mats)
     return tasks
 

@@ -38,7 +38,7 @@ def _multi_step_choice(case: str, form: str):
     choice = rank_mesh_choice(result, form)
     pl = choice.placement
     for e in result.ranking.entries:
-        steps = mesh_program(pl, result.reduce_axes, e.timing.text, result.request.order, form == "torch")
+        steps = mesh_program(pl, result.reduce_axes, e.timing.text, result.request.settings.order, form == "torch")
         if not isinstance(steps, str) and len(steps) >= 3:
             red_ = MeshReduction(tuple(result.reduce_axes), e.algo, e.timing.text, e.seconds, steps)
             return type(choice)(**{**choice.__dict__, "reductions": (red_,)})

@@ -10,7 +10,7 @@ from p2sim.studies.jobsize import Limits, program_counts, synthesis_cardinalitie
 from p2sim.util.errors import InputError
 from p2sim.formalism.placement import Placement, count_matrices, enumerate_matrices
 from p2sim.formalism.hierarchy import Lowering
-from p2sim.formalism.synthesis import synthesize_placements
+from p2sim.formalism.synthesis import DEFAULT_MAX_SIZE, Profile, synthesize_placements
 
 from .conftest import COUNT_ROWS, config_of
 
@@ -19,7 +19,7 @@ def test_program_counts_match_the_synthesis_on_every_appendix_row():
     for row in COUNT_ROWS:
         h, p, red = config_of(row)
         mats = enumerate_matrices(h, p)
-        counts = program_counts(mats, red, "paper", 5, Limits())
+        counts = program_counts(mats, red, Profile.PAPER, DEFAULT_MAX_SIZE, Limits())
         assert sum(counts) == int(row["programs_total"])
         syn = synthesize_placements(h, p, red)
         assert counts == [len(m.programs) for m in syn.matrices]

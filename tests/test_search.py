@@ -7,6 +7,7 @@ import pytest
 from p2sim.studies.executor import SerialExecutor
 from p2sim.studies.ranking import rank_results, split_by_matrix
 from p2sim.studies.search import bound_all, run_search, search
+from p2sim.studies.requests import Settings
 from p2sim.studies.sweep import SweepTask
 from p2sim.cli import main
 from p2sim.formalism.placement import enumerate_matrices
@@ -46,7 +47,8 @@ def _ranking(tasks, exhaustive: bool, top: int):
 def test_the_bounded_search_finds_what_simulating_everything_finds(system, nodes, axes, reduce, nbytes, algos):
     topo = load_system(system, nodes)
     tasks = [t for a in algos for t in split_by_matrix(
-        SweepTask(topo.spec, nodes, axes, reduce, a, "des", nbytes), enumerate_matrices(topo.hierarchy, axes))]
+        SweepTask(spec=topo.spec, nodes=nodes, axes=axes, reduce_axes=reduce, bytes_per_gpu=nbytes,
+                  settings=Settings(algo=a)), enumerate_matrices(topo.hierarchy, axes))]
     full, all_stats = _ranking(tasks, True, 5)
     found, stats = _ranking(tasks, False, 5)
     assert all_stats.simulated == all_stats.programs and stats.programs == all_stats.programs and stats.exact
@@ -59,7 +61,8 @@ def test_the_bounded_search_finds_what_simulating_everything_finds(system, nodes
 def test_a_search_simulates_fewer_programs_on_many_matrices():
     topo = load_system("a100", 4)
     axes = (4, 2, 8)
-    tasks = split_by_matrix(SweepTask(topo.spec, 4, axes, (0, 2), "auto", "des", 2.0**33),
+    tasks = split_by_matrix(SweepTask(spec=topo.spec, nodes=4, axes=axes, reduce_axes=(0, 2),
+                                      bytes_per_gpu=2.0**33),
                             enumerate_matrices(topo.hierarchy, axes))
     _, stats = search(bound_all(tasks, SerialExecutor()), SerialExecutor(), top=1)
     assert stats.exact and stats.simulated < stats.programs / 2
@@ -68,7 +71,8 @@ def test_a_search_simulates_fewer_programs_on_many_matrices():
 def test_top_matrices_and_budget_say_what_they_left_out():
     topo = load_system("a100", 4)
     axes = (4, 2, 8)
-    tasks = split_by_matrix(SweepTask(topo.spec, 4, axes, (0, 2), "auto", "des", 2.0**33),
+    tasks = split_by_matrix(SweepTask(spec=topo.spec, nodes=4, axes=axes, reduce_axes=(0, 2),
+                                      bytes_per_gpu=2.0**33),
                             enumerate_matrices(topo.hierarchy, axes))
     results, stats = run_search(tasks, SerialExecutor(), 3, top_matrices=2)
     assert len({p.matrix for r in results for p in r.programs}) == 2 and stats.searched == 2 and not stats.exact

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from p2sim.sim.sim_settings import SimSettings
 from p2sim.studies.size_sweep import SweepRequest, run_sweep, sizes, sweep_sizes
 from p2sim.util.errors import InputError
 from p2sim.topology import load_system
@@ -27,7 +28,7 @@ def test_large_ring_reaches_the_nvswitch_port_rate():
     # DGX A100: 12 NVLink 3 links of 25 GB/s per GPU at NCCL's 20 GB/s each = 240 GB/s per
     # direction; a ring AllReduce's bus bandwidth approaches it from below as the size grows
     topo = load_system("dgx-a100", 1)
-    pts = sweep_sizes(topo, "AllReduce", range(8), [2**33], algo="ring", proto="Simple")
+    pts = sweep_sizes(topo, "AllReduce", range(8), [2**33], SimSettings(algo="ring", proto="Simple"))
     assert 0.99 * 240e9 < pts[0].busbw <= 240e9 + 1e-3
     assert pts[0].algbw == pytest.approx(pts[0].busbw * 8 / 14)
     assert pts[0].count == 2**31 and pts[0].channels == 24
@@ -46,7 +47,7 @@ def test_time_grows_and_protocols_switch_with_size():
 def test_forced_choices_are_kept():
     topo = load_system("dgx-h100", 2)
     for algo in ("ring", "tree"):
-        pts = sweep_sizes(topo, "AllReduce", range(16), [2**20, 2**26], algo=algo, proto="LL128")
+        pts = sweep_sizes(topo, "AllReduce", range(16), [2**20, 2**26], SimSettings(algo=algo, proto="LL128"))
         assert {(p.algo, p.proto) for p in pts} == {(algo, "LL128")}
 
 

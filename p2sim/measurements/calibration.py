@@ -23,7 +23,7 @@ from ..util.table import HEAD_ROWS, Result
 from .fit import Calibration, calibrate
 from .emulated import refuse_emulated
 from .inputs import Measurements, load_inputs
-from .program_predict import groups_of
+from .program_predict import P2, groups_of
 from .validation import fitted_model
 
 __all__ = ["CalibrateRequest", "CalibrateResult", "run_calibrate"]
@@ -94,7 +94,8 @@ class CalibrateResult(Result):
 
 def run_calibrate(req: CalibrateRequest) -> CalibrateResult:
     mine, singles = list(req.program_rows), list(req.collective_rows)
-    per_eval = sum(sum(program_counts(tuple(dict.fromkeys(r.matrix for r in g)), key[3], "paper", 5, Limits.of(True)))
+    per_eval = sum(sum(program_counts(tuple(dict.fromkeys(r.matrix for r in g)), key[3], P2.profile, P2.max_size,
+                                      Limits.of(True)))
                    for key, g in groups_of(mine).items())
     tasks = len(groups_of(mine)) if mine and not singles else None
     parts = ([f"{plural(len(mine), 'program row')}: each evaluation {plural(per_eval, 'simulation')}"] if mine else []

@@ -33,7 +33,7 @@ from typing import Any
 from ..collectives.binding import Bound
 from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
 from ..formalism.program import parse_program
-from ..sim import Simulator
+from ..sim.sim_settings import SimSettings
 from ..studies.rank import RankRequest, run_rank
 from ..studies.requests import Job
 from ..studies.simulate import SimulateRequest, run_simulate
@@ -87,8 +87,7 @@ class CheckRequest:
     job: Job
     matrix: Matrix | None
     program: str | None  # None: the best that rank finds (for the matrix, when given)
-    algo: str
-    proto: str
+    settings: SimSettings  # the algorithm and protocol as given: rank or simulate checks them
     workers: Any = None
     logs: tuple[str, ...] = ()  # nccl-tests logs (text or -J JSON) to judge
     tolerance: float = TOLERANCE
@@ -110,7 +109,7 @@ class CheckRequest:
             Placement.of(job.hierarchy, job.axes, mat)
         if program is not None:
             parse_program(program)
-        return cls(job, mat, program, algo, proto, workers, logs, tol)
+        return cls(job, mat, program, SimSettings(algo, proto), workers, logs, tol)
 
 
 @dataclass(frozen=True, repr=False)
@@ -157,8 +156,8 @@ def _chosen(req: CheckRequest) -> tuple[Matrix, str]:
                                       axes=dict(zip(job.axis_names, job.axes)),
                                       reduce=[job.axis_names[a] for a in job.reduce_axes],
                                       matrix=None if req.matrix is None else format_matrix(req.matrix),
-                                      bytes=job.bytes_per_gpu, top=1, algo=req.algo, proto=req.proto,
-                                      workers=req.workers)).best
+                                      bytes=job.bytes_per_gpu, top=1, algo=req.settings.algo,
+                                      proto=req.settings.proto, workers=req.workers)).best
     return best.matrix, best.timing.text
 
 
@@ -167,10 +166,11 @@ def run_check(req: CheckRequest) -> CheckResult:
     matrix, program = _chosen(req)
     sim_req = SimulateRequest.build(system=job.spec, nodes=topo.node_count, axes=dict(zip(job.axis_names, job.axes)),
                                     reduce=[job.axis_names[a] for a in job.reduce_axes], matrix=format_matrix(matrix),
-                                    program=program, algo=req.algo, proto=req.proto, bytes=job.bytes_per_gpu)
+                                    program=program, algo=req.settings.algo, proto=req.settings.proto,
+                                    bytes=job.bytes_per_gpu)
     result = run_simulate(sim_req)
     _, prog, timing = result.rows[0]
-    sim = Simulator(topo, req.algo, proto=req.proto)
+    sim = req.settings.simulator(topo)
     steps = []
     for i, (ins, low, st) in enumerate(zip(prog.instructions, result.lowered[0], timing.steps), 1):
         if not low.groups:

@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..formalism.hierarchy import Order
 from ..topology.spec import SystemSpec
+from ..studies.requests import Rules, Settings
 from ..studies.executor import Executor, run_all
 from .program_rows import GroupKey, MeasuredRow
 from ..studies.sweep import ConfigResult, SweepTask, run_task
 
-__all__ = ["groups_of", "group_task", "predict_groups", "RowPrediction", "row_predictions"]
+__all__ = ["P2", "groups_of", "group_task", "predict_groups", "RowPrediction", "row_predictions"]
+
+
+P2 = Rules()  # the measured programs are P2's: its paper rules, programs of up to DEFAULT_MAX_SIZE steps
 
 
 def groups_of(rows: Sequence[MeasuredRow]) -> dict[GroupKey, list[MeasuredRow]]:
@@ -25,7 +30,8 @@ def group_task(key: GroupKey, spec: SystemSpec, model: str, all_matrices: bool,
                rows: Sequence[MeasuredRow]) -> SweepTask:
     system, nodes, axes, red, algo, nbytes, order = key
     mats = None if all_matrices else tuple(dict.fromkeys(r.matrix for r in rows))
-    return SweepTask(spec, nodes, axes, red, algo, model, nbytes, None, "paper", 5, mats, order=order)
+    return SweepTask(spec=spec, nodes=nodes, axes=axes, reduce_axes=red, bytes_per_gpu=nbytes,
+                     settings=Settings(algo=algo, model=model, rules=P2, order=Order.parse(order)), matrices=mats)
 
 
 def predict_groups(groups: Mapping[GroupKey, Sequence[MeasuredRow]], specs: Mapping[str, SystemSpec], model: str,

@@ -30,7 +30,7 @@ from ..util.parsing import as_text, positive_int
 from .collective_validation import validate_collectives
 from .emulated import emulated_warnings, refuse_emulated
 from .inputs import Measurements, load_inputs
-from .program_predict import groups_of
+from .program_predict import P2, groups_of
 from .program_rows import MeasuredRow
 from .program_validation import BASELINE, validate
 
@@ -52,14 +52,15 @@ def _program_size(rows: Sequence[MeasuredRow], cal: Sequence[MeasuredRow] | None
     for (system, nodes, p, red, *_), _rows in groups.items():
         h = find_spec(system).hierarchy(nodes)
         lim.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {system} with {nodes} nodes")
-        per_pass += sum(program_counts(enumerate_matrices(h, p), red, "paper", 5, lim))
+        per_pass += sum(program_counts(enumerate_matrices(h, p), red, P2.profile, P2.max_size, lim))
     models = len(dict.fromkeys((model, BASELINE)))
     total = per_pass * models
     what = (f"{plural(len(rows), 'row')} in {plural(len(groups), 'group')}: {plural(models, 'model')} x "
             f"{plural(per_pass, 'simulation')} to predict")
     lim.check_simulations(total, what)
     if cal is not None:
-        per_eval = sum(sum(program_counts(tuple(dict.fromkeys(r.matrix for r in g)), key[3], "paper", 5, lim))
+        per_eval = sum(sum(program_counts(tuple(dict.fromkeys(r.matrix for r in g)), key[3], P2.profile, P2.max_size,
+                                          lim))
                        for key, g in groups_of(cal).items())
         fits = len({r.system for r in rows}) * models * folds
         what += (f"; calibration: {plural(fits, 'fit')}, each evaluation {plural(per_eval, 'simulation')} (a fit "

@@ -67,7 +67,7 @@ def header_lines(c: MeshChoice) -> list[str]:
              f"# placement: {c.described}",
              f"# rank = node x {c.gpus_per_node} + local GPU (torchrun --nnodes {c.nodes} "
              f"--nproc-per-node {c.gpus_per_node}: RANK = node_rank x {c.gpus_per_node} + LOCAL_RANK)",
-             f"# device order: {c.order} (the steps' groups below list members as p2sim chose them)",
+             f"# device order: {c.order.value} (the steps' groups below list members as p2sim chose them)",
              f"# Megatron-LM: {c.megatron}",
              "# per-level mesh: " + " x ".join(f"{d.name}={d.size}" for d in dims)
              + " (rank r at row-major position r)"]

@@ -44,7 +44,7 @@ def mesh_json(c: MeshChoice) -> dict[str, Any]:
         "mesh_dim_names": list(c.names),
         "mesh": mesh.tolist(),
         "device_order": device_order(c.placement),
-        "order": c.order,
+        "order": c.order.value,
         "placement": c.described,
         "megatron": c.megatron,
         "level_mesh": {"dims": [{"name": d.name, "axis": c.names[d.axis], "level": c.levels[d.level], "size": d.size}

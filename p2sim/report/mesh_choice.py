@@ -53,7 +53,7 @@ class MeshChoice:
     notes: tuple[str, ...] = ()  # what the table says beside the answer (scope, warnings): every form says it
     level_names: tuple[str, ...] = ()
     node_level: int | None = None
-    order: str = Order.ALIGNED.value
+    order: Order = Order.ALIGNED
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -98,7 +98,7 @@ def rank_mesh_choice(result: RankResult, form: str = "json") -> MeshChoice:
     """The best placement of a ranking with its program, or the fastest the framework runs."""
     job, topo = result.request.job, result.request.job.topology
     red = tuple(sorted(set(result.reduce_axes)))
-    order = result.request.order
+    order = result.request.settings.order
 
     def placement_of(entry) -> Placement:
         return Placement.of(topo.hierarchy, job.axes, entry.matrix)
@@ -118,14 +118,14 @@ def rank_mesh_choice(result: RankResult, form: str = "json") -> MeshChoice:
         reduction = MeshReduction(red, entry.algo, entry.timing.text, entry.seconds, steps, note)
     notes = tuple(n for n in (result.scope,) + tuple(result.warnings) if n)
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, placement_of(entry), (reduction,),
-                      job.axis_names, notes, topo.level_names, job.spec.node_level, order.value)
+                      job.axis_names, notes, topo.level_names, job.spec.node_level, order)
 
 
 def plan_mesh_choice(result: PlanResult, form: str = "json") -> MeshChoice:
     """The best plan's placement with every reduction's program (a plain AllReduce where it does not run)."""
     job, best, topo = result.request.job, result.best, result.request.job.topology
     placement = Placement.of(topo.hierarchy, job.axes, best.matrix)
-    order = result.request.order
+    order = result.request.settings.order
     reductions = []
     for c in best.choices:
         steps = mesh_program(placement, c.reduction.axes, c.program, order, form == "torch")
@@ -138,4 +138,4 @@ def plan_mesh_choice(result: PlanResult, form: str = "json") -> MeshChoice:
                 f"mesh ({steps}); this is one AllReduce ({c.allreduce_seconds / c.seconds:.3f}x its time)")
         reductions.append(MeshReduction(c.reduction.axes, "auto", _ALLREDUCE, c.allreduce_seconds, plain, note))
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, placement, tuple(reductions),
-                      job.axis_names, tuple(result.warnings), topo.level_names, job.spec.node_level, order.value)
+                      job.axis_names, tuple(result.warnings), topo.level_names, job.spec.node_level, order)

@@ -25,15 +25,15 @@ __all__ = ["plan_text", "plan_answer", "plan_report"]
 def plan_text(result: PlanResult) -> str:
     """``p2sim plan``'s answer as text."""
     req, job = result.request, result.request.job
-    topo, names = job.topology, job.axis_names
+    topo, names, s = job.topology, job.axis_names, req.settings
     data_axis = names[req.data_axis] if not is_default(names) else req.data_axis
 
     def reduction_text(r: Reduction) -> str:
         return f"{reduce_text(r.axes, names)} {format_bytes(r.bytes)} x {r.count}"
 
     lines = [f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} "
-             f"(data axis {data_axis}){order_label(req.order, *(r.axes for r in req.reductions))}; algo {req.algo}, "
-             f"{req.model} model",
+             f"(data axis {data_axis}){order_label(s.order, *(r.axes for r in req.reductions))}; algo {s.algo}, "
+             f"{s.model} model",
              "reductions: " + "; ".join(f"axes {reduction_text(r)}" for r in req.reductions),
              search_text(result.stats),
              matrix_legend(names, topo.level_names),

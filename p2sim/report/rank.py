@@ -74,10 +74,10 @@ def search_text(stats: SearchStats, top: int | None = None) -> str:
 def rank_header(result: RankResult) -> str:
     """The job, the search and the matrix legend (the first lines of the text and of the report)."""
     req, job = result.request, result.request.job
-    topo, names, red = job.topology, job.axis_names, result.reduce_axes
+    topo, names, red, s = job.topology, job.axis_names, result.reduce_axes, req.settings
     scope = result.scope
     return (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} reduce "
-            f"{reduce_text(red, names)}{order_label(req.order, red)}; algo {req.algo}, {req.model} model, "
+            f"{reduce_text(red, names)}{order_label(s.order, red)}; algo {s.algo}, {s.model} model, "
             f"{format_bytes(job.bytes_per_gpu)} per GPU; {search_text(result.stats, req.top)}"
             + (f"\n{scope}" if scope else "") + f"\n{matrix_legend(names, topo.level_names)}")
 
@@ -132,7 +132,8 @@ def rank_report(result: RankResult) -> dict[str, bytes]:
     """``rank --out``'s files: the answer and the code to apply it first, then the ranking and plots."""
     req, job = result.request, result.request.job
     topo = job.topology
-    lowering = Lowering.of(Placement.of(topo.hierarchy, job.axes, result.best.matrix), result.reduce_axes, req.order)
+    lowering = Lowering.of(Placement.of(topo.hierarchy, job.axes, result.best.matrix), result.reduce_axes,
+                           req.settings.order)
     extra = (comparison_table(result.comparison),) if result.comparison is not None else ()
     return ranking_report(f"p2sim rank: {topo.spec.name}", rank_header(result), result.ranking, req.top, topo,
                           lowering, extra, answer=rank_answer(result), words=_words(result), names=job.axis_names)

@@ -51,11 +51,11 @@ def results_text(rows: list[tuple[Matrix, Program, ProgramResult]],
 def simulate_text(result: SimulateResult) -> str:
     """``p2sim simulate``'s answer: a header, the matrix legend, every program and its steps."""
     req, job = result.request, result.request.job
-    topo, names = job.topology, job.axis_names
+    topo, names, s = job.topology, job.axis_names, req.settings
     return "\n".join([
         f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} reduce "
-        f"{reduce_text(result.reduce_axes, names)}{order_label(req.order, result.reduce_axes)}; {req.algo}, "
-        f"{req.model} model, {format_bytes(job.bytes_per_gpu)} per GPU",
+        f"{reduce_text(result.reduce_axes, names)}{order_label(s.order, result.reduce_axes)}; {s.algo}, "
+        f"{s.model} model, {format_bytes(job.bytes_per_gpu)} per GPU",
         matrix_legend(names, topo.level_names),
         results_text(list(result.rows), result.placement, result.bounds)])
 

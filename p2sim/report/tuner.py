@@ -125,7 +125,7 @@ def rank_tuner(result: RankResult) -> str:
     job, best = result.request.job, result.best
     topo = job.topology
     placement = Placement.of(topo.hierarchy, job.axes, best.matrix)
-    comms = _program_comms(topo, placement, result.reduce_axes, best.timing.text, result.request.order, "")
+    comms = _program_comms(topo, placement, result.reduce_axes, best.timing.text, result.request.settings.order, "")
     context = [f"p2sim rank: {topo.spec.name}, {topo.node_count} nodes; placement {result.placement(best.matrix)}",
                f"program {best.timing.text} ({format_seconds(best.seconds)} predicted)"]
     return tuner_text(context, comms, MIN_GAIN)
@@ -139,7 +139,7 @@ def plan_tuner(result: PlanResult) -> str:
     comms = []
     for c in best.choices:
         over = ", ".join(job.axis_names[a] for a in c.reduction.axes)
-        comms += _program_comms(topo, placement, c.reduction.axes, c.program, result.request.order,
+        comms += _program_comms(topo, placement, c.reduction.axes, c.program, result.request.settings.order,
                                 f"reduction over {over}, ")
     context = [f"p2sim plan: {topo.spec.name}, {topo.node_count} nodes; matrix {format_matrix(best.matrix)}"]
     return tuner_text(context, comms, MIN_GAIN)

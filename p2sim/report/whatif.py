@@ -38,12 +38,12 @@ def _search_line(result: WhatifResult) -> str:
 
 def whatif_text(result: WhatifResult) -> str:
     """``p2sim whatif``'s answer as text: a line per point, marking where the winner changes."""
-    req = result.request
+    req, s = result.request, result.request.settings
     # the axes as given: a '*' resolves per point
     given = ("one axis over all GPUs" if req.axes is None
              else f"axes {req.axes} reduce {reduce_text(result.reduce_axes, result.axis_names)}")
-    lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  ({given}; algo {req.algo}, {req.model} model"
-             f"{order_label(req.order, result.reduce_axes)})",
+    lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  ({given}; algo {s.algo}, {s.model} model"
+             f"{order_label(s.order, result.reduce_axes)})",
              matrix_legend(result.axis_names, result.level_names),
              _search_line(result)]
     width = max([32] + [len(r["label"]) for r in result.rows])

@@ -18,6 +18,8 @@ Modules
     Max-min fair sharing of links among weighted fluid flows, kept up to date incrementally.
 :mod:`.model`
     Simulation results and the effective model configuration kept with them.
+:mod:`.sim_settings`
+    What a simulator is asked to do, as one value: the algorithm setting, protocol, model and rates.
 :mod:`.simulator`
     Program-level simulation: lowered steps, buffer sizes, step models and reuse.
 :mod:`.symmetry`

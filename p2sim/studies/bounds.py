@@ -9,11 +9,12 @@ Examples
 >>> from p2sim.sim import SimulationContext
 >>> from p2sim.studies.executor import SerialExecutor
 >>> from p2sim.studies.ranking import rank_tasks
+>>> from p2sim.studies.requests import Settings
 >>> from p2sim.studies.sweep import SweepTask
 >>> from p2sim.topology import load_system
 >>> ctx = SimulationContext(load_system("a100", 2))
->>> task = SweepTask(ctx.topo.spec, 2, (32,), (0,), "ring", "des", 2**30, matrices=(((2, 16),),),
-...                  programs=("AllReduce(slice=0, Inside)",))
+>>> task = SweepTask(spec=ctx.topo.spec, nodes=2, axes=(32,), reduce_axes=(0,), bytes_per_gpu=2**30,
+...                  settings=Settings(algo="ring"), matrices=(((2, 16),),), programs=("AllReduce(slice=0, Inside)",))
 >>> best = rank_tasks([task], SerialExecutor()).entries[0]
 >>> [b.text for b in program_bounds(ctx, best)]
 ['nic links']
@@ -22,12 +23,13 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ..collectives.binding import Bound
 from ..formalism.hierarchy import Lowering
 from ..formalism.placement import Placement
 from ..formalism.program import parse_program
-from ..sim import SimulationContext, Simulator
+from ..sim import SimulationContext
 from .ranking import RankEntry
 
 __all__ = ["program_bounds", "not_bound_by"]
@@ -44,9 +46,11 @@ def program_bounds(context: SimulationContext, entry: RankEntry) -> tuple[Bound,
         raise ValueError("program_bounds: the entry was ranked without its task")
     context.forget_order()
     topo = context.topo
-    lowering = Lowering.of(Placement.of(topo.hierarchy, task.axes, entry.matrix), task.reduce_axes, task.order)
-    sim = Simulator(topo, task.algo, "des" if task.model == "baseline" else task.model, task.config,
-                    proto=task.proto, context=context)
+    settings = task.settings.sim
+    lowering = Lowering.of(Placement.of(topo.hierarchy, task.axes, entry.matrix), task.reduce_axes,
+                           task.settings.order)
+    # the baseline has no steps to explain: its program's steps are explained as the des model runs them
+    sim = replace(settings, model="des" if settings.model == "baseline" else settings.model).simulator(topo, context)
     return sim.bounds(lowering, parse_program(entry.timing.text), task.bytes_per_gpu)
 
 

@@ -254,19 +254,19 @@ def synthesis_cardinalities(matrix: Matrix, reduce_axes: Sequence[int]) -> tuple
     return SynthesisHierarchy.of(per_level).cardinalities
 
 
-def program_counts(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: Profile | str,
+def program_counts(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: Profile,
                    max_size: int, limits: Limits) -> list[int]:
     """How many programs each matrix has: one synthesis per distinct (d), checked against the depth limit first."""
     return [n for n, _ in _programs(matrices, reduce_axes, profile, max_size, limits)]
 
 
-def program_steps(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: Profile | str,
+def program_steps(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: Profile,
                   max_size: int, limits: Limits) -> list[int]:
     """How many steps each matrix's programs have in all (synthesized once, as :func:`program_counts`)."""
     return [n for _, n in _programs(matrices, reduce_axes, profile, max_size, limits)]
 
 
-def _programs(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: Profile | str, max_size: int,
+def _programs(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: Profile, max_size: int,
               limits: Limits) -> list[tuple[int, int]]:
     cards = [synthesis_cardinalities(m, reduce_axes) for m in matrices]
     distinct = [c for c in dict.fromkeys(cards) if math.prod(c) > 1]
@@ -275,7 +275,7 @@ def _programs(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: P
     # a synthesis over many devices takes minutes (constants above): said while it runs
     with progress("counting programs (synthesis hierarchies)", len(distinct)) as advance:
         for c in distinct:
-            progs = synthesize(SynthesisHierarchy(c, (None,) * len(c)), Profile.parse(profile), max_size)
+            progs = synthesize(SynthesisHierarchy(c, (None,) * len(c)), profile, max_size)
             sizes[c] = (len(progs), sum(len(p.instructions) for p in progs))
             advance(1)
     return [sizes.get(c, (0, 0)) for c in cards]

@@ -15,19 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..collectives import check_proto
-from ..formalism.hierarchy import Order
 from ..formalism.mesh import megatron_matrix
 from ..formalism.naming import describe_placement
 from ..formalism.placement import Matrix, count_matrices, enumerate_matrices, format_matrix
-from ..sim.model import check_model
+from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..util.errors import InputError
 from ..util.table import Tabular
 from ..util.units import format_seconds
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices, byte_size, positive_int
 from .jobsize import Limits, estimate, plural, program_counts, program_steps, synthesis_cardinalities
-from .requests import (Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something,
+from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
                        warn_memory, whole_groups)
 from .search import SearchStats, run_search
 from .sweep import ConfigResult, SweepTask
@@ -171,11 +169,12 @@ class Plan:
                 "reductions": [c.to_json() for c in self.choices]}
 
 
-def plan_tasks(base: SweepTask, reductions: Sequence[Reduction], algos: Sequence[str],
+def plan_tasks(base: SweepTask, reductions: Sequence[Reduction], settings: Sequence[Settings],
                matrices: Sequence[Matrix]) -> list[SweepTask]:
+    """One task per reduction, algorithm (``settings``: one per algorithm) and matrix."""
     return [
-        replace(base, reduce_axes=r.axes, bytes_per_gpu=float(r.bytes), algo=a, matrices=(m,))
-        for r in reductions for a in algos for m in matrices
+        replace(base, reduce_axes=r.axes, bytes_per_gpu=float(r.bytes), settings=s, matrices=(m,))
+        for r in reductions for s in settings for m in matrices
     ]
 
 
@@ -208,7 +207,7 @@ def build_plans(reductions: Sequence[Reduction], results: Sequence[ConfigResult]
         choices = []
         for r in reductions:
             options = by_key[(r.axes, float(r.bytes), (m,))]
-            best = min(((res.best(m), res.task.algo) for res in options), key=lambda x: (x[0].seconds, x[1]))
+            best = min(((res.best(m), res.task.settings.algo) for res in options), key=lambda x: (x[0].seconds, x[1]))
             ar = min(res.allreduce(m).seconds for res in options)
             choices.append(PlanChoice(r, best[1], best[0].text, best[0].seconds, ar))
         plans.append(Plan(m, tuple(choices)))
@@ -221,11 +220,7 @@ class PlanRequest:
     job: Job
     reductions: tuple[Reduction, ...]
     data_axis: int
-    algo: str
-    proto: str
-    model: str
-    rules: Rules
-    order: Order
+    settings: Settings
     search: SearchOptions
     limits: Limits
     run: RunOptions
@@ -233,9 +228,9 @@ class PlanRequest:
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reductions: Any = (),
               data_axis: Any = None, algo: str = "auto", proto: str = "auto", model: str = "des",
-              profile: Any = "paper", max_size: Any = 5, order: Any = "aligned", exhaustive: bool = False,
-              budget: Any = None, top_matrices: Any = None, workers: Any = None, scheduler: str | None = None,
-              scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
+              profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+              exhaustive: bool = False, budget: Any = None, top_matrices: Any = None, workers: Any = None,
+              scheduler: str | None = None, scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
               yes: bool = False) -> PlanRequest:
         """``reductions``: texts like ``"data:8GiB"`` and ``"tensor:64MiB x 24"``, or :class:`Reduction` values."""
         job = Job.build(system, nodes, axes, "0", None)
@@ -253,12 +248,8 @@ class PlanRequest:
             raise InputError(f"data-axis: {text!r} names {len(more) + 1} axes; give one")
         if not 0 <= axis < len(p):
             raise InputError(f"data-axis: {axis} is out of range 0..{len(p) - 1}")
-        model = check_model(model)
-        algorithms(algo)
-        rules = Rules.of(profile, max_size)
-        chosen = Order.parse(order)
-        proto = check_proto(proto)
-        return cls(job, parsed, axis, algo, proto, model, rules, chosen, SearchOptions.of(exhaustive, budget, top_matrices),
+        settings = Settings.of(algo, proto, model, profile, max_size, order)
+        return cls(job, parsed, axis, settings, SearchOptions.of(exhaustive, budget, top_matrices),
                    limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file))
 
 
@@ -315,7 +306,7 @@ class PlanResult(Tabular):
         topo = job.topology
         return {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
                 "axis_names": list(job.axis_names), "level_names": list(topo.level_names), "data_axis": req.data_axis,
-                "order": req.order.value, "algo": req.algo, "model": req.model,
+                "order": req.settings.order.value, "algo": req.settings.algo, "model": req.settings.model,
                 "reductions": [{"axes": list(r.axes), "bytes": r.bytes, "count": r.count} for r in req.reductions],
                 "plans": self.table(), "best": self._row(self.best), "default": self._row(self.default_plan), "best_placement": self.placement(self.best.matrix),
                 "default_placement": self.placement(self.default), "default_basis": self.default_basis,
@@ -328,27 +319,28 @@ def run_plan(req: PlanRequest) -> PlanResult:
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
     whole_groups(topo)
-    algos = algorithms(req.algo, topo, req.proto)
+    settings = req.settings.each(topo)
+    rules = req.settings.rules
     req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
     mats = enumerate_matrices(h, p)
     smaller = "fewer --nodes, fewer --reduction options or a smaller --max-size"
     where = f"plan on {topo.spec.name} with {topo.node_count} nodes ({plural(len(mats), 'matrix')})"
     cards = [synthesis_cardinalities(m, r.axes) for r in req.reductions for m in mats]
-    processes = req.run.processes(len(mats) * len(req.reductions) * len(algos))
-    req.limits.check_cost(estimate(topo.devices, 1, topo.devices * len(mats) * len(req.reductions) * len(algos),
+    processes = req.run.processes(len(mats) * len(req.reductions) * len(settings))
+    req.limits.check_cost(estimate(topo.devices, 1, topo.devices * len(mats) * len(req.reductions) * len(settings),
                                    processes, cards), where, smaller)
-    programs = sum(sum(program_counts(mats, r.axes, req.rules.profile, req.rules.max_size, req.limits))
+    programs = sum(sum(program_counts(mats, r.axes, rules.profile, rules.max_size, req.limits))
                    for r in req.reductions)
-    gpu_steps = topo.devices * len(algos) * sum(
-        sum(program_steps(mats, r.axes, req.rules.profile, req.rules.max_size, req.limits)) for r in req.reductions)
+    gpu_steps = topo.devices * len(settings) * sum(
+        sum(program_steps(mats, r.axes, rules.profile, rules.max_size, req.limits)) for r in req.reductions)
     req.limits.check_cost(estimate(topo.devices, 1, gpu_steps, processes, cards), where, smaller)
-    total = programs * len(algos)
+    total = programs * len(settings)
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "
-            f"{plural(programs, 'program')} in all, {plural(len(algos), 'algorithm')}")
-    size = job_size_text(req.limits, req.search, req.model, total, what)
-    base = SweepTask(topo.spec, topo.nodes, p, (0,), algos[0], req.model, 1.0, None, req.rules.profile.value,
-                     req.rules.max_size, proto=req.proto, order=req.order.value)
-    tasks = plan_tasks(base, req.reductions, algos, mats)
+            f"{plural(programs, 'program')} in all, {plural(len(settings), 'algorithm')}")
+    size = job_size_text(req.limits, req.search, req.settings.model, total, what)
+    base = SweepTask(spec=topo.spec, nodes=topo.nodes, axes=p, reduce_axes=(0,), bytes_per_gpu=1.0,
+                     settings=settings[0])
+    tasks = plan_tasks(base, req.reductions, settings, mats)
     default = default_placement(mats, h, p, job.axis_names, req.data_axis)
     with req.run.executor(len(tasks)) as ex:
         announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")

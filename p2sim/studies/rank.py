@@ -18,6 +18,7 @@ from ..collectives import check_proto
 from ..collectives.binding import Bound
 from ..formalism.hierarchy import Order
 from ..formalism.naming import describe_placement
+from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..formalism.placement import (Matrix, Placement, count_matrices, enumerate_matrices, format_matrix,
                                    parse_matrix)
 from ..sim import ModelConfig
@@ -31,7 +32,8 @@ from .jobsize import Limits, check_job, estimate, plural, program_counts, progra
 from .orders import OrderComparison, compare_orders, orders_agree
 from .plan import DefaultPlacement, default_data_axis, default_placement
 from .ranking import MatrixSummary, RankEntry, Ranking, rank_results, split_by_matrix
-from .requests import Job, Rules, RunOptions, SearchOptions, algorithms, job_size_text, limits_of, reduces_something, whole_groups
+from .requests import (Job, RunOptions, SearchOptions, Settings, algorithms, job_size_text, limits_of,
+                       reduces_something, whole_groups)
 from .search import SearchStats, run_search
 from .sweep import SweepTask
 
@@ -52,11 +54,7 @@ class RankRequest:
     job: Job
     matrices: tuple[Matrix, ...] | None  # None: every matrix
     top: int
-    algo: str  # as asked: auto, ring, tree, nvls, nvls_tree or both
-    proto: str
-    model: str
-    rules: Rules
-    order: Order
+    settings: Settings  # the algorithm as asked: auto, ring, tree, nvls, nvls_tree or both
     search: SearchOptions
     limits: Limits
     run: RunOptions
@@ -65,22 +63,23 @@ class RankRequest:
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
               bytes: Any = None, top: Any = 10, algo: str = "auto", proto: str = "auto",  # noqa: A002
-              model: str = "des", profile: Any = "paper", max_size: Any = 5, order: Any = "aligned",
+              model: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
               compare_orders: bool = False, exhaustive: bool = False, budget: Any = None, top_matrices: Any = None,
               workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> RankRequest:
         job = Job.build(system, nodes, axes, reduce, bytes)
-        model = check_model(model)
+        # rank has always checked the model before --top, and the protocol before the rules: the first of
+        # several bad values is the one refused
+        check_model(model)
         k = positive_int(as_text(top, "top"), "top")
         algorithms(algo)
-        proto = check_proto(proto)
-        rules = Rules.of(profile, max_size)
-        chosen = Order.parse(order)
+        check_proto(proto)
+        settings = Settings.of(algo, proto, model, profile, max_size, order)
         search = SearchOptions.of(exhaustive, budget, top_matrices)
         limits = limits_of(yes, max_matrices, max_simulations)
         mats = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str)
                                             else tuple(tuple(r) for r in matrix),)
-        return cls(job, mats, k, algo, proto, model, rules, chosen, search, limits,
+        return cls(job, mats, k, settings, search, limits,
                    RunOptions.of(workers, scheduler, scheduler_file), bool(compare_orders))
 
 
@@ -167,8 +166,9 @@ class RankResult(Tabular):
         topo = job.topology
         doc = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
                "axis_names": list(job.axis_names), "level_names": list(topo.level_names),
-               "reduce_axes": sorted(set(self.reduce_axes)), "scope": self.scope, "order": req.order.value,
-               "algo": req.algo, "proto": req.proto, "model": req.model, "bytes_per_gpu": job.bytes_per_gpu,
+               "reduce_axes": sorted(set(self.reduce_axes)), "scope": self.scope, "order": req.settings.order.value,
+               "algo": req.settings.algo, "proto": req.settings.proto, "model": req.settings.model,
+               "bytes_per_gpu": job.bytes_per_gpu,
                "config": ModelConfig.of(topo.spec).to_json(topo.spec),
                "best_bounds": [b.to_json() for b in self.best_bounds],
                "best_placement": {"matrix": [list(r) for r in self.best.matrix],
@@ -194,29 +194,30 @@ def run_rank(req: RankRequest) -> RankResult:
     Placement.of(h, p, mats[0])  # a given matrix is checked before any work
     red = reduces_something(p, job.reduce_axes)
     whole_groups(topo)
-    algos = algorithms(req.algo, topo, req.proto)
+    settings = req.settings.each(topo)
+    rules = req.settings.rules
     smaller = "--matrix M (one matrix), fewer --nodes or a smaller --max-size"
     where = f"rank on {topo.spec.name} with {topo.node_count} nodes ({plural(len(mats), 'matrix')})"
-    check_job(req.limits, mats, red, topo.devices, 1, len(mats) * len(algos), req.run.processes(len(mats)), where,
+    check_job(req.limits, mats, red, topo.devices, 1, len(mats) * len(settings), req.run.processes(len(mats)), where,
               smaller)
-    counts = dict(zip(mats, program_counts(mats, red, req.rules.profile, req.rules.max_size, req.limits)))
-    steps = dict(zip(mats, program_steps(mats, red, req.rules.profile, req.rules.max_size, req.limits)))
+    counts = dict(zip(mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits)))
+    steps = dict(zip(mats, program_steps(mats, red, rules.profile, rules.max_size, req.limits)))
     tasks: list[SweepTask] = []
-    for algo in algos:
-        base = SweepTask(topo.spec, topo.nodes, p, tuple(red), algo, req.model, job.bytes_per_gpu, None,
-                         req.rules.profile.value, req.rules.max_size, proto=req.proto, order=req.order.value)
+    for s in settings:
+        base = SweepTask(spec=topo.spec, nodes=topo.nodes, axes=p, reduce_axes=tuple(red),
+                         bytes_per_gpu=job.bytes_per_gpu, settings=s)
         tasks += split_by_matrix(base, mats)
     others: list[SweepTask] = []
     if req.compare_orders:
         # the other order is simulated only where it changes the groups
         same = {m: orders_agree(Placement.of(h, p, m), red) for m in mats}
-        other = Order.P2 if req.order is Order.ALIGNED else Order.ALIGNED
-        others = [replace(t, order=other.value) for t in tasks if not same[t.matrices[0]]]
+        other = Order.P2 if req.settings.order is Order.ALIGNED else Order.ALIGNED
+        others = [replace(t, settings=replace(t.settings, order=other)) for t in tasks if not same[t.matrices[0]]]
     total = sum(counts[t.matrices[0]] for t in tasks + others)
     what = (f"{plural(len(mats), 'matrix')}, {plural(sum(counts.values()), 'program')}, "
-            f"{plural(len(algos), 'algorithm')}" + (f", {plural(len(others), 'task')} in the other order"
+            f"{plural(len(settings), 'algorithm')}" + (f", {plural(len(others), 'task')} in the other order"
                                                      if others else ""))
-    size = job_size_text(req.limits, req.search, req.model, total, what)
+    size = job_size_text(req.limits, req.search, req.settings.model, total, what)
     gpu_steps = topo.devices * sum(steps[t.matrices[0]] for t in tasks + others)
     req.limits.check_cost(estimate(topo.devices, 1, gpu_steps, req.run.processes(len(tasks + others)),
                                    [synthesis_cardinalities(m, red) for m in mats]), where, smaller)
@@ -234,5 +235,6 @@ def run_rank(req: RankRequest) -> RankResult:
     if req.compare_orders:
         rest = rank_results(rest_results)
         same = {m: v for m, v in same.items() if m in {s.matrix for s in ranking.matrices}}
-        comparison = compare_orders(*((ranking, rest) if req.order is Order.ALIGNED else (rest, ranking)), same)
+        pair = (ranking, rest) if req.settings.order is Order.ALIGNED else (rest, ranking)
+        comparison = compare_orders(*pair, same)
     return RankResult(req, tuple(red), ranking, stats, comparison, () if warning is None else (warning,))

@@ -84,8 +84,8 @@ def rank_results(results: Sequence[ConfigResult]) -> Ranking:
         for m in res.matrices():
             ar = res.allreduce(m)
             progs = tuple(res.of(m))
-            summaries.append(MatrixSummary(m, res.task.algo, ar, res.best(m), progs, res.count(m)))
-            entries += [RankEntry(m, res.task.algo, p, ar.seconds, res.task) for p in progs]
+            summaries.append(MatrixSummary(m, res.task.settings.algo, ar, res.best(m), progs, res.count(m)))
+            entries += [RankEntry(m, res.task.settings.algo, p, ar.seconds, res.task) for p in progs]
     # ties broken by a total order on the inputs, so the ranking is reproducible
     entries.sort(key=lambda e: (e.seconds, e.algo, e.matrix, e.timing.text))
     summaries.sort(key=lambda s: (s.best.seconds, s.algo, s.matrix))

@@ -25,16 +25,18 @@ from __future__ import annotations
 import math
 import os
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..collectives import check_algo, check_forced
+from ..collectives import check_algo, check_forced, check_proto
 from ..util.algorithms import BOTH, STUDY_CHOICES
-from ..formalism.hierarchy import reduce_axes_of
+from ..formalism.hierarchy import Order, reduce_axes_of
 from ..formalism.naming import generic_levels
 from ..formalism.placement import check_sizes
 from ..formalism.synthesis import DEFAULT_MAX_SIZE, Profile
 from ..sim.context import SimulationContext
+from ..sim.model import ModelConfig, check_model
+from ..sim.sim_settings import SimSettings
 from ..topology import Topology, find_spec, load_system
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError, PlacementError
@@ -46,7 +48,7 @@ from .contexts import context_of
 from .executor import Executor, capped_workers, check_scheduler, make_executor, scheduler_from_file
 from .jobsize import DEFAULT_BYTES_HELP, Limits, plural
 
-__all__ = ["Job", "Rules", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
+__all__ = ["Job", "Rules", "Settings", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
            "topology_of", "whole_groups", "layout_of", "axis_names_of", "reduces_something", "warn_memory", "job_size_text",
            "limits_of", "DEFAULT_BYTES_HELP"]
 
@@ -196,6 +198,46 @@ class Rules:
     @classmethod
     def of(cls, profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE) -> Rules:
         return cls(Profile.parse(profile), positive_int(as_text(max_size, "max-size"), "max-size"))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a study's simulations are asked, checked once and handed down whole: the algorithm setting,
+    protocol, model, rates (:class:`~p2sim.sim.sim_settings.SimSettings`, the simulator's part), the synthesis
+    rules and the device order.
+
+    A request holds the algorithm as asked (``both`` runs P2's pair); each of its tasks one algorithm
+    (:meth:`each`).
+
+    >>> s = Settings.of(algo="both", max_size=4, order="p2")
+    >>> [t.algo for t in s.each()], s.rules.max_size, s.order
+    (['ring', 'tree'], 4, <Order.P2: 'p2'>)
+    """
+
+    algo: str = "auto"  # as asked: auto, one algorithm, or both
+    proto: str = "auto"
+    model: str = "des"
+    rules: Rules = field(default_factory=Rules)
+    order: Order = Order.ALIGNED  # the device order of reduction groups
+    config: ModelConfig | None = None  # the rates; None: the system file's [model] settings
+
+    @classmethod
+    def of(cls, algo: Any = "auto", proto: Any = "auto", model: Any = "des", profile: Any = "paper",
+           max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned") -> Settings:
+        """The settings from a user's values (text or typed), each refused with its field and value."""
+        model = check_model(model)
+        algorithms(algo)
+        rules, chosen = Rules.of(profile, max_size), Order.parse(order)
+        return cls(algo, check_proto(proto), model, rules, chosen)
+
+    @property
+    def sim(self) -> SimSettings:
+        """The simulator's part."""
+        return SimSettings(self.algo, self.proto, self.model, self.config)
+
+    def each(self, topo: Topology | None = None) -> list[Settings]:
+        """One settings value per algorithm the setting runs (each refused here if it cannot run on ``topo``)."""
+        return [replace(self, algo=a) for a in algorithms(self.algo, topo, self.proto)]
 
 
 @dataclass(frozen=True)

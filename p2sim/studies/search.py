@@ -21,7 +21,9 @@ Examples
 >>> from p2sim.studies.executor import SerialExecutor
 >>> from p2sim.topology import load_system
 >>> topo = load_system("a100", 2)
->>> task = SweepTask(topo.spec, 2, (4, 8), (0,), "ring", "des", 2.0**32)
+>>> from p2sim.studies.requests import Settings
+>>> task = SweepTask(spec=topo.spec, nodes=2, axes=(4, 8), reduce_axes=(0,), bytes_per_gpu=2.0**32,
+...                  settings=Settings(algo="ring"))
 >>> results, stats = search(bound_all([task], SerialExecutor()), SerialExecutor(), top=3)
 >>> stats.programs, stats.simulated, stats.exact
 (50, 50, True)
@@ -39,9 +41,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..formalism.placement import Matrix
-from ..sim import Simulator
 from ..sim.simulator import BOUND_SLACK
-from ..formalism.synthesis import synthesize_placements
 from .executor import Executor, run_all
 from .sweep import ALLREDUCE_TEXT, ConfigResult, ProgramTiming, SweepTask, run_task, task_context
 
@@ -85,9 +85,8 @@ def bound_task(task: SweepTask) -> Bounds:
     """Every program's lower bound, and every matrix's AllReduce simulated."""
     ctx = task_context(task)
     topo = ctx.topo
-    syn = synthesize_placements(topo.hierarchy, task.axes, task.reduce_axes, task.profile, task.max_size,
-                                task.matrices, task.order)
-    sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto, context=ctx)
+    syn = task.synthesis(topo)
+    sim = task.settings.sim.simulator(topo, ctx)
     progs, ars = [], []
     for mp in syn.matrices:
         for prog in mp.programs:
@@ -119,8 +118,9 @@ def search(bounds: Sequence[Bounds], executor: Executor, top: int, keep: set[tup
         {(ar.matrix, ar.text): ar for ar in b.allreduce} for b in bounds]
     best = {(i, ar.matrix): ar.seconds for i, b in enumerate(bounds) for ar in b.allreduce}
     found = sorted(ar.seconds for b in bounds for ar in b.allreduce)  # every simulated time, ascending
-    order = sorted(((bound, b.task.algo, m, text, i) for i, b in enumerate(bounds) for m, text, bound in b.programs
-                    if (keep is None or (i, m) in keep) and (m, text) not in done[i]), key=lambda c: c[:4])
+    order = sorted(((bound, b.task.settings.algo, m, text, i) for i, b in enumerate(bounds)
+                    for m, text, bound in b.programs if (keep is None or (i, m) in keep) and (m, text) not in done[i]),
+                   key=lambda c: c[:4])
 
     def threshold() -> float:
         return found[top - 1] if 0 < top <= len(found) else (math.inf if top > 0 else -math.inf)
@@ -193,7 +193,7 @@ def run_search(tasks: Sequence[SweepTask], executor: Executor, top: int, exhaust
     only those matrices.
     """
     started = time.perf_counter()
-    if exhaustive or {t.model for t in tasks} != {"des"}:
+    if exhaustive or {t.settings.model for t in tasks} != {"des"}:
         if budget is not None or top_matrices is not None:
             from ..util.errors import InputError
 

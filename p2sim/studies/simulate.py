@@ -21,15 +21,15 @@ from ..formalism.hierarchy import LoweredStep, Order
 from ..formalism.naming import describe_placement
 from ..formalism.placement import Matrix, count_matrices, format_matrix, parse_matrix
 from ..formalism.program import Program, parse_program
-from ..formalism.synthesis import placement_lowerings, synthesize, validate_program
-from ..sim import ModelConfig, ProgramResult, Simulator
+from ..formalism.synthesis import DEFAULT_MAX_SIZE, placement_lowerings, synthesize, validate_program
+from ..sim import ModelConfig, ProgramResult
 from ..sim.model import check_model
 from ..util.errors import InputError
 from ..util.log import announce, progress
 from ..util.table import Tabular
 from ..util.units import format_seconds
 from .jobsize import Limits, plural, program_counts
-from .requests import Job, Rules, limits_of
+from .requests import Job, Rules, Settings, limits_of
 
 __all__ = ["SimulateRequest", "SimulateResult", "run_simulate", "program_result_json"]
 
@@ -39,18 +39,14 @@ class SimulateRequest:
     job: Job
     matrices: tuple[Matrix, ...] | None  # None: every matrix
     program: str  # a program's text, or "all"
-    algo: str
-    proto: str
-    model: str
-    rules: Rules
-    order: Order
+    settings: Settings
     limits: Limits
     trace: bool = False  # keep every flow (for a Chrome trace)
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
               program: str = "all", algo: str = "auto", proto: str = "auto", bytes: Any = None,  # noqa: A002
-              model: str = "des", profile: Any = "paper", max_size: Any = 5, order: Any = "aligned",
+              model: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
               trace: bool = False, max_matrices: Any = None, max_simulations: Any = None, yes: bool = False
               ) -> SimulateRequest:
         job = Job.build(system, nodes, axes, reduce, bytes)
@@ -60,8 +56,9 @@ class SimulateRequest:
                              "and has no flows to trace")
         mats = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str) else
                                             tuple(tuple(r) for r in matrix),)
-        return cls(job, mats, program, algo, proto, model, Rules.of(profile, max_size), Order.parse(order),
-                   limits_of(yes, max_matrices, max_simulations), bool(trace))
+        # the algorithm and protocol as given: the simulator checks them, after the program's own checks
+        settings = Settings(algo, proto, model, Rules.of(profile, max_size), Order.parse(order))
+        return cls(job, mats, program, settings, limits_of(yes, max_matrices, max_simulations), bool(trace))
 
 
 @dataclass(frozen=True, repr=False)
@@ -99,12 +96,12 @@ class SimulateResult(Tabular):
 
     def to_json(self) -> dict[str, Any]:
         req, job = self.request, self.request.job
-        topo = job.topology
+        topo, s = job.topology, req.settings
         return {
             "system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
             "axis_names": list(job.axis_names), "level_names": list(topo.level_names),
-            "reduce_axes": list(self.reduce_axes), "order": req.order.value, "algo": req.algo, "model": req.model,
-            "bytes_per_gpu": job.bytes_per_gpu, "proto": req.proto, "config": self.config.to_json(topo.spec),
+            "reduce_axes": list(self.reduce_axes), "order": s.order.value, "algo": s.algo, "model": s.model,
+            "bytes_per_gpu": job.bytes_per_gpu, "proto": s.proto, "config": self.config.to_json(topo.spec),
             "programs": self.table(),
         }
 
@@ -125,18 +122,19 @@ def program_result_json(matrix: Matrix, program: Program, r: ProgramResult,
 def run_simulate(req: SimulateRequest) -> SimulateResult:
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
+    settings, rules = req.settings, req.settings.rules
     if req.program == "all":
         if req.matrices is None:
             req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
-        lws = placement_lowerings(h, p, job.reduce_axes, req.matrices, req.order)
-        counts = program_counts([lw.placement.matrix for lw in lws], job.reduce_axes, req.rules.profile,
-                                req.rules.max_size, req.limits)
+        lws = placement_lowerings(h, p, job.reduce_axes, req.matrices, settings.order)
+        counts = program_counts([lw.placement.matrix for lw in lws], job.reduce_axes, rules.profile,
+                                rules.max_size, req.limits)
         req.limits.check_simulations(sum(counts), f"{plural(len(lws), 'matrix')} with {sum(counts)} programs")
-        work = [(lw.placement.matrix, lw, synthesize(lw.synthesis, req.rules.profile, req.rules.max_size))
+        work = [(lw.placement.matrix, lw, synthesize(lw.synthesis, rules.profile, rules.max_size))
                 for lw in lws]
     else:
         # one program: check it on compact states; nothing is synthesized
-        lws = placement_lowerings(h, p, job.reduce_axes, req.matrices, req.order)
+        lws = placement_lowerings(h, p, job.reduce_axes, req.matrices, settings.order)
         if len(lws) > 1:
             options = "; ".join(f'"{format_matrix(lw.placement.matrix)}"' for lw in lws)
             raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(lws)} matrices; "
@@ -144,11 +142,12 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
         prog = parse_program(req.program)
         validate_program(lws[0].synthesis, prog)
         ops = [ins.op.value for ins in prog.instructions]
-        if req.algo != "auto" and not any(serves(req.algo, op) for op in ops):
-            raise InputError(f"algo: {req.algo} runs none of the program's collectives ({', '.join(dict.fromkeys(ops))}): "
-                             f"it runs {', '.join(algorithm(forced(req.algo)[0]).collectives)} (NCCL's tuning.cc)")
+        algo = settings.algo
+        if algo != "auto" and not any(serves(algo, op) for op in ops):
+            raise InputError(f"algo: {algo} runs none of the program's collectives ({', '.join(dict.fromkeys(ops))}): "
+                             f"it runs {', '.join(algorithm(forced(algo)[0]).collectives)} (NCCL's tuning.cc)")
         work = [(lws[0].placement.matrix, lws[0], (prog,))]
-    sim = Simulator(topo, req.algo, req.model, trace=req.trace, proto=req.proto)
+    sim = settings.sim.simulator(topo, trace=req.trace)
     for _, lowering, programs in work:  # every program's steps can run the forced algorithm, before any runs
         for prog in programs:
             sim.check_forced(prog, lowering.lower(prog))

@@ -22,7 +22,7 @@ from ..util.errors import InputError
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from ..collectives import check_algo, check_forced, check_proto
-from ..sim import Simulator
+from ..sim.sim_settings import SimSettings
 from ..sim.model import check_model
 from ..topology import Topology
 from ..topology.spec import SystemSpec
@@ -69,15 +69,15 @@ def sizes(first: int, last: int, factor: int) -> list[int]:
     return out
 
 
-def sweep_sizes(topo: Topology, collective: str, members: Iterable[int], points: Sequence[int], algo: str = "auto",
-                proto: str = "auto", model: str = "des") -> list[SweepPoint]:
-    """Simulate ``collective`` over ``members`` at every size."""
+def sweep_sizes(topo: Topology, collective: str, members: Iterable[int], points: Sequence[int],
+                settings: SimSettings = SimSettings()) -> list[SweepPoint]:
+    """Simulate ``collective`` over ``members`` at every size, with ``settings`` (default: NCCL's choice, des)."""
     if collective not in COLLECTIVES:
         raise InputError(f"collective: {collective!r} is not one of {', '.join(COLLECTIVES)}")
     group = tuple(members)
     if len(group) < 2:
         raise InputError("gpus: a collective needs at least two GPUs")
-    sim = Simulator(topo, algo, model, proto=proto)
+    sim = settings.simulator(topo)
     step = LoweredStep(Op(collective), (group,))
     out = []
     sizes = nccl_tests_sizes(collective, len(group), points)
@@ -122,9 +122,7 @@ class SweepRequest:
     collective: str
     gpus_per_node: int  # the first GPUs of each node take part
     sizes: tuple[int, ...]
-    algo: str
-    proto: str
-    model: str
+    settings: SimSettings  # the algorithm, protocol and model (des or analytic)
 
     @classmethod
     def build(cls, system: str | SystemSpec = "a100", nodes: Any = None, gpus_per_node: Any = None,
@@ -146,7 +144,7 @@ class SweepRequest:
         points = sizes(nccl_tests_size(as_text(minbytes, "minbytes"), "minbytes"),
                        nccl_tests_size(as_text(maxbytes, "maxbytes"), "maxbytes"),
                        positive_int(as_text(stepfactor, "stepfactor"), "stepfactor"))
-        req = cls(topo, coll, gpn, tuple(points), algo, proto, model)
+        req = cls(topo, coll, gpn, tuple(points), SimSettings(algo, proto, model))
         check_forced(topo, algo, proto, coll, req.members)
         return req
 
@@ -173,7 +171,8 @@ class SweepResult(Tabular):
     def to_json(self) -> dict[str, Any]:
         req = self.request
         return {"system": req.topology.spec.name, "nodes": req.topology.node_count, "gpus_per_node": req.gpus_per_node,
-                "collective": req.collective, "algo": req.algo, "proto": req.proto, "model": req.model,
+                "collective": req.collective, "algo": req.settings.algo, "proto": req.settings.proto,
+                "model": req.settings.model,
                 "points": self.table()}
 
     def table(self) -> list[dict[str, Any]]:
@@ -181,5 +180,4 @@ class SweepResult(Tabular):
 
 
 def run_sweep(req: SweepRequest) -> SweepResult:
-    return SweepResult(req, tuple(sweep_sizes(req.topology, req.collective, req.members, req.sizes, req.algo,
-                                              req.proto, req.model)))
+    return SweepResult(req, tuple(sweep_sizes(req.topology, req.collective, req.members, req.sizes, req.settings)))

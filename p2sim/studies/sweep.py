@@ -6,34 +6,36 @@ from dataclasses import dataclass, field
 
 from ..formalism.placement import Matrix
 from ..formalism.program import parse_program
-from ..sim import ModelConfig, SimulationContext, Simulator, StepResult
-from ..formalism.synthesis import DEFAULT_MAX_SIZE, synthesize_placements
+from ..sim import SimulationContext, StepResult
+from ..formalism.synthesis import Synthesis, synthesize_placements
+from ..topology import Topology
 from ..topology.spec import SystemSpec
 from .contexts import context_of
+from .requests import Settings
 
 __all__ = ["SweepTask", "ProgramTiming", "ConfigResult", "run_task", "task_context", "ALLREDUCE_TEXT"]
 
 ALLREDUCE_TEXT = "AllReduce(slice=0, Inside)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SweepTask:
-    """All inputs of one configuration's simulations (sent whole to a worker)."""
+    """All inputs of one configuration's simulations (sent whole to a worker); built by keyword."""
 
     spec: SystemSpec
     nodes: int
     axes: tuple[int, ...]
     reduce_axes: tuple[int, ...]
-    algo: str
-    model: str
     bytes_per_gpu: float
-    config: ModelConfig | None = None  # None: the system file's [model] settings
-    profile: str = "paper"
-    max_size: int = DEFAULT_MAX_SIZE
+    settings: Settings = field(default_factory=Settings)  # one algorithm (Settings.each), not "both"
     matrices: tuple[Matrix, ...] | None = None
-    proto: str = "auto"
-    order: str = "aligned"  # the device order of reduction groups (p2sim.formalism.hierarchy.Order)
     programs: tuple[str, ...] | None = None  # only these programs (by text; None: every one)
+
+    def synthesis(self, topo: Topology) -> Synthesis:
+        """The task's matrices and their programs, by its rules and device order, on ``topo`` (the task's system)."""
+        s = self.settings
+        return synthesize_placements(topo.hierarchy, self.axes, self.reduce_axes, s.rules.profile, s.rules.max_size,
+                                     self.matrices, s.order)
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,8 @@ def run_task(task: SweepTask, context: SimulationContext | None = None) -> Confi
     (:func:`task_context`)."""
     ctx = task_context(task) if context is None else context
     topo = ctx.topo
-    syn = synthesize_placements(topo.hierarchy, task.axes, task.reduce_axes, task.profile, task.max_size,
-                                task.matrices, task.order)
-    sim = Simulator(topo, task.algo, task.model, task.config, proto=task.proto, context=ctx)
+    syn = task.synthesis(topo)
+    sim = task.settings.sim.simulator(topo, ctx)
     # programs compare as values: parsing the few wanted beats printing every one
     wanted = None if task.programs is None else {parse_program(t) for t in task.programs}
     out = []

@@ -25,7 +25,7 @@ from ..formalism.naming import describe_placement
 from ..formalism.placement import (Matrix, Placement, count_matrices, enumerate_matrices, format_matrix,
                                    parse_matrix)
 from ..formalism.program import Program
-from ..formalism.synthesis import Synthesis, synthesize_placements
+from ..formalism.synthesis import DEFAULT_MAX_SIZE, Synthesis, synthesize_placements
 from ..topology.spec import SystemSpec
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices
@@ -104,8 +104,9 @@ class SynthRequest:
 
     @classmethod
     def build(cls, hierarchy: Any = None, system: str | SystemSpec | None = None, nodes: Any = None,
-              axes: Any = None, reduce: Any = "0", matrix: Any = None, profile: Any = "paper", max_size: Any = 5,
-              order: Any = "aligned", max_matrices: Any = None, yes: bool = False) -> SynthRequest:
+              axes: Any = None, reduce: Any = "0", matrix: Any = None, profile: Any = "paper",
+              max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned", max_matrices: Any = None, yes: bool = False
+              ) -> SynthRequest:
         h, p, levels, node_level = layout_of(hierarchy, system, nodes, axes)
         names = axis_names_of(axes, len(p))
         red = axis_indices(as_text(reduce, "reduce"), names, "reduce")

@@ -17,11 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..collectives import check_proto
 from ..collectives.binding import Bound
-from ..formalism.hierarchy import Order
 from ..formalism.placement import count_matrices, enumerate_matrices
-from ..sim.model import check_model
+from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..topology import find_spec
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError
@@ -32,7 +30,7 @@ from .bounds import not_bound_by, program_bounds
 from .contexts import context_of
 from .jobsize import Limits, check_job, estimate, plural, program_counts, program_steps, synthesis_cardinalities
 from .ranking import Ranking, rank_results, split_by_matrix
-from .requests import (RunOptions, Rules, SearchOptions, algorithms, axis_names_of, default_bytes, job_size_text,
+from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
 from .search import SearchStats, run_search
 from .sweep import ConfigResult, SweepTask
@@ -51,11 +49,7 @@ class WhatifRequest:
     vary_texts: tuple[str, ...]  # as given, for headers
     points: tuple[Point, ...]
     bytes: int | None  # None: P2's default at each point
-    algo: str
-    proto: str
-    model: str
-    rules: Rules
-    order: Order
+    settings: Settings
     limits: Limits
     run: RunOptions
     exhaustive: bool = False
@@ -63,8 +57,8 @@ class WhatifRequest:
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", vary: Any = (),
               bytes: Any = None, algo: str = "auto", proto: str = "auto", model: str = "des",  # noqa: A002
-              profile: Any = "paper", max_size: Any = 5, order: Any = "aligned", exhaustive: bool = False,
-              workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
+              profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+              exhaustive: bool = False, workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> WhatifRequest:
         """``vary``: texts like ``"nic.bandwidth=25,50"`` and ``"nodes=2,4"`` (or one such text)."""
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
@@ -75,15 +69,11 @@ class WhatifRequest:
             raise InputError("vary: give at least one --vary CLASS.bandwidth=V,.. or nodes=N,..")
         variations = tuple(parse_vary(v, spec) for v in vary)
         pts = tuple(points(spec, n, variations))
-        model = check_model(model)
-        algorithms(algo)
-        rules = Rules.of(profile, max_size)
-        chosen = Order.parse(order)
-        proto = check_proto(proto)
+        settings = Settings.of(algo, proto, model, profile, max_size, order)
         limits = limits_of(yes, max_matrices, max_simulations)
         return cls(spec, n, as_text(axes, "axes"), as_text(reduce, "reduce"), variations, tuple(vary), pts,
-                   None if bytes is None else byte_size(as_text(bytes, "bytes")), algo, proto, model, rules, chosen,
-                   limits, RunOptions.of(workers, scheduler, scheduler_file), bool(exhaustive))
+                   None if bytes is None else byte_size(as_text(bytes, "bytes")), settings, limits,
+                    RunOptions.of(workers, scheduler, scheduler_file), bool(exhaustive))
 
 
 @dataclass(frozen=True, repr=False)
@@ -129,13 +119,15 @@ class WhatifResult(Tabular):
         return {"system": req.spec.name,
                 "vary": [{"target": v.target, "values": list(v.values)} for v in req.variations],
                 "axis_names": list(self.axis_names), "level_names": list(self.level_names),
-                "order": req.order.value, "algo": req.algo, "model": req.model, "points": self.table(),
+                "order": req.settings.order.value, "algo": req.settings.algo, "model": req.settings.model,
+                "points": self.table(),
                 "best_placements": [{"nodes": n, "matrix": m, "points": p} for n, m, p in self.placements],
                 "placement_changes": self.placement_changes}
 
 
 def run_whatif(req: WhatifRequest) -> WhatifResult:
-    algos = algorithms(req.algo)
+    settings = req.settings.each()
+    rules = req.settings.rules
     tasks, owners, point_bytes, point_contexts = [], [], [], []
     simulations, largest = 0, None
     counted: dict[int, tuple[tuple[int, ...], list, list[int], list[int]]] = {}  # per node count: axes, matrices,
@@ -153,7 +145,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
         ctx = context_of(pt.spec, pt.nodes)  # held here: the point's tasks find it again in this process
         point_contexts.append(ctx)
         topo = ctx.topo
-        algorithms(req.algo, topo, req.proto)  # each point's system and node count can run them
+        req.settings.each(topo)  # each point's system and node count can run them
         whole_groups(topo)
     for k, (pt, ctx) in enumerate(zip(req.points, point_contexts)):
         topo = ctx.topo
@@ -165,28 +157,27 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
                                       f"axes {','.join(map(str, p))} on {req.spec.name} with {pt.nodes} nodes")
             mats = enumerate_matrices(topo.hierarchy, p)
             builds = sum(1 for q in req.points if q.nodes == pt.nodes)  # each point builds its own structures
-            check_job(req.limits, mats, red, topo.devices, builds, len(mats) * len(algos),
-                      req.run.processes(len(mats) * builds * len(algos)), where(pt.nodes), smaller)
-            counted[pt.nodes] = (p, mats, program_counts(mats, red, req.rules.profile, req.rules.max_size,
-                                                         req.limits),
-                                 program_steps(mats, red, req.rules.profile, req.rules.max_size, req.limits))
+            check_job(req.limits, mats, red, topo.devices, builds, len(mats) * len(settings),
+                      req.run.processes(len(mats) * builds * len(settings)), where(pt.nodes), smaller)
+            counted[pt.nodes] = (p, mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits),
+                                 program_steps(mats, red, rules.profile, rules.max_size, req.limits))
             cards += [synthesis_cardinalities(m, red) for m in mats]
         p, mats, counts, steps = counted[pt.nodes]
-        gpu_steps += topo.devices * sum(steps) * len(algos)
+        gpu_steps += topo.devices * sum(steps) * len(settings)
         gpus = max(gpus, topo.devices)
         nbytes = default_bytes(topo) if req.bytes is None else req.bytes
         point_bytes.append(nbytes)
         if largest is None or nbytes > largest[0]:
             largest = (nbytes, topo)
-        simulations += sum(counts) * len(algos)
-        for algo in algos:
-            base = SweepTask(pt.spec, pt.nodes, p, tuple(red), algo, req.model, nbytes, None, req.rules.profile.value,
-                             req.rules.max_size, proto=req.proto, order=req.order.value)
+        simulations += sum(counts) * len(settings)
+        for s in settings:
+            base = SweepTask(spec=pt.spec, nodes=pt.nodes, axes=p, reduce_axes=tuple(red), bytes_per_gpu=nbytes,
+                             settings=s)
             split = split_by_matrix(base, mats)
             tasks += split
             owners += [k] * len(split)
-    what = f"{plural(len(req.points), 'point')}, {plural(len(algos), 'algorithm')}"
-    size = job_size_text(req.limits, SearchOptions(req.exhaustive), req.model, simulations, what)
+    what = f"{plural(len(req.points), 'point')}, {plural(len(settings), 'algorithm')}"
+    size = job_size_text(req.limits, SearchOptions(req.exhaustive), req.settings.model, simulations, what)
     req.limits.check_cost(estimate(gpus, len(req.points), gpu_steps, req.run.processes(len(tasks)), cards),
                           where(max(pt.nodes for pt in req.points)), smaller)
     warning = warn_memory(largest[1].spec, largest[0], req.bytes is None, largest[1].node_count)
