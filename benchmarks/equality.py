@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from p2sim.studies.requests import Settings
-from p2sim.studies.sweep import SweepTask, run_task
+from p2sim.studies.config_task import ConfigTask, run_task
 from p2sim.formalism.hierarchy import Lowering
 from p2sim.formalism.placement import Placement
 from p2sim.formalism.program import parse_program
@@ -74,7 +74,7 @@ def sweeps(out: dict) -> None:
         ctx = SimulationContext(topo)  # as a study hands one context to the tasks of a system
         for nbytes in (2**29 * topo.node_count * 4, MiB):
             for algo, model in (("auto", "des"), ("ring", "des"), ("tree", "des"), ("auto", "analytic")):
-                task = SweepTask(spec=topo.spec, nodes=nodes, axes=axes, reduce_axes=red, bytes_per_gpu=float(nbytes),
+                task = ConfigTask(spec=topo.spec, nodes=nodes, axes=axes, reduce_axes=red, bytes_per_gpu=float(nbytes),
                                  settings=Settings(algo=algo, model=model))
                 res = run_task(task, ctx)
                 for p in res.programs:

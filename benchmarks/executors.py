@@ -17,7 +17,7 @@ import time
 from p2sim.studies.executor import make_executor, run_all
 from p2sim.studies.ranking import rank_tasks, split_by_matrix
 from p2sim.studies.requests import Settings
-from p2sim.studies.sweep import SweepTask
+from p2sim.studies.config_task import ConfigTask
 from p2sim.util.errors import InputError
 from p2sim.formalism.placement import enumerate_matrices
 from p2sim.topology import load_system
@@ -34,18 +34,18 @@ def identity(x):
     return x
 
 
-def sweep_tasks() -> list[SweepTask]:
+def sweep_tasks() -> list[ConfigTask]:
     topo = load_system(SYSTEM, NODES)
     mats = enumerate_matrices(topo.hierarchy, AXES)
     tasks = []
     for algo in ("ring", "tree"):
-        base = SweepTask(spec=topo.spec, nodes=topo.nodes, axes=AXES, reduce_axes=REDUCE, bytes_per_gpu=2.0**30,
+        base = ConfigTask(spec=topo.spec, nodes=topo.nodes, axes=AXES, reduce_axes=REDUCE, bytes_per_gpu=2.0**30,
                          settings=Settings(algo=algo))
         tasks += split_by_matrix(base, mats)
     return tasks
 
 
-def measure(label: str, workers: int | None, scheduler: str | None, n: int, tasks: list[SweepTask]) -> None:
+def measure(label: str, workers: int | None, scheduler: str | None, n: int, tasks: list[ConfigTask]) -> None:
     t0 = time.perf_counter()
     with make_executor(workers, scheduler) as ex:
         started = time.perf_counter()

@@ -13,7 +13,7 @@ from p2sim.studies.plan import PlanRequest
 from p2sim.studies.rank import RankRequest, run_rank
 from p2sim.studies.requests import Rules, Settings
 from p2sim.studies.simulate import SimulateRequest
-from p2sim.studies.sweep import SweepTask
+from p2sim.studies.config_task import ConfigTask
 from p2sim.studies.whatif import WhatifRequest
 from p2sim.util.errors import InputError
 
@@ -51,8 +51,8 @@ def test_the_request_settings_are_what_was_asked():
 def test_a_sweep_task_is_built_by_keyword():
     s = RankRequest.build(system="a100").job.spec
     with pytest.raises(TypeError):
-        SweepTask(s, 2, (32,), (0,), 2.0**30)  # type: ignore[misc]  # positional arguments are refused
-    assert SweepTask(spec=s, nodes=2, axes=(32,), reduce_axes=(0,), bytes_per_gpu=2.0**30).settings == Settings()
+        ConfigTask(s, 2, (32,), (0,), 2.0**30)  # type: ignore[misc]  # positional arguments are refused
+    assert ConfigTask(spec=s, nodes=2, axes=(32,), reduce_axes=(0,), bytes_per_gpu=2.0**30).settings == Settings()
 
 
 def test_rank_hands_its_tasks_the_typed_settings(monkeypatch):

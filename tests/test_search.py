@@ -8,7 +8,7 @@ from p2sim.studies.executor import SerialExecutor
 from p2sim.studies.ranking import rank_results, split_by_matrix
 from p2sim.studies.search import bound_all, run_search, search
 from p2sim.studies.requests import Settings
-from p2sim.studies.sweep import SweepTask
+from p2sim.studies.config_task import ConfigTask
 from p2sim.cli import main
 from p2sim.formalism.placement import enumerate_matrices
 from p2sim.sim import Simulator
@@ -47,7 +47,7 @@ def _ranking(tasks, exhaustive: bool, top: int):
 def test_the_bounded_search_finds_what_simulating_everything_finds(system, nodes, axes, reduce, nbytes, algos):
     topo = load_system(system, nodes)
     tasks = [t for a in algos for t in split_by_matrix(
-        SweepTask(spec=topo.spec, nodes=nodes, axes=axes, reduce_axes=reduce, bytes_per_gpu=nbytes,
+        ConfigTask(spec=topo.spec, nodes=nodes, axes=axes, reduce_axes=reduce, bytes_per_gpu=nbytes,
                   settings=Settings(algo=a)), enumerate_matrices(topo.hierarchy, axes))]
     full, all_stats = _ranking(tasks, True, 5)
     found, stats = _ranking(tasks, False, 5)
@@ -61,7 +61,7 @@ def test_the_bounded_search_finds_what_simulating_everything_finds(system, nodes
 def test_a_search_simulates_fewer_programs_on_many_matrices():
     topo = load_system("a100", 4)
     axes = (4, 2, 8)
-    tasks = split_by_matrix(SweepTask(spec=topo.spec, nodes=4, axes=axes, reduce_axes=(0, 2),
+    tasks = split_by_matrix(ConfigTask(spec=topo.spec, nodes=4, axes=axes, reduce_axes=(0, 2),
                                       bytes_per_gpu=2.0**33),
                             enumerate_matrices(topo.hierarchy, axes))
     _, stats = search(bound_all(tasks, SerialExecutor()), SerialExecutor(), top=1)
@@ -71,7 +71,7 @@ def test_a_search_simulates_fewer_programs_on_many_matrices():
 def test_top_matrices_and_budget_say_what_they_left_out():
     topo = load_system("a100", 4)
     axes = (4, 2, 8)
-    tasks = split_by_matrix(SweepTask(spec=topo.spec, nodes=4, axes=axes, reduce_axes=(0, 2),
+    tasks = split_by_matrix(ConfigTask(spec=topo.spec, nodes=4, axes=axes, reduce_axes=(0, 2),
                                       bytes_per_gpu=2.0**33),
                             enumerate_matrices(topo.hierarchy, axes))
     results, stats = run_search(tasks, SerialExecutor(), 3, top_matrices=2)
@@ -135,5 +135,5 @@ def test_a_serial_rank_builds_one_topology_and_one_context(monkeypatch):
 
     monkeypatch.setattr(contexts, "_CONTEXTS", contexts._Contexts())  # none built before in this process
     r = p2sim.rank(system="v100", nodes=2, axes={"data": 4, "tensor": 4}, reduce=["data"], algo="both", workers=1)
-    assert r.best_bounds and r.stats.simulated > 2
+    assert r.best_bindings and r.stats.simulated > 2
     assert built == {"topology": 1, "context": 1}

@@ -225,10 +225,10 @@ def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system
 
 
 def test_tasks_in_one_process_forget_the_decisions_of_the_tasks_before():
-    from p2sim.studies.sweep import SweepTask, run_task, task_context
+    from p2sim.studies.config_task import ConfigTask, run_task, task_context
 
     topo = load_system("a100", 2)
-    a = SweepTask(spec=topo.spec, nodes=2, axes=(4, 8), reduce_axes=(0,), bytes_per_gpu=float(S),
+    a = ConfigTask(spec=topo.spec, nodes=2, axes=(4, 8), reduce_axes=(0,), bytes_per_gpu=float(S),
                   matrices=(((1, 4), (2, 4)),))
     first = run_task(a)
     shared = task_context(a)  # the same context, its per-shape decisions and step results dropped

@@ -158,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--compare-orders", action="store_true",
                    help="also give each matrix's best program under both device orders and the aligned one's gain")
     _add_emit(p)
-    _add_sweep_options(p)
+    _add_settings_options(p)
     _add_search_options(p)
     _add_csv(p)
     p.set_defaults(func="studies:cmd_rank")
@@ -174,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the axis named data, dp, ddp or fsdp, else the first)")
     p.add_argument("--out", default=None, metavar="DIR", help="write plan.md and plan.html into DIR")
     _add_emit(p)
-    _add_sweep_options(p)
+    _add_settings_options(p)
     _add_search_options(p)
     _add_csv(p)
     p.set_defaults(func="studies:cmd_plan")
@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(GB/s), nodeN.speed (factor), TIERg.uplinks (ports of one group); with values "
                         "(repeatable)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default, at each point: {DEFAULT_BYTES_HELP})")
-    _add_sweep_options(p)
+    _add_settings_options(p)
     _add_search_options(p, pruning=False)
     p.add_argument("--out", default=None, metavar="DIR", help="write the pages whatif.html and whatif.md and the plot whatif.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -319,7 +319,7 @@ def _add_emit(p: argparse.ArgumentParser) -> None:
                         "rules where p2sim predicts a faster algorithm/protocol than NCCL's own")
 
 
-def _add_sweep_options(p: argparse.ArgumentParser, algo: str = o.ALGO) -> None:
+def _add_settings_options(p: argparse.ArgumentParser, algo: str = o.ALGO) -> None:
     _add_algo(p, STUDY_CHOICES, algo)
     p.add_argument("--proto", default=o.PROTO, help=f"NCCL protocol: auto, LL, LL128 or Simple (default: {o.PROTO})")
     p.add_argument("--model", default=o.MODEL, help=f"des, analytic or baseline (default: {o.MODEL})")

@@ -40,7 +40,7 @@ import numpy as np
 
 from .pattern import Collective
 
-__all__ = ["Bound", "collective_binding", "CAP_NET", "CAP_CHANNEL", "CAP_WINDOW", "CAP_STEP", "CAP_LL", "LATENCY"]
+__all__ = ["Binding", "collective_binding", "CAP_NET", "CAP_CHANNEL", "CAP_WINDOW", "CAP_STEP", "CAP_LL", "LATENCY"]
 
 CAP_NET = "per-channel network rate"
 CAP_CHANNEL = "per-channel rate"
@@ -51,7 +51,7 @@ LATENCY = "latency"
 
 
 @dataclass(frozen=True)
-class Bound:
+class Binding:
     """The resource that sets a step's time.
 
     ``kind`` is ``link`` (``resource`` is a link class of the system file: ``nic``,
@@ -75,7 +75,7 @@ class Bound:
                 "text": self.text}
 
 
-def collective_binding(c: Collective, capacity: np.ndarray, edge_class: Sequence[str], nbytes: float) -> Bound:
+def collective_binding(c: Collective, capacity: np.ndarray, edge_class: Sequence[str], nbytes: float) -> Binding:
     """The resource with the least rate for this collective alone, or its latency if that is larger."""
     rates: list[tuple[float, str, str]] = []
     edges, coef = c.link_load()
@@ -92,9 +92,9 @@ def collective_binding(c: Collective, capacity: np.ndarray, edge_class: Sequence
         if load > 0:
             rates.append((cap / load, CAP_LL, "cap"))
     if not rates:
-        return Bound(LATENCY, "latency", c.latency)
+        return Binding(LATENCY, "latency", c.latency)
     rate, name, kind = min(rates, key=lambda r: r[0])  # first of equals: links before caps
     bandwidth = nbytes / rate
     if c.latency >= bandwidth:
-        return Bound(LATENCY, "latency", c.latency + bandwidth)
-    return Bound(name, kind, c.latency + bandwidth)
+        return Binding(LATENCY, "latency", c.latency + bandwidth)
+    return Binding(name, kind, c.latency + bandwidth)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..collectives.binding import Bound
+from ..collectives.binding import Binding
 from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
 from ..formalism.program import parse_program
 from ..sim.sim_settings import SimSettings
@@ -72,7 +72,7 @@ class CheckStep:
     command: str
     seconds: float
     busbw: float  # bytes/s
-    bound: Bound
+    bound: Binding
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -178,7 +178,7 @@ def run_check(req: CheckRequest) -> CheckResult:
         size = max(_FLOAT * len(low.groups[0]), int(st.buffer_bytes) // (_FLOAT * len(low.groups[0]))
                    * _FLOAT * len(low.groups[0]))
         seconds = sim.step(low, (float(size),) * len(low.groups)).seconds
-        bound = sim.bound(low, (float(size),) * len(low.groups))
+        bound = sim.binding(low, (float(size),) * len(low.groups))
         note, split = "", None
         try:
             split = split_expression(low.groups, topo.devices)

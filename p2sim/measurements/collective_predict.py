@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..collectives import check_forced
-from ..collectives.binding import Bound
+from ..collectives.binding import Binding
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from ..sim import ModelConfig, SimulationContext, Simulator
@@ -50,7 +50,7 @@ class CollectivePrediction:
     channels: int
     kind: str  # single-node, multi-node or pcie
     model: str = "des"  # the model behind ``seconds``: des or analytic
-    bound: Bound | None = None  # what bounds the prediction (a link class, a per-channel limit, latency)
+    bound: Binding | None = None  # what bounds the prediction (a link class, a per-channel limit, latency)
 
     def busbw(self, seconds: float) -> float:
         return self.row.size_bytes / seconds * bus_factor(self.row.collective, self.row.ranks)
@@ -150,7 +150,7 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
         base = pair[1].step(step, (r.size_bytes,) * len(groups))
         algo, proto, channels = pred.choices[0]
         out.append(CollectivePrediction(r, pred.seconds, base.seconds, algo, proto, channels, row_class(topo, r),
-                                        model, pair[0].bound(step, (r.size_bytes,) * len(groups))))
+                                        model, pair[0].binding(step, (r.size_bytes,) * len(groups))))
     return out
 
 

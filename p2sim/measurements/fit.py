@@ -47,7 +47,7 @@ from .collective_predict import predict_collectives
 from .collective_rows import CollectiveRow
 from .program_rows import MeasuredRow
 from .program_predict import groups_of, predict_groups
-from ..studies.sweep import ALLREDUCE_TEXT
+from ..studies.config_task import ALLREDUCE_TEXT
 
 __all__ = ["Calibration", "calibrate", "calibrated_specs", "PRIOR_WEIGHT", "PLAUSIBLE", "PLAUSIBLE_LATENCY_US",
            "LATENCY_FIT_BELOW"]

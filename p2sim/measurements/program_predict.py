@@ -10,7 +10,7 @@ from ..topology.spec import SystemSpec
 from ..studies.requests import Rules, Settings
 from ..studies.executor import Executor, run_all
 from .program_rows import GroupKey, MeasuredRow
-from ..studies.sweep import ConfigResult, SweepTask, run_task
+from ..studies.config_task import ConfigResult, ConfigTask, run_task
 
 __all__ = ["P2", "groups_of", "group_task", "predict_groups", "RowPrediction", "row_predictions"]
 
@@ -27,10 +27,10 @@ def groups_of(rows: Sequence[MeasuredRow]) -> dict[GroupKey, list[MeasuredRow]]:
 
 
 def group_task(key: GroupKey, spec: SystemSpec, model: str, all_matrices: bool,
-               rows: Sequence[MeasuredRow]) -> SweepTask:
+               rows: Sequence[MeasuredRow]) -> ConfigTask:
     system, nodes, axes, red, algo, nbytes, order = key
     mats = None if all_matrices else tuple(dict.fromkeys(r.matrix for r in rows))
-    return SweepTask(spec=spec, nodes=nodes, axes=axes, reduce_axes=red, bytes_per_gpu=nbytes,
+    return ConfigTask(spec=spec, nodes=nodes, axes=axes, reduce_axes=red, bytes_per_gpu=nbytes,
                      settings=Settings(algo=algo, model=model, rules=P2, order=Order.parse(order)), matrices=mats)
 
 

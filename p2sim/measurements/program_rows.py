@@ -32,7 +32,7 @@ from ..formalism.placement import Matrix, Placement, parse_matrix
 from ..formalism.program import parse_program
 from ..formalism.synthesis import validate_program
 from ..topology import find_spec
-from ..studies.sweep import ALLREDUCE_TEXT
+from ..studies.config_task import ALLREDUCE_TEXT
 
 __all__ = ["MeasuredRow", "load_measurements", "GroupKey", "CSV_COLUMNS", "CSV_ORDER", "LOG_ORDER", "EMULATED_GPU",
            "is_emulated_record"]

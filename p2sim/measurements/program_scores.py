@@ -26,7 +26,7 @@ from typing import Any
 from ..formalism.placement import format_matrix
 from .program_rows import GroupKey, MeasuredRow
 from .program_predict import RowPrediction
-from ..studies.sweep import ConfigResult
+from ..studies.config_task import ConfigResult
 
 __all__ = ["metrics", "BEATS", "group_label", "DEFINITIONS"]
 

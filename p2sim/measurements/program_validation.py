@@ -19,7 +19,7 @@ from .fit import Calibration, calibrated_specs
 from ..studies.executor import Executor
 from .program_rows import GroupKey, MeasuredRow
 from .program_predict import RowPrediction, groups_of, predict_groups, row_predictions
-from ..studies.sweep import ConfigResult
+from ..studies.config_task import ConfigResult
 from .program_scores import metrics, row_json
 
 __all__ = ["ValidationResult", "validate", "orders_used"]

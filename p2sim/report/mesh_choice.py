@@ -19,7 +19,7 @@ from ..formalism.naming import describe_placement
 from ..formalism.placement import Placement
 from ..studies.plan import PlanResult
 from ..studies.rank import RankResult
-from ..studies.sweep import ALLREDUCE_TEXT
+from ..studies.config_task import ALLREDUCE_TEXT
 from ..util.parsing import default_axis_names
 from ..util.units import format_seconds
 

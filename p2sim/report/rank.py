@@ -87,7 +87,7 @@ def rank_text(result: RankResult) -> str:
     best = result.best
     text = (ranking_text(rank_header(result), result.ranking, result.request.top)
             + f"\n\nbest placement {format_matrix(best.matrix)}: {result.placement(best.matrix)}"
-            + f"\nwhat bounds its steps: {'; '.join(b.text for b in result.best_bounds)}")
+            + f"\nwhat bounds its steps: {'; '.join(b.text for b in result.best_bindings)}")
     if result.comparison is not None:
         text += "\n\n" + comparison_text(result.comparison)
     return text
@@ -120,7 +120,7 @@ def rank_answer(result: RankResult) -> Answer:
     text = (f"Best placement: {words(best.matrix)}. Reduce over {reduce} with `{best.timing.text}` "
             f"({algo_text(best.algo)}): {format_seconds(best.seconds)} predicted for "
             f"{format_bytes(job.bytes_per_gpu)} per GPU, {gain}. "
-            f"What bounds its steps: {'; '.join(b.text for b in result.best_bounds)}.")
+            f"What bounds its steps: {'; '.join(b.text for b in result.best_bindings)}.")
     notes = tuple(n[:1].upper() + n[1:] for n in (result.scope, *result.warnings) if n)
     # each framework's form picks the fastest program it runs (mesh_choice.py)
     code = (CodeBlock("JAX", emit_mesh("jax", rank_mesh_choice(result, "jax"))),

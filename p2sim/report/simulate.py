@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..collectives.binding import Bound
+from ..collectives.binding import Binding
 from ..formalism.naming import axes_text, matrix_legend, order_label, reduce_text
 from ..studies.simulate import SimulateResult
 from ..util.fileio import replace_file
@@ -29,7 +29,7 @@ def choice_text(step: Any) -> str:
 
 
 def results_text(rows: list[tuple[Matrix, Program, ProgramResult]],
-                 describe: Callable[[Matrix], str] | None = None, bounds: Sequence[Sequence[Bound]] = ()) -> str:
+                 describe: Callable[[Matrix], str] | None = None, bounds: Sequence[Sequence[Binding]] = ()) -> str:
     """Each program's time and its steps', in adaptive units; ``describe`` puts a matrix in words; ``bounds``
     (per row, per step) say what bounds each step."""
     lines = []

@@ -37,7 +37,7 @@ from ..util.arrays import unique_inverse
 from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
 from ..collectives.algorithms import FALLBACK, baseline_algorithm, forced_algorithms
 from ..collectives.choice import serves
-from ..collectives.binding import Bound, collective_binding
+from ..collectives.binding import Binding, collective_binding
 from ..util.errors import InputError, ProgramError, SemanticsError
 from ..formalism.hierarchy import LoweredStep, Lowering
 from ..formalism.program import Program
@@ -257,13 +257,13 @@ class Simulator:
             links = float(np.max(work / self.topo.capacity[used]))
         return max(alone, start + links)
 
-    def bounds(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> tuple[Bound, ...]:
+    def bindings(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> tuple[Binding, ...]:
         """What bounds each step of a program (:meth:`bound`), with the volumes :meth:`simulate` gives them."""
         steps = lowering.lower(program)
         fractions = step_fractions(lowering, program)
-        return tuple(self.bound(s, tuple(f * bytes_per_gpu for f in fr)) for s, fr in zip(steps, fractions))
+        return tuple(self.binding(s, tuple(f * bytes_per_gpu for f in fr)) for s, fr in zip(steps, fractions))
 
-    def bound(self, step: LoweredStep, volumes: Sequence[float]) -> Bound:
+    def binding(self, step: LoweredStep, volumes: Sequence[float]) -> Binding:
         """What bounds the step: its slowest group's own resource, or a link its groups share.
 
         The same two terms as :meth:`step_bound`: each group alone
@@ -272,7 +272,7 @@ class Simulator:
         """
         op = step.op.value
         gpn = self.topo.gpus_per_node
-        alone: Bound | None = None
+        alone: Binding | None = None
         start = math.inf
         moved, loads = [], []  # per class of moved groups: (groups, edges) link ids, and bytes on each
         for g, v, shifts, _ in _moved_classes(self.topo, step.groups, volumes):
@@ -297,7 +297,7 @@ class Simulator:
             return alone
         link = int(used[k])
         groups = sum(int(np.count_nonzero((m == link).any(axis=1))) for m in moved)
-        return Bound(self.topo.edge_class[link], "link", start + float(per_link[k]), groups)
+        return Binding(self.topo.edge_class[link], "link", start + float(per_link[k]), groups)
 
     def collectives(self, op: str, groups: Sequence[Sequence[int]], volumes: Sequence[float]) -> list[Collective]:
         """Each group's collective, with the algorithm and protocol NCCL would run (or the forced ones)."""

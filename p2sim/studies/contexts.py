@@ -1,7 +1,7 @@
 """This process's simulation contexts: one topology and one context per system and node count.
 
 A study asks :func:`context_of` for the context of the system it runs on; a sweep's task asks
-again in whichever process runs it (:func:`p2sim.studies.sweep.task_context`).  The context
+again in whichever process runs it (:func:`p2sim.studies.config_task.task_context`).  The context
 is found by the spec's value and the node count -- the spec a task carries is a copy in a
 worker process, the very object in a serial run -- so a job that runs its tasks in its own
 process builds its :class:`~p2sim.topology.Topology` and its

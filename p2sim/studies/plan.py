@@ -28,7 +28,7 @@ from .jobsize import Limits, estimate, plural, program_counts, program_steps, sy
 from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
                        warn_memory, whole_groups)
 from .search import SearchStats, run_search
-from .sweep import ConfigResult, SweepTask
+from .config_task import ConfigResult, ConfigTask
 
 __all__ = ["Reduction", "parse_reduction", "default_matrix", "default_data_axis", "DefaultPlacement", "default_placement", "PlanChoice", "Plan", "plan_tasks", "build_plans",
            "plan_scores", "PlanRequest", "PlanResult", "run_plan"]
@@ -169,8 +169,8 @@ class Plan:
                 "reductions": [c.to_json() for c in self.choices]}
 
 
-def plan_tasks(base: SweepTask, reductions: Sequence[Reduction], settings: Sequence[Settings],
-               matrices: Sequence[Matrix]) -> list[SweepTask]:
+def plan_tasks(base: ConfigTask, reductions: Sequence[Reduction], settings: Sequence[Settings],
+               matrices: Sequence[Matrix]) -> list[ConfigTask]:
     """One task per reduction, algorithm (``settings``: one per algorithm) and matrix."""
     return [
         replace(base, reduce_axes=r.axes, bytes_per_gpu=float(r.bytes), settings=s, matrices=(m,))
@@ -338,7 +338,7 @@ def run_plan(req: PlanRequest) -> PlanResult:
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "
             f"{plural(programs, 'program')} in all, {plural(len(settings), 'algorithm')}")
     size = job_size_text(req.limits, req.search, req.settings.model, total, what)
-    base = SweepTask(spec=topo.spec, nodes=topo.nodes, axes=p, reduce_axes=(0,), bytes_per_gpu=1.0,
+    base = ConfigTask(spec=topo.spec, nodes=topo.nodes, axes=p, reduce_axes=(0,), bytes_per_gpu=1.0,
                      settings=settings[0])
     tasks = plan_tasks(base, req.reductions, settings, mats)
     default = default_placement(mats, h, p, job.axis_names, req.data_axis)

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import Any
 
 from ..collectives import check_proto
-from ..collectives.binding import Bound
+from ..collectives.binding import Binding
 from ..formalism.hierarchy import Order
 from ..formalism.naming import describe_placement
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
@@ -27,7 +27,7 @@ from ..util.log import announce
 from ..util.table import Tabular
 from ..util.units import format_seconds
 from ..util.parsing import as_text, positive_int
-from .bounds import program_bounds
+from .bindings import program_bindings
 from .jobsize import Limits, check_job, estimate, plural, program_counts, program_steps, synthesis_cardinalities
 from .orders import OrderComparison, compare_orders, orders_agree
 from .plan import DefaultPlacement, default_data_axis, default_placement
@@ -35,7 +35,7 @@ from .ranking import MatrixSummary, RankEntry, Ranking, rank_results, split_by_m
 from .requests import (Job, RunOptions, SearchOptions, Settings, algorithms, job_size_text, limits_of,
                        reduces_something, whole_groups)
 from .search import SearchStats, run_search
-from .sweep import SweepTask
+from .config_task import ConfigTask
 
 __all__ = ["RankRequest", "RankResult", "run_rank", "scope_note"]
 
@@ -102,9 +102,9 @@ class RankResult(Tabular):
         return self.ranking.entries[0]
 
     @cached_property
-    def best_bounds(self) -> tuple[Bound, ...]:
+    def best_bindings(self) -> tuple[Binding, ...]:
         """What bounds each step of the best program (computed for the answer only)."""
-        return program_bounds(self.request.job.context, self.best)
+        return program_bindings(self.request.job.context, self.best)
 
     @property
     def scope(self) -> str:
@@ -170,7 +170,7 @@ class RankResult(Tabular):
                "algo": req.settings.algo, "proto": req.settings.proto, "model": req.settings.model,
                "bytes_per_gpu": job.bytes_per_gpu,
                "config": ModelConfig.of(topo.spec).to_json(topo.spec),
-               "best_bounds": [b.to_json() for b in self.best_bounds],
+               "best_bounds": [b.to_json() for b in self.best_bindings],
                "best_placement": {"matrix": [list(r) for r in self.best.matrix],
                                   "placement": self.placement(self.best.matrix)},
                "default_placement": self.default_json(),
@@ -202,12 +202,12 @@ def run_rank(req: RankRequest) -> RankResult:
               smaller)
     counts = dict(zip(mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits)))
     steps = dict(zip(mats, program_steps(mats, red, rules.profile, rules.max_size, req.limits)))
-    tasks: list[SweepTask] = []
+    tasks: list[ConfigTask] = []
     for s in settings:
-        base = SweepTask(spec=topo.spec, nodes=topo.nodes, axes=p, reduce_axes=tuple(red),
+        base = ConfigTask(spec=topo.spec, nodes=topo.nodes, axes=p, reduce_axes=tuple(red),
                          bytes_per_gpu=job.bytes_per_gpu, settings=s)
         tasks += split_by_matrix(base, mats)
-    others: list[SweepTask] = []
+    others: list[ConfigTask] = []
     if req.compare_orders:
         # the other order is simulated only where it changes the groups
         same = {m: orders_agree(Placement.of(h, p, m), red) for m in mats}

@@ -9,7 +9,7 @@ from typing import Any
 from ..formalism.placement import Matrix
 from ..formalism.program import SEPARATOR
 from .executor import Executor, run_all
-from .sweep import ConfigResult, ProgramTiming, SweepTask, run_task
+from .config_task import ConfigResult, ProgramTiming, ConfigTask, run_task
 
 __all__ = ["RankEntry", "MatrixSummary", "Ranking", "rank_tasks", "rank_results"]
 
@@ -20,7 +20,7 @@ class RankEntry:
     algo: str
     timing: ProgramTiming
     allreduce_seconds: float
-    task: SweepTask | None = field(default=None, compare=False, repr=False)  # the task that simulated it
+    task: ConfigTask | None = field(default=None, compare=False, repr=False)  # the task that simulated it
 
     @property
     def seconds(self) -> float:
@@ -92,10 +92,10 @@ def rank_results(results: Sequence[ConfigResult]) -> Ranking:
     return Ranking(tuple(entries), tuple(summaries))
 
 
-def split_by_matrix(task: SweepTask, matrices: Sequence[Matrix]) -> list[SweepTask]:
+def split_by_matrix(task: ConfigTask, matrices: Sequence[Matrix]) -> list[ConfigTask]:
     """One task per matrix, so that an executor can spread them."""
     return [replace(task, matrices=(m,)) for m in matrices]
 
 
-def rank_tasks(tasks: Sequence[SweepTask], executor: Executor, label: str = "simulating") -> Ranking:
+def rank_tasks(tasks: Sequence[ConfigTask], executor: Executor, label: str = "simulating") -> Ranking:
     return rank_results(run_all(executor, run_task, list(tasks), label))

@@ -22,7 +22,7 @@ Examples
 >>> from p2sim.topology import load_system
 >>> topo = load_system("a100", 2)
 >>> from p2sim.studies.requests import Settings
->>> task = SweepTask(spec=topo.spec, nodes=2, axes=(4, 8), reduce_axes=(0,), bytes_per_gpu=2.0**32,
+>>> task = ConfigTask(spec=topo.spec, nodes=2, axes=(4, 8), reduce_axes=(0,), bytes_per_gpu=2.0**32,
 ...                  settings=Settings(algo="ring"))
 >>> results, stats = search(bound_all([task], SerialExecutor()), SerialExecutor(), top=3)
 >>> stats.programs, stats.simulated, stats.exact
@@ -43,7 +43,7 @@ from typing import Any
 from ..formalism.placement import Matrix
 from ..sim.simulator import BOUND_SLACK
 from .executor import Executor, run_all
-from .sweep import ALLREDUCE_TEXT, ConfigResult, ProgramTiming, SweepTask, run_task, task_context
+from .config_task import ALLREDUCE_TEXT, ConfigResult, ProgramTiming, ConfigTask, run_task, task_context
 
 __all__ = ["Bounds", "SearchStats", "bound_task", "bound_all", "search", "run_search", "matrix_bounds"]
 
@@ -52,7 +52,7 @@ __all__ = ["Bounds", "SearchStats", "bound_task", "bound_all", "search", "run_se
 class Bounds:
     """One task's programs with their lower bounds, and each matrix's simulated AllReduce."""
 
-    task: SweepTask
+    task: ConfigTask
     programs: tuple[tuple[Matrix, str, float], ...]  # (matrix, program text, lower bound), synthesis order
     allreduce: tuple[ProgramTiming, ...]  # one per matrix (its bound above is its simulated time)
 
@@ -81,7 +81,7 @@ class SearchStats:
                 "next_bound_seconds": self.next_bound}
 
 
-def bound_task(task: SweepTask) -> Bounds:
+def bound_task(task: ConfigTask) -> Bounds:
     """Every program's lower bound, and every matrix's AllReduce simulated."""
     ctx = task_context(task)
     topo = ctx.topo
@@ -99,7 +99,7 @@ def bound_task(task: SweepTask) -> Bounds:
     return Bounds(task, tuple(progs), tuple(ars))
 
 
-def bound_all(tasks: Sequence[SweepTask], executor: Executor, label: str = "bounding") -> list[Bounds]:
+def bound_all(tasks: Sequence[ConfigTask], executor: Executor, label: str = "bounding") -> list[Bounds]:
     return run_all(executor, bound_task, list(tasks), label)
 
 
@@ -181,7 +181,7 @@ def matrix_bounds(bounds: Sequence[Bounds]) -> dict[Matrix, float]:
     return out
 
 
-def run_search(tasks: Sequence[SweepTask], executor: Executor, top: int, exhaustive: bool = False,
+def run_search(tasks: Sequence[ConfigTask], executor: Executor, top: int, exhaustive: bool = False,
                budget: float | None = None, top_matrices: int | None = None, score=matrix_bounds,
                always: frozenset[Matrix] = frozenset(), label: str = "simulating"
                ) -> tuple[list[ConfigResult], SearchStats]:

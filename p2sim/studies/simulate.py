@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..collectives.binding import Bound
+from ..collectives.binding import Binding
 from ..collectives.choice import serves
 from ..util.algorithms import algorithm, forced
 from ..formalism.hierarchy import LoweredStep, Order
@@ -74,7 +74,7 @@ class SimulateResult(Tabular):
     rows: tuple[tuple[Matrix, Program, ProgramResult], ...]
     lowered: tuple[tuple[LoweredStep, ...], ...]  # each row's lowered steps (device groups)
     warnings: tuple[str, ...] = ()
-    bounds: tuple[tuple[Bound, ...], ...] = ()  # each row's steps: what bounds them
+    bounds: tuple[tuple[Binding, ...], ...] = ()  # each row's steps: what bounds them
 
     def placement(self, matrix: Matrix) -> str:
         job = self.request.job
@@ -107,7 +107,7 @@ class SimulateResult(Tabular):
 
 
 def program_result_json(matrix: Matrix, program: Program, r: ProgramResult,
-                        bounds: tuple[Bound, ...] = ()) -> dict[str, Any]:
+                        bounds: tuple[Binding, ...] = ()) -> dict[str, Any]:
     steps = [dict(s.to_json(), instruction=i.text) for s, i in zip(r.steps, program.instructions)]
     for step, b in zip(steps, bounds):
         step["bound"] = b.to_json()
@@ -161,7 +161,7 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
             for prog in programs:
                 rows.append((matrix, prog, sim.simulate(lowering, prog, job.bytes_per_gpu)))
                 lowered.append(tuple(lowering.lower(prog)))
-                bounds.append(sim.bounds(lowering, prog, job.bytes_per_gpu))
+                bounds.append(sim.bindings(lowering, prog, job.bytes_per_gpu))
                 advance(1)
     return SimulateResult(req, lws[0].reduce_axes, sim.config, tuple(rows), tuple(lowered),
                           () if warning is None else (warning,), tuple(bounds))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..collectives.binding import Bound
+from ..collectives.binding import Binding
 from ..formalism.placement import count_matrices, enumerate_matrices
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..topology import find_spec
@@ -26,14 +26,14 @@ from ..util.errors import InputError
 from ..util.log import announce
 from ..util.table import Tabular
 from ..util.parsing import as_text, axis_indices, byte_size
-from .bounds import not_bound_by, program_bounds
+from .bindings import not_bound_by, program_bindings
 from .contexts import context_of
 from .jobsize import Limits, check_job, estimate, plural, program_counts, program_steps, synthesis_cardinalities
 from .ranking import Ranking, rank_results, split_by_matrix
 from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
 from .search import SearchStats, run_search
-from .sweep import ConfigResult, SweepTask
+from .config_task import ConfigResult, ConfigTask
 from .variations import Point, Variation, parse_vary, points, resolve_axes, winner_key
 
 __all__ = ["WhatifRequest", "WhatifResult", "run_whatif"]
@@ -171,7 +171,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
             largest = (nbytes, topo)
         simulations += sum(counts) * len(settings)
         for s in settings:
-            base = SweepTask(spec=pt.spec, nodes=pt.nodes, axes=p, reduce_axes=tuple(red), bytes_per_gpu=nbytes,
+            base = ConfigTask(spec=pt.spec, nodes=pt.nodes, axes=p, reduce_axes=tuple(red), bytes_per_gpu=nbytes,
                              settings=s)
             split = split_by_matrix(base, mats)
             tasks += split
@@ -184,7 +184,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     per_point: list[list[ConfigResult]] = [[] for _ in req.points]
     stats: list[SearchStats] = []
     rankings: list[Ranking] = []
-    point_bounds: list[tuple[Bound, ...]] = []
+    point_bounds: list[tuple[Binding, ...]] = []
     with req.run.executor(len(tasks)) as ex:
         announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")
         for k in range(len(req.points)):  # each point's winner and matrices' bests: exact, with or without the bounds
@@ -192,7 +192,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
             per_point[k], st = run_search(mine, ex, 1, exhaustive=req.exhaustive, label="what-if")
             stats.append(st)
             rankings.append(rank_results(per_point[k]))
-            point_bounds.append(program_bounds(point_contexts[k], rankings[k].entries[0]))
+            point_bounds.append(program_bindings(point_contexts[k], rankings[k].entries[0]))
             point_contexts[k].clear()  # the point is done: one point's caches at a time
     rows = []
     winners: dict[tuple, tuple] = {}

@@ -13,13 +13,13 @@ from ..topology.spec import SystemSpec
 from .contexts import context_of
 from .requests import Settings
 
-__all__ = ["SweepTask", "ProgramTiming", "ConfigResult", "run_task", "task_context", "ALLREDUCE_TEXT"]
+__all__ = ["ConfigTask", "ProgramTiming", "ConfigResult", "run_task", "task_context", "ALLREDUCE_TEXT"]
 
 ALLREDUCE_TEXT = "AllReduce(slice=0, Inside)"
 
 
 @dataclass(frozen=True, kw_only=True)
-class SweepTask:
+class ConfigTask:
     """All inputs of one configuration's simulations (sent whole to a worker); built by keyword."""
 
     spec: SystemSpec
@@ -48,7 +48,7 @@ class ProgramTiming:
 
 @dataclass(frozen=True)
 class ConfigResult:
-    task: SweepTask
+    task: ConfigTask
     programs: tuple[ProgramTiming, ...]
     counts: tuple[tuple[Matrix, int], ...] = ()  # programs per matrix, where not all are in ``programs``
 
@@ -82,10 +82,10 @@ class ConfigResult:
         return n
 
 
-def task_context(task: SweepTask) -> SimulationContext:
+def task_context(task: ConfigTask) -> SimulationContext:
     """The task's simulation context (its topology: ``.topo``), one per process and system.
 
-    The tasks of one sweep that run in one process share its routes, ring searches and
+    The tasks of one search that run in one process share its routes, ring searches and
     collectives (:func:`~p2sim.studies.contexts.context_of`: the job's own context in a serial
     run); what depends on the order in which groups came (decisions per group shape, and the
     step results built on them) is forgotten before each task, so a task's results never depend
@@ -96,7 +96,7 @@ def task_context(task: SweepTask) -> SimulationContext:
     return ctx
 
 
-def run_task(task: SweepTask, context: SimulationContext | None = None) -> ConfigResult:
+def run_task(task: ConfigTask, context: SimulationContext | None = None) -> ConfigResult:
     """Synthesize and simulate every program of every matrix of a task (or the task's ``programs``),
     in ``context`` (its topology the task's system; kept as it is) or else the task's own
     (:func:`task_context`)."""

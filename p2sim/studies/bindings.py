@@ -10,13 +10,13 @@ Examples
 >>> from p2sim.studies.executor import SerialExecutor
 >>> from p2sim.studies.ranking import rank_tasks
 >>> from p2sim.studies.requests import Settings
->>> from p2sim.studies.sweep import SweepTask
+>>> from p2sim.studies.config_task import ConfigTask
 >>> from p2sim.topology import load_system
 >>> ctx = SimulationContext(load_system("a100", 2))
->>> task = SweepTask(spec=ctx.topo.spec, nodes=2, axes=(32,), reduce_axes=(0,), bytes_per_gpu=2**30,
+>>> task = ConfigTask(spec=ctx.topo.spec, nodes=2, axes=(32,), reduce_axes=(0,), bytes_per_gpu=2**30,
 ...                  settings=Settings(algo="ring"), matrices=(((2, 16),),), programs=("AllReduce(slice=0, Inside)",))
 >>> best = rank_tasks([task], SerialExecutor()).entries[0]
->>> [b.text for b in program_bounds(ctx, best)]
+>>> [b.text for b in program_bindings(ctx, best)]
 ['nic links']
 """
 
@@ -25,17 +25,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..collectives.binding import Bound
+from ..collectives.binding import Binding
 from ..formalism.hierarchy import Lowering
 from ..formalism.placement import Placement
 from ..formalism.program import parse_program
 from ..sim import SimulationContext
 from .ranking import RankEntry
 
-__all__ = ["program_bounds", "not_bound_by"]
+__all__ = ["program_bindings", "not_bound_by"]
 
 
-def program_bounds(context: SimulationContext, entry: RankEntry) -> tuple[Bound, ...]:
+def program_bindings(context: SimulationContext, entry: RankEntry) -> tuple[Binding, ...]:
     """Each step's bound of a ranked program, as its task simulated it, in ``context`` (its system's).
 
     The order-dependent decisions of the tasks that ran in ``context`` before are dropped first
@@ -43,7 +43,7 @@ def program_bounds(context: SimulationContext, entry: RankEntry) -> tuple[Bound,
     wherever those tasks ran."""
     task = entry.task
     if task is None:
-        raise ValueError("program_bounds: the entry was ranked without its task")
+        raise ValueError("program_bindings: the entry was ranked without its task")
     context.forget_order()
     topo = context.topo
     settings = task.settings.sim
@@ -51,10 +51,10 @@ def program_bounds(context: SimulationContext, entry: RankEntry) -> tuple[Bound,
                            task.settings.order)
     # the baseline has no steps to explain: its program's steps are explained as the des model runs them
     sim = replace(settings, model="des" if settings.model == "baseline" else settings.model).simulator(topo, context)
-    return sim.bounds(lowering, parse_program(entry.timing.text), task.bytes_per_gpu)
+    return sim.bindings(lowering, parse_program(entry.timing.text), task.bytes_per_gpu)
 
 
-def not_bound_by(target: str, bounds: Sequence[Bound]) -> str:
+def not_bound_by(target: str, bounds: Sequence[Binding]) -> str:
     """A note when a varied link class bounds none of the steps (empty when one does, or the target is no class)."""
     cls, _, what = target.rpartition(".")
     if what not in ("bandwidth", "latency") or not cls or any(b.kind == "link" and b.resource == cls for b in bounds):
