@@ -11,8 +11,10 @@ the CLI.
 
 Modules
 -------
-:mod:`.bounds`
+:mod:`.bindings`
     What bounds each step of an answer's program: for the results that are shown, not for every simulation.
+:mod:`.config_task`
+    Simulating every (matrix, program) of a configuration as one picklable task.
 :mod:`.contexts`
     This process's simulation contexts: one topology and one context per system and node count.
 :mod:`.executor`
@@ -37,8 +39,6 @@ Modules
     Simulating programs on a system: one given in text form, or every synthesized one.
 :mod:`.size_sweep`
     A collective over a range of sizes, as ``nccl-tests`` would run it: what NCCL picks and how long it takes.
-:mod:`.sweep`
-    Simulating every (matrix, program) of a configuration as one picklable task.
 :mod:`.synth`
     Placements and synthesis as requests: every matrix of axes over a hierarchy, and every program of each.
 :mod:`.tuner`
