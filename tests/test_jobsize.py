@@ -101,10 +101,10 @@ def test_memory_above_half_the_address_space_limit_is_refused(monkeypatch):
 
 
 def test_a_running_job_says_how_far_it_is_on_a_piped_stderr():
-    # superpod-h100 at 64 nodes: counting the programs and bounding them take seconds; a progress line every
-    # 0.1 s (P2SIM_PROGRESS_S) shows on stderr although it is a pipe (before, tqdm's bar was all, and off there)
-    r = _p2sim("rank", "--system", "superpod-h100", "--nodes", "64", "--axes", "data=8,pipe=8,tensor=8", "--reduce",
-               "data", "--bytes", "1GiB", "--workers", "1", "--top-matrices", "1", env={"P2SIM_PROGRESS_S": "0.1"},
+    # superpod-h100 at 32 nodes: bounding the programs takes about a second; a progress line every 0.02 s
+    # (P2SIM_PROGRESS_S) shows on stderr although it is a pipe (before, tqdm's bar was all, and off there)
+    r = _p2sim("rank", "--system", "superpod-h100", "--nodes", "32", "--axes", "data=4,pipe=8,tensor=8", "--reduce",
+               "data", "--bytes", "1GiB", "--workers", "1", "--top-matrices", "1", env={"P2SIM_PROGRESS_S": "0.02"},
                timeout=300)
     assert r.returncode == 0, r.stderr
     lines = r.stderr.splitlines()

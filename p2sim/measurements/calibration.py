@@ -45,7 +45,7 @@ class CalibrateRequest:
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         # rows name the system so that find_spec finds this file again: a file whose name is in no
         # catalogue (or a catalogue name of another file) by its path
-        data = load_inputs(measurements, system_ref(spec))
+        data = load_inputs(measurements, spec)
         model = fitted_model(model, "the baseline has no per-channel rates to fit")
         req = cls(str(measurements), spec, data, model, bool(allow_emulated),
                   RunOptions.of(workers, scheduler, scheduler_file))

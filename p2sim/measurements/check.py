@@ -229,7 +229,7 @@ def _judge(req: CheckRequest) -> tuple[tuple[Verdict, ...], tuple[str, ...]]:
     spec = req.job.spec
     # the logs' rows name their system as find_spec finds it again: a catalogue's by name, a file by its path
     system = system_ref(spec)
-    data = load_inputs(list(req.logs), system=system)
+    data = load_inputs(list(req.logs), system=spec)
     if data.programs:
         raise InputError(f"logs: {data.programs[0].source} holds program measurements; check reads nccl-tests logs "
                          "(text or -J JSON); score programs with p2sim validate")

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..topology import find_spec
+from ..topology import find_spec, system_ref
+from ..topology.spec import SystemSpec
 from ..util.errors import MeasurementError, TopologyError
 from ..util.fileio import check_input_file
 from .collective_csv import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
@@ -94,10 +95,11 @@ def _files(paths: Sequence[str | Path]) -> list[Path]:
     return out
 
 
-def _check_fits(rows: Sequence[CollectiveRow]) -> None:
+def _check_fits(rows: Sequence[CollectiveRow], given: SystemSpec | None = None) -> None:
     """Every row's ranks fit its system: no more ranks per host than the system has GPUs per node
-    (fewer run on each node's first GPUs, as ``--gpus-per-node`` does)."""
-    per_node: dict[str, int] = {}
+    (fewer run on each node's first GPUs, as ``--gpus-per-node`` does).  ``given``: the system the
+    caller holds (perhaps changed in memory), for the rows that name it."""
+    per_node: dict[str, int] = {} if given is None else {system_ref(given): len(given.gpus)}
     for r in rows:
         if r.system not in per_node:
             try:
@@ -109,8 +111,16 @@ def _check_fits(rows: Sequence[CollectiveRow]) -> None:
                                    f"{r.system} has {per_node[r.system]} GPUs per node: give the system it ran on")
 
 
-def load_inputs(paths: str | Path | Sequence[str | Path], system: str | None = None) -> Measurements:
-    """Read measurement files and directories of them (see the module docstring)."""
+def load_inputs(paths: str | Path | Sequence[str | Path], system: str | SystemSpec | None = None) -> Measurements:
+    """Read measurement files and directories of them (see the module docstring).
+
+    ``system``: what nccl-tests logs and sweep logs ran on (they cannot say), by name or path, or a
+    system itself, which the rows name by :func:`~p2sim.topology.system_ref` (and which need not be
+    as its file says: the caller predicts them with it).
+    """
+    given = system if isinstance(system, SystemSpec) else None
+    if given is not None:
+        system = system_ref(given)
     files = _files([paths] if isinstance(paths, (str, Path)) else list(paths))
     programs: list[MeasuredRow] = []
     singles: list[CollectiveRow] = []
@@ -133,6 +143,6 @@ def load_inputs(paths: str | Path | Sequence[str | Path], system: str | None = N
             raise MeasurementError(f"{f}: neither a measurement CSV, a bench_nccl log nor nccl-tests output")
     if not programs and not singles:
         raise MeasurementError(f"{', '.join(map(str, files))}: no measurements")
-    _check_fits(singles)
+    _check_fits(singles, given)
     # across files too: a copy of a log in the directory would count twice
     return Measurements(tuple(dedupe_programs(programs)), tuple(dedupe_collectives(singles)))
