@@ -4,7 +4,7 @@ A collective alone takes ``latency + bytes / algbw`` (:meth:`Collective.algbw`),
 algorithm bandwidth is the least of its resources' rates: each link's capacity over the
 link's bytes per byte of buffer, each flow's caps (the per-channel figures below) and the
 collective's shared cap.  The resource with the least rate binds it; where the latency
-is the larger term, the latency does.  :meth:`p2sim.sim.Simulator.bound` adds the links
+is the larger term, the latency does.  :meth:`p2sim.sim.Simulator.binding` adds the links
 that concurrent groups share.
 
 Cap kinds (what each :attr:`Flow.cap_kinds` entry is, set where the caps are made in

@@ -1,7 +1,7 @@
 """What bounds each step of an answer's program: for the results that are shown, not for every simulation.
 
 A search simulates thousands of programs; only the few it reports are explained, each step
-by :meth:`p2sim.sim.Simulator.bound` (a link class, a per-channel or protocol limit, or
+by :meth:`p2sim.sim.Simulator.binding` (a link class, a per-channel or protocol limit, or
 latency), with the settings of the task that simulated it, in the context of its system.
 
 Examples

@@ -46,7 +46,6 @@ class CollNet(Algorithm):
         return op in self.info.collectives and self._group_ok(topo, segs)
 
     def why_not_system(self, topo: Topology) -> str | None:
-        topo = topo
         nccl, system, fabric = topo.spec.nccl, topo.spec.name, topo.fabric
         if nccl.collnet is False:
             return f"{system} turns CollNet off ([nccl] collnet = false: NCCL_COLLNET_ENABLE=0)"
