@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from p2sim.measurements.collective_csv import is_collective_csv, load_collective_csv
+from p2sim.measurements.collective_csv import is_collective_csv, load_collective_csv, read_collective_csv
 from p2sim.util.errors import MeasurementError
 
 DEV = "validation/collectives/nccl_tests_dev.csv"
@@ -49,4 +49,43 @@ def test_repeated_ids_and_non_utf8(tmp_path):
     f = tmp_path / "bad.csv"
     f.write_bytes(HEADER.encode() + b"\n1,\xff\xfe,8,1,AllReduce,auto,1,1,,,out,dgx-a100\n")
     with pytest.raises(MeasurementError, match="UTF-8"):
+        load_collective_csv(f)
+
+
+FABRIC = "validation/collectives/fabric"
+
+
+@pytest.mark.parametrize("name", ["nccl_tests_fabric_dev", "nccl_tests_fabric_public"])
+def test_the_fabric_rows_load_with_their_mappings_and_sources(name):
+    import csv
+
+    path = f"{FABRIC}/{name}.csv"
+    with open(path, newline="", encoding="utf-8") as f:
+        recs = list(csv.DictReader(f))
+    with open(f"{FABRIC}/{name}.systems.csv", newline="", encoding="utf-8") as f:
+        mapped = {r["id"] for r in csv.DictReader(f)}
+    assert all(r["source"].strip() for r in recs)  # every published number says where it comes from
+    assert {r["id"] for r in recs} == mapped
+    rows, skipped = read_collective_csv(path)
+    assert len(rows) + len(skipped) == len(recs)
+    # a system this p2sim does not ship is a reason, not an error; nothing else is left out
+    assert all(": system: " in s.reason for s in skipped)
+    racks = [r for r in rows if r.system == "gb200-nvl72-pod"]
+    assert racks and all(r.gpus_per_node == 72 for r in racks)  # '72 (one NVL72 rack = ...)'
+    assert {r.nodes for r in racks} >= {1, 2}
+
+
+def test_a_count_may_carry_a_remark(tmp_path):
+    rows = load_collective_csv(write(tmp_path, '1,A100,"8 (one HGX board)",2,AllReduce,auto,1024,10,,,out,dgx-a100'))
+    assert rows[0].gpus_per_node == 8 and rows[0].ranks == 16
+    with pytest.raises(MeasurementError, match=":2: gpus_per_node: '8 GPUs' is not a whole number"):
+        load_collective_csv(write(tmp_path, "1,A100,8 GPUs,2,AllReduce,auto,1024,10,,,out,dgx-a100"))
+
+
+def test_a_row_with_an_unknown_system_is_reported_and_the_rest_read(tmp_path):
+    f = write(tmp_path, "1,A100,8,1,AllReduce,auto,1024,10,,,out,z100", "2,A100,8,1,AllReduce,auto,1024,10,,,out,dgx-a100")
+    rows, skipped = read_collective_csv(f)
+    assert [r.ident for r in rows] == ["2"]
+    assert [(s.ident, s.line) for s in skipped] == [("1", 2)] and ":2: system: " in skipped[0].reason
+    with pytest.raises(MeasurementError, match=":2: system"):  # the strict reader stops at it, as before
         load_collective_csv(f)

@@ -6,14 +6,19 @@ kept as notes).  The p2sim system of a row comes from a ``system`` column or fro
 mapping file beside the CSV, ``<name>.systems.csv`` (``id, system, hca, algo, note``),
 which also says which NICs NCCL used (``hca``, space separated) and what the measured
 NCCL was told in p2sim's terms (``algo``: auto, ring, tree, nvls, nvls_tree).  Rows need
-a time or a bandwidth; the missing one is derived with nccl-tests' bus factors.  Every
-problem names the file, the line and the field.
+a time or a bandwidth; the missing one is derived with nccl-tests' bus factors.
+``gpus_per_node`` may carry a remark after the number, as published rows describe their
+hardware (``72 (one NVL72 rack ...)``).  Every problem names the file, the line and the
+field: :func:`load_collective_csv` stops at the first, :func:`read_collective_csv` lists the
+rows it could not read and reads on.
 """
 
 from __future__ import annotations
 
 import csv
 import math
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +26,7 @@ from ..util.errors import MeasurementError, P2SimError
 from ..topology import find_spec
 from .collective_rows import ALGO_NAMES, COLLECTIVES, PROTO_NAMES, CollectiveRow, bus_factor
 
-__all__ = ["REQUIRED", "is_collective_csv", "load_collective_csv", "mapping_path"]
+__all__ = ["REQUIRED", "SkippedRow", "is_collective_csv", "load_collective_csv", "mapping_path", "read_collective_csv"]
 
 REQUIRED = ("id", "gpus_per_node", "nodes", "collective", "size_bytes")
 MAPPING_SUFFIX = ".systems.csv"
@@ -92,6 +97,17 @@ def _number(src: str, line: int, field: str, raw: Any, kind: type = float) -> An
     return v
 
 
+# A count may carry a remark after it, as published rows describe their hardware: "72 (one NVL72
+# rack = one MNNVL clique; ...)"; the whole number before the parenthesis is the count
+_REMARKED = re.compile(r"\s*(\d+)\s*\(.*\)\s*", re.DOTALL)
+
+
+def _count(src: str, line: int, field: str, raw: Any) -> int:
+    """A whole number, bare or followed by a parenthesised remark."""
+    m = _REMARKED.fullmatch(str(raw))
+    return _number(src, line, field, m.group(1) if m else raw, int)
+
+
 def _optional(src: str, line: int, field: str, raw: str | None) -> float | None:
     return None if raw is None or not raw.strip() else _number(src, line, field, raw)
 
@@ -122,8 +138,74 @@ def _check_derived(src: str, line: int, coll: str, ranks: int, size: float, seco
                         "column contradicts the columns it derives from")
 
 
-def load_collective_csv(path: str | Path) -> list[CollectiveRow]:
-    """Read one single-collective CSV (and its mapping file, if any)."""
+@dataclass(frozen=True)
+class SkippedRow:
+    """A row :func:`read_collective_csv` could not read, and why (the error ``load_collective_csv`` raises)."""
+
+    ident: str
+    source: str
+    line: int
+    reason: str
+
+
+def _row(path: Path, line: int, rec: dict[str, str], rid: str, m: dict[str, Any]) -> CollectiveRow:
+    """One CSV record as a row; a :class:`MeasurementError` naming the file, line and field otherwise."""
+    src = str(path)
+    system = (rec.get("system") or "").strip() or m.get("system", "")
+    if not system:
+        raise _fail(src, line, "system", f"row {rid!r} names no p2sim system (a system column, or "
+                    f"{mapping_path(path).name} beside the file)")
+    try:
+        spec = find_spec(system)
+    except P2SimError as e:
+        raise _fail(m.get("source", src), m.get("line", line), "system", str(e)) from None
+    nodes = _number(src, line, "nodes", rec["nodes"], int)
+    gpn = _count(src, line, "gpus_per_node", rec["gpus_per_node"])
+    if gpn > len(spec.gpus):
+        raise _fail(src, line, "gpus_per_node", f"{gpn} is more than {spec.name}'s {len(spec.gpus)} GPUs per node")
+    coll = (rec.get("collective") or "").strip()
+    if coll not in COLLECTIVES:
+        raise _fail(src, line, "collective", f"{coll!r} is not one of {', '.join(COLLECTIVES)}")
+    algo = _algo(m.get("source", src), m.get("line", line), "algo", m.get("algo") or rec.get("algo") or "auto")
+    proto = (rec.get("proto") or "auto").strip()
+    if proto not in PROTO_NAMES:
+        raise _fail(src, line, "proto", f"{proto!r} is not one of {', '.join(PROTO_NAMES)}")
+    size = _number(src, line, "size_bytes", rec["size_bytes"])
+    ranks = nodes * gpn
+    if ranks < 2:
+        raise _fail(src, line, "nodes", "a collective needs at least two GPUs")
+    t = _optional(src, line, "time_us", rec.get("time_us"))
+    busbw = _optional(src, line, "busbw_GBps", rec.get("busbw_GBps"))
+    algbw = _optional(src, line, "algbw_GBps", rec.get("algbw_GBps"))
+    if t is not None:
+        seconds = t * 1e-6
+    elif busbw is not None:
+        seconds = size / (busbw * 1e9 / bus_factor(coll, ranks))
+    elif algbw is not None:
+        seconds = size / (algbw * 1e9)
+    else:
+        raise _fail(src, line, "time_us", "no time, algbw or busbw")
+    _check_derived(src, line, coll, ranks, size, seconds, algbw, busbw)
+    for h in m.get("hca", ()):
+        if h not in {c for c, k in spec.components if k == "nic"}:
+            raise _fail(m["source"], m["line"], "hca", f"{h!r} is not a NIC of {spec.name}")
+    return CollectiveRow(
+        source=src, line=line, ident=rid, system=spec.name, nodes=nodes, gpus_per_node=gpn, collective=coll,
+        algo=algo, proto=proto, size_bytes=size, seconds=seconds,
+        busbw=size / seconds * bus_factor(coll, ranks), in_place=(rec.get("place") or "").strip() == "in",
+        origin=(rec.get("source") or "").strip(), gpu=(rec.get("gpu") or "").strip(), hca=m.get("hca", ()),
+        note=m.get("note", ""),
+    )
+
+
+def read_collective_csv(path: str | Path) -> tuple[list[CollectiveRow], list[SkippedRow]]:
+    """Read one single-collective CSV (and its mapping file, if any), keeping going past bad rows.
+
+    The rows it could read, and each row it could not with the reason (a system this p2sim does
+    not ship, a value out of range): for a benchmark that scores what it can and says what it
+    cannot.  A problem of the whole file (a missing column, a bad mapping file, a repeated id)
+    still raises :class:`MeasurementError`.
+    """
     path = Path(path)
     src = str(path)
     rows = _read(path)
@@ -133,58 +215,25 @@ def load_collective_csv(path: str | Path) -> list[CollectiveRow]:
         raise _fail(src, 1, missing[0], "missing column")
     mapping = _mapping(path)
     out: list[CollectiveRow] = []
+    skipped: list[SkippedRow] = []
     seen: dict[str, int] = {}
     for line, rec in rows:
         rid = (rec.get("id") or "").strip() or f"{path.name}:{line}"
         if rid in seen:
             raise _fail(src, line, "id", f"{rid!r} repeats line {seen[rid]}")
         seen[rid] = line
-        m = mapping.get(rid, {})
-        system = (rec.get("system") or "").strip() or m.get("system", "")
-        if not system:
-            raise _fail(src, line, "system", f"row {rid!r} names no p2sim system (a system column, or "
-                        f"{mapping_path(path).name} beside the file)")
         try:
-            spec = find_spec(system)
-        except P2SimError as e:
-            raise _fail(m.get("source", src), m.get("line", line), "system", str(e)) from None
-        nodes = _number(src, line, "nodes", rec["nodes"], int)
-        gpn = _number(src, line, "gpus_per_node", rec["gpus_per_node"], int)
-        if gpn > len(spec.gpus):
-            raise _fail(src, line, "gpus_per_node", f"{gpn} is more than {spec.name}'s {len(spec.gpus)} GPUs per node")
-        coll = (rec.get("collective") or "").strip()
-        if coll not in COLLECTIVES:
-            raise _fail(src, line, "collective", f"{coll!r} is not one of {', '.join(COLLECTIVES)}")
-        algo = _algo(m.get("source", src), m.get("line", line), "algo", m.get("algo") or rec.get("algo") or "auto")
-        proto = (rec.get("proto") or "auto").strip()
-        if proto not in PROTO_NAMES:
-            raise _fail(src, line, "proto", f"{proto!r} is not one of {', '.join(PROTO_NAMES)}")
-        size = _number(src, line, "size_bytes", rec["size_bytes"])
-        ranks = nodes * gpn
-        if ranks < 2:
-            raise _fail(src, line, "nodes", "a collective needs at least two GPUs")
-        t = _optional(src, line, "time_us", rec.get("time_us"))
-        busbw = _optional(src, line, "busbw_GBps", rec.get("busbw_GBps"))
-        algbw = _optional(src, line, "algbw_GBps", rec.get("algbw_GBps"))
-        if t is not None:
-            seconds = t * 1e-6
-        elif busbw is not None:
-            seconds = size / (busbw * 1e9 / bus_factor(coll, ranks))
-        elif algbw is not None:
-            seconds = size / (algbw * 1e9)
-        else:
-            raise _fail(src, line, "time_us", "no time, algbw or busbw")
-        _check_derived(src, line, coll, ranks, size, seconds, algbw, busbw)
-        for h in m.get("hca", ()):
-            if h not in {c for c, k in spec.components if k == "nic"}:
-                raise _fail(m["source"], m["line"], "hca", f"{h!r} is not a NIC of {spec.name}")
-        out.append(CollectiveRow(
-            source=src, line=line, ident=rid, system=spec.name, nodes=nodes, gpus_per_node=gpn, collective=coll,
-            algo=algo, proto=proto, size_bytes=size, seconds=seconds,
-            busbw=size / seconds * bus_factor(coll, ranks), in_place=(rec.get("place") or "").strip() == "in",
-            origin=(rec.get("source") or "").strip(), gpu=(rec.get("gpu") or "").strip(), hca=m.get("hca", ()),
-            note=m.get("note", ""),
-        ))
-    if not out:
+            out.append(_row(path, line, rec, rid, mapping.get(rid, {})))
+        except MeasurementError as e:
+            skipped.append(SkippedRow(rid, src, line, str(e)))
+    if not out and not skipped:
         raise MeasurementError(f"{src}: no measurements")
+    return out, skipped
+
+
+def load_collective_csv(path: str | Path) -> list[CollectiveRow]:
+    """Read one single-collective CSV (and its mapping file, if any); its first bad row is an error."""
+    out, skipped = read_collective_csv(path)
+    if skipped:
+        raise MeasurementError(skipped[0].reason)
     return out
