@@ -6,6 +6,7 @@ import pytest
 
 from p2sim.measurements.collective_csv import load_collective_csv
 from p2sim.measurements.collective_predict import collective_metrics, predict_collectives, size_class
+from p2sim.util.errors import MeasurementError
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +77,20 @@ def test_split_ranks_must_fit_the_system():
     rows = read_nccltests("tests/data/nccltests/all_reduce_perf_split_and7_2x8.txt", system="perlmutter")[:1]
     with pytest.raises(MeasurementError, match="rank_places: rank 4 ran on CUDA device 4, but perlmutter has 4 GPUs"):
         predict_collectives(rows)
+
+
+def test_predict_each_keeps_going_past_a_row_it_refuses(preds):
+    from dataclasses import replace
+
+    from p2sim.measurements.collective_predict import predict_each
+
+    rows = [p.row for p in preds if p.row.ident in ("27", "36", "37")]
+    # a DGX H100 has no CollNet (no SHARP plugin in its file): NCCL would refuse to run CollNet Direct
+    refused = replace(rows[0], ident="x", algo="collnet_direct", collective="AllGather")
+    with pytest.raises(MeasurementError):
+        predict_collectives([refused])
+    got, failed = predict_each([rows[0], refused, rows[1], rows[2]])
+    assert [p.row.ident for p in got] == ["27", "36", "37"]  # in the rows' order
+    assert [(r.ident, ":" in why) for r, why in failed] == [("x", True)]
+    by = {p.row.ident: p for p in preds}
+    assert all(p.seconds == by[p.row.ident].seconds for p in got)  # the same predictions as together

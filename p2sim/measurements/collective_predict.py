@@ -32,10 +32,11 @@ from ..formalism.semantics import Op
 from ..sim import ModelConfig, SimulationContext, Simulator
 from ..topology import Topology, find_spec
 from ..topology.spec import SystemSpec
-from ..util.errors import InputError, MeasurementError
+from ..util.errors import InputError, MeasurementError, P2SimError
 from .collective_rows import CollectiveRow, bus_factor
 
-__all__ = ["CollectivePrediction", "predict_collectives", "collective_metrics", "size_class", "row_class"]
+__all__ = ["CollectivePrediction", "predict_collectives", "collective_metrics", "predict_each", "ratio_summary", "size_class",
+           "row_class"]
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,38 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
     return out
 
 
-def _summary(ratios: Sequence[float]) -> dict[str, Any]:
+def predict_each(rows: Sequence[CollectiveRow], specs: Mapping[str, SystemSpec] | None = None, model: str = "des"
+                 ) -> tuple[list[CollectivePrediction], list[tuple[CollectiveRow, str]]]:
+    """:func:`predict_collectives`, keeping going past rows it refuses: the predictions, and each refused row
+    with the reason (an algorithm that cannot run the collective there, a system too small).
+
+    Rows of one system and node count are predicted together (they share a topology); where that
+    fails, the rows are halved until each refused row stands alone.
+    """
+    by: dict[tuple[str, int], list[CollectiveRow]] = {}
+    for r in rows:
+        by.setdefault((r.system, r.nodes), []).append(r)
+    preds: list[CollectivePrediction] = []
+    failed: list[tuple[CollectiveRow, str]] = []
+
+    def run(part: Sequence[CollectiveRow]) -> None:
+        try:
+            preds.extend(predict_collectives(part, specs, model))
+        except P2SimError as e:
+            if len(part) == 1:
+                failed.append((part[0], str(e)))
+                return
+            run(part[: len(part) // 2])
+            run(part[len(part) // 2:])
+
+    for group in by.values():
+        run(group)
+    order = {id(r): k for k, r in enumerate(rows)}
+    return sorted(preds, key=lambda p: order[id(p.row)]), failed
+
+
+def ratio_summary(ratios: Sequence[float]) -> dict[str, Any]:
+    """Rows, the median ratio and the geometric standard deviation (``gsd``) of measured / predicted."""
     logs = np.log(np.asarray(ratios, dtype=float))
     return {"rows": len(ratios), "median_ratio": float(np.exp(np.median(logs))) if len(logs) else None,
             "gsd": float(np.exp(np.std(logs))) if len(logs) else None}
@@ -174,15 +206,15 @@ def collective_metrics(preds: Sequence[CollectivePrediction]) -> dict[str, Any]:
     for model, ratio, seconds in ((name, lambda p: p.ratio, lambda p: p.seconds),
                                   ("baseline", lambda p: p.baseline_ratio, lambda p: p.baseline_seconds)):
         ratios = [ratio(p) for p in preds]
-        doc: dict[str, Any] = {"all": _summary(ratios)}
+        doc: dict[str, Any] = {"all": ratio_summary(ratios)}
         for key in ("single-node", "multi-node", "pcie"):
             sel = [ratio(p) for p in preds if p.kind == key]
             if sel:
-                doc[key] = _summary(sel)
+                doc[key] = ratio_summary(sel)
         for key in ("small", "medium", "large"):
             sel = [ratio(p) for p in preds if size_class(p.row.size_bytes) == key]
             if sel:
-                doc[key] = _summary(sel)
+                doc[key] = ratio_summary(sel)
         if len(preds) >= 3:
             rho = spearmanr([p.row.busbw for p in preds], [p.busbw(seconds(p)) for p in preds]).statistic
             doc["spearman"] = float(rho) if math.isfinite(rho) else None
