@@ -36,7 +36,7 @@ def test_hca_restricts_the_nics():
     spec = load_system("dgx-h100").spec
     spec = replace(spec, nccl=replace(spec.nccl, hca=("nic0", "nic2", "nic4", "nic6")))
     topo = load_system(spec, 2)
-    assert topo.local_nics(1) == ("nic0",)  # GPU 1 shares GPU 0's PCIe switch and its NIC
+    assert topo.router.local_nics(1) == ("nic0",)  # GPU 1 shares GPU 0's PCIe switch and its NIC
     assert Expander(topo).channels(range(16)) == 8
 
 

@@ -24,7 +24,7 @@ def test_simulators_share_what_their_context_keeps_and_only_that():
     ctx = SimulationContext(topo)
     t = _run(Simulator(topo, "auto", context=ctx))
     kept = ctx.step_results()
-    assert kept > 0 and ctx.rings and ctx.gpu_classes is not None
+    assert kept > 0 and ctx.rings and ctx.gpu_classes is not None and ctx.row_counts  # the buffer fractions too
     again = Simulator(topo, "auto", context=ctx)
     assert again.expander.caches is ctx and _run(again) == t and ctx.step_results() == kept  # reused, not rebuilt
     alone = Simulator(topo, "auto")
@@ -43,7 +43,7 @@ def test_forget_order_drops_the_per_shape_decisions_and_clear_drops_everything()
     assert _run(Simulator(topo, "auto", context=ctx)) == t
     ctx.clear()
     assert ctx.step_results() == 0 and not exp.cache and not ctx.rings and exp.held_bytes == [0]
-    assert ctx.gpu_classes is None and not exp.held
+    assert ctx.gpu_classes is None and not exp.held and not ctx.row_counts
     assert _run(Simulator(topo, "auto", context=ctx)) == t
 
 

@@ -65,7 +65,7 @@ tiers = {tiers}
 
 def rates(topo: Topology, pairs: list[tuple[int, int]], volume: float = 1e9) -> list[float]:
     """Each pair's rate (bytes/s) when all send ``volume`` at once (no latency)."""
-    flows = [FlowSpec(np.array(topo.route(a, b).edges), np.ones(len(topo.route(a, b).edges)), volume, 0.0)
+    flows = [FlowSpec(np.array(topo.router.route(a, b).edges), np.ones(len(topo.router.route(a, b).edges)), volume, 0.0)
              for a, b in pairs]
     _, records, _ = run_flows(flows, topo.capacity, record=True)
     return [volume / (r.end - r.start) for r in records]
@@ -261,8 +261,8 @@ def test_moved_groups_get_the_routes_built_in_place(span, first, routing, shift)
     for a in nodes:
         for b in nodes:
             if a != b:
-                here = np.array(topo.route(a, b).edges)
-                there = np.array(topo.route(a + d, b + d).edges)
+                here = np.array(topo.router.route(a, b).edges)
+                there = np.array(topo.router.route(a + d, b + d).edges)
                 assert np.array_equal(topo.move_edges(here, nodes[0], np.array([d]))[0], there)
 
 

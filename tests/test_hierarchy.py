@@ -100,6 +100,18 @@ def test_lowering_applies_each_instruction_to_every_reduction_group():
     assert set(cross.groups) == {(0, 4), (2, 6), (1, 5), (3, 7)}
 
 
+def test_a_lowering_keeps_only_its_own_results():
+    """A lowering caches what it computes of itself (each instruction's lowered step, handed out again as the
+    same object) and offers no store for other layers: it is a value with no memo field."""
+    from dataclasses import fields
+
+    assert [f.name for f in fields(Lowering)] == ["placement", "reduce_axes", "synthesis", "order"]
+    lw = Lowering.of(Placement.of([2, 4], [2, 4], [[1, 2], [2, 2]]), [0])
+    ins = Instruction(Op.ALL_REDUCE, 0, Form.INSIDE)
+    assert lw.lower_instruction(ins) is lw.lower_instruction(ins)
+    assert lw == Lowering.of(Placement.of([2, 4], [2, 4], [[1, 2], [2, 2]]), [0])  # the cache is not the value
+
+
 def test_reduce_axes_validation():
     assert reduce_axes_of([2, 3, 4], [2, 0]) == (0, 2)
     for bad, msg in [([], "empty"), ([3], "out of range"), ([0, 0], "twice"), ([-1], "out of range")]:

@@ -125,29 +125,48 @@ def test_no_import_cycles_between_modules():
     assert not cycles, f"import cycles: {cycles[:3]}"
 
 
-def _topology_expr(node: ast.AST) -> bool:
-    """An expression that names a topology by p2sim's conventions: ``topo``, ``topology``, ``x.topo``."""
+def _named(node: ast.AST, names: tuple[str, ...], suffix: str) -> bool:
     name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-    return name in ("topo", "topology", "_topo") or name.endswith("_topo")
+    return name in names or name.endswith(suffix)
 
 
-def _stores_on_a_topology(tree: ast.AST) -> list[int]:
-    """Lines that store on a topology: ``topo.x = ..``, ``topo.x[k] = ..``, ``topo.x.setdefault(..)`` and the
-    like, or that read its ``memo`` (the parking place of other layers' caches, now gone)."""
+def _topology_expr(node: ast.AST) -> bool:
+    """An expression that names a topology (or its router) by p2sim's conventions: ``topo``, ``topology``,
+    ``x.topo``, ``topo.router``."""
+    if isinstance(node, ast.Attribute) and node.attr == "router" and _topology_expr(node.value):
+        return True
+    return _named(node, ("topo", "topology", "_topo", "router"), "_topo")
+
+
+def _lowering_expr(node: ast.AST) -> bool:
+    """An expression that names a formalism lowering by p2sim's conventions: ``lowering``, ``lw``, ``x.lowering``."""
+    return _named(node, ("lowering", "lw", "_lowering"), "_lowering")
+
+
+def _stores_on(tree: ast.AST, owner) -> list[int]:
+    """Lines that store on an object ``owner`` recognises: ``o.x = ..``, ``o.x[k] = ..``, ``o.x.setdefault(..)``
+    and the like, or that read its ``memo`` (the parking place of other layers' caches, now gone)."""
     mutators = {"setdefault", "update", "pop", "clear", "append", "add", "__setitem__", "popitem"}
     lines = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and _topology_expr(node.value):
+        if isinstance(node, ast.Attribute) and owner(node.value):
             if not isinstance(node.ctx, ast.Load) or node.attr == "memo":
                 lines.append(node.lineno)
         elif isinstance(node, ast.Subscript) and not isinstance(node.ctx, ast.Load):
-            if isinstance(node.value, ast.Attribute) and _topology_expr(node.value.value):
+            if isinstance(node.value, ast.Attribute) and owner(node.value.value):
                 lines.append(node.lineno)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in mutators:
             inner = node.func.value
-            if isinstance(inner, ast.Attribute) and _topology_expr(inner.value):
+            if isinstance(inner, ast.Attribute) and owner(inner.value):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
+            if node.args and owner(node.args[0]):
                 lines.append(node.lineno)
     return sorted(set(lines))
+
+
+def _stores_on_a_topology(tree: ast.AST) -> list[int]:
+    return _stores_on(tree, _topology_expr)
 
 
 @pytest.mark.parametrize("path", [p for p in SOURCES if _part(p) != "topology"],
@@ -163,3 +182,21 @@ def test_the_topology_check_sees_stores():
     src = ("def f(topo, self):\n    topo.memo[1] = 2\n    self.topo.memo.setdefault(1, {})\n    topo.x = 1\n"
            "    return topo.capacity[0], topo.memo.get(1)\n")
     assert _stores_on_a_topology(ast.parse(src)) == [2, 3, 4, 5]
+    src = ("def f(topo):\n    topo.router._routes[1] = 2\n    setattr(topo, 'x', 1)\n"
+           "    return topo.router.route(0, 1), topo.router.nics\n")
+    assert _stores_on_a_topology(ast.parse(src)) == [2, 3]
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if _part(p) != "formalism"],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_code_outside_the_formalism_stores_on_a_lowering(path):
+    """A lowering is a formalism value: the collectives keep the buffer fractions they derive from one in
+    their own caches (p2sim.collectives.caches, row_counts), not on it."""
+    lines = _stores_on(ast.parse(path.read_text(encoding="utf-8")), _lowering_expr)
+    assert not lines, f"{path.relative_to(PACKAGE)}:{lines}: stores on a lowering (keep it in the context)"
+
+
+def test_the_lowering_check_sees_stores():
+    src = ("def f(lowering, lw):\n    lowering.memo[1] = 2\n    hit = lw.memo.get(1)\n"
+           "    return lowering.table.shape[0], lw.lower(p)\n")
+    assert _stores_on(ast.parse(src), _lowering_expr) == [2, 3]

@@ -9,10 +9,6 @@ from p2sim.topology import bisection, load_system
 from .helpers import BASE_DISCONNECTED, spec_from
 
 
-def classes(topo, a, b):
-    return [topo.edge_class[e] for e in topo.route(a, b).edges]
-
-
 def test_full_duplex_links_and_documented_attributes():
     t = load_system("v100")
     for u, v, d in t.graph.edges(data=True):
@@ -30,32 +26,6 @@ def test_device_indices_follow_hierarchy_coordinates():
     # the synthesizer's coordinates: device index = mixed radix of the level coordinates
     pl = Placement.of(t.hierarchy, [16], [[1, 2, 2, 4]])
     assert pl.axis_table().tolist() == list(range(16))
-
-
-def test_nccl_transport_preference():
-    v = load_system("v100")
-    assert classes(v, 0, 1) == ["nvlink"]
-    assert classes(v, 7, 0) == ["nvlink"]
-    # GPUs 0 and 4 are not NVLink neighbours: PCIe up, across the CPUs, PCIe down; never via a GPU
-    assert classes(v, 0, 4) == ["pcie", "pcie", "host", "pcie", "pcie"]
-    assert all(v.graph.nodes[x]["kind"] != "gpu" for x, _ in v.path_names(0, 4)[1:])
-    a = load_system("a100")
-    assert classes(a, 3, 12) == ["nvswitch", "nvswitch"]
-    assert "nic" in classes(a, 3, 19)
-    assert a.route(3, 19).inter_node and not a.route(3, 12).inter_node
-
-
-def test_rail_optimised_nics():
-    h = load_system("h100")
-    names = [u for u, _ in h.path_names(5, 13)]
-    assert "n0/nic5" in names and "net/rail5" in names and "net/spine" not in names
-
-
-def test_routes_are_cached_and_consistent():
-    t = load_system("a100", 4)
-    assert t.route(1, 40) is t.route(1, 40)
-    r = t.route(1, 40)
-    assert r.latency == pytest.approx(sum(t.latency[list(r.edges)]))
 
 
 def test_disconnected_gpu_is_rejected():

@@ -54,11 +54,19 @@ def test_count_visible_violations_raise():
         step_fractions(one_group([2, 2]), parse_program("ReduceScatter(slice=1, Master(0)) ; Broadcast(slice=1, Inside)"))
 
 
-def test_prefixes_are_memoised_on_the_lowering():
+def test_prefixes_are_kept_in_the_callers_memo_not_on_the_lowering():
+    """The collectives' buffer fractions live in the memo their caller owns (a context's row_counts), shared
+    by every lowering with the same hierarchy (d); the formalism's Lowering carries no cache of theirs."""
     lw = one_group([4, 4])
-    a = step_fractions(lw, parse_program(RS_AR_AG))
-    assert any(key[0] == "row counts" for key in lw.memo if isinstance(key, tuple))
-    assert step_fractions(lw, parse_program(RS_AR_AG)) == a
+    memo: dict = {}
+    a = step_fractions(lw, parse_program(RS_AR_AG), memo)
+    assert list(memo) == [(lw.synthesis, 1)]
+    assert any(key[0] == "row counts" for key in memo[(lw.synthesis, 1)])
+    assert not hasattr(lw, "memo") and "memo" not in vars(lw)
+    other = one_group([4, 4])  # another lowering, same (d): the same objects, not computed again
+    b = step_fractions(other, parse_program(RS_AR_AG), memo)
+    assert b == a and all(x is y for x, y in zip(a, b))
+    assert step_fractions(lw, parse_program(RS_AR_AG)) == a  # without a memo: the same numbers, nothing kept
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

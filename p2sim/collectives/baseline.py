@@ -31,7 +31,7 @@ BASE_S = 8.4e-6  # NCCL's base latency of the Simple protocol
 
 def _latency(topo: Topology, pairs: list[tuple[int, int]], op: str, n: int, nodes: int, tree: bool,
              per_node: int) -> float:
-    routes = [topo.route(a, b) for a, b in pairs]
+    routes = [topo.router.route(a, b) for a, b in pairs]
     intra = max((r.latency for r in routes if not r.inter_node), default=0.0)
     inter = max((r.latency for r in routes if r.inter_node), default=0.0)
     if tree:
@@ -42,7 +42,7 @@ def _latency(topo: Topology, pairs: list[tuple[int, int]], op: str, n: int, node
 
 
 def _bottleneck(topo: Topology, pairs: list[tuple[int, int]]) -> float:
-    return min(float(topo.capacity[list(topo.route(a, b).edges)].min()) for a, b in pairs)
+    return min(float(topo.capacity[list(topo.router.route(a, b).edges)].min()) for a, b in pairs)
 
 
 def tree_baseline(topo: Topology, op: str, members: Iterable[int], nbytes: float) -> float:
@@ -66,7 +66,7 @@ def ring_baseline(topo: Topology, op: str, members: Iterable[int], nbytes: float
     segs = [list(s) for _, s in groupby(sorted(members), key=topo.node_of)]
     nodes = len(segs)
     pairs = chain_pairs(op, sorted(members), members[0])
-    chans = 1 if nodes < 2 else max(1, len({topo.nic_of(m) for m in segs[0]}))
+    chans = 1 if nodes < 2 else max(1, len({topo.router.nic_of(m) for m in segs[0]}))
     lat = _latency(topo, pairs, op, n, nodes, False, 0)
     return lat + nbytes * ring_factor(op, n) / (_bottleneck(topo, pairs) * chans)
 

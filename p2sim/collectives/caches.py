@@ -1,10 +1,11 @@
 """What the collectives layer derives from one topology, kept by whoever runs the expansions.
 
-A :class:`~p2sim.topology.Topology` is an immutable graph (its routes are its own); what the
-collectives compute on it lives in a :class:`CollectiveCaches`: the ring searches and "all on
-one NVSwitch" answers of each node's GPU sets, the GPUs' classes in the node graph, and per set
-of rates every expansion an :class:`~p2sim.collectives.expand.Expander` builds
-(:class:`Expansions`).  A study creates one per topology and hands it to every expander of it
+A :class:`~p2sim.topology.Topology` is an immutable graph (its routes are its router's); what
+the collectives compute on it lives in a :class:`CollectiveCaches`: the ring searches and "all
+on one NVSwitch" answers of each node's GPU sets, the GPUs' classes in the node graph, the
+buffer fractions of program prefixes per hierarchy (d) (:func:`~p2sim.collectives.volumes.step_fractions`'s
+row counts, for every lowering onto the topology), and per set of rates every expansion an
+:class:`~p2sim.collectives.expand.Expander` builds (:class:`Expansions`).  A study creates one per topology and hands it to every expander of it
 (the simulation layer's :class:`~p2sim.sim.context.SimulationContext` extends it with step
 results); an expander given none makes its own.
 
@@ -13,17 +14,18 @@ Two ways to drop what is kept, and no other:
 * :meth:`CollectiveCaches.forget_order` drops what depends on the order groups came in -- the
   decisions taken once per group shape (NCCL's choice, channel counts, estimates), which the
   first group of a shape takes for all -- so that independent tasks run on one context compute
-  what each would alone.  Ring searches, routes and every group's expansion stay.
+  what each would alone.  Ring searches, row counts and every group's expansion stay.
 * :meth:`CollectiveCaches.clear` drops everything (memory; results never change).
 
 The built collectives and structures of one :class:`Expansions` hold at most
 :data:`~p2sim.collectives.expand.CACHE_BYTES` of arrays; past it the expander drops the least
 recently used.
-Imports the topology layer only.
+Imports the topology and formalism layers only.
 """
 
 from __future__ import annotations
 
+from ..formalism.hierarchy import SynthesisHierarchy
 from ..topology import Topology
 from ..topology.settings import ModelRates
 from .pattern import Collective
@@ -67,8 +69,9 @@ class Expansions:
 
 
 class CollectiveCaches:
-    """The collectives' caches of one topology: ring searches, one-switch answers, GPU classes, and
-    per set of rates the expanders' :class:`Expansions`.
+    """The collectives' caches of one topology: ring searches, one-switch answers, GPU classes, the
+    row counts of program prefixes (:attr:`row_counts`), and per set of rates the expanders'
+    :class:`Expansions`.
 
     Examples
     --------
@@ -87,6 +90,9 @@ class CollectiveCaches:
         self.rings: dict[tuple[int, ...], tuple[tuple[tuple[int, ...], float], ...]] = {}  # by local GPUs
         self.one_switch: dict[tuple[int, ...], bool] = {}  # by local GPUs: any ring order is as good
         self.gpu_classes: tuple[str, ...] | None = None  # each local GPU's class in the node graph
+        # step_fractions' memo: per (hierarchy (d), reduction groups), the rows held after each program
+        # prefix and each instruction's group array (exact; shared by every lowering with that (d))
+        self.row_counts: dict[tuple[SynthesisHierarchy, int], dict] = {}
         self._expansions: dict[ModelRates, Expansions] = {}
 
     def expansions(self, rates: ModelRates) -> Expansions:
@@ -107,4 +113,5 @@ class CollectiveCaches:
             e.clear()
         self.rings.clear()
         self.one_switch.clear()
+        self.row_counts.clear()
         self.gpu_classes = None

@@ -50,7 +50,7 @@ def node_nics(topo: Topology, seg: Segment) -> tuple[str, ...]:
     """The NICs a node's channels use: each member's nearest NICs in turn, in NCCL's channel-first order."""
     out: list[str] = []
     for local in seg.local(topo):
-        for nic in topo.local_nics(local):
+        for nic in topo.router.local_nics(local):
             if nic not in out:
                 out.append(nic)
     return tuple(out)
@@ -81,8 +81,8 @@ def entry_gpus(topo: Topology, seg: Segment, nic: str) -> list[int]:
     The NIC's own GPUs come first: NCCL deals the NICs that several GPUs share out among
     them (``ncclTopoGetLocalNet``), so two GPUs under one switch with two NICs take one each.
     """
-    near = [m for m in seg.members if nic in topo.local_nics(m % topo.gpus_per_node)]
-    owners = [m for m in near if topo.nic_of(m) == nic]
+    near = [m for m in seg.members if nic in topo.router.local_nics(m % topo.gpus_per_node)]
+    owners = [m for m in near if topo.router.nic_of(m) == nic]
     return owners + [m for m in near if m not in owners] or list(seg.members)
 
 
@@ -93,7 +93,7 @@ def ring_channel_pairs(topo: Topology, segs: Sequence[Segment], pairs: int) -> l
     NIC enter at successive GPUs near it, so every NIC and GPU gets its share.
     """
     out = []
-    lists = [node_nics(topo, s) or (topo.nic_of(s.members[0]),) for s in segs]
+    lists = [node_nics(topo, s) or (topo.router.nic_of(s.members[0]),) for s in segs]
     for p in range(pairs):
         row = []
         for seg, nics in zip(segs, lists):

@@ -53,7 +53,7 @@ def collnet_heads(topo: Topology, seg: Segment, limit: int = 8) -> list[tuple[st
     # every node is the same template: the heads of its local GPUs on node 0, moved
     rep = Segment(0, seg.local(topo))
     heads: list[tuple[str, int]] = []
-    for nic in node_nics(topo, rep) or (topo.nic_of(rep.members[0]),):
+    for nic in node_nics(topo, rep) or (topo.router.nic_of(rep.members[0]),):
         head = entry_gpus(topo, rep, nic)[0]
         if all(head != h for _, h in heads):
             heads.append((nic, head))
@@ -77,7 +77,7 @@ def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[st
     for i, (nic, h) in enumerate(heads):
         key = (h % gpn, nic)
         if key not in templates:
-            out_part, _, in_part = topo._via_parts(key[0], nic, nic, key[0])
+            out_part, _, in_part = topo.router.via_parts(key[0], nic, nic, key[0])
             templates[key] = (np.asarray(out_part, dtype=np.int64), np.asarray(in_part, dtype=np.int64))
         up, down = templates[key]
         lengths[2 * i], lengths[2 * i + 1] = len(up), len(down)
@@ -144,7 +144,7 @@ def collnet_chain_tables(topo: Topology, segs: Sequence[Segment],
     from .ring import _base, _spread, kinds
 
     of, reps = kinds(topo, segs)
-    lists = [node_nics(topo, s) or (topo.nic_of(s.members[0]),) for s in reps]
+    lists = [node_nics(topo, s) or (topo.router.nic_of(s.members[0]),) for s in reps]
     out = []
     for c in range(channels):
         chains, heads_local, nics = [], [], []

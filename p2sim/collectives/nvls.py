@@ -53,7 +53,7 @@ def port_table(topo: Topology, members: Sequence[int], switch: str, up: float, d
     in member order, up before down; the links' loads divided by ``efficiency``."""
     m = np.asarray(members, dtype=np.int64)
     node, local = np.divmod(m, topo.gpus_per_node)
-    ups, downs = topo.switch_ports(switch.split("/", 1)[1])
+    ups, downs = topo.router.switch_ports(switch.split("/", 1)[1])
     per = topo._edges_per_node
     cols = []  # (src, dst, coef, edge) per direction, interleaved per member
     if up > 0:
@@ -89,7 +89,7 @@ def nvls_heads(topo: Topology, segs: Sequence[Segment]) -> list[list[tuple[int, 
     out = []
     for seg in segs:
         heads: list[tuple[int, str]] = []
-        for nic in node_nics(topo, seg) or (topo.nic_of(seg.members[0]),):
+        for nic in node_nics(topo, seg) or (topo.router.nic_of(seg.members[0]),):
             h = next((m for m in entry_gpus(topo, seg, nic) if m not in {x for x, _ in heads}), None)
             if h is not None:
                 heads.append((h, nic))

@@ -52,7 +52,7 @@ def node_order(topo: Topology, seg: Segment, ring: Sequence[int], entry: int, ni
     if backwards:
         order = order[:1] + order[1:][::-1]
     if free and len(order) > 2:
-        near = [m for m in order[1:] if nic in topo.local_nics(m % topo.gpus_per_node)]
+        near = [m for m in order[1:] if nic in topo.router.local_nics(m % topo.gpus_per_node)]
         if near:
             order.remove(near[-1])
             order.append(near[-1])
@@ -121,7 +121,7 @@ def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, n
         nodes, nics = nodes[order], nics[order]
         x = nics[np.searchsorted(nodes, p)]
         y = nics[np.searchsorted(nodes, q)]
-    indptr, edges = topo.route_table(src, dst, x, y, None if x is None else np.full(len(src), channel))
+    indptr, edges = topo.router.route_table(src, dst, x, y, None if x is None else np.full(len(src), channel))
     return HopTable(src, dst, coef, p != q, np.ones(len(src)), indptr, edges)
 
 

@@ -49,7 +49,7 @@ def _loads(topo: Topology, order: Sequence[int]) -> dict[int, float]:
     for i in range(n):
         a, b = order[i], order[(i + 1) % n]
         for s, d in ((a, b), (b, a)):
-            for e in topo._intra_route(s, d)[0]:
+            for e in topo.router.intra_route(s, d)[0]:
                 out[e] = out.get(e, 0.0) + 0.5
     return out
 
@@ -57,7 +57,7 @@ def _loads(topo: Topology, order: Sequence[int]) -> dict[int, float]:
 def _ring_type(topo: Topology, order: Sequence[int]) -> str:
     """The farthest path type among a ring's hops."""
     n = len(order)
-    return max((topo.intra_type(order[i], order[(i + 1) % n]) for i in range(n)), key=P2P_LEVELS.index)
+    return max((topo.router.intra_type(order[i], order[(i + 1) % n]) for i in range(n)), key=P2P_LEVELS.index)
 
 
 def ring_throughput(topo: Topology, order: Sequence[int]) -> float:
@@ -68,11 +68,11 @@ def ring_throughput(topo: Topology, order: Sequence[int]) -> float:
 
 def _one_switch(topo: Topology, local: Sequence[int]) -> bool:
     """Every pair meets through one NVSwitch (or a direct link) with equal links: any order is as good."""
-    routes = {len(topo._intra_route(a, b)[0]) for a in local for b in local if a != b}
+    routes = {len(topo.router.intra_route(a, b)[0]) for a in local for b in local if a != b}
     if routes != {2}:
         return False
-    caps = {float(topo.capacity[e]) for a in local for b in local if a != b for e in topo._intra_route(a, b)[0]}
-    kinds = {topo.template.nodes[topo.edge_name(topo._intra_route(a, b)[0][0])[1]]["kind"]
+    caps = {float(topo.capacity[e]) for a in local for b in local if a != b for e in topo.router.intra_route(a, b)[0]}
+    kinds = {topo.template.nodes[topo.edge_name(topo.router.intra_route(a, b)[0][0])[1]]["kind"]
              for a in local for b in local if a != b}
     return kinds == {"nvswitch"} and len(caps) == 1
 
@@ -80,7 +80,7 @@ def _one_switch(topo: Topology, local: Sequence[int]) -> bool:
 def _locality_order(topo: Topology, local: Sequence[int]) -> tuple[int, ...]:
     """GPUs grouped by their PCIe switches and CPUs: consecutive GPUs share the most."""
     def key(a: int) -> tuple:
-        path = topo._intra_route(a, local[0])[0] if a != local[0] else ()
+        path = topo.router.intra_route(a, local[0])[0] if a != local[0] else ()
         near = [topo.edge_name(e)[1] for e in path[:2]]
         return (tuple(sorted(near)), a)
     return tuple(sorted(local, key=key))

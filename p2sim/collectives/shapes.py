@@ -88,9 +88,9 @@ class ShapeMemo:
     def _relation(self, a: int, b: int) -> tuple:
         key = ("relation", a, b)
         if key not in self._by_shape:
-            ids = self.topo._intra_route(a, b)[0]
-            self._by_shape[key] = (self.topo.intra_type(a, b), len(ids), float(self.topo.capacity[list(ids)].min()),
-                                   self.topo.local_nics(a) == self.topo.local_nics(b))
+            ids = self.topo.router.intra_route(a, b)[0]
+            self._by_shape[key] = (self.topo.router.intra_type(a, b), len(ids), float(self.topo.capacity[list(ids)].min()),
+                                   self.topo.router.local_nics(a) == self.topo.router.local_nics(b))
         return self._by_shape[key]
 
     def _memo(self, what: str, members: Sequence[int], extra: tuple, compute):

@@ -93,7 +93,7 @@ class Structures:
             for i in range(n):
                 a, b = order[i], order[(i + 1) % n]
                 for s, d in ((a, b), (b, a)):
-                    for e in self.topo._intra_route(s, d)[0]:
+                    for e in self.topo.router.intra_route(s, d)[0]:
                         loads[e] = loads.get(e, 0.0) + 0.5 * w
         return min(self.topo.capacity[e] / v for e, v in loads.items()) / GB
 
@@ -110,7 +110,7 @@ class Structures:
         locals_ = frozenset(s.local(self.topo) for s in segs)
         key = ("nvlink", locals_)
         if key not in self._by_shape:
-            self._by_shape[key] = all(self.topo.intra_type(a, b) == "NVL" for loc in locals_ for a in loc
+            self._by_shape[key] = all(self.topo.router.intra_type(a, b) == "NVL" for loc in locals_ for a in loc
                                       for b in loc if a != b)
         return self._by_shape[key]
 

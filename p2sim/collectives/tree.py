@@ -71,7 +71,7 @@ def link_pair(topo: Topology, a: int, b: int, coef: float, nics: dict[int, str] 
     out = []
     for s, d in ((a, b), (b, a)):
         p, q = topo.node_of(s), topo.node_of(d)
-        r = topo.route(s, d) if p == q or nics is None else topo.route_via(s, d, nics[p], nics[q])
+        r = topo.router.route(s, d) if p == q or nics is None else topo.router.route_via(s, d, nics[p], nics[q])
         out.append(Hop(s, d, coef, r.edges, r.inter_node))
     return out
 
@@ -83,7 +83,7 @@ def tree_tables(topo: Topology, segs: Sequence[Segment],
 
     of, reps = kinds(topo, segs)
     # one node: no network, and a node may have no NIC at all
-    lists = [(node_nics(topo, s) or (topo.nic_of(s.members[0]),)) if len(segs) > 1 else (None,) for s in reps]
+    lists = [(node_nics(topo, s) or (topo.router.nic_of(s.members[0]),)) if len(segs) > 1 else (None,) for s in reps]
     nic_index = {nic: i for i, nic in enumerate(topo.nics)}
     trees = double_tree_arrays(len(segs)) if len(segs) > 1 else ()
     out = []

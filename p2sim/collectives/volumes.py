@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..util.errors import SemanticsError
-from ..formalism.hierarchy import Lowering
+from ..formalism.hierarchy import Lowering, SynthesisHierarchy
 from ..formalism.program import Program
 from ..formalism.semantics import Op
 
@@ -58,10 +58,16 @@ def _held_after(op: Op, held: np.ndarray, groups: np.ndarray) -> tuple[np.ndarra
     return root, out
 
 
-def step_fractions(lowering: Lowering, program: Program) -> list[tuple[float, ...]]:
+def step_fractions(lowering: Lowering, program: Program,
+                   memo: dict[tuple[SynthesisHierarchy, int], dict] | None = None) -> list[tuple[float, ...]]:
     """Per step, per lowered group: the fraction of the full buffer its collective moves.
 
-    Row counts after each prefix are memoised on the lowering: programs share prefixes.
+    The fractions depend on the lowering's hierarchy (d) and its number of reduction groups
+    alone, so ``memo`` (the caller's: a context's
+    :attr:`~p2sim.collectives.caches.CollectiveCaches.row_counts`) keeps, per (d) and group
+    count, the row counts after each program prefix (programs share prefixes) and each
+    instruction's group array, for every lowering of that (d); the same fractions come back
+    as the same objects.  Without ``memo`` nothing is kept beyond the call.
 
     Examples
     --------
@@ -76,19 +82,24 @@ def step_fractions(lowering: Lowering, program: Program) -> list[tuple[float, ..
     sh = lowering.synthesis
     k = sh.size
     reps = lowering.table.shape[0]
+    if memo is None:
+        memo = {}
+    kept = memo.get((sh, reps))
+    if kept is None:
+        kept = memo[(sh, reps)] = {}
     held = np.full(k, k, dtype=np.int64)
     out = []
     for n, ins in enumerate(program.instructions):
         key = ("row counts", program.instructions[: n + 1])
-        hit = lowering.memo.get(key)
+        hit = kept.get(key)
         if hit is None:
-            groups = lowering.memo.get(("group array", ins))
+            groups = kept.get(("group array", ins))
             if groups is None:
                 groups = sh.group_array(ins)
-                lowering.memo[("group array", ins)] = groups
+                kept[("group array", ins)] = groups
             moved, after = _held_after(ins.op, held, groups)
             hit = (after, tuple((moved / k).tolist()) * reps)
-            lowering.memo[key] = hit
+            kept[key] = hit
         held = hit[0]
         out.append(hit[1])
     return out

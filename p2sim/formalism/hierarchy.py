@@ -34,7 +34,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
@@ -208,6 +208,10 @@ class Lowering:
     one (nodes of 4): (d) is ``[1, 2, 4]``; the aligned order keeps (d)'s inner level
     inside a node, P2's puts (d)-devices 0..3 on both nodes.
 
+    A lowering keeps what it computes of itself (its :attr:`table`, each instruction's lowered
+    step, handed out again as the same object); what other layers derive from it (the
+    collectives' buffer sizes) they keep in their own caches.
+
     >>> pl = Placement.of([2, 4], [4, 2], [[1, 4], [2, 1]])
     >>> Lowering.of(pl, [0, 1]).table.tolist()
     [[0, 1, 2, 3, 4, 5, 6, 7]]
@@ -219,8 +223,6 @@ class Lowering:
     reduce_axes: tuple[int, ...]
     synthesis: SynthesisHierarchy
     order: Order = Order.ALIGNED
-    # memo of derived per-instruction / per-prefix data; never part of the value
-    memo: dict = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     @classmethod
     def of(cls, placement: Placement, reduce_axes: Sequence[int], order: str | Order = Order.ALIGNED) -> Lowering:
@@ -244,14 +246,19 @@ class Lowering:
         """Each reduction group's global devices, in (d)-device order."""
         return tuple(tuple(int(x) for x in row) for row in self.table)
 
+    @cached_property
+    def _lowered(self) -> dict[Instruction, LoweredStep]:
+        """Each instruction's lowered step, kept by the lowering itself (not part of the value)."""
+        return {}
+
     def lower_instruction(self, ins: Instruction) -> LoweredStep:
-        key = ("lower", ins)
-        hit = self.memo.get(key)
+        """The instruction applied to every reduction group (computed once; the same object after)."""
+        hit = self._lowered.get(ins)
         if hit is None:
             local = np.asarray(self.synthesis.groups(ins), dtype=np.int64)
             glob = self.table[:, local].reshape(-1, local.shape[1])
             hit = LoweredStep(ins.op, tuple(map(tuple, glob.tolist())))  # tolist: Python ints, in one pass
-            self.memo[key] = hit
+            self._lowered[ins] = hit
         return hit
 
     def lower(self, program: Program) -> tuple[LoweredStep, ...]:

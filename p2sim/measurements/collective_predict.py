@@ -88,7 +88,7 @@ def size_class(nbytes: float) -> str:
 def row_class(topo: Topology, row: CollectiveRow) -> str:
     if row.nodes > 1:
         return "multi-node"
-    return "single-node" if topo.intra_type(0, 1) == "NVL" else "pcie"
+    return "single-node" if topo.router.intra_type(0, 1) == "NVL" else "pcie"
 
 
 def _system(spec: SystemSpec, hca: tuple[str, ...]) -> SystemSpec:

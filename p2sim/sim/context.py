@@ -2,7 +2,7 @@
 
 A :class:`SimulationContext` is the collectives' caches of a topology
 (:class:`~p2sim.collectives.caches.CollectiveCaches`: ring searches, one-switch answers, GPU
-classes, every expansion per set of rates) and the step results of the simulators that share
+classes, the buffer fractions of program prefixes, every expansion per set of rates) and the step results of the simulators that share
 it, per (protocol, model, rates).  A study creates one per topology (a sweep: one per worker
 process and system, :func:`p2sim.studies.config_task.task_context`) and hands it to each
 :class:`~p2sim.sim.simulator.Simulator`; a simulator given none makes its own, so nothing is

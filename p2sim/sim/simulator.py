@@ -129,7 +129,7 @@ class Simulator:
             )
         steps = lowering.lower(program)
         self.check_forced(program, steps)
-        fractions = step_fractions(lowering, program)
+        fractions = step_fractions(lowering, program, self.context.row_counts)
         return ProgramResult(program.text, tuple(self._step(s, f, bytes_per_gpu) for s, f in zip(steps, fractions)))
 
     def check_forced(self, program: Program, steps: Sequence[LoweredStep]) -> None:
@@ -209,7 +209,7 @@ class Simulator:
         """
         steps = lowering.lower(program)
         self.check_forced(program, steps)
-        fractions = step_fractions(lowering, program)
+        fractions = step_fractions(lowering, program, self.context.row_counts)
         return sum(self._step(s, f, bytes_per_gpu, True) for s, f in zip(steps, fractions))
 
     def step_bound(self, step: LoweredStep, volumes: Sequence[float]) -> float:
@@ -260,7 +260,7 @@ class Simulator:
     def bindings(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> tuple[Binding, ...]:
         """What bounds each step of a program (:meth:`bound`), with the volumes :meth:`simulate` gives them."""
         steps = lowering.lower(program)
-        fractions = step_fractions(lowering, program)
+        fractions = step_fractions(lowering, program, self.context.row_counts)
         return tuple(self.binding(s, tuple(f * bytes_per_gpu for f in fr)) for s, fr in zip(steps, fractions))
 
     def binding(self, step: LoweredStep, volumes: Sequence[float]) -> Binding:

@@ -3,8 +3,9 @@
 :mod:`.spec` reads a system file (nodes, links, classes) with :mod:`.settings` (NCCL's
 settings and the model's rates), :mod:`.gpus` (the GPU catalogue), :mod:`.efficiency`
 (NCCL's link figures), :mod:`.fabric_spec` and :mod:`.fabric` (the cluster above the node,
-by arithmetic) and :mod:`.faults`; :mod:`.graph` instantiates it for a node count and
-:mod:`.routing` routes through it by NCCL's path rules (:mod:`.paths`); :mod:`.bisection`
+by arithmetic) and :mod:`.faults`; :mod:`.graph` instantiates it for a node count, with the
+:class:`~.routing.Router` of :mod:`.routing` composed into it (``topo.router``), which routes
+through it by NCCL's path rules (:mod:`.paths`); :mod:`.bisection`
 and :mod:`.toml_out` read and write it.  Systems are looked up by name in the directories of
 ``$P2SIM_TOPOLOGIES`` (``os.pathsep``-separated) and then among the built-in files, installed
 as the package data of ``p2sim.systems``; a path to a ``.toml`` file works anywhere a name

@@ -19,8 +19,10 @@ Routes follow NCCL's transports (:mod:`p2sim.topology.paths`): a direct GPU-GPU 
 (NVLink) or a shared NVSwitch first; otherwise PCIe peer-to-peer up to
 ``NCCL_P2P_LEVEL``, or host memory (SHM); between nodes, from the GPU to a NIC
 (GPUDirect RDMA, PXN through an NVLink peer, or host memory), through the network, and
-down to the peer.  :meth:`Topology.route` uses each GPU's default (nearest) NIC;
-:meth:`Topology.route_via` names the NICs, as a channel does.
+down to the peer.  Each topology routes through its :class:`~p2sim.topology.routing.Router`,
+built once as :attr:`Topology.router`: :meth:`~p2sim.topology.routing.Router.route` uses each
+GPU's default (nearest) NIC; :meth:`~p2sim.topology.routing.Router.route_via` names the NICs, as
+a channel does.
 """
 
 from __future__ import annotations
@@ -34,17 +36,23 @@ import numpy as np
 from ..util.errors import TopologyError
 from .fabric import Fabric
 from .faults import NodeFault, UplinkFault
-from .routing import Route, Routing
+from .routing import Route, Router
 from .spec import MAX_NODES, LinkSpec, SystemSpec
 
-__all__ = ["Route", "Topology"]
+__all__ = ["Route", "Router", "Topology"]
 
 GB = 1e9
 US = 1e-6
 
 
-class Topology(Routing):
+class Topology:
     """A system instantiated for a node count (immutable after construction).
+
+    Its routes are asked of :attr:`router`, a :class:`~p2sim.topology.routing.Router` the
+    topology builds once from its template graph, edge ids, latencies and strides, and which
+    keeps the route caches; the topology itself is the graph and its arrays (:attr:`capacity`,
+    :attr:`latency`, :attr:`edge_class`), its naming (:meth:`gpu_name`, :meth:`edge_name`,
+    :attr:`gpu_names`, :attr:`nics`) and its symmetries (:meth:`move_edges`, :meth:`move_key`).
 
     Examples
     --------
@@ -72,20 +80,17 @@ class Topology(Routing):
         self.gpus_per_node = len(spec.gpus)
         self.devices = self.node_count * self.gpus_per_node
         self._local_gpu = {g: i for i, g in enumerate(spec.gpus)}
+        # node 0's GPUs, in local index order; the NICs NCCL may use (nccl.hca, else every NIC)
+        self.gpu_names: tuple[str, ...] = tuple(f"n0/{g}" for g in spec.gpus)
+        hca = spec.nccl.hca
+        self.nics: tuple[str, ...] = tuple(c for c, k in spec.components if k == "nic" and (not hca or c in hca))
         self._build()
-        self._intra: dict[tuple[int, int], tuple[tuple[int, ...], float, str]] = {}
-        self._local: dict[int, tuple[str, ...]] = {}
-        self._nicpath: dict[tuple[int, str, bool], tuple[int, ...]] = {}
-        self._net: dict[tuple[str, str], tuple[int, ...]] = {}
-        self._routes: dict[tuple[int, int], Route] = {}
-        self._via: dict[tuple[int, int, str, str], Route] = {}
-        self._types: dict[tuple[int, int], str] = {}
-        self._vias: dict[tuple[int, str, str, int], tuple[tuple[int, ...], ...]] = {}
-        self._templates: dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
-        self._ports: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.router = Router(spec=spec, template=self.template, index=self._index, latency=self.latency,
+                             stride=self._stride, edges_per_node=self._edges_per_node, fabric=self.fabric,
+                             node_count=self.node_count, gpu_names=self.gpu_names, nics=self.nics)
         # what the layers above derive from a topology (ring searches, expansions, step results) is
         # theirs: p2sim.collectives.caches and p2sim.sim.context, never stored here
-        self._check_connected()
+        self.router.check_connected()
 
     # -- construction -------------------------------------------------------------
     # Every node is one template joined to the network the same way, so the edges are laid
@@ -338,19 +343,6 @@ class Topology(Routing):
             return np.zeros((len(first), 0), dtype=np.int64)
         return np.concatenate(cols, axis=1)
 
-    def _check_connected(self) -> None:
-        for a in range(self.gpus_per_node):
-            for b in range(self.gpus_per_node):
-                if a != b:
-                    self._intra_route(a, b)
-        if self.node_count > 1:
-            if not self.spec.network_components and self.spec.fabric is None:
-                raise TopologyError(f"{self.spec.source}: nodes: {self.node_count} nodes, but the file has no network "
-                                    "([network] components or [fabric]) to join them: it describes one node")
-            for a in range(self.gpus_per_node):
-                self.route(a, self.devices - self.gpus_per_node + a)
-                self.route(self.devices - self.gpus_per_node + a, a)
-
     # -- naming -------------------------------------------------------------------
     def gpu_name(self, device: int) -> str:
         node, local = divmod(device, self.gpus_per_node)
@@ -358,6 +350,11 @@ class Topology(Routing):
 
     def node_of(self, device: int) -> int:
         return device // self.gpus_per_node
+
+    def path_names(self, src: int, dst: int) -> list[tuple[str, str]]:
+        """The route from GPU ``src`` to GPU ``dst`` (:meth:`Router.route <p2sim.topology.routing.Router.route>`)
+        as directed edges ``(u, v)`` of :attr:`graph`."""
+        return [self.edge_name(e) for e in self.router.route(src, dst).edges]
 
     @property
     def edges(self) -> list[tuple[str, str]]:

@@ -1,11 +1,12 @@
 """Routes through a topology: NCCL's transports inside a node, NICs, and the network between nodes.
 
-:class:`Routing` is the part of :class:`~p2sim.topology.graph.Topology` that answers "which
-links does this GPU's traffic to that GPU take": node 0's paths by NCCL's rules
-(:mod:`p2sim.topology.paths`), moved to any node by arithmetic; the NIC each GPU uses; the
-network's part between two NICs (a fabric's by arithmetic, else the file's switches); and
-:meth:`Routing.route_table`, many routes at once as arrays.  It reads the topology's template
-graph, edge index and capacities, and imports nothing above the topology layer.
+A :class:`Router` answers "which links does this GPU's traffic to that GPU take" for one
+:class:`~p2sim.topology.graph.Topology`, which builds it once as ``topo.router``: node 0's
+paths by NCCL's rules (:mod:`p2sim.topology.paths`), moved to any node by arithmetic; the NIC
+each GPU uses; the network's part between two NICs (a fabric's by arithmetic, else the file's
+switches); and :meth:`Router.route_table`, many routes at once as arrays.  It is given what it
+reads (the topology's template graph, edge index, latencies, strides, fabric and sizes), owns
+its route caches, and imports nothing above the topology layer.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import networkx as nx
 import numpy as np
 
 from ..util.errors import TopologyError
+from .fabric import Fabric
 from .paths import NodeView, gpu_gpu_path, gpu_nic_path, hop_weight, local_nics, nic_gpu_path, path_type
+from .spec import SystemSpec
 
-__all__ = ["Route", "Routing"]
+__all__ = ["Route", "Router"]
 
-# up to this many routes, Topology.route_table looks each up in the route caches (measured faster
+# up to this many routes, Router.route_table looks each up in the route caches (measured faster
 # than its array passes below about a hundred on benchmarks/simulate_appendix.py)
 _FEW_ROUTES = 96
 
@@ -37,9 +40,64 @@ class Route:
     transport: str = "P2P"
 
 
-class Routing:
-    """Routing methods of :class:`~p2sim.topology.graph.Topology` (a mixin: it uses the
-    topology's ``spec``, ``template``, ``_index``, ``latency``, ``fabric`` and caches)."""
+class Router:
+    """The routes of one topology, by NCCL's rules, each computed once and cached here.
+
+    A :class:`~p2sim.topology.graph.Topology` builds its router once (``topo.router``) from
+    what routes read: the system file (``spec``), the graph of nodes 0 and 1 and the network
+    (``template``) with its edge ids (``index``), every edge's latency, how far each edge id
+    moves when its node moves one on (``stride``), the edges per node, the fabric, the node
+    count and node 0's GPU and NIC names.  The caches are this router's own: two topologies
+    never share one.
+
+    Examples
+    --------
+    >>> from p2sim.topology import load_system
+    >>> router = load_system("a100", nodes=2).router
+    >>> router.route(0, 16).transport, router.nic_of(16), router.intra_type(0, 1)
+    ('NET', 'nic0', 'NVL')
+    """
+
+    def __init__(self, *, spec: SystemSpec, template: nx.DiGraph, index: dict[tuple[str, str], int],
+                 latency: np.ndarray, stride: np.ndarray, edges_per_node: int, fabric: Fabric | None,
+                 node_count: int, gpu_names: tuple[str, ...], nics: tuple[str, ...]) -> None:
+        self.spec = spec
+        self.template = template
+        self._index = index
+        self.latency = latency
+        self._stride = stride
+        self._edges_per_node = edges_per_node
+        self.fabric = fabric
+        self.node_count = node_count
+        self.gpu_names = gpu_names
+        self.nics = nics
+        self.gpus_per_node = len(gpu_names)
+        self.devices = node_count * self.gpus_per_node
+        self._intra: dict[tuple[int, int], tuple[tuple[int, ...], float, str]] = {}
+        self._local: dict[int, tuple[str, ...]] = {}
+        self._nicpath: dict[tuple[int, str, bool], tuple[int, ...]] = {}
+        self._net: dict[tuple[str, str], tuple[int, ...]] = {}
+        self._routes: dict[tuple[int, int], Route] = {}
+        self._via: dict[tuple[int, int, str, str, int], Route] = {}
+        self._types: dict[tuple[int, int], str] = {}
+        self._vias: dict[tuple[int, str, str, int], tuple[tuple[int, ...], ...]] = {}
+        self._templates: dict[int, tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
+        self._ports: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def check_connected(self) -> None:
+        """Raise :class:`~p2sim.util.errors.TopologyError` unless every GPU of a node reaches every
+        other, and (between nodes) the first node's GPUs reach the last node's and back."""
+        for a in range(self.gpus_per_node):
+            for b in range(self.gpus_per_node):
+                if a != b:
+                    self.intra_route(a, b)
+        if self.node_count > 1:
+            if not self.spec.network_components and self.spec.fabric is None:
+                raise TopologyError(f"{self.spec.source}: nodes: {self.node_count} nodes, but the file has no network "
+                                    "([network] components or [fabric]) to join them: it describes one node")
+            for a in range(self.gpus_per_node):
+                self.route(a, self.devices - self.gpus_per_node + a)
+                self.route(self.devices - self.gpus_per_node + a, a)
 
     # -- routing (rules in p2sim.topology.paths) -----------------------------------
     @cached_property
@@ -55,22 +113,15 @@ class Routing:
                         nccl.gdr_level)
 
     @cached_property
-    def gpu_names(self) -> tuple[str, ...]:
-        """Node 0's GPUs, in local index order."""
-        return tuple(f"n0/{g}" for g in self.spec.gpus)
-
-    @cached_property
-    def nics(self) -> tuple[str, ...]:
-        """The NICs NCCL may use (``nccl.hca``, else every NIC), by component name."""
-        names = [c for c, k in self.spec.components if k == "nic"]
-        hca = self.spec.nccl.hca
-        return tuple(n for n in names if not hca or n in hca)
+    def _edge_names(self) -> dict[int, tuple[str, str]]:
+        """The template's edges by id (node 0's names of node 0's links)."""
+        return {k: uv for uv, k in self._index.items()}
 
     def _edge_ids(self, path: list[str]) -> tuple[int, ...]:
         return tuple(self._index[(a, b)] for a, b in zip(path, path[1:]))
 
-    def _intra_route(self, a: int, b: int) -> tuple[tuple[int, ...], float, str]:
-        """Route between local GPUs of node 0 (edge ids, latency, transport)."""
+    def intra_route(self, a: int, b: int) -> tuple[tuple[int, ...], float, str]:
+        """The route between local GPUs ``a`` and ``b`` of node 0: (edge ids, latency, transport)."""
         hit = self._intra.get((a, b))
         if hit is None:
             path, transport = gpu_gpu_path(self.node_view, self.gpu_names[a], self.gpu_names[b])
@@ -83,8 +134,8 @@ class Routing:
         """NCCL's path type between local GPUs ``a`` and ``b`` (``NVL``, ``PIX``, ``PXB``, ``PHB``, ``SYS``)."""
         hit = self._types.get((a, b))
         if hit is None:
-            ids = self._intra_route(a, b)[0]
-            names = [self.edge_name(ids[0])[0]] + [self.edge_name(e)[1] for e in ids]
+            ids = self.intra_route(a, b)[0]
+            names = [self._edge_names[ids[0]][0]] + [self._edge_names[e][1] for e in ids]
             hit = self._types[(a, b)] = path_type(self.node_view, names)
         return hit
 
@@ -191,7 +242,7 @@ class Routing:
         p, a = divmod(src, self.gpus_per_node)
         q, b = divmod(dst, self.gpus_per_node)
         if p == q:
-            ids, _, transport = self._intra_route(a, b)
+            ids, _, transport = self.intra_route(a, b)
             off = p * self._edges_per_node
             r = self._make_route(tuple(e + off for e in ids), False, transport)
         else:
@@ -216,7 +267,7 @@ class Routing:
         q, b = divmod(dst, self.gpus_per_node)
         if p == q:
             raise TopologyError(f"device: GPUs {src} and {dst} share a node; no NIC route between them")
-        out, mid, into = self._via_parts(a, nic_out, nic_in, b)
+        out, mid, into = self.via_parts(a, nic_out, nic_in, b)
         stride = self._stride
         if self.fabric is not None:
             x, y = self.fabric.nics.index(nic_out), self.fabric.nics.index(nic_in)
@@ -226,7 +277,7 @@ class Routing:
         self._via[key] = r
         return r
 
-    def _via_parts(self, a: int, nic_out: str, nic_in: str, b: int) -> tuple[tuple[int, ...], ...]:
+    def via_parts(self, a: int, nic_out: str, nic_in: str, b: int) -> tuple[tuple[int, ...], ...]:
         """From local GPU ``a`` of node 0 through ``nic_out`` to local GPU ``b`` of node 1 through
         ``nic_in``, in three parts: moved with the sender's node, fixed (the switches), moved
         with the receiver's node (node-0 ids).  The network joins every node alike, so this is
@@ -257,12 +308,12 @@ class Routing:
             return hit
         gpn, nn = self.gpus_per_node, len(self.nics) + 1
         if code < gpn * gpn:  # inside a node
-            hit = (self._intra_route(*divmod(code, gpn))[0], (), ())
+            hit = (self.intra_route(*divmod(code, gpn))[0], (), ())
         else:  # node 0 to node 1: route_via's parts, the last network edge moved back to node 0
             rest, b = divmod(code - gpn * gpn, gpn)
             rest, y = divmod(rest, nn)
             a, x = divmod(rest, nn)
-            hit = self._via_parts(a, self.nic_of(a) if x == 0 else self.nics[x - 1], b=b,
+            hit = self.via_parts(a, self.nic_of(a) if x == 0 else self.nics[x - 1], b=b,
                                   nic_in=self.nic_of(b) if y == 0 else self.nics[y - 1])
         self._templates[code] = hit
         return hit
@@ -272,9 +323,10 @@ class Routing:
                     ) -> tuple[np.ndarray, np.ndarray]:
         """The routes of many (sender, receiver) pairs at once, as :meth:`route` and :meth:`route_via` give them.
 
-        ``nic_out`` / ``nic_in`` name each pair's NICs by index into :attr:`nics` (``-1``: the
-        GPU's default NIC); they matter only between nodes; ``salt`` numbers each pair's flow
-        for a fabric's ECMP hash (:meth:`route_via`).  Returns ``(indptr, edges)``: pair
+        ``nic_out`` / ``nic_in`` name each pair's NICs by index into ``nics`` (the topology's
+        :attr:`~p2sim.topology.graph.Topology.nics`; ``-1``: the GPU's default NIC); they matter
+        only between nodes; ``salt`` numbers each pair's flow for a fabric's ECMP hash
+        (:meth:`route_via`).  Returns ``(indptr, edges)``: pair
         ``i`` takes ``edges[indptr[i]:indptr[i + 1]]``, in route order.  A route is computed once
         per (local GPUs, NICs) and moved to every node (each node is the same template, joined
         to the network the same way), so a ring over thousands of nodes costs a few array passes.
@@ -283,8 +335,8 @@ class Routing:
         --------
         >>> from p2sim.topology import load_system
         >>> topo = load_system("a100", nodes=2)
-        >>> indptr, edges = topo.route_table(np.array([0, 0]), np.array([1, 16]))
-        >>> tuple(edges[indptr[1]:indptr[2]]) == topo.route(0, 16).edges
+        >>> indptr, edges = topo.router.route_table(np.array([0, 0]), np.array([1, 16]))
+        >>> tuple(edges[indptr[1]:indptr[2]]) == topo.router.route(0, 16).edges
         True
         """
         src = np.asarray(src, dtype=np.int64)
@@ -356,8 +408,3 @@ class Routing:
                 edges[np.repeat(start, ln) + within] = vals
             start += ln
         return indptr, edges
-
-    def path_names(self, src: int, dst: int) -> list[tuple[str, str]]:
-        """The route as directed edges ``(u, v)`` of :attr:`graph`."""
-        return [self.edge_name(e) for e in self.route(src, dst).edges]
-
