@@ -176,9 +176,11 @@ def test_collnet_needs_sharp_switches_and_is_chosen_only_where_enabled():
     sharp = Topology(fabric_system(sharp=True), 4)
     algos = {a for a, _ in Simulator(sharp, "auto").expander.available("AllReduce", (0, 1, 2, 3))}
     assert {"collnet_direct", "collnet_chain"} <= algos
-    # forced where it cannot run (not an AllReduce), NCCL runs a ring
+    # a ReduceScatter over 1:1 GPU:NIC nodes runs CollNet Direct (NCCL 2.20.3 on); Broadcast has no CollNet:
+    # NCCL runs a ring
     sim = Simulator(sharp, "collnet")
-    assert sim.expander.choose("ReduceScatter", (0, 1, 2, 3), 1e6, "collnet")[0] == "ring"
+    assert sim.expander.choose("ReduceScatter", (0, 1, 2, 3), 1e6, "collnet")[0] == "collnet_direct"
+    assert sim.expander.choose("Broadcast", (0, 1, 2, 3), 1e6, "collnet")[0] == "ring"
     assert sim.expander.choose("AllReduce", (0, 1, 2, 3), 1e9, "collnet")[0].startswith("collnet")
 
 
@@ -312,6 +314,8 @@ def test_an_ecmp_all_to_all_tier_needs_a_port_per_peer_group():
 # capacities and latencies of every shipped fabric at 256 nodes under both routings (sha256 of their bytes,
 # taken before the fabric's counts were bounded): the bounds leave every shipped system as it was
 SHIPPED_FABRICS = [
+    ("dgx-b200", "adaptive", 20098, "ae37e4b70dde7dda"),  # added with the file (issue 32)
+    ("dgx-b200", "ecmp", 28160, "e31e4febc5823824"),
     ("gb200-nvl72-pod", "adaptive", 147520, "0380b9f84879d262"),
     ("gb200-nvl72-pod", "ecmp", 184320, "87ead9d0eea52a32"),
     ("perlmutter", "adaptive", 9860, "fec0a630b08e9958"),

@@ -17,9 +17,17 @@ reduced result back once -- half of the NIC bytes of a ring:
 
 The switches aggregate: a leaf sends one reduced stream up per tree, not one per node,
 so the uplinks carry a tree's slice once each way per switch group below the tree's root
-(:meth:`~p2sim.topology.fabric.Fabric.sharp_tree`).  Both are AllReduce-only here and
-Simple-only, as NCCL runs them (NCCL's CollNet ReduceScatter and AllGather, 2.20+, are
-left out).
+(:meth:`~p2sim.topology.fabric.Fabric.sharp_tree`).  Both run Simple only, as NCCL runs them.
+
+Since NCCL 2.20.3 CollNet Direct also runs AllGather and ReduceScatter (``all_gather.h``,
+``reduce_scatter.h``; Chain is AllReduce only) where every GPU is a head (1:1 GPU:NIC): each head is
+a *rail*.  AllGather: each GPU sends its own part into its rail's SHARP tree, which gathers the
+rail's parts of every node and sends them back to every node's head; the head copies them to the
+node's other GPUs over NVLink.  ReduceScatter is the mirror: the node's GPUs send the head their
+rail's data, the head reduces it and sends it up, and gets its own part back.  Per GPU that is
+``(g-1)/g`` of the buffer each way on NVLink and ``1/g`` of it from (AllGather) or to
+(ReduceScatter) the network, the other way ``1/(g N)``: NIC-bound at ``g`` NICs' rate
+(:func:`collnet_rail_tables`).
 """
 
 from __future__ import annotations
@@ -32,7 +40,8 @@ from ..topology import Topology
 from .channels import Segment, entry_gpus, node_nics
 from .pattern import HopTable
 
-__all__ = ["NET", "collnet_heads", "collnet_direct_tables", "collnet_chain_tables", "collnet_possible"]
+__all__ = ["NET", "collnet_heads", "collnet_direct_tables", "collnet_chain_tables", "collnet_rail_tables",
+           "collnet_possible"]
 
 NET = -2  # a hop's end in the network (a SHARP switch), as SWITCH (-1) is an NVSwitch
 
@@ -61,9 +70,10 @@ def collnet_heads(topo: Topology, seg: Segment, limit: int = 8) -> list[tuple[st
     return [(nic, base + head) for nic, head in heads[:limit]]
 
 
-def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[str, int]], overhead: float
-               ) -> HopTable:
-    """Each node's head to the network through its NIC's cable and back: per node an up hop and a down hop."""
+def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[str, int]], overhead: float,
+               to_net: float = 1.0, from_net: float = 1.0) -> HopTable:
+    """Each node's head to the network through its NIC's cable and back: per node an up hop and a down hop,
+    of ``to_net`` and ``from_net`` bytes per byte of the flow's share."""
     f = topo.fabric
     assert f is not None
     stride = topo._stride
@@ -93,7 +103,8 @@ def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[st
     n = 2 * len(segs)
     src = np.stack([head, np.full(len(segs), NET)], axis=1).ravel()
     dst = np.stack([np.full(len(segs), NET), head], axis=1).ravel()
-    return HopTable(src, dst, np.ones(n), np.ones(n, dtype=bool), np.full(n, overhead), indptr, edges)
+    coef = np.tile(np.array([to_net, from_net]), len(segs))
+    return HopTable(src, dst, coef, np.ones(n, dtype=bool), np.full(n, overhead), indptr, edges)
 
 
 def _tree_table(topo: Topology, segs: Sequence[Segment], nic: str, overhead: float = 1.0) -> list[HopTable]:
@@ -169,4 +180,36 @@ def collnet_chain_tables(topo: Topology, segs: Sequence[Segment],
         parts.append(_net_table(topo, segs, [(nics[k], h) for k, h in zip(of, heads)], 1.0))
         parts += _tree_table(topo, segs, nics[of[0]])
         out.append(HopTable.concat(parts))
+    return out
+
+
+def collnet_rail_tables(topo: Topology, segs: Sequence[Segment], op: str, net_overhead: float) -> list[HopTable]:
+    """CollNet Direct's AllGather or ReduceScatter: one flow per rail (head ``k`` of every node), per byte of
+    its share (the rail's part of the buffer, ``N`` nodes' parts): AllGather sends the node's own part up
+    (``1/N``), gets the rail's whole part back and copies it from the head to each other GPU of the node;
+    ReduceScatter is the mirror.  ``net_overhead`` is link bytes per data byte on the network's hops.
+
+    The SHARP tree's uplinks are charged the whole stream both ways: exact for the multicast down
+    (AllGather) and the reduced stream up (ReduceScatter), a bound for the other way, whose ports are
+    full duplex (so it binds only where other traffic shares them)."""
+    heads = [collnet_heads(topo, s) for s in segs]
+    h = min(len(x) for x in heads)
+    own = 1.0 / len(segs)  # a node's own part of a rail's data
+    gather = op == "AllGather"
+    out = []
+    for k in range(h):
+        src, dst = [], []
+        for seg, hs in zip(segs, heads):
+            head = hs[k][1]
+            others = np.array([m for m in seg.members if m != head], dtype=np.int64)
+            ends = (np.full(len(others), head), others) if gather else (others, np.full(len(others), head))
+            src.append(ends[0])
+            dst.append(ends[1])
+        up, down = (own, 1.0) if gather else (1.0, own)
+        net = [_net_table(topo, segs, [hs[k] for hs in heads], net_overhead, up, down)]
+        net += _tree_table(topo, segs, heads[0][k][0], net_overhead)
+        intra = [_intra_table(topo, np.concatenate(src), np.concatenate(dst), 1.0)] if any(len(x) for x in src) \
+            else []
+        # in the data's order: NVLink after the network for an AllGather, before it for a ReduceScatter
+        out.append(HopTable.concat(net + intra if gather else intra + net))
     return out

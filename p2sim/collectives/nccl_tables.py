@@ -22,7 +22,7 @@ __all__ = [
     "ALGOS", "PROTOS", "base_latency", "hw_latency", "ll_max_bw", "per_channel_ring_ll128_bw",
     "per_channel_tree_ll128_bw", "per_channel_tree_bw", "per_channel_nvls_tree_bw", "nvls_efficiency",
     "tree_correction", "top_channel_speed", "NVLS_CHANNELS", "NET_OVERHEAD_US", "COLLNET_ARITY_US",
-    "COLLNET_DIRECT_EFFICIENCY", "COLLNET_MAX_LOCAL", "NCCL_STEPS", "LL_STEP_DATA", "LL128_STEP_DATA",
+    "COLLNET_DIRECT_EFFICIENCY", "COLLNET_RAIL_EFFICIENCY", "COLLNET_MAX_LOCAL", "NCCL_STEPS", "LL_STEP_DATA", "LL128_STEP_DATA",
     "NVLS_CHANNELS_ONE_DOMAIN",
 ]
 
@@ -51,6 +51,9 @@ _HW = {
 # its bandwidth estimate on Hopper and later (tuning.cc: busBw *= .85 for compCap >= 90)
 COLLNET_ARITY_US = 0.4
 COLLNET_DIRECT_EFFICIENCY = {"volta": 1.0, "ampere": 1.0, "hopper": 0.85, "blackwell": 0.85}
+# CollNet Direct AllGather / ReduceScatter: the share of the network's bandwidth NCCL counts
+# (tuning.cc ncclTopoTuneModel: busBw = ppn * min(bwIntra, bwInter * 0.9)), every GPU generation
+COLLNET_RAIL_EFFICIENCY = 0.9
 # at most this many GPUs per node for CollNet (NCCL_MAX_DIRECT_ARITY + 1, enqueue.cc)
 COLLNET_MAX_LOCAL = 8
 

@@ -39,14 +39,15 @@ class Algorithm:
 
 
 # Which collectives each serves: NCCL's tuning.cc (ncclTopoTuneModel) gives Broadcast and Reduce only a
-# ring, ReduceScatter and AllGather a ring, NVLS (and PAT and, since 2.23, CollNet Direct, neither modelled
-# by p2sim), AllReduce every algorithm but PAT.
+# ring, ReduceScatter and AllGather a ring, NVLS, CollNet Direct (since NCCL 2.20.3: all_gather.h,
+# reduce_scatter.h) and PAT (not modelled by p2sim), AllReduce every algorithm but PAT.
 TABLE = (
     Algorithm("ring", "Ring", 1, COLLECTIVES, "rings"),
     Algorithm("tree", "Tree", 0, ("AllReduce",), "double binary trees"),
     Algorithm("nvls", "NVLS", 4, ("AllReduce", "ReduceScatter", "AllGather"), "NVLink SHARP inside a node"),
     Algorithm("nvls_tree", "NVLSTree", 5, ("AllReduce",), "NVLink SHARP in nodes, trees across them"),
-    Algorithm("collnet_direct", "CollNetDirect", 2, ("AllReduce",), "SHARP in the network, direct"),
+    Algorithm("collnet_direct", "CollNetDirect", 2, ("AllReduce", "ReduceScatter", "AllGather"),
+              "SHARP in the network, direct"),
     Algorithm("collnet_chain", "CollNetChain", 3, ("AllReduce",), "SHARP in the network, chained"),
 )
 ALGORITHMS = tuple(a.name for a in TABLE)

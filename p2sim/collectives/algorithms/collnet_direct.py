@@ -2,10 +2,19 @@
 
 Each GPU of a node is a head that talks to the network directly.
 
-:class:`CollNet` holds what both CollNet algorithms share: AllReduce only, with Simple, over two nodes
-or more of at most eight GPUs each, on a fabric whose tiers all reduce (``[nccl] collnet``, by default
-where the fabric has SHARP), a SHARP tree over the nodes' NICs (:mod:`p2sim.collectives.collnet`).
-Direct also needs an NVSwitch in the node.
+:class:`CollNet` holds what both CollNet algorithms share: Simple only, over two nodes or more of at
+most eight GPUs each, on a fabric whose tiers all reduce (``[nccl] collnet``, by default where the
+fabric has SHARP), a SHARP tree over the nodes' NICs (:mod:`p2sim.collectives.collnet`).  Direct also
+needs an NVSwitch in the node, and runs AllGather and ReduceScatter too (NCCL 2.20.3 and later) where
+every GPU of the group's nodes is a head (1:1 GPU:NIC: tuning.cc zeroes them when a node's local ranks
+outnumber the heads).  p2sim assumes the SHARP plugin provides ``iallgather`` and ``ireducescatter``
+(the CollNet v8 API of nccl-rdma-sharp-plugins), which NCCL also needs for them.
+
+Rates: an AllReduce's hops carry NCCL's 0.85 (tuning.cc: ``busBw *= .85`` for compute capability 9.0
+and later); an AllGather's or ReduceScatter's network hops NCCL's 0.9 (tuning.cc: ``busBw = ppn *
+min(bwIntra, bwInter * 0.9)``), its NVLink hops none.  NCCL counts neither as an algorithm bandwidth
+twice the bus bandwidth for them (tuning.cc converts bus to algorithm bandwidth for every algorithm but
+these two): their bus factor is 1.
 """
 
 from __future__ import annotations
@@ -14,8 +23,9 @@ from collections.abc import Sequence
 
 from ...topology import Topology
 from ..channels import Segment, segments
-from ..collnet import collnet_direct_tables, collnet_heads, collnet_possible
-from ..nccl_tables import COLLNET_ARITY_US, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, base_latency
+from ..collnet import collnet_direct_tables, collnet_heads, collnet_possible, collnet_rail_tables
+from ..nccl_tables import (COLLNET_ARITY_US, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, COLLNET_RAIL_EFFICIENCY,
+                           base_latency)
 from .base import Algorithm, Layout
 
 __all__ = ["CollNet", "CollNetDirect"]
@@ -25,6 +35,11 @@ US = 1e-6
 
 def _has_nvswitch(topo: Topology) -> bool:
     return any(k == "nvswitch" for _, k in topo.spec.components)
+
+
+def _one_to_one(topo: Topology, segs: Sequence[Segment]) -> bool:
+    """Every GPU of the group's nodes is a CollNet head (NCCL's AllGather and ReduceScatter need it)."""
+    return all(len(s.members) <= len(collnet_heads(topo, s)) for s in segs)
 
 
 class CollNet(Algorithm):
@@ -81,7 +96,17 @@ class CollNetDirect(CollNet):
     name = "collnet_direct"
 
     def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
-        return super().usable(topo, op, segs) and _has_nvswitch(topo)
+        return super().usable(topo, op, segs) and _has_nvswitch(topo) and (op == "AllReduce" or _one_to_one(topo, segs))
+
+    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
+        if self.usable(topo, op, segs):
+            return None
+        if op != "AllReduce" and CollNet.usable(self, topo, op, segs) and not _one_to_one(topo, segs):
+            seg = max(segs, key=lambda s: len(s.members) - len(collnet_heads(topo, s)))
+            return (f"its group has {len(seg.members)} GPUs in a node and {len(collnet_heads(topo, seg))} CollNet "
+                    f"head(s) (GPUs with their own NIC), and NCCL runs {op} over CollNet only 1:1 GPU:NIC "
+                    f"(tuning.cc)")
+        return super().why_not_group(topo, op, segs)
 
     def why_not_system(self, topo: Topology) -> str | None:
         why = super().why_not_system(topo)
@@ -98,6 +123,9 @@ class CollNetDirect(CollNet):
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float) -> Layout:
+        if op != "AllReduce":  # tuning.cc: no bus-to-algorithm conversion for these
+            groups = collnet_rail_tables(topo, segs, op, 1.0 / COLLNET_RAIL_EFFICIENCY)
+            return 1.0, groups, [1] * len(groups), [1] * len(groups)
         groups = collnet_direct_tables(topo, segs, 1.0 / COLLNET_DIRECT_EFFICIENCY[topo.spec.nccl.arch])
         # as a tree's: NCCL's algorithm bandwidth is half the bus bandwidth
         return 2.0, groups, [1] * len(groups), [1] * len(groups)

@@ -1,0 +1,121 @@
+"""p2sim.collectives.collnet: CollNet (SHARP) flows, rates and limits, hand-computed on a small SHARP fabric."""
+
+from __future__ import annotations
+
+import pytest
+
+from p2sim.collectives.expand import Expander, check_forced
+from p2sim.sim import Simulator
+from p2sim.topology import Topology, load_system
+from .helpers import spec_from
+from p2sim.util.errors import InputError
+
+GB = 1e9
+
+
+def sharp_system(gpus: int = 2, nics: int = 2) -> Topology:
+    """2 nodes of ``gpus`` Ampere GPUs on an NVSwitch (1000 GB/s) with ``nics`` NICs of 10 GB/s, one leaf
+    with SHARP; every link at its file rate (efficiency 1), so every rate below is a hand sum."""
+    per = gpus // nics
+    pairs = ", ".join(f'["gpu[{i * per}-{i * per + per - 1}]", "pcie{i}"]' for i in range(nics))
+    text = f"""
+name = "sharp2"
+default_nodes = 2
+levels = [{{ name = "node", cardinality = "nodes" }}, {{ name = "gpu", cardinality = {gpus} }}]
+[classes]
+nvswitch = {{ bandwidth = 1000.0, efficiency = 1.0 }}
+pcie = {{ bandwidth = 1000.0, efficiency = 1.0 }}
+nic = {{ bandwidth = 10.0, efficiency = 1.0 }}
+leaf = {{ bandwidth = 10.0, efficiency = 1.0 }}
+[gpu]
+arch = "ampere"
+[node]
+gpus = "gpu[0-{gpus - 1}]"
+components = [{{ name = "sw", kind = "nvswitch" }}, {{ name = "pcie[0-{nics - 1}]", kind = "pcie_switch" }},
+              {{ name = "nic[0-{nics - 1}]", kind = "nic" }}]
+links = [
+  {{ class = "nvswitch", pairs = [["gpu[0-{gpus - 1}]", "sw"]] }},
+  {{ class = "pcie", pairs = [{pairs}, ["nic[0-{nics - 1}]", "pcie[0-{nics - 1}]"]] }},
+]
+[network]
+transport = "ib"
+[fabric]
+rails = 1
+sharp = true
+tiers = [{{ name = "leaf", nodes = 2 }}, {{ name = "spine" }}]
+"""
+    return Topology(spec_from(text), 2)
+
+
+def _coll(topo: Topology, algo: str, op: str):
+    members = tuple(range(2 * topo.gpus_per_node))
+    return Simulator(topo, algo, proto="Simple").collectives(op, [members], [2.0**30])[0]
+
+
+def test_forced_collnet_allreduce_runs_at_the_nodes_nic_rate():
+    """Direct and Chain send each node's buffer once up and once down: 2 NICs x 10 GB/s per node (Ampere:
+    no 0.85), an AllReduce bus factor of 2 (2 nodes x 2 GPUs: nccl-tests' 2(n-1)/n = 1.5 on busbw)."""
+    topo = sharp_system()
+    for algo in ("collnet_direct", "collnet_chain"):
+        c = _coll(topo, algo, "AllReduce")
+        assert c.algo == algo and c.bus_factor == 2.0
+        assert c.algbw(topo.capacity) == pytest.approx(20 * GB)
+        # time of 1 GiB: latency plus bytes over 20 GB/s
+        assert Expander(topo).analytic_seconds(c, 2.0**30) == pytest.approx(c.latency + 2.0**30 / (20 * GB))
+
+
+@pytest.mark.parametrize("op", ["AllGather", "ReduceScatter"])
+def test_collnet_direct_allgather_reducescatter_flows(op):
+    """Each GPU is a rail: an AllGather gets its rail's whole part (1/2 of the buffer) from the network and
+    sends its own (1/4) up, then copies the rail's part to the other GPU; NCCL's 0.9 on the network side:
+    algbw = 2 NICs x 10 GB/s x 0.9 = 18 GB/s, and NCCL's bus factor 1 (no bus-to-algorithm conversion)."""
+    topo = sharp_system()
+    c = _coll(topo, "collnet_direct", op)
+    assert c.algo == "collnet_direct" and c.bus_factor == 1.0 and len(c.flows) == 2
+    assert c.algbw(topo.capacity) == pytest.approx(18 * GB)
+    sent, got = c.sent(), c.received()
+    # per GPU on NVLink: half the buffer each way (the rail's part, to or from the node's other GPU)
+    gather = op == "AllGather"
+    for g in range(4):
+        nvlink_out = 0.5 if gather else 0.5
+        to_net, from_net = (0.25, 0.5) if gather else (0.5, 0.25)
+        assert sent[g] == pytest.approx(nvlink_out + to_net)
+        assert got[g] == pytest.approx(0.5 + from_net)
+    assert Expander(topo).choose(op, tuple(range(4)), 2.0**30, "collnet_direct") == ("collnet_direct", "Simple")
+    assert Expander(topo).choose(op, tuple(range(4)), 2.0**30, "collnet")[0] == "collnet_direct"
+
+
+@pytest.mark.parametrize("op", ["AllGather", "ReduceScatter"])
+def test_collnet_allgather_needs_one_nic_per_gpu(op):
+    """2 GPUs and 1 NIC per node: NCCL zeroes CollNet AllGather/ReduceScatter (localRanks > heads), runs
+    its AllReduce."""
+    topo = sharp_system(gpus=2, nics=1)
+    with pytest.raises(InputError, match="1:1 GPU:NIC"):
+        check_forced(topo, "collnet_direct", "auto", op, tuple(range(4)))
+    assert _coll(topo, "collnet_direct", "AllReduce").algo == "collnet_direct"
+    assert "collnet_direct" not in {a for a, _ in Expander(topo).available(op, tuple(range(4)))}
+
+
+@pytest.mark.parametrize("op", ["AllReduce", "AllGather", "ReduceScatter"])
+def test_collnet_refused_and_unchosen_past_8_local_ranks(op):
+    """enqueue.cc skips both CollNets when a node has more than 8 local ranks (NCCL_MAX_DIRECT_ARITY + 1)."""
+    topo = sharp_system(gpus=16, nics=16)
+    members = tuple(range(32))
+    for algo in ("collnet_direct", "collnet_chain") if op == "AllReduce" else ("collnet_direct",):
+        with pytest.raises(InputError, match="at most 8"):
+            check_forced(topo, algo, "auto", op, members)
+    assert not any(a.startswith("collnet") for a, _ in Expander(topo).available(op, members))
+
+
+def test_dgx_b200_collnet_rates_and_nccls_ranking():
+    """DGX B200, 2 nodes: each GPU's NIC path binds (PCIe gen5 at NCCL's 48 GB/s); Direct carries NCCL's
+    0.85 (Blackwell), Chain none, so NCCL's model ranks Chain above Direct (tuning.cc: nChannels x bwIntra
+    for Chain vs 0.85 x heads x bwIntra for Direct) and ``collnet`` picks Chain; AllGather over CollNet
+    Direct: 8 x 48 x 0.9."""
+    topo = load_system("dgx-b200", 2)
+    members = tuple(range(16))
+    direct = _coll(topo, "collnet_direct", "AllReduce").algbw(topo.capacity)
+    chain = _coll(topo, "collnet_chain", "AllReduce").algbw(topo.capacity)
+    assert direct == pytest.approx(0.85 * 8 * 48 * GB) and chain == pytest.approx(8 * 48 * GB)
+    assert Expander(topo).choose("AllReduce", members, 2.0**35, "collnet")[0] == "collnet_chain"
+    assert _coll(topo, "collnet_direct", "AllGather").algbw(topo.capacity) == pytest.approx(0.9 * 8 * 48 * GB)
