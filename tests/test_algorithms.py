@@ -104,3 +104,34 @@ def test_the_name_check_sees_name_tests(tmp_path, text):
     assert _name_tests(f, tmp_path)
     f.write_text('ALGO = {"ring": 1}["ring"]\nif a == b or a in ALGO:\n    pass\n', encoding="utf-8")
     assert not _name_tests(f, tmp_path)  # a lookup keyed by a name is no test of it
+
+
+@pytest.mark.parametrize("system, nodes, channels", [
+    ("gb200-nvl72-pod", 2, 32),   # ncclNvlsTreeSm100Tuning: 2 nodes, NIC >= 48 GB/s
+    ("gb200-nvl72-pod", 4, 24),   # NIC from 48 to 96 GB/s
+    ("gb200-nvl72-pod", 16, 24),
+    ("dgx-h100", 2, 16),          # NVLS_NCHANNELS_SM90
+    ("dgx-h100", 4, 16),
+])
+def test_nvls_tree_channels_per_generation_nodes_and_nic_speed(system, nodes, channels):
+    topo = load_system(system, nodes)
+    members = tuple(range(topo.gpus_per_node * nodes))
+    assert algorithm("nvls_tree").channels_used(topo, "Simple", members, 1, 2**30) == channels
+
+
+def test_nvls_in_one_nvl72_rack_runs_24_channels():
+    topo = load_system("gb200-nvl72", 1)
+    assert algorithm("nvls").channels_used(topo, "Simple", tuple(range(72)), 1, 2**30) == 24  # SM100_NVL
+
+
+def test_nvls_serves_other_collectives_than_allreduce_up_to_32_gpus_per_domain():
+    # enqueue.cc: NVLS / NVLS Tree are skipped for non-AllReduce collectives when localRanks > 32
+    from p2sim.collectives.channels import segments
+
+    topo = load_system("gb200-nvl72", 1)
+    nvls = algorithm("nvls")
+    for op in ("AllGather", "ReduceScatter"):
+        assert not nvls.usable(topo, op, segments(topo, range(72)))
+        assert "only up to 32 GPUs" in nvls.why_not_group(topo, op, segments(topo, range(72)))
+        assert nvls.usable(topo, op, segments(topo, range(32)))
+    assert nvls.usable(topo, "AllReduce", segments(topo, range(72)))

@@ -22,8 +22,8 @@ __all__ = [
     "ALGOS", "PROTOS", "base_latency", "hw_latency", "ll_max_bw", "per_channel_ring_ll128_bw",
     "per_channel_tree_ll128_bw", "per_channel_tree_bw", "per_channel_nvls_tree_bw", "nvls_efficiency",
     "tree_correction", "top_channel_speed", "NVLS_CHANNELS", "NET_OVERHEAD_US", "COLLNET_ARITY_US",
-    "COLLNET_DIRECT_EFFICIENCY", "COLLNET_RAIL_EFFICIENCY", "COLLNET_MAX_LOCAL", "NCCL_STEPS", "LL_STEP_DATA", "LL128_STEP_DATA",
-    "NVLS_CHANNELS_ONE_DOMAIN",
+    "COLLNET_DIRECT_EFFICIENCY", "COLLNET_RAIL_EFFICIENCY", "COLLNET_MAX_LOCAL", "NCCL_STEPS", "LL_STEP_DATA",
+    "LL128_STEP_DATA", "NVLS_CHANNELS_ONE_DOMAIN", "NVLS_MAX_ARITY", "nvls_tree_channels", "nvls_head_speed",
 ]
 
 # NCCL's order of the algorithms p2sim models (NCCL_ALGO_TREE .. NCCL_ALGO_NVLS_TREE in src/include/device.h)
@@ -87,6 +87,20 @@ _TOP_SPEED = (40.0, 40.0, 60.0, 90.0)
 NVLS_CHANNELS = {"hopper": 16, "blackwell": 32}
 NVLS_CHANNELS_ONE_DOMAIN = {"hopper": 16, "blackwell": 24}
 
+# NCCL_MAX_NVLS_ARITY (src/include/device.h; 8 in v2.19, 32 since v2.21): the NVLS search finds at most
+# this many heads (graph channels) in one NVLink domain (ncclTopoCompute, src/graph/search.cc)
+NVLS_MAX_ARITY = 32
+
+# the speeds (GB/s per channel) NCCL's search walks down across nodes: sm90SpeedArrayInter and
+# sm100SpeedArrayInter (src/graph/search.cc); NVLS's search charges each of its channels on every GPU's
+# NVLink and twice on its head's (ncclTopoSearchTryNvls), and keeps lowering the speed while that finds
+# more channels ("the more the better", ncclTopoCompareGraphs)
+_NVLS_SPEEDS = {
+    "hopper": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    "blackwell": (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
+                  2.4, 1.2, 0.24, 0.12),
+}
+
 # The pipeline (src/include/device.h, src/init.cc, src/include/collectives.h, src/enqueue.cc):
 # a connection's buffer holds NCCL_STEPS steps; LL steps carry 32 KiB of data (8 lines x 512
 # threads x 16 B per step, half of it flags), LL128 steps 576,000 B (120 elements x 640 threads x
@@ -144,6 +158,47 @@ def per_channel_nvls_tree_bw(arch: str, nodes: int) -> float:
 
 def nvls_efficiency(arch: str) -> float:
     return _NVLS_EFF[_ARCH[arch]]
+
+
+def nvls_head_speed(arch: str, heads: int, nvlink_gbps: float) -> tuple[int, float]:
+    """NCCL's NVLS search on a GPU with ``nvlink_gbps`` of NVLink (NCCL's count: links x 40.1 GB/s on
+    Blackwell, x 20.6 on Hopper, topo.h) wanting ``heads`` heads: the heads it finds and the speed
+    (``bwIntra``) it settles at, the fastest of its speeds at which every head's channel fits, (heads + 1)
+    x speed <= NVLink (each channel on every GPU, twice on its head's); where none does, the heads that
+    fit at its slowest speed.
+
+    >>> nvls_head_speed("blackwell", 32, 18 * 40.1), nvls_head_speed("hopper", 8, 18 * 20.6)
+    ((32, 20.0), (8, 40.0))
+    """
+    speeds = _NVLS_SPEEDS.get(arch, _NVLS_SPEEDS["hopper"])
+    for s in speeds:
+        if (heads + 1) * s <= nvlink_gbps + 1e-9:
+            return heads, s
+    return max(0, min(heads, int(nvlink_gbps / speeds[-1]) - 1)), speeds[-1]
+
+
+def nvls_tree_channels(arch: str, nodes: int, ppn: int, nic_gbps: float) -> int:
+    """NVLS channels (CTAs) NCCL runs for NVLS Tree across ``nodes`` NVLink domains of ``ppn`` GPUs whose
+    slowest NIC runs ``nic_gbps``: NVLS_NCHANNELS_SM90 / _SM100 (src/transport/nvls.cc), which on
+    Blackwell ncclNvlsTreeSm100Tuning overrides by NIC speed and GPUs per node: 32 at 2 nodes with a NIC
+    of 48 GB/s or more; from 96 GB/s, 24 up to 8 GPUs per node else 32; from 48 GB/s, 24.
+
+    >>> nvls_tree_channels("blackwell", 2, 72, 50.0), nvls_tree_channels("blackwell", 4, 72, 50.0)
+    (32, 24)
+    >>> nvls_tree_channels("blackwell", 4, 8, 100.0), nvls_tree_channels("blackwell", 4, 8, 25.0)
+    (24, 32)
+    >>> nvls_tree_channels("hopper", 4, 8, 50.0)
+    16
+    """
+    channels = NVLS_CHANNELS[arch]
+    if arch == "blackwell" and nodes > 1:
+        if nodes == 2 and nic_gbps >= 48.0:
+            channels = 32
+        elif nic_gbps >= 96.0:
+            channels = 24 if ppn <= 8 else 32
+        elif nic_gbps >= 48.0:
+            channels = 24
+    return channels
 
 
 def tree_correction(proto: str, nbytes: float) -> float:

@@ -10,27 +10,38 @@ through its NVLink port -- about the buffer once, where a ring moves ``2(n-1)/n 
 each way.  ReduceScatter is the first half (up ``S``, down ``S/n``), AllGather the second
 (up ``S/n``, down ``S``).  NVLS reaches ``nvlsEfficiency`` of NVLink (85% on Hopper).
 
+NCCL's NVLS search (``src/graph/search.cc``) picks the *heads*: at most ``NCCL_MAX_NVLS_ARITY``
+(32) GPUs of the domain, each reducing ``1/heads`` of every channel's data (``ld_reduce`` through the
+switch) and multicasting it back, so a head's port carries ``1/heads`` more than another GPU's.  In a
+domain of up to 32 GPUs every GPU is a head; an NVL72 rack has 32 heads for 72 GPUs.
+
 Across nodes NCCL combines it with a tree (NVLS-Tree): inside each node NVLS reduces
-the buffer to a few *head* GPUs (one per NIC), each head runs a double binary tree
-across the nodes for its slice through its NIC, and NVLS multicasts the results back.
-NCCL runs 16 NVLS channels on Hopper (``src/transport/nvls.cc``).
+the buffer to the head GPUs -- one per NIC, for the first NICs in NCCL's order, at most 32 and
+as many as fit the GPUs' NVLink (:func:`nvls_head_count`); each head runs a double binary tree
+across the nodes for its slice through its NIC, and NVLS multicasts the results back.  Every
+NVLS channel splits its data over all heads (``src/device/all_reduce.h``, NVLS_TREE: a loop of
+``nHeads`` chunks), so each head's NIC carries ``1/heads`` of the traffic between nodes, on
+every channel.  NCCL runs 16 NVLS channels on Hopper and 24 or 32 on Blackwell
+(``src/transport/nvls.cc``).
 
 Switch traffic is written as hops to or from :data:`SWITCH`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..topology import Topology
 from .channels import Segment, entry_gpus, node_nics
+from .nccl_tables import NVLS_MAX_ARITY, nvls_head_speed
 from .pattern import Hop, HopTable
 from .tree import double_tree_arrays
 
 __all__ = ["SWITCH", "nvls_switch", "nvls_hops", "nvls_table", "nvls_tree_hops", "nvls_tree_tables", "nvls_heads",
-           "port_table"]
+           "port_table", "nvls_head_count", "nvlink_gbps"]
 
 SWITCH = -1  # the NVSwitch as a hop's source or destination
 
@@ -47,23 +58,26 @@ def nvls_switch(topo: Topology, seg: Segment) -> str | None:
     return f"n{seg.node}/{min(common)}" if common else None
 
 
-def port_table(topo: Topology, members: Sequence[int], switch: str, up: float, down: float,
-               efficiency: float) -> HopTable:
+def port_table(topo: Topology, members: Sequence[int], switch: str, up: float | np.ndarray,
+               down: float | np.ndarray, efficiency: float) -> HopTable:
     """Each member's hops to (``up`` bytes) and from (``down``) its node's ``switch`` (a node-0 name),
-    in member order, up before down; the links' loads divided by ``efficiency``."""
+    in member order, up before down; the links' loads divided by ``efficiency``.  ``up`` and ``down``
+    are one figure for all members or one per member."""
     m = np.asarray(members, dtype=np.int64)
     node, local = np.divmod(m, topo.gpus_per_node)
     ups, downs = topo.router.switch_ports(switch.split("/", 1)[1])
     per = topo._edges_per_node
     cols = []  # (src, dst, coef, edge) per direction, interleaved per member
-    if up > 0:
-        cols.append((m, np.full(len(m), SWITCH), up, ups[local] + node * per))
-    if down > 0:
-        cols.append((np.full(len(m), SWITCH), m, down, downs[local] + node * per))
+    if np.any(np.asarray(up) > 0):
+        cols.append((m, np.full(len(m), SWITCH), np.broadcast_to(np.asarray(up, dtype=float), len(m)),
+                     ups[local] + node * per))
+    if np.any(np.asarray(down) > 0):
+        cols.append((np.full(len(m), SWITCH), m, np.broadcast_to(np.asarray(down, dtype=float), len(m)),
+                     downs[local] + node * per))
     k = len(cols)
     src = np.stack([c[0] for c in cols], axis=1).ravel()
     dst = np.stack([c[1] for c in cols], axis=1).ravel()
-    coef = np.tile(np.array([c[2] for c in cols], dtype=float), len(m))
+    coef = np.stack([c[2] for c in cols], axis=1).ravel()
     edges = np.stack([c[3] for c in cols], axis=1).ravel()
     n = k * len(m)
     return HopTable(src, dst, coef, np.zeros(n, dtype=bool), np.full(n, 1 / efficiency),
@@ -76,16 +90,44 @@ def nvls_hops(topo: Topology, op: str, seg: Segment, switch: str, efficiency: fl
 
 
 def nvls_table(topo: Topology, op: str, seg: Segment, switch: str, efficiency: float) -> HopTable:
-    """:func:`nvls_hops` as a table."""
+    """:func:`nvls_hops` as a table.  AllReduce: every member's whole buffer is read up by the heads'
+    ``ld_reduce`` and the whole result multicast down; a head also takes its reduced ``1/heads`` in and
+    stores it out.  Up to 32 GPUs every member is a head (``S (n+1)/n`` each way); beyond, the first
+    :func:`nvls_head_count` members are (NCCL's NVLS search, at most NCCL_MAX_NVLS_ARITY heads)."""
     n = len(seg.members)
+    if op == "AllReduce" and n > NVLS_MAX_ARITY:
+        h = nvls_head_count(topo, seg, n)
+        extra = np.where(np.arange(n) < h, 1 / h, 0.0)
+        return port_table(topo, seg.members, switch, 1 + extra, 1 + extra, efficiency)
     up, down = {"AllReduce": (1 + 1 / n, 1 + 1 / n), "ReduceScatter": (1.0, 1 / n),
                 "AllGather": (1 / n, 1.0)}[op]
     return port_table(topo, seg.members, switch, up, down, efficiency)
 
 
+def nvlink_gbps(topo: Topology, seg: Segment) -> float:
+    """The NVLink of the segment's slowest member to its NVLS switch, GB/s as NCCL counts it (the link's
+    capacity: data-sheet rate x NCCL's share, topology/efficiency.py)."""
+    sw = nvls_switch(topo, seg)
+    if sw is None:
+        return math.inf
+    ups = topo.router.switch_ports(sw.split("/", 1)[1])[0]
+    ports = [int(ups[m % topo.gpus_per_node]) for m in seg.members]
+    return min(float(topo.capacity[p]) for p in ports if p >= 0) / 1e9
+
+
+def nvls_head_count(topo: Topology, seg: Segment, wanted: int) -> int:
+    """How many of ``wanted`` heads NCCL's NVLS search finds in this node: at most NCCL_MAX_NVLS_ARITY
+    (32), and as many as fit its GPUs' NVLink at the search's slowest speed (:func:`nvls_head_speed`)."""
+    want = min(wanted, NVLS_MAX_ARITY)
+    link = nvlink_gbps(topo, seg)
+    return want if math.isinf(link) else nvls_head_speed(topo.spec.nccl.arch, want, link)[0]
+
+
 def nvls_heads(topo: Topology, segs: Sequence[Segment]) -> list[list[tuple[int, str]]]:
     """Per node, the NVLS-Tree heads and their NICs: for each NIC in NCCL's order, the first
-    member near it that is not a head yet."""
+    member near it that is not a head yet (ncclTopoSearchRecNet: one NIC and its GPU per channel, no
+    GPU twice), at most :func:`nvls_head_count` of them: 32 for an NVL72 rack's 72 NICs, 8 for an
+    8-GPU board's 8, fewer with fewer NICs."""
     out = []
     for seg in segs:
         heads: list[tuple[int, str]] = []
@@ -93,7 +135,7 @@ def nvls_heads(topo: Topology, segs: Sequence[Segment]) -> list[list[tuple[int, 
             h = next((m for m in entry_gpus(topo, seg, nic) if m not in {x for x, _ in heads}), None)
             if h is not None:
                 heads.append((h, nic))
-        out.append(heads)
+        out.append(heads[:nvls_head_count(topo, seg, len(heads))])
     return out
 
 

@@ -3,6 +3,8 @@
 The NVSwitches of Hopper GPUs and later reduce and multicast (:mod:`p2sim.collectives.nvls` builds
 the hops); NCCL runs it with Simple only, for AllReduce, ReduceScatter and AllGather, over a group of
 one node with at least 2 GPUs on one NVLink SHARP switch.  Its efficiency is in its hops' overhead.
+In a domain of more than NCCL_MAX_NVLS_ARITY (32) GPUs, an NVL72 rack's 72, NCCL runs NVLS (and NVLS
+Tree) for AllReduce only (``src/enqueue.cc``: skipped for other collectives when localRanks > 32).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from collections.abc import Sequence
 from ...topology import Topology
 from ...topology.settings import NcclSettings
 from ..channels import Segment, segments
-from ..nccl_tables import NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN, nvls_efficiency
-from ..nvls import nvls_switch, nvls_table
+from ..nccl_tables import NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN, NVLS_MAX_ARITY, nvls_efficiency
+from ..nvls import nvls_head_count, nvls_heads, nvls_switch, nvls_table
 from ..ring import ring_factor
 from .base import Algorithm, Layout
 
@@ -31,6 +33,19 @@ def nvls_switches(topo: Topology, segs: Sequence[Segment]) -> list[str] | None:
     return None if any(x is None for x in sw) or any(len(s.members) < 2 for s in segs) else sw
 
 
+def _arity_allows(op: str, segs: Sequence[Segment]) -> bool:
+    """enqueue.cc: NVLS and NVLS Tree serve other collectives than AllReduce only up to
+    NCCL_MAX_NVLS_ARITY GPUs per node (localRanks)."""
+    return op == "AllReduce" or max(len(s.members) for s in segs) <= NVLS_MAX_ARITY
+
+
+def _too_many(op: str, segs: Sequence[Segment]) -> str | None:
+    if _arity_allows(op, segs):
+        return None
+    return (f"NCCL runs NVLS for {op} only up to {NVLS_MAX_ARITY} GPUs per NVLink domain "
+            f"(NCCL_MAX_NVLS_ARITY, enqueue.cc), and the group has {max(len(s.members) for s in segs)} in one")
+
+
 class Nvls(Algorithm):
     """NCCL's NVLS inside one NVLink domain."""
 
@@ -41,7 +56,8 @@ class Nvls(Algorithm):
     shrink = ((64, 65536), (8, 32768), (2, 16384))
 
     def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
-        return op in self.info.collectives and len(segs) == 1 and nvls_switches(topo, segs) is not None
+        return (op in self.info.collectives and len(segs) == 1 and _arity_allows(op, segs)
+                and nvls_switches(topo, segs) is not None)
 
     def why_not_system(self, topo: Topology) -> str | None:
         spec = topo.spec
@@ -59,7 +75,7 @@ class Nvls(Algorithm):
         if len(segs) > 1:
             return (f"its group spans {len(segs)} nodes, and NVLS stays inside one NVLink domain (NCCL crosses "
                     f"nodes with it only over CollNet, which p2sim does not model)")
-        return self._no_switch(topo, segs)
+        return _too_many(op, segs) or self._no_switch(topo, segs)
 
     @staticmethod
     def _no_switch(topo: Topology, segs: Sequence[Segment]) -> str | None:
@@ -72,7 +88,10 @@ class Nvls(Algorithm):
         return (NVLS_CHANNELS_ONE_DOMAIN if one else NVLS_CHANNELS)[topo.spec.nccl.arch]
 
     def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
-        return max(len(s.members) for s in segments(topo, members))
+        segs = segments(topo, members)
+        if len(segs) > 1:  # NVLS Tree: the heads every node has (connect.cc: the fewest of any node)
+            return max(1, min(len(h) for h in nvls_heads(topo, segs)))
+        return max(1, nvls_head_count(topo, segs[0], len(segs[0].members)))
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float) -> Layout:

@@ -1,7 +1,10 @@
 """NCCL's NVLS Tree (``NCCL_ALGO=NVLSTree``): NVLink SHARP in each node, trees across nodes.
 
 AllReduce only, with Simple, over groups of two nodes or more (NCCL disables it on one node);
-it reads the tree's calibrated rates.
+it reads the tree's calibrated rates.  Its channels are NCCL's NVLS CTAs (``src/transport/nvls.cc``:
+16 on Hopper; on Blackwell 32 at 2 nodes, else by NIC speed and GPUs per node), and every channel
+splits its data over all heads, so each head's flow carries every channel's connection through its
+NIC (each with its own pipeline window) and ``1/heads`` of the data.
 """
 
 from __future__ import annotations
@@ -11,16 +14,22 @@ from collections.abc import Sequence
 
 from ...topology import Topology
 from ...topology.settings import NcclSettings
-from ..channels import Segment
-from ..nccl_tables import base_latency, per_channel_nvls_tree_bw
+from ..channels import Segment, segments
+from ..nccl_tables import base_latency, nvls_tree_channels, per_channel_nvls_tree_bw
 from ..nvls import nvls_tree_tables
 from ..ring import ring_factor
 from .base import Layout
-from .nvls import Nvls, nvls_switches
+from .nvls import Nvls, _arity_allows, _too_many, nvls_switches
 
 __all__ = ["NvlsTree"]
 
 US = 1e-6
+
+
+def _nic_gbps(topo: Topology) -> float:
+    """The slowest NIC's link to the network, GB/s (NCCL's minNetBw, the NIC's reported speed)."""
+    caps = [float(topo.capacity[e]) for nic in topo.nics for e in topo._network_edges_of(0, nic)]
+    return min(caps) / 1e9 if caps else math.inf
 
 
 class NvlsTree(Nvls):
@@ -32,7 +41,8 @@ class NvlsTree(Nvls):
     shrink = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
 
     def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
-        return op in self.info.collectives and len(segs) > 1 and nvls_switches(topo, segs) is not None
+        return (op in self.info.collectives and len(segs) > 1 and _arity_allows(op, segs)
+                and nvls_switches(topo, segs) is not None)
 
     def why_not_system(self, topo: Topology) -> str | None:
         why = super().why_not_system(topo)
@@ -44,12 +54,19 @@ class NvlsTree(Nvls):
     def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
         if len(segs) == 1:
             return "its group lies in one node, and NVLS Tree runs across nodes (NCCL disables it on one node)"
-        return self._no_switch(topo, segs)
+        return _too_many(op, segs) or self._no_switch(topo, segs)
+
+    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
+        segs = segments(topo, members)
+        ppn = min(len(s.members) for s in segs)  # NCCL's minLocalRanks
+        return nvls_tree_channels(topo.spec.nccl.arch, len(segs), ppn, _nic_gbps(topo))
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float) -> Layout:
         groups = nvls_tree_tables(topo, segs, nvls_switches(topo, segs), share)
-        return ring_factor(op, len(members)), groups, [max(1, used // len(groups))] * len(groups), [1] * len(groups)
+        # every channel runs through every head (all_reduce.h, NVLS_TREE: nHeads chunks per loop): each
+        # head's flow has all the channels' connections; one graph channel (NCCL's per-channel cap) per head
+        return ring_factor(op, len(members)), groups, [used] * len(groups), [1] * len(groups)
 
     def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
                 channels: int, arch: str) -> float:
