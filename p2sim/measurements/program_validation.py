@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..util.errors import InputError
+from ..formalism.hierarchy import Order
 from ..topology import find_spec
 from .fit import Calibration, calibrated_specs
 from ..studies.executor import Executor
@@ -77,11 +78,11 @@ class ValidationResult:
 
 def orders_used(rows: Iterable[MeasuredRow]) -> list[dict[str, Any]]:
     """Which device order each measurement file's rows are predicted with, and why."""
-    out: dict[tuple[str, str, str], int] = {}
+    out: dict[tuple[str, Order, str], int] = {}
     for r in rows:
         key = (r.source, r.order, r.order_from)
         out[key] = out.get(key, 0) + 1
-    return [{"source": s, "order": o, "from": f, "rows": n} for (s, o, f), n in out.items()]
+    return [{"source": s, "order": o.value, "from": f, "rows": n} for (s, o, f), n in out.items()]
 
 
 def validate(rows: Sequence[MeasuredRow], executor: Executor, engine: str = "des",
