@@ -73,12 +73,12 @@ def sweeps(out: dict) -> None:
         topo = load_system(system, nodes=nodes)
         ctx = SimulationContext(topo)  # as a study hands one context to the tasks of a system
         for nbytes in (2**29 * topo.node_count * 4, MiB):
-            for algo, model in (("auto", "des"), ("ring", "des"), ("tree", "des"), ("auto", "analytic")):
+            for algo, engine in (("auto", "des"), ("ring", "des"), ("tree", "des"), ("auto", "analytic")):
                 task = ConfigTask(spec=topo.spec, nodes=nodes, axes=axes, reduce_axes=red, bytes_per_gpu=float(nbytes),
-                                 settings=Settings(algo=algo, model=model))
+                                 settings=Settings(algo=algo, engine=engine))
                 res = run_task(task, ctx)
                 for p in res.programs:
-                    key = f"sweep {system} {nodes} {axes} {red} {nbytes} {algo} {model} {p.matrix} {p.text}"
+                    key = f"sweep {system} {nodes} {axes} {red} {nbytes} {algo} {engine} {p.matrix} {p.text}"
                     out[key] = {"total": p.seconds,
                                 "steps": [[s.op, s.seconds, s.groups, s.group_size, s.nodes_spanned, s.buffer_bytes,
                                            [list(c) for c in s.choices]] for s in p.steps]}

@@ -97,7 +97,7 @@ GROUPS: tuple[tuple[str, Callable[[CollectivePrediction], bool]], ...] = (
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", choices=("des", "analytic"), default="des")
+    ap.add_argument("--engine", choices=("des", "analytic"), default="des")
     args = ap.parse_args()
     t0 = time.perf_counter()
     files = sorted(f for f in FABRIC.iterdir() if f.is_file() and is_collective_csv(f))
@@ -105,12 +105,12 @@ def main() -> int:
     earlier_all, earlier_skipped = _read([EARLIER])
     earlier = [r for r in earlier_all if r.nodes > 1]
     t_read = time.perf_counter() - t0
-    out = {"fabric": predict_each(rows, model=args.model), "earlier": predict_each(earlier, model=args.model)}
+    out = {"fabric": predict_each(rows, engine=args.engine), "earlier": predict_each(earlier, engine=args.engine)}
     t_pred = time.perf_counter() - t0 - t_read
     for label, title, bad in (("fabric", f"fabric rows ({', '.join(f.name for f in files)})", skipped),
                               ("earlier", f"earlier multi-node rows ({EARLIER.name}, nodes > 1)", earlier_skipped)):
         preds, failed = out[label]
-        print(f"## {title}: busbw in GB/s, m/p = measured / predicted ({args.model} model)")
+        print(f"## {title}: busbw in GB/s, m/p = measured / predicted ({args.engine} engine)")
         print(HEAD)
         for p in preds:
             print(_line(p))

@@ -61,7 +61,7 @@ __all__ = ["rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate
 
 # parameters by what they take (the same name means the same thing in every function); any other takes a
 # number, a text, a list or a mapping of them, as the command line's text would say it
-_TEXT = frozenset({"algo", "proto", "model", "profile", "order", "collective", "scheduler", "program"})
+_TEXT = frozenset({"algo", "proto", "engine", "profile", "order", "collective", "scheduler", "program"})
 _PATHS = frozenset({"measurements", "calibrate_on", "logs"})  # a file or directory, or a list of them
 _PATH = frozenset({"scheduler_file"})
 
@@ -203,7 +203,7 @@ File = str | os.PathLike[str]
 @_boundary
 def rank(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
          reduce: AxisSet = o.REDUCE, matrix: MatrixLike | None = None, bytes: Size | None = None,  # noqa: A002
-         top: Count = o.TOP, algo: str = o.ALGO, proto: str = o.PROTO, model: str = o.MODEL, profile: str = o.PROFILE,
+         top: Count = o.TOP, algo: str = o.ALGO, proto: str = o.PROTO, engine: str = o.ENGINE, profile: str = o.PROFILE,
          max_size: Count = o.MAX_SIZE, order: str = o.ORDER, compare_orders: bool = False, exhaustive: bool = False,
          budget: Number | None = None, top_matrices: Count | None = None, workers: Count | None = None,
          scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
@@ -223,7 +223,7 @@ def rank(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
 @_boundary
 def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
          reduction: str | Reduction | Sequence[str | Reduction] = (), data_axis: Axis | None = None,
-         algo: str = o.ALGO, proto: str = o.PROTO, model: str = o.MODEL, profile: str = o.PROFILE,
+         algo: str = o.ALGO, proto: str = o.PROTO, engine: str = o.ENGINE, profile: str = o.PROFILE,
          max_size: Count = o.MAX_SIZE, order: str = o.ORDER, exhaustive: bool = False, budget: Number | None = None,
          top_matrices: Count | None = None, workers: Count | None = None, scheduler: str | None = None,
          scheduler_file: File | None = None, max_matrices: Count | None = None,
@@ -242,7 +242,7 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
 @_boundary
 def whatif(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
            reduce: AxisSet = o.REDUCE, vary: str | Sequence[str] = (), bytes: Size | None = None,  # noqa: A002
-           algo: str = o.ALGO, proto: str = o.PROTO, model: str = o.MODEL, profile: str = o.PROFILE,
+           algo: str = o.ALGO, proto: str = o.PROTO, engine: str = o.ENGINE, profile: str = o.PROFILE,
            max_size: Count = o.MAX_SIZE, order: str = o.ORDER, exhaustive: bool = False, workers: Count | None = None,
            scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
            max_simulations: Count | None = None, yes: bool = False) -> WhatifResult:
@@ -260,7 +260,7 @@ def whatif(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes 
 @_boundary
 def simulate(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
              reduce: AxisSet = o.REDUCE, matrix: MatrixLike | None = None, program: str = o.PROGRAM,
-             algo: str = o.ALGO, proto: str = o.PROTO, bytes: Size | None = None, model: str = o.MODEL,  # noqa: A002
+             algo: str = o.ALGO, proto: str = o.PROTO, bytes: Size | None = None, engine: str = o.ENGINE,  # noqa: A002
              profile: str = o.PROFILE, max_size: Count = o.MAX_SIZE, order: str = o.ORDER, trace: bool = False,
              max_matrices: Count | None = None, max_simulations: Count | None = None, yes: bool = False
              ) -> SimulateResult:
@@ -278,7 +278,7 @@ def simulate(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axe
 @_boundary
 def sweep(*, system: System = o.SYSTEM, nodes: Count | None = None, gpus_per_node: Count | None = None,
           collective: str = o.COLLECTIVE, minbytes: Size = o.MINBYTES, maxbytes: Size = o.MAXBYTES,
-          stepfactor: Count = o.STEPFACTOR, algo: str = o.ALGO, proto: str = o.PROTO, model: str = o.MODEL
+          stepfactor: Count = o.STEPFACTOR, algo: str = o.ALGO, proto: str = o.PROTO, engine: str = o.ENGINE
           ) -> SweepResult:
     """One collective over a range of sizes, as nccl-tests runs it (``p2sim sweep``).
 
@@ -293,7 +293,7 @@ def sweep(*, system: System = o.SYSTEM, nodes: Count | None = None, gpus_per_nod
 
 @_boundary
 def validate(*, measurements: Paths, calibrate_on: Paths | None = None, system: str | None = None,
-             folds: Count = o.FOLDS, model: str = o.MODEL, allow_emulated: bool = False, workers: Count | None = None,
+             folds: Count = o.FOLDS, engine: str = o.ENGINE, allow_emulated: bool = False, workers: Count | None = None,
              scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
              max_simulations: Count | None = None, yes: bool = False) -> ValidateResult:
     """Score the model's predictions of measurements beside the baseline's (``p2sim validate``).
@@ -308,7 +308,7 @@ def validate(*, measurements: Paths, calibrate_on: Paths | None = None, system: 
 
 
 @_boundary
-def calibrate(*, measurements: Paths, system: System, model: str = o.MODEL, allow_emulated: bool = False,
+def calibrate(*, measurements: Paths, system: System, engine: str = o.ENGINE, allow_emulated: bool = False,
               workers: Count | None = None, scheduler: str | None = None, scheduler_file: File | None = None
               ) -> CalibrateResult:
     """Fit one system's link classes and per-channel rates to measurements (``p2sim calibrate``).

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from .formalism.synthesis import DEFAULT_MAX_SIZE
 from .measurements.verdict import TOLERANCE as VERDICT_TOLERANCE
 
-__all__ = ["SYSTEM", "REDUCE", "TOP", "ALGO", "PROTO", "MODEL", "PROFILE", "MAX_SIZE", "ORDER", "PROGRAM",
+__all__ = ["SYSTEM", "REDUCE", "TOP", "ALGO", "PROTO", "ENGINE", "PROFILE", "MAX_SIZE", "ORDER", "PROGRAM",
            "COLLECTIVE", "MINBYTES", "MAXBYTES", "STEPFACTOR", "FOLDS", "TOLERANCE", "LIMIT", "DEFAULTS", "DESCRIPTIONS"]
 
 SYSTEM = "a100"  # the system of every command that simulates one (placements, synth and validate need none)
@@ -26,7 +26,7 @@ REDUCE = "0"  # the first axis
 TOP = 10  # rank: entries shown
 ALGO = "auto"  # NCCL's own choice, as with NCCL_ALGO unset
 PROTO = "auto"  # NCCL's own choice, as with NCCL_PROTO unset
-MODEL = "des"  # the contention-aware simulation
+ENGINE = "des"  # the contention-aware simulation
 PROFILE = "paper"  # P2's rule profile (its program counts)
 MAX_SIZE = DEFAULT_MAX_SIZE  # longest program, P2's
 ORDER = "aligned"  # the synthesis hierarchy's levels stay hardware levels
@@ -42,7 +42,7 @@ LIMIT = 20  # synth: programs shown per matrix in the table
 
 # option (argparse destination, API parameter) -> default, for the tests and for docs
 DEFAULTS = MappingProxyType({
-    "system": SYSTEM, "reduce": REDUCE, "top": TOP, "algo": ALGO, "proto": PROTO, "model": MODEL,
+    "system": SYSTEM, "reduce": REDUCE, "top": TOP, "algo": ALGO, "proto": PROTO, "engine": ENGINE,
     "profile": PROFILE, "max_size": MAX_SIZE, "order": ORDER, "program": PROGRAM, "collective": COLLECTIVE,
     "minbytes": MINBYTES, "maxbytes": MAXBYTES, "stepfactor": STEPFACTOR, "folds": FOLDS, "tolerance": TOLERANCE,
     "limit": LIMIT})
@@ -68,7 +68,8 @@ DESCRIPTIONS = MappingProxyType({
     "top": "how many entries the ranking keeps",
     "algo": "NCCL algorithm, forced like NCCL_ALGO (auto: NCCL's choice; both: ring and tree)",
     "proto": "NCCL protocol: auto, LL, LL128 or Simple",
-    "model": "des (contention-aware), analytic (NCCL's tuning model) or baseline (link-bottleneck formulas)",
+    "engine": "simulation engine: des (contention-aware), analytic (NCCL's tuning model) or baseline "
+              "(link-bottleneck formulas)",
     "profile": "synthesis rule profile: paper (P2's counts) or full",
     "max_size": "longest program",
     "order": "device order of a group over several axes: aligned or p2",

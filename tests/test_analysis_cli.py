@@ -92,7 +92,7 @@ def test_plan_and_whatif_state_the_order(capsys):
     assert "(data axis 0); aligned order;" in out
     rc, out, err = run(capsys, "whatif", "--system", "a100", "--nodes", "4", "--axes", "8,2,4", "--reduce", "0,2",
                        "--vary", "nic.bandwidth=8", "--algo", "ring", "--order", "p2", "--workers", "1")
-    assert rc == 0 and "ring, des model; p2 order)" in out, err
+    assert rc == 0 and "ring, des engine; p2 order)" in out, err
 
 
 def test_plan_reports_best_default_and_savings(capsys):

@@ -56,11 +56,11 @@ def test_numpy_numbers_are_numbers():
     mixed = p2sim.placements(hierarchy=np.array([2, 4]), axes={"a": np.int64(2), "b": np.int32(4)})
     assert mixed.to_json() == plain.to_json()
     r = p2sim.rank(system="a100", axes={"data": np.int64(4), "tensor": np.int64(8)}, reduce=["data"],
-                   top=np.int64(3), bytes=np.float64(2**30), model="analytic", workers=1)
+                   top=np.int64(3), bytes=np.float64(2**30), engine="analytic", workers=1)
     assert r.to_json() == p2sim.rank(system="a100", axes={"data": 4, "tensor": 8}, reduce=["data"], top=3,
-                                     bytes=2**30, model="analytic", workers=1).to_json()
+                                     bytes=2**30, engine="analytic", workers=1).to_json()
     s = p2sim.sweep(system="a100", minbytes=np.float32(1024), maxbytes=np.int64(4096), stepfactor=np.uint8(2),
-                    model="analytic")
+                    engine="analytic")
     assert [p["size"] for p in s.table()] == [1024, 2048, 4096]
     c = p2sim.check(system="a100", axes=np.array([32]), matrix=np.array([[2, 16]]),
                     program="AllReduce(slice=0, Inside)", tolerance=np.float64(1.5))
@@ -69,8 +69,8 @@ def test_numpy_numbers_are_numbers():
 
 def test_the_command_line_spellings_are_accepted():
     step = ["data:1GiB", "tensor:64MiB x 4"]
-    a = p2sim.plan(system="a100", axes={"data": 4, "tensor": 8}, reduction=step, model="analytic", workers=1)
-    b = p2sim.plan(system="a100", axes={"data": 4, "tensor": 8}, reductions=step, model="analytic", workers=1)
+    a = p2sim.plan(system="a100", axes={"data": 4, "tensor": 8}, reduction=step, engine="analytic", workers=1)
+    b = p2sim.plan(system="a100", axes={"data": 4, "tensor": 8}, reductions=step, engine="analytic", workers=1)
     assert a.to_json() == b.to_json()
     assert "reduction" in inspect.signature(p2sim.plan).parameters
     sub = next(x for x in build_parser()._actions if isinstance(x, argparse._SubParsersAction))
@@ -81,7 +81,7 @@ def test_the_command_line_spellings_are_accepted():
 
 
 def test_results_have_a_short_repr_and_an_html_table():
-    r = p2sim.rank(system="a100", axes={"data": 4, "tensor": 8}, reduce=["data"], model="analytic", workers=1)
+    r = p2sim.rank(system="a100", axes={"data": 4, "tensor": 8}, reduce=["data"], engine="analytic", workers=1)
     text = repr(r)
     assert "\n" not in text and len(text) < 300
     assert text.startswith("<RankResult: rank on a100 (2 nodes, axes data=4,tensor=8): best [[1 4] [2 4]] "
@@ -90,9 +90,9 @@ def test_results_have_a_short_repr_and_an_html_table():
     assert page.count("<tr>") == 1 + min(HEAD_ROWS, len(r.table())) and "<table>" in page and len(page) < 8000
     for result in (p2sim.placements(hierarchy="2,4", axes="2,4"),
                    p2sim.synthesize(hierarchy="2,4", axes="2,4", reduce="0"),
-                   p2sim.sweep(system="a100", maxbytes="1MiB", model="analytic"),
+                   p2sim.sweep(system="a100", maxbytes="1MiB", engine="analytic"),
                    p2sim.simulate(system="a100", axes="32", matrix="[[2 16]]", program="AllReduce(slice=0, Inside)",
-                                  model="analytic"),
+                                  engine="analytic"),
                    p2sim.check(system="a100", axes="32", matrix="[[2 16]]", program="AllReduce(slice=0, Inside)")):
         text = repr(result)
         assert "\n" not in text and len(text) < 300 and ("a100" in text or "hierarchy 2,4" in text), text
@@ -131,7 +131,9 @@ def test_parameters_are_the_command_options_and_defaults_the_tables():
     sub = next(x for x in build_parser()._actions if isinstance(x, argparse._SubParsersAction))
     builders = {"rank": RankRequest.build, "simulate": SimulateRequest.build, "sweep": SweepRequest.build}
     for command, function in FUNCTIONS.items():
-        actions = {a.dest: a for a in sub.choices[command]._actions if a.dest not in PRINTING}
+        # a deprecated spelling (--model for --engine) shares its option's destination, hidden from --help
+        actions = {a.dest: a for a in sub.choices[command]._actions
+                   if a.dest not in PRINTING and a.help != argparse.SUPPRESS}
         params = inspect.signature(getattr(api, function)).parameters
         assert set(actions) == set(params), f"p2sim {command} and p2sim.{function} differ"
         for dest, action in actions.items():

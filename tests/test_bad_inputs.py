@@ -110,7 +110,7 @@ def test_a_late_write_failure_keeps_the_printed_answer(capsys, monkeypatch, tmp_
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(files.os, "replace", full_disk)
-    rc, out, err = run(capsys, "rank", "--system", "a100", "--axes", "4,8", "--model", "analytic", "--workers", "1",
+    rc, out, err = run(capsys, "rank", "--system", "a100", "--axes", "4,8", "--engine", "analytic", "--workers", "1",
                        "--out", str(tmp_path / "report"))
     assert rc == 2 and "best program per matrix:" in out and "Traceback" not in err
     assert err.strip().splitlines()[-1] == (f"p2sim rank: error: out: cannot write {tmp_path / 'report'} "
@@ -195,7 +195,7 @@ def test_simulations_are_counted_before_they_start_and_limited(capsys):
             says=("simulations:", "60 rows in 32 groups"))
     refused(capsys, "simulate", "--system", "a100", "--axes", "4,8", "--max-simulations", "49",
             says=("simulations:", "50 programs"))
-    rc, out, err = run(capsys, "rank", "--system", "a100", "--axes", "4,8", "--model", "analytic",
+    rc, out, err = run(capsys, "rank", "--system", "a100", "--axes", "4,8", "--engine", "analytic",
                        "--workers", "10000", "--yes")
     assert rc == 0, err
     (line,) = err.strip().splitlines()
@@ -416,7 +416,7 @@ def test_system_file_fields(capsys, tmp_path):
 
 def test_default_buffer_beyond_gpu_memory_is_a_warning(capsys):
     one = ["simulate", "--system", "a100", "--nodes", "32", "--axes", "512", "--program", "AllReduce(slice=0, Inside)",
-           "--model", "analytic"]
+           "--engine", "analytic"]
     rc, out, err = run(capsys, *one)
     assert rc == 0 and err.strip() == (
         "p2sim simulate: warning: the default buffer (P2's 2^29 x 32 nodes float32) of 64 GiB per GPU exceeds the "
@@ -427,19 +427,19 @@ def test_default_buffer_beyond_gpu_memory_is_a_warning(capsys):
 
 def test_axis_names_reach_every_answer(capsys):
     named = ["--system", "a100", "--axes", "data=4,tensor=8", "--reduce", "data"]
-    rc, out, _ = run(capsys, "rank", *named, "--model", "analytic", "--workers", "1")
+    rc, out, _ = run(capsys, "rank", *named, "--engine", "analytic", "--workers", "1")
     assert rc == 0 and "axes data=4 tensor=8 reduce data;" in out
     assert "optimises the reduction over data only: the traffic of tensor is not counted" in out
     assert "matrix rows: data, tensor (axes); columns: node, gpu (levels, outermost first)" in out
     assert "best placement [[1 4] [2 4]]: data: 4 GPUs inside a node; tensor: 2 nodes x 4 GPUs" in out
-    rc, out, _ = run(capsys, "rank", *named, "--model", "analytic", "--workers", "1", "--json")
+    rc, out, _ = run(capsys, "rank", *named, "--engine", "analytic", "--workers", "1", "--json")
     doc = json.loads(out)
     assert doc["axis_names"] == ["data", "tensor"] and doc["level_names"] == ["node", "gpu"]
     assert doc["best_placement"]["placement"] == "data: 4 GPUs inside a node; tensor: 2 nodes x 4 GPUs"
-    rc, out, _ = run(capsys, "rank", *named, "--model", "analytic", "--workers", "1", "--emit", "torch")
+    rc, out, _ = run(capsys, "rank", *named, "--engine", "analytic", "--workers", "1", "--emit", "torch")
     assert "MESH_AXES = ('tensor_node', 'data_gpu', 'tensor_gpu')" in out and "def reduce_data(x):" in out
     rc, out, _ = run(capsys, "plan", "--system", "a100", "--axes", "data=2,tensor=16", "--reduction", "data:1GiB",
-                     "--reduction", "tensor:1MiB x 4", "--data-axis", "data", "--model", "analytic", "--workers", "1")
+                     "--reduction", "tensor:1MiB x 4", "--data-axis", "data", "--engine", "analytic", "--workers", "1")
     assert rc == 0 and "reductions: axes data 1 GiB x 1; axes tensor 1 MiB x 4" in out
     refused(capsys, "rank", "--system", "a100", "--axes", "data=4,8", says=("axes: name every axis",))
     refused(capsys, "rank", *named[:4], "--reduce", "pipeline",

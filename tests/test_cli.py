@@ -94,10 +94,10 @@ FULL = "/dev/full"
 @pytest.mark.parametrize("argv", [
     ["p2sim", "systems"],
     ["p2sim", "--help"],
-    ["p2sim", "sweep", "-e", "1MiB", "--model", "analytic", "--json"],
-    ["p2sim", "sweep", "-e", "1MiB", "--model", "analytic", "--csv", "-"],
-    ["p2sim", "sweep", "--system", "dgx-h100", "-e", "1GiB", "--model", "analytic", "--emit", "nccl-tuner"],
-    ["p2sim", "rank", "--system", "a100", "--axes", "data=4,tensor=8", "--reduce", "data", "--model", "analytic",
+    ["p2sim", "sweep", "-e", "1MiB", "--engine", "analytic", "--json"],
+    ["p2sim", "sweep", "-e", "1MiB", "--engine", "analytic", "--csv", "-"],
+    ["p2sim", "sweep", "--system", "dgx-h100", "-e", "1GiB", "--engine", "analytic", "--emit", "nccl-tuner"],
+    ["p2sim", "rank", "--system", "a100", "--axes", "data=4,tensor=8", "--reduce", "data", "--engine", "analytic",
      "--workers", "1", "--emit", "jax", "-q"],
     ["bench_nccl", "summary", "LOG"],
 ])
@@ -171,10 +171,28 @@ def test_simulate_all_programs_and_models(capsys):
     assert len(des["programs"]) == 47
     assert des["bytes_per_gpu"] == 2**29 * 2 * 4  # P2's default
     rc, out, _ = run(capsys, "simulate", "--system", "v100", "--axes", "4,4", "--reduce", "1",
-                     "--matrix", "[[1 4] [2 2]]", "--model", "analytic", "--json")
+                     "--matrix", "[[1 4] [2 2]]", "--engine", "analytic", "--json")
     assert json.loads(out)["model"] == "analytic"
     rc, out, _ = run(capsys, "simulate", "--system", "a100", "--axes", "32", "--program", "AllReduce(slice=0, Inside)")
     assert rc == 0 and "across 2 nodes" in out
+
+
+@pytest.mark.parametrize("command", [
+    ["simulate", "--system", "a100", "--axes", "32", "--program", "AllReduce(slice=0, Inside)"],
+    ["sweep", "-b", "1MiB", "-e", "1MiB"],
+    ["rank", "--system", "a100", "--axes", "4,8", "--top", "1", "--workers", "1"],
+])
+def test_model_is_the_engine_option_under_its_old_name(capsys, command):
+    """--model chose the simulation engine; it is --engine now (the next --model names a training model), and
+    the old spelling still runs, with one line on stderr that says so, hidden from --help."""
+    rc, new, new_err = run(capsys, *command, "--engine", "analytic", "--json")
+    assert rc == 0 and "--model" not in new_err and json.loads(new)["model"] == "analytic"
+    rc, old, err = run(capsys, *command, "--model", "analytic", "--json")
+    assert rc == 0 and old == new
+    note = f"p2sim {command[0]}: note: --model analytic is deprecated, it is now --engine analytic"
+    assert err.splitlines() == [note] + new_err.splitlines()  # the note first, when the options are read
+    rc, out, _ = run(capsys, command[0], "--help")
+    assert rc == 0 and "--engine ENGINE" in out and "--model" not in out
 
 
 def test_simulate_one_program_synthesizes_nothing(capsys, monkeypatch):
@@ -247,7 +265,7 @@ def _system_file(tmp_path, text):
         (["simulate", "--system", "a100", "--axes", "2,16", "--program", "AllReduce(slice=0, Inside)"], "name one with --matrix"),
         (["simulate", "--system", "a100", "--axes", "32", "--program", "AllReduce(slice=2, Inside)"], "slice 2"),
         (["simulate", "--system", "a100", "--axes", "32", "--bytes", "lots"], "bytes"),
-        (["simulate", "--system", "a100", "--axes", "32", "--model", "magic"], "model"),
+        (["simulate", "--system", "a100", "--axes", "32", "--engine", "magic"], "engine"),
         (["simulate", "--system", "a100", "--algo", "butterfly"], "algo"),
         (["simulate", "--system", "a100", "--order", "xla"], "--order: invalid choice: 'xla'"),
         (["synth", "--order", "row-major"], "--order: invalid choice"),
@@ -349,7 +367,7 @@ def test_validate_csv_on_stdout_is_the_csv_only(capsys, tmp_path):
     whatif and sweep do)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     rc, out, err = run(capsys, "validate", "--measurements",
-                       os.path.join(root, "validation", "data", "measurements_2node.csv"), "--model", "analytic",
+                       os.path.join(root, "validation", "data", "measurements_2node.csv"), "--engine", "analytic",
                        "--workers", "1", "--csv", "-", "--out", str(tmp_path / "report"))
     assert rc == 0, err
     assert "report:" not in out and out.splitlines()[0].count(",") > 2

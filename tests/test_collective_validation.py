@@ -40,7 +40,7 @@ def test_the_model_asked_for_is_the_model_scored(capsys, tmp_path):
     # one group alone meets no contention, so the analytic model gives the event-driven model's
     # times on every row; the document and the report name the model that was run
     des = validate_json(capsys, "--measurements", str(DEV))
-    ana = validate_json(capsys, "--measurements", str(DEV), "--model", "analytic", "--out", str(tmp_path / "r"))
+    ana = validate_json(capsys, "--measurements", str(DEV), "--engine", "analytic", "--out", str(tmp_path / "r"))
     assert des["model"] == "des" and ana["model"] == "analytic"
     assert set(ana["metrics"]["all"]) == {"analytic", "baseline"}
     assert [r["predicted_seconds"] for r in ana["rows"]] == pytest.approx([r["predicted_seconds"] for r in des["rows"]],
@@ -52,8 +52,8 @@ def test_the_model_asked_for_is_the_model_scored(capsys, tmp_path):
 def test_baseline_is_not_a_model_to_validate_or_fit(capsys, tmp_path):
     for argv in (("validate", "--measurements", str(DEV)),
                  ("calibrate", "--measurements", str(DEV), "--system", "dgx-h100", "--out", str(tmp_path / "c.toml"))):
-        rc, out, err = run(capsys, *argv, "--model", "baseline")
-        assert rc == 2 and err.strip().splitlines()[-1].startswith(f"p2sim {argv[0]}: error: model: 'baseline'")
+        rc, out, err = run(capsys, *argv, "--engine", "baseline")
+        assert rc == 2 and err.strip().splitlines()[-1].startswith(f"p2sim {argv[0]}: error: engine: 'baseline'")
         assert not (tmp_path / "c.toml").exists()
 
 

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
+from p2sim.formalism.hierarchy import Order
+from p2sim.measurements.duplicates import dedupe_programs
 from p2sim.measurements.program_rows import CSV_COLUMNS, load_measurements
 from p2sim.util.errors import MeasurementError
 
@@ -23,6 +26,23 @@ def test_p2_table_loads():
     assert len(load_measurements(DATA)) == 60  # a directory reads every file in it
     # P2 lowered through XLA: its rows are predicted with the p2 device order
     assert {r.order for r in rows} == {"p2"} and "P2's CSV" in r.order_from
+
+
+def test_a_rows_order_is_parsed_once_where_it_is_read(tmp_path):
+    """The reader kept the order as text, which the prediction parsed again: it is an Order from the reader on,
+    in the row, its group key, and the task predicting it; text only where it is written out."""
+    rows = load_measurements(CSV)
+    assert all(r.order is Order.P2 and r.group[-1] is Order.P2 for r in rows)
+    assert rows[0].ident()["order"] == "p2" and json.dumps(rows[0].ident())  # JSON: the text
+    f = _log(tmp_path, [_rec("AllReduce(slice=0, Inside)", 1.0, order="P2"), _rec("AllReduce(slice=0, Inside)", 2.0)])
+    assert [r.order for r in load_measurements(f)] == [Order.P2, Order.ALIGNED]
+    assert all(type(r.order) is Order for r in load_measurements(f))
+
+
+def test_a_repeated_rows_message_names_its_order_as_text():
+    row = load_measurements(CSV)[0]
+    with pytest.raises(MeasurementError, match=r", p2 order\) with other figures"):
+        dedupe_programs([row, dataclasses.replace(row, line=99, optimal_s=row.optimal_s * 2)])
 
 
 def test_csv_order_column(tmp_path):

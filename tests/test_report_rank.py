@@ -220,7 +220,7 @@ def test_json_carries_the_default_placement_and_gain_the_page_says(result):
 
 def test_json_says_when_the_search_left_the_default_placement_out():
     r = run_rank(RankRequest.build(system="a100", axes="data=4,tensor=8", reduce="data", matrix="[[1 4] [2 4]]",
-                                   model="analytic", workers=1))
+                                   engine="analytic", workers=1))
     doc = r.to_json()["default_placement"]
     assert doc["matrix"] == [[2, 2], [1, 8]] and not doc["searched"]
     assert doc["gain"] is None and doc["allreduce_seconds"] is None

@@ -34,7 +34,7 @@ def test_sweep_out_writes_the_page(capsys, tmp_path):
 def test_page_opens_with_the_answer(result, files):
     answer = report.sweep_answer(result)
     assert answer.text == (
-        "AllReduce on 1 node x 8 GPUs of dgx-h100 (des model): 512 MiB takes 1.941 ms at 484.0 GB/s bus bandwidth "
+        "AllReduce on 1 node x 8 GPUs of dgx-h100 (des engine): 512 MiB takes 1.941 ms at 484.0 GB/s bus bandwidth "
         "(`nvls/Simple x16`) and 8 B takes 15 us. Bus bandwidth peaks at 484.0 GB/s (512 MiB) and reaches half of "
         "that from 8 MiB on; NCCL runs `ring/LL` from 8 B, then `nvls/Simple` from 2 MiB.")
     md, page = files["sweep.md"].decode(), Page(files["sweep.html"].decode())

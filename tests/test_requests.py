@@ -17,11 +17,11 @@ from p2sim.studies.config_task import ConfigTask
 from p2sim.studies.whatif import WhatifRequest
 from p2sim.util.errors import InputError
 
-LOOSE = {"algo", "proto", "model", "rules", "order", "profile", "max_size"}
+LOOSE = {"algo", "proto", "engine", "rules", "order", "profile", "max_size"}
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    ({"algo": "rings"}, "algo: 'rings'"), ({"proto": "LL64"}, "proto: 'LL64'"), ({"model": "fluid"}, "model: 'fluid'"),
+    ({"algo": "rings"}, "algo: 'rings'"), ({"proto": "LL64"}, "proto: 'LL64'"), ({"engine": "fluid"}, "engine: 'fluid'"),
     ({"profile": "short"}, "profile: 'short'"), ({"max_size": "0"}, "max-size"), ({"order": "zigzag"}, "order: 'zigzag'"),
 ])
 def test_settings_refuse_a_bad_value_with_its_field(kwargs, message):
@@ -34,7 +34,7 @@ def test_settings_are_typed_once_built():
     assert (s.proto, s.rules, s.order) == ("LL128", Rules(Profile.FULL, 4), Order.P2)
     assert [t.algo for t in s.each()] == ["ring", "tree"]
     assert Settings() == Settings.of() and Settings().rules.max_size == DEFAULT_MAX_SIZE
-    assert (s.sim.algo, s.sim.proto, s.sim.model) == ("both", "LL128", "des")
+    assert (s.sim.algo, s.sim.proto, s.sim.engine) == ("both", "LL128", "des")
 
 
 @pytest.mark.parametrize("request_type", [RankRequest, PlanRequest, WhatifRequest, SimulateRequest])

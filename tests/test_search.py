@@ -108,7 +108,7 @@ def test_commands_answer_alike_with_and_without_the_bounds(capsys, argv):
 def test_pruning_options_are_checked(capsys):
     base = ["rank", "--system", "a100", "--axes", "4,8", "--reduce", "0", "--workers", "1"]
     for extra, field in ((["--budget", "soon"], "budget"), (["--budget", "-1"], "budget"),
-                         (["--top-matrices", "0"], "top-matrices"), (["--model", "analytic", "--budget", "5"], "budget")):
+                         (["--top-matrices", "0"], "top-matrices"), (["--engine", "analytic", "--budget", "5"], "budget")):
         assert main(base + extra) == 2
         assert field in capsys.readouterr().err
     out = _json(capsys, base + ["--json", "--top-matrices", "1"])

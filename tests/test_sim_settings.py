@@ -9,10 +9,10 @@ from p2sim.topology import load_system
 
 def test_the_simulator_runs_with_the_settings_it_was_handed():
     ctx = SimulationContext(load_system("a100", 2))
-    sim = SimSettings(algo="tree", proto="Simple", model="analytic").simulator(ctx.topo, ctx)
-    assert (sim.algo, sim.proto, sim.model, sim.context) == ("tree", "Simple", "analytic", ctx)
+    sim = SimSettings(algo="tree", proto="Simple", engine="analytic").simulator(ctx.topo, ctx)
+    assert (sim.algo, sim.proto, sim.engine, sim.context) == ("tree", "Simple", "analytic", ctx)
 
 
 def test_the_default_settings_are_nccls_choice_in_the_event_driven_model():
     sim = SimSettings().simulator(load_system("a100", 2))
-    assert (sim.algo, sim.proto, sim.model) == ("auto", "auto", "des")
+    assert (sim.algo, sim.proto, sim.engine) == ("auto", "auto", "des")

@@ -179,7 +179,7 @@ def test_auto_records_what_each_step_ran():
     small = Simulator(topo).simulate(lw, ALLREDUCE, 8).steps[0]
     assert (big.algo, big.proto) == ("nvls", "Simple")
     assert small.proto == "LL" and small.seconds < 1e-4
-    assert Simulator(topo, model="baseline").simulate(lw, ALLREDUCE, 2**30).steps[0].algo == "ring"
+    assert Simulator(topo, engine="baseline").simulate(lw, ALLREDUCE, 2**30).steps[0].algo == "ring"
 
 
 def test_program_checks():

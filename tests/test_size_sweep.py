@@ -101,7 +101,7 @@ def test_sweep_help_says_how_sizes_are_read(capsys):
     (("-C", "alltoall"), "collective"),
     (("-b", "1MiB", "-e", "1KiB"), "maxbytes"),
     (("-b", "lots"), "minbytes"),
-    (("--model", "baseline"), "model"),
+    (("--engine", "baseline"), "engine"),
     (("--algo", "pat"), "algo"),
 ])
 def test_sweep_command_errors(capsys, tmp_path, argv, field):

@@ -66,7 +66,7 @@ def test_track_ids_are_unique_across_programs(capsys, tmp_path):
 
 def test_analytic_trace_is_refused_and_nothing_written(capsys, tmp_path):
     path = tmp_path / "t.json"
-    rc, out, err = run(capsys, "simulate", "--system", "h100", "--nodes", "1", "--axes", "8", "--model", "analytic",
+    rc, out, err = run(capsys, "simulate", "--system", "h100", "--nodes", "1", "--axes", "8", "--engine", "analytic",
                        "--trace", str(path))
-    assert rc == 2 and out == "" and len(err.splitlines()) == 1 and "--model des" in err
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1 and "--engine des" in err
     assert not path.exists()

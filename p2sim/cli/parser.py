@@ -105,9 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_algo(p)
     p.add_argument("--proto", default=o.PROTO, help=f"NCCL protocol: auto, LL, LL128 or Simple (default: {o.PROTO})")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU, e.g. 2GiB or 8B (default: {DEFAULT_BYTES_HELP})")
-    p.add_argument("--model", default=o.MODEL,
-                   help="des (contention-aware), analytic (NCCL's tuning model, no contention) or baseline "
-                        f"(link-bottleneck formulas) (default: {o.MODEL})")
+    _add_engine(p, "des (contention-aware), analytic (NCCL's tuning model, no contention) or baseline "
+                   "(link-bottleneck formulas)")
     p.add_argument("--profile", default=o.PROFILE, help=f"rule profile for --program all (default: {o.PROFILE})")
     p.add_argument("--max-size", default=str(o.MAX_SIZE), help=f"longest program (default: {o.MAX_SIZE})")
     p.add_argument("--trace", default=None, metavar="FILE.json",
@@ -135,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-f", "--stepfactor", default=o.STEPFACTOR, help=f"size factor between points (default: {o.STEPFACTOR})")
     _add_algo(p)
     p.add_argument("--proto", default=o.PROTO, help=f"auto, LL, LL128 or Simple (default: {o.PROTO})")
-    p.add_argument("--model", default=o.MODEL, help=f"des or analytic (default: {o.MODEL})")
+    _add_engine(p, "des or analytic")
     p.add_argument("--out", default=None, metavar="DIR", help="write sweep.txt, the pages sweep.html and sweep.md and the plot sweep.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--emit", default=None, metavar="nccl-tuner",
@@ -146,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("rank", help="rank every (matrix, program) by predicted time",
                        description="Rank every program of every parallelism matrix and print the top K, "
-                                   "with speedups over each matrix's single AllReduce (with the des model, only "
+                                   "with speedups over each matrix's single AllReduce (with the des engine, only "
                                    "the programs whose lower bound can still win are simulated: same answer). "
                                    "Only the reduction over --reduce is optimised: the other axes' traffic is not "
                                    "counted (p2sim plan weighs every reduction of a training step).")
@@ -212,8 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "directory's systems.csv does not map")
     p.add_argument("--folds", default=str(o.FOLDS),
                    help=f"with --calibrate-on: k-fold cross-validation over groups (default: {o.FOLDS})")
-    p.add_argument("--model", default=o.MODEL,
-                   help=f"des or analytic (default: {o.MODEL}; the baseline model is always scored beside it)")
+    _add_engine(p, "des or analytic", "; the baseline is always scored beside it")
     p.add_argument("--allow-emulated", action="store_true",
                    help="score (and calibrate on) bench_nccl's CPU emulations (--backend numpy) without a warning")
     p.add_argument("--workers", default=None, help="worker processes (default: all cores; 1 = in-process)")
@@ -254,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", required=True, help="the system to calibrate (name or .toml file)")
     p.add_argument("--out", required=True, metavar="FILE.toml", help="the calibrated system file to write")
     _add_force(p)
-    p.add_argument("--model", default=o.MODEL, help=f"des or analytic (default: {o.MODEL})")
+    _add_engine(p, "des or analytic")
     p.add_argument("--allow-emulated", action="store_true",
                    help="fit bench_nccl's CPU emulations (--backend numpy) too; refused otherwise: they time numpy, "
                         "not the links")
@@ -298,6 +296,23 @@ def _add_algo(p: argparse.ArgumentParser, choices: tuple[str, ...] = ALGO_CHOICE
                         f"it does not have at all runs as a ring (default: {default})")
 
 
+class _EngineAlias(argparse.Action):
+    """``--model des|analytic|baseline``, the simulation engine's old option: sets ``--engine`` and says so on
+    stderr, once per use (``--model`` is to name a training model next)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        sys.stderr.write(f"{parser.prog}: note: --model {values} is deprecated, it is now --engine {values}\n")
+        setattr(namespace, self.dest, values)
+
+
+def _add_engine(p: argparse.ArgumentParser, what: str, more: str = "") -> None:
+    p.add_argument("--engine", default=o.ENGINE,
+                   help=f"simulation engine: {what} (default: {o.ENGINE}{more})")
+    # the deprecated spelling: same destination, hidden from --help; its default is --engine's
+    p.add_argument("--model", dest="engine", action=_EngineAlias, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
 def _add_csv(p: argparse.ArgumentParser) -> None:
     p.add_argument("--csv", default=None, metavar="FILE|-",
                    help="also write the main table as CSV to FILE, columns named as in --json ('-': print the CSV "
@@ -322,7 +337,7 @@ def _add_emit(p: argparse.ArgumentParser) -> None:
 def _add_settings_options(p: argparse.ArgumentParser, algo: str = o.ALGO) -> None:
     _add_algo(p, STUDY_CHOICES, algo)
     p.add_argument("--proto", default=o.PROTO, help=f"NCCL protocol: auto, LL, LL128 or Simple (default: {o.PROTO})")
-    p.add_argument("--model", default=o.MODEL, help=f"des, analytic or baseline (default: {o.MODEL})")
+    _add_engine(p, "des, analytic or baseline")
     p.add_argument("--profile", default=o.PROFILE, help=f"rule profile (default: {o.PROFILE})")
     p.add_argument("--max-size", default=str(o.MAX_SIZE), help=f"longest program (default: {o.MAX_SIZE})")
     p.add_argument("--workers", default=None,
@@ -334,7 +349,7 @@ def _add_settings_options(p: argparse.ArgumentParser, algo: str = o.ALGO) -> Non
 
 def _add_search_options(p: argparse.ArgumentParser, pruning: bool = True) -> None:
     p.add_argument("--exhaustive", action="store_true",
-                   help="simulate every program (default with the des model: bound every program first and "
+                   help="simulate every program (default with the des engine: bound every program first and "
                         "simulate only those whose lower bound can still beat the K-th best or their matrix's "
                         "best; the answer is the same)")
     if not pruning:

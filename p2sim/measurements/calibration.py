@@ -24,7 +24,7 @@ from .fit import Calibration, calibrate
 from .emulated import refuse_emulated
 from .inputs import Measurements, load_inputs
 from .program_predict import P2, groups_of
-from .validation import fitted_model
+from .validation import fitted_engine
 
 __all__ = ["CalibrateRequest", "CalibrateResult", "run_calibrate"]
 
@@ -34,20 +34,20 @@ class CalibrateRequest:
     source: str
     spec: SystemSpec
     data: Measurements
-    model: str
+    engine: str
     allow_emulated: bool
     run: RunOptions
 
     @classmethod
-    def build(cls, measurements: Any, system: str | SystemSpec, model: str = "des", allow_emulated: bool = False,
+    def build(cls, measurements: Any, system: str | SystemSpec, engine: str = "des", allow_emulated: bool = False,
               workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None
               ) -> CalibrateRequest:
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         # rows name the system so that find_spec finds this file again: a file whose name is in no
         # catalogue (or a catalogue name of another file) by its path
         data = load_inputs(measurements, spec)
-        model = fitted_model(model, "the baseline has no per-channel rates to fit")
-        req = cls(str(measurements), spec, data, model, bool(allow_emulated),
+        engine = fitted_engine(engine, "the baseline has no per-channel rates to fit")
+        req = cls(str(measurements), spec, data, engine, bool(allow_emulated),
                   RunOptions.of(workers, scheduler, scheduler_file))
         if not allow_emulated:
             refuse_emulated(list(req.program_rows) + list(req.collective_rows), "calibrates on them")
@@ -104,7 +104,7 @@ def run_calibrate(req: CalibrateRequest) -> CalibrateResult:
         if parts:
             announce(f"{req.spec.name}: {'; '.join(parts)}; {req.run.where(tasks)} (a fit takes tens to a few "
                      "hundred evaluations)")
-        fit = calibrate(mine, req.system, ex, req.model, base=req.spec, collectives=singles)
+        fit = calibrate(mine, req.system, ex, req.engine, base=req.spec, collectives=singles)
     text = spec_to_toml(fit.after, f"Calibrated by p2sim calibrate from {req.spec.source}\n"
-                                   f"on {req.source} ({fit.rows} rows, {req.model} model).")
+                                   f"on {req.source} ({fit.rows} rows, {req.engine} engine).")
     return CalibrateResult(req, fit, text)

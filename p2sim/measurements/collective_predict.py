@@ -50,7 +50,7 @@ class CollectivePrediction:
     proto: str
     channels: int
     kind: str  # single-node, multi-node or pcie
-    model: str = "des"  # the model behind ``seconds``: des or analytic
+    engine: str = "des"  # the engine behind ``seconds``: des or analytic
     bound: Binding | None = None  # what bounds the prediction (a link class, a per-channel limit, latency)
 
     def busbw(self, seconds: float) -> float:
@@ -117,8 +117,8 @@ def _groups(topo: Topology, row: CollectiveRow) -> tuple[tuple[int, ...], ...]:
 
 
 def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, SystemSpec] | None = None,
-                        model: str = "des") -> list[CollectivePrediction]:
-    """Predict every row with ``model`` (``des`` or ``analytic``) and the link-bottleneck baseline.
+                        engine: str = "des") -> list[CollectivePrediction]:
+    """Predict every row with ``engine`` (``des`` or ``analytic``) and the link-bottleneck baseline.
 
     ``specs`` replaces systems by name (calibrated files); others are the shipped ones.
     """
@@ -144,18 +144,18 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
                                        f"algorithm it ran in the mapping file)") from None
         if pair is None:
             cfg = ModelConfig.of(spec)
-            pair = sims[skey] = (Simulator(topo, r.algo, model, cfg, proto=r.proto, context=ctx),
+            pair = sims[skey] = (Simulator(topo, r.algo, engine, cfg, proto=r.proto, context=ctx),
                                  Simulator(topo, r.algo, "baseline", cfg, proto=r.proto, context=ctx))
         step = LoweredStep(Op(r.collective), groups)
         pred = pair[0].step(step, (r.size_bytes,) * len(groups))
         base = pair[1].step(step, (r.size_bytes,) * len(groups))
         algo, proto, channels = pred.choices[0]
         out.append(CollectivePrediction(r, pred.seconds, base.seconds, algo, proto, channels, row_class(topo, r),
-                                        model, pair[0].binding(step, (r.size_bytes,) * len(groups))))
+                                        engine, pair[0].binding(step, (r.size_bytes,) * len(groups))))
     return out
 
 
-def predict_each(rows: Sequence[CollectiveRow], specs: Mapping[str, SystemSpec] | None = None, model: str = "des"
+def predict_each(rows: Sequence[CollectiveRow], specs: Mapping[str, SystemSpec] | None = None, engine: str = "des"
                  ) -> tuple[list[CollectivePrediction], list[tuple[CollectiveRow, str]]]:
     """:func:`predict_collectives`, keeping going past rows it refuses: the predictions, and each refused row
     with the reason (an algorithm that cannot run the collective there, a system too small).
@@ -171,7 +171,7 @@ def predict_each(rows: Sequence[CollectiveRow], specs: Mapping[str, SystemSpec] 
 
     def run(part: Sequence[CollectiveRow]) -> None:
         try:
-            preds.extend(predict_collectives(part, specs, model))
+            preds.extend(predict_collectives(part, specs, engine))
         except P2SimError as e:
             if len(part) == 1:
                 failed.append((part[0], str(e)))
@@ -193,17 +193,17 @@ def ratio_summary(ratios: Sequence[float]) -> dict[str, Any]:
 
 
 def collective_metrics(preds: Sequence[CollectivePrediction]) -> dict[str, Any]:
-    """Per model: the ratio's median and geometric standard deviation per class and size, Spearman, spread.
+    """Per engine: the ratio's median and geometric standard deviation per class and size, Spearman, spread.
 
-    Keyed by the predictions' model (``des`` or ``analytic``) and ``baseline``.
+    Keyed by the predictions' engine (``des`` or ``analytic``) and ``baseline``.
     ``within_1_5`` is the share of multi-node rows whose ratio is within a factor 1.5 of
     the median ratio of all rows.
     """
     from scipy.stats import spearmanr  # here, not at import: scipy.stats costs 0.3 s of every start
 
     out: dict[str, Any] = {}
-    name = preds[0].model if preds else "des"
-    for model, ratio, seconds in ((name, lambda p: p.ratio, lambda p: p.seconds),
+    name = preds[0].engine if preds else "des"
+    for engine, ratio, seconds in ((name, lambda p: p.ratio, lambda p: p.seconds),
                                   ("baseline", lambda p: p.baseline_ratio, lambda p: p.baseline_seconds)):
         ratios = [ratio(p) for p in preds]
         doc: dict[str, Any] = {"all": ratio_summary(ratios)}
@@ -222,5 +222,5 @@ def collective_metrics(preds: Sequence[CollectivePrediction]) -> dict[str, Any]:
         multi = [r for p, r in zip(preds, ratios) if p.kind == "multi-node"]
         if multi and med:
             doc["multi_node_within_1_5_of_median"] = sum(1 for r in multi if 1 / 1.5 <= r / med <= 1.5) / len(multi)
-        out[model] = doc
+        out[engine] = doc
     return out

@@ -22,16 +22,16 @@ __all__ = ["validate_collectives", "LARGE"]
 LARGE = 64 * 2**20
 
 
-def validate_collectives(rows: Sequence[CollectiveRow], executor: Executor, model: str = "des",
+def validate_collectives(rows: Sequence[CollectiveRow], executor: Executor, engine: str = "des",
                          calibrate_on: Sequence[CollectiveRow] | None = None) -> dict[str, Any]:
     """The single-collective part of ``p2sim validate``'s JSON document."""
     systems = sorted({r.system for r in rows})
     if calibrate_on is None:
         specs, fits = {s: find_spec(s) for s in systems}, []
     else:
-        specs, fits = calibrated_specs(systems, executor, model, collectives=calibrate_on,
+        specs, fits = calibrated_specs(systems, executor, engine, collectives=calibrate_on,
                                        what="single-collective measurements")
-    preds: list[CollectivePrediction] = predict_collectives(rows, specs, model)
+    preds: list[CollectivePrediction] = predict_collectives(rows, specs, engine)
     seen = {(r.source, r.line) for r in (calibrate_on or ())}
     overlap = sum(1 for r in rows if (r.source, r.line) in seen)
     large = [p for p in preds if p.row.size_bytes >= LARGE]
@@ -42,7 +42,7 @@ def validate_collectives(rows: Sequence[CollectiveRow], executor: Executor, mode
     if rest:
         metrics["small_medium"] = collective_metrics(rest)
     return {
-        "model": model,
+        "model": engine,
         "rows": [p.to_json() for p in preds],
         "metrics": metrics,
         "calibration": [f.to_json() for f in fits],

@@ -104,7 +104,7 @@ def dedupe_programs(rows: Sequence[Any]) -> list[Any]:
             out.append(r)
             continue
         what = (f"{r.gpu}, {r.nodes} nodes, axes {list(r.axes)}, reduce_axes {list(r.reduce_axes)}, matrix "
-                f"{format_matrix(r.matrix)}, {r.algo}, {format_bytes(r.bytes_per_gpu)}, {r.order} order")
+                f"{format_matrix(r.matrix)}, {r.algo}, {format_bytes(r.bytes_per_gpu)}, {r.order.value} order")
         if _figures(a) == _figures(r):
             warn(f"{r.source}:{r.line}: repeats {_where(a, r)} ({what}): counted once")
             continue

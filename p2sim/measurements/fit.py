@@ -80,7 +80,7 @@ SCAN_STEP, SCAN_STEPS = 0.5 * math.log(2.0), 10
 @dataclass(frozen=True)
 class Calibration:
     system: str
-    model: str
+    engine: str
     before: SystemSpec
     after: SystemSpec
     rms_log_before: float
@@ -92,7 +92,7 @@ class Calibration:
     def to_json(self) -> dict[str, Any]:
         return {
             "system": self.system,
-            "model": self.model,
+            "model": self.engine,
             "rows": self.rows,
             "residuals": self.residuals,
             "evaluations": self.evaluations,
@@ -122,19 +122,19 @@ class Calibration:
             if k in LATENCY_FIELDS:
                 lo, hi = PLAUSIBLE_LATENCY_US[k]
                 if not lo <= v <= hi:
-                    out.append(f"{self.system} ({self.model}): {k} fitted to {v:.3g} us, outside the plausible "
+                    out.append(f"{self.system} ({self.engine}): {k} fitted to {v:.3g} us, outside the plausible "
                                f"{lo:g}-{hi:g} us: the model likely misses a cost elsewhere")
             elif (v < PLAUSIBLE_RATE_GBPS and v != self.before.rates.to_dict().get(k)
                   and (k.endswith("channel_rate") or self.before.nccl.transport not in TCP_TRANSPORTS)):
                 # a TCP connection's few streams may well carry under 1 GB/s; a GPU's channel may not
-                out.append(f"{self.system} ({self.model}): {k} fitted to {v:.3g} GB/s per channel, below "
+                out.append(f"{self.system} ({self.engine}): {k} fitted to {v:.3g} GB/s per channel, below "
                            f"{PLAUSIBLE_RATE_GBPS:g} GB/s: implausible, likely a latency the model lacks absorbed "
                            "into a rate")
         for c in sorted(self.before.classes):
             r = self.ratio(c)
             if not PLAUSIBLE[0] <= r <= PLAUSIBLE[1]:
                 what = "below a tenth of" if r < PLAUSIBLE[0] else "above twice"
-                out.append(f"{self.system} ({self.model}): {c} fitted to {self.after.classes[c].bandwidth:.3g} GB/s, "
+                out.append(f"{self.system} ({self.engine}): {c} fitted to {self.after.classes[c].bandwidth:.3g} GB/s, "
                            f"{what} the file's {self.before.classes[c].bandwidth:g} GB/s ({r:.2g}x): implausible, "
                            "the model likely misplaces a bottleneck")
         return out
@@ -179,17 +179,17 @@ def _residuals(rows_by_group, results) -> np.ndarray:
     return np.asarray(res)
 
 
-def _collective_residuals(rows: Sequence[CollectiveRow], system: str, trial: SystemSpec, model: str) -> np.ndarray:
+def _collective_residuals(rows: Sequence[CollectiveRow], system: str, trial: SystemSpec, engine: str) -> np.ndarray:
     if not rows:
         return np.zeros(0)
     # keyed as the rows name the system (a file outside the catalogues by its path), not by its name:
     # keyed by name, a file's rows would be predicted on the file as read, never on the trial
-    preds = predict_collectives(rows, {system: trial}, "des" if model == "baseline" else model)
-    return np.asarray([math.log((p.baseline_seconds if model == "baseline" else p.seconds) / p.row.seconds)
+    preds = predict_collectives(rows, {system: trial}, "des" if engine == "baseline" else engine)
+    return np.asarray([math.log((p.baseline_seconds if engine == "baseline" else p.seconds) / p.row.seconds)
                        for p in preds])
 
 
-def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, model: str = "des",
+def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, engine: str = "des",
               base: SystemSpec | None = None, max_evaluations: int = 60,
               collectives: Sequence[CollectiveRow] = ()) -> Calibration:
     """Fit one system's link classes and per-channel rates to its measured rows.
@@ -216,9 +216,9 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
             nonlocal evaluations
             evaluations += 1
             trial = layout.apply(spec, x)
-            res = [_collective_residuals(singles, system, trial, model)]
+            res = [_collective_residuals(singles, system, trial, engine)]
             if mine:
-                results = predict_groups(groups, {system: trial}, model, executor, all_matrices=False)
+                results = predict_groups(groups, {system: trial}, engine, executor, all_matrices=False)
                 res.insert(0, _residuals(groups, results))
             out = np.concatenate(res + [layout.prior(x)])
             data = out[: len(out) - len(layout.classes)]
@@ -238,10 +238,10 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     crosses = any(r.nodes > 1 for r in (*mine, *singles))
     # the baseline model has no channels: only its links can be fitted
     tcp = crosses and spec.nccl.transport in TCP_TRANSPORTS  # a NIC over TCP fills stream by stream
-    rates = () if model == "baseline" else tuple(
+    rates = () if engine == "baseline" else tuple(
         f"{a}_{kind}" for a in algos for kind in (("net_rate",) if crosses else ()) + ("channel_rate",)
     ) + (("stream_rate",) if tcp else ())
-    small = model != "baseline" and any(r.size_bytes <= LATENCY_FIT_BELOW for r in singles)
+    small = engine != "baseline" and any(r.size_bytes <= LATENCY_FIT_BELOW for r in singles)
     lats = (("launch", "step_cost") + (("step_latency",) if any(r.nodes > 1 for r in singles) else ())) if small else ()
     full = _Layout(links.classes, rates, lats)
     fitted = links.apply(spec, first.x)
@@ -252,7 +252,7 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
     what = [*mine, *singles]
     if not rates:
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
-        return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
+        return _result(system, engine, spec, after, what, r0[:data], final, data, evaluations)
     fun_full = fitter(full)
     net_class = _network_class(fitted) if crosses else None
     start = np.array([_latency_start(spec, k) for k in lats])
@@ -275,10 +275,10 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, mode
         final = fun_full(x)[:data]
     else:  # the rates did not help: keep the links-only fit
         after, final = links.apply(spec, first.x), fun(first.x)[:data]
-    return _result(system, model, spec, after, what, r0[:data], final, data, evaluations)
+    return _result(system, engine, spec, after, what, r0[:data], final, data, evaluations)
 
 
-def calibrated_specs(systems: Sequence[str], executor: Executor, model: str, rows: Sequence[MeasuredRow] = (),
+def calibrated_specs(systems: Sequence[str], executor: Executor, engine: str, rows: Sequence[MeasuredRow] = (),
                      collectives: Sequence[CollectiveRow] = (), what: str = "measurements",
                      ) -> tuple[dict[str, SystemSpec], list[Calibration]]:
     """Each system fitted to its calibration rows (``validate --calibrate-on``), and the fits.
@@ -291,7 +291,7 @@ def calibrated_specs(systems: Sequence[str], executor: Executor, model: str, row
     for s in systems:
         if not any(r.system == s for r in (*rows, *collectives)):
             raise MeasurementError(f"calibrate-on: no {what} of system {s!r} to calibrate it on")
-        fit = calibrate(rows, s, executor, model, collectives=collectives)
+        fit = calibrate(rows, s, executor, engine, collectives=collectives)
         fits.append(fit)
         specs[s] = fit.after
     return specs, fits
@@ -371,11 +371,11 @@ def _latency_start(spec: SystemSpec, field: str) -> float:
     return min(max((v or 0.0) / LATENCY_UNIT_US, LATENCY_BOUNDS[0]), LATENCY_BOUNDS[1])
 
 
-def _result(system: str, model: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[Any],
+def _result(system: str, engine: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[Any],
             before: np.ndarray, final: np.ndarray, data: int, evaluations: int) -> Calibration:
     return Calibration(
-        system=spec.name, model=model, before=spec,  # the name a person reads, not the rows' reference
-        after=replace(after, notes=f"calibrated ({model} model) on {len(mine)} measured rows of {mine[0].source}"),
+        system=spec.name, engine=engine, before=spec,  # the name a person reads, not the rows' reference
+        after=replace(after, notes=f"calibrated ({engine} engine) on {len(mine)} measured rows of {mine[0].source}"),
         rms_log_before=float(np.sqrt(np.mean(before ** 2))),
         rms_log_after=float(np.sqrt(np.mean(final**2))),
         residuals=data, evaluations=evaluations, rows=len(mine),

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..formalism.hierarchy import Order
 from ..topology.spec import SystemSpec
 from ..studies.requests import Rules, Settings
 from ..studies.executor import Executor, run_all
@@ -26,18 +25,18 @@ def groups_of(rows: Sequence[MeasuredRow]) -> dict[GroupKey, list[MeasuredRow]]:
     return out
 
 
-def group_task(key: GroupKey, spec: SystemSpec, model: str, all_matrices: bool,
+def group_task(key: GroupKey, spec: SystemSpec, engine: str, all_matrices: bool,
                rows: Sequence[MeasuredRow]) -> ConfigTask:
     system, nodes, axes, red, algo, nbytes, order = key
     mats = None if all_matrices else tuple(dict.fromkeys(r.matrix for r in rows))
     return ConfigTask(spec=spec, nodes=nodes, axes=axes, reduce_axes=red, bytes_per_gpu=nbytes,
-                     settings=Settings(algo=algo, model=model, rules=P2, order=Order.parse(order)), matrices=mats)
+                     settings=Settings(algo=algo, engine=engine, rules=P2, order=order), matrices=mats)
 
 
-def predict_groups(groups: Mapping[GroupKey, Sequence[MeasuredRow]], specs: Mapping[str, SystemSpec], model: str,
+def predict_groups(groups: Mapping[GroupKey, Sequence[MeasuredRow]], specs: Mapping[str, SystemSpec], engine: str,
                    executor: Executor, all_matrices: bool = True, label: str = "") -> dict[GroupKey, ConfigResult]:
     keys = list(groups)
-    tasks = [group_task(k, specs[k[0]], model, all_matrices, groups[k]) for k in keys]
+    tasks = [group_task(k, specs[k[0]], engine, all_matrices, groups[k]) for k in keys]
     return dict(zip(keys, run_all(executor, run_task, tasks, label)))
 
 

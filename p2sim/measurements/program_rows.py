@@ -40,7 +40,8 @@ __all__ = ["MeasuredRow", "load_measurements", "GroupKey", "CSV_COLUMNS", "CSV_O
 CSV_COLUMNS = ("gpu", "nodes", "gpus_per_node", "axes", "reduce_axes", "matrix", "algo", "allreduce_s",
                "optimal_s", "speedup", "programs_better", "programs_total", "floats_per_gpu")
 
-GroupKey = tuple[str, int, tuple[int, ...], tuple[int, ...], str, float, str]
+# (system, nodes, axes, reduction axes, algorithm, bytes, device order): the order parsed once, where the row is read
+GroupKey = tuple[str, int, tuple[int, ...], tuple[int, ...], str, float, Order]
 
 CSV_ORDER = Order.P2  # P2's measurements: programs lowered through XLA's replica groups
 LOG_ORDER = Order.ALIGNED  # a bench_nccl log without an order field: run before orders, with the aligned one
@@ -64,7 +65,7 @@ class MeasuredRow:
     programs_better: int | None
     programs: tuple[tuple[str, float], ...] = ()  # per-program medians (logs only)
     emulated: bool = False
-    order: str = Order.ALIGNED.value  # the device order the programs were run with
+    order: Order = Order.ALIGNED  # the device order the programs were run with (parsed once, by the reader)
     order_from: str = ""  # where the order came from, for reports
 
     def __post_init__(self) -> None:
@@ -79,7 +80,7 @@ class MeasuredRow:
 
     def ident(self) -> dict[str, Any]:
         return {"gpu": self.gpu, "nodes": self.nodes, "axes": list(self.axes), "reduce_axes": list(self.reduce_axes),
-                "matrix": [list(r) for r in self.matrix], "algo": self.algo, "order": self.order}
+                "matrix": [list(r) for r in self.matrix], "algo": self.algo, "order": self.order.value}
 
 
 def _fail(src: str, line: int, field: str, msg: str) -> MeasurementError:
@@ -135,9 +136,9 @@ def _algo(src: str, line: int, raw: Any) -> str:
     return raw
 
 
-def _order(src: str, line: int, raw: Any) -> str:
+def _order(src: str, line: int, raw: Any) -> Order:
     try:
-        return Order.parse(raw).value
+        return Order.parse(raw)
     except P2SimError:
         raise _fail(src, line, "order", f"{raw!r} is not one of {', '.join(o.value for o in Order)}") from None
 
@@ -226,7 +227,7 @@ def _load_csv(path: Path) -> list[MeasuredRow]:
                 optimal_s=optimal_s,
                 speedup=speedup,
                 programs_better=better,
-                order=_order(src, line, rec["order"]) if rec.get("order") else CSV_ORDER.value,
+                order=_order(src, line, rec["order"]) if rec.get("order") else CSV_ORDER,
                 order_from="the file's order column" if rec.get("order") else "P2's CSV: P2 lowered through XLA",
             ))
     return rows
@@ -263,7 +264,7 @@ def _load_jsonl(path: Path) -> list[MeasuredRow]:
             red = _ints(src, line, "reduce_axes", rec["reduce_axes"])
             matrix, red, name = _check_layout(src, line, str(rec["system"]), nodes, axes, red, rec["matrix"], None)
             key = (name, nodes, axes, red, matrix, _algo(src, line, rec["algo"]),
-                   _number(src, line, "bytes", rec["bytes"]), _order(src, line, rec.get("order", LOG_ORDER.value)))
+                   _number(src, line, "bytes", rec["bytes"]), _order(src, line, rec.get("order", LOG_ORDER)))
             g = groups.setdefault(key, {"line": line, "times": {}, "emulated": False, "recorded": "order" in rec})
             text = _program(src, line, rec["program"], key, programs_seen)
             seconds = _number(src, line, "seconds", rec["seconds"])

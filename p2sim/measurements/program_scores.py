@@ -57,7 +57,7 @@ DEFINITIONS = {
 def group_label(key: GroupKey) -> str:
     system, nodes, axes, red, algo, _, order = key
     # the order changes nothing with one reduction axis, so it is named only with several
-    named = f" {order} order" if len(red) > 1 else ""
+    named = f" {order.value} order" if len(red) > 1 else ""
     return f"{system} {nodes} nodes axes {list(axes)} reduce {list(red)}{named} {algo}"
 
 

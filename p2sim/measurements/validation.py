@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..formalism.placement import count_matrices, enumerate_matrices
-from ..sim.model import check_model
+from ..sim.engines import check_engine
 from ..studies.jobsize import Limits, plural, program_counts
 from ..studies.requests import RunOptions, limits_of
 from ..topology import find_spec, system_ref
@@ -37,14 +37,14 @@ from .program_validation import BASELINE, validate
 __all__ = ["ValidateRequest", "ValidateResult", "run_validate", "fitted_model"]
 
 
-def fitted_model(model: str, why: str) -> str:
-    """validate and calibrate run the event-driven or the analytic model, never the baseline alone."""
-    if check_model(model) == "baseline":
-        raise InputError(f"model: 'baseline' is not one of des, analytic here ({why})")
-    return model
+def fitted_engine(engine: str, why: str) -> str:
+    """validate and calibrate run the event-driven or the analytic engine, never the baseline alone."""
+    if check_engine(engine) == "baseline":
+        raise InputError(f"engine: 'baseline' is not one of des, analytic here ({why})")
+    return engine
 
 
-def _program_size(rows: Sequence[MeasuredRow], cal: Sequence[MeasuredRow] | None, model: str, folds: int,
+def _program_size(rows: Sequence[MeasuredRow], cal: Sequence[MeasuredRow] | None, engine: str, folds: int,
                   lim: Limits) -> str:
     """What validate simulates for program rows, in words (its prediction passes checked against the limit)."""
     groups = groups_of(rows)
@@ -53,16 +53,16 @@ def _program_size(rows: Sequence[MeasuredRow], cal: Sequence[MeasuredRow] | None
         h = find_spec(system).hierarchy(nodes)
         lim.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {system} with {nodes} nodes")
         per_pass += sum(program_counts(enumerate_matrices(h, p), red, P2.profile, P2.max_size, lim))
-    models = len(dict.fromkeys((model, BASELINE)))
-    total = per_pass * models
-    what = (f"{plural(len(rows), 'row')} in {plural(len(groups), 'group')}: {plural(models, 'model')} x "
+    engines = len(dict.fromkeys((engine, BASELINE)))
+    total = per_pass * engines
+    what = (f"{plural(len(rows), 'row')} in {plural(len(groups), 'group')}: {plural(engines, 'engine')} x "
             f"{plural(per_pass, 'simulation')} to predict")
     lim.check_simulations(total, what)
     if cal is not None:
         per_eval = sum(sum(program_counts(tuple(dict.fromkeys(r.matrix for r in g)), key[3], P2.profile, P2.max_size,
                                           lim))
                        for key, g in groups_of(cal).items())
-        fits = len({r.system for r in rows}) * models * folds
+        fits = len({r.system for r in rows}) * engines * folds
         what += (f"; calibration: {plural(fits, 'fit')}, each evaluation {plural(per_eval, 'simulation')} (a fit "
                  "takes tens to a few hundred evaluations)")
     return what
@@ -73,7 +73,7 @@ class ValidateRequest:
     source: str  # what was read, for reports
     data: Measurements
     calibrate_on: Measurements | None
-    model: str
+    engine: str
     folds: int
     allow_emulated: bool
     limits: Limits
@@ -81,7 +81,7 @@ class ValidateRequest:
 
     @classmethod
     def build(cls, measurements: Any, calibrate_on: Any = None, system: str | None = None, folds: Any = 1,
-              model: str = "des", allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
+              engine: str = "des", allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
               scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
               yes: bool = False) -> ValidateRequest:
         """``measurements`` and ``calibrate_on``: a file or directory (or several); ``system`` names the p2sim
@@ -91,7 +91,7 @@ class ValidateRequest:
         system = None if system is None else system_ref(find_spec(as_text(system, "system")))
         data = load_inputs(measurements, system)
         cal = None if calibrate_on is None else load_inputs(calibrate_on, system)
-        model = fitted_model(model, "the baseline is scored beside the model anyway")
+        engine = fitted_engine(engine, "the baseline is scored beside the engine anyway")
         k = positive_int(as_text(folds, "folds"), "folds")
         if data.programs:
             if k > 1 and cal is None:
@@ -103,7 +103,7 @@ class ValidateRequest:
             raise InputError("calibrate-on: no single-collective measurements to calibrate the collectives on")
         if cal is not None and not allow_emulated:
             refuse_emulated(cal.programs + cal.collectives, "calibrates on them")
-        return cls(str(measurements), data, cal, model, k, bool(allow_emulated),
+        return cls(str(measurements), data, cal, engine, k, bool(allow_emulated),
                    limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file))
 
 
@@ -144,7 +144,7 @@ def run_validate(req: ValidateRequest) -> ValidateResult:
     warnings = [] if req.allow_emulated else emulated_warnings(data.programs + data.collectives)
     parts, tasks = [], None
     if data.programs:
-        parts.append(_program_size(list(data.programs), None if cal is None else list(cal.programs), req.model,
+        parts.append(_program_size(list(data.programs), None if cal is None else list(cal.programs), req.engine,
                                    req.folds, req.limits))
         tasks = None if data.collectives else len(groups_of(data.programs))
     if data.collectives:
@@ -155,9 +155,9 @@ def run_validate(req: ValidateRequest) -> ValidateResult:
     with req.run.executor(tasks) as ex:
         announce(f"{'; '.join(parts)}; {req.run.where(tasks)}")
         if data.programs:
-            programs = validate(list(data.programs), ex, req.model, None if cal is None else list(cal.programs),
+            programs = validate(list(data.programs), ex, req.engine, None if cal is None else list(cal.programs),
                                 req.folds).to_json()
         if data.collectives:
-            collectives = validate_collectives(data.collectives, ex, req.model,
+            collectives = validate_collectives(data.collectives, ex, req.engine,
                                                None if cal is None else cal.collectives)
     return ValidateResult(req, programs, collectives, tuple(warnings))

@@ -33,17 +33,17 @@ def _f(v: Any, fmt: str = ".3f") -> str:
     return "n/a" if v is None else format(v, fmt)
 
 
-def _model(doc: dict[str, Any]) -> str:
-    """The model scored beside the baseline (documents written before it was recorded: des)."""
+def _engine(doc: dict[str, Any]) -> str:
+    """The engine scored beside the baseline (documents written before it was recorded: des)."""
     return doc.get("model", "des")
 
 
-MODEL_HELP = {"des": "the event-driven model", "analytic": "the analytic model (NCCL's tuning, no contention)"}
+ENGINE_HELP = {"des": "the event-driven engine", "analytic": "the analytic engine (NCCL's tuning, no contention)"}
 
 
 def _metric_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     out = []
-    name = _model(doc)
+    name = _engine(doc)
     for scope, m in doc["metrics"].items():
         for key in ("all", "single-node", "multi-node", "pcie", "small", "medium", "large"):
             if key in m[name]:
@@ -59,23 +59,23 @@ def _metric_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 
 def collectives_text(doc: dict[str, Any]) -> str:
     rows = doc["rows"]
-    model = _model(doc)
+    engine = _engine(doc)
     lines = [f"single collectives: {len(rows)} rows ({', '.join(f'{v} {k}' for k, v in doc['size_classes'].items())});"
              " bus bandwidth in GB/s, ratio = measured / predicted", ""]
     # widths from the values: ids may be file names, systems any name, and a column never leans on the next
     ids = max([2] + [len(str(r["id"])) for r in rows])
     systems = max([6] + [len(r["system"]) for r in rows])
     colls = max([10] + [len(r["collective"]) for r in rows])
-    num = max(9, len(model))
+    num = max(9, len(engine))
     lines.append(f"{'id':>{ids}} {'system':<{systems}} {'GPUs':>6} {'collective':<{colls}} {'size':>9} "
-                 f"{'measured':>9} {model:>{num}} {'ratio':>6} {'baseline':>9} {'ratio':>6}  ran")
+                 f"{'measured':>9} {engine:>{num}} {'ratio':>6} {'baseline':>9} {'ratio':>6}  ran")
     for r in rows:
         gpus = f"{r['nodes']}x{r['gpus_per_node']}"
         lines.append(f"{r['id']:>{ids}} {r['system']:<{systems}} {gpus:>6} {r['collective']:<{colls}} "
                      f"{size_text(r['size_bytes']):>9} {r['measured_busbw_GBps']:9.2f} "
                      f"{r['predicted_busbw_GBps']:{num}.2f} {r['ratio']:6.2f} {r['baseline_busbw_GBps']:9.2f} "
                      f"{r['baseline_ratio']:6.2f}  {r['algo']}/{r['proto']} x{r['channels']}")
-    lines += ["", f"{'rows':<26} {'':<28} {model:<32} baseline"]
+    lines += ["", f"{'rows':<26} {'':<28} {engine:<32} baseline"]
     for scope, key, d, b in _metric_rows(doc):
         lines.append(f"{scope:<26} {key:<28} {d:<32} {b}")
     if doc["calibration"]:
@@ -86,15 +86,15 @@ def collectives_text(doc: dict[str, Any]) -> str:
 
 def collectives_answer(doc: dict[str, Any]) -> Answer:
     """How close the model's bus bandwidths are to the measured ones, beside the baseline's, in two sentences."""
-    model = _model(doc)
+    engine = _engine(doc)
     every = doc["metrics"]["all"]
-    m, b = every[model]["all"], every["baseline"].get("all", {})
+    m, b = every[engine]["all"], every["baseline"].get("all", {})
     text = (f"On {m['rows']} measured rows, measured / predicted bus bandwidth has a median of "
             f"{_f(m['median_ratio'], '.2f')} and a spread (geometric standard deviation) of {_f(m['gsd'], '.2f')} for "
-            f"{model}, against {_f(b.get('median_ratio'), '.2f')} and {_f(b.get('gsd'), '.2f')} for the "
+            f"{engine}, against {_f(b.get('median_ratio'), '.2f')} and {_f(b.get('gsd'), '.2f')} for the "
             "link-bottleneck baseline (1 and 1: every row predicted exactly).")
-    if "spearman" in every[model]:
-        text += (f" Rank correlation with the measurements: {_f(every[model]['spearman'])} for {model}, "
+    if "spearman" in every[engine]:
+        text += (f" Rank correlation with the measurements: {_f(every[engine]['spearman'])} for {engine}, "
                  f"{_f(every['baseline'].get('spearman'))} for the baseline.")
     return Answer(text)
 
@@ -118,7 +118,7 @@ def _scatter(doc: dict[str, Any]) -> bytes:
     fig, axes = plt.subplots(1, 2, figsize=(11, 5), sharex=True, sharey=True)
     vals = [r[k] for r in rows for k in ("measured_busbw_GBps", "predicted_busbw_GBps", "baseline_busbw_GBps")]
     lo, hi = min(vals) / 1.5, max(vals) * 1.5
-    for ax, (key, name) in zip(axes, (("predicted", _model(doc)), ("baseline", "baseline"))):
+    for ax, (key, name) in zip(axes, (("predicted", _engine(doc)), ("baseline", "baseline"))):
         for s in systems:
             sel = [r for r in rows if r["system"] == s]
             ax.scatter([r["measured_busbw_GBps"] for r in sel], [r[f"{key}_busbw_GBps"] for r in sel], s=22,
@@ -168,9 +168,9 @@ def _curves(doc: dict[str, Any]) -> bytes | None:
     return figure_png(fig)
 
 
-def row_columns(model: str) -> tuple[Column, ...]:
-    """The rows table's columns, headed by the model that was scored."""
-    what = MODEL_HELP.get(model, model)
+def row_columns(engine: str) -> tuple[Column, ...]:
+    """The rows table's columns, headed by the engine that was scored."""
+    what = ENGINE_HELP.get(engine, engine)
     return (
         Column("id", "the row's id (or file:line)", lambda r: str(r["id"])),
         Column("system", "the p2sim system it ran on", lambda r: r["system"], code=True, wrap=False),
@@ -180,11 +180,11 @@ def row_columns(model: str) -> tuple[Column, ...]:
                lambda r: size_text(r["size_bytes"]), numeric=True),
         Column("measured", "measured bus bandwidth, GB/s", lambda r: f"{r['measured_busbw_GBps']:.2f}",
                numeric=True, group="busbw"),
-        Column(model, f"predicted by {what}, GB/s", lambda r: f"{r['predicted_busbw_GBps']:.2f}",
+        Column(engine, f"predicted by {what}, GB/s", lambda r: f"{r['predicted_busbw_GBps']:.2f}",
                numeric=True, group="busbw"),
         Column("baseline", "predicted by the link-bottleneck baseline, GB/s",
                lambda r: f"{r['baseline_busbw_GBps']:.2f}", numeric=True, group="busbw"),
-        Column(model, f"measured / predicted by {what}", lambda r: f"{r['ratio']:.2f}", numeric=True,
+        Column(engine, f"measured / predicted by {what}", lambda r: f"{r['ratio']:.2f}", numeric=True,
                group="ratio"),
         Column("baseline", "measured / predicted by the baseline", lambda r: f"{r['baseline_ratio']:.2f}",
                numeric=True, group="ratio"),
@@ -195,28 +195,28 @@ def row_columns(model: str) -> tuple[Column, ...]:
 
 def _metric_tables(doc: dict[str, Any]) -> list[Table]:
     """The ratio's median and spread per class of rows, then the whole-set metrics: one quantity per column."""
-    model = _model(doc)
+    engine = _engine(doc)
     classes, whole = [], []
     for scope, m in doc["metrics"].items():
         for key in ("all", "single-node", "multi-node", "pcie", "small", "medium", "large"):
-            if key in m[model]:
-                classes.append((SCOPES[scope], key, m[model][key], m["baseline"].get(key, {})))
+            if key in m[engine]:
+                classes.append((SCOPES[scope], key, m[engine][key], m["baseline"].get(key, {})))
         for key in ("spearman", "multi_node_within_1_5_of_median"):
-            if key in m[model]:
-                whole.append((SCOPES[scope], key, m[model][key], m["baseline"].get(key)))
-    what = MODEL_HELP.get(model, model)
+            if key in m[engine]:
+                whole.append((SCOPES[scope], key, m[engine][key], m["baseline"].get(key)))
+    what = ENGINE_HELP.get(engine, engine)
 
     def pair(field: str, fmt: str) -> list[Column]:
         return [Column(who, f"{METRIC_HELP[field]}: {desc}", (lambda x, i=i: _f(x[i].get(field), fmt)),
                        numeric=True, group=field.replace("_", " "))
-                for i, who, desc in ((2, model, what), (3, "baseline", "the link-bottleneck baseline"))]
+                for i, who, desc in ((2, engine, what), (3, "baseline", "the link-bottleneck baseline"))]
 
     class_cols = (Column("rows", "which rows", lambda x: x[0]), Column("class", "class of rows", lambda x: x[1]),
                   Column("count", "rows in the class", lambda x: str(x[2]["rows"]), numeric=True),
                   *pair("median_ratio", ".3f"), *pair("gsd", ".3f"))
     whole_cols = (Column("rows", "which rows", lambda x: x[0]),
                   Column("metric", "the metric's name in --json output", lambda x: x[1], code=True),
-                  Column(model, what, lambda x: _f(x[2]), numeric=True),
+                  Column(engine, what, lambda x: _f(x[2]), numeric=True),
                   Column("baseline", "the link-bottleneck baseline", lambda x: _f(x[3]), numeric=True),
                   Column("what it measures", "the metric's definition", lambda x: METRIC_HELP[x[1]]))
     return [Table.of("Ratio by class of rows", class_cols, classes, intro="Ratio = measured / predicted bus "
@@ -230,11 +230,11 @@ def collectives_report(doc: dict[str, Any]) -> dict[str, bytes]:
     curves = _curves(doc)
     if curves is not None:
         images["collectives_sizes.png"] = curves
-    captions = {"collectives.png": "Every row: predicted against measured bus bandwidth, one panel per model, colour "
+    captions = {"collectives.png": "Every row: predicted against measured bus bandwidth, one panel per engine, colour "
                                    "= system; on the grey line the prediction is right.",
                 "collectives_sizes.png": "Bus bandwidth against size for each series of three sizes or more."}
     uris = data_uris(images)
-    tables = [*_metric_tables(doc), Table.of("Rows", row_columns(_model(doc)), doc["rows"])]
+    tables = [*_metric_tables(doc), Table.of("Rows", row_columns(_engine(doc)), doc["rows"])]
     data = {"title": "p2sim validation: single collectives", "answer": collectives_answer(doc),
             "summary": collectives_text(doc).splitlines()[0], "tables": tables,
             "images": [{"name": n, "caption": captions[n], "uri": uris[n]} for n in images]}

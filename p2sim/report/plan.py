@@ -33,7 +33,7 @@ def plan_text(result: PlanResult) -> str:
 
     lines = [f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} "
              f"(data axis {data_axis}){order_label(s.order, *(r.axes for r in req.reductions))}; algo {s.algo}, "
-             f"{s.model} model",
+             f"{s.engine} engine",
              "reductions: " + "; ".join(f"axes {reduction_text(r)}" for r in req.reductions),
              search_text(result.stats),
              matrix_legend(names, topo.level_names),

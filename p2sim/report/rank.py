@@ -77,7 +77,7 @@ def rank_header(result: RankResult) -> str:
     topo, names, red, s = job.topology, job.axis_names, result.reduce_axes, req.settings
     scope = result.scope
     return (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} reduce "
-            f"{reduce_text(red, names)}{order_label(s.order, red)}; algo {s.algo}, {s.model} model, "
+            f"{reduce_text(red, names)}{order_label(s.order, red)}; algo {s.algo}, {s.engine} engine, "
             f"{format_bytes(job.bytes_per_gpu)} per GPU; {search_text(result.stats, req.top)}"
             + (f"\n{scope}" if scope else "") + f"\n{matrix_legend(names, topo.level_names)}")
 

@@ -114,7 +114,8 @@ def sweep_answer(result: SweepResult) -> Answer:
     last, first = points[-1], points[0]
     peak = max(points, key=lambda p: p.busbw)
     nodes = f"{topo.node_count} node{'s' if topo.node_count > 1 else ''}"
-    text = (f"{req.collective} on {nodes} x {req.gpus_per_node} GPUs of {topo.spec.name} ({req.settings.model} model): "
+    text = (f"{req.collective} on {nodes} x {req.gpus_per_node} GPUs of {topo.spec.name} "
+            f"({req.settings.engine} engine): "
             f"{format_bytes(last.size)} takes {format_seconds(last.seconds)} at {last.busbw / 1e9:.1f} GB/s bus "
             f"bandwidth (`{last.algo}/{last.proto} x{last.channels}`)")
     if len(points) > 1:
@@ -133,7 +134,7 @@ def sweep_answer(result: SweepResult) -> Answer:
 def sweep_header(result: SweepResult) -> str:
     req = result.request
     return (f"{req.topology.spec.name}, {req.topology.node_count} node(s) x {req.gpus_per_node} GPUs, {req.collective}; "
-            f"algo {req.settings.algo}, proto {req.settings.proto}, {req.settings.model} model (predicted)")
+            f"algo {req.settings.algo}, proto {req.settings.proto}, {req.settings.engine} engine (predicted)")
 
 
 def sweep_text(result: SweepResult) -> str:

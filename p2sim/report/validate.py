@@ -67,7 +67,7 @@ def basis_sentence(doc: dict[str, Any]) -> str:
 
 
 def validation_text(doc: dict[str, Any]) -> str:
-    lines = [f"{doc['groups']} groups, {len(doc['rows'])} rows; model {doc['model']}"
+    lines = [f"{doc['groups']} groups, {len(doc['rows'])} rows; engine {doc['model']}"
              + (f", {doc['folds']}-fold cross-validation" if doc["folds"] > 1 else "")]
     lines += _order_lines(doc)
     if doc["calibration"]:
@@ -92,7 +92,7 @@ def _colours(systems: list[str]) -> dict[str, Any]:
 
 
 def _scatter(doc: dict[str, Any], key: str) -> bytes:
-    """Predicted against measured seconds: one panel per model, colour = system, marker = algorithm."""
+    """Predicted against measured seconds: one panel per engine, colour = system, marker = algorithm."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -105,7 +105,7 @@ def _scatter(doc: dict[str, Any], key: str) -> bytes:
     fig, axes = plt.subplots(1, 2, figsize=(11, 5), sharex=True, sharey=True)
     values = [r[f"{w}_{key}_s"] for r in rows for w in ("measured", "predicted", "baseline")]
     lo, hi = min(values) / 1.3, max(values) * 1.3
-    # the panels are named by model; the baseline's says what it is rather than its name twice
+    # the panels are named by engine; the baseline's says what it is rather than its name twice
     for ax, (who, name) in zip(axes, (("predicted", doc["model"]), ("baseline", f"{BASELINE} ({BASELINE_WHAT})"))):
         for s in systems:
             for algo, marker in markers.items():
@@ -129,14 +129,14 @@ def _scatter(doc: dict[str, Any], key: str) -> bytes:
 
 MODEL_HELP = {
     "measured": "measured on the GPUs (the measurement file)",
-    "predicted": "predicted by the validated model",
+    "predicted": "predicted by the validated engine",
     "baseline": "predicted by the link-bottleneck baseline (one ring or tree per group, its slowest hop, no contention)",
 }
 
 
 def _rows_table(doc: dict[str, Any]) -> Table:
-    model = doc["model"]
-    who = {"measured": "measured", "predicted": model, "baseline": BASELINE}
+    engine = doc["model"]
+    who = {"measured": "measured", "predicted": engine, "baseline": BASELINE}
 
     def triple(group: str, field: str, unit: str, fmt) -> list[Column]:
         return [Column(who[w], f"{unit}, {MODEL_HELP[w]}", (lambda r, w=w: fmt(r, w)), numeric=True, group=group)
@@ -167,17 +167,17 @@ def _rows_table(doc: dict[str, Any]) -> Table:
         *triple("programs faster than AllReduce", "better",
                 "count, over all matrices of the configuration, of programs faster than their matrix's AllReduce",
                 better),
-        Column(model, "the fastest program of the matrix as the validated model predicts it",
+        Column(engine, "the fastest program of the matrix as the validated engine predicts it",
                lambda r: r["predicted_best_program"], code=True, group="best program"),
     ]
     return Table.of("Rows", cols, doc["rows"], intro="One row per measured (configuration, matrix, algorithm).")
 
 
 def _metrics_table(doc: dict[str, Any]) -> Table:
-    model = doc["model"]
+    engine = doc["model"]
     cols = [
         Column("metric", "the metric's name in --json output", lambda k: k, code=True),
-        Column(model, MODEL_HELP["predicted"], lambda k: _fmt(doc["metrics"][k]), numeric=True),
+        Column(engine, MODEL_HELP["predicted"], lambda k: _fmt(doc["metrics"][k]), numeric=True),
         Column(BASELINE, MODEL_HELP["baseline"], lambda k: _fmt(doc["baseline"].get(k)), numeric=True),
         Column("what it measures", "the metric's definition", lambda k: DEFINITIONS[k]),
     ]
@@ -196,7 +196,7 @@ def _calibration_tables(doc: dict[str, Any]) -> list[Table]:
 
     items = [(c, name, v) for c in cals for name, v in c["classes"].items()]
     link_cols = [
-        Column("fit", "system (model) and, when cross-validating, the fold held out", lambda x: fit(x[0])),
+        Column("fit", "system (engine) and, when cross-validating, the fold held out", lambda x: fit(x[0])),
         Column("link class", "the system file's link class", lambda x: x[1], code=True),
         Column("file GB/s", "the system file's bandwidth per direction", lambda x: f"{x[2]['file_GBps']:g}",
                numeric=True),
@@ -208,7 +208,7 @@ def _calibration_tables(doc: dict[str, Any]) -> list[Table]:
                lambda x: "ok" if PLAUSIBLE[0] <= x[2]["ratio"] <= PLAUSIBLE[1] else "IMPLAUSIBLE"),
     ]
     fit_cols = [
-        Column("fit", "system (model) and fold", fit),
+        Column("fit", "system (engine) and fold", fit),
         Column("rows", "measured rows of the system it was fitted to", lambda c: str(c["rows"]), numeric=True),
         Column("per-channel rates GB/s", "fitted per-channel rates: network (net) and GPU side (channel), per "
                "algorithm; unlisted ones keep the file's or NCCL's default",
@@ -237,13 +237,13 @@ def _pct(v: float | None) -> str:
 
 
 def validation_answer(doc: dict[str, Any]) -> Answer:
-    """How often the model picks what the measurements pick, and how far its times are off, beside the baseline."""
-    m, b, model = doc["metrics"], doc["baseline"], doc["model"]
+    """How often the engine picks what the measurements pick, and how far its times are off, beside the baseline."""
+    m, b, engine = doc["metrics"], doc["baseline"], doc["model"]
 
     def both(k: str) -> str:
         return f"{_pct(m.get(k))} (baseline {_pct(b.get(k))})"
 
-    text = (f"On {len(doc['rows'])} measured rows in {doc['groups']} groups, {model} picks the fastest measured "
+    text = (f"On {len(doc['rows'])} measured rows in {doc['groups']} groups, {engine} picks the fastest measured "
             f"placement in {both('top1_matrix')} of groups, orders pairs of placements right in "
             f"{both('pairwise_order')} of pairs, and predicts whether some program beats the AllReduce in "
             f"{both('beats_allreduce_accuracy')} of rows. Its predicted times are off by {both('mape_allreduce')} on "
@@ -254,7 +254,7 @@ def validation_answer(doc: dict[str, Any]) -> Answer:
 def validation_report(doc: dict[str, Any]) -> dict[str, bytes]:
     images = {"allreduce.png": _scatter(doc, "allreduce"), "optimal.png": _scatter(doc, "optimal")}
     captions = {
-        "allreduce.png": "Each matrix's AllReduce: predicted against measured seconds, one panel per model; "
+        "allreduce.png": "Each matrix's AllReduce: predicted against measured seconds, one panel per engine; "
                          "colour = system, marker = algorithm; on the grey line prediction equals measurement.",
         "optimal.png": "Each matrix's fastest program: predicted against measured seconds, as above.",
     }

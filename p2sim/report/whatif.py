@@ -42,7 +42,7 @@ def whatif_text(result: WhatifResult) -> str:
     # the axes as given: a '*' resolves per point
     given = ("one axis over all GPUs" if req.axes is None
              else f"axes {req.axes} reduce {reduce_text(result.reduce_axes, result.axis_names)}")
-    lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  ({given}; algo {s.algo}, {s.model} model"
+    lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  ({given}; algo {s.algo}, {s.engine} engine"
              f"{order_label(s.order, result.reduce_axes)})",
              matrix_legend(result.axis_names, result.level_names),
              _search_line(result)]

@@ -2,10 +2,11 @@
 
 :mod:`.maxmin` shares links max-min fairly (incrementally, as flows come and go),
 :mod:`.engine` runs the flows as SimPy processes (the only SimPy importer in p2sim),
-:mod:`.symmetry` solves flows that are each other's images once, :mod:`.model` holds the
-configuration and results, :mod:`.context` the caches of one topology's simulations, and
-:mod:`.simulator` turns a lowered program into steps of collectives and times them (with lower
-bounds for the search).  Imports the formalism,
+:mod:`.symmetry` solves flows that are each other's images once, :mod:`.engines` names the
+engines a run chooses among (des, analytic, baseline), :mod:`.model_config` holds the rates a run
+gives the collective model, :mod:`.results` what a simulation answers, :mod:`.context` the caches
+of one topology's simulations, and :mod:`.simulator` turns a lowered program into steps of
+collectives and times them with the chosen engine (with lower bounds for the search).  Imports the formalism,
 topology and collectives.
 
 Modules
@@ -14,21 +15,27 @@ Modules
     A simulation context: everything the simulations of one topology keep, in one place.
 :mod:`.engine`
     The discrete-event fluid engine: the only module that imports SimPy.
+:mod:`.engines`
+    The simulation engines a run chooses among (``--engine``): des, analytic and baseline.
 :mod:`.maxmin`
     Max-min fair sharing of links among weighted fluid flows, kept up to date incrementally.
-:mod:`.model`
-    Simulation results and the effective model configuration kept with them.
+:mod:`.model_config`
+    The rates a run gives the collective model: a system file's ``[model]`` table, or calibration's fit.
+:mod:`.results`
+    What a simulation answers: each step's time and what NCCL ran, and a program's steps.
 :mod:`.sim_settings`
-    What a simulator is asked to do, as one value: the algorithm setting, protocol, model and rates.
+    What a simulator is asked to do, as one value: the algorithm setting, protocol, engine and rates.
 :mod:`.simulator`
-    Program-level simulation: lowered steps, buffer sizes, step models and reuse.
+    Program-level simulation: lowered steps, buffer sizes, the engines that time a step, and reuse.
 :mod:`.symmetry`
     Symmetry: flows that max-min sharing cannot tell apart are solved once per class.
 """
 
 from .context import SimulationContext
-from .model import MODELS, ModelConfig, ProgramResult, StepResult
+from .engines import ENGINES
+from .model_config import ModelConfig
+from .results import ProgramResult, StepResult
 from .simulator import Simulator, check_program_completes
 
-__all__ = ["MODELS", "ModelConfig", "ProgramResult", "StepResult", "SimulationContext", "Simulator",
+__all__ = ["ENGINES", "ModelConfig", "ProgramResult", "StepResult", "SimulationContext", "Simulator",
            "check_program_completes"]

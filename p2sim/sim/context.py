@@ -2,8 +2,8 @@
 
 A :class:`SimulationContext` is the collectives' caches of a topology
 (:class:`~p2sim.collectives.caches.CollectiveCaches`: ring searches, one-switch answers, GPU
-classes, the buffer fractions of program prefixes, every expansion per set of rates) and the step results of the simulators that share
-it, per (protocol, model, rates).  A study creates one per topology (a sweep: one per worker
+classes, the buffer fractions of program prefixes, every expansion per set of rates) and the step
+results of the simulators that share it, per (protocol, engine, rates).  A study creates one per topology (a sweep: one per worker
 process and system, :func:`p2sim.studies.config_task.task_context`) and hands it to each
 :class:`~p2sim.sim.simulator.Simulator`; a simulator given none makes its own, so nothing is
 shared behind a caller's back, and the topology itself stores nothing.
@@ -37,7 +37,7 @@ from __future__ import annotations
 from ..collectives.caches import CollectiveCaches
 from ..topology import Topology
 from ..topology.settings import ModelRates
-from .model import StepResult
+from .results import StepResult
 
 __all__ = ["SimulationContext"]
 
@@ -49,10 +49,10 @@ class SimulationContext(CollectiveCaches):
         super().__init__(topo)
         self._steps: dict[tuple[str, str, ModelRates], dict[tuple, StepResult]] = {}
 
-    def steps(self, proto: str, model: str, rates: ModelRates) -> dict[tuple, StepResult]:
-        """The step results of simulators with this protocol, model and rates (a step's result depends
+    def steps(self, proto: str, engine: str, rates: ModelRates) -> dict[tuple, StepResult]:
+        """The step results of simulators with this protocol, engine and rates (a step's result depends
         on these and the step alone)."""
-        key = (proto, model, rates)
+        key = (proto, engine, rates)
         hit = self._steps.get(key)
         if hit is None:
             hit = self._steps[key] = {}

@@ -1,4 +1,4 @@
-"""Program-level simulation: lowered steps, buffer sizes, step models and reuse.
+"""Program-level simulation: lowered steps, buffer sizes, the engines that time a step, and reuse.
 
 A program's steps run one after another (a collective needs every member, and every
 member has finished the previous step); the groups of one step run concurrently and
@@ -6,7 +6,7 @@ share links.  The time of a step depends only on (algorithm, collective, groups,
 buffers), and many programs share steps, so step results are cached in the simulator's
 :class:`~p2sim.sim.context.SimulationContext` (shared by the simulators a study gives one context).
 
-Two step models:
+Three engines time a step (:mod:`p2sim.sim.engines`, ``--engine``):
 
 ``des``
     the contention-aware discrete-event fluid model (:mod:`p2sim.sim.engine`): every
@@ -45,7 +45,9 @@ from ..formalism.semantics import State, apply
 from ..topology import Topology
 from .context import SimulationContext
 from .engine import FlowArrays, FlowSpec, run_flow_arrays, run_flows
-from .model import ModelConfig, ProgramResult, StepResult, check_model
+from .engines import check_engine
+from .model_config import ModelConfig
+from .results import ProgramResult, StepResult
 
 __all__ = ["Simulator", "check_program_completes", "BOUND_SLACK"]
 
@@ -73,7 +75,7 @@ def check_program_completes(lowering: Lowering, program: Program) -> None:
 
 
 class Simulator:
-    """Simulates programs on one topology with one algorithm setting and model.
+    """Simulates programs on one topology with one algorithm setting and engine.
 
     ``context`` holds what is cached (expansions, structures, step results): simulators of one
     topology given the same :class:`~p2sim.sim.context.SimulationContext` share it; without one a
@@ -95,7 +97,7 @@ class Simulator:
         self,
         topo: Topology,
         algo: str = "auto",
-        model: str = "des",
+        engine: str = "des",
         config: ModelConfig | None = None,
         trace: bool = False,
         proto: str = "auto",
@@ -107,14 +109,14 @@ class Simulator:
         self.context = SimulationContext(topo) if context is None else context
         self.algo = check_algo(algo)
         self.proto = check_proto(proto)
-        self.model = check_model(model)
+        self.engine = check_engine(engine)
         self.config = ModelConfig.of(topo.spec) if config is None else config
         self.trace = trace
         rates = self.config.resolve(topo.spec)
         self.expander = Expander(topo, rates, self.context)
         # a step's result depends on these and the step alone: simulators given one context share them
         # (a traced simulator keeps its own, with the traces)
-        self._steps: dict[tuple, StepResult] = {} if trace else self.context.steps(self.proto, self.model, rates)
+        self._steps: dict[tuple, StepResult] = {} if trace else self.context.steps(self.proto, self.engine, rates)
         self._seen: dict[int, tuple[object, bytes]] = {}
         why = self.expander.why_not(self.algo, proto=self.proto)
         if why is not None:  # NCCL refuses an NCCL_ALGO it cannot honour (enqueue.cc)
@@ -202,7 +204,7 @@ class Simulator:
         return hit
 
     def lower_bound(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> float:
-        """A lower bound of :meth:`simulate`'s total seconds with the ``des`` model, without the engine.
+        """A lower bound of :meth:`simulate`'s total seconds with the ``des`` engine, without running it.
 
         Per step (see :meth:`step_bound`), summed: microseconds where a simulation takes
         milliseconds, so a search can simulate only the programs whose bound can still win.
@@ -216,7 +218,7 @@ class Simulator:
         """A lower bound of the step's event-driven time: the larger of two.
 
         * **Each group alone**: its start-up latency plus its buffer over its uncontended
-          algorithm bandwidth -- the ``analytic`` model's figure for the group.  In the
+          algorithm bandwidth -- the ``analytic`` engine's figure for the group.  In the
           event-driven run all of a group's flows start after that latency, and the link
           (or cap) that sets the algorithm bandwidth must carry ``buffer x its load per byte``
           at no more than its capacity, whatever the others do: so no group finishes earlier.
@@ -311,7 +313,7 @@ class Simulator:
         op = step.op.value
         gpn = self.topo.gpus_per_node  # node_of(d) is d // gpus_per_node
         spanned = max(len({d // gpn for d in g}) for g in step.groups)
-        if self.model == "baseline":
+        if self.engine == "baseline":
             base = baseline_algorithm(self.algo)
             runs = [base.baseline(self.topo, op, g, v) for g, v in zip(step.groups, volumes)]
             seconds, used = max(r[0] for r in runs), runs[0][1]
@@ -320,7 +322,7 @@ class Simulator:
         if self.trace or len(step.groups) <= _FEW_GROUPS:  # every group's collective (the trace's tracks)
             colls = self.collectives(op, step.groups, volumes)
             choices = tuple(sorted({(c.algo, c.proto, c.channels) for c in colls}))
-            if self.model == "analytic":
+            if self.engine == "analytic":
                 seconds = max(self.expander.analytic_seconds(c, v) for c, v in zip(colls, volumes))
                 return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices)
             flows, extra = flow_specs(colls, volumes, len(self.topo.capacity))
@@ -337,7 +339,7 @@ class Simulator:
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             classes.append((self.expander.collective(algo, proto, op, g, v), v, shifts, members))
         choices = tuple(sorted({(c.algo, c.proto, c.channels) for c, _, _, _ in classes}))
-        if self.model == "analytic":
+        if self.engine == "analytic":
             seconds = max(self.expander.analytic_seconds(c, v) for c, v, _, _ in classes)
         else:
             flows, capacity = self._flow_arrays(op, step.groups, classes)

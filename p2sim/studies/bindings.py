@@ -49,8 +49,8 @@ def program_bindings(context: SimulationContext, entry: RankEntry) -> tuple[Bind
     settings = task.settings.sim
     lowering = Lowering.of(Placement.of(topo.hierarchy, task.axes, entry.matrix), task.reduce_axes,
                            task.settings.order)
-    # the baseline has no steps to explain: its program's steps are explained as the des model runs them
-    sim = replace(settings, model="des" if settings.model == "baseline" else settings.model).simulator(topo, context)
+    # the baseline has no steps to explain: its program's steps are explained as the des engine runs them
+    sim = replace(settings, engine="des" if settings.engine == "baseline" else settings.engine).simulator(topo, context)
     return sim.bindings(lowering, parse_program(entry.timing.text), task.bytes_per_gpu)
 
 

@@ -227,7 +227,7 @@ class PlanRequest:
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reductions: Any = (),
-              data_axis: Any = None, algo: str = "auto", proto: str = "auto", model: str = "des",
+              data_axis: Any = None, algo: str = "auto", proto: str = "auto", engine: str = "des",
               profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
               exhaustive: bool = False, budget: Any = None, top_matrices: Any = None, workers: Any = None,
               scheduler: str | None = None, scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
@@ -248,7 +248,7 @@ class PlanRequest:
             raise InputError(f"data-axis: {text!r} names {len(more) + 1} axes; give one")
         if not 0 <= axis < len(p):
             raise InputError(f"data-axis: {axis} is out of range 0..{len(p) - 1}")
-        settings = Settings.of(algo, proto, model, profile, max_size, order)
+        settings = Settings.of(algo, proto, engine, profile, max_size, order)
         return cls(job, parsed, axis, settings, SearchOptions.of(exhaustive, budget, top_matrices),
                    limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file))
 
@@ -306,7 +306,7 @@ class PlanResult(Tabular):
         topo = job.topology
         return {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
                 "axis_names": list(job.axis_names), "level_names": list(topo.level_names), "data_axis": req.data_axis,
-                "order": req.settings.order.value, "algo": req.settings.algo, "model": req.settings.model,
+                "order": req.settings.order.value, "algo": req.settings.algo, "model": req.settings.engine,
                 "reductions": [{"axes": list(r.axes), "bytes": r.bytes, "count": r.count} for r in req.reductions],
                 "plans": self.table(), "best": self._row(self.best), "default": self._row(self.default_plan), "best_placement": self.placement(self.best.matrix),
                 "default_placement": self.placement(self.default), "default_basis": self.default_basis,
@@ -337,7 +337,7 @@ def run_plan(req: PlanRequest) -> PlanResult:
     total = programs * len(settings)
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "
             f"{plural(programs, 'program')} in all, {plural(len(settings), 'algorithm')}")
-    size = job_size_text(req.limits, req.search, req.settings.model, total, what)
+    size = job_size_text(req.limits, req.search, req.settings.engine, total, what)
     base = ConfigTask(spec=topo.spec, nodes=topo.nodes, axes=p, reduce_axes=(0,), bytes_per_gpu=1.0,
                      settings=settings[0])
     tasks = plan_tasks(base, req.reductions, settings, mats)

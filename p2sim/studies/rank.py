@@ -22,7 +22,7 @@ from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..formalism.placement import (Matrix, Placement, count_matrices, enumerate_matrices, format_matrix,
                                    parse_matrix)
 from ..sim import ModelConfig
-from ..sim.model import check_model
+from ..sim.engines import check_engine
 from ..util.log import announce
 from ..util.table import Tabular
 from ..util.units import format_seconds
@@ -63,18 +63,18 @@ class RankRequest:
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
               bytes: Any = None, top: Any = 10, algo: str = "auto", proto: str = "auto",  # noqa: A002
-              model: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+              engine: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
               compare_orders: bool = False, exhaustive: bool = False, budget: Any = None, top_matrices: Any = None,
               workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> RankRequest:
         job = Job.build(system, nodes, axes, reduce, bytes)
-        # rank has always checked the model before --top, and the protocol before the rules: the first of
+        # rank has always checked the engine before --top, and the protocol before the rules: the first of
         # several bad values is the one refused
-        check_model(model)
+        check_engine(engine)
         k = positive_int(as_text(top, "top"), "top")
         algorithms(algo)
         check_proto(proto)
-        settings = Settings.of(algo, proto, model, profile, max_size, order)
+        settings = Settings.of(algo, proto, engine, profile, max_size, order)
         search = SearchOptions.of(exhaustive, budget, top_matrices)
         limits = limits_of(yes, max_matrices, max_simulations)
         mats = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str)
@@ -167,7 +167,7 @@ class RankResult(Tabular):
         doc = {"system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
                "axis_names": list(job.axis_names), "level_names": list(topo.level_names),
                "reduce_axes": sorted(set(self.reduce_axes)), "scope": self.scope, "order": req.settings.order.value,
-               "algo": req.settings.algo, "proto": req.settings.proto, "model": req.settings.model,
+               "algo": req.settings.algo, "proto": req.settings.proto, "model": req.settings.engine,
                "bytes_per_gpu": job.bytes_per_gpu,
                "config": ModelConfig.of(topo.spec).to_json(topo.spec),
                "best_bounds": [b.to_json() for b in self.best_bindings],
@@ -217,7 +217,7 @@ def run_rank(req: RankRequest) -> RankResult:
     what = (f"{plural(len(mats), 'matrix')}, {plural(sum(counts.values()), 'program')}, "
             f"{plural(len(settings), 'algorithm')}" + (f", {plural(len(others), 'task')} in the other order"
                                                      if others else ""))
-    size = job_size_text(req.limits, req.search, req.settings.model, total, what)
+    size = job_size_text(req.limits, req.search, req.settings.engine, total, what)
     gpu_steps = topo.devices * sum(steps[t.matrices[0]] for t in tasks + others)
     req.limits.check_cost(estimate(topo.devices, 1, gpu_steps, req.run.processes(len(tasks + others)),
                                    [synthesis_cardinalities(m, red) for m in mats]), where, smaller)

@@ -35,7 +35,8 @@ from ..formalism.naming import generic_levels
 from ..formalism.placement import check_sizes
 from ..formalism.synthesis import DEFAULT_MAX_SIZE, Profile
 from ..sim.context import SimulationContext
-from ..sim.model import ModelConfig, check_model
+from ..sim.engines import check_engine
+from ..sim.model_config import ModelConfig
 from ..sim.sim_settings import SimSettings
 from ..topology import Topology, find_spec, load_system
 from ..topology.spec import SystemSpec
@@ -203,7 +204,7 @@ class Rules:
 @dataclass(frozen=True)
 class Settings:
     """What a study's simulations are asked, checked once and handed down whole: the algorithm setting,
-    protocol, model, rates (:class:`~p2sim.sim.sim_settings.SimSettings`, the simulator's part), the synthesis
+    protocol, engine, rates (:class:`~p2sim.sim.sim_settings.SimSettings`, the simulator's part), the synthesis
     rules and the device order.
 
     A request holds the algorithm as asked (``both`` runs P2's pair); each of its tasks one algorithm
@@ -216,24 +217,24 @@ class Settings:
 
     algo: str = "auto"  # as asked: auto, one algorithm, or both
     proto: str = "auto"
-    model: str = "des"
+    engine: str = "des"
     rules: Rules = field(default_factory=Rules)
     order: Order = Order.ALIGNED  # the device order of reduction groups
     config: ModelConfig | None = None  # the rates; None: the system file's [model] settings
 
     @classmethod
-    def of(cls, algo: Any = "auto", proto: Any = "auto", model: Any = "des", profile: Any = "paper",
+    def of(cls, algo: Any = "auto", proto: Any = "auto", engine: Any = "des", profile: Any = "paper",
            max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned") -> Settings:
         """The settings from a user's values (text or typed), each refused with its field and value."""
-        model = check_model(model)
+        engine = check_engine(engine)
         algorithms(algo)
         rules, chosen = Rules.of(profile, max_size), Order.parse(order)
-        return cls(algo, check_proto(proto), model, rules, chosen)
+        return cls(algo, check_proto(proto), engine, rules, chosen)
 
     @property
     def sim(self) -> SimSettings:
         """The simulator's part."""
-        return SimSettings(self.algo, self.proto, self.model, self.config)
+        return SimSettings(self.algo, self.proto, self.engine, self.config)
 
     def each(self, topo: Topology | None = None) -> list[Settings]:
         """One settings value per algorithm the setting runs (each refused here if it cannot run on ``topo``)."""
@@ -261,16 +262,16 @@ class SearchOptions:
             budget = seconds
         return cls(bool(exhaustive), budget, optional_int(top_matrices, "top-matrices"))
 
-    def bounded(self, model: str) -> bool:
-        """Whether the job bounds its programs first (the des model, not exhaustive)."""
-        return model == "des" and not self.exhaustive
+    def bounded(self, engine: str) -> bool:
+        """Whether the job bounds its programs first (the des engine, not exhaustive)."""
+        return engine == "des" and not self.exhaustive
 
     def kwargs(self) -> dict[str, Any]:
         """The options of :func:`~p2sim.studies.search.run_search`."""
         return {"exhaustive": self.exhaustive, "budget": self.budget, "top_matrices": self.top_matrices}
 
 
-def job_size_text(limits: Limits, search: SearchOptions, model: str, total: int, what: str) -> str:
+def job_size_text(limits: Limits, search: SearchOptions, engine: str, total: int, what: str) -> str:
     """The job-size check, and how the job's simulations are announced.
 
     With the bounds, every program is bounded (about a tenth of a simulation's time) and only
@@ -279,7 +280,7 @@ def job_size_text(limits: Limits, search: SearchOptions, model: str, total: int,
     """
     if search.budget is None:
         limits.check_simulations(total, what)
-    if search.bounded(model):
+    if search.bounded(engine):
         return f"up to {plural(total, 'simulation')} (each program bounded first, simulated only if it can still win)"
     return plural(total, "simulation")
 

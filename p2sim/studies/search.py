@@ -185,7 +185,7 @@ def run_search(tasks: Sequence[ConfigTask], executor: Executor, top: int, exhaus
                budget: float | None = None, top_matrices: int | None = None, score=matrix_bounds,
                always: frozenset[Matrix] = frozenset(), label: str = "simulating"
                ) -> tuple[list[ConfigResult], SearchStats]:
-    """Simulate a sweep's tasks: every program (``exhaustive``, or a model without a bound), or
+    """Simulate a sweep's tasks: every program (``exhaustive``, or an engine without a bound), or
     by :func:`search` after bounding every program.
 
     ``top_matrices`` searches only the K matrices with the least ``score`` (by default
@@ -193,13 +193,13 @@ def run_search(tasks: Sequence[ConfigTask], executor: Executor, top: int, exhaus
     only those matrices.
     """
     started = time.perf_counter()
-    if exhaustive or {t.settings.model for t in tasks} != {"des"}:
+    if exhaustive or {t.settings.engine for t in tasks} != {"des"}:
         if budget is not None or top_matrices is not None:
             from ..util.errors import InputError
 
             field = "budget" if budget is not None else "top-matrices"
-            raise InputError(f"{field}: --budget and --top-matrices prune with the des model's lower bounds; "
-                             "they need --model des and no --exhaustive")
+            raise InputError(f"{field}: --budget and --top-matrices prune with the des engine's lower bounds; "
+                             "they need --engine des and no --exhaustive")
         results = run_all(executor, run_task, list(tasks), label)
         n = sum(len(r.programs) for r in results)
         pairs = sum(len(r.matrices()) for r in results)

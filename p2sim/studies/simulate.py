@@ -23,7 +23,7 @@ from ..formalism.placement import Matrix, count_matrices, format_matrix, parse_m
 from ..formalism.program import Program, parse_program
 from ..formalism.synthesis import DEFAULT_MAX_SIZE, placement_lowerings, synthesize, validate_program
 from ..sim import ModelConfig, ProgramResult
-from ..sim.model import check_model
+from ..sim.engines import check_engine
 from ..util.errors import InputError
 from ..util.log import announce, progress
 from ..util.table import Tabular
@@ -46,18 +46,18 @@ class SimulateRequest:
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
               program: str = "all", algo: str = "auto", proto: str = "auto", bytes: Any = None,  # noqa: A002
-              model: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+              engine: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
               trace: bool = False, max_matrices: Any = None, max_simulations: Any = None, yes: bool = False
               ) -> SimulateRequest:
         job = Job.build(system, nodes, axes, reduce, bytes)
-        check_model(model)
-        if trace and model == "analytic":
-            raise InputError("trace: --trace needs --model des; the analytic model computes each step in closed form "
+        check_engine(engine)
+        if trace and engine == "analytic":
+            raise InputError("trace: --trace needs --engine des; the analytic engine computes each step in closed form "
                              "and has no flows to trace")
         mats = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str) else
                                             tuple(tuple(r) for r in matrix),)
         # the algorithm and protocol as given: the simulator checks them, after the program's own checks
-        settings = Settings(algo, proto, model, Rules.of(profile, max_size), Order.parse(order))
+        settings = Settings(algo, proto, engine, Rules.of(profile, max_size), Order.parse(order))
         return cls(job, mats, program, settings, limits_of(yes, max_matrices, max_simulations), bool(trace))
 
 
@@ -100,7 +100,7 @@ class SimulateResult(Tabular):
         return {
             "system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
             "axis_names": list(job.axis_names), "level_names": list(topo.level_names),
-            "reduce_axes": list(self.reduce_axes), "order": s.order.value, "algo": s.algo, "model": s.model,
+            "reduce_axes": list(self.reduce_axes), "order": s.order.value, "algo": s.algo, "model": s.engine,
             "bytes_per_gpu": job.bytes_per_gpu, "proto": s.proto, "config": self.config.to_json(topo.spec),
             "programs": self.table(),
         }

@@ -23,7 +23,7 @@ from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from ..collectives import check_algo, check_forced, check_proto
 from ..sim.sim_settings import SimSettings
-from ..sim.model import check_model
+from ..sim.engines import check_engine
 from ..topology import Topology
 from ..topology.spec import SystemSpec
 from ..util.log import progress
@@ -122,12 +122,12 @@ class SweepRequest:
     collective: str
     gpus_per_node: int  # the first GPUs of each node take part
     sizes: tuple[int, ...]
-    settings: SimSettings  # the algorithm, protocol and model (des or analytic)
+    settings: SimSettings  # the algorithm, protocol and engine (des or analytic)
 
     @classmethod
     def build(cls, system: str | SystemSpec = "a100", nodes: Any = None, gpus_per_node: Any = None,
               collective: str = "AllReduce", minbytes: Any = "8", maxbytes: Any = "1GiB", stepfactor: Any = "2",
-              algo: str = "auto", proto: str = "auto", model: str = "des") -> SweepRequest:
+              algo: str = "auto", proto: str = "auto", engine: str = "des") -> SweepRequest:
         topo = topology_of(system, nodes)
         coll = COLLECTIVE_NAMES.get(collective.lower().replace("-", "_").removesuffix("_perf"))
         if coll is None:
@@ -137,14 +137,14 @@ class SweepRequest:
         gpn = topo.gpus_per_node if gpn is None else gpn
         if gpn > topo.gpus_per_node:
             raise InputError(f"gpus-per-node: {gpn} is more than {topo.spec.name}'s {topo.gpus_per_node}")
-        algo, proto, model = check_algo(algo), check_proto(proto), check_model(model)
-        if model == "baseline":
-            raise InputError("model: the baseline has no protocols or algorithm choice to sweep; use des or analytic")
+        algo, proto, engine = check_algo(algo), check_proto(proto), check_engine(engine)
+        if engine == "baseline":
+            raise InputError("engine: the baseline has no protocols or algorithm choice to sweep; use des or analytic")
         # -b/-e as nccl-tests reads them (a sweep runs "as nccl-tests runs it"): 1MB is 1 MiB
         points = sizes(nccl_tests_size(as_text(minbytes, "minbytes"), "minbytes"),
                        nccl_tests_size(as_text(maxbytes, "maxbytes"), "maxbytes"),
                        positive_int(as_text(stepfactor, "stepfactor"), "stepfactor"))
-        req = cls(topo, coll, gpn, tuple(points), SimSettings(algo, proto, model))
+        req = cls(topo, coll, gpn, tuple(points), SimSettings(algo, proto, engine))
         check_forced(topo, algo, proto, coll, req.members)
         return req
 
@@ -172,7 +172,7 @@ class SweepResult(Tabular):
         req = self.request
         return {"system": req.topology.spec.name, "nodes": req.topology.node_count, "gpus_per_node": req.gpus_per_node,
                 "collective": req.collective, "algo": req.settings.algo, "proto": req.settings.proto,
-                "model": req.settings.model,
+                "model": req.settings.engine,
                 "points": self.table()}
 
     def table(self) -> list[dict[str, Any]]:

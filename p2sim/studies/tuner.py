@@ -10,7 +10,7 @@ pair form one range.  The ranges are what NCCL's example tuner plugin reads
 protocol, channels, nodes and ranks): :mod:`p2sim.report.tuner` writes them.
 
 Each range carries the channel count NCCL is predicted to run the pair on (what the forced
-run used, :attr:`~p2sim.sim.model.StepResult.choices`): the example tuner has no "keep NCCL's
+run used, :attr:`~p2sim.sim.results.StepResult.choices`): the example tuner has no "keep NCCL's
 count" -- it sets ``*nChannels = 1`` before matching and leaves it there for ``-1``, and
 ``ncclGetAlgoInfo`` keeps any count a tuner returns (``src/enqueue.cc``) -- so the count is
 written out.  NCCL lowers the count of small sizes (fewer bytes than threads x threshold per

@@ -56,7 +56,7 @@ class WhatifRequest:
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", vary: Any = (),
-              bytes: Any = None, algo: str = "auto", proto: str = "auto", model: str = "des",  # noqa: A002
+              bytes: Any = None, algo: str = "auto", proto: str = "auto", engine: str = "des",  # noqa: A002
               profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
               exhaustive: bool = False, workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> WhatifRequest:
@@ -69,7 +69,7 @@ class WhatifRequest:
             raise InputError("vary: give at least one --vary CLASS.bandwidth=V,.. or nodes=N,..")
         variations = tuple(parse_vary(v, spec) for v in vary)
         pts = tuple(points(spec, n, variations))
-        settings = Settings.of(algo, proto, model, profile, max_size, order)
+        settings = Settings.of(algo, proto, engine, profile, max_size, order)
         limits = limits_of(yes, max_matrices, max_simulations)
         return cls(spec, n, as_text(axes, "axes"), as_text(reduce, "reduce"), variations, tuple(vary), pts,
                    None if bytes is None else byte_size(as_text(bytes, "bytes")), settings, limits,
@@ -119,7 +119,7 @@ class WhatifResult(Tabular):
         return {"system": req.spec.name,
                 "vary": [{"target": v.target, "values": list(v.values)} for v in req.variations],
                 "axis_names": list(self.axis_names), "level_names": list(self.level_names),
-                "order": req.settings.order.value, "algo": req.settings.algo, "model": req.settings.model,
+                "order": req.settings.order.value, "algo": req.settings.algo, "model": req.settings.engine,
                 "points": self.table(),
                 "best_placements": [{"nodes": n, "matrix": m, "points": p} for n, m, p in self.placements],
                 "placement_changes": self.placement_changes}
@@ -177,7 +177,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
             tasks += split
             owners += [k] * len(split)
     what = f"{plural(len(req.points), 'point')}, {plural(len(settings), 'algorithm')}"
-    size = job_size_text(req.limits, SearchOptions(req.exhaustive), req.settings.model, simulations, what)
+    size = job_size_text(req.limits, SearchOptions(req.exhaustive), req.settings.engine, simulations, what)
     req.limits.check_cost(estimate(gpus, len(req.points), gpu_steps, req.run.processes(len(tasks)), cards),
                           where(max(pt.nodes for pt in req.points)), smaller)
     warning = warn_memory(largest[1].spec, largest[0], req.bytes is None, largest[1].node_count)
