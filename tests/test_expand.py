@@ -158,3 +158,47 @@ def test_dropping_the_caches_changes_no_result(monkeypatch):
     kept = run()
     monkeypatch.setattr(expand_module, "CACHE_BYTES", 1)
     assert run() == kept
+
+
+def _busbw(spec, nodes: int, algo: str, sizes: tuple[int, ...]) -> list[float]:
+    from p2sim import api
+
+    r = api.sweep(system=spec, nodes=nodes, minbytes=sizes[0], maxbytes=sizes[-1], stepfactor=4, algo=algo)
+    return [p.busbw for p in r.points]
+
+
+_ACCEPT = [("dgx-h100", 2, a, (2**30, 2**32)) for a in ("nvls_tree", "ring", "tree")] + [
+    ("dgx-h100", 8, a, (2**30, 2**32)) for a in ("nvls_tree", "tree")] + [
+    # a ring over 64 ranks at 1 GiB moves 1 MiB chunks (two in flight per connection) and crosses the network
+    # 14 times in a row: there a wire of tens of microseconds costs NCCL itself bandwidth (test below)
+    ("dgx-h100", 8, "ring", (2**32,))]
+
+
+@pytest.mark.parametrize("system,nodes,algo,sizes", _ACCEPT)
+def test_a_physical_nic_latency_costs_no_large_message_bandwidth(system, nodes, algo, sizes):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from p2sim.topology import find_spec
+
+    spec = find_spec(system)
+    none = _busbw(spec, nodes, algo, sizes)
+
+    @settings(max_examples=8, deadline=None)
+    @given(st.floats(1.0, 20.0))
+    def check(latency):
+        stated = _busbw(spec.with_class("nic", latency=latency), nodes, algo, sizes)
+        assert all(s >= 0.95 * n for s, n in zip(stated, none)), (latency, stated, none)
+
+    check()
+
+
+def test_a_ring_of_many_ranks_pays_its_wire_as_nccl_does():
+    # 8 x 8 H100, 1 GiB: each of 16 channels moves 1 MiB chunks (64 MiB over 64 ranks), 2 MiB in flight per
+    # connection; a 40 us crossing (20 us on each NIC link) makes the round trip 28 + 80 us and more: the
+    # window binds, as it binds NCCL's proxy (maxDepth = 8 slots, net.cc)
+    from p2sim.topology import find_spec
+
+    spec = find_spec("dgx-h100")
+    none, slow = _busbw(spec, 8, "ring", (2**30,))[0], _busbw(spec.with_class("nic", latency=20.0), 8, "ring", (2**30,))[0]
+    assert slow < 0.8 * none

@@ -8,6 +8,7 @@ from p2sim.collectives import Expander
 from p2sim.collectives.latency import collective_latency, ring_steps
 from p2sim.collectives.nccl_tables import base_latency, hw_latency
 from p2sim.collectives.transports import network_step_us
+from p2sim.topology import load_system
 
 from .helpers import rail_nodes
 
@@ -63,3 +64,17 @@ def test_network_route_latency_counts_twice_for_simple():
     assert a - b == pytest.approx(2 * 2 * 3e-6)
     assert math.isclose(collective_latency("nvls", "Simple", "AllReduce", 8, 1, "nvlink", 0, 0, 1, 16, "hopper"),
                         25 * US)
+
+
+def test_p2sims_time_counts_the_wire_once():
+    # NCCL's model (transport None) counts a plugin latency twice for Simple; p2sim's time over a transport
+    # crosses the wire once (the receive flush is a loopback read on the receiver's NIC)
+    a = collective_latency("tree", "Simple", "AllReduce", 16, 2, "nvlink", 0.0, 3e-6, 2**30, 16, "hopper", "ib")
+    b = collective_latency("tree", "Simple", "AllReduce", 16, 2, "nvlink", 0.0, 0.0, 2**30, 16, "hopper", "ib")
+    assert a - b == pytest.approx(2 * 3e-6)
+    # a tree over 2 nodes crosses the network twice (up, down): a 5 us NIC link (10 us a crossing) adds 20 us
+    base = rail_nodes(8, 8, nodes=2)
+    slow = load_system(base.spec.with_class("nic", latency=5.0), nodes=2)
+    c0 = Expander(base).collective("tree", "Simple", "AllReduce", tuple(range(16)), 2**20)
+    c1 = Expander(slow).collective("tree", "Simple", "AllReduce", tuple(range(16)), 2**20)
+    assert c1.latency - c0.latency == pytest.approx(2 * 10e-6)

@@ -56,3 +56,19 @@ def test_the_window_grows_with_the_chunk_and_shrinks_with_the_step(chunk, sigma,
     w = window("ring", "Simple", "AllReduce", chunk, sigma, beta)
     assert window("ring", "Simple", "AllReduce", chunk * 2, sigma, beta) > w
     assert window("ring", "Simple", "AllReduce", chunk, sigma * 2, beta) < w
+
+
+def test_a_wire_counts_once_each_way_in_a_slots_round_trip():
+    # by hand: ring Simple, 2 MiB chunks (4 MiB in flight, 1 MiB slices), a 14 us step at each end and a
+    # 10 us wire crossed by the data and by the clear-to-send: 4 MiB / (28 + 20 us + 1 MiB / 12.5 GB/s)
+    w = window("ring", "Simple", "AllReduce", 2**21, 14e-6, 12.5e9, wire=10e-6)
+    assert math.isclose(w, 4 * 2**20 / (28e-6 + 20e-6 + 2**20 / 12.5e9))
+    assert window("tree", "Simple", "AllReduce", 65536, 0.0, 12.5e9, wire=5e-6) < math.inf  # a wire alone binds
+
+
+def test_nvls_tree_runs_every_heads_tree_on_every_channel():
+    from p2sim.collectives.algorithms import algorithm
+
+    # connect.cc connectNvls: every NVLS channel gets the head's tree; p2sim's flow per head counts 2 of 16
+    assert algorithm("nvls_tree").connections(2, 16) == 16
+    assert algorithm("ring").connections(2, 16) == 2 and algorithm("tree").connections(2, 16) == 2

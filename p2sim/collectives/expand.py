@@ -262,7 +262,9 @@ class Expander(ShapeMemo, Structures, Choice):
         transport = (nccl.transport, self.rates.step_latency if self.rates.step_latency is not None
                      else nccl.step_latency)
         intra_hw = "nvlink" if st.nvlink else "pci"
-        steps = step_latencies(algo, proto, len(members), nodes, intra_hw, st.intra, st.inter, *transport)
+        # the per-step turn-around of the pipeline's window: the transport's step without the route's own
+        # latency, which the window counts once each way (pipeline.py)
+        steps = step_latencies(algo, proto, len(members), nodes, intra_hw, st.intra, 0.0, *transport)
         flows = []
         total = sum(st.per_flow)
         for table, (edges, coef), out_net, k, g in zip(st.tables, st.loads, st.out_net, st.per_flow, st.graph):
@@ -286,29 +288,35 @@ class Expander(ShapeMemo, Structures, Choice):
                 share: float, nbytes: float, chunk: int) -> Collective:
         """The collective of a structure with this protocol: link shares, caps and latency."""
         tuned, rate, steps, transport, args = self._tuned(st, algo, proto, op, members, used, share, nbytes, chunk)
-        flows = self._windowed(list(tuned.flows), st, algo, proto, op, chunk, steps, rate, nbytes)
+        flows = self._windowed(list(tuned.flows), st, algo, proto, op, chunk, steps, rate, nbytes, used)
         lat = collective_latency(*args, *transport, self.rates.launch or 0.0)
         return replace(tuned, flows=tuple(flows), latency=lat,
                        tuning=(tuned.latency, rate * tuning_share(algo, op)))
 
     def _windowed(self, flows: list[Flow], st: Structure, algo: str, proto: str, op: str, chunk: int,
-                  steps: tuple[float, float], rate: float, nbytes: float) -> list[Flow]:
-        """The flows with the pipeline's limits as one more cap per channel (pipeline.py): the window of
-        chunks over the network step's round trip, for groups that cross nodes (inside a node a step
-        takes a few microseconds and the window binds only where the latency term already rules), and
-        a calibrated per-step cost (``[model] step_cost``), for every group."""
+                  steps: tuple[float, float], rate: float, nbytes: float, used: int) -> list[Flow]:
+        """The flows with the pipeline's limits as one more cap per connection (pipeline.py): the window of
+        chunks over a slot's round trip (the transport's turn-around ``steps[1]`` at each end, the slowest
+        inter-node route's latency once each way), for groups that cross nodes (inside a node a step takes
+        a few microseconds and the window binds only where the latency term already rules), and a
+        calibrated per-step cost (``[model] step_cost``), per channel, for every group."""
         cost = (self.rates.step_cost or 0.0) * 1e-6
         if st.nodes == 1 and cost <= 0:
             return flows
-        per_hop = st.bus if algorithm(algo).per_hop_bus else 1.0  # a ring channel: its share x bus factor per hop
+        a = algorithm(algo)
+        per_hop = st.bus if a.per_hop_bus else 1.0  # a ring channel: its share x bus factor per hop
         out = []
         for f in flows:
             beta = rate * f.share * per_hop / f.channels  # a channel's bytes per second on its links
-            w, kind = step_cap(algo, proto, op, chunk, cost, beta), CAP_STEP
+            w, coef, kind = step_cap(algo, proto, op, chunk, cost, beta), per_hop / f.channels, CAP_STEP
             if st.nodes > 1:
-                win = window(algo, proto, op, chunk, steps[1], beta, nbytes * f.share / f.channels)
-                w, kind = (win, CAP_WINDOW) if win < w else (w, kind)
-            out.append(replace(f, caps=f.caps + ((w, per_hop / f.channels),), cap_kinds=f.cap_kinds + (kind,))
+                conns = a.connections(f.channels, used)  # the network connections carrying the flow
+                beta_net = rate * f.share * per_hop / conns
+                win = window(algo, proto, op, chunk, steps[1], beta_net, nbytes * f.share / conns, st.inter)
+                # the tighter of the two caps on the flow (a cap over its connections against one per channel)
+                if (win < w) if conns == f.channels else (win * conns < w * f.channels):
+                    w, coef, kind = win, per_hop / conns, CAP_WINDOW
+            out.append(replace(f, caps=f.caps + ((w, coef),), cap_kinds=f.cap_kinds + (kind,))
                        if math.isfinite(w) else f)
         return out
 

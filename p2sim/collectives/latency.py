@@ -16,8 +16,10 @@ for a step inside a node (NVLink or PCI), ``inter`` for a step across the networ
 
 p2sim's per-step latencies are NCCL's figures plus the routes' own latencies from the
 system file, which hold what NCCL's figures do not (shipped files: 0 inside a node, the
-transport's per-message time on the network); an inter-node step counts the network
-route's latency twice for Simple, as NCCL counts the network plugin's (the receive flush).
+transport's per-message time on the network).  In NCCL's own model (what it chooses by) an
+inter-node Simple step counts the network route's latency twice, as NCCL counts the network
+plugin's (the receive flush); in p2sim's time once: the flush is a loopback read on the
+receiver's own NIC (``net_ib``), and the wire is crossed once.
 
 Examples
 --------
@@ -44,12 +46,16 @@ def step_latencies(algo: str, proto: str, ranks: int, nodes: int, intra_hw: str,
                    inter_route: float, transport: str | None = None, step_us: float | None = None
                    ) -> tuple[float, float]:
     """One step's latency (s) inside a node and across the network: NCCL's per-step figure plus the
-    route's own latency (the network's twice for Simple, as NCCL counts its plugin's latency for the
-    receive flush); the network step is the transport's (:mod:`.transports`), the one NCCL charges the
+    route's own latency (in NCCL's own model, ``transport`` None, the network's twice for Simple, as NCCL
+    counts its plugin's latency for the receive flush; once in p2sim's time); the network step is the transport's (:mod:`.transports`), the one NCCL charges the
     algorithm (:meth:`~p2sim.collectives.algorithms.base.Algorithm.network_step`)."""
     intra = hw_latency(intra_hw, algo, proto) * US + intra_route
     net_algo = algorithm(algo).network_step(ranks, nodes)
-    inter = network_step_us(transport, net_algo, proto, step_us) * US + inter_route * (2 if proto == "Simple" else 1)
+    # NCCL's model counts its plugin's latency twice for Simple (tuning.cc: "the flush extra latency"); the
+    # flush is a loopback RDMA read on the receiver's own NIC (net_ib/connect.cc: the gpuFlush QP is
+    # connected to itself), so p2sim's time (a transport given) counts the route's wire once
+    wire = 2 if proto == "Simple" and transport is None else 1
+    inter = network_step_us(transport, net_algo, proto, step_us) * US + inter_route * wire
     return intra, inter
 
 

@@ -2,18 +2,36 @@
 
 A channel moves its share of the buffer in chunks through each connection's FIFO of
 ``NCCL_STEPS`` (8) slots (``src/include/device.h``).  A sender may fill the free slots; a slot
-comes back once the receiver has taken its data -- a flag over NVLink or PCIe, a proxy's round
-trip on the network (``src/transport/net.cc``: the receiver's proxy re-posts the buffer, the
-sender's proxy sees it).  That is window flow control: with ``F`` bytes in flight, a per-step
-latency ``sigma`` each way and the channel's rate ``beta`` on its links, a connection moves at
-most
+comes back once the receiver has taken its data -- a flag over NVLink or PCIe, a round trip on
+the network.  That is window flow control: with ``F`` bytes in flight, a connection moves at most
 
-    ``F / (2 sigma + u / beta)``
+    ``F / (2 sigma + 2 w + u / beta)``
 
-bytes per second, where ``u`` is what the receiver must hold before it releases a slot.  For a
-ring AllReduce, ReduceScatter or AllGather with Simple, a chunk takes ``CHUNKSTEPS`` = 4 of the
-8 slots and moves as two slices (``SLICESTEPS`` = 2, ``src/include/collectives.h``): ``F`` is
-two chunks and ``u`` a slice; every other pattern moves a chunk per slot, eight in flight.
+bytes per second, where ``u`` is what the receiver must hold before it releases a slot and
+``beta`` the connection's rate on its links.  The round trip is what a slot's return really
+costs on the network (``src/transport/net.cc``, ``sendProxyProgress`` / ``recvProxyProgress``;
+the IB plugin's ``net_ib``): the slot's data crosses the wire once (``w``, the route's own
+one-way latency as the system file states it), the receiving proxy sees it complete, flushes it
+and hands it to the GPU, and once the GPU has consumed it re-posts the receive, whose
+clear-to-send crosses the wire back (``w`` again) before the sender's proxy may post the slot's
+next step.  ``sigma`` is the transport's per-step turn-around at each end -- NCCL's network
+step (:mod:`.transports`), which stands for a whole step of the proxies, the flush and the
+GPU's hand-over.  The wire counts once each way, not twice as in NCCL's latency model (there
+the network plugin's latency is counted twice for Simple's receive flush, a cost the step
+``sigma`` already holds here).
+
+``F`` is per connection, NCCL's proxy posting depth ``maxDepth = min(NCCL_STEPS,
+NCCL_SHARED_STEPS / nsubs)`` slots (``net.cc``; a collective's connection has one sub, so 8),
+advancing ``sliceSteps`` at a time.  For a ring AllReduce, ReduceScatter or AllGather with Simple, a
+chunk takes ``CHUNKSTEPS`` = 4 of the 8 slots and moves as two slices (``SLICESTEPS`` = 2,
+``src/include/collectives.h``): ``F`` is two chunks and ``u`` a slice; every other pattern moves a
+chunk per slot, eight in flight.  A flow's network traffic may run over more connections than its
+channels: NVLS-Tree runs every head's tree on every NVLS channel
+(:meth:`~p2sim.collectives.algorithms.base.Algorithm.connections`).  A collective's connections
+never use the shared proxy buffers (``NCCL_NET_SHARED_BUFFERS``, ``NCCL_SHARED_STEPS`` = 16 slots
+a channel shared by its peers): ``sendSetup`` / ``recvSetup`` in ``net.cc`` share only connections
+set up without a graph, point-to-point ones; the plugin's grouped receives (``maxRecvs``, 8 in
+``net_ib``) group the receives of such shared connections, so neither changes a collective's window.
 
 The chunk ``c`` is NCCL's for the size (``src/enqueue.cc``, ``calcCollChunking``): a ring cuts
 each channel's bytes into one chunk per rank, at most ``NCCL_BUFFSIZE / 8 x 4`` (2 MiB with the
@@ -37,6 +55,8 @@ Examples
 4.28
 >>> round(window("ring", "Simple", "AllReduce", 2 * 2**20, 14e-6, 12.5e9) / 1e9, 2)  # largest chunks: the link binds
 37.49
+>>> round(window("ring", "Simple", "AllReduce", 2 * 2**20, 14e-6, 12.5e9, wire=10e-6) / 1e9, 2)  # a 10 us wire
+31.8
 """
 
 from __future__ import annotations
@@ -85,12 +105,13 @@ def step_cap(algo: str, proto: str, op: str, chunk: int, cost: float, beta: floa
 
 
 def window(algo: str, proto: str, op: str, chunk: int, sigma: float, beta: float,
-           channel_bytes: float = math.inf) -> float:
-    """The most bytes per second one channel moves over a hop, given its chunk, the per-step
-    latency ``sigma`` (s), its rate on the links ``beta`` (bytes/s; ``inf`` if unbounded) and its
-    share of the buffer (a pipeline whose chunks all fit in flight never waits for a slot)."""
+           channel_bytes: float = math.inf, wire: float = 0.0) -> float:
+    """The most bytes per second one connection moves over a hop, given its chunk, the transport's
+    per-step turn-around ``sigma`` (s), the route's one-way latency ``wire`` (s), its rate on the
+    links ``beta`` (bytes/s; ``inf`` if unbounded) and its share of the buffer (a pipeline whose
+    chunks all fit in flight never waits for a slot): ``F / (2 sigma + 2 wire + u / beta)``."""
     a = algorithm(algo)
     flight, unit = a.in_flight(proto, op, chunk)
-    if sigma <= 0 or (not a.streams(op) and channel_bytes <= flight):  # a ring's ranks always stream
+    if sigma + wire <= 0 or (not a.streams(op) and channel_bytes <= flight):  # a ring's ranks always stream
         return math.inf
-    return flight / (2 * sigma + unit / beta)
+    return flight / (2 * sigma + 2 * wire + unit / beta)

@@ -5,7 +5,8 @@ An algorithm object owns what p2sim knows of one of NCCL's algorithms: whether i
 channels it uses and their structure (:meth:`~Algorithm.channels_used`, :meth:`~Algorithm.heads`,
 :meth:`~Algorithm.structure`), its start-up latency (:meth:`~Algorithm.latency`,
 :meth:`~Algorithm.network_step`), its pipeline (:meth:`~Algorithm.chunking`,
-:meth:`~Algorithm.chunk_size`, :meth:`~Algorithm.in_flight`, :attr:`~Algorithm.streams`), its
+:meth:`~Algorithm.chunk_size`, :meth:`~Algorithm.in_flight`, :meth:`~Algorithm.connections`,
+:attr:`~Algorithm.streams`), its
 protocol caps (:meth:`~Algorithm.link_share`, :meth:`~Algorithm.tuning_share`,
 :meth:`~Algorithm.channel_cap`), which calibrated rates it reads (:attr:`~Algorithm.tree_rates`) and its
 analytic baseline (:meth:`~Algorithm.baseline`).  The defaults here are what most algorithms share (a
@@ -141,6 +142,11 @@ class Algorithm(ABC):
         """Bytes a connection has in flight and what a receiver holds before it frees a slot: a chunk per
         slot, NCCL_STEPS slots."""
         return float(NCCL_STEPS * chunk), float(chunk)
+
+    def connections(self, channels: int, used: int) -> int:
+        """How many network connections (each with its own NCCL_STEPS slots in flight) carry the traffic
+        of one flow of ``channels`` of the collective's ``used`` channels: one per channel."""
+        return channels
 
     # -- protocols -------------------------------------------------------------------
     @abstractmethod

@@ -77,6 +77,13 @@ class NvlsTree(Nvls):
         cap = nccl.nvlstree_max_chunksize  # nvls.cc: the tree's cap is 64 KiB from 4 nodes unless set
         return min(nccl.nvls_chunksize, cap if cap is not None else 65536 if nodes >= 4 else nccl.nvls_chunksize)
 
+    def connections(self, channels: int, used: int) -> int:
+        # every NVLS channel runs every head's tree: connectNvls (connect.cc) gives each of the nvlsChannels
+        # the head's treeUp/treeDown, and the kernel (all_reduce.h, NVLS_TREE) splits each channel's data over
+        # all nHeads heads (loopCount = nHeads * chunkCount); so a head's network traffic has one connection
+        # per NVLS channel, whatever share of the channels p2sim's flow for that head counts
+        return used
+
     def channel_cap(self, proto: str, nodes: int, arch: str, configured: float | None) -> float:
         cap = per_channel_nvls_tree_bw(arch, nodes)
         return cap if cap > 0 else math.inf
