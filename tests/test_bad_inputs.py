@@ -209,6 +209,13 @@ def test_whatif_varies_a_target_once(capsys):
     refused(capsys, "whatif", "--vary", "nic.bandwidth=8,8", says=("vary: nic.bandwidth lists the value 8 twice",))
 
 
+def test_whatif_queue_pairs_are_refused_outside_their_range_and_transport(capsys):
+    refused(capsys, "whatif", "--system", "roce-h100", "--vary", "qps_per_connection=0,4",
+            says=("--vary: qps_per_connection: 0 must be a whole number in 1..128", "NCCL_IB_QPS_PER_CONNECTION"))
+    refused(capsys, "whatif", "--system", "a100", "--vary", "qps_per_connection=2",
+            says=("--vary: qps_per_connection: a100 has no [fabric]",))
+
+
 @pytest.mark.parametrize(("argv", "says"), [
     (["simulate", "--system", "dgx-h100", "--algo", "collnet_direct"], ("collnet_direct", "no SHARP tier")),
     (["simulate", "--system", "dgx-a100", "--algo", "nvls"], ("nvls cannot run on dgx-a100", "ampere")),

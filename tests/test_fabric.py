@@ -132,6 +132,17 @@ def test_ecmp_is_deterministic_and_can_collide_adaptive_splits_evenly():
     assert ecmp_rates == pytest.approx(expect)
 
 
+def test_one_routes_hash_is_the_array_hash():
+    # route_via hashes one route in Python's integers, route_table many in numpy's: the same ports
+    f = Topology(fabric_system(nodes_per_leaf=2, oversubscription=1.0, routing="ecmp", nics=2, rails=2, gpus=2), 16
+                 ).fabric
+    rng = np.random.default_rng(1)
+    p, q, x, y = rng.integers(0, 16, 300), rng.integers(0, 16, 300), rng.integers(0, 2, 300), rng.integers(0, 2, 300)
+    salt = rng.integers(0, 2**40, 300)
+    many = f._hash(p, x, q, y, salt, 1)
+    assert [int(f._hash(*(int(v[i]) for v in (p, x, q, y, salt)), 1)[0]) for i in range(300)] == many.tolist()
+
+
 def test_ecmp_seed_changes_the_ports():
     a = Topology(fabric_system(nodes_per_leaf=8, oversubscription=1.0, routing="ecmp"), 16).fabric
     spec = fabric_system(nodes_per_leaf=8, oversubscription=1.0, routing="ecmp")

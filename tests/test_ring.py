@@ -50,3 +50,68 @@ def test_two_gpus_sharing_a_nic_load_every_nic_equally():
     assert set(ups) == {"n0/nic0", "n0/nic1", "n1/nic0", "n1/nic1"}
     # the ring's whole network traffic, 2(n-1)/n per node and direction, split evenly over two NICs
     assert all(v == pytest.approx(2 * 7 / 8 / 2) for v in ups.values())
+
+
+def _ecmp(qps: int, seed: int = 5, routing: str = "ecmp", oversubscription: float = 1.0, nodes_per_leaf: int = 2):
+    """4 nodes of 1 GPU and 1 NIC (10 GB/s), leaves of ``nodes_per_leaf`` with 10 GB/s uplink ports."""
+    from dataclasses import replace
+
+    from p2sim.topology import Topology
+
+    from .test_fabric import fabric_system
+
+    spec = fabric_system(nodes_per_leaf=nodes_per_leaf, oversubscription=oversubscription, routing=routing)
+    spec = spec.with_fabric(replace(spec.fabric, seed=seed))
+    return Topology(replace(spec, nccl=replace(spec.nccl, ib_qps_per_connection=qps)), 4)
+
+
+def _rates(topo, groups) -> list[float]:
+    """Each group's AllReduce rate (buffer bytes/s) when all run at once over the fabric (no latency)."""
+    import numpy as np
+
+    from p2sim.sim.engine import FlowSpec, run_flows
+
+    colls = [Expander(topo).collective("ring", "Simple", "AllReduce", g, 2**30) for g in groups]
+    flows = [FlowSpec(*c.link_load(), 1e9, 0.0) for c in colls]
+    _, records, _ = run_flows(flows, topo.capacity, record=True)
+    assert all(len(c.flows) == 1 for c in colls) and np.all(topo.capacity > 0)
+    return [1e9 / (r.end - r.start) for r in records]
+
+
+def test_ecmp_collision_of_two_connections_by_hand():
+    # leaves of 2 nodes with 2 uplink ports; the AllReduces {0, 2} and {1, 3} each cross from leaf 0 by
+    # one connection.  Seed 5's hash puts both connections' one queue pair on leaf 0's port 1:
+    topo = _ecmp(1)
+    f = topo.fabric
+    port = lambda p, q, salt: f.describe(int(f.mids([p], [0], [q], [0], [salt])[1][0]))  # noqa: E731
+    assert port(0, 2, 0) == port(1, 3, 0) == "leaf 0 port 1 up"
+    # each node's NIC sends 1 byte per byte of buffer (half each way round), the shared port 2: half rate
+    assert _rates(topo, [(0, 2), (1, 3)]) == pytest.approx([5e9, 5e9])
+    # with 2 queue pairs per connection (salts 0 and 1) the same hash puts one of each on each port:
+    assert [port(0, 2, 1), port(1, 3, 1)] == ["leaf 0 port 0 up"] * 2
+    assert _rates(_ecmp(2), [(0, 2), (1, 3)]) == pytest.approx([10e9, 10e9])
+    # adaptive routing spreads each connection over both ports whatever its queue pairs
+    for qps in (1, 2):
+        assert _rates(_ecmp(qps, routing="adaptive"), [(0, 2), (1, 3)]) == pytest.approx([10e9, 10e9])
+
+
+def test_queue_pairs_split_each_hop_across_nodes():
+    one, four = (Expander(_ecmp(k)).collective("ring", "Simple", "AllReduce", (0, 2), 2**30) for k in (1, 4))
+    h1, h4 = one.flows[0].hops, four.flows[0].hops
+    assert len(h4) == 4 * len(h1)  # every hop crosses the nodes here
+    assert sorted(h.coef for h in h4) == pytest.approx(sorted(h.coef / 4 for h in h1 for _ in range(4)))
+    assert one.sent() == pytest.approx(four.sent())  # the bytes are the connection's, however spread
+    # adaptive routing (or another transport): the hops stay whole, the queue pairs change nothing
+    ar1, ar4 = (Expander(_ecmp(k, routing="adaptive")).collective("ring", "Simple", "AllReduce", (0, 2), 2**30)
+                for k in (1, 4))
+    assert len(ar4.flows[0].hops) == len(ar1.flows[0].hops)
+    assert all(a.edges == b.edges and a.coef == b.coef for a, b in zip(ar1.flows[0].hops, ar4.flows[0].hops))
+
+
+def test_ecmp_cost_falls_as_queue_pairs_rise_at_equal_port_speed():
+    # 4 nodes, leaves of 2 with 2 ports of the NICs' speed (1:1): the slower of the two crossing
+    # AllReduces, averaged over 16 hash seeds.  One queue pair each collides on half the seeds (rate
+    # 1/2 there); more queue pairs spread each connection over both ports, towards the NIC's 10 GB/s
+    mean = {k: sum(min(_rates(_ecmp(k, seed=s), [(0, 2), (1, 3)])) for s in range(16)) / 16 for k in (1, 4, 16)}
+    assert mean[1] < mean[4] < mean[16]
+    assert mean[1] <= 0.75e10 and mean[16] >= 0.85e10

@@ -12,6 +12,10 @@ def test_defaults_are_nccls():
     s = parse_nccl({}, {}, {"arch": "ampere"}, "x.toml")
     assert s == NcclSettings()
     assert (s.channels_per_nic, s.max_channels, s.p2p_level, s.transport) == (2, 64, "PXB", "ib")
+    # NCCL_IB_QPS_PER_CONNECTION 1 (net_ib/connect.cc), NCCL_IB_SPLIT_DATA_ON_QPS 0 (net_ib/common.cc)
+    assert (s.ib_qps_per_connection, s.ib_split_data_on_qps) == (1, False)
+    s = parse_nccl({"ib_qps_per_connection": 4, "ib_split_data_on_qps": True}, {}, {"arch": "ampere"}, "x.toml")
+    assert (s.ib_qps_per_connection, s.ib_split_data_on_qps) == (4, True)
 
 
 def test_no_silent_gpu_generation():
@@ -35,6 +39,10 @@ def test_no_silent_gpu_generation():
     ({"p2p_level": "NODE"}, {}, {}, "nccl.p2p_level"),
     ({"hca": "nic0"}, {}, {}, "nccl.hca"),
     ({"nvls": "yes"}, {}, {}, "nccl.nvls"),
+    ({"ib_qps_per_connection": 0}, {}, {}, "nccl.ib_qps_per_connection"),
+    ({"ib_qps_per_connection": 129}, {}, {}, "nccl.ib_qps_per_connection"),
+    ({"ib_qps_per_connection": 2.0}, {}, {}, "nccl.ib_qps_per_connection"),
+    ({"ib_split_data_on_qps": 1}, {}, {}, "nccl.ib_split_data_on_qps"),
     ({"chanels_per_nic": 2}, {}, {}, "nccl.chanels_per_nic"),
     ({}, {"transport": "carrier-pigeon"}, {}, "network.transport"),
     ({}, {}, {"arch": "kepler"}, "gpu.arch"),

@@ -157,3 +157,15 @@ def test_components_of_one_name_are_refused_naming_it():
 def test_every_shipped_system_loads():
     for name in system_paths():
         assert find_spec(name).name == name
+
+
+def test_an_ecmp_fabric_states_its_assumed_queue_pairs():
+    from .helpers import spec_from
+    from .test_fabric import fabric_text
+
+    ecmp = fabric_text(routing="ecmp")
+    assert any("1 queue pair per connection" in a for a in spec_from(ecmp).assumed)
+    stated = ecmp.replace("[network]", "[nccl]\nib_qps_per_connection = 4\n[network]")
+    assert spec_from(stated).nccl.ib_qps_per_connection == 4
+    assert not any("queue pair" in a for a in spec_from(stated).assumed)
+    assert not any("queue pair" in a for a in spec_from(fabric_text(routing="adaptive")).assumed)

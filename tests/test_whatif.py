@@ -105,3 +105,28 @@ def test_a_tier_whose_name_ends_in_a_digit_is_varied_as_itself():
     # leaf2.uplinks reads as the leaf2 tier's uplinks, not as group 2 of a tier "leaf" that does not exist
     assert parse_vary("leaf2.uplinks=4", spec).values == (4,)
     assert apply_setting(spec, "leaf2.uplinks", 4).fabric.tier("leaf2").uplinks == 4
+
+
+def test_vary_queue_pairs_per_connection():
+    from p2sim.studies.variations import parse_vary, points
+    from p2sim.topology import find_spec
+    from p2sim.util.errors import InputError
+
+    roce = find_spec("roce-h100")
+    v = parse_vary("qps_per_connection=1,2,4", roce)
+    assert v.values == (1, 2, 4)
+    pts = points(roce, 16, [v])
+    assert [p.spec.nccl.ib_qps_per_connection for p in pts] == [1, 2, 4]
+    assert [p.label for p in pts] == [f"qps_per_connection={k}" for k in (1, 2, 4)]
+    for bad, msg in (("0", "0 must be a whole number in 1..128"), ("129", "129 must be a whole number in 1..128"),
+                     ("1.5", "1.5 must be a whole number")):
+        with pytest.raises(InputError, match=f"^--vary: qps_per_connection: {msg}"):
+            parse_vary(f"qps_per_connection={bad}", roce)
+    with pytest.raises(InputError, match="^--vary: qps_per_connection: a100 has no \\[fabric\\]"):
+        parse_vary("qps_per_connection=2", find_spec("a100"))
+    efa = find_spec("superpod-h100")
+    from dataclasses import replace
+
+    efa = replace(efa, nccl=replace(efa.nccl, transport="efa"))
+    with pytest.raises(InputError, match="transport is efa; queue pairs are NCCL's IB transport's"):
+        parse_vary("qps_per_connection=2", efa)

@@ -189,7 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reduce", default=o.REDUCE, help=f"reduction axes, by index or name (default: {o.REDUCE})")
     p.add_argument("--vary", action="append", default=[], metavar="TARGET=V1,V2,..",
                    help="CLASS.bandwidth (GB/s), CLASS.latency (us), nodes; on a [fabric]: TIER.oversubscription, "
-                        "TIER.nodes, TIER.uplinks, routing (adaptive, ecmp); faults: nodeN.COMPONENT.bandwidth "
+                        "TIER.nodes, TIER.uplinks, routing (adaptive, ecmp), qps_per_connection (queue pairs per NCCL "
+                        "connection, ib/roce); faults: nodeN.COMPONENT.bandwidth "
                         "(GB/s), nodeN.speed (factor), TIERg.uplinks (ports of one group); with values "
                         "(repeatable)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default, at each point: {DEFAULT_BYTES_HELP})")

@@ -23,10 +23,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..topology import Topology
+from ..topology.settings import IB_TRANSPORTS
 from .channels import Segment, ring_channel_pairs
 from .pattern import Hop, HopTable
 
-__all__ = ["ring_factor", "node_order", "ring_hops", "ring_tables", "chain_pairs", "kinds"]
+__all__ = ["qps_per_connection", "ring_factor", "node_order", "ring_hops", "ring_tables", "chain_pairs", "kinds"]
 
 
 def ring_factor(op: str, n: int) -> float:
@@ -104,14 +105,43 @@ def _spread(topo: Topology, segs: Sequence[Segment], of: list[int], local: list[
     return np.concatenate([local[k] + b for k, b in zip(of, bases.tolist())])
 
 
+def qps_per_connection(topo: Topology) -> int:
+    """How many flows an ECMP fabric sees for one channel's connection between two NICs: its queue pairs.
+
+    NCCL's IB transport (ib, roce) opens ``NCCL_IB_QPS_PER_CONNECTION`` queue pairs per connection
+    (``src/transport/net_ib/connect.cc``; one NIC per connection, so no device multiplies it) and
+    spreads each connection's bytes evenly over them: whole messages round-robin by request id
+    (``NCCL_IB_SPLIT_DATA_ON_QPS=0``, ``net_ib/common.h``) or every message split
+    (``=1``, ``net_ib/p2p.cc``) -- in the fluid model alike, each queue pair carries ``1/k`` of the
+    connection and the slowest one paces it.  Each queue pair is a flow of its own to a switch's
+    hash: on RoCE NCCL sets the flow label to 0 (``connect.cc``), so the NIC driver's UDP source
+    port, chosen per queue pair, is the only entropy besides the two NICs' addresses.  Adaptive
+    routing spreads every connection anyway, and the other transports have no queue pairs: 1.
+    """
+    f = topo.fabric
+    if f is None or not f.ecmp or topo.spec.nccl.transport not in IB_TRANSPORTS:
+        return 1
+    return topo.spec.nccl.ib_qps_per_connection
+
+
 def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, nic_of_node: dict[int, int] | None,
            channel: int = 0) -> HopTable:
     """Hops between GPUs; across nodes through each node's NIC in ``nic_of_node`` (an index into ``topo.nics``).
 
-    ``channel`` numbers the flow for a fabric's ECMP hash (its connections' queue pairs differ).
+    ``channel`` numbers the flow for a fabric's ECMP hash (its connections' queue pairs differ): with
+    ``k`` queue pairs per connection (:func:`qps_per_connection`) a hop across nodes becomes ``k`` hops
+    of ``1/k`` of its bytes, queue pair ``j`` hashed with ``channel * k + j`` (``k = 1``: the channel).
     """
     gpn = topo.gpus_per_node
     p, q = src // gpn, dst // gpn
+    k = 1 if nic_of_node is None else qps_per_connection(topo)
+    qp = np.zeros(len(src), dtype=np.int64)
+    if k > 1 and np.any(p != q):
+        per = np.where(p != q, k, 1)  # consecutive rows: a hop's queue pairs, in order
+        first = np.repeat(np.cumsum(per) - per, per)
+        qp = np.arange(int(per.sum()), dtype=np.int64) - first
+        src, dst, coef = np.repeat(src, per), np.repeat(dst, per), np.repeat(coef / per, per)
+        p, q = src // gpn, dst // gpn
     if nic_of_node is None:
         x = y = None
     else:
@@ -121,7 +151,7 @@ def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, n
         nodes, nics = nodes[order], nics[order]
         x = nics[np.searchsorted(nodes, p)]
         y = nics[np.searchsorted(nodes, q)]
-    indptr, edges = topo.router.route_table(src, dst, x, y, None if x is None else np.full(len(src), channel))
+    indptr, edges = topo.router.route_table(src, dst, x, y, None if x is None else channel * k + qp)
     return HopTable(src, dst, coef, p != q, np.ones(len(src)), indptr, edges)
 
 

@@ -20,6 +20,7 @@ from ..formalism.placement import Matrix
 from ..topology import ranges
 from ..topology.fabric_spec import ROUTINGS, check_ports, check_tiers, uplink_ports
 from ..topology.faults import UplinkFault, check_fault, parse_fault
+from ..topology.settings import IB_TRANSPORTS, MAX_QPS
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError, PlacementError
 from ..util.parsing import named_parts
@@ -30,7 +31,8 @@ __all__ = ["Variation", "parse_vary", "Point", "points", "resolve_axes", "apply_
 @dataclass(frozen=True)
 class Variation:
     """A target and its values: ``nodes``, ``CLASS.bandwidth`` / ``.latency``, a fabric tier's
-    ``TIER.oversubscription`` / ``.nodes`` / ``.uplinks``, ``routing`` (adaptive, ecmp), or a fault:
+    ``TIER.oversubscription`` / ``.nodes`` / ``.uplinks``, ``routing`` (adaptive, ecmp),
+    ``qps_per_connection`` (``[nccl] ib_qps_per_connection``: the flows an ECMP fabric hashes), or a fault:
     ``nodeN.COMPONENT.bandwidth``, ``nodeN.speed`` (a slow node), ``TIERg.uplinks`` (one group's)."""
 
     target: str
@@ -42,7 +44,8 @@ _TIER_KEYS = ("oversubscription", "nodes", "uplinks")
 
 
 _TARGETS = ("CLASS.bandwidth, CLASS.latency, nodes, TIER.oversubscription, TIER.nodes, TIER.uplinks, routing, "
-            "nodeN.COMPONENT.bandwidth, nodeN.speed, TIERg.uplinks")
+            "qps_per_connection, nodeN.COMPONENT.bandwidth, nodeN.speed, TIERg.uplinks")
+QPS = "qps_per_connection"  # [nccl] ib_qps_per_connection, NCCL_IB_QPS_PER_CONNECTION
 
 
 def _numbers(text: str, raw: str) -> list[float]:
@@ -119,6 +122,14 @@ def parse_vary(text: str, spec: SystemSpec) -> Variation:
             raise InputError(f"--vary: routing {bad[0]!r} is not one of {', '.join(ROUTINGS)}")
         return Variation(target, tuple(values))
     values = _numbers(text, raw)
+    if target == QPS:
+        if spec.fabric is None:
+            raise InputError(f"--vary: {QPS}: {spec.name} has no [fabric] whose switches would hash the queue pairs")
+        if spec.nccl.transport not in IB_TRANSPORTS:
+            raise InputError(f"--vary: {QPS}: {spec.name}'s transport is {spec.nccl.transport}; queue pairs are "
+                             f"NCCL's IB transport's ({', '.join(IB_TRANSPORTS)})")
+        return Variation(target, tuple(ranges.whole(where, v, 1, MAX_QPS, "queue pairs per connection, "
+                                                    "NCCL_IB_QPS_PER_CONNECTION", InputError) for v in values))
     if target == "nodes":
         return Variation(target, tuple(ranges.node_count(where, v, InputError) for v in values))  # counts, in JSON too
     tier = _tier_setting(spec, target)
@@ -163,6 +174,8 @@ def apply_setting(spec: SystemSpec, target: str, value: float | str) -> SystemSp
     """
     if target == "routing":
         return spec.with_fabric(replace(spec.fabric, routing=value))
+    if target == QPS:
+        return replace(spec, nccl=replace(spec.nccl, ib_qps_per_connection=int(value)))
     tier = _tier_setting(spec, target)
     fault = parse_fault(target, value) if tier is None and not isinstance(value, str) else None
     if fault is not None:

@@ -8,8 +8,8 @@ nodes' own links:
 * **uplinks** of every tier but the top: per switch group ``g`` of the tier, one trunk up
   and one down (``adaptive`` routing: a flow spreads over all of the group's ports, so
   they act as one link of their total capacity), or ``k`` ports up and ``k`` down
-  (``ecmp``: a flow takes one port, chosen by a hash of its ends, its channel and the
-  seed);
+  (``ecmp``: a flow takes one port, chosen by a hash of its ends, its ``salt`` (the
+  collectives number each queue pair of a channel's connection), the tier and the seed);
 * **pairs** of an ``all-to-all`` tier under ``ecmp``: one directed link between every two
   groups it joins, each the pair's share of their uplinks (minimal routing).
 
@@ -62,6 +62,24 @@ def _mix(h: np.ndarray) -> np.ndarray:
     h = (h ^ (h >> np.uint64(30))) * _MIX[1]
     h = (h ^ (h >> np.uint64(27))) * _MIX[2]
     return h ^ (h >> np.uint64(31))
+
+
+_MASK = 2**64 - 1
+_M0, _M1, _M2 = (int(m) for m in _MIX)
+
+
+def _mix_one(seed: int, values: Sequence[int]) -> int:
+    """:meth:`Fabric._hash` of one route in Python's integers (numpy's per-call cost dominates a
+    single route, and a connection's queue pairs multiply the routes): bit for bit the same."""
+    h = (seed * _M0) & _MASK
+    for v in values:
+        h ^= (v + _M0) & _MASK  # numpy's uint64 wraps the same way
+        h ^= h >> 30
+        h = (h * _M1) & _MASK
+        h ^= h >> 27
+        h = (h * _M2) & _MASK
+        h ^= h >> 31
+    return h
 
 
 @dataclass(frozen=True)
@@ -204,8 +222,12 @@ class Fabric:
 
     # -- routes ------------------------------------------------------------------------
     def _hash(self, p, x, q, y, salt, t) -> np.ndarray:
+        values = (p, x, q, y, salt, t)
+        if all(np.size(v) == 1 for v in values):  # one route (route_via): the same hash in Python's integers
+            return np.array([_mix_one(self.spec.seed, [int(np.asarray(v).reshape(-1)[0]) for v in values])],
+                            dtype=np.uint64)
         h = np.array((self.spec.seed * int(_MIX[0])) % 2**64, dtype=np.uint64)  # wrapping arithmetic
-        for v in (p, x, q, y, salt, t):
+        for v in values:
             h = _mix(h ^ (np.asarray(v).astype(np.uint64) + _MIX[0]))
         return h
 

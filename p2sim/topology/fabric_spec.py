@@ -17,8 +17,10 @@ groups of ``nodes`` nodes each (the top tier, without ``nodes``, joins every nod
 
 ``routing`` says how a flow crosses parallel links: ``adaptive`` spreads it evenly over
 all of them (adaptive routing, packet spraying; a dragonfly's non-minimal paths), ``ecmp``
-hashes each flow (with ``seed``) onto one uplink port of a Clos tier and takes the direct
-links of an all-to-all tier (minimal routing), so that flows can collide.  ``sharp =
+hashes each flow -- one per queue pair of a channel's connection, ``[nccl]
+ib_qps_per_connection`` -- onto one uplink port of a Clos tier (every tier with its own seed,
+``seed`` mixed with the tier's index: no polarization across tiers) and takes the direct links of
+an all-to-all tier (minimal routing), so that flows can collide.  ``sharp =
 true`` on a tier (or on the fabric) marks switches that reduce in the network (InfiniBand
 SHARP, NCCL's CollNet).
 

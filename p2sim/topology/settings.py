@@ -33,8 +33,8 @@ from ..util.errors import TopologyError
 from .gpus import gpu_info
 from .ranges import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, MIN_BANDWIDTH_GBPS  # the links' ranges, one rule for all
 
-__all__ = ["ARCHS", "TRANSPORTS", "P2P_LEVELS", "NcclSettings", "ModelRates", "parse_nccl", "parse_rates",
-           "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
+__all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "NcclSettings", "ModelRates",
+           "parse_nccl", "parse_rates", "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
 
 # NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
@@ -48,6 +48,11 @@ ASSUMED_TRANSPORTS = ("cxi", "tcpx")
 P2P_LEVELS = ("NVL", "PIX", "PXB", "PHB", "SYS")
 
 MAX_MEMORY_GIB = 1e4  # a GPU's memory: the largest have 192-288 GB (B200, B300 data sheets)
+# queue pairs of one IB/RoCE connection: NCCL_IB_QPS_PER_CONNECTION times the merged devices, at most
+# NCCL_IB_MAX_QPS = 128 (src/transport/net_ib/common.h)
+MAX_QPS = 128
+# the transports whose connections are NCCL's IB verbs queue pairs (src/transport/net_ib/)
+IB_TRANSPORTS = ("ib", "roce")
 
 
 @dataclass(frozen=True)
@@ -89,6 +94,12 @@ class NcclSettings:
     # TCP streams per network connection: NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD (socket transport;
     # net_socket.cc picks 1 unless the NIC is AWS's, 2 x 8, or Google's, 4 x 1), or a TCPX plugin's flows
     socket_streams: int = 1
+    # NCCL_IB_QPS_PER_CONNECTION: queue pairs per connection (default 1, src/transport/net_ib/connect.cc);
+    # each is a flow of its own to an ECMP fabric (its own UDP source port on RoCE)
+    ib_qps_per_connection: int = 1
+    # NCCL_IB_SPLIT_DATA_ON_QPS: 1 splits every message over all QPs, 0 (default since 2.20.3,
+    # net_ib/common.cc) sends each message whole on one QP, round-robin (net_ib/common.h)
+    ib_split_data_on_qps: bool = False
 
 
 @dataclass(frozen=True)
@@ -230,7 +241,8 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     _unknown(src, "gpu", gpu, {"arch", "model", "memory_gib"})
     _unknown(src, "nccl", nccl, {"channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls",
                                  "collnet", "gdr_level", "protocols", "buffsize", "algorithms",
-                                 "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams"})
+                                 "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
+                                 "ib_qps_per_connection", "ib_split_data_on_qps"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
     if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
@@ -238,6 +250,9 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     nvls = nccl.get("nvls", d.nvls)
     if not isinstance(nvls, bool):
         raise _fail(src, "nccl.nvls", f"{nvls!r} must be true or false")
+    split = nccl.get("ib_split_data_on_qps", d.ib_split_data_on_qps)
+    if not isinstance(split, bool):
+        raise _fail(src, "nccl.ib_split_data_on_qps", f"{split!r} must be true or false (NCCL_IB_SPLIT_DATA_ON_QPS)")
     collnet = nccl.get("collnet")
     if collnet is not None and not isinstance(collnet, bool):
         raise _fail(src, "nccl.collnet", f"{collnet!r} must be true or false")
@@ -280,6 +295,9 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
         buffsize=buffsize,
         algorithms=algorithms,
         socket_streams=_count(src, "nccl.socket_streams", nccl.get("socket_streams", d.socket_streams), 1, 1024),
+        ib_qps_per_connection=_count(src, "nccl.ib_qps_per_connection",
+                                     nccl.get("ib_qps_per_connection", d.ib_qps_per_connection), 1, MAX_QPS),
+        ib_split_data_on_qps=split,
         **chunks,
     )
     if out.min_channels > out.max_channels:

@@ -28,7 +28,7 @@ from .efficiency import LINK_KINDS, complete_classes
 from .faults import Fault
 from .fabric_spec import FabricSpec, check_ports, parse_fabric
 from .ranges import MAX_NODES
-from .settings import ASSUMED_TRANSPORTS, ModelRates, NcclSettings, parse_nccl, parse_rates
+from .settings import ASSUMED_TRANSPORTS, IB_TRANSPORTS, ModelRates, NcclSettings, parse_nccl, parse_rates
 
 __all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS",
            "TOP_LEVEL_KEYS", "MAX_NODES", "MAX_GPUS_PER_NODE"]
@@ -407,6 +407,11 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     if nccl.step_latency is None and nccl.transport in ASSUMED_TRANSPORTS:
         assumed.append(f"a {nccl.transport} network step takes NCCL's hwLat[NET] (no published figure for the "
                        "transport; [network] step_latency or calibrate sets it)")
+    if (fabric is not None and fabric.routing == "ecmp" and nccl.transport in IB_TRANSPORTS
+            and "ib_qps_per_connection" not in doc.get("nccl", {})):
+        assumed.append(f"{nccl.ib_qps_per_connection} queue pair per connection, NCCL_IB_QPS_PER_CONNECTION's default "
+                       "(net_ib/connect.cc): the ECMP hash sees one flow per channel and NIC pair ([nccl] "
+                       "ib_qps_per_connection)")
     nics = {c for c, k in comps if k == "nic"}
     for h in nccl.hca:
         if h not in nics:

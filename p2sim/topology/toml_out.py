@@ -103,7 +103,8 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
     lines += [f"memory_gib = {_value(nc.memory_gib)}"] if nc.memory_gib is not None else []
     lines += ["", "[nccl]"]
     for key in ("channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "gdr_level", "nvls",
-                "collnet", "protocols", "buffsize", "algorithms", "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams"):
+                "collnet", "protocols", "buffsize", "algorithms", "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
+                "ib_qps_per_connection", "ib_split_data_on_qps"):
         if getattr(nc, key) != getattr(d, key):
             lines.append(f"{key} = {_value(getattr(nc, key))}")
     lines += ["", "[model]"] + [f"{k} = {_value(v)}" for k, v in spec.rates.to_dict().items()]
