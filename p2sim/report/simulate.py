@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from ..util.fileio import replace_file
 from ..formalism.placement import Matrix, format_matrix
 from ..formalism.program import Program
 from ..sim import ProgramResult
+from ..sim.nccl_plan import PLAN_BYTES, AlgorithmPlan, nccl_plan
 from ..topology import Topology, bisection
 from ..topology.bisection import MAX_BISECTION_LINKS
 from ..util.units import format_bytes, format_seconds
@@ -94,6 +96,7 @@ def topology_json(topo: Topology) -> dict[str, Any]:
             "routing": topo.fabric.spec.routing, "rails": topo.fabric.spec.rails, "tiers": topo.fabric.summary()},
         "bisection_GBps": bisection(topo),
         "assumed": list(topo.spec.assumed),
+        "nccl": [dataclasses.asdict(p) for p in nccl_plan(topo)],
     }
 
 
@@ -132,6 +135,10 @@ def topology_text(topo: Topology) -> str:
         lines.append(f"  bisection  {v:g} GB/s per direction {what}")
     for a in d["assumed"]:
         lines.append(f"  assumed    {a}")
+    lines.append(f"  NCCL       as p2sim derives it from NCCL's rules, for an AllReduce of {format_bytes(PLAN_BYTES)} "
+                 "over every GPU (each algorithm forced):")
+    for p in d["nccl"]:
+        lines.append(f"    {AlgorithmPlan(**p).text()}")
     return "\n".join(lines)
 
 
