@@ -47,9 +47,9 @@ tiers = [{{ name = "leaf", nodes = 2 }}, {{ name = "spine" }}]
     return Topology(spec_from(text), 2)
 
 
-def _coll(topo: Topology, algo: str, op: str):
+def _coll(topo: Topology, algo: str, op: str, nbytes: float = 2.0**30):
     members = tuple(range(2 * topo.gpus_per_node))
-    return Simulator(topo, algo, proto="Simple").collectives(op, [members], [2.0**30])[0]
+    return Simulator(topo, algo, proto="Simple").collectives(op, [members], [nbytes])[0]
 
 
 def test_forced_collnet_allreduce_runs_at_the_nodes_nic_rate():
@@ -114,8 +114,53 @@ def test_dgx_b200_collnet_rates_and_nccls_ranking():
     Direct: 8 x 48 x 0.9."""
     topo = load_system("dgx-b200", 2)
     members = tuple(range(16))
-    direct = _coll(topo, "collnet_direct", "AllReduce").algbw(topo.capacity)
-    chain = _coll(topo, "collnet_chain", "AllReduce").algbw(topo.capacity)
+    direct = _coll(topo, "collnet_direct", "AllReduce", 2.0**35).algbw(topo.capacity)
+    chain = _coll(topo, "collnet_chain", "AllReduce", 2.0**35).algbw(topo.capacity)
     assert direct == pytest.approx(0.85 * 8 * 48 * GB) and chain == pytest.approx(8 * 48 * GB)
     assert Expander(topo).choose("AllReduce", members, 2.0**35, "collnet")[0] == "collnet_chain"
     assert _coll(topo, "collnet_direct", "AllGather").algbw(topo.capacity) == pytest.approx(0.9 * 8 * 48 * GB)
+
+
+def test_collnet_run_time_channels_and_chunks_as_nccls():
+    """Hand-computed from enqueue.cc: Direct's ncSwitch loop (16 MiB, 8 heads, 24 channels: 24 -> 16 at 256 B
+    per thread, then 12), Chain's ring rule (nBytes < nc x 640 x 512), and calcCollChunking's halving loops
+    (Direct depth 2: 8 GiB on 24 x 8 gives 85 chunks of 512 KiB per channel and head, < 128: 256 KiB; Chain
+    depth 8, at most 256 KiB: 16 MiB on 24 channels holds 2 chunks, < 512: 128 KiB, then < 64: 64 KiB)."""
+    from p2sim.collectives.nccl_tables import (collnet_chain_channels, collnet_channels, collnet_chunk,
+                                               collnet_direct_channels)
+
+    assert collnet_channels(16, 8) == 24 and collnet_channels(16, 1) == 16
+    assert collnet_direct_channels(24, 2**24, 8) == 12 and collnet_direct_channels(24, 2**35, 8) == 24
+    assert collnet_chain_channels(24, 8 * 640 * 512) == 8 and collnet_chain_channels(24, 2**35) == 24
+    assert collnet_chunk(False, 2**33, 24, 8, 8, 2**19) == 2**18
+    assert collnet_chunk(False, 2**35, 24, 8, 8, 2**19) == 2**19
+    assert collnet_chunk(False, 2**33, 24, 8, 1, 2**19) == 2**19  # one GPU per node: depth 1
+    assert collnet_chunk(True, 2**24, 24, 1, 8, 2**19) == 2**16
+    assert collnet_chunk(True, 2**35, 24, 1, 8, 2**19) == 2**18
+
+
+def test_dgx_b200_collnet_direct_runs_every_channel_through_every_head():
+    """connectCollNet gives every one of comm->nChannels channels all the heads: Direct's channels are the
+    Chain's (the ring's half again), not one per head; each head's flow has that many connections."""
+    from p2sim.collectives.algorithms import algorithm
+
+    topo = load_system("dgx-b200", 2)
+    members = tuple(range(16))
+    ex = Expander(topo)
+    full = ex.channels(members)
+    direct = algorithm("collnet_direct").channels_used(topo, "Simple", members, full, 2.0**35)
+    chain = algorithm("collnet_chain").channels_used(topo, "Simple", members, full, 2.0**35)
+    assert direct == chain == min(64, full + full // 2) > 8
+    c = _coll(topo, "collnet_direct", "AllReduce", 2.0**35)
+    assert {f.channels for f in c.flows} == {direct}
+
+
+def test_dgx_b200_collnet_chain_window_binds_at_one_gib():
+    """Chain's chunk at 1 GiB is 128 KiB (calcCollChunking), 8 in flight per channel over the network step's
+    round trip: below the NIC path's rate, where 32 GiB (256 KiB chunks) reaches it."""
+    from p2sim.collectives.binding import CAP_WINDOW
+
+    topo = load_system("dgx-b200", 2)
+    small = _coll(topo, "collnet_chain", "AllReduce", 2.0**30)
+    assert small.algbw(topo.capacity) < 0.99 * 8 * 48 * GB
+    assert any(CAP_WINDOW in f.cap_kinds for f in small.flows)

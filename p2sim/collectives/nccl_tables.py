@@ -24,6 +24,8 @@ __all__ = [
     "tree_correction", "top_channel_speed", "NVLS_CHANNELS", "NET_OVERHEAD_US", "COLLNET_ARITY_US",
     "COLLNET_DIRECT_EFFICIENCY", "COLLNET_RAIL_EFFICIENCY", "COLLNET_MAX_LOCAL", "NCCL_STEPS", "LL_STEP_DATA",
     "LL128_STEP_DATA", "NVLS_CHANNELS_ONE_DOMAIN", "NVLS_MAX_ARITY", "nvls_tree_channels", "nvls_head_speed",
+    "COLLNET_THREADS", "COLLNET_THREAD_THRESHOLD", "COLLNET_CHAIN_CHUNK", "collnet_channels", "collnet_chain_channels",
+    "collnet_direct_channels", "collnet_chunk",
 ]
 
 # NCCL's order of the algorithms p2sim models (NCCL_ALGO_TREE .. NCCL_ALGO_NVLS_TREE in src/include/device.h)
@@ -56,6 +58,15 @@ COLLNET_DIRECT_EFFICIENCY = {"volta": 1.0, "ampere": 1.0, "hopper": 0.85, "black
 COLLNET_RAIL_EFFICIENCY = 0.9
 # at most this many GPUs per node for CollNet (NCCL_MAX_DIRECT_ARITY + 1, enqueue.cc)
 COLLNET_MAX_LOCAL = 8
+
+# CollNet at run time (src/enqueue.cc topoGetAlgoInfo, calcCollChunking): both CollNets run NCCL_MAX_NTHREADS
+# threads per channel (tuning.cc: maxThreads[COLLNET_*][SIMPLE] = NCCL_MAX_NTHREADS) and drop channels below
+# 512 bytes per thread (tuning.cc: threadThresholds[COLLNET_*][SIMPLE] = 512); Chain's chunk is at most
+# 256 KiB (calcCollChunking: chunkSize = min(256 * 1024, stepSize)), Direct's one Simple step
+COLLNET_THREADS = 640
+COLLNET_THREAD_THRESHOLD = 512
+COLLNET_CHAIN_CHUNK = 256 * 1024
+_MAXCHANNELS = 64  # MAXCHANNELS (src/include/device.h)
 
 # llMaxBws [Volta, Ampere, Hopper, Blackwell][1 node, 2 nodes, more]: the LL protocol's
 # total bus bandwidth.  On several nodes NCCL keys the row on the CPU vendor instead
@@ -199,6 +210,79 @@ def nvls_tree_channels(arch: str, nodes: int, ppn: int, nic_gbps: float) -> int:
         elif nic_gbps >= 48.0:
             channels = 24
     return channels
+
+
+def collnet_channels(full: int, ppn: int) -> int:
+    """``comm->nChannels`` with CollNet on, from the ring's ``full`` channels: half again where a node has more
+    than one GPU (connect.cc ncclTopoPostset: "add more channels to saturate intra-node bandwidth, except the
+    1 PPN case", when the chain graph's bwIntra exceeds its bwInter -- assumed: NVLink faster than a NIC).
+    Both CollNets start from it (topoGetAlgoInfo: ``nc = comm->nChannels``).
+
+    >>> collnet_channels(16, 8), collnet_channels(16, 1), collnet_channels(48, 8)
+    (24, 16, 64)
+    """
+    return min(_MAXCHANNELS, full + full // 2) if ppn > 1 else full
+
+
+def collnet_chain_channels(channels: int, nbytes: float) -> int:
+    """CollNet Chain's channels for a collective of ``nbytes`` (all ranks' bytes, NCCL's nBytes): the ring's
+    and tree's rule (topoGetAlgoInfo: drop a channel while nBytes < nc x nt x threshold, down to 1).
+
+    >>> collnet_chain_channels(24, 2**30), collnet_chain_channels(24, 8 * 640 * 512), collnet_chain_channels(24, 1)
+    (24, 8, 1)
+    """
+    nc = channels
+    while nbytes < nc * COLLNET_THREADS * COLLNET_THREAD_THRESHOLD and nc >= 2:
+        nc -= 1
+    return nc
+
+
+def collnet_direct_channels(channels: int, nbytes: float, heads: int) -> int:
+    """CollNet Direct's channels for ``nbytes`` with ``heads`` heads (topoGetAlgoInfo's "CollNet channel
+    tuning"): from ``channels``, drop one while nBytes < nc x nt x heads x threshold and nc is above a switch
+    point (16, 8, 4, 2, 1 in turn), halving the threshold when nc passes 1.5 x the switch point.
+
+    >>> collnet_direct_channels(24, 2**30, 8), collnet_direct_channels(24, 24 * 640 * 8 * 512 - 1, 8)
+    (24, 23)
+    >>> collnet_direct_channels(24, 2**24, 8)  # 16 MiB: 24 -> 16 at 256 B per thread, then on to 12
+    12
+    >>> collnet_direct_channels(24, 1, 8)
+    1
+    """
+    nc, threshold, switch, short = channels, COLLNET_THREAD_THRESHOLD, 16, True
+    while switch >= 1 and short:
+        while True:
+            short = nbytes < nc * COLLNET_THREADS * heads * threshold
+            if not (short and nc > switch):
+                break
+            if nc == switch + switch // 2:
+                threshold //= 2
+            nc -= 1
+        switch //= 2
+    return nc
+
+
+def collnet_chunk(chain: bool, nbytes: float, channels: int, heads: int, ppn: int, step: int) -> int:
+    """CollNet's chunk (bytes) for ``nbytes`` on ``channels`` channels (calcCollChunking, src/enqueue.cc), for
+    Chain (``chain``) or Direct:
+    from one Simple ``step`` (NCCL_BUFFSIZE / NCCL_STEPS; Chain at most 256 KiB), halved while a channel holds
+    fewer chunks (per head, for Direct) than ``depth`` x 64 down to 128 KiB, ``depth`` x 8 down to 64 KiB, then
+    ``depth`` x 8 (Direct) or ``depth`` (Chain) down to 32 KiB.  ``depth`` is Chain's chain length, the GPUs per
+    node (connect.cc: collnetChain.depth = nRanks / nNodes), and Direct's 2 (1 with one GPU per node, no peer
+    up or down: connectCollNet).
+
+    >>> collnet_chunk(False, 2**35, 24, 8, 8, 2**19), collnet_chunk(False, 2**33, 24, 8, 8, 2**19)
+    (524288, 262144)
+    >>> collnet_chunk(True, 2**35, 24, 1, 8, 2**19), collnet_chunk(True, 2**24, 24, 1, 8, 2**19)
+    (262144, 65536)
+    """
+    depth = ppn if chain else (2 if ppn > 1 else 1)
+    chunk = min(COLLNET_CHAIN_CHUNK, step) if chain else step
+    per = channels * heads
+    for below, floor in ((depth * 64, 131072), (depth * 8, 65536), (depth if chain else depth * 8, 32768)):
+        while nbytes // (per * chunk) < below and chunk > floor:
+            chunk //= 2
+    return chunk
 
 
 def tree_correction(proto: str, nbytes: float) -> float:

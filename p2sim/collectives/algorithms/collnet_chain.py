@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from ...topology import Topology
 from ..channels import Segment
 from ..collnet import collnet_chain_tables
-from ..nccl_tables import base_latency
+from ..channels import segments
+from ..nccl_tables import base_latency, collnet_chain_channels, collnet_channels
 from .base import Layout
 from .collnet_direct import CollNet
 
@@ -22,9 +23,13 @@ class CollNetChain(CollNet):
     """NCCL's CollNet Chain."""
 
     name = "collnet_chain"
+    chain_chunks = True
 
     def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
-        return min(64, full + full // 2)  # NCCL adds half again to saturate the GPUs' links (connect.cc)
+        """``comm->nChannels`` (half again the ring's where a node has several GPUs: connect.cc), trimmed for
+        small sizes as a ring's (:func:`~p2sim.collectives.nccl_tables.collnet_chain_channels`)."""
+        ppn = len(segments(topo, members)[0].members)
+        return collnet_chain_channels(collnet_channels(full, ppn), nbytes)
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float) -> Layout:

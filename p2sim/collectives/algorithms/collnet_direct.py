@@ -19,13 +19,15 @@ these two): their bus factor is 1.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ...topology import Topology
 from ..channels import Segment, segments
 from ..collnet import collnet_direct_tables, collnet_heads, collnet_possible, collnet_rail_tables
+from ...topology.settings import NcclSettings
 from ..nccl_tables import (COLLNET_ARITY_US, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, COLLNET_RAIL_EFFICIENCY,
-                           base_latency)
+                           NCCL_STEPS, base_latency, collnet_channels, collnet_chunk, collnet_direct_channels)
 from .base import Algorithm, Layout
 
 __all__ = ["CollNet", "CollNetDirect"]
@@ -46,6 +48,8 @@ class CollNet(Algorithm):
     """What NCCL's two CollNet algorithms share (see the module's text)."""
 
     simple_only = True
+    #: Chain's chunking (at most 256 KiB, depth the GPUs per node), else Direct's (calcCollChunking)
+    chain_chunks = False
 
     def _group_ok(self, topo: Topology, segs: Sequence[Segment]) -> bool:
         """CollNet enabled, two nodes or more, at most eight GPUs on each, a SHARP tree over the nodes
@@ -89,6 +93,15 @@ class CollNet(Algorithm):
     def link_share(self, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
         return 1.0  # Simple only; CollNet Direct's efficiency is in its hops' overhead
 
+    def chunk_size(self, proto: str, op: str, channel_bytes: float, ranks: int, nccl: NcclSettings, heads: int,
+                   nodes: int = 1) -> int:
+        """NCCL's CollNet chunk (calcCollChunking: :func:`~p2sim.collectives.nccl_tables.collnet_chunk`), from a
+        channel's bytes; each of a channel's slots holds one (8 in flight per channel and connection:
+        coll_net.cc's proxy posts a step while ``posted < done + NCCL_STEPS``)."""
+        chunk = collnet_chunk(self.chain_chunks, channel_bytes, 1, heads, max(1, ranks // max(1, nodes)),
+                              nccl.buffsize // NCCL_STEPS)
+        return max(1, min(chunk, math.ceil(channel_bytes)))
+
 
 class CollNetDirect(CollNet):
     """NCCL's CollNet Direct."""
@@ -116,7 +129,10 @@ class CollNetDirect(CollNet):
         return why
 
     def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
-        return self.heads(topo, members)  # one channel per head (NCCL's collnet graph)
+        """``comm->nChannels`` (every channel runs through every head: connectCollNet), trimmed for small sizes
+        by the ncSwitch loop (:func:`~p2sim.collectives.nccl_tables.collnet_direct_channels`)."""
+        ppn = len(segments(topo, members)[0].members)
+        return collnet_direct_channels(collnet_channels(full, ppn), nbytes, self.heads(topo, members))
 
     def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
         return len(collnet_heads(topo, segments(topo, members)[0]))
@@ -125,10 +141,11 @@ class CollNetDirect(CollNet):
                   free: dict, used: int, share: float) -> Layout:
         if op != "AllReduce":  # tuning.cc: no bus-to-algorithm conversion for these
             groups = collnet_rail_tables(topo, segs, op, 1.0 / COLLNET_RAIL_EFFICIENCY)
-            return 1.0, groups, [1] * len(groups), [1] * len(groups)
+            return 1.0, groups, [used] * len(groups), [1] * len(groups)
         groups = collnet_direct_tables(topo, segs, 1.0 / COLLNET_DIRECT_EFFICIENCY[topo.spec.nccl.arch])
-        # as a tree's: NCCL's algorithm bandwidth is half the bus bandwidth
-        return 2.0, groups, [1] * len(groups), [1] * len(groups)
+        # as a tree's: NCCL's algorithm bandwidth is half the bus bandwidth; each head's flow is carried by
+        # every channel (connectCollNet), so each has ``used`` channels' connections (and windows)
+        return 2.0, groups, [used] * len(groups), [1] * len(groups)
 
     def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
                 channels: int, arch: str) -> float:
