@@ -135,3 +135,15 @@ def test_nvls_serves_other_collectives_than_allreduce_up_to_32_gpus_per_domain()
         assert "only up to 32 GPUs" in nvls.why_not_group(topo, op, segments(topo, range(72)))
         assert nvls.usable(topo, op, segments(topo, range(32)))
     assert nvls.usable(topo, "AllReduce", segments(topo, range(72)))
+
+
+def test_fill_loops_nvls_two_nvls_tree_two_plus_twice_the_depth():
+    from p2sim.collectives.algorithms.nvls_tree import tree_depth
+
+    # double binary trees: 2 nodes one edge, 4 nodes two, 20 nodes five (ranks 0..19, btree from rank 0)
+    assert [tree_depth(n) for n in (1, 2, 4, 20)] == [0, 1, 2, 5]
+    assert algorithm("nvls").fill_loops("AllReduce", 1) == 2
+    assert algorithm("nvls").fill_loops("AllGather", 1) == 0  # not read: left out
+    assert algorithm("nvls_tree").fill_loops("AllReduce", 2) == 4
+    assert algorithm("nvls_tree").fill_loops("AllReduce", 20) == 12
+    assert algorithm("ring").fill_loops("AllReduce", 20) == 0 and algorithm("tree").fill_loops("AllReduce", 20) == 0

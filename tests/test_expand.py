@@ -202,3 +202,24 @@ def test_a_ring_of_many_ranks_pays_its_wire_as_nccl_does():
     spec = find_spec("dgx-h100")
     none, slow = _busbw(spec, 8, "ring", (2**30,))[0], _busbw(spec.with_class("nic", latency=20.0), 8, "ring", (2**30,))[0]
     assert slow < 0.8 * none
+
+
+def test_nvls_latency_adds_two_loops_of_its_pipeline_fill():
+    """all_reduce.h (NVLS): scatter, the heads' reduce + multicast and gather hand whole loops of a chunk per head
+    on, so the last loop leaves two loops after its bytes.  8 H100s: 16 channels x 8 heads x 128 KiB (1 GiB is
+    not below 64 x 16 x 8 x 128 KiB) = 16 MiB a loop; NCCL's own latency (25 us) leaves the fill out."""
+    topo = load_system("dgx-h100", 1)
+    c = Expander(topo).collective("nvls", "Simple", "AllReduce", tuple(range(8)), 2**30)
+    assert c.channels == 16 and c.tuning[0] == pytest.approx(25e-6)
+    assert c.latency - c.tuning[0] == pytest.approx(2 * 16 * 8 * 131072 / c.algbw(topo.capacity))
+
+
+def test_nvls_tree_fill_grows_with_the_trees_depth():
+    """NVLS Tree: NVLS's two loops plus one per tree hop up and down; 2 DGX H100s: depth 1, 4 loops of
+    16 channels x 8 heads x 128 KiB (NVLSTREE_MAX_CHUNKSIZE caps at 64 KiB only from 4 nodes)."""
+    topo = load_system("dgx-h100", 2)
+    ex = Expander(topo)
+    c = ex.collective("nvls_tree", "Simple", "AllReduce", tuple(range(16)), 2**30)
+    assert ex._fill("nvls_tree", "AllReduce", 2, c.channels, 8 * 131072, 1e11) == pytest.approx(
+        4 * 16 * 8 * 131072 / 1e11)
+    assert ex._fill("ring", "AllReduce", 2, 16, 8 * 131072, 1e11) == 0.0  # a ring's steps are NCCL's latency

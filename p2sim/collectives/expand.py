@@ -157,13 +157,16 @@ class Expander(ShapeMemo, Structures, Choice):
         # the pipeline's chunk (pipeline.py): the window it allows binds medium sizes
         heads = a.heads(self.topo, members)
         chunk = a.chunk_size(proto, op, nbytes / used, len(members), self.topo.spec.nccl, heads, nodes)
-        return used, round(share, 12), plateau, chunk
+        # a channel's loop, for pipelines whose stages pass whole loops on (Algorithm.fill_loops): a chunk per
+        # head, the last loop's chunks cut to what the channel has left (all_reduce.h: lastChunkSize)
+        loop = min(heads * chunk, nbytes / used) if a.fill_loops(op, nodes) else 0.0
+        return used, round(share, 12), plateau, chunk, loop
 
     def collective(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> Collective:
         """The collective ``op`` over ``members`` with this algorithm and protocol, for ``nbytes``."""
         members = tuple(members)
-        used, share, plateau, chunk = self._settings(algo, proto, op, members, nbytes)
-        key = (algo, proto, op, members, used, share, plateau, chunk)
+        used, share, plateau, chunk, loop = self._settings(algo, proto, op, members, nbytes)
+        key = (algo, proto, op, members, used, share, plateau, chunk, loop)
         hit = self._cache.get(key)
         if hit is not None:
             self._touch(self._cache, key)
@@ -174,14 +177,15 @@ class Expander(ShapeMemo, Structures, Choice):
             local = tuple(m - first * gpn for m in members)
             # groups with equal local members and fabric keys are each other moved (an exact symmetry)
             where = self.topo.move_key(first, max(members) // gpn)
-            mkey = (algo, proto, op, local, where, used, share, plateau, chunk)
+            mkey = (algo, proto, op, local, where, used, share, plateau, chunk, loop)
             seen = self._moved.get(mkey)
             if seen is not None:
                 self._touch(self._moved, mkey)
                 hit = moved_collective(self.topo, seen, first - min(seen.members) // gpn)
             else:
                 st = self._structure_of(algo, op, members, local, where, used, share)
-                hit = self._finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk)
+                hit = self._finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk,
+                                   loop)
                 self._keep(self._moved, mkey, hit)
             self._keep(self._cache, key, hit)
         return hit
@@ -211,9 +215,9 @@ class Expander(ShapeMemo, Structures, Choice):
     def _build(self, algo: str, proto: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
                share: float, nbytes: float) -> Collective:
         """The collective built where it is, from nothing cached but ring searches."""
-        chunk = self._settings(algo, proto, op, members, nbytes)[3]
+        chunk, loop = self._settings(algo, proto, op, members, nbytes)[3:5]
         return self._finish(self._structure(algo, op, members, segs, used, share), algo, proto, op, members, used,
-                            share, nbytes, chunk)
+                            share, nbytes, chunk, loop)
 
     def tuning(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> tuple[float, float]:
         """NCCL's own (latency, bandwidth) of a collective, as :attr:`Collective.tuning`, without keeping it.
@@ -223,15 +227,15 @@ class Expander(ShapeMemo, Structures, Choice):
         flows hold tens of MiB.  The structures (hops, loads) stay cached for all.
         """
         members = tuple(members)
-        used, share, plateau, chunk = self._settings(algo, proto, op, members, nbytes)
-        hit = self._cache.get((algo, proto, op, members, used, share, plateau, chunk))
+        used, share, plateau, chunk, loop = self._settings(algo, proto, op, members, nbytes)
+        hit = self._cache.get((algo, proto, op, members, used, share, plateau, chunk, loop))
         if hit is not None:
             return hit.tuning
         gpn = self.topo.gpus_per_node
         first = min(members) // gpn
         local = tuple(m - first * gpn for m in members)
         where = self.topo.move_key(first, max(members) // gpn)
-        seen = self._moved.get((algo, proto, op, local, where, used, share, plateau, chunk))
+        seen = self._moved.get((algo, proto, op, local, where, used, share, plateau, chunk, loop))
         if seen is not None:  # the same group moved: an exact symmetry keeps its figures
             return seen.tuning
         st = self._structure_of(algo, op, members, local, where, used, share)
@@ -285,13 +289,26 @@ class Expander(ShapeMemo, Structures, Choice):
         return tuned, tuned.algbw(topo.capacity), steps, transport, args
 
     def _finish(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
-                share: float, nbytes: float, chunk: int) -> Collective:
-        """The collective of a structure with this protocol: link shares, caps and latency."""
+                share: float, nbytes: float, chunk: int, loop: float = 0.0) -> Collective:
+        """The collective of a structure with this protocol: link shares, caps and latency (NCCL's, plus the
+        pipeline's fill where its stages pass whole loops of ``loop`` bytes per channel on: :meth:`_fill`)."""
         tuned, rate, steps, transport, args = self._tuned(st, algo, proto, op, members, used, share, nbytes, chunk)
         flows = self._windowed(list(tuned.flows), st, algo, proto, op, chunk, steps, rate, nbytes, used)
-        lat = collective_latency(*args, *transport, self.rates.launch or 0.0)
+        lat = collective_latency(*args, *transport, self.rates.launch or 0.0) + self._fill(algo, op, st.nodes, used,
+                                                                                          loop, rate)
         return replace(tuned, flows=tuple(flows), latency=lat,
                        tuning=(tuned.latency, rate * tuning_share(algo, op)))
+
+    @staticmethod
+    def _fill(algo: str, op: str, nodes: int, used: int, loop: float, rate: float) -> float:
+        """Seconds the pipeline takes to fill and drain beyond its bytes at ``rate`` (the collective's algorithm
+        bandwidth, bytes/s): :meth:`~p2sim.collectives.algorithms.base.Algorithm.fill_loops` loops of ``loop``
+        bytes on each of ``used`` channels.  NCCL's tuning model leaves it out (its NVLS latency is one step),
+        so it shapes the prediction, not NCCL's choice."""
+        loops = algorithm(algo).fill_loops(op, nodes)
+        if not loops or loop <= 0 or not (0 < rate < math.inf):
+            return 0.0
+        return loops * used * loop / rate
 
     def _windowed(self, flows: list[Flow], st: Structure, algo: str, proto: str, op: str, chunk: int,
                   steps: tuple[float, float], rate: float, nbytes: float, used: int) -> list[Flow]:

@@ -138,6 +138,12 @@ class Algorithm(ABC):
                     chunk = size
         return max(1, min(chunk, math.ceil(channel_bytes)))
 
+    def fill_loops(self, op: str, nodes: int) -> int:
+        """Loops of its pipeline the last bytes wait behind, beyond the bytes at the collective's rate, where its
+        stages hand whole loops on and NCCL's latency model does not count them (NVLS, NVLS Tree); 0 elsewhere
+        (a ring's and a tree's steps are in NCCL's latency)."""
+        return 0
+
     def in_flight(self, proto: str, op: str, chunk: int) -> tuple[float, float]:
         """Bytes a connection has in flight and what a receiver holds before it frees a slot: a chunk per
         slot, NCCL_STEPS slots."""

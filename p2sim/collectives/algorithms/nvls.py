@@ -19,9 +19,12 @@ from ..nvls import nvls_head_count, nvls_heads, nvls_switch, nvls_table
 from ..ring import ring_factor
 from .base import Algorithm, Layout
 
-__all__ = ["Nvls", "NVLS_ARCHS", "nvls_switches"]
+__all__ = ["Nvls", "NVLS_ARCHS", "NVLS_STAGES", "nvls_switches"]
 
-NVLS_ARCHS = ("hopper", "blackwell")  # NVLink SHARP: in the NVSwitches of Hopper GPUs and later (nvls.cc)
+NVLS_ARCHS = ("hopper", "blackwell")
+# the NVLS AllReduce kernel's pipeline stages, each its own warp group (src/device/all_reduce.h,
+# RunWorkColl<AllReduce, NVLS, SIMPLE>: scatter, reduce + multicast by the head, gather)
+NVLS_STAGES = 3  # NVLink SHARP: in the NVSwitches of Hopper GPUs and later (nvls.cc)
 
 
 def nvls_switches(topo: Topology, segs: Sequence[Segment]) -> list[str] | None:
@@ -107,6 +110,14 @@ class Nvls(Algorithm):
 
     def simple_chunk(self, op: str, nccl: NcclSettings, nodes: int) -> int:
         return nccl.nvls_chunksize
+
+    def fill_loops(self, op: str, nodes: int) -> int:
+        """AllReduce: three stages, each its own warps of the channel's block (all_reduce.h, NVLS: scatter to
+        the heads, the heads' ld_reduce and multicast, gather), each a loop of one chunk per head
+        (``loopCount = nHeads * chunkSize``) and each taking a chunk only once it is whole (ProtoSimple<1, 1>:
+        one slice per chunk, one step per slice): the last loop leaves two loops after its bytes.
+        ReduceScatter and AllGather: not read, left out (0)."""
+        return NVLS_STAGES - 1 if op == "AllReduce" else 0
 
     def link_share(self, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
         return nvls_efficiency(arch)

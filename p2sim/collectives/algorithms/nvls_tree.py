@@ -18,10 +18,11 @@ from ..channels import Segment, segments
 from ..nccl_tables import base_latency, nvls_tree_channels, per_channel_nvls_tree_bw
 from ..nvls import nvls_tree_tables
 from ..ring import ring_factor
+from ..tree import double_tree_arrays
 from .base import Layout
-from .nvls import Nvls, _arity_allows, _too_many, nvls_switches
+from .nvls import NVLS_STAGES, Nvls, _arity_allows, _too_many, nvls_switches
 
-__all__ = ["NvlsTree"]
+__all__ = ["NvlsTree", "tree_depth"]
 
 US = 1e-6
 
@@ -30,6 +31,23 @@ def _nic_gbps(topo: Topology) -> float:
     """The slowest NIC's link to the network, GB/s (NCCL's minNetBw, the NIC's reported speed)."""
     caps = [float(topo.capacity[e]) for nic in topo.nics for e in topo._network_edges_of(0, nic)]
     return min(caps) / 1e9 if caps else math.inf
+
+
+def tree_depth(nodes: int) -> int:
+    """Edges from the deepest node to the root in the deeper of NCCL's two binary trees over ``nodes`` nodes
+    (ncclGetDtree, as :func:`p2sim.collectives.tree.double_tree`).
+
+    >>> [tree_depth(n) for n in (1, 2, 3, 4, 8, 20)]
+    [0, 1, 2, 2, 3, 5]
+    """
+    deepest = 0
+    for parents in double_tree_arrays(nodes):
+        for r in range(nodes):
+            d, p = 0, int(parents[r])
+            while p >= 0:
+                d, p = d + 1, int(parents[p])
+            deepest = max(deepest, d)
+    return deepest
 
 
 class NvlsTree(Nvls):
@@ -83,6 +101,13 @@ class NvlsTree(Nvls):
         # all nHeads heads (loopCount = nHeads * chunkCount); so a head's network traffic has one connection
         # per NVLS channel, whatever share of the channels p2sim's flow for that head counts
         return used
+
+    def fill_loops(self, op: str, nodes: int) -> int:
+        """NVLS's three stages plus the tree's hops (all_reduce.h, NVLS_TREE: scatter, the head's ld_reduce with
+        its children's chunks and its send up, at the root a multicast, each node's receive from its parent and
+        multicast, gather; every hop moves whole chunks, ProtoSimple<1, 1>): a head's chunk of a loop climbs
+        the tree's depth and comes down it, one loop per hop behind the one before."""
+        return NVLS_STAGES - 1 + 2 * tree_depth(nodes)
 
     def channel_cap(self, proto: str, nodes: int, arch: str, configured: float | None) -> float:
         cap = per_channel_nvls_tree_bw(arch, nodes)
