@@ -147,3 +147,24 @@ def test_fill_loops_nvls_two_nvls_tree_two_plus_twice_the_depth():
     assert algorithm("nvls_tree").fill_loops("AllReduce", 2) == 4
     assert algorithm("nvls_tree").fill_loops("AllReduce", 20) == 12
     assert algorithm("ring").fill_loops("AllReduce", 20) == 0 and algorithm("tree").fill_loops("AllReduce", 20) == 0
+
+
+@pytest.mark.parametrize("system,nodes", [("dgx-h100", 1), ("dgx-h100", 2), ("a100", 2), ("superpod-h100", 2),
+                                          ("gb200-nvl72-pod", 2), ("dgx-b200", 2)])
+def test_an_algorithms_rules_are_stated_once_as_reasons(system, nodes):
+    """usable is exactly 'serves the collective and no reason against it': a forced run is refused for the
+    same rules NCCL's choice applies (the NVLS and CollNet rules were once written twice)."""
+    from p2sim.collectives.algorithms import REGISTRY
+    from p2sim.collectives.channels import segments
+
+    topo = load_system(system, nodes)
+    gpn = topo.gpus_per_node
+    groups = [tuple(range(topo.devices)), tuple(range(gpn)), tuple(range(0, topo.devices, gpn))]
+    for members in groups:
+        if len(members) < 2:
+            continue
+        segs = segments(topo, members)
+        for op in ("AllReduce", "AllGather", "ReduceScatter", "Broadcast"):
+            for a in REGISTRY.values():
+                why = a.why_not_system(topo) or a.why_not_group(topo, op, segs)
+                assert a.usable(topo, op, segs) == (op in a.info.collectives and why is None), (a.name, op, members)

@@ -71,8 +71,11 @@ class Algorithm(ABC):
 
     # -- whether it can run ---------------------------------------------------------
     def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
-        """Whether NCCL may pick it for ``op`` over a group of these segments (the rule of the choice)."""
-        return op in self.info.collectives
+        """Whether NCCL may pick it for ``op`` over a group of these segments: it serves ``op`` and neither
+        :meth:`why_not_system` nor :meth:`why_not_group` gives a reason -- the reasons are the one statement of
+        an algorithm's rules, so what NCCL picks from and what a forced run is refused for cannot drift apart."""
+        return (op in self.info.collectives and self.why_not_system(topo) is None
+                and self.why_not_group(topo, op, segs) is None)
 
     def why_not_system(self, topo: Topology) -> str | None:
         """Why no collective can run it on this system (GPUs, NVSwitch, fabric, settings, nodes), or None."""

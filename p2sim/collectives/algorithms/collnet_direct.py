@@ -51,19 +51,6 @@ class CollNet(Algorithm):
     #: Chain's chunking (at most 256 KiB, depth the GPUs per node), else Direct's (calcCollChunking)
     chain_chunks = False
 
-    def _group_ok(self, topo: Topology, segs: Sequence[Segment]) -> bool:
-        """CollNet enabled, two nodes or more, at most eight GPUs on each, a SHARP tree over the nodes
-        (``tuning.cc``, ``enqueue.cc``)."""
-        enabled = topo.spec.nccl.collnet
-        fabric = topo.fabric
-        if enabled is None:
-            enabled = fabric is not None and all(t.sharp for t in fabric.spec.tiers)
-        return (enabled and len(segs) >= 2 and max(len(s.members) for s in segs) <= COLLNET_MAX_LOCAL
-                and collnet_possible(topo, segs))
-
-    def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
-        return op in self.info.collectives and self._group_ok(topo, segs)
-
     def why_not_system(self, topo: Topology) -> str | None:
         nccl, system, fabric = topo.spec.nccl, topo.spec.name, topo.fabric
         if nccl.collnet is False:
@@ -80,15 +67,16 @@ class CollNet(Algorithm):
         return None
 
     def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
-        if self.usable(topo, op, segs):
-            return None
+        """Two nodes or more, at most eight GPUs on each (enqueue.cc), a SHARP tree over the nodes' NICs."""
         if len(segs) < 2:
             return "its group lies in one node, and CollNet runs across nodes"
         most = max(len(s.members) for s in segs)
         if most > COLLNET_MAX_LOCAL:
             return (f"its group has {most} GPUs in a node, and CollNet takes at most {COLLNET_MAX_LOCAL} "
                     f"(NCCL_MAX_DIRECT_ARITY + 1: enqueue.cc)")
-        return "its nodes' NICs reach no common SHARP tree"
+        if not collnet_possible(topo, segs):
+            return "its nodes' NICs reach no common SHARP tree"
+        return None
 
     def link_share(self, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
         return 1.0  # Simple only; CollNet Direct's efficiency is in its hops' overhead
@@ -108,18 +96,14 @@ class CollNetDirect(CollNet):
 
     name = "collnet_direct"
 
-    def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
-        return super().usable(topo, op, segs) and _has_nvswitch(topo) and (op == "AllReduce" or _one_to_one(topo, segs))
-
     def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
-        if self.usable(topo, op, segs):
-            return None
-        if op != "AllReduce" and CollNet.usable(self, topo, op, segs) and not _one_to_one(topo, segs):
+        why = super().why_not_group(topo, op, segs)
+        if why is None and op != "AllReduce" and not _one_to_one(topo, segs):
             seg = max(segs, key=lambda s: len(s.members) - len(collnet_heads(topo, s)))
-            return (f"its group has {len(seg.members)} GPUs in a node and {len(collnet_heads(topo, seg))} CollNet "
-                    f"head(s) (GPUs with their own NIC), and NCCL runs {op} over CollNet only 1:1 GPU:NIC "
-                    f"(tuning.cc)")
-        return super().why_not_group(topo, op, segs)
+            why = (f"its group has {len(seg.members)} GPUs in a node and {len(collnet_heads(topo, seg))} CollNet "
+                   f"head(s) (GPUs with their own NIC), and NCCL runs {op} over CollNet only 1:1 GPU:NIC "
+                   f"(tuning.cc)")
+        return why
 
     def why_not_system(self, topo: Topology) -> str | None:
         why = super().why_not_system(topo)

@@ -58,10 +58,6 @@ class Nvls(Algorithm):
     # calcCollChunking (enqueue.cc): NVLS's chunk halves below 64, 8 and 2 chunks per head
     shrink = ((64, 65536), (8, 32768), (2, 16384))
 
-    def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
-        return (op in self.info.collectives and len(segs) == 1 and _arity_allows(op, segs)
-                and nvls_switches(topo, segs) is not None)
-
     def why_not_system(self, topo: Topology) -> str | None:
         spec = topo.spec
         system = spec.name

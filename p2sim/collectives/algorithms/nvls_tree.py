@@ -20,7 +20,7 @@ from ..nvls import nvls_tree_tables
 from ..ring import ring_factor
 from ..tree import double_tree_arrays
 from .base import Layout
-from .nvls import NVLS_STAGES, Nvls, _arity_allows, _too_many, nvls_switches
+from .nvls import NVLS_STAGES, Nvls, _too_many, nvls_switches
 
 __all__ = ["NvlsTree", "tree_depth"]
 
@@ -57,10 +57,6 @@ class NvlsTree(Nvls):
     tree_rates = True
     # calcCollChunking (enqueue.cc): NVLS Tree's chunk halves below 32, 16, 4 and 1 chunks per head
     shrink = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
-
-    def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
-        return (op in self.info.collectives and len(segs) > 1 and _arity_allows(op, segs)
-                and nvls_switches(topo, segs) is not None)
 
     def why_not_system(self, topo: Topology) -> str | None:
         why = super().why_not_system(topo)
