@@ -115,7 +115,7 @@ def _print_stage(log: str, stage: str, ratios: Sequence[tuple[float, float]]) ->
             print(f"{log:<44} {stage:<11} {c:<7} {'-':>5}")
             continue
         print(f"{log:<44} {stage:<11} {c:<7} {s.rows:>5} {s.median:>7.3f} {s.gsd:>6.3f} {s.worst:>7.3f} "
-              f"at {_size(s.worst_size)}")
+              f"at {_size(s.worst_size)}", flush=True)
 
 
 def run_log(name: str, rows: list[CollectiveRow], engine: str, quick: bool, executor) -> dict[str, float]:
