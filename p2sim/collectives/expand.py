@@ -37,6 +37,7 @@ from .channels import Segment, channel_count, segments
 from .algorithms import algorithm
 from .choice import ALGO_CHOICES, ALGORITHMS, Choice, check_algo
 from .latency import collective_latency, step_latencies
+from .transports import reported_latency_us
 from .binding import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
 from .pattern import Collective, Flow
 from .pipeline import in_flight, step_cap, window
@@ -283,8 +284,11 @@ class Expander(ShapeMemo, Structures, Choice):
         coll_cap = collective_cap_gbps(proto, nodes, self.arch) * GB
         shared = ((coll_cap, tuple(st.bus for _ in flows)),) if math.isfinite(coll_cap) else ()
         args = (algo, proto, op, len(members), nodes, intra_hw, st.intra, st.inter, nbytes, used, self.arch)
-        # NCCL chooses by its own model: its per-step figures, no launch cost, no pipeline window
-        tuned = Collective(algo, proto, op, members, nodes, used, tuple(flows), collective_latency(*args), st.bus,
+        # NCCL chooses by its own model: its per-step figures plus the latency the network plugin reports
+        # (graph->latencyInter, tuning.cc; transports.reported_latency_us), no launch cost, no pipeline window
+        told = reported_latency_us(nccl.transport, nccl.net_latency) * 1e-6 if nodes > 1 else 0.0
+        nccl_args = args if told == 0.0 else args[:7] + (st.inter + told,) + args[8:]
+        tuned = Collective(algo, proto, op, members, nodes, used, tuple(flows), collective_latency(*nccl_args), st.bus,
                            shared)
         return tuned, tuned.algbw(topo.capacity), steps, transport, args
 
