@@ -135,3 +135,21 @@ def test_nvls_tree_busbw_falls_as_racks_are_added_once_the_network_binds(tmp_pat
     # beyond, the NICs carry the same, and the trees' depth adds 2 log2(racks) network steps: busbw keeps falling
     busbw = [sweep(system=path, nodes=r, minbytes=2**29, maxbytes=2**29).points[0].busbw for r in (2, 4, 8, 16)]
     assert all(a > b for a, b in zip(busbw, busbw[1:]))
+
+
+def test_nvls_tree_two_trees_hash_apart_under_ecmp():
+    # NVLS-Tree's channel c follows tree c % 2 (src/graph/connect.cc, connectNvls): a head slot's two trees
+    # are two channels with connections of their own, so between two nodes of different stripes of
+    # roce-h100 (ECMP) the two trees' hops between the same heads hash independently onto the 8 ports
+    topo = load_system("roce-h100", 16)
+    f = topo.fabric
+    members = tuple(range(8)) + tuple(range(64, 72))  # node 0 and node 8: leaves of different stripes
+    c = Expander(topo).collective("nvls_tree", "Simple", "AllReduce", members, 2**30)
+    pairs: dict[tuple[int, int, int], set[tuple[int, ...]]] = {}
+    for i, flow in enumerate(c.flows):
+        for h in flow.hops:
+            if h.inter_node:
+                pairs.setdefault((i, h.src, h.dst), set()).add(tuple(e for e in h.edges if f.first <= e < f.end))
+    assert len(pairs) == 2 * len(c.flows)  # per head slot: head to head, each way
+    apart = sum(len(v) == 2 for v in pairs.values())
+    assert apart >= len(pairs) // 2  # one salt for both trees: never apart
