@@ -258,3 +258,17 @@ def test_the_ring_plateau_counts_the_communicators_channels():
     above = ex.collective("ring", "Simple", "AllReduce", m, 64 * 16 * full)
     assert c.channels < full
     assert above.latency / c.latency == pytest.approx(1.4, rel=1e-3)
+
+
+def test_a_collective_does_not_depend_on_the_sizes_built_before_it():
+    """Whether a connection's chunks all fit in flight (pipeline.window) depends on the size: a tree over 6 + 6
+    H100s at 56 MiB keeps its window cap whether or not 40 MiB was built first (the cache once returned the
+    40 MiB collective, which has none)."""
+    topo = load_system("h100", 2)
+    members = tuple(range(6)) + tuple(range(8, 14))
+    fresh = Expander(topo).collective("tree", "Simple", "AllReduce", members, 56 * 2**20)
+    ex = Expander(topo)
+    ex.collective("tree", "Simple", "AllReduce", members, 40 * 2**20)
+    after = ex.collective("tree", "Simple", "AllReduce", members, 56 * 2**20)
+    assert [f.caps for f in after.flows] == [f.caps for f in fresh.flows]
+    assert after.latency == fresh.latency

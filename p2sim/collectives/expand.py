@@ -168,13 +168,19 @@ class Expander(ShapeMemo, Structures, Choice):
         # a channel's loop, for pipelines whose stages pass whole loops on (Algorithm.fill_loops): a chunk per
         # head, the last loop's chunks cut to what the channel has left (all_reduce.h: lastChunkSize)
         loop = min(heads * chunk, nbytes / used) if a.fill_loops(op, nodes) else 0.0
-        return used, round(share, 12), plateau, chunk, loop, threads
+        # a pipeline whose chunks all fit in flight never waits for a slot (pipeline.window): for an algorithm that
+        # does not stream, across nodes, whether a connection's bytes fit depends on the size itself, so sizes
+        # that may fit (a connection carries at least 1/(4 x channels x heads) of the buffer) key apart
+        flight = a.in_flight(proto, op, chunk)[0]
+        fits = (nbytes if nodes > 1 and not a.streams(op) and nbytes <= 4 * flight * used * max(1, heads)
+                else None)
+        return used, round(share, 12), plateau, chunk, loop, threads, fits
 
     def collective(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> Collective:
         """The collective ``op`` over ``members`` with this algorithm and protocol, for ``nbytes``."""
         members = tuple(members)
-        used, share, plateau, chunk, loop, threads = self._settings(algo, proto, op, members, nbytes)
-        key = (algo, proto, op, members, used, share, plateau, chunk, loop, threads)
+        used, share, plateau, chunk, loop, threads, fits = self._settings(algo, proto, op, members, nbytes)
+        key = (algo, proto, op, members, used, share, plateau, chunk, loop, threads, fits)
         hit = self._cache.get(key)
         if hit is not None:
             self._touch(self._cache, key)
@@ -185,7 +191,7 @@ class Expander(ShapeMemo, Structures, Choice):
             local = tuple(m - first * gpn for m in members)
             # groups with equal local members and fabric keys are each other moved (an exact symmetry)
             where = self.topo.move_key(first, max(members) // gpn)
-            mkey = (algo, proto, op, local, where, used, share, plateau, chunk, loop, threads)
+            mkey = (algo, proto, op, local, where, used, share, plateau, chunk, loop, threads, fits)
             seen = self._moved.get(mkey)
             if seen is not None:
                 self._touch(self._moved, mkey)
@@ -235,15 +241,15 @@ class Expander(ShapeMemo, Structures, Choice):
         flows hold tens of MiB.  The structures (hops, loads) stay cached for all.
         """
         members = tuple(members)
-        used, share, plateau, chunk, loop, threads = self._settings(algo, proto, op, members, nbytes)
-        hit = self._cache.get((algo, proto, op, members, used, share, plateau, chunk, loop, threads))
+        used, share, plateau, chunk, loop, threads, fits = self._settings(algo, proto, op, members, nbytes)
+        hit = self._cache.get((algo, proto, op, members, used, share, plateau, chunk, loop, threads, fits))
         if hit is not None:
             return hit.tuning
         gpn = self.topo.gpus_per_node
         first = min(members) // gpn
         local = tuple(m - first * gpn for m in members)
         where = self.topo.move_key(first, max(members) // gpn)
-        seen = self._moved.get((algo, proto, op, local, where, used, share, plateau, chunk, loop, threads))
+        seen = self._moved.get((algo, proto, op, local, where, used, share, plateau, chunk, loop, threads, fits))
         if seen is not None:  # the same group moved: an exact symmetry keeps its figures
             return seen.tuning
         st = self._structure_of(algo, op, members, local, where, used, share)
