@@ -112,7 +112,7 @@ def test_nvls_tree_each_head_nic_carries_one_over_heads_of_the_network_traffic()
     c = Expander(topo).collective("nvls_tree", "Simple", "AllReduce", tuple(range(144)), 2**30)
     edges, coef = c.link_load()
     load = dict(zip(edges.tolist(), coef.tolist()))
-    per_nic = [sum(load.get(e, 0.0) for e in topo._network_edges_of(0, f"nic{i}")) for i in range(72)]
+    per_nic = [sum(load.get(e, 0.0) for e in topo.network_edges_of(0, f"nic{i}")) for i in range(72)]
     total = sum(per_nic)
     assert total > 0
     assert all(x == pytest.approx(total / 32) for x in per_nic[:32]) and not any(per_nic[32:])

@@ -93,7 +93,7 @@ def scheduled_channels(op: str, proto: str, nbytes: float, ranks: int, channels:
     tpb = traffic_per_byte(op, ranks, proto)
     cell = _up(_up(MIN_TRAFFIC_PER_CHANNEL, tpb), 16) * 16  # bytes of count per cell, a multiple of 16
     cells = max(1, _up(count, cell))
-    per_channel = _up(_up(max(MIN_TRAFFIC_PER_CHANNEL, count * tpb), channels), 16) * 16  # traffic per channel
+    per_channel = _up(max(MIN_TRAFFIC_PER_CHANNEL, count * tpb) // channels, 16) * 16  # divUp(traffic / nChannels, 16) * 16
     cells_per_channel = min(cells, max(1, _up(per_channel, cell * tpb)))
     return max(1, min(channels, _up(cells, cells_per_channel)))
 

@@ -157,8 +157,8 @@ class Expander(ShapeMemo, Structures, Choice):
         # the scheduler gives every channel at least 32 KiB of traffic (scheduleCollTasksToPlan; Algorithm.scheduled)
         used = scheduled_channels(op, proto, nbytes, len(members), nc) if a.scheduled else nc
         # threads each channel's CTA moves data with (topoGetAlgoInfo halves them below nc x nt x threshold):
-        # what a channel's rate scales with where no NCCL figure caps it (Algorithm.cta_bound)
-        threads = threads_used(proto, nbytes, nc, a.threshold(proto, len(members))) if a.cta_bound else 0
+        # what a channel's rate scales with where no NCCL figure caps it (Algorithm.cta_protos)
+        threads = threads_used(proto, nbytes, nc, a.threshold(proto, len(members))) if proto in a.cta_protos else 0
         nodes = len({m // self.topo.gpus_per_node for m in members})
         share = a.link_share(proto, op, nodes, nbytes, self.arch)
         plateau = nbytes / (full * len(members)) >= 64  # see latency.collective_latency: comm->nChannels
@@ -380,7 +380,7 @@ class Expander(ShapeMemo, Structures, Choice):
         channels.py), times its protocol's data share, times its threads over the protocol's most (a CTA's
         copies scale with its warps).  At the full count the links bind, as before."""
         full = self.channels(members)
-        if (not algorithm(algo).cta_bound or self._channel_rate(algo) is not None
+        if (proto not in algorithm(algo).cta_protos or self._channel_rate(algo) is not None
                 or (used >= full and threads >= MAX_THREADS[proto])):
             return math.inf
         per = self._memo("cta", members, (), lambda: self._node_channel_rate(members))

@@ -208,7 +208,9 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
                 counted[pt.nodes] = (p, mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits),
                                      program_steps(mats, red, rules.profile, rules.max_size, req.limits))
             else:
-                counted[pt.nodes] = (p, mats, [1], [_check_program(req, topo.hierarchy, p, red, mats)])
+                # the given program, and the plain AllReduce beside it (given): each a simulation, each its steps
+                steps_given = _check_program(req, topo.hierarchy, p, red, mats)
+                counted[pt.nodes] = (p, mats, [len(given)], [steps_given + (len(given) - 1)])
             cards += [synthesis_cardinalities(m, red) for m in mats]
         p, mats, counts, steps = counted[pt.nodes]
         gpu_steps += topo.devices * sum(steps) * len(settings)

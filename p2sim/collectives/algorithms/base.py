@@ -57,9 +57,10 @@ class Algorithm(ABC):
     per_hop_bus: bool = False
     #: LL's channel threshold grows with the ranks (tuning.cc: a ring's LL threshold is per rank)
     ll_per_rank: bool = False
-    #: its channels' GPU-side rate has no cap of NCCL's own (perChMax*Bw): at fewer channels or threads than its
-    #: full count, p2sim caps each at a CTA's share of the node's links (expand.py, "The medium-size ramp")
-    cta_bound: bool = False
+    #: the protocols whose channels' GPU-side rate has no cap of NCCL's own (perChMax*Bw): at fewer channels or
+    #: threads than its full count, p2sim caps each at a CTA's share of the node's links (expand.py, "The
+    #: medium-size ramp"); none by default
+    cta_protos: tuple[str, ...] = ()
     #: NCCL's scheduler spreads its tasks over channels with at least 32 KiB of traffic each
     #: (scheduleCollTasksToPlan, enqueue.cc); CollNet's tasks keep topoGetAlgoInfo's count
     scheduled: bool = True
