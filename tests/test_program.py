@@ -55,3 +55,10 @@ def test_lenient_spelling_parses_to_canonical_text():
 def test_parse_errors(text, msg):
     with pytest.raises(ProgramError, match=msg):
         parse_program(text)
+
+
+@pytest.mark.parametrize("text", ["AllToAll(slice=0, Inside)", "SendRecv(slice=1, Parallel(0))"])
+def test_point_to_point_ops_are_not_program_steps(text):
+    """AllToAll and SendRecv are simulated (sweep, a model's step) but are no reduction: programs refuse them."""
+    with pytest.raises(ProgramError, match="is not a reduction"):
+        parse_program(text)
