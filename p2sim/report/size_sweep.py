@@ -18,9 +18,9 @@ from .tables import Column, Table
 
 __all__ = ["sweep_table", "sweep_plot", "sweep_header", "sweep_text", "sweep_report", "sweep_answer", "SWEEP_COLUMNS"]
 
-# the redop column nccl-tests prints per program (alltoall and sendrecv reduce nothing: "none", alltoall.cu, sendrecv.cu)
+# the redop column nccl-tests prints per program (alltoall.cu prints none; sendrecv.cu its nominal sum)
 REDOP = {"AllReduce": "sum", "ReduceScatter": "sum", "Reduce": "sum", "AllGather": "none", "Broadcast": "none",
-         "AllToAll": "none", "SendRecv": "none"}
+         "AllToAll": "none", "SendRecv": "sum"}
 
 
 def sweep_table(header: str, collective: str, points: Sequence[SweepPoint], ranks: Sequence[tuple[int, int]] = (),

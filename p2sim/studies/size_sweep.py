@@ -111,9 +111,9 @@ def nccl_tests_sizes(collective: str, ranks: int, points: Sequence[int]) -> list
         if collective in ("AllGather", "ReduceScatter"):
             per = (size // 4 // ranks) // 4 * 4
             pair = (max(per, 4) * 4 * ranks, max(per, 4))
-        elif collective == "AllToAll":  # alltoall.cu: count / nranks floats to each rank, count printed
+        elif collective == "AllToAll":  # alltoall.cu: count / nranks floats to each rank, that count printed
             per = max(size // 4 // ranks, 1)
-            pair = (per * 4 * ranks, per * ranks)
+            pair = (per * 4 * ranks, per)
         else:
             pair = (size, size // 4)
         if pair not in out:
