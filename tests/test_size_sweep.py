@@ -57,7 +57,7 @@ def test_every_collective_sweeps_and_bad_input_is_refused():
         (p,) = sweep_sizes(topo, c, range(4), [2**24])
         assert p.seconds > 0 and p.algo == "ring"
     with pytest.raises(InputError, match="collective"):
-        sweep_sizes(topo, "AllToAll", range(4), [8])
+        sweep_sizes(topo, "AllToAllv", range(4), [8])
     with pytest.raises(InputError, match="two GPUs"):
         sweep_sizes(topo, "AllReduce", [0], [8])
 
@@ -98,7 +98,7 @@ def test_sweep_help_says_how_sizes_are_read(capsys):
 
 @pytest.mark.parametrize("argv,field", [
     (("--gpus-per-node", "9"), "gpus-per-node"),
-    (("-C", "alltoall"), "collective"),
+    (("-C", "alltoallv"), "collective"),
     (("-b", "1MiB", "-e", "1KiB"), "maxbytes"),
     (("-b", "lots"), "minbytes"),
     (("--engine", "baseline"), "engine"),
