@@ -40,6 +40,7 @@ from .latency import collective_latency, step_latencies
 from .transports import reported_latency_us
 from .binding import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
 from .pattern import Collective, Flow
+from .p2p import P2P_ALGO, P2P_OPS, P2P_PROTO, p2p_collective
 from .nccl_tables import MAX_THREADS
 from .pipeline import in_flight, step_cap, window
 from .protocols import collective_cap_gbps, tuning_share
@@ -179,6 +180,8 @@ class Expander(ShapeMemo, Structures, Choice):
     def collective(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> Collective:
         """The collective ``op`` over ``members`` with this algorithm and protocol, for ``nbytes``."""
         members = tuple(members)
+        if op in P2P_OPS:  # AllToAll / SendRecv: NCCL's grouped sends and receives (p2p.py), no algorithm to pick
+            return self._p2p(op, members, nbytes)
         used, share, plateau, chunk, loop, threads, fits = self._settings(algo, proto, op, members, nbytes)
         key = (algo, proto, op, members, used, share, plateau, chunk, loop, threads, fits)
         hit = self._cache.get(key)
@@ -202,6 +205,17 @@ class Expander(ShapeMemo, Structures, Choice):
                                    loop, threads)
                 self._keep(self._moved, mkey, hit)
             self._keep(self._cache, key, hit)
+        return hit
+
+    def _p2p(self, op: str, members: tuple[int, ...], nbytes: float) -> Collective:
+        """The point-to-point collective (:func:`~.p2p.p2p_collective`), cached like the others."""
+        key = (P2P_ALGO, P2P_PROTO, op, members, nbytes)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = p2p_collective(self.topo, self.rates, op, members, nbytes, self.channels(members))
+            self._keep(self._cache, key, hit)
+        else:
+            self._touch(self._cache, key)
         return hit
 
     def _keep(self, cache: dict, key: tuple, built: object) -> None:
@@ -241,6 +255,8 @@ class Expander(ShapeMemo, Structures, Choice):
         flows hold tens of MiB.  The structures (hops, loads) stay cached for all.
         """
         members = tuple(members)
+        if op in P2P_OPS:
+            return self._p2p(op, members, nbytes).tuning
         used, share, plateau, chunk, loop, threads, fits = self._settings(algo, proto, op, members, nbytes)
         hit = self._cache.get((algo, proto, op, members, used, share, plateau, chunk, loop, threads, fits))
         if hit is not None:
