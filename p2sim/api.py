@@ -459,7 +459,7 @@ def systems() -> list[dict[str, object]]:
     return rows
 
 
-def step_table(model: str | os.PathLike[str] | ModelSpec, axes: str | Mapping[str, int],
+def step_table(*, model: str | os.PathLike[str] | ModelSpec, axes: str | Mapping[str, int],
                training: TrainingSpec | None = None) -> str:
     """Every collective of one training step, per rank, as a table (:mod:`p2sim.workload`).
 
@@ -476,5 +476,10 @@ def step_table(model: str | os.PathLike[str] | ModelSpec, axes: str | Mapping[st
     -------
     str
         A line per kind of call (axis, op, phase, size, count, bytes per step, formula), then bytes by axis.
+
+    Raises
+    ------
+    InputError
+        A model that cannot be read, or an axis or setting that does not fit it: one line naming it.
     """
     return render_step(step_collectives(load_model(model), training or TrainingSpec(), axis_sizes(axes)))

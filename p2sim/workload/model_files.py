@@ -65,6 +65,13 @@ _SPELLINGS: dict[str, tuple[str, ...]] = {
     "num_attention_heads": ("num_attention_heads", "n_head"),
     "vocab_size": ("vocab_size",),
 }
+# the keys each of ModelSpec's fields is read from, so that its checks name the key the file spells
+_KEYS: dict[str, tuple[str, ...]] = {
+    **_SPELLINGS, "num_key_value_heads": ("num_key_value_heads",), "intermediate_size": ("intermediate_size", "n_inner"),
+    "experts": ("num_local_experts", "n_routed_experts", "num_experts"), "experts_per_token": ("num_experts_per_tok",),
+    "shared_experts": ("n_shared_experts", "shared_expert_intermediate_size"),
+    "first_dense_layers": ("first_k_dense_replace",), "head_dim": ("head_dim",),
+}
 
 
 def _int(doc: dict[str, Any], key: str, source: str, least: int = 1) -> int:
@@ -123,8 +130,23 @@ def model_from_config(doc: Any, source: str, name: str | None = None) -> ModelSp
     if not isinstance(tie, bool):
         raise InputError(f"{source}: tie_word_embeddings: {tie!r} should be true or false")
     gpt_like = model_type in _GPT_LIKE
+    try:
+        spec = _spec(doc, source, name, hidden, heads, experts, moe_width, intermediate, shared, tie, gpt_like)
+    except InputError as e:
+        # ModelSpec names its own field: say the key this file spells it with
+        text, prefix = str(e), f"{source}: "
+        field = text[len(prefix):].split(":")[0]
+        keys = _KEYS.get(field, (field,))
+        key = next((k for k in keys if k in doc), keys[0])
+        raise InputError(prefix + key + text[len(prefix) + len(field):]) from None
+    cited = doc.get("_source")  # the shipped presets cite their model card; checked under the file's name first
+    return replace(spec, source=cited) if isinstance(cited, str) and cited else spec
+
+
+def _spec(doc: dict[str, Any], source: str, name: str | None, hidden: int, heads: int, experts: int, moe_width: int,
+          intermediate: int, shared: int, tie: bool, gpt_like: bool) -> ModelSpec:
     positions = _optional(doc, ("n_positions", "max_position_embeddings"), source) if gpt_like else 0
-    spec = ModelSpec(
+    return ModelSpec(
         name=name or Path(source).stem, source=source,
         hidden_size=hidden, num_layers=_first(doc, "num_layers", source), num_attention_heads=heads,
         num_key_value_heads=_optional(doc, ("num_key_value_heads",), source, default=heads) or heads,
@@ -134,8 +156,6 @@ def model_from_config(doc: Any, source: str, name: str | None = None) -> ModelSp
         first_dense_layers=_optional(doc, ("first_k_dense_replace",), source) if experts else 0,
         tie_word_embeddings=tie, gated_mlp=not gpt_like, head_dim=_optional(doc, ("head_dim",), source),
         position_embeddings=positions)
-    cited = doc.get("_source")  # the shipped presets cite their model card; checked under the file's name first
-    return replace(spec, source=cited) if isinstance(cited, str) and cited else spec
 
 
 def model_from_toml(doc: dict[str, Any], source: str) -> ModelSpec:
