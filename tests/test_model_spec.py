@@ -104,6 +104,8 @@ def _config(**changes: object) -> dict[str, object]:
     ({"hidden_size": 0}, "bad.json: hidden_size: 0 should be a positive integer"),
     ({"num_hidden_layers": 3.5}, "bad.json: num_hidden_layers: 3.5 should be a positive integer"),
     ({"num_local_experts": -8}, "bad.json: num_local_experts: -8 should be a non-negative integer"),
+    ({"num_key_value_heads": 0}, "bad.json: num_key_value_heads: 0 should be a positive integer"),
+    ({"intermediate_size": 0}, "bad.json: intermediate_size: 0 should be a positive integer"),
     ({"num_key_value_heads": 5}, "bad.json: num_key_value_heads: 5 should be a divisor of num_attention_heads (32)"),
     ({"num_experts_per_tok": 9}, "bad.json: num_experts_per_tok: 9 should be 1 to experts (8)"),
     ({"num_experts_per_tok": ...}, "bad.json: num_experts_per_tok: 0 should be 1 to experts (8)"),

@@ -149,7 +149,7 @@ def _spec(doc: dict[str, Any], source: str, name: str | None, hidden: int, heads
     return ModelSpec(
         name=name or Path(source).stem, source=source,
         hidden_size=hidden, num_layers=_first(doc, "num_layers", source), num_attention_heads=heads,
-        num_key_value_heads=_optional(doc, ("num_key_value_heads",), source, default=heads) or heads,
+        num_key_value_heads=_optional(doc, ("num_key_value_heads",), source, default=heads),
         intermediate_size=intermediate, vocab_size=_first(doc, "vocab_size", source),
         moe_intermediate_size=moe_width, experts=experts, shared_experts=shared if experts else 0,
         experts_per_token=_optional(doc, ("num_experts_per_tok",), source) if experts else 0,
