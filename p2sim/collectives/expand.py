@@ -37,7 +37,7 @@ from .channels import Segment, channel_count, scheduled_channels, segments, thre
 from .algorithms import algorithm
 from .choice import ALGO_CHOICES, ALGORITHMS, Choice, check_algo
 from .latency import collective_latency, step_latencies
-from .transports import reported_latency_us
+from .transports import control_wait_us, reported_latency_us
 from .binding import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
 from .pattern import Collective, Flow
 from .nccl_tables import MAX_THREADS
@@ -322,7 +322,8 @@ class Expander(ShapeMemo, Structures, Choice):
         flows = self._windowed(list(tuned.flows), st, algo, proto, op, chunk, steps, rate, nbytes, used)
         lat = (collective_latency(*args, *transport, self.rates.launch or 0.0)
                + self._fill(algo, op, st.nodes, used, loop, rate)
-               + self._forwarded(algo, proto, op, members, st.nodes, used, chunk, rate))
+               + self._forwarded(algo, proto, op, members, st.nodes, used, chunk, rate)
+               + self._control_wait(algo, proto, members, st.nodes, chunk, transport[1]))
         return replace(tuned, flows=tuple(flows), latency=lat,
                        tuning=(tuned.latency, rate * tuning_share(algo, op)))
 
@@ -353,6 +354,17 @@ class Expander(ShapeMemo, Structures, Choice):
         node = self._memo("node_rate", members, (), lambda: self._node_ring_rate(members)) * GB
         hop = min(slow, used * chunk / node) if node > 0 else slow
         return max(0.0, net * slow + intra * hop - slow)
+
+    def _control_wait(self, algo: str, proto: str, members: tuple[int, ...], nodes: int, chunk: int,
+                      step_us: float | None) -> float:
+        """Seconds the collective's first network step waits for the receiver's control message
+        (:func:`~p2sim.collectives.transports.control_wait_us`: aws-ofi-nccl's RDMA protocol above its eager
+        size); NCCL's model leaves it out (the plugin's reported latency stands for every step alike)."""
+        if nodes == 1:
+            return 0.0
+        nccl = self.topo.spec.nccl
+        net_algo = algorithm(algo).network_step(len(members), nodes)
+        return control_wait_us(nccl.transport, nccl.ofi_protocol, net_algo, proto, chunk, step_us) * 1e-6
 
     def _windowed(self, flows: list[Flow], st: Structure, algo: str, proto: str, op: str, chunk: int,
                   steps: tuple[float, float], rate: float, nbytes: float, used: int) -> list[Flow]:
