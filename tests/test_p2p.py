@@ -112,3 +112,22 @@ def test_expander_chooses_p2p_whatever_is_forced():
     assert ex.choose("SendRecv", (0, 1), 8, "tree", "LL") == ("p2p", "Simple")
     lat, bw = ex.tuning("p2p", "Simple", "AllToAll", tuple(range(8)), GIB)
     assert lat > 0 and bw > 0
+
+
+def test_one_channel_per_peer_carries_nccls_per_channel_figure_not_the_nic():
+    """16 nodes of 8 GPUs: 128 peers halve p2pnChannelsPerPeer to 1 (ncclTopoComputeP2pChannels), and one
+    channel's connection carries NCCL_P2P_PER_CHANNEL_NET_BW = 14 GB/s, below the 50 GB/s NIC (hand figure:
+    1 GiB / 14 GB/s = 76.7 ms); at 2 nodes 8 channels per peer fill the NIC instead."""
+    topo = load_system("dgx-b200", nodes=16)
+    sim = Simulator(topo)
+    g = tuple(range(128))
+    c = sim.expander.collective("p2p", "Simple", "SendRecv", g, GIB)
+    assert c.channels == 1
+    r = sim.step(LoweredStep(Op.SEND_RECV, (g,)), (float(GIB),))
+    assert r.seconds == pytest.approx(c.latency + GIB / 14e9, rel=1e-9)
+    two = load_system("dgx-b200", nodes=2)
+    c2 = Simulator(two).expander.collective("p2p", "Simple", "SendRecv", tuple(range(16)), GIB)
+    nic = float(two.capacity[list(two.router.route(0, 8).edges)].min())
+    assert c2.channels == 8 and nic < 8 * 14e9
+    r2 = Simulator(two).step(LoweredStep(Op.SEND_RECV, (tuple(range(16)),)), (float(GIB),))
+    assert r2.seconds == pytest.approx(c2.latency + GIB / nic, rel=1e-9)

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..topology import Topology
 from ..topology.settings import ModelRates
-from .binding import CAP_WINDOW
+from .binding import CAP_NET, CAP_WINDOW
 from .latency import step_latencies
 from .nccl_tables import NCCL_STEPS, base_latency
 from .pattern import Collective, Flow, HopTable
@@ -199,8 +199,14 @@ def p2p_collective(topo: Topology, rates: ModelRates, op: str, members: Sequence
         per_conn = nbytes * float(coef[inter].max()) / per
         chunk = p2p_chunk(nodes, all_nvlink, per_conn)
         window = NCCL_STEPS * chunk / (2 * inter_step) if inter_step > 0 else math.inf
+        load = float(coef[inter].max()) / per  # a connection's bytes per byte of a rank's buffer
+        # each p2p channel's connection carries at most NCCL_P2P_PER_CHANNEL_NET_BW: the rate NCCL's own channel
+        # count assumes of one (ncclTopoGetNchannels opens ceil(NIC GB/s / 14) per peer to fill a NIC), so with
+        # one channel per peer (p2pnChannelsPerPeer halved for many peers, ncclTopoComputeP2pChannels) a peer
+        # gets 14 GB/s, not its NIC
+        caps, kinds = ((P2P_PER_CHANNEL_NET_BW * GB, load),), (CAP_NET,)
         if math.isfinite(window):
-            caps, kinds = ((window, float(coef[inter].max()) / per),), (CAP_WINDOW,)
+            caps, kinds = caps + ((window, load),), kinds + (CAP_WINDOW,)
     flow = Flow(1.0, per, e, c, table, caps, kinds)
     coll = Collective(P2P_ALGO, P2P_PROTO, op, members, nodes, per, (flow,), latency, p2p_bus_factor(op, n))
     return Collective(P2P_ALGO, P2P_PROTO, op, members, nodes, per, (flow,), latency, p2p_bus_factor(op, n), (),
