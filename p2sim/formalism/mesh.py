@@ -139,7 +139,7 @@ def mesh_slices(mesh: np.ndarray, axes: Sequence[int]) -> list[tuple[int, ...]]:
     return [tuple(int(x) for x in row) for row in moved]
 
 
-def megatron_axes(axis_names: Sequence[str], sizes: Sequence[int]) -> dict[str, int]:
+def megatron_axes(axis_names: Sequence[str], sizes: Sequence[int], field: str = "axes") -> dict[str, int]:
     """Each Megatron-LM dimension (tp, cp, ep, dp, pp) that an axis is, by axis index; a
     :class:`PlacementError` naming the axis that is none (an axis of size 1 may be named anything).
 
@@ -152,7 +152,7 @@ def megatron_axes(axis_names: Sequence[str], sizes: Sequence[int]) -> dict[str, 
     """
     dims = _megatron_dims(axis_names, sizes)
     if isinstance(dims, str):
-        raise PlacementError(f"axes: {dims}")
+        raise PlacementError(f"{field}: {dims}")
     return dims
 
 
