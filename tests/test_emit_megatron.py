@@ -170,3 +170,17 @@ def test_axes_megatron_has_no_dimension_for_are_refused_by_name():
     c = _choice({"expert": 2, "context": 2, "tensor": 4}, ["expert"], "[[2 1] [1 2] [1 4]]")
     with pytest.raises(PlacementError, match="folds expert parallelism into context"):
         megatron_script(c)
+
+
+def test_one_nccl_algo_is_exported_only_where_every_reduction_was_predicted_with_it():
+    from dataclasses import replace
+
+    result = run_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"data": 2, "tensor": 8},
+                                        reductions=["data:1GiB", "tensor:256MiB x 8"], workers=1, engine="analytic"))
+    c = plan_mesh_choice(result, "megatron")
+    assert "NCCL_ALGO" not in megatron_script(c) and "NCCL_PROTO" not in megatron_script(c)  # NCCL's own choice
+    ring, tree = (replace(c, reductions=tuple(replace(r, algo=a) for r in c.reductions)) for a in ("ring", "tree"))
+    assert "\nexport NCCL_ALGO=Ring  #" in megatron_script(ring) and "\nexport NCCL_ALGO=Tree  #" in megatron_script(tree)
+    mixed = replace(c, reductions=(replace(c.reductions[0], algo="ring"), replace(c.reductions[1], algo="tree")))
+    script = megatron_script(mixed)
+    assert "export NCCL_ALGO" not in script and "# NCCL_ALGO: p2sim predicted the reductions with ring, tree;" in script
