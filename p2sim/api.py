@@ -378,24 +378,26 @@ def placements(*, hierarchy: str | Sequence[int] | None = None, system: System |
 
 
 def emit(result: RankResult | PlanResult | SweepResult, form: str = "jax") -> str:
-    """What ``--emit form`` prints for a result: ``jax`` or ``torch`` code, ``json``, or ``nccl-tuner`` rules.
+    """What ``--emit form`` prints for a result: ``jax`` or ``torch`` code, ``json``, a ``megatron`` launch
+    script, or ``nccl-tuner`` rules.
 
     Parameters
     ----------
     result : RankResult | PlanResult | SweepResult
         A rank or plan result takes every form; a sweep result ``nccl-tuner`` only.
     form : str, default 'jax'
-        jax, torch, json or nccl-tuner.
+        jax, torch, json, megatron or nccl-tuner.
 
     Returns
     -------
     str
-        The text ``--emit`` prints: the best placement's mesh and program as code or JSON, or tuner rules.
+        The text ``--emit`` prints: the best placement's mesh and program as code or JSON, Megatron-LM's
+        arguments and launch for it, or tuner rules.
 
     Raises
     ------
     InputError
-        A form the result has not.
+        A form the result has not; for ``megatron``, an axis that is no Megatron-LM dimension (named).
     """
     from .report.mesh import EMIT_FORMS, emit_mesh, plan_mesh_choice, rank_mesh_choice
     from .report.tuner import plan_tuner, rank_tuner, sweep_tuner

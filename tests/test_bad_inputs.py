@@ -465,6 +465,19 @@ def test_axis_names_reach_every_answer(capsys):
     refused(capsys, "rank", "--system", "a100", "--axes", "data=4,data=8", says=("given twice",))
 
 
+
+def test_emit_megatron_refuses_axes_it_has_no_dimension_for_before_any_work(capsys):
+    # one line on stderr: the ranking's progress line (stderr, no -q) never came
+    job = ["--system", "dgx-h100", "--nodes", "2", "--engine", "analytic", "--workers", "1", "--emit", "megatron"]
+    refused(capsys, "rank", *job, "--axes", "data=2,batch=8", "--reduce", "data",
+            says=("emit megatron: axes: no Megatron-LM dimension is named batch",))
+    refused(capsys, "plan", *job, "--axes", "2,8", "--reduction", "0:1GiB",
+            says=("emit megatron: axes: no Megatron-LM dimension is named axis0",))
+    refused(capsys, "rank", *job, "--axes", "expert=2,context=2,tensor=4", "--reduce", "expert",
+            says=("emit megatron: axes expert=2,context=2,tensor=4: Megatron-LM folds expert parallelism",))
+    refused(capsys, "rank", *job, "--axes", "data=2,tensor=8", "--reduce", "data", "--json",
+            says=("emit: --emit replaces the table and --json",))
+
 # ---------------------------------------------------------------- outputs never replace inputs
 
 def _same_file_spellings(tmp_path: Path, monkeypatch, f: Path) -> list[str]:

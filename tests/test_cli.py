@@ -371,3 +371,16 @@ def test_validate_csv_on_stdout_is_the_csv_only(capsys, tmp_path):
                        "--workers", "1", "--csv", "-", "--out", str(tmp_path / "report"))
     assert rc == 0, err
     assert "report:" not in out and out.splitlines()[0].count(",") > 2
+
+
+def test_emit_megatron_prints_the_launch_for_rank_and_plan(capsys):
+    job = ["--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,tensor=8"]
+    quick = ["--engine", "analytic", "--workers", "1", "-q"]
+    rc, out, err = run(capsys, "rank", *job, "--reduce", "data", "--matrix", "[[2 1] [1 8]]", *quick,
+                       "--emit", "megatron")
+    assert rc == 0 and out.startswith("#!/bin/bash\n"), err
+    assert "    --tensor-model-parallel-size 8\n" in out and "rank order tp-cp-ep-dp-pp (its default)" in out
+    rc, out, err = run(capsys, "plan", *job, "--reduction", "data:1GiB", "--reduction", "tensor:256MiB x 8", *quick,
+                       "--emit", "megatron")
+    assert rc == 0 and "# reduce over tensor: auto" in out and "RANK_OF=(" in out, err
+    assert out.rstrip().endswith('./megatron_rank.sh "${MODEL_PARALLEL_ARGS[@]}" "$@"')

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from p2sim.util.errors import PlacementError
 from p2sim.formalism.hierarchy import Lowering
-from p2sim.formalism.mesh import device_order, mesh_slices, rank_mesh
+from p2sim.formalism.mesh import device_order, megatron_axes, megatron_match, megatron_ranks, mesh_slices, rank_mesh
 from p2sim.formalism.placement import Placement, enumerate_matrices
 from p2sim.topology import load_system
 
@@ -74,3 +74,28 @@ def test_a_two_by_two_mesh_by_hand():
 def test_slices_along_a_missing_axis_are_refused():
     with pytest.raises(PlacementError, match="reduce"):
         mesh_slices(np.arange(4).reshape(2, 2), [2])
+
+
+def test_megatrons_second_order_is_todays_tp_cp_ep_pp_dp_context_included():
+    # --use-tp-pp-dp-mapping gives order 'tp-cp-ep-pp-dp' (megatron/training/initialize.py): tensor stride 1,
+    # context 2, pipeline 4, data 8; p2sim's GPU level holds pipeline, context, tensor (the first most significant)
+    names = ("data", "pipeline", "context", "tensor")
+    pl = Placement.of([2, 8], [2, 2, 2, 2], [[2, 1], [1, 2], [1, 2], [1, 2]])
+    assert megatron_match(pl, names) == "rank order tp-cp-ep-pp-dp matches this placement"
+    want = megatron_ranks(pl.axes, names, "tp-cp-ep-pp-dp")
+    assert want[1, 1, 0, 1] == 8 + 4 + 1 and np.array_equal(want, rank_mesh(pl))
+
+
+def test_separate_context_and_expert_axes_are_not_a_megatron_order():
+    # Megatron-Core's expert groups are tp-strided runs of the dense context x data ranks: with context 2, its
+    # expert groups of 2 are the context pairs, not p2sim's expert axis (stride 4 here)
+    names = ("expert", "context", "tensor")
+    pl = Placement.of([8], [2, 2, 2], [[2], [2], [2]])
+    assert "folds expert parallelism into context" in megatron_match(pl, names)
+    assert isinstance(megatron_ranks(pl.axes, names), str)
+
+
+def test_an_axis_with_no_megatron_dimension_is_named():
+    with pytest.raises(PlacementError, match="no Megatron-LM dimension is named batch"):
+        megatron_axes(("data", "batch"), (2, 8))
+    assert megatron_axes(("data", "batch"), (16, 1)) == {"dp": 0}  # an axis of 1 places nothing

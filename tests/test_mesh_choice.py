@@ -43,7 +43,7 @@ def _plan(program: str) -> NS:
     topo = NS(hierarchy=(2, 4), spec=NS(name="toy"), node_count=2, gpus_per_node=4, level_names=("node", "gpu"))
     job = NS(axes=(8,), axis_names=("data",), topology=topo, spec=NS(node_level=0))
     choice = NS(reduction=NS(axes=(0,)), algo="ring", program=program, seconds=1.0, allreduce_seconds=1.5)
-    return NS(request=NS(job=job, settings=NS(order=Order.ALIGNED)), best=NS(matrix=PL.matrix, choices=(choice,)),
+    return NS(request=NS(job=job, settings=NS(order=Order.ALIGNED, proto="auto")), best=NS(matrix=PL.matrix, choices=(choice,)),
               warnings=())
 
 

@@ -334,10 +334,12 @@ def _add_force(p: argparse.ArgumentParser) -> None:
 
 
 def _add_emit(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--emit", default=None, metavar="torch|jax|json|nccl-tuner",
+    p.add_argument("--emit", default=None, metavar="torch|jax|json|megatron|nccl-tuner",
                    help="print instead of the table: the best placement and its program as PyTorch or JAX code "
-                        "(a per-level mesh and the program's collectives), as JSON, or as NCCL example-tuner "
-                        "rules where p2sim predicts a faster algorithm/protocol than NCCL's own")
+                        "(a per-level mesh and the program's collectives), as JSON, as a script that starts "
+                        "Megatron-LM's pretrain_gpt.py on it (its parallel sizes and rank order; axes named "
+                        "tensor, context, expert, data, pipeline), or as NCCL example-tuner rules where p2sim "
+                        "predicts a faster algorithm/protocol than NCCL's own")
 
 
 def _add_settings_options(p: argparse.ArgumentParser, algo: str = o.ALGO) -> None:

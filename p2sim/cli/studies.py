@@ -12,13 +12,18 @@ from ..report.whatif import whatif_report, whatif_text
 from .common import answer
 
 
+def _forms(args: argparse.Namespace):
+    """``--emit`` checked before any work, ``megatron`` against ``--axes``' names too."""
+    return lambda form, json_too: check_emit(form, json_too, getattr(args, "axes", None))
+
+
 def cmd_rank(args: argparse.Namespace) -> int:
-    answer(args, api.rank, rank_text, report=rank_report, forms=check_emit)
+    answer(args, api.rank, rank_text, report=rank_report, forms=_forms(args))
     return 0
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    answer(args, api.plan, plan_text, report=plan_report, forms=check_emit)
+    answer(args, api.plan, plan_text, report=plan_report, forms=_forms(args))
     return 0
 
 

@@ -37,11 +37,14 @@ import numpy as np
 from ..util.errors import PlacementError
 from .placement import Placement
 
-__all__ = ["rank_mesh", "mesh_slices", "device_order", "megatron_match", "megatron_matrix", "MEGATRON_ORDERS"]
+__all__ = ["rank_mesh", "mesh_slices", "device_order", "megatron_match", "megatron_matrix", "megatron_ranks",
+           "megatron_axes", "MEGATRON_ORDERS"]
 
 # Megatron-LM's rank orders (megatron/core/parallel_state.py, RankGenerator: the first name
-# varies fastest): the default and the older tensor-pipeline-data mapping
-MEGATRON_ORDERS = ("tp-cp-ep-dp-pp", "tp-pp-dp")
+# varies fastest): initialize_model_parallel's default, and the one pretrain_gpt.py's
+# --use-tp-pp-dp-mapping selects (megatron/training/initialize.py: order='tp-cp-ep-dp-pp' if not
+# args.use_tp_pp_dp_mapping else 'tp-cp-ep-pp-dp'; older releases spelt the second 'tp-pp-dp')
+MEGATRON_ORDERS = ("tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp")
 # axis names p2sim users give, by the Megatron-LM dimension they are
 _MEGATRON_NAMES = {"tp": ("tensor", "tp", "model"), "cp": ("context", "cp", "sequence", "seq"),
                    "ep": ("expert", "ep"), "dp": ("data", "dp"), "pp": ("pipeline", "pp", "pipe", "stage")}
@@ -136,12 +139,72 @@ def mesh_slices(mesh: np.ndarray, axes: Sequence[int]) -> list[tuple[int, ...]]:
     return [tuple(int(x) for x in row) for row in moved]
 
 
+def megatron_axes(axis_names: Sequence[str], sizes: Sequence[int], field: str = "axes") -> dict[str, int]:
+    """Each Megatron-LM dimension (tp, cp, ep, dp, pp) that an axis is, by axis index; a
+    :class:`PlacementError` naming the axis that is none (an axis of size 1 may be named anything).
+
+    >>> megatron_axes(("data", "tensor"), (2, 8))
+    {'dp': 0, 'tp': 1}
+    >>> megatron_axes(("data", "stage", "batch"), (2, 2, 4))
+    Traceback (most recent call last):
+    ...
+    p2sim.util.errors.PlacementError: axes: no Megatron-LM dimension is named batch (name axes tensor, context, expert, data, pipeline)
+    """
+    dims = _megatron_dims(axis_names, sizes)
+    if isinstance(dims, str):
+        raise PlacementError(f"{field}: {dims}")
+    return dims
+
+
+def megatron_ranks(sizes: Sequence[int], axis_names: Sequence[str], order: str = MEGATRON_ORDERS[0]) -> np.ndarray | str:
+    """Megatron-LM's global rank at each axis coordinate (an array of shape ``sizes``) under ``order``, or why
+    Megatron-LM lays out no ranks for these axes in that order.
+
+    Megatron-Core numbers the same ranks twice (megatron/core/parallel_state.py, initialize_model_parallel):
+    the dense layers' grid tp, cp, dp, pp with dp = world / (tp x cp x pp), and the expert layers' grid
+    tp (its expert tensor parallel size, set equal), ep, expert-dp, pp, each by RankGenerator in ``order``
+    with ep (dense) or cp (expert) left out.  So an expert axis is the fastest part of Megatron's data
+    ranks: p2sim's expert and data axes are its expert and expert-data dimensions where context is 1.
+    With context and expert both above 1 Megatron's expert groups run over context ranks (it folds
+    expert parallelism into context and data), which separate axes cannot say; and the second order
+    with expert and pipeline both above 1 fails its check that both grids share the pipeline groups.
+
+    >>> megatron_ranks((2, 8), ("data", "tensor")).tolist()[1]     # tensor fastest, then data
+    [8, 9, 10, 11, 12, 13, 14, 15]
+    >>> megatron_ranks((2, 2, 4), ("pipeline", "data", "tensor"), "tp-cp-ep-pp-dp")[:, :, 0].tolist()
+    [[0, 8], [4, 12]]
+    >>> megatron_ranks((2, 4, 2), ("context", "expert", "tensor"))
+    'Megatron-LM folds expert parallelism into context and data parallelism (its expert groups run over context ranks: megatron/core/parallel_state.py), so separate context and expert axes have no Megatron-LM layout'
+    """
+    dims = _megatron_dims(axis_names, sizes)
+    if isinstance(dims, str):
+        return dims
+    size = {m: (int(sizes[dims[m]]) if m in dims else 1) for m in _MEGATRON_NAMES}
+    if size["cp"] > 1 and size["ep"] > 1:
+        return ("Megatron-LM folds expert parallelism into context and data parallelism (its expert groups run over "
+                "context ranks: megatron/core/parallel_state.py), so separate context and expert axes have no "
+                "Megatron-LM layout")
+    if not order.endswith("pp") and size["ep"] > 1 and size["pp"] > 1:
+        return (f"Megatron-LM refuses rank order {order} with expert and pipeline both above 1 (initialize_model_parallel: "
+                "its dense and expert layers' data-parallel sizes differ)")
+    table = np.zeros(tuple(int(s) for s in sizes), dtype=np.int64)
+    stride = 1
+    for m in order.split("-"):  # the first varies fastest
+        if m in dims:
+            i = dims[m]
+            shape = [1] * len(sizes)
+            shape[i] = int(sizes[i])
+            table = table + np.arange(int(sizes[i])).reshape(shape) * stride
+            stride *= int(sizes[i])
+    return table
+
+
 def megatron_match(placement: Placement, axis_names: Sequence[str]) -> str:
     """Which of Megatron-LM's rank orders lays ranks out as this placement does, in words.
 
-    Megatron numbers ranks with the first dimension of its order string varying fastest;
-    the axes are matched to its dimensions by name (tensor/tp, context/cp, expert/ep,
-    data/dp, pipeline/pp).
+    Megatron numbers ranks with the first dimension of its order string varying fastest
+    (:func:`megatron_ranks`); the axes are matched to its dimensions by name (tensor/tp,
+    context/cp, expert/ep, data/dp, pipeline/pp).
 
     Examples
     --------
@@ -149,32 +212,22 @@ def megatron_match(placement: Placement, axis_names: Sequence[str]) -> str:
     >>> megatron_match(pl, ("tensor", "pipeline", "data"))
     'rank order tp-cp-ep-dp-pp matches this placement'
     >>> megatron_match(Placement.of([4, 8], [8, 2, 2], [[1, 8], [2, 1], [2, 1]]), ("tensor", "data", "pipeline"))
-    'rank order tp-pp-dp matches this placement'
+    'rank order tp-cp-ep-pp-dp matches this placement'
     >>> megatron_match(Placement.of([2, 8], [2, 8], [[1, 2], [2, 4]]), ("data", "tensor"))
-    "none of Megatron-LM's rank orders (tp-cp-ep-dp-pp, tp-pp-dp) matches this placement"
+    "none of Megatron-LM's rank orders (tp-cp-ep-dp-pp, tp-cp-ep-pp-dp) matches this placement"
     >>> megatron_match(pl, ("a", "b", "c"))
     'no Megatron-LM dimension is named a (name axes tensor, context, expert, data, pipeline)'
     """
-    dim_of = _megatron_dims(axis_names, placement.axes)
-    if isinstance(dim_of, str):
-        return dim_of
     have = rank_mesh(placement)
-    matches = []
+    matches, why = [], []
     for order in MEGATRON_ORDERS:
-        names = order.split("-")
-        if any(m not in names and placement.axes[i] > 1 for m, i in dim_of.items()):
-            continue
-        want = np.zeros_like(have)
-        stride = 1
-        for m in names:  # the first varies fastest
-            if m in dim_of:
-                i = dim_of[m]
-                shape = [1] * have.ndim
-                shape[i] = placement.axes[i]
-                want = want + np.arange(placement.axes[i]).reshape(shape) * stride
-                stride *= placement.axes[i]
-        if np.array_equal(want, have):
+        want = megatron_ranks(placement.axes, axis_names, order)
+        if isinstance(want, str):
+            why.append(want)
+        elif np.array_equal(want, have):
             matches.append(order)
+    if len(why) == len(MEGATRON_ORDERS):  # no order lays these axes out at all: the first reason says why
+        return why[0]
     if not matches:
         return f"none of Megatron-LM's rank orders ({', '.join(MEGATRON_ORDERS)}) matches this placement"
     return f"rank order{'s' if len(matches) > 1 else ''} {' and '.join(matches)} match{'' if len(matches) > 1 else 'es'} this placement"

@@ -16,10 +16,12 @@ Modules
     Rendering of single-collective validation: per-row table, metrics, plots (text, Markdown, HTML).
 :mod:`.emit_code`
     ``--emit jax|torch``: the chosen placement and program as code a framework runs.
+:mod:`.emit_megatron`
+    ``--emit megatron``: the chosen placement as Megatron-LM's arguments and launch, a shell script.
 :mod:`.files`
     Rendering and writing report directories.
 :mod:`.mesh`
-    ``--emit torch|jax|json``: a chosen placement as code or data a framework applies.
+    ``--emit torch|jax|json|megatron``: a chosen placement as code or data a framework applies.
 :mod:`.mesh_choice`
     The placement and programs that ``--emit`` writes out, chosen from a rank or plan result.
 :mod:`.orders`

@@ -27,6 +27,9 @@ __all__ = ["MeshReduction", "MeshChoice", "rank_mesh_choice", "plan_mesh_choice"
 
 # one AllReduce over the whole reduction group (the sweep's own constant): always a mesh slice
 _ALLREDUCE = ALLREDUCE_TEXT
+# forms that take the ranking's best as it is: JSON carries any program; Megatron-LM runs its own
+# reductions, so its form says the best program without running it on a mesh
+_AS_RANKED = ("json", "megatron")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class MeshChoice:
     level_names: tuple[str, ...] = ()
     node_level: int | None = None
     order: Order = Order.ALIGNED
+    proto: str = "auto"  # the NCCL protocol the programs were predicted with (--proto)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -103,12 +107,12 @@ def rank_mesh_choice(result: RankResult, form: str = "json") -> MeshChoice:
     def placement_of(entry) -> Placement:
         return Placement.of(topo.hierarchy, job.axes, entry.matrix)
 
-    if form == "json":
+    if form in _AS_RANKED:
         entry, steps = result.best, mesh_program(placement_of(result.best), red, result.best.timing.text, order)
         steps, note = (None, "") if isinstance(steps, str) else (steps, "")
     else:
         entry, steps, note = _pick(result.ranking.entries, placement_of, red, order, form)
-    if steps is None and form != "json":  # no ranked program runs there: one AllReduce always does
+    if steps is None and form not in _AS_RANKED:  # no ranked program runs there: one AllReduce always does
         summary = next(m for m in result.ranking.matrices if m.matrix == entry.matrix)
         steps = mesh_program(placement_of(entry), red, _ALLREDUCE, order, form == "torch")
         note = (f"{note}; this is one AllReduce over the reduction ({summary.allreduce.seconds / entry.seconds:.3f}x "
@@ -118,7 +122,8 @@ def rank_mesh_choice(result: RankResult, form: str = "json") -> MeshChoice:
         reduction = MeshReduction(red, entry.algo, entry.timing.text, entry.seconds, steps, note)
     notes = tuple(n for n in (result.scope,) + tuple(result.warnings) if n)
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, placement_of(entry), (reduction,),
-                      job.axis_names, notes, topo.level_names, job.spec.node_level, order)
+                      job.axis_names, notes, topo.level_names, job.spec.node_level, order,
+                      result.request.settings.proto)
 
 
 def plan_mesh_choice(result: PlanResult, form: str = "json") -> MeshChoice:
@@ -129,7 +134,7 @@ def plan_mesh_choice(result: PlanResult, form: str = "json") -> MeshChoice:
     reductions = []
     for c in best.choices:
         steps = mesh_program(placement, c.reduction.axes, c.program, order, form == "torch")
-        if not isinstance(steps, str) or form == "json":
+        if not isinstance(steps, str) or form in _AS_RANKED:
             reductions.append(MeshReduction(c.reduction.axes, c.algo, c.program, c.seconds,
                                             None if isinstance(steps, str) else steps))
             continue
@@ -138,4 +143,5 @@ def plan_mesh_choice(result: PlanResult, form: str = "json") -> MeshChoice:
                 f"mesh ({steps}); this is one AllReduce ({c.allreduce_seconds / c.seconds:.3f}x its time)")
         reductions.append(MeshReduction(c.reduction.axes, "auto", _ALLREDUCE, c.allreduce_seconds, plain, note))
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, placement, tuple(reductions),
-                      job.axis_names, tuple(result.warnings), topo.level_names, job.spec.node_level, order)
+                      job.axis_names, tuple(result.warnings), topo.level_names, job.spec.node_level, order,
+                      result.request.settings.proto)

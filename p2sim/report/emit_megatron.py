@@ -1,0 +1,199 @@
+"""``--emit megatron``: the chosen placement as Megatron-LM's arguments and launch, a shell script.
+
+Megatron-LM takes a placement as its parallel sizes and a rank order: ``pretrain_gpt.py``'s
+``--tensor-model-parallel-size``, ``--pipeline-model-parallel-size``, ``--context-parallel-size``,
+``--expert-model-parallel-size`` and ``--expert-tensor-parallel-size`` (fields of
+``ModelParallelConfig``, megatron/core/model_parallel_config.py, which megatron/training/arguments.py
+turns into options by ``ArgumentGroupFactory``: ``_`` becomes ``-``); the data-parallel size is what
+is left of the world (``world / (tp x cp x pp)``, initialize_model_parallel).  Its ranks are laid out
+by ``RankGenerator`` in the order ``tp-cp-ep-dp-pp``, or ``tp-cp-ep-pp-dp`` with
+``--use-tp-pp-dp-mapping`` (megatron/training/initialize.py; :func:`p2sim.formalism.mesh.megatron_ranks`).
+
+Where an order lays ranks out as p2sim's placement, the script launches ``torchrun`` with ranks as
+they come (``RANK = node_rank x nproc_per_node + LOCAL_RANK``).  Where neither does, Megatron-LM
+keeps its default order and the script moves its ranks onto p2sim's devices instead: Megatron takes
+its rank from ``RANK`` and its GPU from ``LOCAL_RANK`` (``torch.cuda.set_device(args.local_rank)``,
+megatron/training/initialize.py), so
+
+* when every node keeps its own ranks, only their GPUs within the node move: ``CUDA_VISIBLE_DEVICES``
+  lists, for local rank ``l``, the GPU Megatron's rank ``node x G + l`` must run on (CUDA numbers the
+  visible devices in the order listed);
+* otherwise ``torchrun --no-python`` starts a wrapper on every GPU that sets ``RANK`` to Megatron's
+  rank for that device before it starts ``pretrain_gpt.py``.
+
+The NCCL algorithm and protocol p2sim predicted with, where not NCCL's own choice, become ``export``
+lines (``NCCL_ALGO``, ``NCCL_PROTO``: NCCL's environment variables, docs.nvidia.com/deeplearning/nccl
+"Environment Variables"); they apply to every collective of the job, which the script says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..formalism.mesh import MEGATRON_ORDERS, megatron_axes, megatron_ranks, rank_mesh
+from ..formalism.naming import axes_text
+from ..formalism.placement import format_matrix
+from ..util.algorithms import ALGORITHMS, algorithm
+from ..util.errors import PlacementError
+from ..studies.config_task import ALLREDUCE_TEXT
+from ..util.units import format_seconds
+from .mesh_choice import MeshChoice
+
+__all__ = ["megatron_script", "megatron_device_order", "MegatronLaunch"]
+
+# Megatron-LM's parallel sizes, by its dimension: pretrain_gpt.py's option (ModelParallelConfig's field
+# tensor_model_parallel_size etc., megatron/core/model_parallel_config.py, made options in
+# megatron/training/arguments.py by ArgumentGroupFactory)
+_SIZE_OPTIONS = (("tp", "--tensor-model-parallel-size"), ("pp", "--pipeline-model-parallel-size"),
+                 ("cp", "--context-parallel-size"), ("ep", "--expert-model-parallel-size"))
+# the expert layers' own tensor-parallel size (ModelParallelConfig.expert_tensor_parallel_size: None means
+# the tensor size, megatron/training/arguments.py); p2sim's expert groups assume that, so it is pinned
+_EXPERT_TP_OPTION = "--expert-tensor-parallel-size"
+# DistributedInitConfig.use_tp_pp_dp_mapping (megatron/training/config/common_config.py): order tp-cp-ep-pp-dp
+_SECOND_ORDER_OPTION = "--use-tp-pp-dp-mapping"
+# NCCL_ALGO's name for p2sim's collnet setting: either CollNet algorithm (NCCL's docs, NCCL_ALGO)
+_COLLNET_NCCL = "CollNet"
+
+
+@dataclass(frozen=True)
+class MegatronLaunch:
+    """How Megatron-LM's ranks land on p2sim's devices: the order it runs and the device of each of its ranks."""
+
+    order: str  # the rank order Megatron-LM runs
+    matched: bool  # it lays ranks out as the placement: no device order needed
+    device: tuple[int, ...]  # device[m]: p2sim's device (node x G + GPU) of Megatron-LM's rank m
+    why: str  # why no order matches ("" when one does)
+
+
+def megatron_device_order(c: MeshChoice) -> MegatronLaunch:
+    """The Megatron-LM order to run and the p2sim device of each of its ranks.
+
+    A :class:`PlacementError` names the axis that is no Megatron-LM dimension, or says why Megatron-LM
+    lays out no ranks for these axes (separate context and expert axes).
+    """
+    megatron_axes(c.names, c.placement.axes, "emit megatron: axes")  # refuses an axis that is none, by name
+    have = rank_mesh(c.placement)
+    tables = {o: megatron_ranks(c.placement.axes, c.names, o) for o in MEGATRON_ORDERS}
+    for order, table in tables.items():
+        if not isinstance(table, str) and np.array_equal(table, have):
+            return MegatronLaunch(order, True, tuple(range(c.placement.devices)), "")
+    default = tables[MEGATRON_ORDERS[0]]
+    if isinstance(default, str):
+        raise PlacementError(f"emit megatron: axes {axes_text(c.placement.axes, c.names)}: {default}")
+    device = np.empty(c.placement.devices, dtype=np.int64)
+    device[default.ravel()] = have.ravel()  # Megatron's rank at each coordinate runs on p2sim's device there
+    why = f"neither of Megatron-LM's rank orders ({', '.join(MEGATRON_ORDERS)}) lays ranks out as this placement"
+    return MegatronLaunch(MEGATRON_ORDERS[0], False, tuple(int(d) for d in device), why)
+
+
+def _sizes(c: MeshChoice) -> dict[str, int]:
+    dims = megatron_axes(c.names, c.placement.axes)
+    return {m: (int(c.placement.axes[dims[m]]) if m in dims else 1) for m in ("tp", "cp", "ep", "dp", "pp")}
+
+
+def _nccl_lines(c: MeshChoice) -> list[str]:
+    """``export`` lines for the algorithm and protocol the prediction assumed, where not NCCL's choice."""
+    algos = sorted({r.algo for r in c.reductions if r.algo != "auto"})
+    lines = []
+    if len(algos) == 1 and len({r.algo for r in c.reductions}) == 1:
+        name = algos[0]
+        nccl = algorithm(name).nccl if name in ALGORITHMS else _COLLNET_NCCL
+        lines.append(f"export NCCL_ALGO={nccl}  # p2sim predicted with {name}: NCCL runs it for every collective of "
+                     "the job")
+    elif algos:
+        lines.append(f"# NCCL_ALGO: p2sim predicted the reductions with {', '.join(sorted({r.algo for r in c.reductions}))}; "
+                     "one NCCL_ALGO cannot set each (--emit nccl-tuner sets them per communicator)")
+    if c.proto != "auto":
+        lines.append(f"export NCCL_PROTO={c.proto}  # p2sim predicted with {c.proto}: NCCL uses it for every "
+                     "collective of the job")
+    return lines
+
+
+def _header(c: MeshChoice, launch: MegatronLaunch) -> list[str]:
+    pl = c.placement
+    lines = ["#!/bin/bash",
+             f"# p2sim: {c.system}, {c.nodes} nodes x {c.gpus_per_node} GPUs; axes {axes_text(pl.axes, c.names)}; "
+             f"matrix {format_matrix(pl.matrix)}",
+             f"# placement: {c.described}"]
+    for r in c.reductions:
+        lines.append(f"# reduce over {', '.join(c.names[a] for a in r.axes)}: {r.algo} {r.program} "
+                     f"({format_seconds(r.seconds)} predicted)")
+        if r.program != ALLREDUCE_TEXT:  # Megatron's DDP reduces a bucket with one collective over the group
+            lines.append("#   Megatron-LM reduces gradients over its groups with collectives of its own, not this "
+                         "program: --emit torch|jax runs it")
+        if r.note:
+            lines.append(f"#   {r.note}")
+    lines += [f"# note: {n}" for n in c.notes]
+    lines.append(f"# node n of the system, in p2sim's order, runs torchrun --node_rank n; GPU g of a node is CUDA "
+                 f"device g; the model, training and data arguments are this script's own (\"$@\")")
+    if launch.matched:
+        default = " (its default)" if launch.order == MEGATRON_ORDERS[0] else ""
+        lines.append(f"# Megatron-LM's rank order {launch.order}{default} lays ranks out as this placement: "
+                     "torchrun's ranks as they come")
+    else:
+        lines.append(f"# {launch.why}: Megatron-LM runs its default {launch.order} and its ranks move onto "
+                     "p2sim's devices")
+    return lines
+
+
+def _blocks_kept(launch: MegatronLaunch, gpus: int) -> tuple[int, ...] | None:
+    """The GPU of each local rank when every node keeps its own ranks and all nodes move them alike, else None."""
+    local = tuple(d % gpus for d in launch.device[:gpus])
+    for m, d in enumerate(launch.device):
+        if d // gpus != m // gpus or d % gpus != local[m % gpus]:
+            return None
+    return local
+
+
+def megatron_script(c: MeshChoice) -> str:
+    """The shell script that starts Megatron-LM's ``pretrain_gpt.py`` with this placement on every node."""
+    launch = megatron_device_order(c)
+    size, g = _sizes(c), c.gpus_per_node
+    out = _header(c, launch) + _nccl_lines(c)
+    moved = None if launch.matched else _blocks_kept(launch, g)
+    if moved is not None:
+        out += [f"# every node keeps its ranks; local rank l runs on GPU CUDA_VISIBLE_DEVICES[l] (Megatron-LM's "
+                f"rank node x {g} + l)",
+                f"export CUDA_VISIBLE_DEVICES={','.join(str(x) for x in moved)}"]
+    wrapped = not launch.matched and moved is None
+    if wrapped:
+        out += [f"# Megatron-LM's rank m runs on another node than torchrun's rank m: torchrun starts a process per "
+                f"device r = node x {g} + LOCAL_RANK and this wrapper gives it Megatron-LM's rank RANK_OF[r]",
+                "cat > megatron_rank.sh <<'EOF'",
+                "#!/bin/bash",
+                "RANK_OF=("]
+        rank_of = [0] * len(launch.device)
+        for m, d in enumerate(launch.device):
+            rank_of[d] = m
+        out += ["    " + " ".join(str(m) for m in rank_of[n * g:(n + 1) * g]) for n in range(c.nodes)]
+        out += [")",
+                'export RANK="${RANK_OF[$RANK]}"',
+                'exec python pretrain_gpt.py "$@"',
+                "EOF",
+                "chmod +x megatron_rank.sh"]
+    out += ["DISTRIBUTED_ARGS=(",
+            f"    --nproc_per_node {g}",
+            f"    --nnodes {c.nodes}",
+            f'    --node_rank "${{NODE_RANK:?this node\'s index in p2sim\'s order, 0..{c.nodes - 1}}}"',
+            '    --master_addr "${MASTER_ADDR:?the address of node_rank 0}"',
+            '    --master_port "${MASTER_PORT:-29500}"',
+            ")",
+            "MODEL_PARALLEL_ARGS=("]
+    out += [f"    {option} {size[m]}" for m, option in _SIZE_OPTIONS]
+    if size["ep"] > 1:
+        out.append(f"    {_EXPERT_TP_OPTION} {size['tp']}")
+    if launch.order != MEGATRON_ORDERS[0]:
+        out.append(f"    {_SECOND_ORDER_OPTION}")
+    model = size["tp"] * size["cp"] * size["pp"]
+    out += [")",
+            f"# Megatron-LM's data-parallel size is what is left: {c.placement.devices} GPUs / (tensor {size['tp']} x "
+            f"context {size['cp']} x pipeline {size['pp']}) = {c.placement.devices // model}"
+            + (f" (its expert layers': expert {size['ep']} x expert-data "
+               f"{c.placement.devices // model // size['ep']})" if size["ep"] > 1 else "")]
+    if wrapped:
+        out.append('torchrun --no-python "${DISTRIBUTED_ARGS[@]}" ./megatron_rank.sh "${MODEL_PARALLEL_ARGS[@]}" "$@"')
+    else:
+        out.append('torchrun "${DISTRIBUTED_ARGS[@]}" pretrain_gpt.py "${MODEL_PARALLEL_ARGS[@]}" "$@"')
+    return "\n".join(out) + "\n"
