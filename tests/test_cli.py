@@ -180,19 +180,14 @@ def test_simulate_all_programs_and_models(capsys):
 @pytest.mark.parametrize("command", [
     ["simulate", "--system", "a100", "--axes", "32", "--program", "AllReduce(slice=0, Inside)"],
     ["sweep", "-b", "1MiB", "-e", "1MiB"],
-    ["rank", "--system", "a100", "--axes", "4,8", "--top", "1", "--workers", "1"],
 ])
-def test_model_is_the_engine_option_under_its_old_name(capsys, command):
-    """--model chose the simulation engine; it is --engine now (the next --model names a training model), and
-    the old spelling still runs, with one line on stderr that says so, hidden from --help."""
-    rc, new, new_err = run(capsys, *command, "--engine", "analytic", "--json")
-    assert rc == 0 and "--model" not in new_err and json.loads(new)["model"] == "analytic"
-    rc, old, err = run(capsys, *command, "--model", "analytic", "--json")
-    assert rc == 0 and old == new
-    note = f"p2sim {command[0]}: note: --model analytic is deprecated, it is now --engine analytic"
-    assert err.splitlines() == [note] + new_err.splitlines()  # the note first, when the options are read
-    rc, out, _ = run(capsys, command[0], "--help")
-    assert rc == 0 and "--engine ENGINE" in out and "--model" not in out
+def test_model_no_longer_names_the_engine(capsys, command):
+    """--model was --engine's old name; it names a training model now, and a command without one refuses it as
+    an unknown option (one line, exit 2) rather than reading it as an engine."""
+    rc, out, err = run(capsys, *command, "--model", "analytic", "--json")
+    assert rc == 2 and out == "" and "unrecognized arguments: --model analytic" in err and len(err.splitlines()) == 1
+    rc, out, _ = run(capsys, *command, "--engine", "analytic", "--json")
+    assert rc == 0 and json.loads(out)["model"] == "analytic"
 
 
 def test_simulate_one_program_synthesizes_nothing(capsys, monkeypatch):
