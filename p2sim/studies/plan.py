@@ -144,11 +144,12 @@ class PlanChoice:
     program: str
     seconds: float  # one reduction
     allreduce_seconds: float  # one plain AllReduce (best algorithm)
+    bound: str = ""  # what bounds the program's slowest step (a model's plan says it; empty: not asked)
 
     def to_json(self) -> dict[str, Any]:
         return {"axes": list(self.reduction.axes), "bytes": self.reduction.bytes, "count": self.reduction.count,
                 "algo": self.algo, "program": self.program, "seconds": self.seconds,
-                "allreduce_seconds": self.allreduce_seconds}
+                "allreduce_seconds": self.allreduce_seconds, **({"bound": self.bound} if self.bound else {})}
 
 
 @dataclass(frozen=True)

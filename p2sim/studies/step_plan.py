@@ -17,11 +17,12 @@ from dataclasses import replace
 
 from ..formalism.hierarchy import Lowering, LoweredStep
 from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_matrices
+from ..formalism.program import parse_program
 from ..formalism.semantics import Op
 from ..sim import Simulator
 from ..util.log import announce
 from .jobsize import plural
-from .plan import Plan, PlanRequest, PlanResult, default_placement, search_plans
+from .plan import Plan, PlanChoice, PlanRequest, PlanResult, default_placement, search_plans
 from .requests import warn_memory, whole_groups
 from .search import SearchStats
 from .step_workload import ENDS, PAIRS, Overlap, PartTiming, StepPart
@@ -90,7 +91,19 @@ def run_step_plan(req: PlanRequest) -> PlanResult:
         default = default_placement(mats, h, p, job.axis_names, req.data_axis)
         plans = [Plan(m, ()) for m in mats]
         stats = SearchStats(0, 0, len(mats), len(mats), True, False, None, None)
-    whole = [replace(pl, parts=parts_of[pl.matrix], overlap=overlap, whole_step=True) for pl in plans]
+    sims = {"auto": sim}
+
+    def bound(m: Matrix, c: PlanChoice) -> PlanChoice:
+        """The choice with what bounds its program's slowest step (Simulator.bindings, its algorithm's)."""
+        if req.settings.engine == "baseline":
+            return c
+        s = sims.get(c.algo) or sims.setdefault(c.algo, replace(req.settings.sim, algo=c.algo).simulator(topo, job.context))
+        lw = Lowering.of(Placement.of(h, p, m), c.reduction.axes, order)
+        steps = s.bindings(lw, parse_program(c.program), float(c.reduction.bytes))
+        return replace(c, bound=max(steps, key=lambda b: b.seconds).text)
+
+    whole = [replace(pl, choices=tuple(bound(pl.matrix, c) for c in pl.choices), parts=parts_of[pl.matrix],
+                     overlap=overlap, whole_step=True) for pl in plans]
     whole.sort(key=lambda pl: (pl.total_seconds, pl.matrix))
     largest = max([r.bytes for r in req.reductions] + [pt.size for pt in work.parts])
     warning = warn_memory(job.spec, largest, False, topo.node_count, "give a smaller --reduction size")

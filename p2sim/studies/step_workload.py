@@ -253,7 +253,7 @@ def overlap_text(work: StepWorkload) -> str:
 def axis_rows(plan: Any, names: Sequence[str], levels: Sequence[str], node_level: int | None) -> list[dict[str, Any]]:
     """A :class:`~p2sim.studies.plan.Plan` by axis (the axes a collective spans, by name): its collectives with
     count x time, the tier its groups cross under the plan's matrix, and what bounds its heaviest part that
-    names one (a reduction's program names none: its tier says where it runs); heaviest first."""
+    names one; heaviest first."""
     rows: dict[tuple[int, ...], dict[str, Any]] = {}
 
     def row(axes: tuple[int, ...]) -> dict[str, Any]:
@@ -267,7 +267,7 @@ def axis_rows(plan: Any, names: Sequence[str], levels: Sequence[str], node_level
         r["seconds"] += seconds
         r["collectives"].append({"op": "AllReduce", "bytes": c.reduction.bytes, "count": c.reduction.count,
                                  "seconds_each": c.seconds, "seconds": seconds, "program": c.program,
-                                 "algo": c.algo})
+                                 "algo": c.algo, "bound": c.bound})
     for pt in plan.parts:
         r, seconds = row(pt.part.axes), pt.seconds * pt.part.count
         r["seconds"] += seconds
