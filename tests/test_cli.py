@@ -366,3 +366,16 @@ def test_validate_csv_on_stdout_is_the_csv_only(capsys, tmp_path):
                        "--workers", "1", "--csv", "-", "--out", str(tmp_path / "report"))
     assert rc == 0, err
     assert "report:" not in out and out.splitlines()[0].count(",") > 2
+
+
+def test_plan_model_prints_the_step_by_axis(capsys, tmp_path):
+    """plan --model: the settings, the overlap model, each axis with its tier and bound; the report draws the
+    step by axis."""
+    rc, out, _ = run(capsys, "plan", "--model", "llama3-8b", "--system", "dgx-h100", "--axes",
+                     "dp=2,pp=2,tp=4", "--train", "seq=4096,global_batch=8", "--workers", "1", "--out",
+                     str(tmp_path))
+    assert rc == 0
+    assert "model llama3-8b: seq 4096, micro-batch 1, global batch 8" in out
+    assert "overlap: none" in out
+    assert "  tp: " in out and "inside a node; bound by" in out and "  pp: " in out
+    assert (tmp_path / "step.png").is_file() and "step.png" in (tmp_path / "plan.md").read_text()

@@ -145,7 +145,11 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
     spec, training = load_model(model), training_of(train)
     index = workload_axes(names)
     axis_sizes = {a: int(sizes[i]) for a, i in index.items()}
-    collectives = step_collectives(spec, training, axis_sizes)
+    try:
+        collectives = step_collectives(spec, training, axis_sizes)
+    except InputError as e:  # the fit's rules name the settings as --train does
+        text = str(e)
+        raise InputError(f"train: {text.removeprefix('training: ')}" if text.startswith("training: ") else text) from None
     compute = None
     if compute_per_layer is not None:
         compute = (float(compute_per_layer) if isinstance(compute_per_layer, (int, float))
