@@ -44,6 +44,7 @@ from .measurements.calibration import CalibrateRequest, CalibrateResult, run_cal
 from .measurements.check import CheckRequest, CheckResult, run_check
 from .measurements.validation import ValidateRequest, ValidateResult, run_validate
 from .studies.plan import PlanRequest, PlanResult, Reduction, run_plan
+from .studies.step_plan import run_step_plan
 from .studies.rank import RankRequest, RankResult, run_rank
 from .studies.simulate import SimulateRequest, SimulateResult, run_simulate
 from .studies.size_sweep import SweepRequest, SweepResult, run_sweep
@@ -65,6 +66,7 @@ __all__ = ["rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate
 _TEXT = frozenset({"algo", "proto", "engine", "profile", "order", "collective", "scheduler", "program"})
 _PATHS = frozenset({"measurements", "calibrate_on", "logs"})  # a file or directory, or a list of them
 _PATH = frozenset({"scheduler_file"})
+_MODEL = frozenset({"model", "train"})  # a path, a text, a mapping or a workload value: the request reads it
 
 
 def _plain(value: Any) -> Any:
@@ -111,6 +113,11 @@ def _checked(name: str, value: Any, default: Any) -> Any:
         if not isinstance(value, bool):
             raise InputError(f"{field}: {value!r} is not True or False")
         return value
+    if name in _MODEL:
+        if not (_is_path(value) or _ours(value) or (name == "train" and isinstance(value, Mapping))):
+            raise InputError(f"{field}: {value!r} is not {'a model name, a path' if name == 'model' else 'a text, a mapping'} "
+                             f"or a {'ModelSpec' if name == 'model' else 'TrainingSpec'}")
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
     if name == "system":
         if not (_is_path(value) or _ours(value)):
             raise InputError(f"{field}: {value!r} is not a system name, a path to a .toml file or a SystemSpec")
@@ -199,6 +206,8 @@ AxisSet = str | int | Sequence[Axis]  # axes by index or name
 MatrixLike = str | Sequence[Sequence[int]]
 Paths = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 File = str | os.PathLike[str]
+ModelLike = str | os.PathLike[str] | ModelSpec  # a preset's name, a config.json or TOML file, or a ModelSpec
+Training = str | Mapping[str, object] | TrainingSpec  # --train's KEY=VALUE text, a mapping of its keys, a TrainingSpec
 
 
 @_boundary
@@ -228,8 +237,10 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
          max_size: Count = o.MAX_SIZE, order: str = o.ORDER, exhaustive: bool = False, budget: Number | None = None,
          top_matrices: Count | None = None, workers: Count | None = None, scheduler: str | None = None,
          scheduler_file: File | None = None, max_matrices: Count | None = None,
-         max_simulations: Count | None = None, yes: bool = False) -> PlanResult:
-    """Rank placements by a whole training step's reductions (``p2sim plan``).
+         max_simulations: Count | None = None, yes: bool = False, model: ModelLike | None = None,
+         train: Training | None = None, compute_per_layer: Number | None = None) -> PlanResult:
+    """Rank placements by a whole training step's communication (``p2sim plan``): the reductions given, or
+    with ``model`` every collective of the model's step.
 
     Returns
     -------
@@ -237,7 +248,8 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
         Every matrix's plan, fastest first, beside the default placement's.
     """
     options = locals()
-    return run_plan(PlanRequest.build(reductions=options.pop("reduction"), **options))
+    req = PlanRequest.build(reductions=options.pop("reduction"), **options)
+    return run_plan(req) if req.step is None else run_step_plan(req)
 
 
 @_boundary

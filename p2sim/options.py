@@ -61,6 +61,12 @@ DESCRIPTIONS = MappingProxyType({
                  "``'tensor:64MiB x 24'``) or Reduction values (also accepted as ``reductions``)",
     "data_axis": "the data-parallel axis, by index or name (default: the axis named data, dp, ddp or fsdp, "
                  "else the first)",
+    "model": "a training model: a preset's name (``llama3-70b``), a Hugging Face ``config.json`` or a TOML of its "
+             "fields, or a ModelSpec; every collective of its step is charged (docs/workload.md)",
+    "train": "the step's training settings, ``'seq=8192,micro_batch=1,global_batch=1024,zero=1,sp=on'``, a mapping of "
+             "those keys or a TrainingSpec (default: TrainingSpec()'s)",
+    "compute_per_layer": "seconds of one layer's forward and backward compute for one micro-batch: the data "
+                         "reduction then overlaps the last backward (default: no overlap)",
     "vary": "what to vary, ``'CLASS.bandwidth=V1,V2'``, ``'nodes=2,4'``, ... (one text or several)",
     "matrix": "one parallelism matrix, ``'[[2 2] [2 8]]'`` or ``[[2, 2], [2, 8]]`` (default: every matrix)",
     "program": "a program in text form",

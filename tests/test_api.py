@@ -131,7 +131,7 @@ def test_parameters_are_the_command_options_and_defaults_the_tables():
     sub = next(x for x in build_parser()._actions if isinstance(x, argparse._SubParsersAction))
     builders = {"rank": RankRequest.build, "simulate": SimulateRequest.build, "sweep": SweepRequest.build}
     for command, function in FUNCTIONS.items():
-        # a deprecated spelling (--model for --engine) shares its option's destination, hidden from --help
+        # an option hidden from --help (none now) would share a shown option's destination
         actions = {a.dest: a for a in sub.choices[command]._actions
                    if a.dest not in PRINTING and a.help != argparse.SUPPRESS}
         params = inspect.signature(getattr(api, function)).parameters

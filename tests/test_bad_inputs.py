@@ -546,3 +546,22 @@ def test_bench_nccl_log_never_appends_to_its_system_file(capsys, tmp_path, monke
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and "log: mine.toml is" in err[0] and "an input (--system)" in err[0], err
     assert mine.read_text() == text
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--axes", "data=2,foo=8"], ("axes: 'foo' is not an axis a training step uses with --model",)),
+    (["--axes", "2,8"], ("axes: 'axis0' is not an axis a training step uses",)),
+    (["--axes", "data=2,tensor=8", "--train", "seq=8192,micro=2"], ("train: 'micro' is not a training setting",)),
+    (["--axes", "data=2,tensor=8", "--train", "sp=maybe"], ("train: sp: 'maybe' should be on or off",)),
+    (["--axes", "data=2,tensor=8", "--train", "schedule=interleaved"], ("train: schedule: interleaved",)),
+    (["--axes", "data=2,tensor=8", "--compute-per-layer", "soon"], ("compute-per-layer",)),
+    (["--axes", "data=16,tensor=1", "--train", "global_batch=24"], ("train: global_batch: 24 should be a multiple",)),
+])
+def test_plan_model_inputs(capsys, argv, says):
+    """plan --model: each bad axis name, training setting or compute time is one line, exit 2, before any work."""
+    refused(capsys, "plan", "--system", "dgx-h100", "--model", "llama3-8b", *argv, says=says)
+
+
+def test_train_needs_a_model(capsys):
+    refused(capsys, "plan", "--system", "dgx-h100", "--axes", "data=2,tensor=8", "--reduction", "data:1GiB",
+            "--train", "seq=8192", says=("train: describes the training step of a --model",))

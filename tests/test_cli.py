@@ -180,19 +180,14 @@ def test_simulate_all_programs_and_models(capsys):
 @pytest.mark.parametrize("command", [
     ["simulate", "--system", "a100", "--axes", "32", "--program", "AllReduce(slice=0, Inside)"],
     ["sweep", "-b", "1MiB", "-e", "1MiB"],
-    ["rank", "--system", "a100", "--axes", "4,8", "--top", "1", "--workers", "1"],
 ])
-def test_model_is_the_engine_option_under_its_old_name(capsys, command):
-    """--model chose the simulation engine; it is --engine now (the next --model names a training model), and
-    the old spelling still runs, with one line on stderr that says so, hidden from --help."""
-    rc, new, new_err = run(capsys, *command, "--engine", "analytic", "--json")
-    assert rc == 0 and "--model" not in new_err and json.loads(new)["model"] == "analytic"
-    rc, old, err = run(capsys, *command, "--model", "analytic", "--json")
-    assert rc == 0 and old == new
-    note = f"p2sim {command[0]}: note: --model analytic is deprecated, it is now --engine analytic"
-    assert err.splitlines() == [note] + new_err.splitlines()  # the note first, when the options are read
-    rc, out, _ = run(capsys, command[0], "--help")
-    assert rc == 0 and "--engine ENGINE" in out and "--model" not in out
+def test_model_no_longer_names_the_engine(capsys, command):
+    """--model was --engine's old name; it names a training model now, and a command without one refuses it as
+    an unknown option (one line, exit 2) rather than reading it as an engine."""
+    rc, out, err = run(capsys, *command, "--model", "analytic", "--json")
+    assert rc == 2 and out == "" and "unrecognized arguments: --model analytic" in err and len(err.splitlines()) == 1
+    rc, out, _ = run(capsys, *command, "--engine", "analytic", "--json")
+    assert rc == 0 and json.loads(out)["model"] == "analytic"
 
 
 def test_simulate_one_program_synthesizes_nothing(capsys, monkeypatch):
@@ -384,3 +379,16 @@ def test_emit_megatron_prints_the_launch_for_rank_and_plan(capsys):
                        "--emit", "megatron")
     assert rc == 0 and "# reduce over tensor: auto" in out and "RANK_OF=(" in out, err
     assert out.rstrip().endswith('./megatron_rank.sh "${MODEL_PARALLEL_ARGS[@]}" "$@"')
+
+
+def test_plan_model_prints_the_step_by_axis(capsys, tmp_path):
+    """plan --model: the settings, the overlap model, each axis with its tier and bound; the report draws the
+    step by axis."""
+    rc, out, _ = run(capsys, "plan", "--model", "llama3-8b", "--system", "dgx-h100", "--axes",
+                     "dp=2,pp=2,tp=4", "--train", "seq=4096,global_batch=8", "--workers", "1", "--out",
+                     str(tmp_path))
+    assert rc == 0
+    assert "model llama3-8b: seq 4096, micro-batch 1, global batch 8" in out
+    assert "overlap: none" in out
+    assert "  tp: " in out and "inside a node; bound by" in out and "  pp: " in out
+    assert (tmp_path / "step.png").is_file() and "step.png" in (tmp_path / "plan.md").read_text()

@@ -164,11 +164,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func="studies:cmd_rank")
 
     p = sub.add_parser("plan", help="rank placements by a whole training step's communication",
-                       description="Rank parallelism matrices by the total predicted time of several reductions "
-                                   "(each with its best program), against the default placement and plain AllReduce.")
+                       description="Rank parallelism matrices by the total predicted time of a training step: "
+                                   "every collective of a --model's step, or the --reduction values given (each "
+                                   "reduction with its best program), against the default placement and plain "
+                                   "AllReduce.")
     _add_layout(p, reduce=False, system=True)
     p.add_argument("--reduction", action="append", default=[], metavar='"AXES:SIZE[ x COUNT]"',
-                   help='a reduction of the step, e.g. "0:4GiB" or "1:512MiB x 24" (repeatable)')
+                   help='a reduction of the step, e.g. "0:4GiB" or "1:512MiB x 24" (repeatable; with --model, '
+                        "added to the model's)")
+    _add_model(p, "every collective of its step is charged")
     p.add_argument("--data-axis", default=None,
                    help="the data-parallel axis, by index or name, placed outermost by the default placement "
                         "(default: the axis named data, dp, ddp or fsdp, else the first)")
@@ -302,21 +306,26 @@ def _add_algo(p: argparse.ArgumentParser, choices: tuple[str, ...] = ALGO_CHOICE
                         f"it does not have at all runs as a ring (default: {default})")
 
 
-class _EngineAlias(argparse.Action):
-    """``--model des|analytic|baseline``, the simulation engine's old option: sets ``--engine`` and says so on
-    stderr, once per use (``--model`` is to name a training model next)."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> None:
-        sys.stderr.write(f"{parser.prog}: note: --model {values} is deprecated, it is now --engine {values}\n")
-        setattr(namespace, self.dest, values)
-
-
 def _add_engine(p: argparse.ArgumentParser, what: str, more: str = "") -> None:
     p.add_argument("--engine", default=o.ENGINE,
                    help=f"simulation engine: {what} (default: {o.ENGINE}{more})")
-    # the deprecated spelling: same destination, hidden from --help; its default is --engine's
-    p.add_argument("--model", dest="engine", action=_EngineAlias, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def _add_model(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--model", default=None, metavar="NAME|FILE",
+                   help=f"a training model: a preset (gpt3-175b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, "
+                        f"deepseek-v3), a Hugging Face config.json or a TOML of its fields; {what} (axes named "
+                        "tensor, context, pipeline, data, expert or tp, cp, pp, dp, ep)")
+    p.add_argument("--train", default=None, metavar="KEY=V,..",
+                   help="the step's training settings with --model: seq, micro_batch, global_batch, dtype, "
+                        "grad_dtype, sp (sequence parallelism on|off), vp (virtual stages), schedule (1f1b, "
+                        "interleaved), zero (0-3) or data_parallel (ddp, zero1-3, fsdp); e.g. "
+                        "seq=8192,micro_batch=1,global_batch=1024,zero=1,sp=on (default: seq=4096, one "
+                        "micro-batch per data rank, bf16 weights, fp32 gradients, ddp)")
+    p.add_argument("--compute-per-layer", default=None, metavar="SECONDS",
+                   help="with --model: one layer's forward and backward compute for one micro-batch; the data "
+                        "reduction then overlaps the last backward as DDP's buckets do (default: no overlap, "
+                        "communication summed)")
 
 
 def _add_csv(p: argparse.ArgumentParser) -> None:

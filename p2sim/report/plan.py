@@ -14,9 +14,10 @@ from ..formalism.placement import Matrix, format_matrix
 from ..studies.plan import Plan, PlanResult, Reduction
 from ..util.units import format_bytes, format_seconds
 from .answer import Answer, CodeBlock, algo_text, placement_words, ratio_text
-from .files import render
+from .files import data_uris, render
 from .mesh import emit_mesh, plan_mesh_choice
 from .rank import search_text
+from .step_plan import overlap_text, step_rows, step_text, timeline_png
 from .tables import Column, Table
 
 __all__ = ["plan_text", "plan_answer", "plan_report"]
@@ -52,6 +53,8 @@ def plan_text(result: PlanResult) -> str:
                  "the best placement with plain AllReduce")
     lines.append(f"default placement {format_matrix(result.default)}: {result.placement(result.default)}; "
                  f"{result.default_basis}")
+    if req.step is not None:
+        lines += step_text(result)
     return "\n".join(lines)
 
 
@@ -81,6 +84,12 @@ def plan_answer(result: PlanResult) -> Answer:
                  f"({_words(result, default.matrix)}: {format_seconds(default.total_seconds)} with its best programs, "
                  f"{format_seconds(default.allreduce_total_seconds)} with plain AllReduce).")
     text += f" The default placement is {result.default_basis}."
+    if result.request.step is not None:
+        work = result.request.step
+        axes = "; ".join(f"{r['axis']} {format_seconds(r['seconds'])} ({r['tier']}, bound by {r['bound']})"
+                         for r in step_rows(result, best))
+        text += (f" Every collective of {work.model.name}'s step is charged; by axis: {axes}. The "
+                 f"{overlap_text(work)}.")
     # each framework's form falls back where the chosen program does not run on it (mesh_choice.py)
     code = (CodeBlock("JAX", emit_mesh("jax", plan_mesh_choice(result, "jax"))),
             CodeBlock("PyTorch", emit_mesh("torch", plan_mesh_choice(result, "torch"))))
@@ -126,7 +135,11 @@ def _tables(result: PlanResult) -> list[Table]:
 
 def plan_report(result: PlanResult) -> dict[str, bytes]:
     """The plan page (``plan.md``, ``plan.html``): the answer and the code first, then every placement."""
+    images = {} if result.request.step is None else {"step.png": timeline_png(result)}
+    caption = ("The step's communication by axis (count x time of each collective, summed): the best placement "
+               "and the default.")
+    uris = data_uris(images)
     data = {"title": f"p2sim plan: {result.request.job.topology.spec.name}", "answer": plan_answer(result),
             "header": "\n".join(plan_text(result).split("\n\n")[0].splitlines()), "tables": _tables(result),
-            "images": []}
-    return {"plan.md": render("plan.md", **data), "plan.html": render("plan.html", **data)}
+            "images": [{"name": n, "caption": caption, "uri": uris[n]} for n in images]}
+    return {"plan.md": render("plan.md", **data), "plan.html": render("plan.html", **data), **images}

@@ -39,6 +39,10 @@ Modules
     Simulating programs on a system: one given in text form, or every synthesized one.
 :mod:`.size_sweep`
     A collective over a range of sizes, as ``nccl-tests`` would run it: what NCCL picks and how long it takes.
+:mod:`.step_plan`
+    A model-driven plan: every matrix charged with every collective of a training step (``plan --model``).
+:mod:`.step_workload`
+    A training model's step as a plan's inputs: its AllReduces as reductions, its other collectives as parts.
 :mod:`.synth`
     Placements and synthesis as requests: every matrix of axes over a hierarchy, and every program of each.
 :mod:`.tuner`

@@ -11,7 +11,7 @@ with plain AllReduce for everything.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,6 +29,7 @@ from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, 
                        warn_memory, whole_groups)
 from .search import SearchStats, run_search
 from .config_task import ConfigResult, ConfigTask
+from .step_workload import Overlap, PartTiming, StepWorkload, axis_rows, overlap_text, step_workload
 
 __all__ = ["Reduction", "parse_reduction", "default_matrix", "default_data_axis", "DefaultPlacement", "default_placement", "PlanChoice", "Plan", "plan_tasks", "build_plans",
            "plan_scores", "PlanRequest", "PlanResult", "run_plan"]
@@ -143,30 +144,80 @@ class PlanChoice:
     program: str
     seconds: float  # one reduction
     allreduce_seconds: float  # one plain AllReduce (best algorithm)
+    bound: str = ""  # what bounds the program's slowest step (a model's plan says it; empty: not asked)
 
     def to_json(self) -> dict[str, Any]:
         return {"axes": list(self.reduction.axes), "bytes": self.reduction.bytes, "count": self.reduction.count,
                 "algo": self.algo, "program": self.program, "seconds": self.seconds,
-                "allreduce_seconds": self.allreduce_seconds}
+                "allreduce_seconds": self.allreduce_seconds, **({"bound": self.bound} if self.bound else {})}
 
 
 @dataclass(frozen=True)
 class Plan:
+    """A matrix's plan: each reduction's best program and, for a model's whole step (``whole_step``), the
+    other collectives' times (``parts``) and the data reduction's overlap with backward compute."""
+
     matrix: Matrix
     choices: tuple[PlanChoice, ...]
+    parts: tuple[PartTiming, ...] = ()
+    overlap: Overlap | None = None
+    whole_step: bool = False
 
     @property
     def total_seconds(self) -> float:
-        return sum(c.seconds * c.reduction.count for c in self.choices)
+        if not self.whole_step:
+            return sum(c.seconds * c.reduction.count for c in self.choices)
+        return self._step_seconds(False)
 
     @property
     def allreduce_total_seconds(self) -> float:
-        return sum(c.allreduce_seconds * c.reduction.count for c in self.choices)
+        if not self.whole_step:
+            return sum(c.allreduce_seconds * c.reduction.count for c in self.choices)
+        return self._step_seconds(True)
+
+    def _data(self, c: PlanChoice | PartTiming) -> bool:
+        if self.overlap is None:
+            return False
+        if isinstance(c, PlanChoice):
+            return ("AllReduce", c.reduction.axes, c.reduction.bytes) in self.overlap.keys
+        return (c.part.op, c.part.axes, c.part.size) in self.overlap.keys
+
+    def _step_seconds(self, allreduce: bool) -> float:
+        """Every collective's count x time, summed, the data reduction's part hidden by backward compute."""
+        data = rest = 0.0
+        for c in self.choices:
+            t = (c.allreduce_seconds if allreduce else c.seconds) * c.reduction.count
+            data, rest = (data + t, rest) if self._data(c) else (data, rest + t)
+        for pt in self.parts:
+            t = pt.seconds * pt.part.count
+            data, rest = (data + t, rest) if self._data(pt) else (data, rest + t)
+        return rest + (data if self.overlap is None else max(0.0, data - self.overlap.backward_seconds))
+
+    @property
+    def hidden_seconds(self) -> float:
+        """The data reduction's seconds hidden behind backward compute (0 without an overlap)."""
+        if self.overlap is None:
+            return 0.0
+        data = (sum(c.seconds * c.reduction.count for c in self.choices if self._data(c))
+                + sum(pt.seconds * pt.part.count for pt in self.parts if self._data(pt)))
+        return min(data, self.overlap.backward_seconds)
+
+    def axis_seconds(self) -> dict[tuple[int, ...], float]:
+        """Communication seconds per step by the axes each collective spans (count x time, no overlap)."""
+        out: dict[tuple[int, ...], float] = {}
+        for c in self.choices:
+            out[c.reduction.axes] = out.get(c.reduction.axes, 0.0) + c.seconds * c.reduction.count
+        for pt in self.parts:
+            out[pt.part.axes] = out.get(pt.part.axes, 0.0) + pt.seconds * pt.part.count
+        return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"matrix": [list(r) for r in self.matrix], "total_seconds": self.total_seconds,
-                "allreduce_total_seconds": self.allreduce_total_seconds,
-                "reductions": [c.to_json() for c in self.choices]}
+        out = {"matrix": [list(r) for r in self.matrix], "total_seconds": self.total_seconds,
+               "allreduce_total_seconds": self.allreduce_total_seconds,
+               "reductions": [c.to_json() for c in self.choices]}
+        if self.whole_step:
+            out.update(parts=[pt.to_json() for pt in self.parts], hidden_seconds=self.hidden_seconds)
+        return out
 
 
 def plan_tasks(base: ConfigTask, reductions: Sequence[Reduction], settings: Sequence[Settings],
@@ -224,6 +275,7 @@ class PlanRequest:
     search: SearchOptions
     limits: Limits
     run: RunOptions
+    step: StepWorkload | None = None  # a model's whole step (--model): its AllReduces are in ``reductions``
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reductions: Any = (),
@@ -231,17 +283,31 @@ class PlanRequest:
               profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
               exhaustive: bool = False, budget: Any = None, top_matrices: Any = None, workers: Any = None,
               scheduler: str | None = None, scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
-              yes: bool = False) -> PlanRequest:
-        """``reductions``: texts like ``"data:8GiB"`` and ``"tensor:64MiB x 24"``, or :class:`Reduction` values."""
+              yes: bool = False, model: Any = None, train: Any = None, compute_per_layer: Any = None) -> PlanRequest:
+        """``reductions``: texts like ``"data:8GiB"`` and ``"tensor:64MiB x 24"``, or :class:`Reduction` values;
+        ``model`` (with ``train`` and ``compute_per_layer``): a model's whole step, its AllReduces first, then
+        the reductions given."""
         job = Job.build(system, nodes, axes, "0", None)
         p, names = job.axes, job.axis_names
         if isinstance(reductions, (str, Reduction)):
             reductions = [reductions]
-        if not reductions:
-            raise InputError("reduction: give at least one --reduction AXES:SIZE[ x COUNT]")
+        step = None
+        if model is None:
+            for name, value in (("train", train), ("compute-per-layer", compute_per_layer)):
+                if value is not None:
+                    raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
+            if not reductions:
+                raise InputError("reduction: give at least one --reduction AXES:SIZE[ x COUNT], or --model NAME|FILE")
+        else:
+            step = step_workload(model, train, names, p, compute_per_layer)
         parsed = tuple(r if isinstance(r, Reduction) else parse_reduction(r, names) for r in reductions)
         for r in parsed:
             reduces_something(p, r.axes)
+        if step is not None:  # equal reductions (the model's and the user's) are one, their counts added
+            counts: dict[tuple[tuple[int, ...], int], int] = {}
+            for axes_, nbytes, count in [*step.reductions, *((r.axes, r.bytes, r.count) for r in parsed)]:
+                counts[(axes_, nbytes)] = counts.get((axes_, nbytes), 0) + count
+            parsed = tuple(Reduction(a, b, n) for (a, b), n in counts.items())
         text = as_text(default_data_axis(names) if data_axis is None else data_axis, "data-axis")
         (axis, *more) = axis_indices(text, names, "data-axis")
         if more:
@@ -250,7 +316,8 @@ class PlanRequest:
             raise InputError(f"data-axis: {axis} is out of range 0..{len(p) - 1}")
         settings = Settings.of(algo, proto, engine, profile, max_size, order)
         return cls(job, parsed, axis, settings, SearchOptions.of(exhaustive, budget, top_matrices),
-                   limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file))
+                   limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file),
+                   step)
 
 
 @dataclass(frozen=True, repr=False)
@@ -312,17 +379,28 @@ class PlanResult(Tabular):
                 "default_placement": self.placement(self.default), "default_basis": self.default_basis,
                 "savings": self.savings,
                 "warnings": list(self.warnings),
-                "search": self.stats.to_json()}
+                "search": self.stats.to_json(), **self._step_json()}
+
+    def _step_json(self) -> dict[str, Any]:
+        """With a model: ``step``, the workload and the best and default plans by axis (the report's rows)."""
+        if self.request.step is None:
+            return {}
+        work, job = self.request.step, self.request.job
+        rows = [axis_rows(pl, job.axis_names, job.topology.level_names, job.spec.node_level)
+                for pl in (self.best, self.default_plan)]
+        return {"step": dict(work.to_json(), overlap=overlap_text(work), best_axes=rows[0], default_axes=rows[1],
+                             best_seconds=self.best.total_seconds, default_seconds=self.default_plan.total_seconds,
+                             hidden_seconds=self.best.hidden_seconds)}
 
 
-def run_plan(req: PlanRequest) -> PlanResult:
+def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix, float] | None = None
+                 ) -> tuple[list[Plan], SearchStats, DefaultPlacement]:
+    """Each matrix's best program per reduction (searched with the bounds), as plans fastest first, with the
+    default placement; ``extra`` adds each matrix's other collectives to the bound ``--top-matrices`` ranks by."""
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
-    whole_groups(topo)
     settings = req.settings.each(topo)
     rules = req.settings.rules
-    req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
-    mats = enumerate_matrices(h, p)
     smaller = "fewer --nodes, fewer --reduction options or a smaller --max-size"
     where = f"plan on {topo.spec.name} with {topo.node_count} nodes ({plural(len(mats), 'matrix')})"
     cards = [synthesis_cardinalities(m, r.axes) for r in req.reductions for m in mats]
@@ -342,13 +420,28 @@ def run_plan(req: PlanRequest) -> PlanResult:
                      settings=settings[0])
     tasks = plan_tasks(base, req.reductions, settings, mats)
     default = default_placement(mats, h, p, job.axis_names, req.data_axis)
+    score = plan_scores(req.reductions)
+    if extra is not None:
+        least = score
+
+        def score(bounds):  # type: ignore[no-redef]
+            return {m: v + extra.get(m, 0.0) for m, v in least(bounds).items()}
     with req.run.executor(len(tasks)) as ex:
         announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")
         # each matrix's best program per reduction: exact, with or without the bounds
-        results, stats = run_search(tasks, ex, 0, score=plan_scores(req.reductions), always=frozenset([default.matrix]),
+        results, stats = run_search(tasks, ex, 0, score=score, always=frozenset([default.matrix]),
                                     label="planning", **req.search.kwargs())
     mats = [m for m in mats if m in {r.task.matrices[0] for r in results}]
+    return build_plans(req.reductions, results, mats), stats, default
+
+
+def run_plan(req: PlanRequest) -> PlanResult:
+    job, topo = req.job, req.job.topology
+    h, p = job.hierarchy, job.axes
+    whole_groups(topo)
+    req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
+    plans, stats, default = search_plans(req, enumerate_matrices(h, p))
     largest = max(r.bytes for r in req.reductions)
     warning = warn_memory(job.spec, largest, False, topo.node_count, "give a smaller --reduction size")
-    return PlanResult(req, tuple(build_plans(req.reductions, results, mats)), default.matrix, stats, default.basis,
+    return PlanResult(req, tuple(plans), default.matrix, stats, default.basis,
                       () if warning is None else (warning,))

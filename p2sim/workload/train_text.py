@@ -1,0 +1,97 @@
+"""``--train``'s text: a step's training settings as ``KEY=VALUE`` pairs, read into a :class:`TrainingSpec`.
+
+The keys are :class:`TrainingSpec`'s fields, with the short spellings a user would type first:
+``seq`` (``seq_length``), ``dtype`` (``param_dtype``), ``sp`` (``sequence_parallel``), ``vp``
+(``virtual_stages``), ``zero=0..3`` (``data_parallel`` ddp, zero1, zero2, zero3) beside
+``data_parallel=fsdp``.  ``virtual_stages`` above 1 without a ``schedule`` is the interleaved schedule,
+as Megatron-LM runs it (``--num-layers-per-virtual-pipeline-stage`` alone selects it).  Every problem is
+one line naming ``train``, the key and its value.
+
+Examples
+--------
+>>> t = training_from_text("seq=8192,micro_batch=2,global_batch=512,zero=1,sp=on")
+>>> t.seq_length, t.micro_batch, t.global_batch, t.data_parallel, t.sequence_parallel
+(8192, 2, 512, 'zero1', True)
+>>> training_from_text("vp=2").schedule
+'interleaved'
+>>> training_from_text("seq=0")
+Traceback (most recent call last):
+...
+p2sim.util.errors.InputError: train: seq_length: 0 should be a positive integer
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..util.errors import InputError
+from .training import DATA_MODES, TrainingSpec
+
+__all__ = ["training_from_text", "training_of", "TRAIN_KEYS"]
+
+# each key as typed -> TrainingSpec's field
+_ALIASES = {"seq": "seq_length", "seq_length": "seq_length", "sequence": "seq_length",
+            "micro_batch": "micro_batch", "mbs": "micro_batch", "global_batch": "global_batch", "gbs": "global_batch",
+            "dtype": "param_dtype", "param_dtype": "param_dtype", "grad_dtype": "grad_dtype",
+            "sp": "sequence_parallel", "sequence_parallel": "sequence_parallel",
+            "vp": "virtual_stages", "virtual_stages": "virtual_stages", "schedule": "schedule",
+            "data_parallel": "data_parallel", "zero": "data_parallel"}
+TRAIN_KEYS = tuple(_ALIASES)
+_INTS = ("seq_length", "micro_batch", "global_batch", "virtual_stages")
+_ON = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
+_ZERO = {"0": "ddp", "1": "zero1", "2": "zero2", "3": "zero3"}  # ZeRO's stages (Rajbhandari et al. 2020, section 5)
+
+
+def _value(key: str, field: str, text: str) -> Any:
+    if field in _INTS:
+        try:
+            return int(text)
+        except ValueError:
+            raise InputError(f"train: {key}: {text!r} should be a positive integer") from None
+    if field == "sequence_parallel":
+        if text.lower() not in _ON:
+            raise InputError(f"train: {key}: {text!r} should be on or off")
+        return _ON[text.lower()]
+    if key == "zero":
+        if text not in _ZERO:
+            raise InputError(f"train: zero: {text!r} should be 0, 1, 2 or 3 (or data_parallel={'|'.join(DATA_MODES)})")
+        return _ZERO[text]
+    return text.lower()
+
+
+def training_from_text(text: str) -> TrainingSpec:
+    """The settings ``--train`` gives (``""``: every default); one :class:`InputError` per bad key or value."""
+    given: dict[str, Any] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        key, sep, value = (s.strip() for s in part.partition("="))
+        if not sep or not value:
+            raise InputError(f"train: {part!r} is not KEY=VALUE (e.g. seq=8192,micro_batch=1,global_batch=1024)")
+        field = _ALIASES.get(key.lower())
+        if field is None:
+            raise InputError(f"train: {key!r} is not a training setting (one of {', '.join(TRAIN_KEYS)})")
+        if field in given:
+            raise InputError(f"train: {field} is given twice")
+        given[field] = _value(key.lower(), field, value)
+    if given.get("virtual_stages", 1) > 1 and "schedule" not in given:
+        given["schedule"] = "interleaved"  # Megatron-LM: virtual stages select the interleaved schedule
+    try:
+        return TrainingSpec(**given)
+    except InputError as e:  # TrainingSpec's own check, named as the option is
+        raise InputError(f"train: {str(e).removeprefix('training: ')}") from None
+
+
+def training_of(value: str | Mapping[str, Any] | TrainingSpec | None) -> TrainingSpec:
+    """A TrainingSpec from ``--train``'s text, a mapping of the same keys, a TrainingSpec, or None (defaults)."""
+    if value is None:
+        return TrainingSpec()
+    if isinstance(value, TrainingSpec):
+        return value
+    if isinstance(value, Mapping):
+        return training_from_text(",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                                           for k, v in value.items()))
+    if isinstance(value, str):
+        return training_from_text(value)
+    raise InputError(f"train: {value!r} is not KEY=VALUE text, a mapping or a TrainingSpec")

@@ -1,0 +1,159 @@
+"""plan --model: every collective of a model's step charged per matrix, checked against its single simulations."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import p2sim
+from p2sim.formalism.hierarchy import Lowering, LoweredStep
+from p2sim.formalism.placement import Placement
+from p2sim.formalism.program import parse_program
+from p2sim.formalism.semantics import Op
+from p2sim.sim.simulator import Simulator
+from p2sim.studies.step_plan import part_groups
+from p2sim.studies.step_workload import ENDS, PAIRS, StepPart
+from p2sim.topology import load_system
+from p2sim.util.errors import InputError
+
+# a small dense model: 4 layers of hidden 1024, heads 8 (4 K/V groups), vocabulary 32768, embeddings tied
+TINY = """name = "tiny"
+hidden_size = 1024
+num_layers = 4
+num_attention_heads = 8
+num_key_value_heads = 4
+intermediate_size = 4096
+vocab_size = 32768
+tie_word_embeddings = true
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "tiny.toml"
+    path.write_text(TINY)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def tiny_plan(tiny):
+    return p2sim.plan(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model=tiny,
+                      train="seq=2048,global_batch=8", workers=1)
+
+
+def test_each_axis_is_the_sum_of_its_single_simulations_times_counts(tiny_plan):
+    """By hand: each reduction's program and each other collective simulated alone, as one step of all its
+    groups, times its count, add up to the plan's per-axis times and its total."""
+    r = tiny_plan
+    topo = load_system("dgx-h100", nodes=2)
+    sim = Simulator(topo)
+    job = r.request.job
+    total = 0.0
+    for plan in (r.best, r.default_plan):
+        by_axis = plan.axis_seconds()
+        expect: dict[tuple[int, ...], float] = {}
+        for c in plan.choices:
+            lw = Lowering.of(Placement.of(topo.hierarchy, job.axes, plan.matrix), c.reduction.axes)
+            t = sim.simulate(lw, parse_program(c.program), float(c.reduction.bytes)).total_seconds
+            assert t == pytest.approx(c.seconds, rel=1e-9)
+            expect[c.reduction.axes] = expect.get(c.reduction.axes, 0.0) + t * c.reduction.count
+        for pt in plan.parts:
+            groups = part_groups(pt.part, topo.hierarchy, job.axes, plan.matrix)
+            t = sim.step(LoweredStep(Op(pt.part.op), groups), (float(pt.part.size),) * len(groups)).seconds
+            assert t == pytest.approx(pt.seconds, rel=1e-9)
+            expect[pt.part.axes] = expect.get(pt.part.axes, 0.0) + t * pt.part.count
+        assert by_axis.keys() == expect.keys()
+        for axes, seconds in expect.items():
+            assert by_axis[axes] == pytest.approx(seconds, rel=1e-9)
+        assert plan.total_seconds == pytest.approx(sum(expect.values()), rel=1e-9)
+        total = plan.total_seconds
+    assert total > 0
+
+
+def test_the_tiny_steps_collectives_by_hand(tiny_plan):
+    """tiny at data=2, pipeline=2, tensor=4, seq 2048, global batch 8: micro-batches 8 / (1 x 2) = 4, layers per
+    stage 2.  Tensor: 2 AllReduces x 2 layers x 4 micro-batches, forward and backward, of 2048 x 1024 x 2 B;
+    pipeline: 4 boundary exchanges of 4 MiB (activations forward, gradients back), and the tied embeddings'
+    AllReduce of 32768 x 1024 / 4 x 4 B between the first and last stage; data: the AllReduce of the
+    weights a rank holds in fp32."""
+    r = tiny_plan
+    names = r.request.job.axis_names
+    reductions = {(tuple(names[a] for a in x.axes), x.bytes, x.count) for x in r.request.reductions}
+    held = -(-r.request.step.model.dense_parameters // 8)  # tensor x pipeline = 8 shards
+    assert reductions == {(("tensor",), 2048 * 1024 * 2, 32), (("data",), held * 4, 1)}
+    parts = {(tuple(names[a] for a in p.axes), p.op, p.size, p.count, p.pattern) for p in r.request.step.parts}
+    assert parts == {(("pipeline",), "SendRecv", 2048 * 1024 * 2, 4, PAIRS),
+                     (("pipeline",), "AllReduce", 32768 * 1024 // 4 * 4, 1, ENDS)}
+
+
+def test_pipeline_pairs_do_not_wrap_and_ends_are_first_and_last():
+    part = StepPart((0,), "SendRecv", 8, 1, PAIRS, ("forward",))
+    assert part_groups(part, (4, 8), (4, 8), ((4, 1), (1, 8))) == ((0, 8), (8, 16), (16, 24)) + tuple(
+        pair for g in range(1, 8) for pair in ((g, g + 8), (g + 8, g + 16), (g + 16, g + 24)))
+    ends = StepPart((0,), "AllReduce", 8, 1, ENDS, ("optimizer",))
+    assert part_groups(ends, (4, 8), (4, 8), ((4, 1), (1, 8)))[:2] == ((0, 24), (1, 25))
+
+
+def test_tensor_stays_inside_the_node_on_a_superpod_with_a_real_batch():
+    """llama3-70b on 16 SuperPOD nodes with Megatron-LM's usual batch (32 micro-batches per step): the tensor
+    axis's 2 x 2 x 20 x 32 AllReduces a step keep it inside a node, and the answer says so by axis."""
+    r = p2sim.plan(system="superpod-h100", nodes=16, axes="data=4,pipeline=4,tensor=8", model="llama3-70b",
+                   train="seq=4096,global_batch=128", workers=1, top_matrices=4)
+    rows = {row["axis"]: row for row in r.to_json()["step"]["best_axes"]}
+    assert rows["tensor"]["tier"] == "inside a node"
+    assert rows["tensor"]["collectives"][0]["count"] == 2 * 2 * 20 * 32
+    assert set(rows) == {"tensor", "pipeline", "data"}
+
+
+def test_json_keys(tiny_plan):
+    doc = json.loads(json.dumps(tiny_plan.to_json()))
+    step = doc["step"]
+    assert {"model", "training", "collectives", "overlap", "best_axes", "default_axes", "best_seconds",
+            "default_seconds", "hidden_seconds", "compute_per_layer_seconds"} <= set(step)
+    assert step["model"] == "tiny" and step["overlap"].startswith("overlap: none")
+    row = step["best_axes"][0]
+    assert {"axis", "axes", "seconds", "tier", "bound", "collectives"} <= set(row)
+    assert {"parts", "hidden_seconds"} <= set(doc["best"])
+    assert doc["best"]["total_seconds"] == pytest.approx(sum(r["seconds"] for r in step["best_axes"]), rel=1e-9)
+
+
+def test_compute_per_layer_hides_the_data_reduction_behind_backward(tiny):
+    """exposed = max(0, data - L/p x 2/3 x compute per layer): with 1 s per layer it is all hidden."""
+    kw = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model=tiny,
+              train="seq=2048,global_batch=8", workers=1)
+    plain, overlapped = p2sim.plan(**kw), p2sim.plan(**kw, compute_per_layer=1.0)
+    assert overlapped.request.step.backward_seconds == pytest.approx(2 * 2 / 3)
+    for pl in overlapped.plans:
+        data = sum(c.seconds * c.reduction.count for c in pl.choices if c.reduction.axes == (0,))
+        others = sum(pl.axis_seconds().values()) - data
+        assert pl.hidden_seconds == pytest.approx(data) and pl.total_seconds == pytest.approx(others)
+    assert plain.best.hidden_seconds == 0.0
+
+
+def test_model_and_reduction_add_up(tiny):
+    kw = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model=tiny,
+              train="seq=2048,global_batch=8", workers=1)
+    both = p2sim.plan(**kw, reduction=["tensor:4MiB x 3", "data,pipeline:1MiB"])
+    counts = {(x.axes, x.bytes): x.count for x in both.request.reductions}
+    assert counts[((2,), 4 * 2**20)] == 32 + 3 and counts[((0, 1), 2**20)] == 1
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(axes="data=2,foo=8"), "axes: 'foo' is not an axis a training step uses with --model"),
+    (dict(axes="dp=2,data=8"), "axes: dp and data are both the data axis"),
+    (dict(train="seq=0"), "train: seq_length: 0 should be a positive integer"),
+    (dict(train="zero=5"), "train: zero: '5' should be 0, 1, 2 or 3"),
+    (dict(train="colour=red"), "train: 'colour' is not a training setting"),
+    (dict(compute_per_layer="-1"), "compute-per-layer"),
+    (dict(model="no-such-model"), "model: 'no-such-model' is neither a preset"),
+])
+def test_bad_model_inputs_are_one_line(kw, message):
+    args = dict(system="dgx-h100", nodes=2, axes="data=2,tensor=8", model="llama3-8b", workers=1)
+    with pytest.raises(InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        p2sim.plan(**{**args, **kw})
+
+
+def test_train_without_a_model_is_refused():
+    with pytest.raises(InputError, match="^train: describes the training step of a --model"):
+        p2sim.plan(system="dgx-h100", axes="data=2,tensor=8", reduction="data:1GiB", train="seq=8192")
