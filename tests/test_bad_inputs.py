@@ -225,6 +225,15 @@ def test_an_ecmp_whatif_is_refused_up_front_with_its_estimate(capsys, monkeypatc
     assert line.startswith("p2sim whatif: error: job: ")
 
 
+def test_plan_and_whatif_announce_their_estimate(capsys):
+    # the figure a job that starts is to answer within (before, only rank's, plan's and whatif's refusals had it)
+    for argv in (("plan", "--system", "a100", "--axes", "2,16", "--reduction", "0:1GiB", "--reduction", "1:1MiB"),
+                 ("whatif", "--system", "h100", "--vary", "nic.bandwidth=25,50")):
+        rc, out, err = run(capsys, *argv, "--workers", "1")
+        assert rc == 0, err
+        assert err.splitlines()[0].endswith(" in this process, estimated under 1 s of CPU and 100 MiB of memory"), err
+
+
 def test_whatif_varies_a_target_once(capsys):
     refused(capsys, "whatif", "--vary", "nodes=2", "--vary", "nodes=4", says=("vary: nodes is varied twice",))
     refused(capsys, "whatif", "--vary", "nic.bandwidth=8,8", says=("vary: nic.bandwidth lists the value 8 twice",))
