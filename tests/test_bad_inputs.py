@@ -201,7 +201,37 @@ def test_simulations_are_counted_before_they_start_and_limited(capsys):
     (line,) = err.strip().splitlines()
     cores = len(os.sched_getaffinity(0))
     workers = "in this process" if min(cores, 2) == 1 else f"on {min(cores, 2)} worker processes"
-    assert line == f"p2sim rank: 2 matrices, 50 programs, 1 algorithm: 50 simulations in 2 tasks {workers}"
+    # the job's estimate too: each process's 100 MiB, the CPU time (under a second here)
+    assert line == (f"p2sim rank: 2 matrices, 50 programs, 1 algorithm: 50 simulations in 2 tasks {workers}, "
+                    f"estimated under 1 s of CPU and {100 * min(cores, 2)} MiB of memory")
+
+
+def test_an_ecmp_whatif_is_refused_up_front_with_its_estimate(capsys, monkeypatch):
+    from p2sim.studies import whatif
+
+    # issue 34: 2:1 ECMP against adaptive routing at 256 nodes.  Before, its estimate was 142 s (ECMP's GPU-steps
+    # at adaptive's cost, though hashed routes leave no two groups alike) and it ran > 8 min; the search must not
+    # start (it would take minutes before it could fail)
+    def no_search(*args, **kwargs):
+        raise AssertionError("the search started")
+
+    monkeypatch.setattr(whatif, "run_search", no_search)
+    line = refused(capsys, "whatif", "--system", "roce-h100", "--nodes", "256", "--axes", "data=64,pipeline=4,tensor=8",
+                   "--reduce", "data", "--bytes", "4GiB", "--vary", "routing=ecmp,adaptive", "--workers", "1",
+                   says=("job: whatif on roce-h100 over 2 points (256 nodes at the largest) would take about 303 s "
+                         "of CPU time", "(232,323,072 of them ECMP-hashed, 3.3x the cost)", "more than the limit of 300 "
+                         "s; fewer --vary values, fewer --nodes or a smaller --max-size make it smaller, --yes runs "
+                         "it anyway"))
+    assert line.startswith("p2sim whatif: error: job: ")
+
+
+def test_plan_and_whatif_announce_their_estimate(capsys):
+    # the figure a job that starts is to answer within (before, only rank's, plan's and whatif's refusals had it)
+    for argv in (("plan", "--system", "a100", "--axes", "2,16", "--reduction", "0:1GiB", "--reduction", "1:1MiB"),
+                 ("whatif", "--system", "h100", "--vary", "nic.bandwidth=25,50")):
+        rc, out, err = run(capsys, *argv, "--workers", "1")
+        assert rc == 0, err
+        assert err.splitlines()[0].endswith(" in this process, estimated under 1 s of CPU and 100 MiB of memory"), err
 
 
 def test_whatif_varies_a_target_once(capsys):

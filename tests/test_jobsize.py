@@ -69,15 +69,15 @@ def _p2sim(*argv: str, env: dict[str, str] | None = None, timeout: float = 60):
 
 def test_a_job_estimated_too_big_is_refused_before_any_synthesis():
     # one axis over 2048 racks of gb200-nvl72-pod: one matrix whose synthesis hierarchy (1, 256, 8, 18, 4) has
-    # 4 levels below its root and 147,456 devices; its synthesis alone is 1.4 s + 147,456 x 3.1 ms = 458.5 s,
-    # each matrix's AllReduce 147,456 GPU-steps x 0.3 us, so 458.6 s > 300 s: refused (before, it started a
-    # synthesis of many minutes and gigabytes, with 1 simulation in view and no word)
+    # 4 levels below its root and 147,456 devices; its synthesis alone is 1.4 s + 147,456 x 3.1 ms x
+    # (147,456 / 16,384) ** 0.5 = 1,373 s, each matrix's AllReduce 147,456 GPU-steps x 0.3 us, so > 300 s:
+    # refused (before, it started a synthesis of many minutes and gigabytes, with 1 simulation in view and no word)
     r = _p2sim("rank", "--system", "gb200-nvl72-pod", "--nodes", "2048", "--axes", "147456")
     assert r.returncode == 2
     assert r.stderr.splitlines() == [
-        "p2sim rank: error: job: rank on gb200-nvl72-pod with 2048 nodes (1 matrix) would take about 8 min of CPU "
-        "time (147,456 GPU-steps of flows over 147,456 GPUs, 1 process, and 8 min of program synthesis), more "
-        "than the limit of 5 min; --matrix M (one matrix), fewer --nodes or a smaller --max-size make it smaller, "
+        "p2sim rank: error: job: rank on gb200-nvl72-pod with 2048 nodes (1 matrix) would take about 23 min of CPU "
+        "time (147,456 GPU-steps of flows over 147,456 GPUs, 1 process, and 23 min of program synthesis), more "
+        "than the limit of 300 s; --matrix M (one matrix), fewer --nodes or a smaller --max-size make it smaller, "
         "--yes runs it anyway"]
 
 
@@ -110,3 +110,46 @@ def test_a_running_job_says_how_far_it_is_on_a_piped_stderr():
     lines = r.stderr.splitlines()
     assert any(line.startswith("p2sim rank: bounding: ") and "%)" in line for line in lines), lines
     assert all(line.startswith("p2sim rank: ") for line in lines), lines
+
+
+def test_the_synthesis_costs_more_per_device_above_16384_devices():
+    from p2sim.studies.jobsize import synthesis_cost
+
+    # (1,256,8,8) is where the per-device figures were measured (11.3 s, 497 MiB); (1,512,8,8) took 1,376 MiB and
+    # (1,2048,8,8) ran past 8 GB in the issue's whatif on roce-h100 at 16,384 nodes: the estimate must foresee
+    # that (before, it said 3.9 GiB: flat per device)
+    seconds, memory = synthesis_cost([(1, 256, 8, 8)])
+    assert seconds == pytest.approx(0.3 + 16384 * 690e-6) and memory == 16384 * 31 * 2**10
+    assert synthesis_cost([(1, 512, 8, 8)])[1] == pytest.approx(32768 * 31 * 2**10 * 2**0.5)
+    assert synthesis_cost([(1, 2048, 8, 8)])[1] > 8 * 2**30
+
+
+def test_the_whatif_that_ran_out_of_memory_is_refused_up_front(monkeypatch):
+    from p2sim.studies import jobsize
+    from p2sim.studies.whatif import WhatifRequest, run_whatif
+
+    # a 16 GB machine, half of it the limit: before, the estimate (3.9 GiB of synthesis, 5.2 GiB in all) let the
+    # job start its synthesis of (1,2048,8,8), which grew past 8 GB (a MemoryError after 192 s in the issue);
+    # the synthesis is not to start at all here
+    monkeypatch.setattr(jobsize, "memory_limit", lambda: 8.0 * 2**30)
+
+    def no_synthesis(*args, **kwargs):
+        raise AssertionError("the synthesis started")
+
+    monkeypatch.setattr(jobsize, "synthesize", no_synthesis)
+    req = WhatifRequest.build(system="roce-h100", nodes=16384, vary=["routing=ecmp,adaptive"], workers=1)
+    with pytest.raises(InputError, match=r"^job: whatif on roce-h100 over 2 points \(16384 nodes at the largest\) "
+                                         r"would take about [0-9.]+ GiB of memory .*--yes runs it anyway$"):
+        run_whatif(req)
+
+
+def test_ecmp_gpu_steps_cost_more_and_say_so():
+    from p2sim.studies.jobsize import ECMP_STEP_FACTOR, STEP_SECONDS_PER_GPU, estimate, hashed
+    from p2sim.topology import find_spec
+
+    assert hashed(find_spec("roce-h100")) and not hashed(find_spec("superpod-h100")) and not hashed(find_spec("h100"))
+    plain = estimate(1024, 2, 2_000_000, 1, [])
+    ecmp = estimate(1024, 2, 2_000_000, 1, [], hashed_gpu_steps=1_000_000)
+    assert ecmp.seconds - plain.seconds == pytest.approx((ECMP_STEP_FACTOR - 1) * 1_000_000 * STEP_SECONDS_PER_GPU)
+    assert f"(1,000,000 of them ECMP-hashed, {ECMP_STEP_FACTOR:g}x the cost)" in ecmp.text()
+    assert "ECMP" not in plain.text()

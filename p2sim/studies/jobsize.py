@@ -45,9 +45,10 @@ from ..util.units import format_bytes
 from ..formalism.hierarchy import SynthesisHierarchy
 from ..formalism.placement import Matrix
 from ..formalism.synthesis import Profile, synthesize
+from ..topology.spec import SystemSpec
 
 __all__ = ["Limits", "JobCost", "MAX_MATRICES", "MAX_SIMULATIONS", "MAX_SYNTHESIS_LEVELS", "MAX_JOB_SECONDS",
-           "synthesis_cardinalities", "program_counts", "program_steps", "synthesis_cost", "estimate", "check_job", "memory_limit",
+           "synthesis_cardinalities", "program_counts", "program_steps", "synthesis_cost", "estimate", "hashed", "check_job", "memory_limit",
            "announce", "plural"]
 
 MAX_MATRICES = 10_000
@@ -69,10 +70,23 @@ MAX_JOB_SECONDS = 300.0
 _SYNTHESIS = {  # levels: (seconds, seconds per device, bytes per device)
     1: (0.07, 156e-6, 9 * 2**10), 2: (0.07, 156e-6, 9 * 2**10), 3: (0.3, 690e-6, 31 * 2**10),
     4: (1.4, 3.1e-3, 153 * 2**10), 5: (5.2, 14e-3, 750 * 2**10), 6: (29.0, 63e-3, 3.7 * 2**20)}
+#   Above 16,384 devices the cost per device grows too (more distinct states, each an array over the devices):
+#   (1,512,8,8), 32,768 devices, took 49 s and 1,376 MiB (load about 10: the seconds high), 1.4 times the bytes
+#   per device of (1,256,8,8) = 2^0.5; and (1,2048,8,8) ran past 8 GB, which 2^0.5 per doubling (11 GB) and
+#   not the flat figure (3.9 GB) foresees: per device, times (devices / 16,384) ** 0.5 above 16,384.
+_SYNTHESIS_FLAT_DEVICES = 16_384
+_SYNTHESIS_GROWTH = 0.5
 # * bounding (and simulating) programs: per GPU and program step, every GPU's flows in every step.  Measured
 #   0.24 us for bounding the 825 programs (3,798 steps) of one matrix at 4,096 nodes (32,768 GPUs: 29.5 s)
 #   and 0.23 us at 16,384 nodes (131,072 GPUs: 116 s); simulating the programs that can still win adds to it.
 STEP_SECONDS_PER_GPU = 0.3e-6
+# * flows on a fabric with ECMP routing: a route's port is a hash of its two ends and its channel
+#   (topology/fabric.py), so no two groups of a step are one group moved (Fabric.move_key) and every group's
+#   flows are built, bounded and simulated on their own, where adaptive routing shares one computation per
+#   symmetry class.  Measured on this machine (CPU seconds, --workers 1, both at load about 10): whatif on
+#   roce-h100, 64 nodes, axes data=16,pipeline=4,tensor=8 reducing data, 4 GiB, one point: routing=ecmp 88.4 s,
+#   routing=adaptive 27.1 s, each with 1 s of synthesis and 31.6 M GPU-steps: 3.3 times the cost per GPU-step.
+ECMP_STEP_FACTOR = 3.3
 # * the structures each process builds per system (topology, routes, groups, flow arrays): 1.2 GiB per
 #   worker process bounding at 131,072 GPUs (9.6 KiB a GPU), on top of the process's own 100 MiB.
 STRUCTURE_BYTES_PER_GPU = 9.6 * 2**10
@@ -178,26 +192,38 @@ class JobCost:
     processes: int
     synthesis_seconds: float
     synthesis_bytes: float
+    hashed_gpu_steps: int = 0  # of gpu_steps, those on fabrics with ECMP routing (ECMP_STEP_FACTOR each)
 
     @property
     def seconds(self) -> float:
-        return self.synthesis_seconds + self.gpu_steps * STEP_SECONDS_PER_GPU
+        steps = self.gpu_steps + (ECMP_STEP_FACTOR - 1) * self.hashed_gpu_steps
+        return self.synthesis_seconds + steps * STEP_SECONDS_PER_GPU
 
     @property
     def memory(self) -> float:
         """The synthesis (in this process, inherited by forked workers) and every process's structures."""
         return self.synthesis_bytes + self.processes * (PROCESS_BYTES + self.gpus * STRUCTURE_BYTES_PER_GPU)
 
+    def brief(self) -> str:
+        """The estimate in a few words, for the line that announces a job it let start."""
+        cpu = _duration(self.seconds)
+        return (f"estimated {'' if cpu.startswith('under') else 'about '}{cpu} of CPU and "
+                f"{format_bytes(self.memory, 2)} of memory")
+
     def text(self) -> str:
         steps = f"{self.gpu_steps:,} GPU-steps of flows over {self.gpus:,} GPUs" + (
-            f" in each of {self.builds} systems built" if self.builds > 1 else "")
+            f" in each of {self.builds} systems built" if self.builds > 1 else "") + (
+            f" ({self.hashed_gpu_steps:,} of them ECMP-hashed, {ECMP_STEP_FACTOR:g}x the cost)"
+            if self.hashed_gpu_steps else "")
         return (f"{steps}, {self.processes} {'process' if self.processes == 1 else 'processes'}, and "
                 f"{_duration(self.synthesis_seconds)} of program synthesis")
 
 
 def _duration(seconds: float) -> str:
-    """``45 s``, ``12 min``, ``3.1 h``."""
-    if seconds < 90:
+    """``under 1 s``, ``45 s``, ``303 s``, ``12 min``, ``3.1 h``."""
+    if seconds < 1:
+        return "under 1 s"
+    if seconds < 10 * 60:  # seconds up to ten minutes: "about 303 s, more than the limit of 300 s", not "5 min, .. 5 min"
         return f"{seconds:.0f} s"
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
@@ -228,24 +254,32 @@ def synthesis_cost(cardinalities: Iterable[tuple[int, ...]]) -> tuple[float, flo
         if devices < 2:
             continue
         fixed, per_device, per_byte = _SYNTHESIS[min(max(len(c) - 1, 1), max(_SYNTHESIS))]
-        seconds += fixed + devices * per_device
-        memory = max(memory, devices * per_byte)
+        growth = max(1.0, devices / _SYNTHESIS_FLAT_DEVICES) ** _SYNTHESIS_GROWTH
+        seconds += fixed + devices * per_device * growth
+        memory = max(memory, devices * per_byte * growth)
     return seconds, memory
 
 
 def estimate(gpus: int, builds: int, gpu_steps: int, processes: int,
-             cardinalities: Iterable[tuple[int, ...]]) -> JobCost:
-    """A job's :class:`JobCost`: ``gpu_steps`` summed over its ``builds`` systems, the synthesis of its (d)."""
+             cardinalities: Iterable[tuple[int, ...]], hashed_gpu_steps: int = 0) -> JobCost:
+    """A job's :class:`JobCost`: ``gpu_steps`` summed over its ``builds`` systems (``hashed_gpu_steps`` of them
+    on ECMP fabrics), the synthesis of its (d)."""
     seconds, memory = synthesis_cost(cardinalities)
-    return JobCost(gpus, builds, gpu_steps, processes, seconds, memory)
+    return JobCost(gpus, builds, gpu_steps, processes, seconds, memory, hashed_gpu_steps)
+
+
+def hashed(spec: SystemSpec) -> bool:
+    """Whether the system's fabric routes by ECMP hashing (its GPU-steps cost ``ECMP_STEP_FACTOR`` times more)."""
+    return spec.fabric is not None and spec.fabric.routing == "ecmp"
 
 
 def check_job(limits: Limits, matrices: Sequence[Matrix], reduce_axes: Sequence[int], gpus: int, builds: int,
-              simulations: int, processes: int, what: str, smaller: str) -> None:
+              simulations: int, processes: int, what: str, smaller: str, hashed_builds: int = 0) -> None:
     """The check before any synthesis: what the synthesis alone and each matrix's AllReduce (one step on every
-    GPU, ``simulations`` of them per system) will cost at least."""
+    GPU, ``simulations`` of them per system; ``hashed_builds`` of the systems on ECMP fabrics) will cost at least."""
     cards = [synthesis_cardinalities(m, reduce_axes) for m in matrices]
-    limits.check_cost(estimate(gpus, builds, simulations * gpus * builds, processes, cards), what, smaller)
+    limits.check_cost(estimate(gpus, builds, simulations * gpus * builds, processes, cards,
+                               simulations * gpus * hashed_builds), what, smaller)
 
 
 def synthesis_cardinalities(matrix: Matrix, reduce_axes: Sequence[int]) -> tuple[int, ...]:

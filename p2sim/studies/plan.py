@@ -24,7 +24,7 @@ from ..util.table import Tabular
 from ..util.units import format_seconds
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices, byte_size, positive_int
-from .jobsize import Limits, estimate, plural, program_counts, program_steps, synthesis_cardinalities
+from .jobsize import Limits, estimate, hashed, plural, program_counts, program_steps, synthesis_cardinalities
 from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
                        warn_memory, whole_groups)
 from .search import SearchStats, run_search
@@ -405,13 +405,15 @@ def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix
     where = f"plan on {topo.spec.name} with {topo.node_count} nodes ({plural(len(mats), 'matrix')})"
     cards = [synthesis_cardinalities(m, r.axes) for r in req.reductions for m in mats]
     processes = req.run.processes(len(mats) * len(req.reductions) * len(settings))
-    req.limits.check_cost(estimate(topo.devices, 1, topo.devices * len(mats) * len(req.reductions) * len(settings),
-                                   processes, cards), where, smaller)
+    ecmp = hashed(topo.spec)  # hashed routes: each group bounded on its own (jobsize.ECMP_STEP_FACTOR)
+    first = topo.devices * len(mats) * len(req.reductions) * len(settings)
+    req.limits.check_cost(estimate(topo.devices, 1, first, processes, cards, first if ecmp else 0), where, smaller)
     programs = sum(sum(program_counts(mats, r.axes, rules.profile, rules.max_size, req.limits))
                    for r in req.reductions)
     gpu_steps = topo.devices * len(settings) * sum(
         sum(program_steps(mats, r.axes, rules.profile, rules.max_size, req.limits)) for r in req.reductions)
-    req.limits.check_cost(estimate(topo.devices, 1, gpu_steps, processes, cards), where, smaller)
+    cost = estimate(topo.devices, 1, gpu_steps, processes, cards, gpu_steps if ecmp else 0)
+    req.limits.check_cost(cost, where, smaller)
     total = programs * len(settings)
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "
             f"{plural(programs, 'program')} in all, {plural(len(settings), 'algorithm')}")
@@ -427,7 +429,7 @@ def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix
         def score(bounds):  # type: ignore[no-redef]
             return {m: v + extra.get(m, 0.0) for m, v in least(bounds).items()}
     with req.run.executor(len(tasks)) as ex:
-        announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")
+        announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}, {cost.brief()}")
         # each matrix's best program per reduction: exact, with or without the bounds
         results, stats = run_search(tasks, ex, 0, score=score, always=frozenset([default.matrix]),
                                     label="planning", **req.search.kwargs())

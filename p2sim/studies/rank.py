@@ -28,7 +28,7 @@ from ..util.table import Tabular
 from ..util.units import format_seconds
 from ..util.parsing import as_text, positive_int
 from .bindings import program_bindings
-from .jobsize import Limits, check_job, estimate, plural, program_counts, program_steps, synthesis_cardinalities
+from .jobsize import Limits, check_job, estimate, hashed, plural, program_counts, program_steps, synthesis_cardinalities
 from .orders import OrderComparison, compare_orders, orders_agree
 from .plan import DefaultPlacement, default_data_axis, default_placement
 from .ranking import MatrixSummary, RankEntry, Ranking, rank_results, split_by_matrix
@@ -198,8 +198,9 @@ def run_rank(req: RankRequest) -> RankResult:
     rules = req.settings.rules
     smaller = "--matrix M (one matrix), fewer --nodes or a smaller --max-size"
     where = f"rank on {topo.spec.name} with {topo.node_count} nodes ({plural(len(mats), 'matrix')})"
+    ecmp = hashed(topo.spec)  # hashed routes: no two groups alike, each bounded on its own (jobsize)
     check_job(req.limits, mats, red, topo.devices, 1, len(mats) * len(settings), req.run.processes(len(mats)), where,
-              smaller)
+              smaller, int(ecmp))
     counts = dict(zip(mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits)))
     steps = dict(zip(mats, program_steps(mats, red, rules.profile, rules.max_size, req.limits)))
     tasks: list[ConfigTask] = []
@@ -219,12 +220,14 @@ def run_rank(req: RankRequest) -> RankResult:
                                                      if others else ""))
     size = job_size_text(req.limits, req.search, req.settings.engine, total, what)
     gpu_steps = topo.devices * sum(steps[t.matrices[0]] for t in tasks + others)
-    req.limits.check_cost(estimate(topo.devices, 1, gpu_steps, req.run.processes(len(tasks + others)),
-                                   [synthesis_cardinalities(m, red) for m in mats]), where, smaller)
+    cost = estimate(topo.devices, 1, gpu_steps, req.run.processes(len(tasks + others)),
+                    [synthesis_cardinalities(m, red) for m in mats], gpu_steps if ecmp else 0)
+    req.limits.check_cost(cost, where, smaller)
     warning = job.warn_memory()
     rest_results: list = []
     with req.run.executor(len(tasks + others)) as ex:
-        announce(f"{what}: {size} in {plural(len(tasks + others), 'task')} {req.run.where(len(tasks + others))}")
+        announce(f"{what}: {size} in {plural(len(tasks + others), 'task')} {req.run.where(len(tasks + others))}, "
+                 f"{cost.brief()}")
         results, stats = run_search(tasks, ex, req.top, **req.search.kwargs())
         if others:  # the other order: each matrix's best (no top k of its own)
             kept = {r.task.matrices[0] for r in results}

@@ -33,7 +33,7 @@ from ..util.table import Tabular
 from ..util.parsing import as_text, axis_indices, byte_size
 from .bindings import not_bound_by, program_bindings
 from .contexts import context_of
-from .jobsize import Limits, check_job, estimate, plural, program_counts, program_steps, synthesis_cardinalities
+from .jobsize import Limits, check_job, estimate, hashed, plural, program_counts, program_steps, synthesis_cardinalities
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
 from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
@@ -170,7 +170,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     simulations, largest = 0, None
     counted: dict[int, tuple[tuple[int, ...], list, list[int], list[int]]] = {}  # per node count: axes, matrices,
     # programs and their steps
-    gpu_steps, gpus, cards = 0, 0, []
+    gpu_steps, hashed_steps, gpus, cards = 0, 0, 0, []  # hashed: on ECMP fabrics (jobsize.ECMP_STEP_FACTOR)
     # a given program, and the plain AllReduce that its speedup is over
     text = None if req.program == "all" else parse_program(req.program).text
     given = None if text is None else tuple(dict.fromkeys((text, ALLREDUCE_TEXT)))
@@ -202,8 +202,9 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
                 Placement.of(topo.hierarchy, p, req.matrix)  # it fits this point's levels and axes
                 mats = [req.matrix]
             builds = sum(1 for q in req.points if q.nodes == pt.nodes)  # each point builds its own structures
+            ecmp_builds = sum(1 for q in req.points if q.nodes == pt.nodes and hashed(q.spec))
             check_job(req.limits, mats, red, topo.devices, builds, len(mats) * len(settings),
-                      req.run.processes(len(mats) * builds * len(settings)), where(pt.nodes), smaller)
+                      req.run.processes(len(mats) * builds * len(settings)), where(pt.nodes), smaller, ecmp_builds)
             if req.program == "all":
                 counted[pt.nodes] = (p, mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits),
                                      program_steps(mats, red, rules.profile, rules.max_size, req.limits))
@@ -214,6 +215,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
             cards += [synthesis_cardinalities(m, red) for m in mats]
         p, mats, counts, steps = counted[pt.nodes]
         gpu_steps += topo.devices * sum(steps) * len(settings)
+        hashed_steps += topo.devices * sum(steps) * len(settings) if hashed(pt.spec) else 0
         gpus = max(gpus, topo.devices)
         nbytes = default_bytes(topo) if req.bytes is None else req.bytes
         point_bytes.append(nbytes)
@@ -228,15 +230,15 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
             owners += [k] * len(split)
     what = f"{plural(len(req.points), 'point')}, {plural(len(settings), 'algorithm')}"
     size = job_size_text(req.limits, SearchOptions(req.exhaustive), req.settings.engine, simulations, what)
-    req.limits.check_cost(estimate(gpus, len(req.points), gpu_steps, req.run.processes(len(tasks)), cards),
-                          where(max(pt.nodes for pt in req.points)), smaller)
+    cost = estimate(gpus, len(req.points), gpu_steps, req.run.processes(len(tasks)), cards, hashed_steps)
+    req.limits.check_cost(cost, where(max(pt.nodes for pt in req.points)), smaller)
     warning = warn_memory(largest[1].spec, largest[0], req.bytes is None, largest[1].node_count)
     per_point: list[list[ConfigResult]] = [[] for _ in req.points]
     stats: list[SearchStats] = []
     rankings: list[Ranking] = []
     point_bounds: list[tuple[Binding, ...]] = []
     with req.run.executor(len(tasks)) as ex:
-        announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")
+        announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}, {cost.brief()}")
         for k in range(len(req.points)):  # each point's winner and matrices' bests: exact, with or without the bounds
             mine = [t for t, o in zip(tasks, owners) if o == k]
             # a given program is the one simulation of its point: nothing to bound
