@@ -9,8 +9,8 @@ grouped sends and receives (:mod:`p2sim.collectives.p2p`).  A row p2sim cannot p
 ``cannot predict: <reason>`` and left out of the scores.
 
 Per row: measured and predicted busbw (GB/s) and time (us), and measured / predicted busbw (``m/p``).
-Per group (every row; each collective; one node; above the node; each system and node count; the
-large rows, 16 MiB and more, of each system and node count): the median of m/p, its geometric standard
+Per group (every row; each collective; one node; above the node; each system, node count and GPUs per
+node; the large rows, 16 MiB and more, of each of those): the median of m/p, its geometric standard
 deviation (``gsd``, as ``p2sim validate`` computes it) and Spearman's rank correlation of measured and
 predicted busbw.  Last, the wall seconds of loading and predicting, and the process's CPU seconds and
 peak memory.
@@ -36,9 +36,12 @@ LARGE = 16 << 20  # the rows past the latency-bound part of every sweep kept her
 
 
 def _size(n: float) -> str:
+    # alltoall_perf rounds a size down to whole elements per peer (80 ranks: 33553920 B for 32 MiB),
+    # shown as ~32 MiB; the row's exact bytes are in its table
     for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= scale and n % scale == 0:
-            return f"{int(n // scale)} {unit}"
+        if n >= scale:
+            shown = f"{n / scale:.4g}"
+            return f"{shown} {unit}" if float(shown) * scale == n else f"~{shown} {unit}"
     return f"{n:.0f} B"
 
 
@@ -72,11 +75,13 @@ def _groups(preds: Sequence[CollectivePrediction]) -> list[tuple[str, Callable[[
     for coll in sorted({p.row.collective for p in preds}):
         out.append((coll, lambda p, c=coll: p.row.collective == c))
     out += [("one node", lambda p: p.row.nodes == 1), ("above the node", lambda p: p.row.nodes > 1)]
-    for system, nodes in sorted({(p.row.system, p.row.nodes) for p in preds}):
-        def same(p: CollectivePrediction, s: str = system, n: int = nodes) -> bool:
-            return p.row.system == s and p.row.nodes == n
-        out.append((f"{system} {nodes} node(s)", same))
-        out.append((f"{system} {nodes} node(s), >= 16 MiB", lambda p, f=same: f(p) and p.row.size_bytes >= LARGE))
+    # a layout is a system, a node count and the GPUs used in each node: the H100 all-to-all tables run
+    # 10 nodes of 1, 2, 4 and 8 GPUs, different traffic on the same nodes
+    for system, nodes, gpn in sorted({(p.row.system, p.row.nodes, p.row.gpus_per_node) for p in preds}):
+        def same(p: CollectivePrediction, s: str = system, n: int = nodes, g: int = gpn) -> bool:
+            return p.row.system == s and p.row.nodes == n and p.row.gpus_per_node == g
+        out.append((f"{system} {nodes} x {gpn} GPUs", same))
+        out.append((f"{system} {nodes} x {gpn} GPUs, >= 16 MiB", lambda p, f=same: f(p) and p.row.size_bytes >= LARGE))
     return out
 
 
