@@ -12,7 +12,10 @@ The cases: every program of every matrix (``rank``'s sweep) on a100 and v100 wit
 nodes, h100, dgx-h100, dgx1-v100, p2-16gpu and p4d with 2 nodes, at P2's buffer and at
 1 MiB (where LL and LL128 win), with NCCL's automatic choice, forced ring and tree, and
 the analytic model; P2's appendix (6256 simulations, ring and tree); the 1024-GPU runs of
-``simulate_scale.py``; and single collectives of 4096 and 16384 GPUs.
+``simulate_scale.py``; and single collectives of 4096 and 16384 GPUs.  ``--fabric`` (issue 34)
+adds the fabric systems -- superpod-h100, roce-h100 (ECMP, 2:1), gb200-nvl72-pod at a few node
+counts -- through ``rank`` (every simulated program, ``auto``
+and ``both``), ``whatif`` (rates, oversubscription, routing) and ``plan``.
 """
 
 from __future__ import annotations
@@ -120,6 +123,55 @@ def scale(out: dict, big: bool) -> None:
                 out[f"scale {system} {nodes} {algo} {name}"] = _program(r)
 
 
+# (system, nodes, axes, reduce, algo): rank's every simulated (matrix, algorithm, program)
+FABRIC_RANKS = [
+    ("superpod-h100", 64, "data=16,pipeline=4,tensor=8", "data", "auto"),
+    ("superpod-h100", 64, "data=64,tensor=8", "data", "both"),
+    ("roce-h100", 24, "data=6,pipeline=4,tensor=8", "data", "auto"),
+    ("gb200-nvl72-pod", 16, "data=32,pipeline=4,tensor=9", "data", "auto"),
+]
+# (system, nodes, axes, reduce, vary)
+FABRIC_WHATIFS = [
+    ("superpod-h100", 64, "data=32,pipeline=4,tensor=4", "data", ("leaf.oversubscription=1,2,4",)),
+    ("roce-h100", 16, "data=4,pipeline=4,tensor=8", "data", ("routing=ecmp,adaptive", "nic.bandwidth=25,50")),
+]
+
+
+def fabric(out: dict) -> None:
+    """The fabric systems through the studies, as a user runs them (issue 34)."""
+    from p2sim.studies.plan import PlanRequest, run_plan
+    from p2sim.studies.rank import RankRequest, run_rank
+    from p2sim.studies.whatif import WhatifRequest, run_whatif
+
+    gib = 4 * 2**30
+    for system, nodes, axes, red, algo in FABRIC_RANKS:
+        t = time.process_time()
+        res = run_rank(RankRequest.build(system=system, nodes=nodes, axes=axes, reduce=red, bytes=gib, algo=algo,
+                                         workers=1, yes=True))
+        for e in res.ranking.entries:
+            key = f"fabric rank {system} {nodes} {axes} {red} {algo} {e.matrix} {e.algo} {e.timing.text}"
+            out[key] = {"total": e.timing.seconds,
+                        "steps": [[s.op, s.seconds, s.groups, s.group_size, s.nodes_spanned, s.buffer_bytes,
+                                   [list(c) for c in s.choices]] for s in e.timing.steps]}
+        print(f"rank {system} {nodes} {axes} {algo}: {time.process_time() - t:.1f} CPU s", file=sys.stderr)
+    for system, nodes, axes, red, vary in FABRIC_WHATIFS:
+        res = run_whatif(WhatifRequest.build(system=system, nodes=nodes, axes=axes, reduce=red, vary=vary, bytes=gib,
+                                             workers=1, yes=True))
+        for row in res.rows:
+            for m in row["best_per_matrix"]:
+                key = f"fabric whatif {system} {nodes} {axes} {row['label']} {m['matrix']} {m['algo']}"
+                out[key] = {"total": m["best_seconds"],
+                            "steps": [["allreduce", m["allreduce_seconds"], m["programs"], 0, 0, 0.0, []]]}
+            out[f"fabric whatif {system} {nodes} {axes} {row['label']} winner"] = {
+                "total": row["seconds"], "steps": [[row["program"], 0.0, 0, 0, 0, 0.0, [[str(row["matrix"]), row["algo"]]]]]}
+    res = run_plan(PlanRequest.build(system="superpod-h100", nodes=64, axes="data=16,pipeline=4,tensor=8",
+                                     reductions=["data:1GiB", "tensor:64MiB x 16", "pipeline:16MiB x 4"],
+                                     data_axis="data", workers=1, yes=True))
+    for plan in res.plans:
+        out[f"fabric plan superpod-h100 64 {plan.matrix}"] = {"total": plan.total_seconds, "steps": [
+            [c.reduction.label, c.seconds, c.reduction.count, 0, 0, c.allreduce_seconds, [[c.program, c.algo]]] for c in plan.choices]}
+
+
 def compare(ref: dict, new: dict, rtol: float) -> tuple[int, float, list[str]]:
     bad: list[str] = []
     worst = 0.0
@@ -155,12 +207,17 @@ def main() -> int:
     g.add_argument("--check", metavar="FILE")
     ap.add_argument("--rtol", type=float, default=1e-9)
     ap.add_argument("--big", action="store_true", help="also 4096 and 16384 GPUs (slow before issue 15)")
+    ap.add_argument("--fabric", action="store_true", help="also the fabric systems through rank, whatif and plan")
+    ap.add_argument("--only-fabric", action="store_true", help="only the fabric cases")
     args = ap.parse_args()
     out: dict = {}
     t = time.perf_counter()
-    sweeps(out)
-    appendix(out)
-    scale(out, args.big)
+    if not args.only_fabric:
+        sweeps(out)
+        appendix(out)
+        scale(out, args.big)
+    if args.fabric or args.only_fabric:
+        fabric(out)
     print(f"simulated {len(out)} results in {time.perf_counter() - t:.1f} s", file=sys.stderr)
     if args.write:
         Path(args.write).write_text(json.dumps(out, sort_keys=True))

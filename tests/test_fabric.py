@@ -261,15 +261,17 @@ def test_a_partial_last_unit_has_its_nodes_leaves_and_routes(system, nodes, unit
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.integers(1, 3), st.integers(0, 7), st.sampled_from(["adaptive", "ecmp"]), st.integers(1, 6))
-def test_moved_groups_get_the_routes_built_in_place(span, first, routing, shift):
-    """A move that the key allows maps every route to the route built where the group lands."""
+@given(st.integers(1, 3), st.integers(0, 7), st.sampled_from(["adaptive", "ecmp"]), st.integers(1, 6),
+       st.integers(1, 5))
+def test_moved_groups_get_the_routes_built_in_place(span, first, routing, shift, stride):
+    """A move that the key allows maps every route to the route built where the group lands: strided
+    groups too, which the tiers' shape key lets move by less than a tier's group."""
     topo = Topology(fabric_system(nodes_per_leaf=2, oversubscription=1.0, routing=routing,
                                   tiers='[{ name = "leaf", nodes = 2 }, { name = "spine", nodes = 4 }, '
                                         '{ name = "core" }]'), 16)
-    nodes = list(range(first, min(first + span, 16)))
+    nodes = [n for n in range(first, first + stride * span, stride) if n < 16]
     d = shift
-    if nodes[-1] + d >= 16 or topo.move_key(nodes[0], nodes[-1]) != topo.move_key(nodes[0] + d, nodes[-1] + d):
+    if nodes[-1] + d >= 16 or topo.move_key(nodes) != topo.move_key([n + d for n in nodes]):
         return
     for a in nodes:
         for b in nodes:
@@ -349,3 +351,78 @@ def test_shipped_fabrics_load_with_the_same_links(name, routing, links, digest):
     topo = Topology(spec.with_fabric(replace(spec.fabric, routing=routing)), 256)
     assert len(topo.capacity) == links
     assert hashlib.sha256(topo.capacity.tobytes() + topo.latency.tobytes()).hexdigest()[:16] == digest
+
+
+def _shape_classes_against_flows(system: str, nodes: int, axes: tuple[int, ...], algo: str,
+                                 limit: int = 8) -> tuple[int, int]:
+    """Every matrix's data-axis AllReduce step: each class of the tiers' shape key is exact (a member's
+    own collective, built where it is, loads the template's links moved to it) and refines the
+    flow-level symmetry (the k-th flows of its members are in one class of :func:`quotient`).
+    Returns (groups, classes) over the first ``limit`` matrices."""
+    from p2sim.collectives import Expander
+    from p2sim.formalism.placement import enumerate_matrices
+    from p2sim.sim.simulator import _moved_classes
+    from p2sim.sim.symmetry import quotient
+
+    topo = load_system(system, nodes)
+    gpn = topo.gpus_per_node
+    sim = Simulator(topo, algo)
+    groups_seen = classes_seen = 0
+    for m in enumerate_matrices(topo.hierarchy, axes)[:limit]:
+        step = Lowering.of(Placement.of(topo.hierarchy, axes, m), [0]).lower(parse_program("AllReduce(slice=0, Inside)"))[0]
+        v = [2.0**30] * len(step.groups)
+        classes = []
+        for g, vol, shifts, members in _moved_classes(topo, step.groups, v):
+            a, p = sim.expander.choose("AllReduce", g, vol, algo, "auto")
+            c = sim.expander.collective(a, p, "AllReduce", g, vol)
+            classes.append((c, vol, shifts, members))
+            e, load = c.link_load()
+            for k in {0, len(members) - 1}:  # built in place by a fresh expander (nothing moved)
+                other = step.groups[int(members[k])]
+                own = Expander(topo, sim.expander.rates).collective(a, p, "AllReduce", other, vol)
+                oe, oload = own.link_load()
+                moved = topo.move_edges(e, min(g) // gpn, shifts[k:k + 1])[0]
+                assert sorted(zip(moved.tolist(), load.tolist())) == sorted(zip(oe.tolist(), oload.tolist()))
+        groups_seen += len(step.groups)
+        classes_seen += len(classes)
+        flows, capacity = sim._flow_arrays("AllReduce", step.groups, classes)
+        q = quotient(flows.indptr, flows.edges, flows.coef, capacity, flows.volume, flows.latency)
+        per_group = len(flows.volume) // len(step.groups)
+        of_flow = (np.arange(len(flows.volume)) if q is None else q.of_flow).reshape(len(step.groups), per_group)
+        for _, _, _, members in classes:
+            assert (of_flow[members] == of_flow[members[0]]).all(), (system, nodes, m)
+    return groups_seen, classes_seen
+
+
+@pytest.mark.parametrize(("system", "nodes", "axes"), [
+    ("superpod-h100", 64, (16, 4, 8)),
+    ("superpod-h100", 512, (128, 4, 8)),
+    ("roce-h100", 64, (16, 4, 8)),
+    ("gb200-nvl72-pod", 64, (64, 8, 9)),
+    ("perlmutter", 256, (64, 4, 4)),
+    ("dgx-b200", 64, (16, 4, 8)),
+])
+def test_the_tiers_shape_symmetry_is_exact_and_refines_the_flow_level_one(system, nodes, axes):
+    # ECMP: every group over several nodes is built where it is, so fewer of its matrices
+    groups, classes = _shape_classes_against_flows(system, nodes, axes, "ring", 3 if system == "roce-h100" else 8)
+    assert classes < groups or system == "roce-h100"
+
+
+def test_a_strided_group_is_one_class_wherever_its_stage_is():
+    """Data-parallel groups with one node per pipeline stage in every unit (nodes p, p + 4, ...) differ
+    only by position: one class per local GPU (each its rail), not one per stage as well."""
+    from p2sim.sim.simulator import _moved_classes
+
+    topo = load_system("superpod-h100", 64)  # 2 units of 32 nodes
+    groups = [tuple((p + 4 * k) * 8 + g for k in range(16)) for p in range(4) for g in range(8)]
+    classes = list(_moved_classes(topo, groups, [1.0] * len(groups)))
+    assert len(classes) == 8
+    assert sorted(len(members) for *_, members in classes) == [4] * 8
+
+
+def test_groups_spanning_into_a_partial_last_unit_are_only_themselves():
+    """The fabric is irregular there: the key leaves those groups to the flow-level symmetry."""
+    f = load_system("superpod-h100", 48).fabric  # units of 32 nodes: the second holds 16
+    keys = f.move_keys(np.array([[0, 1], [32, 33], [30, 33], [29, 32], [0, 31]]))
+    assert keys[:, 0].tolist() == [-1, -1, 30, 29, -1]  # inside a unit, even the partial one: moves
+    assert (keys[0] == keys[1]).all()

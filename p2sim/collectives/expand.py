@@ -193,7 +193,7 @@ class Expander(ShapeMemo, Structures, Choice):
             first = min(members) // gpn
             local = tuple(m - first * gpn for m in members)
             # groups with equal local members and fabric keys are each other moved (an exact symmetry)
-            where = self.topo.move_key(first, max(members) // gpn)
+            where = self.topo.move_key(np.asarray(members, dtype=np.int64) // gpn)
             mkey = (algo, proto, op, local, where, used, share, plateau, chunk, loop, threads, fits)
             seen = self._moved.get(mkey)
             if seen is not None:
@@ -264,7 +264,7 @@ class Expander(ShapeMemo, Structures, Choice):
         gpn = self.topo.gpus_per_node
         first = min(members) // gpn
         local = tuple(m - first * gpn for m in members)
-        where = self.topo.move_key(first, max(members) // gpn)
+        where = self.topo.move_key(np.asarray(members, dtype=np.int64) // gpn)
         seen = self._moved.get((algo, proto, op, local, where, used, share, plateau, chunk, loop, threads, fits))
         if seen is not None:  # the same group moved: an exact symmetry keeps its figures
             return seen.tuning

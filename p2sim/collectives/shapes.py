@@ -40,7 +40,7 @@ class ShapeMemo:
         gpn = self.topo.gpus_per_node
         arr = np.asarray(members, dtype=np.int64)
         node = arr // gpn
-        fabric = self.topo.move_key(int(node.min()), int(node.max()))  # where the group sits in a fabric's tiers
+        fabric = self.topo.move_key(node)  # where the group sits in a fabric's tiers
         # per member: node offset and local GPU class; per node (in order of first appearance):
         # the relations of its members' pairs in member order -- together they say what the
         # pairs (i, j, relation) of same-node members would, read in a fixed order

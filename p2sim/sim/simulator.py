@@ -422,7 +422,7 @@ def _moved_classes(topo: Topology, groups: Sequence[Sequence[int]], volumes: Seq
         arr = np.array(groups, dtype=np.int64)
         first = arr.min(axis=1) // gpn
         cols = [arr - (first * gpn)[:, None], np.asarray(volumes, dtype=float).view(np.int64)[:, None]]
-        cols.append(topo.move_keys(first, arr.max(axis=1) // gpn))
+        cols.append(topo.move_keys(arr // gpn))
         key = np.concatenate(cols, axis=1)
         _, rep, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
@@ -435,7 +435,7 @@ def _moved_classes(topo: Topology, groups: Sequence[Sequence[int]], volumes: Seq
     classes: dict[tuple, list[int]] = {}
     for i, g in enumerate(groups):
         f = min(g) // gpn
-        classes.setdefault((tuple(m - f * gpn for m in g), volumes[i], topo.move_key(f, max(g) // gpn)),
+        classes.setdefault((tuple(m - f * gpn for m in g), volumes[i], topo.move_key([m // gpn for m in g])),
                            []).append(i)
     for members in classes.values():
         r = members[0]

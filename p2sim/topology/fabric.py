@@ -22,8 +22,8 @@ them); a higher group's, its children's uplinks over its own oversubscription.
 A route between NIC ``x`` of node ``p`` and NIC ``y`` of node ``q`` climbs to the lowest
 tier where the two meet -- the same leaf, else the lowest tier whose group holds both --
 and back down.  Moving a group of nodes by ``d`` is an exact symmetry when, at every tier,
-either the group stays inside one group of that tier or ``d`` is a multiple of the tier's
-group size (:meth:`Fabric.move_key`); the link ids then move by arithmetic too
+every member moves by the same number of that tier's groups -- the group's shape relative to
+the tiers is the same (:meth:`Fabric.move_keys`); the link ids then move by arithmetic too
 (:meth:`Fabric.move`).
 
 Examples
@@ -318,26 +318,32 @@ class Fabric:
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
     # -- symmetry ------------------------------------------------------------------------
-    def move_key(self, first: int, last: int) -> tuple[int, ...]:
-        """What two groups of nodes ``first .. last`` must share for one to be the other moved.
+    def move_keys(self, nodes: np.ndarray) -> np.ndarray:
+        """What groups of nodes (a row each, ``nodes[i]`` in member order) must share for one to be another
+        moved: an array with a row per group, equal rows (of groups of equal shape) are each other moved.
 
-        Per tier: whether the nodes span several of its groups and, if they do, where the
-        first node sits in its group (a move then shifts whole groups): ``-1``, or the
-        offset.  With ECMP a route's port depends on the nodes themselves, so a group over
-        several nodes is only itself (its first node leads the key).
+        The group's shape relative to the tiers: per tier, each member's tier group less the first
+        node's.  Two groups of one node shape (``nodes - first``) with equal patterns are each other
+        moved by ``d`` (the first nodes' difference) with every member shifting by the same number of
+        groups at every tier -- the shift :meth:`move` applies, so the move is exact (the switches of
+        a tier are alike, and a group's links and routes depend only on which of them it uses).  This
+        is coarser than "where the first node sits in its group": a data-parallel group with one node
+        per pipeline stage of every unit is one class wherever its stage is.  The first column is
+        ``-1``, or the first node where a group over several nodes is only itself: with ECMP (a
+        route's port depends on the nodes themselves), or when it spans into a partly filled last
+        group of a tier (irregular: flow-level symmetry is left to find what is alike).
         """
-        if first == last:
-            return (-1,) * (len(self.sizes) + 1)
-        return (first if self.ecmp else -1,) + tuple(-1 if first // s == last // s else first % s for s in self.sizes)
-
-    def move_keys(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
-        """:meth:`move_key` of many groups: an array ``(len(first), len(self.sizes) + 1)``."""
-        first, last = np.asarray(first, dtype=np.int64), np.asarray(last, dtype=np.int64)
+        nodes = np.atleast_2d(np.asarray(nodes, dtype=np.int64))
+        first, last = nodes.min(axis=1), nodes.max(axis=1)
         multi = first != last
-        cols = [np.where(multi & self.ecmp, first, -1)]
+        alone = multi & self.ecmp
+        cols = []
         for s in self.sizes:
-            cols.append(np.where(multi & (first // s != last // s), first % s, -1))
-        return np.stack(cols, axis=1)
+            spans = first // s != last // s
+            if self.nodes % s:
+                alone = alone | (spans & (last // s == self.nodes // s))
+            cols.append(np.where(spans[:, None], nodes // s - (first // s)[:, None], 0))
+        return np.concatenate([np.where(alone, first, -1)[:, None], *cols], axis=1)
 
     def move(self, edges: np.ndarray, first: int, shifts: np.ndarray) -> np.ndarray:
         """The ids of fabric links ``edges`` (of a group whose first node is ``first``) after moving

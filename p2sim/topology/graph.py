@@ -28,6 +28,7 @@ a channel does.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from functools import cached_property
 
 import networkx as nx
@@ -323,24 +324,28 @@ class Topology:
         """``(edges, nodes) -> edges``: :meth:`move_edges` of one move, for a group whose first node is ``first``."""
         return lambda edges, nodes: self.move_edges(edges, first, np.array([nodes]))[0]
 
-    def move_key(self, first: int, last: int) -> tuple[int, ...]:
-        """Groups of nodes ``first .. last`` with equal keys (and equal shapes) are each other moved.
+    def move_key(self, nodes: Sequence[int] | np.ndarray) -> bytes:
+        """Groups over ``nodes`` (each member's node, in member order) with equal keys (and equal
+        local shapes) are each other moved: :meth:`move_keys` of one group, as bytes."""
+        return self.move_keys(np.asarray(nodes, dtype=np.int64)[None, :])[0].tobytes()
 
-        Without a fabric every move between nodes is a symmetry (the key is empty).
+    def move_keys(self, nodes: np.ndarray) -> np.ndarray:
+        """:meth:`move_key` of many groups (a row of member nodes each): an array with a row each.
+
+        Without a fabric every move between nodes is a symmetry (the key is empty); a fabric's is
+        the group's shape relative to its tiers (:meth:`~p2sim.topology.fabric.Fabric.move_keys`).
         """
-        return tuple(self.move_keys(np.array([first]), np.array([last]))[0].tolist())
-
-    def move_keys(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
-        """:meth:`move_key` of many groups (first and last nodes): an array with a row each."""
+        nodes = np.asarray(nodes, dtype=np.int64)
         cols = []
         if self.fabric is not None:
-            cols.append(self.fabric.move_keys(first, last))
+            cols.append(self.fabric.move_keys(nodes))
         if self.spec.faults:  # groups a fault may touch are only themselves: their first node leads the key
+            first, last = nodes.min(axis=1), nodes.max(axis=1)
             bad = np.array([f.node for f in self.spec.faults if isinstance(f, NodeFault)], dtype=np.int64)
             touched = (first != last) | np.isin(first, bad)
             cols.append(np.where(touched, first, -1)[:, None])
         if not cols:
-            return np.zeros((len(first), 0), dtype=np.int64)
+            return np.zeros((len(nodes), 0), dtype=np.int64)
         return np.concatenate(cols, axis=1)
 
     # -- naming -------------------------------------------------------------------
