@@ -212,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "directory's systems.csv does not map")
     p.add_argument("--folds", default=str(o.FOLDS),
                    help=f"with --calibrate-on: k-fold cross-validation over groups (default: {o.FOLDS})")
+    p.add_argument("--split", default=o.SPLIT, metavar="none|sizes",
+                   help="with --calibrate-on: 'sizes' calibrates on every other size of the single-collective rows "
+                        f"and scores the sizes between, per size class (default: {o.SPLIT})")
     _add_engine(p, "des or analytic", "; the baseline is always scored beside it")
     p.add_argument("--allow-emulated", action="store_true",
                    help="score (and calibrate on) bench_nccl's CPU emulations (--backend numpy) without a warning")
