@@ -245,8 +245,10 @@ def whatif(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes 
            algo: str = o.ALGO, proto: str = o.PROTO, engine: str = o.ENGINE, profile: str = o.PROFILE,
            max_size: Count = o.MAX_SIZE, order: str = o.ORDER, exhaustive: bool = False, workers: Count | None = None,
            scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
-           max_simulations: Count | None = None, yes: bool = False) -> WhatifResult:
-    """The best placement and program at every point of varied systems (``p2sim whatif``).
+           max_simulations: Count | None = None, yes: bool = False, matrix: MatrixLike | None = None,
+           program: str = o.PROGRAM) -> WhatifResult:
+    """The best placement and program at every point of varied systems (``p2sim whatif``); with ``matrix``
+    (and ``program``) that placement's best program (that program) at every point.
 
     Returns
     -------

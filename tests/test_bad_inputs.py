@@ -216,6 +216,16 @@ def test_whatif_queue_pairs_are_refused_outside_their_range_and_transport(capsys
             says=("--vary: qps_per_connection: a100 has no [fabric]",))
 
 
+def test_whatif_matrix_and_program_are_refused_as_simulate_refuses_them(capsys):
+    whatif = ("whatif", "--system", "h100", "--nodes", "2", "--vary", "nic.bandwidth=25")
+    refused(capsys, *whatif, "--axes", "16", "--matrix", "[[4 8]]",
+            says=("matrix: [[4 8]] row 0 multiplies to 32, not axis size 16",))
+    refused(capsys, *whatif, "--axes", "2,8", "--program", "AllReduce(slice=0, Inside)",
+            says=("matrix: axes 2,8 have 2 matrices; a --program needs one", '"[[2 1] [1 8]]"'))
+    refused(capsys, *whatif, "--axes", "2,8", "--matrix", "[[2 1] [1 8]]", "--program", "AllReduce(slice=1, Inside)",
+            says=("program: slice 1 of AllReduce(slice=1, Inside)",))
+
+
 @pytest.mark.parametrize(("argv", "says"), [
     (["simulate", "--system", "dgx-h100", "--algo", "collnet_direct"], ("collnet_direct", "no SHARP tier")),
     (["simulate", "--system", "dgx-a100", "--algo", "nvls"], ("nvls cannot run on dgx-a100", "ampere")),

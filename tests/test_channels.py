@@ -51,3 +51,26 @@ def test_channels_are_dealt_over_every_nic_and_gpu():
 def test_min_and_max_channels_clamp(k):
     topo = rail_nodes(8, 8, extra=f"[nccl]\nmax_channels = {k}\n")
     assert Expander(topo).channels(range(16)) == k
+
+
+def test_scheduler_gives_each_channel_32k_of_traffic():
+    """scheduleCollTasksToPlan (enqueue.cc): cells of 32 KiB of traffic, at least one a channel."""
+    from p2sim.collectives.channels import scheduled_channels
+    # 64 KiB AllReduce, LL128: 128 KiB of traffic = 4 cells, though topoGetAlgoInfo allows 12 channels
+    assert scheduled_channels("AllReduce", "LL128", 65536, 8, 12) == 4
+    # LL's traffic counts x4: 64 KiB -> 512 KiB of traffic = 16 cells
+    assert scheduled_channels("AllReduce", "LL", 65536, 8, 24) == 16
+    # 1 MiB AllReduce over 24 channels: 64 cells of 16 KiB, ceil(2 MiB / 24 / 32 KiB) = 3 a channel -> 22
+    assert scheduled_channels("AllReduce", "Simple", 2**20, 8, 24) == 22
+    assert scheduled_channels("AllReduce", "Simple", 8, 8, 24) == 1
+
+
+def test_threads_halve_below_the_threshold_to_64():
+    """topoGetAlgoInfo (enqueue.cc): nt halves while nBytes < nc x nt x threshold and nt % 128 == 0."""
+    from p2sim.collectives.channels import threads_used
+    assert threads_used("Simple", 32768, 1, 64) == 512  # 1 x 512 x 64 = 32 KiB: no halving
+    assert threads_used("Simple", 32767, 1, 64) == 256
+    assert threads_used("Simple", 16383, 1, 64) == 128
+    assert threads_used("Simple", 8191, 1, 64) == 64
+    assert threads_used("Simple", 8, 1, 64) == 64  # 64 is no multiple of 128
+    assert threads_used("LL128", 8, 1, 8) == 320

@@ -223,3 +223,52 @@ def test_nvls_tree_fill_grows_with_the_trees_depth():
     assert ex._fill("nvls_tree", "AllReduce", 2, c.channels, 8 * 131072, 1e11) == pytest.approx(
         4 * 16 * 8 * 131072 / 1e11)
     assert ex._fill("ring", "AllReduce", 2, 16, 8 * 131072, 1e11) == 0.0  # a ring's steps are NCCL's latency
+
+
+def test_a_ring_on_fewer_channels_moves_at_its_ctas_share():
+    """Medium-size ramp: at 64 KiB NCCL runs 2 of the 24 channels of 8 A100s (64 KiB / (512 threads x 64 B));
+    each CTA moves the node's ring rate over 24 channels, not all of NVLink."""
+    ex = Expander(load_system("dgx-a100", nodes=1))
+    m = tuple(range(8))
+    full = ex.collective("ring", "Simple", "AllReduce", m, 2**30)
+    small = ex.collective("ring", "Simple", "AllReduce", m, 65536)
+    assert small.channels == 2 and full.channels == 24
+    per = ex._node_channel_rate(m)
+    assert per == pytest.approx(240.0 / 24)  # NVLink 3 at NCCL's 240 GB/s over 24 channels
+    assert small.algbw(ex.topo.capacity) * small.bus_factor == pytest.approx(2 * per * 1e9)
+    assert full.algbw(ex.topo.capacity) * full.bus_factor > 20 * per * 1e9  # all channels: the links bind
+
+
+def test_a_ring_with_halved_threads_moves_at_their_share():
+    """Below 32 KiB a Simple ring runs 1 channel with 512 threads halved (enqueue.cc): 16 KiB - 1 gets 128."""
+    ex = Expander(load_system("dgx-a100", nodes=1))
+    m = tuple(range(8))
+    c = ex.collective("ring", "Simple", "AllReduce", m, 16383)
+    assert c.channels == 1
+    assert c.algbw(ex.topo.capacity) * c.bus_factor == pytest.approx(ex._node_channel_rate(m) * 128 / 512 * 1e9)
+
+
+def test_the_ring_plateau_counts_the_communicators_channels():
+    """ncclTopoGetAlgoTime: nBytes / (comm->nChannels x nRanks) >= 64, with every channel of the communicator."""
+    ex = Expander(load_system("dgx-a100", nodes=2))
+    m = tuple(range(16))
+    full = ex.channels(m)
+    nbytes = 64 * 16 * full - 16  # below the plateau with all channels, above it with the one NCCL runs
+    c = ex.collective("ring", "Simple", "AllReduce", m, nbytes)
+    above = ex.collective("ring", "Simple", "AllReduce", m, 64 * 16 * full)
+    assert c.channels < full
+    assert above.latency / c.latency == pytest.approx(1.4, rel=1e-3)
+
+
+def test_a_collective_does_not_depend_on_the_sizes_built_before_it():
+    """Whether a connection's chunks all fit in flight (pipeline.window) depends on the size: a tree over 6 + 6
+    H100s at 56 MiB keeps its window cap whether or not 40 MiB was built first (the cache once returned the
+    40 MiB collective, which has none)."""
+    topo = load_system("h100", 2)
+    members = tuple(range(6)) + tuple(range(8, 14))
+    fresh = Expander(topo).collective("tree", "Simple", "AllReduce", members, 56 * 2**20)
+    ex = Expander(topo)
+    ex.collective("tree", "Simple", "AllReduce", members, 40 * 2**20)
+    after = ex.collective("tree", "Simple", "AllReduce", members, 56 * 2**20)
+    assert [f.caps for f in after.flows] == [f.caps for f in fresh.flows]
+    assert after.latency == fresh.latency

@@ -53,3 +53,42 @@ def test_two_logs_of_one_configuration_that_disagree_are_refused(tmp_path):
     with pytest.raises(MeasurementError, match=r"b.txt:\d+: seconds: .* but .*a.txt:\d+ measured the same "
                                                r"configuration .* 2x apart"):
         load_inputs(tmp_path, system="dgx-h100")
+
+
+_TABLE = """```txt
+0: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+0:            8             2     float     sum      -1    164.3    0.00    0.00      0    163.3    0.00    0.00      0
+0:   2147483648     536870912     float     sum      -1    51406   41.78   78.33      0    51406   41.77   78.33      0
+```
+"""
+
+
+def test_a_table_without_rank_lines_reads_with_the_layout_its_mapping_gives(tmp_path):
+    (tmp_path / "p4de.txt").write_text(_TABLE)
+    (tmp_path / "systems.csv").write_text("file,system,hca,algo,nodes,gpus_per_node,collective\n"
+                                          "p4de.txt,p4d,,,2,8,AllReduce\n")
+    rows = load_inputs(tmp_path).collectives
+    assert [(r.system, r.collective, r.nodes, r.gpus_per_node, r.size_bytes) for r in rows[::2]] == [
+        ("p4d", "AllReduce", 2, 8, 8.0), ("p4d", "AllReduce", 2, 8, 2147483648.0)]
+    # without the layout: one line naming the file, the line and the missing field
+    (tmp_path / "systems.csv").write_text("file,system,collective\np4de.txt,p4d,AllReduce\n")
+    with pytest.raises(MeasurementError, match=r"p4de.txt:4: table: the table stops here without nccl-tests' "
+                                               r"closing .* read when the log's nodes and gpus_per_node are given"):
+        load_inputs(tmp_path)
+    (tmp_path / "p4de.txt").write_text(_TABLE.replace("```\n", "# Avg bus bandwidth    : 39.17\n```\n"))
+    with pytest.raises(MeasurementError, match=r"p4de.txt:2: Rank: no '#  Rank N \.\.\. on HOST device D' lines "
+                                               r"before this table.*nodes and gpus_per_node are given"):
+        load_inputs(tmp_path)
+
+
+@pytest.mark.parametrize("columns, row, match", [
+    ("nodes", "2", r"systems.csv:2: gpus_per_node: missing; nodes is given, and a log's layout needs both"),
+    ("nodes,gpus_per_node", "2,eight", r"systems.csv:2: gpus_per_node: 'eight' is not a whole number >= 1"),
+    ("nodes,gpus_per_node", "0,8", r"systems.csv:2: nodes: '0' is not a whole number >= 1"),
+    ("collective", "all_reduce", r"systems.csv:2: collective: 'all_reduce' is not one of AllReduce"),
+])
+def test_a_mapping_with_a_bad_layout_names_its_line_and_field(tmp_path, columns, row, match):
+    (tmp_path / "p4de.txt").write_text(_TABLE)
+    (tmp_path / "systems.csv").write_text(f"file,system,{columns}\np4de.txt,p4d,{row}\n")
+    with pytest.raises(MeasurementError, match=match):
+        load_inputs(tmp_path)

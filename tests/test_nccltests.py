@@ -339,3 +339,59 @@ def test_split_rows_need_consistent_groups():
     with pytest.raises(MeasurementError, match=r"concurrent_groups: \[0, 16\] is not .* among the 16 placed"):
         replace(row, concurrent_groups=((0, 16),))
     assert replace(row, concurrent_groups=row.concurrent_groups[:1]).groups == 1  # one communicator, placed
+
+
+# a table as a README publishes it: srun --label prefixes, no parameter line, no rank lines, no
+# closing lines, inside a code fence with prose after it (2 nodes x 8 GPUs: busbw = algbw x 1.875)
+_BARE = """All_reduce performance test on 2 nodes, the output should look as below.
+```txt
+0: #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+0: #        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+0:            8             2     float     sum      -1    164.3    0.00    0.00      0    163.3    0.00    0.00      0
+0:      1048576        262144     float     sum      -1    309.4    3.39    6.35      0    307.3    3.41    6.40      0
+0:   2147483648     536870912     float     sum      -1    51406   41.78   78.33      0    51406   41.77   78.33      0
+```
+
+1. To change the collective, edit the sbatch file.
+"""
+
+
+def test_a_table_without_rank_lines_and_closing_lines_reads_with_its_layout():
+    rows = parse_nccltests(_BARE, "all_reduce_perf.md", system="p4d", nodes=2, gpus_per_node=8)
+    assert [(r.nodes, r.gpus_per_node, r.size_bytes, r.in_place) for r in rows[::2]] == [
+        (2, 8, 8.0, False), (2, 8, 1048576.0, False), (2, 8, 2147483648.0, False)]  # the prose's "1." is no row
+    assert rows[-1].seconds == pytest.approx(51406e-6) and rows[-1].collective == "AllReduce" and rows[-1].gpu == ""
+    # without the layout: refused, naming the line and the missing field
+    header = line_of(_BARE.splitlines(), "#       size")
+    fails(_BARE.replace("```\n\n1.", "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1\n```\n\n1."),
+          "all_reduce.md", f"all_reduce.md:{header}: Rank: no '#  Rank N ... on HOST device D' lines before this table; nccl-tests "
+          "prints them under '# Using devices' (is the head of the log missing? A table published without them is "
+          "read when the log's nodes and gpus_per_node are given)")
+    last = line_of(_BARE.splitlines(), "2147483648 ")
+    fails(_BARE, "all_reduce.md", f"all_reduce.md:{last}: table: the table stops here without nccl-tests' closing '# Avg bus "
+          "bandwidth' line")
+    # the wrong layout: the bus factor of 4 ranks is not the table's
+    fails(_BARE, "all_reduce.md", "busbw (out-of-place): 6.35 GB/s is not algbw x 1.5, the bus factor of AllReduce on 4 ranks",
+          nodes=2, gpus_per_node=2)
+
+
+def test_a_layout_given_beside_a_log_is_checked():
+    fails(_BARE, "all_reduce.md", "all_reduce.md: gpus_per_node: missing; nodes is given, and a log's layout needs both", nodes=2)
+    fails(_BARE, "all_reduce.md", "all_reduce.md: nodes: 0 is not a whole number >= 1", nodes=0, gpus_per_node=8)
+    # a log with rank lines: they must agree with the layout
+    src = lines(TWO)
+    fails(text(TWO), "two.txt", f"two.txt:{line_of(src, '#  Rank  0')}: nodes: the rank lines say 2 x 8 ranks (nodes "
+          "x per node), but 1 x 16 is given for this log", nodes=1, gpus_per_node=16)
+    assert parse_nccltests(text(TWO), "two.txt", system="h100", nodes=2, gpus_per_node=8) == \
+        parse_nccltests(text(TWO), "two.txt", system="h100")
+
+
+def test_a_table_without_closing_lines_must_reach_the_parameter_lines_max_bytes():
+    params = "# nThread 1 nGpus 1 minBytes 8 maxBytes 4294967296 step: 2(factor) warmup iters: 5 iters: 20\n"
+    bare = _BARE.replace("```txt\n", "```txt\n" + params)
+    last = line_of(bare.splitlines(), "2147483648 ")
+    fails(bare, "all_reduce.md", f"all_reduce.md:{last}: table: the table stops at 2147483648 B, without nccl-tests' closing lines, but "
+          "the parameter line's maxBytes is 4294967296 (the next size, 4294967296 B, is missing: a cut log)",
+          nodes=2, gpus_per_node=8)
+    whole = bare.replace("maxBytes 4294967296", "maxBytes 2147483648")
+    assert len(parse_nccltests(whole, "all_reduce.md", system="p4d", nodes=2, gpus_per_node=8)) == 6

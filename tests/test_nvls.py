@@ -112,7 +112,7 @@ def test_nvls_tree_each_head_nic_carries_one_over_heads_of_the_network_traffic()
     c = Expander(topo).collective("nvls_tree", "Simple", "AllReduce", tuple(range(144)), 2**30)
     edges, coef = c.link_load()
     load = dict(zip(edges.tolist(), coef.tolist()))
-    per_nic = [sum(load.get(e, 0.0) for e in topo._network_edges_of(0, f"nic{i}")) for i in range(72)]
+    per_nic = [sum(load.get(e, 0.0) for e in topo.network_edges_of(0, f"nic{i}")) for i in range(72)]
     total = sum(per_nic)
     assert total > 0
     assert all(x == pytest.approx(total / 32) for x in per_nic[:32]) and not any(per_nic[32:])
@@ -135,3 +135,21 @@ def test_nvls_tree_busbw_falls_as_racks_are_added_once_the_network_binds(tmp_pat
     # beyond, the NICs carry the same, and the trees' depth adds 2 log2(racks) network steps: busbw keeps falling
     busbw = [sweep(system=path, nodes=r, minbytes=2**29, maxbytes=2**29).points[0].busbw for r in (2, 4, 8, 16)]
     assert all(a > b for a, b in zip(busbw, busbw[1:]))
+
+
+def test_nvls_tree_two_trees_hash_apart_under_ecmp():
+    # NVLS-Tree's channel c follows tree c % 2 (src/graph/connect.cc, connectNvls): a head slot's two trees
+    # are two channels with connections of their own, so between two nodes of different stripes of
+    # roce-h100 (ECMP) the two trees' hops between the same heads hash independently onto the 8 ports
+    topo = load_system("roce-h100", 16)
+    f = topo.fabric
+    members = tuple(range(8)) + tuple(range(64, 72))  # node 0 and node 8: leaves of different stripes
+    c = Expander(topo).collective("nvls_tree", "Simple", "AllReduce", members, 2**30)
+    pairs: dict[tuple[int, int, int], set[tuple[int, ...]]] = {}
+    for i, flow in enumerate(c.flows):
+        for h in flow.hops:
+            if h.inter_node:
+                pairs.setdefault((i, h.src, h.dst), set()).add(tuple(e for e in h.edges if f.first <= e < f.end))
+    assert len(pairs) == 2 * len(c.flows)  # per head slot: head to head, each way
+    apart = sum(len(v) == 2 for v in pairs.values())
+    assert apart >= len(pairs) // 2  # one salt for both trees: never apart

@@ -65,34 +65,54 @@ def _ecmp(qps: int, seed: int = 5, routing: str = "ecmp", oversubscription: floa
     return Topology(replace(spec, nccl=replace(spec.nccl, ib_qps_per_connection=qps)), 4)
 
 
-def _rates(topo, groups) -> list[float]:
-    """Each group's AllReduce rate (buffer bytes/s) when all run at once over the fabric (no latency)."""
+def _rates(topo, groups, op: str = "AllReduce") -> list[float]:
+    """Each group's ``op`` rate (buffer bytes/s) when all run at once over the fabric (no latency)."""
     import numpy as np
 
     from p2sim.sim.engine import FlowSpec, run_flows
 
-    colls = [Expander(topo).collective("ring", "Simple", "AllReduce", g, 2**30) for g in groups]
+    colls = [Expander(topo).collective("ring", "Simple", op, g, 2**30) for g in groups]
     flows = [FlowSpec(*c.link_load(), 1e9, 0.0) for c in colls]
     _, records, _ = run_flows(flows, topo.capacity, record=True)
     assert all(len(c.flows) == 1 for c in colls) and np.all(topo.capacity > 0)
     return [1e9 / (r.end - r.start) for r in records]
 
 
+def _ports(topo, flow) -> set[str]:
+    """The uplink ports a flow's hops take (``leaf 0 port 1 up``, ...)."""
+    f = topo.fabric
+    return {f.describe(e) for h in flow.hops for e in h.edges if f.first <= e < f.end and "port" in f.describe(e)}
+
+
 def test_ecmp_collision_of_two_connections_by_hand():
-    # leaves of 2 nodes with 2 uplink ports; the AllReduces {0, 2} and {1, 3} each cross from leaf 0 by
-    # one connection.  Seed 5's hash puts both connections' one queue pair on leaf 0's port 1:
-    topo = _ecmp(1)
+    # leaves of 2 nodes with 2 uplink ports of the NICs' 10 GB/s.  Broadcasts from node 0 to node 2 and
+    # from node 1 to node 3 each cross leaf 0 by two connections (the ring pair's two channels, half the
+    # buffer each way round), hashed with salts 0 and 1.  Seed 14's hash puts all four on port 0:
+    topo = _ecmp(1, seed=14)
     f = topo.fabric
     port = lambda p, q, salt: f.describe(int(f.mids([p], [0], [q], [0], [salt])[1][0]))  # noqa: E731
-    assert port(0, 2, 0) == port(1, 3, 0) == "leaf 0 port 1 up"
-    # each node's NIC sends 1 byte per byte of buffer (half each way round), the shared port 2: half rate
-    assert _rates(topo, [(0, 2), (1, 3)]) == pytest.approx([5e9, 5e9])
-    # with 2 queue pairs per connection (salts 0 and 1) the same hash puts one of each on each port:
-    assert [port(0, 2, 1), port(1, 3, 1)] == ["leaf 0 port 0 up"] * 2
-    assert _rates(_ecmp(2), [(0, 2), (1, 3)]) == pytest.approx([10e9, 10e9])
+    assert {port(p, q, s) for p, q in ((0, 2), (1, 3)) for s in (0, 1)} == {"leaf 0 port 0 up"}
+    # four flows of half a buffer each share one 10 GB/s port: 2.5 GB/s each, a buffer per 0.2 ns: 5 GB/s
+    groups = [(0, 2), (1, 3)]
+    assert _rates(topo, groups, "Broadcast") == pytest.approx([5e9, 5e9])
+    # with 2 queue pairs per connection (connection c's are salts 2c and 2c + 1) the same hash puts
+    # connection 0's on port 0 and connection 1's on port 1: four quarter-buffer flows per port, 10 GB/s
+    assert [port(0, 2, s) for s in range(4)] == [port(1, 3, s) for s in range(4)] == \
+        ["leaf 0 port 0 up"] * 2 + ["leaf 0 port 1 up"] * 2
+    assert _rates(_ecmp(2, seed=14), groups, "Broadcast") == pytest.approx([10e9, 10e9])
     # adaptive routing spreads each connection over both ports whatever its queue pairs
     for qps in (1, 2):
-        assert _rates(_ecmp(qps, routing="adaptive"), [(0, 2), (1, 3)]) == pytest.approx([10e9, 10e9])
+        assert _rates(_ecmp(qps, seed=14, routing="adaptive"), groups, "Broadcast") == pytest.approx([10e9, 10e9])
+
+
+def test_a_ring_pairs_two_channels_are_two_connections_hashed_apart():
+    # NCCL opens a connection per channel and peer (src/transport/net.cc), so the pair's two channels,
+    # which on two nodes both send from node 0 to node 2, hash apart: at seed 5 onto both ports
+    topo = _ecmp(1, seed=5)
+    c = Expander(topo).collective("ring", "Simple", "Broadcast", (0, 2), 2**30)
+    assert _ports(topo, c.flows[0]) == {"leaf 0 port 0 up", "leaf 0 port 1 up", "leaf 1 port 0 down",
+                                        "leaf 1 port 1 down"}
+    assert _rates(topo, [(0, 2), (1, 3)], "Broadcast") == pytest.approx([10e9, 10e9])
 
 
 def test_queue_pairs_split_each_hop_across_nodes():

@@ -60,3 +60,12 @@ def test_rates():
                        ({"ring_max_rate": 40}, "ring_max_rate"), ({"speed": 1}, "speed")):
         with pytest.raises(TopologyError, match=f"model.{field}"):
             parse_rates(bad, "x.toml")
+
+
+def test_net_latency_is_what_the_plugin_reports():
+    """[network] net_latency: the latency the network plugin reports to NCCL (OFI_NCCL_NET_LATENCY); refused
+    out of range with the field's name."""
+    s = parse_nccl({}, {"transport": "efa", "net_latency": 35}, {"arch": "hopper"}, "x.toml")
+    assert s.net_latency == 35.0 and NcclSettings().net_latency is None
+    with pytest.raises(TopologyError, match="x.toml: network.net_latency: -1 must be a number of microseconds"):
+        parse_nccl({}, {"net_latency": -1}, {"arch": "hopper"}, "x.toml")

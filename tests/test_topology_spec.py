@@ -169,3 +169,18 @@ def test_an_ecmp_fabric_states_its_assumed_queue_pairs():
     assert spec_from(stated).nccl.ib_qps_per_connection == 4
     assert not any("queue pair" in a for a in spec_from(stated).assumed)
     assert not any("queue pair" in a for a in spec_from(fabric_text(routing="adaptive")).assumed)
+
+
+def test_a_written_system_keeps_the_latency_its_plugin_reports():
+    """[network] net_latency changes NCCL's choice: a file p2sim writes (calibrate's) keeps it."""
+    import dataclasses
+    import tomllib
+
+    from p2sim.topology import find_spec
+    from p2sim.topology.spec import parse_spec
+    from p2sim.topology.toml_out import spec_to_toml
+
+    base = find_spec("p4d")
+    spec = dataclasses.replace(base, nccl=dataclasses.replace(base.nccl, net_latency=30.0))
+    again = parse_spec(tomllib.loads(spec_to_toml(spec)), "x.toml")
+    assert again.nccl.net_latency == 30.0

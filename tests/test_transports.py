@@ -22,3 +22,97 @@ def test_every_protocol_pays_the_proxy():
 def test_every_transport_has_a_step_and_a_file_may_set_it():
     assert set(STEP_US) == set(TRANSPORTS)
     assert network_step_us("tcpx", "ring", "Simple", override=30.0) == 30.0
+
+
+# ---- issue 33 item 2 / issue 32 item 5: small messages per transport ----------------------------------------
+
+from dataclasses import replace  # noqa: E402
+
+import pytest  # noqa: E402
+
+from p2sim.collectives import Expander  # noqa: E402
+from p2sim.collectives.latency import collective_latency  # noqa: E402
+from p2sim.collectives.nccl_tables import base_latency  # noqa: E402
+from p2sim.collectives.transports import TRANSPORT_MODELS, reported_latency_us, route_crossings  # noqa: E402
+from p2sim.topology import find_spec, load_system  # noqa: E402
+from p2sim.topology.settings import TRANSPORT_ASSUMPTIONS  # noqa: E402
+
+US = 1e-6
+
+
+@pytest.mark.parametrize("transport, step", [("ib", 14.0), ("roce", 14.0), ("socket", 14.0), ("tcpx", 14.0),
+                                             ("efa", 20.0), ("cxi", hw_latency("net", "tree", "LL"))])
+def test_two_node_8_byte_allreduce_by_hand(transport, step):
+    """2 nodes x 1 GPU, 8 B AllReduce as a tree of LL: launch + NCCL's base + 2 network steps (up and down
+    the tree, log2(2) = 1 level), each the transport's step plus the route once (LL is eager everywhere):
+    14 us (NCCL's Simple figure) over IB, RoCE, sockets and TCPX, 20 us over EFA, NCCL's own LL figure over cxi."""
+    route, launch = 1.5, 4.0  # us
+    t = collective_latency("tree", "LL", "AllReduce", 2, 2, "nvlink", 0.0, route * US, 8, 1, "hopper",
+                           transport, None, launch)
+    assert t == pytest.approx((launch + base_latency("tree", "LL") + 2 * (step + route)) * US)
+
+
+def test_simple_step_crosses_the_route_by_protocol():
+    """A Simple step: IB and EFA send once; cxi's offloaded rendezvous (fi_cxi(7)) crosses the route 3 times."""
+    route = 2.0
+    ib = collective_latency("tree", "Simple", "AllReduce", 2, 2, "nvlink", 0.0, route * US, 2**20, 1, "ampere", "ib")
+    cxi = collective_latency("tree", "Simple", "AllReduce", 2, 2, "nvlink", 0.0, route * US, 2**20, 1, "ampere",
+                             "cxi")
+    assert cxi - ib == pytest.approx(2 * 2 * route * US)  # 2 network steps, 2 more crossings each
+    assert [route_crossings(t, "Simple") for t in ("ib", "efa", "cxi")] == [1, 1, 3]
+    assert route_crossings(None, "Simple") == 2 and route_crossings("cxi", "LL") == 1  # NCCL's flush; eager
+
+
+def _with(spec, **nccl):
+    return replace(spec, nccl=replace(spec.nccl, **nccl))
+
+
+def _time(topo, nbytes, algo="auto", proto="auto"):
+    ex = Expander(topo)
+    members = tuple(range(topo.devices))
+    if algo == "auto":
+        algo, proto = ex.choose("AllReduce", members, nbytes)
+    return ex.collective(algo, proto, "AllReduce", members, nbytes)
+
+
+def test_cxi_small_steps_cheaper_than_ib_and_dearer_simple_steps_across_groups():
+    """Few ranks: a small AllReduce on Slingshot (cxi) is faster than the same nodes over IB.  Beyond one
+    dragonfly group (128 nodes, 512 ranks; 2,048 ranks at 512 nodes) a Simple step's three crossings of the
+    longer route (global links) cost cxi more than IB, and more than inside a group."""
+    spec = find_spec("perlmutter")
+    cxi2, ib2 = load_system(spec, 2), load_system(_with(spec, transport="ib"), 2)
+    assert _time(cxi2, 8).latency < _time(ib2, 8).latency
+    extra = {}
+    for nodes in (2, 512):
+        c, i = (load_system(s, nodes) for s in (spec, _with(spec, transport="ib")))
+        extra[nodes] = _time(c, 2**20, "tree", "Simple").latency - _time(i, 2**20, "tree", "Simple").latency
+    # two nodes on one switch: the route is the switch's 350 ns (the NIC links' two halves); a cxi Simple step
+    # crosses it twice more than IB's, on each of the tree's 2 network steps
+    assert extra[2] == pytest.approx(2 * 2 * 0.35e-6)
+    assert extra[512] > extra[2]  # across groups the route is longer, and cxi pays it three times a step
+
+
+def test_efa_reports_its_latency_to_nccls_choice():
+    """NCCL adds what the plugin reports (75 us on p5, platform-aws.cpp) to every network step of its model,
+    twice for Simple; p2sim's time does not pay it."""
+    spec = find_spec("p5")
+    told, silent = load_system(spec, 2), load_system(_with(spec, net_latency=0.0), 2)
+    a, b = _time(told, 2**20, "tree", "Simple"), _time(silent, 2**20, "tree", "Simple")
+    assert a.tuning[0] - b.tuning[0] == pytest.approx(2 * 2 * 75.0 * US)  # 2 tree steps x (75 + 75 flush)
+    assert a.latency == b.latency
+    assert reported_latency_us("efa") == 75.0 and reported_latency_us("efa", 35.0) == 35.0
+    assert all(reported_latency_us(t) == 0.0 for t in TRANSPORT_MODELS if t != "efa")
+
+
+def test_topo_lists_the_assumed_transport_values():
+    for name, transport in (("p5", "efa"), ("p4d", "efa"), ("a3-mega", "tcpx"), ("perlmutter", "cxi")):
+        assert TRANSPORT_ASSUMPTIONS[transport] in find_spec(name).assumed
+    assert not any("network step" in a for a in find_spec("dgx-h100").assumed)  # ib: NCCL's own transport
+
+
+def test_perlmutter_loads_with_the_dragonfly_hops():
+    topo = load_system("perlmutter", 512)
+    assert topo.spec.nccl.transport == "cxi" and topo.devices == 2048
+    r = topo.router
+    near, far = r.route(0, 4), r.route(0, 4 * 511)  # the next node (same switch), a node in another group
+    assert far.latency > near.latency

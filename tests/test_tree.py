@@ -66,3 +66,18 @@ def test_odd_node_counts_use_the_shifted_tree():
     topo = rail_nodes(8, 8, nodes=3)
     c = Expander(topo).collective("tree", "Simple", "AllReduce", tuple(range(24)), 2**30)
     assert sum(c.sent().values()) == pytest.approx(sum(c.received().values()))
+
+
+def test_the_double_trees_two_trees_are_connections_of_their_own_under_ecmp():
+    # NCCL runs tree 0 on channel c and tree 1 on its copy c + nChannels (src/graph/connect.cc,
+    # connectTrees), each channel with its own connections (src/transport/net.cc): on two nodes both trees
+    # send from node 0 to node 2 (one up, one down), and their queue pairs hash apart -- at seed 0 onto
+    # both uplink ports each way, where one salt for both would take one port each way
+    from p2sim.collectives import Expander
+
+    from .test_ring import _ecmp, _ports
+
+    topo = _ecmp(1, seed=0)
+    c = Expander(topo).collective("tree", "Simple", "AllReduce", (0, 2), 2**30)
+    assert _ports(topo, c.flows[0]) == {f"leaf {g} port {j} {d}" for g in (0, 1) for j in (0, 1)
+                                        for d in ("up", "down")}

@@ -6,6 +6,7 @@ import pytest
 
 from p2sim.report.whatif import whatif_text
 from p2sim.studies.whatif import WhatifRequest, WhatifResult, run_whatif
+from p2sim.util.errors import InputError, ProgramError
 
 from .test_fabric import fabric_text
 
@@ -130,3 +131,49 @@ def test_vary_queue_pairs_per_connection():
     efa = replace(efa, nccl=replace(efa.nccl, transport="efa"))
     with pytest.raises(InputError, match="transport is efa; queue pairs are NCCL's IB transport's"):
         parse_vary("qps_per_connection=2", efa)
+
+
+def test_whatif_with_a_fixed_matrix_and_program_shows_ecmp_cost_falling_as_queue_pairs_rise(tmp_path):
+    # 4 nodes of 1 GPU and a 10 GB/s NIC, leaves of 2 nodes with 2 uplink ports of the NICs' speed (1:1, no
+    # oversubscription): the data axis joins node i of leaf 0 to node i of leaf 1, both groups at once.  At
+    # seed 3 one queue pair per connection puts all four connections of a direction on one port (half the
+    # rate: twice adaptive routing's time); each doubling of the queue pairs spreads them further
+    text = fabric_text(nodes_per_leaf=2, oversubscription=1.0, routing="ecmp",
+                       levels='{ name = "leaf", fabric = "leaf" }, ').replace('routing = "ecmp"',
+                                                                             'routing = "ecmp"\nseed = 3')
+    path = tmp_path / "ecmp.toml"
+    path.write_text(text)
+    program = "ReduceScatter(slice=0, Inside) ; AllGather(slice=0, Inside)"
+
+    def whatif(vary: str) -> WhatifResult:
+        return run_whatif(WhatifRequest.build(system=str(path), nodes=4, axes="data=2,other=2", reduce="data",
+                                              matrix="[[2 1 1] [1 2 1]]", program=program, algo="ring",
+                                              bytes="1GiB", vary=[vary], workers=1))
+
+    r = whatif("qps_per_connection=1,2,4,8")
+    assert {row["program"] for row in r.rows} == {program}  # the given program, though AllReduce ran beside it
+    assert all(row["matrix"] == [[2, 1, 1], [1, 2, 1]] for row in r.rows)
+    seconds = [row["seconds"] for row in r.rows]
+    adaptive = whatif("routing=adaptive").rows[0]["seconds"]
+    assert seconds == sorted(seconds, reverse=True) and len(set(seconds)) == 4  # falls at every step
+    assert seconds[0] > 1.9 * adaptive and seconds[-1] > adaptive
+    text = whatif_text(r)
+    assert "matrix [[2 1 1] [1 2 1]]; program " + program in text.splitlines()[0]
+    assert "placement given: [[2 1 1] [1 2 1]] at every point" in text
+
+
+def test_whatif_program_needs_one_matrix_and_a_valid_program():
+    with pytest.raises(InputError, match=r"^matrix: axes 2,8 have 2 matrices; a --program needs one"):
+        run_whatif(WhatifRequest.build(system="h100", nodes=2, axes="2,8", reduce="0", vary=["nic.bandwidth=25"],
+                                       program="AllReduce(slice=0, Inside)", workers=1))
+    with pytest.raises(ProgramError):
+        WhatifRequest.build(system="h100", nodes=2, vary=["nic.bandwidth=25"], program="AllReduce(", workers=1)
+
+
+def test_whatif_runs_a_given_program_that_the_rules_do_not_synthesize():
+    # as simulate does: a valid program longer than --max-size still runs (the rules bound the search only)
+    program = "Reduce(slice=0, Inside) ; Broadcast(slice=0, Inside)"
+    r = run_whatif(WhatifRequest.build(system="h100", nodes=2, axes="16", vary=["nic.bandwidth=25"], max_size=1,
+                                       matrix=[[2, 8]], program=program, workers=1))
+    assert [row["program"] for row in r.rows] == [program]
+    assert r.rows[0]["seconds"] > r.rows[0]["best_per_matrix"][0]["allreduce_seconds"]  # slower than AllReduce here

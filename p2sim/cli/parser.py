@@ -194,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(GB/s), nodeN.speed (factor), TIERg.uplinks (ports of one group); with values "
                         "(repeatable)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default, at each point: {DEFAULT_BYTES_HELP})")
+    p.add_argument("--matrix", default=None,
+                   help='only this parallelism matrix, e.g. "[[2 2] [2 8]]" (default: every matrix)')
+    p.add_argument("--program", default=o.PROGRAM,
+                   help=f"only this program, in text form, on one matrix; or all (default: {o.PROGRAM})")
     _add_settings_options(p)
     _add_search_options(p, pruning=False)
     p.add_argument("--out", default=None, metavar="DIR", help="write the pages whatif.html and whatif.md and the plot whatif.png into DIR")

@@ -20,14 +20,16 @@ NCCL's rules (``src/graph/search.cc``, ``connect.cc``), as p2sim applies them:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
 from ..topology import Topology
-from .nccl_tables import top_channel_speed
+from .nccl_tables import MAX_THREADS, MIN_TRAFFIC_PER_CHANNEL, WARP, top_channel_speed, traffic_per_byte
 
-__all__ = ["Segment", "segments", "node_nics", "channel_count", "entry_gpus", "ring_channel_pairs"]
+__all__ = ["Segment", "segments", "node_nics", "channel_count", "entry_gpus", "ring_channel_pairs",
+           "scheduled_channels", "threads_used"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,50 @@ def channel_count(topo: Topology, segs: Sequence[Segment], intra_throughput: flo
     if speed >= 25.0 and not (fast_arch and speed < 50.0 and graph > 4):
         graph *= 2  # ncclTopoDupChannels
     return _clamp(topo, 2 * graph)  # connect.cc duplicates every channel
+
+
+def scheduled_channels(op: str, proto: str, nbytes: float, ranks: int, channels: int) -> int:
+    """Channels NCCL's scheduler fills with one collective of ``nbytes`` given ``channels`` (topoGetAlgoInfo's
+    count): ``scheduleCollTasksToPlan`` (src/enqueue.cc) cuts the count into cells of ``MinTrafficPerChannel``
+    (32 KiB) of traffic and gives each channel at least one, so a channel carries at least 32 KiB of traffic
+    (:func:`~p2sim.collectives.nccl_tables.traffic_per_byte`: an AllReduce's bytes twice, LL's x4).
+    ``nbytes`` is NCCL's (a gathered buffer's whole size for AllGather / ReduceScatter).
+
+    >>> scheduled_channels("AllReduce", "LL128", 65536, 8, 12)  # 128 KiB of traffic: 4 cells of 32 KiB
+    4
+    >>> scheduled_channels("AllReduce", "Simple", 2**20, 8, 24)  # 64 cells, 3 a channel: 22 channels
+    22
+    """
+    count = math.ceil(nbytes / ranks if op in ("AllGather", "ReduceScatter") else nbytes)  # a rank's count, bytes
+    tpb = traffic_per_byte(op, ranks, proto)
+    cell = _up(_up(MIN_TRAFFIC_PER_CHANNEL, tpb), 16) * 16  # bytes of count per cell, a multiple of 16
+    cells = max(1, _up(count, cell))
+    per_channel = _up(max(MIN_TRAFFIC_PER_CHANNEL, count * tpb) // channels, 16) * 16  # divUp(traffic / nChannels, 16) * 16
+    cells_per_channel = min(cells, max(1, _up(per_channel, cell * tpb)))
+    return max(1, min(channels, _up(cells, cells_per_channel)))
+
+
+def _up(a: int, b: int) -> int:
+    """NCCL's divUp: ``a / b`` rounded up."""
+    return -(-a // b)
+
+
+def threads_used(proto: str, nbytes: float, channels: int, threshold: int, max_threads: int | None = None,
+                 halves: bool = True) -> int:
+    """Threads of each channel's CTA that move data, as topoGetAlgoInfo (src/enqueue.cc) sets them: while
+    ``nbytes`` is below channels x threads x ``threshold`` (bytes per thread) it halves the threads, as long
+    as they are a multiple of 128 (so 512 goes down to 64); NVLS and CollNet Direct keep theirs
+    (``halves`` False).  A ring's Simple sync warp and the three-warp floor are not counted: they move no data.
+
+    >>> threads_used("Simple", 2**20, 1, 64), threads_used("Simple", 20000, 1, 64), threads_used("Simple", 8, 1, 64)
+    (512, 256, 64)
+    >>> threads_used("LL128", 8, 1, 8)  # 640 halves once: 320 is no multiple of 128
+    320
+    """
+    nt = MAX_THREADS[proto] if max_threads is None else max_threads
+    while halves and nbytes < channels * nt * threshold and nt % (4 * WARP) == 0:
+        nt //= 2
+    return nt
 
 
 def entry_gpus(topo: Topology, seg: Segment, nic: str) -> list[int]:

@@ -33,12 +33,14 @@ import numpy as np
 from ..topology import Topology
 from ..topology.settings import ModelRates
 from ..util.errors import InputError
-from .channels import Segment, channel_count, segments
+from .channels import Segment, channel_count, scheduled_channels, segments, threads_used
 from .algorithms import algorithm
 from .choice import ALGO_CHOICES, ALGORITHMS, Choice, check_algo
 from .latency import collective_latency, step_latencies
+from .transports import reported_latency_us
 from .binding import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
 from .pattern import Collective, Flow
+from .nccl_tables import MAX_THREADS
 from .pipeline import in_flight, step_cap, window
 from .protocols import collective_cap_gbps, tuning_share
 from .caches import CollectiveCaches
@@ -150,23 +152,35 @@ class Expander(ShapeMemo, Structures, Choice):
 
     def _compute_settings(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
         a = algorithm(algo)
-        used = a.channels_used(self.topo, proto, members, self.channels(members), nbytes)
+        full = self.channels(members)
+        nc = a.channels_used(self.topo, proto, members, full, nbytes)  # topoGetAlgoInfo's count (enqueue.cc)
+        # the scheduler gives every channel at least 32 KiB of traffic (scheduleCollTasksToPlan; Algorithm.scheduled)
+        used = scheduled_channels(op, proto, nbytes, len(members), nc) if a.scheduled else nc
+        # threads each channel's CTA moves data with (topoGetAlgoInfo halves them below nc x nt x threshold):
+        # what a channel's rate scales with where no NCCL figure caps it (Algorithm.cta_protos)
+        threads = threads_used(proto, nbytes, nc, a.threshold(proto, len(members))) if proto in a.cta_protos else 0
         nodes = len({m // self.topo.gpus_per_node for m in members})
         share = a.link_share(proto, op, nodes, nbytes, self.arch)
-        plateau = nbytes / (used * len(members)) >= 64  # see latency.collective_latency
+        plateau = nbytes / (full * len(members)) >= 64  # see latency.collective_latency: comm->nChannels
         # the pipeline's chunk (pipeline.py): the window it allows binds medium sizes
         heads = a.heads(self.topo, members)
         chunk = a.chunk_size(proto, op, nbytes / used, len(members), self.topo.spec.nccl, heads, nodes)
         # a channel's loop, for pipelines whose stages pass whole loops on (Algorithm.fill_loops): a chunk per
         # head, the last loop's chunks cut to what the channel has left (all_reduce.h: lastChunkSize)
         loop = min(heads * chunk, nbytes / used) if a.fill_loops(op, nodes) else 0.0
-        return used, round(share, 12), plateau, chunk, loop
+        # a pipeline whose chunks all fit in flight never waits for a slot (pipeline.window): for an algorithm that
+        # does not stream, across nodes, whether a connection's bytes fit depends on the size itself, so sizes
+        # that may fit (a connection carries at least 1/(4 x channels x heads) of the buffer) key apart
+        flight = a.in_flight(proto, op, chunk)[0]
+        fits = (nbytes if nodes > 1 and not a.streams(op) and nbytes <= 4 * flight * used * max(1, heads)
+                else None)
+        return used, round(share, 12), plateau, chunk, loop, threads, fits
 
     def collective(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> Collective:
         """The collective ``op`` over ``members`` with this algorithm and protocol, for ``nbytes``."""
         members = tuple(members)
-        used, share, plateau, chunk, loop = self._settings(algo, proto, op, members, nbytes)
-        key = (algo, proto, op, members, used, share, plateau, chunk, loop)
+        used, share, plateau, chunk, loop, threads, fits = self._settings(algo, proto, op, members, nbytes)
+        key = (algo, proto, op, members, used, share, plateau, chunk, loop, threads, fits)
         hit = self._cache.get(key)
         if hit is not None:
             self._touch(self._cache, key)
@@ -177,7 +191,7 @@ class Expander(ShapeMemo, Structures, Choice):
             local = tuple(m - first * gpn for m in members)
             # groups with equal local members and fabric keys are each other moved (an exact symmetry)
             where = self.topo.move_key(first, max(members) // gpn)
-            mkey = (algo, proto, op, local, where, used, share, plateau, chunk, loop)
+            mkey = (algo, proto, op, local, where, used, share, plateau, chunk, loop, threads, fits)
             seen = self._moved.get(mkey)
             if seen is not None:
                 self._touch(self._moved, mkey)
@@ -185,7 +199,7 @@ class Expander(ShapeMemo, Structures, Choice):
             else:
                 st = self._structure_of(algo, op, members, local, where, used, share)
                 hit = self._finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk,
-                                   loop)
+                                   loop, threads)
                 self._keep(self._moved, mkey, hit)
             self._keep(self._cache, key, hit)
         return hit
@@ -215,9 +229,9 @@ class Expander(ShapeMemo, Structures, Choice):
     def _build(self, algo: str, proto: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
                share: float, nbytes: float) -> Collective:
         """The collective built where it is, from nothing cached but ring searches."""
-        chunk, loop = self._settings(algo, proto, op, members, nbytes)[3:5]
+        chunk, loop, threads = self._settings(algo, proto, op, members, nbytes)[3:6]
         return self._finish(self._structure(algo, op, members, segs, used, share), algo, proto, op, members, used,
-                            share, nbytes, chunk, loop)
+                            share, nbytes, chunk, loop, threads)
 
     def tuning(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> tuple[float, float]:
         """NCCL's own (latency, bandwidth) of a collective, as :attr:`Collective.tuning`, without keeping it.
@@ -227,19 +241,20 @@ class Expander(ShapeMemo, Structures, Choice):
         flows hold tens of MiB.  The structures (hops, loads) stay cached for all.
         """
         members = tuple(members)
-        used, share, plateau, chunk, loop = self._settings(algo, proto, op, members, nbytes)
-        hit = self._cache.get((algo, proto, op, members, used, share, plateau, chunk, loop))
+        used, share, plateau, chunk, loop, threads, fits = self._settings(algo, proto, op, members, nbytes)
+        hit = self._cache.get((algo, proto, op, members, used, share, plateau, chunk, loop, threads, fits))
         if hit is not None:
             return hit.tuning
         gpn = self.topo.gpus_per_node
         first = min(members) // gpn
         local = tuple(m - first * gpn for m in members)
         where = self.topo.move_key(first, max(members) // gpn)
-        seen = self._moved.get((algo, proto, op, local, where, used, share, plateau, chunk, loop))
+        seen = self._moved.get((algo, proto, op, local, where, used, share, plateau, chunk, loop, threads, fits))
         if seen is not None:  # the same group moved: an exact symmetry keeps its figures
             return seen.tuning
         st = self._structure_of(algo, op, members, local, where, used, share)
-        tuned, rate = self._tuned(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk)[:2]
+        tuned, rate = self._tuned(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk,
+                                  threads)[:2]
         return tuned.latency, rate * tuning_share(algo, op)
 
     def _structure_of(self, algo: str, op: str, members: tuple[int, ...], local: tuple[int, ...], where: object,
@@ -254,7 +269,7 @@ class Expander(ShapeMemo, Structures, Choice):
         return st
 
     def _tuned(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
-               share: float, nbytes: float, chunk: int) -> tuple[Collective, float, tuple, tuple, tuple]:
+               share: float, nbytes: float, chunk: int, threads: int = 0) -> tuple[Collective, float, tuple, tuple, tuple]:
         """The collective as NCCL's model sees it (no pipeline window, no launch cost), its algorithm
         bandwidth, and what :meth:`_finish` adds to it (per-step latencies, transport, latency args)."""
         topo, nodes, a = self.topo, st.nodes, algorithm(algo)
@@ -262,6 +277,7 @@ class Expander(ShapeMemo, Structures, Choice):
             share = 1.0  # NVLS's efficiency is in its hops' overhead
         net = min(net_rate_gbps(topo, algo, self.rates), self._stream_cap(algo, proto, op, chunk)) * GB
         ch_cap = a.channel_cap(proto, nodes, self.arch, self._channel_rate(algo)) * GB
+        cta = self._cta_cap(algo, proto, members, used, threads, share) * GB
         nccl = topo.spec.nccl
         transport = (nccl.transport, self.rates.step_latency if self.rates.step_latency is not None
                      else nccl.step_latency)
@@ -279,20 +295,29 @@ class Expander(ShapeMemo, Structures, Choice):
             if math.isfinite(ch_cap):
                 caps.append((g * ch_cap, st.bus))
                 kinds.append(CAP_CHANNEL)
+            if math.isfinite(cta):  # each of the flow's CTAs at its share of the node's links
+                caps.append((k * cta, st.bus))
+                kinds.append(CAP_CHANNEL)
             flows.append(Flow(k / total, k, edges, coef * (1.0 / share), table, tuple(caps), tuple(kinds)))
         coll_cap = collective_cap_gbps(proto, nodes, self.arch) * GB
         shared = ((coll_cap, tuple(st.bus for _ in flows)),) if math.isfinite(coll_cap) else ()
-        args = (algo, proto, op, len(members), nodes, intra_hw, st.intra, st.inter, nbytes, used, self.arch)
-        # NCCL chooses by its own model: its per-step figures, no launch cost, no pipeline window
-        tuned = Collective(algo, proto, op, members, nodes, used, tuple(flows), collective_latency(*args), st.bus,
+        # NCCL's ring plateau counts the communicator's channels (comm->nChannels, ncclTopoGetAlgoTime), not those used
+        args = (algo, proto, op, len(members), nodes, intra_hw, st.intra, st.inter, nbytes, self.channels(members),
+                self.arch)
+        # NCCL chooses by its own model: its per-step figures plus the latency the network plugin reports
+        # (graph->latencyInter, tuning.cc; transports.reported_latency_us), no launch cost, no pipeline window
+        told = reported_latency_us(nccl.transport, nccl.net_latency) * 1e-6 if nodes > 1 else 0.0
+        nccl_args = args if told == 0.0 else args[:7] + (st.inter + told,) + args[8:]
+        tuned = Collective(algo, proto, op, members, nodes, used, tuple(flows), collective_latency(*nccl_args), st.bus,
                            shared)
         return tuned, tuned.algbw(topo.capacity), steps, transport, args
 
     def _finish(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
-                share: float, nbytes: float, chunk: int, loop: float = 0.0) -> Collective:
+                share: float, nbytes: float, chunk: int, loop: float = 0.0, threads: int = 0) -> Collective:
         """The collective of a structure with this protocol: link shares, caps and latency (NCCL's, plus the
         pipeline's fill where its stages pass whole loops of ``loop`` bytes per channel on: :meth:`_fill`)."""
-        tuned, rate, steps, transport, args = self._tuned(st, algo, proto, op, members, used, share, nbytes, chunk)
+        tuned, rate, steps, transport, args = self._tuned(st, algo, proto, op, members, used, share, nbytes, chunk,
+                                                          threads)
         flows = self._windowed(list(tuned.flows), st, algo, proto, op, chunk, steps, rate, nbytes, used)
         lat = collective_latency(*args, *transport, self.rates.launch or 0.0) + self._fill(algo, op, st.nodes, used,
                                                                                           loop, rate)
@@ -346,6 +371,27 @@ class Expander(ShapeMemo, Structures, Choice):
             return math.inf
         step = in_flight(algo, proto, op, chunk)[1]
         return r * min(nccl.socket_streams, max(1, math.ceil(step / SOCKET_TASK)))
+
+    def _cta_cap(self, algo: str, proto: str, members: tuple[int, ...], used: int, threads: int,
+                 share: float) -> float:
+        """Bus bandwidth (GB/s) one channel's CTA moves when NCCL runs fewer channels or threads than the group's
+        full count (``inf`` otherwise, or where the algorithm or a ``*_channel_rate`` caps its channels): its
+        share of the node's ring rate (NCCL sizes its channels to fill the NVLinks, two CTAs per NVLink:
+        channels.py), times its protocol's data share, times its threads over the protocol's most (a CTA's
+        copies scale with its warps).  At the full count the links bind, as before."""
+        full = self.channels(members)
+        if (proto not in algorithm(algo).cta_protos or self._channel_rate(algo) is not None
+                or (used >= full and threads >= MAX_THREADS[proto])):
+            return math.inf
+        per = self._memo("cta", members, (), lambda: self._node_channel_rate(members))
+        return per * share * threads / MAX_THREADS[proto]
+
+    def _node_channel_rate(self, members: Sequence[int]) -> float:
+        """GB/s one of NCCL's channels in a node of this group carries on its ring hop: the node's ring rate
+        over the channels NCCL fits there (channel_count, search.cc and connect.cc)."""
+        segs = segments(self.topo, members)
+        t = self._mix_throughput(self._ring_mix(segs)[segs[0].node])
+        return t / channel_count(self.topo, segs[:1], t) if math.isfinite(t) else math.inf
 
     def _channel_rate(self, algo: str) -> float | None:
         return self.rates.tree_channel_rate if algorithm(algo).tree_rates else self.rates.ring_channel_rate

@@ -35,7 +35,7 @@ from __future__ import annotations
 from .algorithms import algorithm
 from .algorithms.ring import ring_steps
 from .nccl_tables import hw_latency
-from .transports import network_step_us
+from .transports import network_step_us, route_crossings
 
 __all__ = ["collective_latency", "ring_steps", "step_latencies"]
 
@@ -53,8 +53,9 @@ def step_latencies(algo: str, proto: str, ranks: int, nodes: int, intra_hw: str,
     net_algo = algorithm(algo).network_step(ranks, nodes)
     # NCCL's model counts its plugin's latency twice for Simple (tuning.cc: "the flush extra latency"); the
     # flush is a loopback RDMA read on the receiver's own NIC (net_ib/connect.cc: the gpuFlush QP is
-    # connected to itself), so p2sim's time (a transport given) counts the route's wire once
-    wire = 2 if proto == "Simple" and transport is None else 1
+    # connected to itself), so p2sim's time (a transport given) counts the route's wire once, or as often as
+    # the transport's rendezvous crosses it (transports.route_crossings: cxi's offloaded Get)
+    wire = route_crossings(transport, proto)
     inter = network_step_us(transport, net_algo, proto, step_us) * US + inter_route * wire
     return intra, inter
 

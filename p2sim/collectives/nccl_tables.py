@@ -26,6 +26,7 @@ __all__ = [
     "LL128_STEP_DATA", "NVLS_CHANNELS_ONE_DOMAIN", "NVLS_MAX_ARITY", "nvls_tree_channels", "nvls_head_speed",
     "COLLNET_THREADS", "COLLNET_THREAD_THRESHOLD", "COLLNET_CHAIN_CHUNK", "collnet_channels", "collnet_chain_channels",
     "collnet_direct_channels", "collnet_chunk",
+    "MAX_THREADS", "THREAD_THRESHOLD", "WARP", "MIN_TRAFFIC_PER_CHANNEL", "traffic_per_byte",
 ]
 
 # NCCL's order of the algorithms p2sim models (NCCL_ALGO_TREE .. NCCL_ALGO_NVLS_TREE in src/include/device.h)
@@ -122,8 +123,26 @@ NCCL_STEPS = 8
 LL_STEP_DATA = 32768
 LL128_STEP_DATA = 576000
 
+# Threads a channel (one CTA) runs at most per protocol: NCCL_LL_MAX_NTHREADS 512, NCCL_LL128_MAX_NTHREADS 640,
+# NCCL_SIMPLE_MAX_NTHREADS 512 (src/include/device.h; comm->maxThreads in ncclTopoTuneModel, src/graph/tuning.cc),
+# and the bytes per thread below which enqueue.cc's topoGetAlgoInfo drops a channel, then halves the threads:
+# NCCL_{LL,LL128,SIMPLE}_THREAD_THRESHOLD 8, 8, 64 (src/include/comm.h; a ring's LL threshold is x nRanks, tuning.cc)
+MAX_THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
+THREAD_THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
+WARP = 32  # WARP_SIZE: threads are halved, and a ring's Simple sync warp added, a warp at a time
+# scheduleCollTasksToPlan (src/enqueue.cc): MinTrafficPerChannel, the least traffic the scheduler gives a channel
+MIN_TRAFFIC_PER_CHANNEL = 32768
+
 # network post overhead per step of an inter-node ring, x3 for Simple (getNetOverhead, Intel hosts)
 NET_OVERHEAD_US = 1.0
+
+
+def traffic_per_byte(op: str, ranks: int, proto: str) -> int:
+    """Traffic per byte of a rank's count that NCCL's scheduler spreads over channels (``ncclFuncTrafficPerByte``,
+    src/enqueue.cc: 2 for AllReduce, nRanks for AllGather / ReduceScatter, else 1; x4 for LL's flags and lines,
+    scheduleCollTasksToPlan)."""
+    t = 2 if op == "AllReduce" else ranks if op in ("AllGather", "ReduceScatter") else 1
+    return 4 * t if proto == "LL" else t
 
 
 def _proto(proto: str) -> int:

@@ -168,15 +168,17 @@ def nvls_tree_tables(topo: Topology, segs: Sequence[Segment], switches: Sequence
         else:
             for seg, sw, top in zip(segs, switches, tops.tolist()):
                 parts.append(port_table(topo, list(seg.members) + [top], sw, 1.0, 1.0, efficiency))
-        src, dst = [], []
-        for parents in trees:
+        src, dst, conn = [], [], []
+        for t, parents in enumerate(trees):
             r = np.flatnonzero(parents >= 0)
             pair = np.stack([tops[r], tops[parents[r]]], axis=1)  # up, then down, per tree edge
             src.append(pair.ravel())
             dst.append(pair[:, ::-1].ravel())
+            conn.append(np.full(2 * len(r), 2 * j + t, dtype=np.int64))  # each tree its channel's connections
         if src:
             nic_of_node = {seg.node: nic_index[hs[j][1]] for seg, hs in zip(segs, heads)}
             s = np.concatenate(src)
-            parts.append(_table(topo, s, np.concatenate(dst), np.full(len(s), 0.5), nic_of_node, j))
+            parts.append(_table(topo, s, np.concatenate(dst), np.full(len(s), 0.5), nic_of_node,
+                                np.concatenate(conn)))
         out.append(HopTable.concat(parts))
     return out

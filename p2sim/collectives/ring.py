@@ -125,22 +125,27 @@ def qps_per_connection(topo: Topology) -> int:
 
 
 def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, nic_of_node: dict[int, int] | None,
-           channel: int = 0) -> HopTable:
+           connection: int | np.ndarray = 0) -> HopTable:
     """Hops between GPUs; across nodes through each node's NIC in ``nic_of_node`` (an index into ``topo.nics``).
 
-    ``channel`` numbers the flow for a fabric's ECMP hash (its connections' queue pairs differ): with
-    ``k`` queue pairs per connection (:func:`qps_per_connection`) a hop across nodes becomes ``k`` hops
-    of ``1/k`` of its bytes, queue pair ``j`` hashed with ``channel * k + j`` (``k = 1``: the channel).
+    ``connection`` numbers each hop's NCCL connection (one number for all, or one per hop) for a fabric's
+    ECMP hash: every channel opens its own connection to each peer, with queue pairs of its own
+    (``src/transport/net.cc``: a send comm per channel and peer), so two connections between the same
+    NICs hash independently.  With ``k`` queue pairs per connection (:func:`qps_per_connection`) a hop
+    across nodes becomes ``k`` hops of ``1/k`` of its bytes, queue pair ``j`` hashed with
+    ``connection * k + j`` (``k = 1``: the connection).
     """
     gpn = topo.gpus_per_node
     p, q = src // gpn, dst // gpn
+    conn = np.broadcast_to(np.asarray(connection, dtype=np.int64), src.shape)
     k = 1 if nic_of_node is None else qps_per_connection(topo)
     qp = np.zeros(len(src), dtype=np.int64)
     if k > 1 and np.any(p != q):
         per = np.where(p != q, k, 1)  # consecutive rows: a hop's queue pairs, in order
         first = np.repeat(np.cumsum(per) - per, per)
         qp = np.arange(int(per.sum()), dtype=np.int64) - first
-        src, dst, coef = np.repeat(src, per), np.repeat(dst, per), np.repeat(coef / per, per)
+        src, dst, conn = np.repeat(src, per), np.repeat(dst, per), np.repeat(conn, per)
+        coef = np.repeat(coef / per, per)
         p, q = src // gpn, dst // gpn
     if nic_of_node is None:
         x = y = None
@@ -151,7 +156,7 @@ def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, n
         nodes, nics = nodes[order], nics[order]
         x = nics[np.searchsorted(nodes, p)]
         y = nics[np.searchsorted(nodes, q)]
-    indptr, edges = topo.router.route_table(src, dst, x, y, None if x is None else channel * k + qp)
+    indptr, edges = topo.router.route_table(src, dst, x, y, None if x is None else conn * k + qp)
     return HopTable(src, dst, coef, p != q, np.ones(len(src)), indptr, edges)
 
 
@@ -186,7 +191,9 @@ def ring_tables(topo: Topology, op: str, members: Sequence[int], segs: Sequence[
             src.append(a)
             dst.append(b)
         src_all = np.concatenate(src)
-        out.append(_table(topo, src_all, np.concatenate(dst), np.full(len(src_all), half), nic_of_node, channel))
+        # the pair's two channels, one each way round, are two NCCL channels: connections of their own
+        conn = np.repeat(np.array([2 * channel, 2 * channel + 1], dtype=np.int64), [len(a) for a in src])
+        out.append(_table(topo, src_all, np.concatenate(dst), np.full(len(src_all), half), nic_of_node, conn))
     return out
 
 

@@ -2,56 +2,140 @@
 
 NCCL's tuning model (``src/graph/tuning.cc``) charges each network step ``hwLat[NET]`` per
 algorithm and protocol -- 2.7 us for an LL ring step, 14 us for a Simple one -- plus the
-latency its network plugin reports.  That is the model NCCL chooses by (``transport=None``
-here).  The time a step really takes differs:
+latency its network plugin reports (``graph->latencyInter``, once, and once more for Simple:
+"the flush extra latency").  That is the model NCCL chooses by (``transport=None`` here, with the
+plugin's latency from :func:`reported_latency_us`).  The time a step really takes differs, and
+so does what each plugin reports:
 
-* **Every protocol pays the proxy.**  Over the network, LL and LL128 data is staged like
-  Simple's: the GPU writes the step into a buffer, NCCL's proxy thread polls it and posts the
-  send, the receiving proxy polls the completion and hands the step to the GPU
-  (``src/transport/net.cc``, ``sendProxyProgress`` / ``recvProxyProgress``).  That turn-around
-  does not depend on the protocol, and NCCL's own LL figures (2.7-5 us) leave it out: public
-  2-node 8-byte AllReduce times sit well above NCCL's estimate (about 62 us measured against
-  its 25 us for a tree of 2 x 8 H100 over InfiniBand, NVIDIA/nccl#1453), and AWS's model of the
-  same path charges every protocol alike (below).  p2sim therefore charges each network step
-  at least NCCL's Simple figure for the algorithm, whatever the protocol.
-* ``ib``, ``roce``, ``socket``: NCCL's own transports report no extra latency (``net_ib``,
-  ``net_socket.cc``): the step above.
-* ``efa``: AWS's network plugin (aws-ofi-nccl) reports 75 us to NCCL only to steer its choice;
-  the plugin's model tuner times a network step at 20 us on P5/P5e for every protocol
-  (``src/tuner/nccl_ofi_model.cpp``: ``net_lat``), plus 3 us for Simple ("~2 us in the device
-  and ~1 us to write the completion up to the host stack", ``nccl_ofi_param.h``).
-* ``cxi`` (HPE Slingshot through aws-ofi-nccl) and ``tcpx`` (Google's GPUDirect-TCPX(O)
-  plugin): no published per-step figure, so the IB step, stated by ``p2sim topo`` as an
-  assumption; calibration fits the step (``[model] step_latency``).
+* **Every protocol pays the proxy** over NCCL's own IB verbs and socket transports: over the
+  network, LL and LL128 data is staged like Simple's: the GPU writes the step into a buffer,
+  NCCL's proxy thread polls it and posts the send, the receiving proxy polls the completion and
+  hands the step to the GPU (``src/transport/net.cc``, ``sendProxyProgress`` /
+  ``recvProxyProgress``).  That turn-around does not depend on the protocol, and NCCL's own LL
+  figures (2.7-5 us) leave it out: public 2-node 8-byte AllReduce times sit well above NCCL's
+  estimate (about 62 us measured against its 25 us for a tree of 2 x 8 H100 over InfiniBand,
+  NVIDIA/nccl#1453).  p2sim therefore charges an ``ib``, ``roce`` or ``socket`` network step at
+  least NCCL's Simple figure for the algorithm, whatever the protocol.  NCCL's IB and socket
+  transports report no latency (``net_ib/init.cc``, ``net_socket.cc``: ``props->latency = 0``).
+  RoCE runs the same verbs transport as IB (``net_ib``), so p2sim times it alike; its fabric's
+  extra hop latencies belong to the system file's links.
+* ``efa`` (AWS's aws-ofi-nccl plugin): the plugin's model tuner times a network step at 20 us
+  on P5/P5e for every protocol (``src/tuner/nccl_ofi_model.cpp``: ``net_lat``,
+  ``nccl_ofi_param.h`` ``TUNER_NET_LATENCY`` 20) plus 3 us for Simple ("~2 us in the device and
+  ~1 us to write the completion up to the host stack", ``TUNER_NET_COMP_OVERHEAD``).  The plugin
+  reports 75 us to NCCL on p4d/p4de, p5/p5e and any EC2 platform it does not list, 35 us on
+  p5en/p6 (``src/platform-aws.cpp``, ``platform_data_map`` ``.latency`` and the fall-through in
+  ``PlatformAWS::init``: "NCCL's internal tuner choices work better with this value"), which
+  moves NCCL's choice towards fewer network steps (trees) and away from LL.  p4d (EFA's first
+  generation) runs the plugin's SENDRECV protocol and p5 RDMA writes (``default_protocol``); no
+  published step time separates them, so p2sim times both with the P5 model's step and says so.
+* ``cxi`` (HPE Slingshot 11 through aws-ofi-nccl on libfabric's cxi provider): off AWS the plugin
+  reports no latency (``nccl_ofi_param.h``: ``NET_LATENCY`` default 0.0; only
+  ``platform-aws.cpp`` sets one) and runs SENDRECV, tagged sends that the Cassini NIC matches in
+  hardware (fi_cxi(7), "Messaging").  A send up to ``FI_CXI_RDZV_THRESHOLD`` + ``FI_CXI_RDZV_GET_MIN``
+  (16384 + 2049 bytes, ``cxip_env`` defaults) goes eagerly and lands in the posted buffer; a
+  larger one sends its header with 16 KiB and the receiving NIC pulls the rest with an RDMA Get
+  ("offloaded rendezvous"), so the wire is crossed three times (the header, the Get, its data).
+  LL and LL128 steps (a few KiB per channel) are eager and p2sim charges them NCCL's own
+  per-protocol figure; Simple steps (a slice is 16 KiB and more, above the threshold) NCCL's
+  Simple figure with the route's latency three times.  The rank-count effect at scale follows:
+  beyond one dragonfly group a route climbs to the global links (Rosetta switch hops,
+  ``topologies/perlmutter.toml``), and each Simple step pays that longer route three times where
+  IB pays it once.  No public figure gives the cxi step itself: NCCL's figures are assumptions
+  that ``p2sim topo`` states.
+* ``tcpx`` (Google's GPUDirect-TCPX(O) plugin): the TCPXO plugin reports no latency
+  (``nccl_shim.cc`` ``GetProperties``: ``props.latency = 0``; ``maxRecvs = 1``); its data path is
+  the host's TCP stack with the receive-side data mover, proxied like NCCL's socket transport, so
+  p2sim takes the socket transport's step (NCCL's Simple figure) -- an assumption ``p2sim topo``
+  states; calibration fits the step (``[model] step_latency``).
 
 A system file's ``[network] step_latency`` (microseconds; Simple adds the transport's extra)
-replaces the transport's step.
+replaces the transport's step, ``[network] net_latency`` what the plugin reports to NCCL.
 
 Examples
 --------
->>> network_step_us(None, "ring", "LL"), network_step_us("ib", "ring", "LL")
-(2.7, 14.0)
+>>> network_step_us(None, "ring", "LL"), network_step_us("ib", "ring", "LL"), network_step_us("cxi", "ring", "LL")
+(2.7, 14.0, 2.7)
 >>> network_step_us("efa", "ring", "Simple"), network_step_us("ib", "tree", "LL", override=20.0)
 (23.0, 20.0)
+>>> reported_latency_us("efa"), reported_latency_us("cxi"), route_crossings("cxi", "Simple")
+(75.0, 0.0, 3)
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..topology.settings import ASSUMED_TRANSPORTS
 from .nccl_tables import hw_latency
 
-__all__ = ["network_step_us", "STEP_US", "SIMPLE_EXTRA_US", "ASSUMED_TRANSPORTS"]
+__all__ = ["network_step_us", "reported_latency_us", "route_crossings",
+           "Transport", "TRANSPORT_MODELS", "STEP_US", "SIMPLE_EXTRA_US", "ASSUMED_TRANSPORTS"]
 
-# per transport: a network step's latency (us) for every protocol; None: NCCL's Simple figure
-STEP_US: dict[str, float | None] = {"ib": None, "roce": None, "socket": None, "efa": 20.0, "cxi": None, "tcpx": None}
-SIMPLE_EXTRA_US: dict[str, float] = {"efa": 3.0}  # what Simple adds (AWS: the device's completion)
+
+@dataclass(frozen=True)
+class Transport:
+    """How p2sim times one transport's network step, and what its plugin tells NCCL.
+
+    ``step_us``: a network step for every protocol (us); ``None``: NCCL's own figure, raised to its
+    Simple figure where ``proxy_floor`` (the proxy's turn-around, see the module).  ``simple_extra_us``:
+    what a Simple step adds.  ``reported_us``: the latency the network plugin reports to NCCL
+    (``ncclNetProperties_t.latency``), which NCCL's model adds to each network step (twice for
+    Simple) and so to what it chooses by.  ``rendezvous_crossings``: how many times a Simple step
+    crosses the route (a rendezvous that pulls the data back), 1 for a plain send.  ``source``: where
+    the figures come from.  What no document gives is in
+    :data:`~p2sim.topology.settings.TRANSPORT_ASSUMPTIONS` (``p2sim topo`` lists it).
+    """
+
+    step_us: float | None
+    proxy_floor: bool
+    simple_extra_us: float
+    reported_us: float
+    rendezvous_crossings: int
+    source: str
+
+
+TRANSPORT_MODELS: dict[str, Transport] = {
+    "ib": Transport(None, True, 0.0, 0.0, 1, "NCCL's Simple hwLat[NET] for every protocol; net_ib reports 0"),
+    "roce": Transport(None, True, 0.0, 0.0, 1, "NCCL's IB verbs transport (net_ib), as ib"),
+    "socket": Transport(None, True, 0.0, 0.0, 1, "NCCL's Simple hwLat[NET] for every protocol; net_socket reports 0"),
+    # aws-ofi-nccl: nccl_ofi_model.cpp net_lat 20 us + 3 us Simple completion; platform-aws.cpp reports 75 us
+    "efa": Transport(20.0, False, 3.0, 75.0, 1, "aws-ofi-nccl's P5/P5e model tuner (20 us, +3 Simple); "
+                     "75 us reported to NCCL (platform-aws.cpp: p4d, p5, fall-through)"),
+    # aws-ofi-nccl off AWS: NET_LATENCY 0.0 (nccl_ofi_param.h); fi_cxi(7): eager up to 16384 + 2049 bytes,
+    # offloaded rendezvous (an RDMA Get by the target NIC) above it
+    "cxi": Transport(None, False, 0.0, 0.0, 3, "NCCL's hwLat[NET] per protocol (eager, matched by the NIC); "
+                     "Simple's rendezvous crosses the route 3 times (fi_cxi(7)); aws-ofi-nccl reports 0 off AWS"),
+    # TCPXO: nccl_shim.cc GetProperties props.latency = 0
+    "tcpx": Transport(None, True, 0.0, 0.0, 1, "the socket transport's step; the TCPXO plugin reports 0"),
+}
+
+# per transport: a network step's latency (us) for every protocol; None: NCCL's figure (see Transport)
+STEP_US: dict[str, float | None] = {k: t.step_us for k, t in TRANSPORT_MODELS.items()}
+SIMPLE_EXTRA_US: dict[str, float] = {k: t.simple_extra_us for k, t in TRANSPORT_MODELS.items() if t.simple_extra_us}
 
 
 def network_step_us(transport: str | None, algo: str, proto: str, override: float | None = None) -> float:
     """One network step of ``algo`` / ``proto`` over ``transport`` (microseconds); ``None``: NCCL's model."""
     if transport is None:
         return hw_latency("net", algo, proto)
-    step = override if override is not None else STEP_US.get(transport)
+    t = TRANSPORT_MODELS[transport]
+    step = override if override is not None else t.step_us
     if step is None:
-        return max(hw_latency("net", algo, proto), hw_latency("net", algo, "Simple"))
-    return step + (SIMPLE_EXTRA_US.get(transport, 0.0) if proto == "Simple" else 0.0)
+        own = hw_latency("net", algo, proto)
+        return max(own, hw_latency("net", algo, "Simple")) if t.proxy_floor else own
+    return step + (t.simple_extra_us if proto == "Simple" else 0.0)
+
+
+def reported_latency_us(transport: str, override: float | None = None) -> float:
+    """The latency (us) the transport's plugin reports to NCCL, which NCCL's model adds to each network step."""
+    return override if override is not None else TRANSPORT_MODELS[transport].reported_us
+
+
+def route_crossings(transport: str | None, proto: str) -> int:
+    """How many times one network step crosses its route in p2sim's time (``None``: NCCL's model, which
+    counts the plugin's latency twice for Simple, its flush)."""
+    if transport is None:
+        return 2 if proto == "Simple" else 1
+    return TRANSPORT_MODELS[transport].rendezvous_crossings if proto == "Simple" else 1
+

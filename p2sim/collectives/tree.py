@@ -108,16 +108,21 @@ def tree_tables(topo: Topology, segs: Sequence[Segment],
         src = [_spread(topo, segs, of, [ch[:, 0] for ch in chains])]
         dst = [_spread(topo, segs, of, [ch[:, 1] for ch in chains])]
         coef = [np.ones(len(src[0]))]
+        conn = [np.zeros(len(src[0]), dtype=np.int64)]  # inside the nodes: no network, no hash
         if len(segs) > 1:
             heads = _spread(topo, segs, of, [np.array([h], dtype=np.int64) for h in heads_local])
-            for parents in trees:
+            for t, parents in enumerate(trees):
                 r = np.flatnonzero(parents >= 0)
                 pair = np.stack([heads[r], heads[parents[r]]], axis=1)  # up, then down
                 src.append(pair.ravel())
                 dst.append(pair[:, ::-1].ravel())
                 coef.append(np.full(2 * len(r), 0.5))
+                # NCCL runs the double tree's two trees on two channels (connect.cc: a channel's copy takes
+                # the other tree), each with its own connections: queue pairs hashed apart
+                conn.append(np.full(2 * len(r), 2 * c + t, dtype=np.int64))
         nic_of_node = {seg.node: nic_kind[k] for seg, k in zip(segs, of)}
-        out.append(_table(topo, np.concatenate(src), np.concatenate(dst), np.concatenate(coef), nic_of_node, c))
+        out.append(_table(topo, np.concatenate(src), np.concatenate(dst), np.concatenate(coef), nic_of_node,
+                          np.concatenate(conn)))
     return out
 
 

@@ -10,7 +10,9 @@
 nccl-tests logs do not say which p2sim system they ran on: ``system`` names it for every
 log, and a directory may hold ``systems.csv`` (``file, system, hca, algo``) naming it per
 log, with the NICs NCCL used (``hca``, space separated) and what ``NCCL_ALGO`` was
-(``algo``) when the log does not print it.
+(``algo``) when the log does not print it.  Optional columns ``nodes, gpus_per_node`` give
+the layout of a table published without nccl-tests' rank lines and closing lines, and
+``collective`` the collective when nothing in the file names it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from ..topology.spec import SystemSpec
 from ..util.errors import MeasurementError, TopologyError
 from ..util.fileio import check_input_file
 from .collective_csv import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
-from .collective_rows import CollectiveRow
+from .collective_rows import COLLECTIVES, CollectiveRow
 from .duplicates import dedupe_collectives, dedupe_programs
 from .program_rows import MeasuredRow, load_measurements
 from .nccltests import is_nccltests_log, read_nccltests
@@ -61,9 +63,24 @@ def _log_mapping(folder: Path) -> dict[str, dict[str, str]]:
                 if not (folder / name).is_file():  # a typo would leave its log without a system
                     raise MeasurementError(f"{path}:{reader.line_num}: file: {name!r} is not a file in {folder}")
                 out[name] = {k: (v or "").strip() for k, v in rec.items() if k}
+                _check_layout(path, reader.line_num, out[name])
     except UnicodeDecodeError:
         raise MeasurementError(f"{path}: not UTF-8 text") from None
     return out
+
+
+def _check_layout(path: Path, line: int, rec: dict[str, str]) -> None:
+    """A mapping row's optional layout (``nodes``, ``gpus_per_node``: both or neither) and ``collective``."""
+    given = [k for k in ("nodes", "gpus_per_node") if rec.get(k)]
+    if len(given) == 1:
+        other = "gpus_per_node" if given == ["nodes"] else "nodes"
+        raise MeasurementError(f"{path}:{line}: {other}: missing; {given[0]} is given, and a log's layout needs both")
+    for k in given:
+        if not (rec[k].isascii() and rec[k].isdigit()) or int(rec[k]) < 1:
+            raise MeasurementError(f"{path}:{line}: {k}: {rec[k]!r} is not a whole number >= 1")
+    if rec.get("collective") and rec["collective"] not in COLLECTIVES:
+        raise MeasurementError(f"{path}:{line}: collective: {rec['collective']!r} is not one of "
+                               f"{', '.join(COLLECTIVES)}")
 
 
 def _nccltests(path: Path, system: str | None, mapping: dict[str, dict[str, str]]) -> list[CollectiveRow]:
@@ -71,8 +88,11 @@ def _nccltests(path: Path, system: str | None, mapping: dict[str, dict[str, str]
     name = m.get("system") or system
     if not name:
         raise MeasurementError(f"{path}: system: nccl-tests logs do not name the p2sim system; give --system, or "
-                               f"list the file in {path.parent / LOG_MAPPING} (file, system[, hca, algo])")
-    rows = read_nccltests(path, system=name, algo=m.get("algo") or None)
+                               f"list the file in {path.parent / LOG_MAPPING} (file, system[, hca, algo, nodes, "
+                               "gpus_per_node, collective])")
+    layout = {k: int(m[k]) for k in ("nodes", "gpus_per_node") if m.get(k)}
+    rows = read_nccltests(path, system=name, algo=m.get("algo") or None, collective=m.get("collective") or None,
+                          **layout)
     hca = tuple(m.get("hca", "").split())
     return [replace(r, hca=hca) for r in rows] if hca else rows
 

@@ -8,7 +8,9 @@ and a table with one row per message size: ``size count type redop root``, then
 ``# Out of bounds values`` and ``# Avg bus bandwidth``.  Each (size, in/out of place)
 becomes one :class:`~p2sim.measurements.collective_rows.CollectiveRow`; the rank lines give
 the rank count, the nodes (distinct hosts) and the GPUs per node; the user names the
-p2sim system.
+p2sim system.  A table published alone (a README's code block: no rank lines, no closing
+lines) is read when its nodes and GPUs per node are given beside it (``nodes``,
+``gpus_per_node``); the bus factor between algbw and busbw checks them.
 
 The layouts read (from nccl-tests' ``src/common.cu`` and ``src/util.cu`` over its history):
 
@@ -92,11 +94,10 @@ from ..util.errors import MeasurementError
 from ..util.fileio import read_bytes
 from .collective_rows import ALGO_NAMES, PROTO_NAMES, CollectiveRow
 from .nccltests_common import (_PROGRAM, PROGRAMS, _check_args, _emit, _fail, _forced, _name_collective, _point,
-                               _Rank, _ranks, split_color)
+                               _Rank, _ranks, _Shape, split_color)
 from .nccltests_json import parse_nccltests_json
 
 __all__ = ["parse_nccltests", "read_nccltests", "is_nccltests_log", "split_color", "PROGRAMS"]
-
 
 
 _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )")
@@ -105,6 +106,8 @@ _RANK = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?(?:Pid\s+(\d+)\s+)
 _HEADER = re.compile(r"^#\s*(?:size|bytes)\s+(?:count|N)\s+type\b.*\bbusbw\b")
 _STARTING = re.compile(r"^#\s*Collective test starting:\s*(\S+)")
 _PARAMS = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)")
+# the parameter line's range: "minBytes 8 maxBytes 2147483648 step: 2(factor)" (src/common.cu, run())
+_RANGE = re.compile(r"\bmaxBytes\s+(\d+)\s+step:\s*(\d+)\((factor|bytes)\)")
 _WRONG_TOTAL = re.compile(r"^#\s*Out of bounds values\s*:\s*(\S+)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:")
 _ENV = re.compile(r"NCCL INFO (NCCL_ALGO|NCCL_PROTO) set by environment to (\S+)")
@@ -114,12 +117,6 @@ _SPLIT_SET = re.compile(r"\b(NCCL_TESTS_SPLIT(?:_MASK)?)=(\"[^\"]*\"|'[^']*'|"
                         r"(?i:(?:AND|OR|MOD|DIV)\s+|[&|%/]\s*)[+-]?\w+|\S+)")
 _LEADING = {"size", "count", "type", "redop", "root"}
 _ALIASES = {"bytes": "size", "N": "count", "op": "redop", "cputime": "time", "res": "error"}
-
-
-
-
-
-
 
 
 @dataclass
@@ -134,10 +131,9 @@ class _Run:
     closed: bool = False
     per_proc: int = 0  # ranks per process (nThread x nGpus of the parameter line); 0: not printed
     split: tuple[str, str] | None = None  # ("NCCL_TESTS_SPLIT=...", "line N") named before the table
-
-
-
-
+    max_bytes: int = 0  # the parameter line's maxBytes; 0: not printed
+    step: tuple[int, str] = (0, "")  # its step: (2, "factor") or (1048576, "bytes"); (0, ""): not printed
+    stray: int = 0  # the first line after the rows that is neither a row, a "#" line nor NCCL's output
 
 
 def _lines(data: str | bytes, src: str) -> Iterator[tuple[int, str]]:
@@ -164,8 +160,13 @@ def _split_setting(text: str, n: int) -> tuple[str, str] | None:
     return None
 
 
-def _scan(data: str | bytes, src: str) -> tuple[list[_Run], dict[str, str]]:
-    """Split a log into runs; collect ``NCCL_ALGO``/``NCCL_PROTO`` settings."""
+def _scan(data: str | bytes, src: str, open_ok: bool = False) -> tuple[list[_Run], dict[str, str]]:
+    """Split a log into runs; collect ``NCCL_ALGO``/``NCCL_PROTO`` settings.
+
+    ``open_ok``: a table without nccl-tests' closing lines is read (a table published alone, its
+    layout given beside it) up to the first line that is not one of its rows; otherwise it is a
+    cut log.
+    """
     runs: list[_Run] = []
     env: dict[str, str] = {}
     cur: _Run | None = None
@@ -177,7 +178,7 @@ def _scan(data: str | bytes, src: str) -> tuple[list[_Run], dict[str, str]]:
     def new_run(n: int) -> _Run:
         nonlocal pending_program, pending_mentions, pending_split
         if cur is not None and cur.header is not None and not cur.closed:
-            raise _truncated(src, cur)
+            _end_open(src, cur, open_ok)
         run = _Run(start=pending_start or n, program=pending_program, mentioned=pending_mentions, split=pending_split)
         pending_program, pending_mentions, pending_split = None, set(), None
         runs.append(run)
@@ -195,7 +196,7 @@ def _scan(data: str | bytes, src: str) -> tuple[list[_Run], dict[str, str]]:
                     cur.program = m.group(1)
                 else:
                     if cur is not None and cur.header is not None and not cur.closed:
-                        raise _truncated(src, cur)
+                        _end_open(src, cur, open_ok)
                     pending_program, pending_start = m.group(1), n
                     cur = None
                 continue
@@ -203,6 +204,8 @@ def _scan(data: str | bytes, src: str) -> tuple[list[_Run], dict[str, str]]:
                 if cur is None or cur.header is not None or cur.ranks:
                     cur = new_run(n)
                 cur.per_proc = int(m.group(1)) * int(m.group(2))
+                if (r := _RANGE.search(s)) is not None:
+                    cur.max_bytes, cur.step = int(r.group(1)), (int(r.group(2)), r.group(3))
                 continue
             if (m := _RANK.match(s)) is not None:
                 if cur is None or cur.header is not None:
@@ -242,18 +245,35 @@ def _scan(data: str | bytes, src: str) -> tuple[list[_Run], dict[str, str]]:
         first = s.split(None, 1)[0]
         if first.isdigit():
             cur.rows.append((n, s.split()))
+        elif not cur.stray and "NCCL " not in text:
+            cur.stray = n  # where a table published without its closing lines ends (a code fence, prose)
         # anything else inside a table is another process's output (NCCL INFO, warnings): skipped
     if cur is not None and cur.header is not None and not cur.closed:
-        raise _truncated(src, cur)
+        _end_open(src, cur, open_ok)
     return [r for r in runs if r.header is not None], env
 
 
-def _truncated(src: str, run: _Run) -> MeasurementError:
-    last = run.rows[-1][0] if run.rows else run.header_line
-    return _fail(src, last, "table", "the table stops here without nccl-tests' closing '# Avg bus bandwidth' line "
-                 "(the run was cut short, or the log truncated)")
-
-
+def _end_open(src: str, run: _Run, open_ok: bool) -> None:
+    """End a table that has no closing ``# Avg bus bandwidth`` line: a cut log, unless ``open_ok``
+    (then its rows are those before its first stray line, and must reach the parameter line's
+    maxBytes where it is printed)."""
+    if not open_ok:
+        last = run.rows[-1][0] if run.rows else run.header_line
+        raise _fail(src, last, "table", "the table stops here without nccl-tests' closing '# Avg bus bandwidth' line "
+                    "(the run was cut short, or the log truncated; a table published without it is read when the "
+                    "log's nodes and gpus_per_node are given)")
+    if run.stray:
+        run.rows = [r for r in run.rows if r[0] < run.stray]
+    run.closed = True
+    if not run.rows or not run.max_bytes or not run.step[0] or not run.rows[-1][1][0].isdigit():
+        return
+    line, last = run.rows[-1][0], int(run.rows[-1][1][0])
+    # nccl-tests' next size (src/common.cu: size * stepFactor, or size + stepBytes); any size up to
+    # maxBytes is run, so a table that stops below the next one was cut
+    after = last * run.step[0] if run.step[1] == "factor" else last + run.step[0]
+    if after > last and after <= run.max_bytes:
+        raise _fail(src, line, "table", f"the table stops at {last} B, without nccl-tests' closing lines, but the "
+                    f"parameter line's maxBytes is {run.max_bytes} (the next size, {after} B, is missing: a cut log)")
 
 
 def _collective(src: str, run: _Run, given: str | None, file_name: str) -> tuple[str, str]:
@@ -262,26 +282,6 @@ def _collective(src: str, run: _Run, given: str | None, file_name: str) -> tuple
     return _name_collective(lambda msg: _fail(src, run.header_line, "collective", msg), given, program,
                             run.mentioned, file_name, "table: no 'Collective test starting' line, no program named "
                             "before it")
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _text_name(key: str, place: bool | None) -> str:
@@ -319,20 +319,42 @@ def _rows(src: str, run: _Run, collective: str, n: int) -> Iterator[tuple[int, f
             yield line, size, seconds, place
 
 
-
-
-
-
-
-
 def _is_json(data: str | bytes) -> bool:
     head = data[:64].lstrip()
     return head[:1] in ("{", b"{")  # nccl-tests' JSON is one object; no text log starts with "{"
 
 
+def _layout(source: str, nodes: int | None, gpus_per_node: int | None) -> tuple[int, int] | None:
+    """The (nodes, GPUs per node) given beside a log, checked: both or neither, whole numbers >= 1."""
+    if nodes is None and gpus_per_node is None:
+        return None
+    for fld, v in (("nodes", nodes), ("gpus_per_node", gpus_per_node)):
+        if v is None:
+            other = "gpus_per_node" if fld == "nodes" else "nodes"
+            raise MeasurementError(f"{source}: {fld}: missing; {other} is given, and a log's layout needs both")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise MeasurementError(f"{source}: {fld}: {v!r} is not a whole number >= 1")
+    return nodes, gpus_per_node  # type: ignore[return-value]
+
+
+def _given_shape(source: str, run: _Run, shape: _Shape | None, layout: tuple[int, int] | None) -> _Shape:
+    """A run's shape: its rank lines' (checked against the layout given beside the log), else the layout."""
+    if shape is None:
+        if layout is None:
+            raise _fail(source, run.header_line, "Rank", "no '#  Rank N ... on HOST device D' lines before this "
+                        "table; nccl-tests prints them under '# Using devices' (is the head of the log missing? A "
+                        "table published without them is read when the log's nodes and gpus_per_node are given)")
+        return _Shape(layout[0], layout[1], "")
+    if layout is not None and (shape.nodes, shape.per_node) != layout:
+        raise _fail(source, run.ranks[0].line if run.ranks else run.header_line, "nodes",
+                    f"the rank lines say {shape.nodes} x {shape.per_node} ranks (nodes x per node), but "
+                    f"{layout[0]} x {layout[1]} is given for this log")
+    return shape
+
+
 def parse_nccltests(data: str | bytes, source: str = "<text>", *, system: str, collective: str | None = None,
-                    algo: str | None = None, proto: str | None = None, origin: str | None = None
-                    ) -> list[CollectiveRow]:
+                    algo: str | None = None, proto: str | None = None, origin: str | None = None,
+                    nodes: int | None = None, gpus_per_node: int | None = None) -> list[CollectiveRow]:
     """The measurements of one nccl-tests log (its text or bytes) or JSON file (``-J``).
 
     Parameters
@@ -353,6 +375,12 @@ def parse_nccltests(data: str | bytes, source: str = "<text>", *, system: str, c
         set by environment`` lines (a JSON file's ``env``), else ``"auto"``.
     origin : str, optional
         Where the figures come from (default: ``source``).
+    nodes, gpus_per_node : int, optional
+        The run's layout, for a table published without its rank lines (and without its
+        closing ``# Out of bounds`` / ``# Avg bus bandwidth`` lines: such a table ends at
+        its first line that is no row, and must reach the parameter line's ``maxBytes``
+        where that line is printed).  Both or neither; where the log has rank lines they
+        must agree.
 
     Returns
     -------
@@ -367,15 +395,21 @@ def parse_nccltests(data: str | bytes, source: str = "<text>", *, system: str, c
     MeasurementError
         A malformed log: one message naming the file, the line (a JSON file: the field's
         path) and the field (a table cut short, wrong results, several collectives in one
-        file, no rank lines, bytes that are not UTF-8, a row that does not fit the
-        collective, a split into communicators of different shapes).
+        file, no rank lines and no layout given, bytes that are not UTF-8, a row that does
+        not fit the collective, a split into communicators of different shapes).
     """
     _check_args(source, collective, algo, proto)
+    layout = _layout(source, nodes, gpus_per_node)
     if _is_json(data):
         # the JSON reader reuses this module's checks: imported here, where both are loaded
-        return parse_nccltests_json(data, source, system=system, collective=collective, algo=algo, proto=proto,
+        rows = parse_nccltests_json(data, source, system=system, collective=collective, algo=algo, proto=proto,
                                     origin=origin)
-    runs, env = _scan(data, source)
+        wrong = next((r for r in rows if layout is not None and (r.nodes, r.gpus_per_node) != layout), None)
+        if wrong is not None:
+            raise MeasurementError(f"{source}: nodes: the file's devices say {wrong.nodes} x {wrong.gpus_per_node} "
+                                   f"ranks (nodes x per node), but {layout[0]} x {layout[1]} is given for it")
+        return rows
+    runs, env = _scan(data, source, open_ok=layout is not None)
     if not runs:
         raise MeasurementError(f"{source}: no nccl-tests table (a line '#  size  count  type ... busbw') in this file")
     algo = algo if algo is not None else _forced(env, "NCCL_ALGO", ALGO_NAMES)
@@ -390,10 +424,8 @@ def parse_nccltests(data: str | bytes, source: str = "<text>", *, system: str, c
         elif coll != first[0]:
             raise _fail(source, run.header_line, "collective", f"this table is {coll} ({how}) but the one at line "
                         f"{first[2]} is {first[0]} ({first[1]}): one collective per file")
-        if not run.ranks:
-            raise _fail(source, run.header_line, "Rank", "no '#  Rank N ... on HOST device D' lines before this "
-                        "table; nccl-tests prints them under '# Using devices' (is the head of the log missing?)")
-        shape = _ranks(source, run.ranks, run.per_proc, run.split)
+        shape = _given_shape(source, run, _ranks(source, run.ranks, run.per_proc, run.split) if run.ranks else None,
+                             layout)
         ident = name if len(runs) == 1 else f"{name}#{k}"
         out += _emit(source, ident, system, coll, shape, algo, proto, origin,
                      _rows(source, run, coll, shape.nodes * shape.per_node))
@@ -401,7 +433,8 @@ def parse_nccltests(data: str | bytes, source: str = "<text>", *, system: str, c
 
 
 def read_nccltests(path: str | Path, *, system: str, collective: str | None = None, algo: str | None = None,
-                   proto: str | None = None, origin: str | None = None) -> list[CollectiveRow]:
+                   proto: str | None = None, origin: str | None = None, nodes: int | None = None,
+                   gpus_per_node: int | None = None) -> list[CollectiveRow]:
     """:func:`parse_nccltests` of a file (a text log or a ``-J`` JSON file).
 
     Examples
@@ -417,7 +450,8 @@ def read_nccltests(path: str | Path, *, system: str, collective: str | None = No
     """
     p = Path(path)
     data = read_bytes(p, "nccl-tests log", MeasurementError)
-    return parse_nccltests(data, str(p), system=system, collective=collective, algo=algo, proto=proto, origin=origin)
+    return parse_nccltests(data, str(p), system=system, collective=collective, algo=algo, proto=proto, origin=origin,
+                           nodes=nodes, gpus_per_node=gpus_per_node)
 
 
 # the head of nccl-tests' JSON (jsonOutputInit in src/util.cu writes "version" then "start_time"),

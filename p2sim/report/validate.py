@@ -101,7 +101,9 @@ def _scatter(doc: dict[str, Any], key: str) -> bytes:
     rows = [r for r in doc["rows"] if r[f"measured_{key}_s"]]
     systems = sorted({r["gpu"] for r in rows})
     colour = _colours(systems)
-    markers = {"ring": "o", "tree": "^"}
+    # a marker per algorithm the rows name, in order of first appearance (every row is drawn, whatever it ran)
+    shapes = "o^sDv<>ph*"
+    markers = {a: shapes[k % len(shapes)] for k, a in enumerate(dict.fromkeys(r["algo"] for r in rows))}
     fig, axes = plt.subplots(1, 2, figsize=(11, 5), sharex=True, sharey=True)
     values = [r[f"{w}_{key}_s"] for r in rows for w in ("measured", "predicted", "baseline")]
     lo, hi = min(values) / 1.3, max(values) * 1.3

@@ -42,6 +42,10 @@ def whatif_text(result: WhatifResult) -> str:
     # the axes as given: a '*' resolves per point
     given = ("one axis over all GPUs" if req.axes is None
              else f"axes {req.axes} reduce {reduce_text(result.reduce_axes, result.axis_names)}")
+    if req.matrix is not None:
+        given += f"; matrix {format_matrix(req.matrix)}"
+    if req.program != "all":
+        given += f"; program {req.program}"
     lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  ({given}; algo {s.algo}, {s.engine} engine"
              f"{order_label(s.order, result.reduce_axes)})",
              matrix_legend(result.axis_names, result.level_names),
@@ -58,7 +62,9 @@ def whatif_text(result: WhatifResult) -> str:
     for n, m, pts in places:
         per_nodes.setdefault(n, []).append((m, pts))
     if not result.placement_changes:
-        if len(per_nodes) == 1:
+        if req.matrix is not None:
+            lines.append(f"placement given: {format_matrix(req.matrix)} at every point")
+        elif len(per_nodes) == 1:
             lines.append(f"best placement: {format_matrix(_matrix(places[0][1]))} at every point")
         else:
             lines.append("best placement: the same at every point of a node count: " + ", ".join(

@@ -108,9 +108,17 @@ def run_task(task: ConfigTask, context: SimulationContext | None = None) -> Conf
     wanted = None if task.programs is None else {parse_program(t) for t in task.programs}
     out = []
     for mp in syn.matrices:
+        found = set()
         for prog in mp.programs:
             if wanted is not None and prog not in wanted:
                 continue
+            found.add(prog)
             r = sim.simulate(mp.lowering, prog, task.bytes_per_gpu)
             out.append(ProgramTiming(mp.matrix, r.text, r.total_seconds, r.steps))
+        # a program given by the user (whatif --program, validated there) that the rules' synthesis does not
+        # list -- longer than --max-size, or outside the profile -- still runs, as simulate runs it
+        for prog in [parse_program(t) for t in task.programs or ()]:
+            if prog not in found:
+                r = sim.simulate(mp.lowering, prog, task.bytes_per_gpu)
+                out.append(ProgramTiming(mp.matrix, r.text, r.total_seconds, r.steps))
     return ConfigResult(task, tuple(out))

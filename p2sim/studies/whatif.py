@@ -3,7 +3,9 @@
 Each point (:mod:`.variations`) is searched on its own, exactly (the bounded search's
 answer equals simulating everything); a point reports its winner and whether the winner
 changed from the previous point of its series (the first varied parameter, the others
-fixed).
+fixed).  A request may fix the placement (``matrix``) and the program (``program``, on one
+matrix): every point then simulates that program, so the points differ only by the system
+-- "this placement, this program: what does the change buy?".
 
 Examples
 --------
@@ -18,10 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..collectives.binding import Binding
-from ..formalism.placement import count_matrices, enumerate_matrices
-from ..formalism.synthesis import DEFAULT_MAX_SIZE
+from ..collectives.choice import serves
+from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_matrices, format_matrix, parse_matrix
+from ..formalism.program import parse_program
+from ..formalism.synthesis import DEFAULT_MAX_SIZE, placement_lowerings, validate_program
 from ..topology import find_spec
 from ..topology.spec import SystemSpec
+from ..util.algorithms import algorithm, forced
 from ..util.errors import InputError
 from ..util.log import announce
 from ..util.table import Tabular
@@ -29,11 +34,11 @@ from ..util.parsing import as_text, axis_indices, byte_size
 from .bindings import not_bound_by, program_bindings
 from .contexts import context_of
 from .jobsize import Limits, check_job, estimate, plural, program_counts, program_steps, synthesis_cardinalities
-from .ranking import Ranking, rank_results, split_by_matrix
+from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
 from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
 from .search import SearchStats, run_search
-from .config_task import ConfigResult, ConfigTask
+from .config_task import ALLREDUCE_TEXT, ConfigResult, ConfigTask
 from .variations import Point, Variation, parse_vary, points, resolve_axes, winner_key
 
 __all__ = ["WhatifRequest", "WhatifResult", "run_whatif"]
@@ -53,14 +58,18 @@ class WhatifRequest:
     limits: Limits
     run: RunOptions
     exhaustive: bool = False
+    matrix: Matrix | None = None  # None: every matrix
+    program: str = "all"  # a program's text (on one matrix), or every synthesized one
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", vary: Any = (),
               bytes: Any = None, algo: str = "auto", proto: str = "auto", engine: str = "des",  # noqa: A002
               profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
               exhaustive: bool = False, workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
-              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> WhatifRequest:
-        """``vary``: texts like ``"nic.bandwidth=25,50"`` and ``"nodes=2,4"`` (or one such text)."""
+              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False, matrix: Any = None,
+              program: Any = "all") -> WhatifRequest:
+        """``vary``: texts like ``"nic.bandwidth=25,50"`` and ``"nodes=2,4"`` (or one such text); ``matrix``
+        and ``program`` fix the placement and its program (as ``simulate`` takes them)."""
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         n = optional_int(nodes, "nodes")
         n = spec.default_nodes if n is None else n
@@ -71,9 +80,14 @@ class WhatifRequest:
         pts = tuple(points(spec, n, variations))
         settings = Settings.of(algo, proto, engine, profile, max_size, order)
         limits = limits_of(yes, max_matrices, max_simulations)
+        mat = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str)
+                                           else tuple(tuple(r) for r in matrix))
+        text = as_text(program, "program") or "all"
+        if text != "all":
+            parse_program(text)  # its syntax before any point is built
         return cls(spec, n, as_text(axes, "axes"), as_text(reduce, "reduce"), variations, tuple(vary), pts,
                    None if bytes is None else byte_size(as_text(bytes, "bytes")), settings, limits,
-                    RunOptions.of(workers, scheduler, scheduler_file), bool(exhaustive))
+                   RunOptions.of(workers, scheduler, scheduler_file), bool(exhaustive), mat, text)
 
 
 @dataclass(frozen=True, repr=False)
@@ -125,6 +139,30 @@ class WhatifResult(Tabular):
                 "placement_changes": self.placement_changes}
 
 
+def _check_program(req: WhatifRequest, hierarchy: Any, axes: tuple[int, ...], red: tuple[int, ...],
+                   mats: list[Matrix]) -> int:
+    """A given program, as ``simulate`` checks it: on one matrix, valid there, run by the forced algorithm.
+    Returns its step count."""
+    if len(mats) > 1:
+        options = "; ".join(f'"{format_matrix(m)}"' for m in mats)
+        raise InputError(f"matrix: axes {','.join(map(str, axes))} have {len(mats)} matrices; "
+                         f"a --program needs one: name it with --matrix ({options})")
+    lowering = placement_lowerings(hierarchy, axes, red, (mats[0],), req.settings.order)[0]
+    prog = parse_program(req.program)
+    validate_program(lowering.synthesis, prog)
+    ops = [ins.op.value for ins in prog.instructions]
+    algo = req.settings.algo
+    if algo not in ("auto", "both") and not any(serves(algo, op) for op in ops):
+        raise InputError(f"algo: {algo} runs none of the program's collectives ({', '.join(dict.fromkeys(ops))}): "
+                         f"it runs {', '.join(algorithm(forced(algo)[0]).collectives)} (NCCL's tuning.cc)")
+    return len(prog.instructions)
+
+
+def _winner(ranking: Ranking, program: str | None) -> RankEntry:
+    """A point's answer: its fastest entry, or the given program's fastest (by algorithm)."""
+    return next(e for e in ranking.entries if program is None or e.timing.text == program)
+
+
 def run_whatif(req: WhatifRequest) -> WhatifResult:
     settings = req.settings.each()
     rules = req.settings.rules
@@ -133,6 +171,9 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     counted: dict[int, tuple[tuple[int, ...], list, list[int], list[int]]] = {}  # per node count: axes, matrices,
     # programs and their steps
     gpu_steps, gpus, cards = 0, 0, []
+    # a given program, and the plain AllReduce that its speedup is over
+    text = None if req.program == "all" else parse_program(req.program).text
+    given = None if text is None else tuple(dict.fromkeys((text, ALLREDUCE_TEXT)))
     smaller = "fewer --vary values, fewer --nodes or a smaller --max-size"
 
     def where(nodes: int) -> str:
@@ -153,14 +194,23 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
             p = resolve_axes(req.axes, topo.devices)
             names = axis_names_of(req.axes, len(p))
             red = reduces_something(p, axis_indices(req.reduce, names, "reduce"))
-            req.limits.check_matrices(count_matrices(topo.hierarchy, p),
-                                      f"axes {','.join(map(str, p))} on {req.spec.name} with {pt.nodes} nodes")
-            mats = enumerate_matrices(topo.hierarchy, p)
+            if req.matrix is None:
+                req.limits.check_matrices(count_matrices(topo.hierarchy, p),
+                                          f"axes {','.join(map(str, p))} on {req.spec.name} with {pt.nodes} nodes")
+                mats = enumerate_matrices(topo.hierarchy, p)
+            else:
+                Placement.of(topo.hierarchy, p, req.matrix)  # it fits this point's levels and axes
+                mats = [req.matrix]
             builds = sum(1 for q in req.points if q.nodes == pt.nodes)  # each point builds its own structures
             check_job(req.limits, mats, red, topo.devices, builds, len(mats) * len(settings),
                       req.run.processes(len(mats) * builds * len(settings)), where(pt.nodes), smaller)
-            counted[pt.nodes] = (p, mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits),
-                                 program_steps(mats, red, rules.profile, rules.max_size, req.limits))
+            if req.program == "all":
+                counted[pt.nodes] = (p, mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits),
+                                     program_steps(mats, red, rules.profile, rules.max_size, req.limits))
+            else:
+                # the given program, and the plain AllReduce beside it (given): each a simulation, each its steps
+                steps_given = _check_program(req, topo.hierarchy, p, red, mats)
+                counted[pt.nodes] = (p, mats, [len(given)], [steps_given + (len(given) - 1)])
             cards += [synthesis_cardinalities(m, red) for m in mats]
         p, mats, counts, steps = counted[pt.nodes]
         gpu_steps += topo.devices * sum(steps) * len(settings)
@@ -172,7 +222,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
         simulations += sum(counts) * len(settings)
         for s in settings:
             base = ConfigTask(spec=pt.spec, nodes=pt.nodes, axes=p, reduce_axes=tuple(red), bytes_per_gpu=nbytes,
-                             settings=s)
+                             settings=s, programs=given)
             split = split_by_matrix(base, mats)
             tasks += split
             owners += [k] * len(split)
@@ -189,17 +239,19 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
         announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}")
         for k in range(len(req.points)):  # each point's winner and matrices' bests: exact, with or without the bounds
             mine = [t for t, o in zip(tasks, owners) if o == k]
-            per_point[k], st = run_search(mine, ex, 1, exhaustive=req.exhaustive, label="what-if")
+            # a given program is the one simulation of its point: nothing to bound
+            per_point[k], st = run_search(mine, ex, 1, exhaustive=req.exhaustive or req.program != "all",
+                                          label="what-if")
             stats.append(st)
             rankings.append(rank_results(per_point[k]))
-            point_bounds.append(program_bindings(point_contexts[k], rankings[k].entries[0]))
+            point_bounds.append(program_bindings(point_contexts[k], _winner(rankings[k], text)))
             point_contexts[k].clear()  # the point is done: one point's caches at a time
     rows = []
     winners: dict[tuple, tuple] = {}
     first = req.variations[0].target
     for k, pt in enumerate(req.points):
         ranking = rankings[k]
-        best = ranking.entries[0]
+        best = _winner(ranking, text)
         key = winner_key(best.matrix, best.algo, best.timing.text)
         # a series varies the first parameter with the others fixed, as in the plot
         series = tuple((t, v) for t, v in pt.settings if t != first)

@@ -197,7 +197,7 @@ class Topology:
             if f.component is not None and f.component not in names:
                 raise TopologyError(f"{f.label}: {spec.name}'s nodes have no component {f.component!r}")
             node = [(f.node * per + k, e) for k, e in enumerate(self._node_edges)]
-            net = [(k, self.edge_class[k]) for k in self._network_edges_of(f.node, f.component)]
+            net = [(k, self.edge_class[k]) for k in self.network_edges_of(f.node, f.component)]
             kind = dict(spec.components).get(f.component)
             if f.scale is not None:  # a slow node: everything it has, its network ports included
                 for k, _ in node:
@@ -210,7 +210,7 @@ class Topology:
             for k, cls in chosen:
                 self.capacity[k] = f.bandwidth * spec.classes[cls].efficiency * GB
 
-    def _network_edges_of(self, node: int, component: str | None) -> list[int]:
+    def network_edges_of(self, node: int, component: str | None) -> list[int]:
         """The ids of a node's links to the network (of one component, or all)."""
         out = []
         for first, inner, *_ in self._blocks:

@@ -33,7 +33,7 @@ from ..util.errors import TopologyError
 from .gpus import gpu_info
 from .ranges import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, MIN_BANDWIDTH_GBPS  # the links' ranges, one rule for all
 
-__all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "NcclSettings", "ModelRates",
+__all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "ASSUMED_TRANSPORTS", "TRANSPORT_ASSUMPTIONS", "REPORTING_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "NcclSettings", "ModelRates",
            "parse_nccl", "parse_rates", "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
 
 # NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
@@ -42,8 +42,26 @@ ARCHS = ("volta", "ampere", "hopper", "blackwell")
 # Slingshot through the same plugin on libfabric's cxi provider; socket: NCCL's TCP transport;
 # tcpx: Google's GPUDirect-TCPX(O) plugin
 TRANSPORTS = ("ib", "roce", "efa", "cxi", "socket", "tcpx")
-# transports with no published per-step latency (p2sim.collectives.transports): p2sim says it assumes NCCL's
-ASSUMED_TRANSPORTS = ("cxi", "tcpx")
+# what p2sim assumes for a transport where no document gives a figure (p2sim.collectives.transports has the
+# model and its sources); p2sim topo lists it unless the file states the step ([network] step_latency) and, for
+# a plugin that reports a latency to NCCL, that too ([network] net_latency)
+TRANSPORT_ASSUMPTIONS = {
+    "efa": ("an efa network step takes aws-ofi-nccl's P5/P5e model figure (20 us, +3 us for Simple; "
+            "nccl_ofi_model.cpp), also on other EFA generations, which have no published figure; the plugin "
+            "reports 75 us to NCCL's tuner (platform-aws.cpp: p4d, p5 and the fall-through; 35 us on p5en/p6) "
+            "([network] step_latency, net_latency set them)"),
+    "cxi": ("a cxi network step takes NCCL's hwLat[NET] for its protocol (LL, LL128: eager sends matched by "
+            "the Cassini NIC; no published figure) and a Simple step crosses its route three times (fi_cxi(7)'s "
+            "offloaded rendezvous above 16384 + 2049 bytes); aws-ofi-nccl reports 0 us to NCCL off AWS "
+            "([network] step_latency or calibrate sets the step)"),
+    "tcpx": ("a tcpx network step takes NCCL's Simple hwLat[NET] for every protocol, as NCCL's socket "
+             "transport (no published figure for GPUDirect-TCPX(O)); the TCPXO plugin reports 0 us to NCCL "
+             "([network] step_latency or calibrate sets the step)"),
+}
+# the transports whose plugins report a latency to NCCL that p2sim takes from a document (aws-ofi-nccl on EC2)
+REPORTING_TRANSPORTS = ("efa",)
+# transports with an assumption p2sim states
+ASSUMED_TRANSPORTS = tuple(TRANSPORT_ASSUMPTIONS)
 # NCCL_P2P_LEVEL's path types, nearest first (NCCL docs, "NCCL_P2P_LEVEL")
 P2P_LEVELS = ("NVL", "PIX", "PXB", "PHB", "SYS")
 
@@ -86,6 +104,9 @@ class NcclSettings:
     nvls: bool = True
     collnet: bool | None = None
     step_latency: float | None = None  # [network] step_latency: us per network step, replacing the transport's
+    # [network] net_latency: the latency (us) the network plugin reports to NCCL (OFI_NCCL_NET_LATENCY for
+    # aws-ofi-nccl), which NCCL's model adds to every network step; None: the transport's default
+    net_latency: float | None = None
     protocols: tuple[str, ...] = ("LL", "LL128", "Simple")  # NCCL_PROTO: the protocols NCCL may use
     buffsize: int = 4 * 2**20  # NCCL_BUFFSIZE: bytes of a Simple connection's buffer (init.cc DEFAULT_BUFFSIZE)
     algorithms: tuple[str, ...] = ALGORITHMS  # NCCL_ALGO: the algorithms NCCL may use
@@ -163,12 +184,12 @@ def _count(src: str, field: str, value: Any, low: int, high: int) -> int:
     return value
 
 
-def _step_latency(src: str, network: Mapping[str, Any]) -> float | None:
-    v = network.get("step_latency")
+def _step_latency(src: str, network: Mapping[str, Any], key: str = "step_latency") -> float | None:
+    v = network.get(key)
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_LATENCY_US:
-        raise _fail(src, "network.step_latency", f"{v!r} must be a number of microseconds in [0, {MAX_LATENCY_US:g}]")
+        raise _fail(src, f"network.{key}", f"{v!r} must be a number of microseconds in [0, {MAX_LATENCY_US:g}]")
     return float(v)
 
 
@@ -291,6 +312,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
         nvls=nvls,
         collnet=collnet,
         step_latency=_step_latency(src, network),
+        net_latency=_step_latency(src, network, "net_latency"),
         protocols=tuple(p for p in d.protocols if p in protocols),
         buffsize=buffsize,
         algorithms=algorithms,

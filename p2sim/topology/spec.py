@@ -28,7 +28,8 @@ from .efficiency import LINK_KINDS, complete_classes
 from .faults import Fault
 from .fabric_spec import FabricSpec, check_ports, parse_fabric
 from .ranges import MAX_NODES
-from .settings import ASSUMED_TRANSPORTS, IB_TRANSPORTS, ModelRates, NcclSettings, parse_nccl, parse_rates
+from .settings import (ASSUMED_TRANSPORTS, IB_TRANSPORTS, REPORTING_TRANSPORTS, TRANSPORT_ASSUMPTIONS, ModelRates,
+                       NcclSettings, parse_nccl, parse_rates)
 
 __all__ = ["LinkClass", "LinkSpec", "Level", "SystemSpec", "load_spec", "parse_spec", "expand_names", "KINDS",
            "TOP_LEVEL_KEYS", "MAX_NODES", "MAX_GPUS_PER_NODE"]
@@ -357,9 +358,10 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     net = doc.get("network", {})
     if not isinstance(net, dict):
         raise TopologyError(f"{src}: network: must be a table")
-    extra = sorted(set(net) - {"components", "links", "transport", "step_latency"})
+    extra = sorted(set(net) - {"components", "links", "transport", "step_latency", "net_latency"})
     if extra:
-        raise TopologyError(f"{src}: network.{extra[0]}: unknown setting (components, links, transport, step_latency)")
+        raise TopologyError(f"{src}: network.{extra[0]}: unknown setting (components, links, transport, step_latency, "
+                            "net_latency)")
     net_comps = _components(src, "network.components", net.get("components", []))
     net_links = _links(src, "network.links", net.get("links", []), classes)
     fabric = None if "fabric" not in doc else parse_fabric(doc["fabric"], classes, src)
@@ -404,9 +406,9 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
                        "from Hopper on; nvls = false on the component turns it off)")
     if "transport" not in net:
         assumed.append(f"network transport {nccl.transport} ([network] transport not given)")
-    if nccl.step_latency is None and nccl.transport in ASSUMED_TRANSPORTS:
-        assumed.append(f"a {nccl.transport} network step takes NCCL's hwLat[NET] (no published figure for the "
-                       "transport; [network] step_latency or calibrate sets it)")
+    if nccl.transport in ASSUMED_TRANSPORTS and (nccl.step_latency is None or (
+            nccl.net_latency is None and nccl.transport in REPORTING_TRANSPORTS)):
+        assumed.append(TRANSPORT_ASSUMPTIONS[nccl.transport])
     if (fabric is not None and fabric.routing == "ecmp" and nccl.transport in IB_TRANSPORTS
             and "ib_qps_per_connection" not in doc.get("nccl", {})):
         assumed.append(f"{nccl.ib_qps_per_connection} queue pair per connection, NCCL_IB_QPS_PER_CONNECTION's default "

@@ -113,6 +113,7 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
     lines += ["]", "links = ["] + _links(spec.node_links) + ["]", "", "[network]"]
     lines += [f"transport = {_value(nc.transport)}"]
     lines += [f"step_latency = {_value(nc.step_latency)}"] if nc.step_latency is not None else []
+    lines += [f"net_latency = {_value(nc.net_latency)}"] if nc.net_latency is not None else []
     if spec.fabric is None:
         lines += ["components = ["] + _components(spec, spec.network_components)
         lines += ["]", "links = ["] + _links(spec.network_links) + ["]"]

@@ -26,15 +26,15 @@ from ...util.algorithms import Algorithm as Info
 from ...util.algorithms import algorithm as info_of
 from ..baseline import ring_baseline
 from ..channels import Segment
-from ..nccl_tables import LL128_STEP_DATA, LL_STEP_DATA, NCCL_STEPS
+from ..nccl_tables import LL128_STEP_DATA, LL_STEP_DATA, MAX_THREADS, NCCL_STEPS, THREAD_THRESHOLD
 from ..pattern import HopTable
 
 __all__ = ["Algorithm", "Layout", "THREADS", "THRESHOLD"]
 
 # NCCL's threads per channel and bytes per thread before it adds a channel
 # (maxThreads and NCCL_*_THREAD_THRESHOLD in src/graph/tuning.cc, src/include/comm.h)
-THREADS = {"LL": 512, "LL128": 640, "Simple": 512}
-THRESHOLD = {"LL": 8, "LL128": 8, "Simple": 64}
+THREADS = MAX_THREADS
+THRESHOLD = THREAD_THRESHOLD
 
 # what Algorithm.structure returns: the bus factor, and per channel group its hops, channels, graph channels
 Layout = tuple[float, list[HopTable], list[int], list[int]]
@@ -57,6 +57,13 @@ class Algorithm(ABC):
     per_hop_bus: bool = False
     #: LL's channel threshold grows with the ranks (tuning.cc: a ring's LL threshold is per rank)
     ll_per_rank: bool = False
+    #: the protocols whose channels' GPU-side rate has no cap of NCCL's own (perChMax*Bw): at fewer channels or
+    #: threads than its full count, p2sim caps each at a CTA's share of the node's links (expand.py, "The
+    #: medium-size ramp"); none by default
+    cta_protos: tuple[str, ...] = ()
+    #: NCCL's scheduler spreads its tasks over channels with at least 32 KiB of traffic each
+    #: (scheduleCollTasksToPlan, enqueue.cc); CollNet's tasks keep topoGetAlgoInfo's count
+    scheduled: bool = True
     #: calcCollChunking's halvings of a Simple chunk for small sizes: (below this many chunks per head,
     #: down to this size), in order; none by default
     shrink: tuple[tuple[int, int], ...] = ()
@@ -89,8 +96,11 @@ class Algorithm(ABC):
     def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
         """Channels NCCL runs for ``nbytes`` of ``full`` ring channels: it drops channels while each would get
         less than threads x threshold bytes."""
-        per = THREADS[proto] * THRESHOLD[proto] * (len(members) if proto == "LL" and self.ll_per_rank else 1)
-        return max(1, min(full, int(nbytes // per)))
+        return max(1, min(full, int(nbytes // (THREADS[proto] * self.threshold(proto, len(members))))))
+
+    def threshold(self, proto: str, ranks: int) -> int:
+        """NCCL's bytes per thread before it drops a channel (threadThresholds, tuning.cc; a ring's LL x nRanks)."""
+        return THRESHOLD[proto] * (ranks if proto == "LL" and self.ll_per_rank else 1)
 
     def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
         """Its heads per channel (NVLS's, CollNet Direct's: the chunk shrinks with few chunks per head)."""

@@ -48,6 +48,7 @@ class CollNet(Algorithm):
     """What NCCL's two CollNet algorithms share (see the module's text)."""
 
     simple_only = True
+    scheduled = False  # CollNet's tasks keep topoGetAlgoInfo's channel count (enqueue.cc)
     #: Chain's chunking (at most 256 KiB, depth the GPUs per node), else Direct's (calcCollChunking)
     chain_chunks = False
 

@@ -21,10 +21,10 @@ from .base import Algorithm, Layout
 
 __all__ = ["Nvls", "NVLS_ARCHS", "NVLS_STAGES", "nvls_switches"]
 
-NVLS_ARCHS = ("hopper", "blackwell")
+NVLS_ARCHS = ("hopper", "blackwell")  # NVLink SHARP: in the NVSwitches of Hopper GPUs and later (nvls.cc)
 # the NVLS AllReduce kernel's pipeline stages, each its own warp group (src/device/all_reduce.h,
 # RunWorkColl<AllReduce, NVLS, SIMPLE>: scatter, reduce + multicast by the head, gather)
-NVLS_STAGES = 3  # NVLink SHARP: in the NVSwitches of Hopper GPUs and later (nvls.cc)
+NVLS_STAGES = 3
 
 
 def nvls_switches(topo: Topology, segs: Sequence[Segment]) -> list[str] | None:

@@ -29,7 +29,7 @@ US = 1e-6
 
 def _nic_gbps(topo: Topology) -> float:
     """The slowest NIC's link to the network, GB/s (NCCL's minNetBw, the NIC's reported speed)."""
-    caps = [float(topo.capacity[e]) for nic in topo.nics for e in topo._network_edges_of(0, nic)]
+    caps = [float(topo.capacity[e]) for nic in topo.nics for e in topo.network_edges_of(0, nic)]
     return min(caps) / 1e9 if caps else math.inf
 
 

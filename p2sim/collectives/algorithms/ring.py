@@ -39,6 +39,7 @@ class Ring(Algorithm):
     any_group = True
     per_hop_bus = True
     ll_per_rank = True
+    cta_protos = ("Simple", "LL")  # no per-channel cap in NCCL's model for these (LL128's is perChMaxRingLL128Bw)
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float) -> Layout:
