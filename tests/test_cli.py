@@ -371,3 +371,12 @@ def test_validate_csv_on_stdout_is_the_csv_only(capsys, tmp_path):
                        "--workers", "1", "--csv", "-", "--out", str(tmp_path / "report"))
     assert rc == 0, err
     assert "report:" not in out and out.splitlines()[0].count(",") > 2
+
+
+def test_validate_split_by_sizes_needs_single_collective_rows_to_calibrate_on(capsys):
+    """``--split sizes`` without ``--calibrate-on`` (or on program rows only) is one line naming the option."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    table = os.path.join(root, "validation", "data", "measurements_2node.csv")
+    for extra in ([], ["--calibrate-on", table]):
+        rc, out, err = run(capsys, "validate", "--measurements", table, "--split", "sizes", "--workers", "1", *extra)
+        assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("p2sim validate: error: split: 'sizes'"), err

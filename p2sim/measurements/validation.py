@@ -97,9 +97,9 @@ class ValidateRequest:
         split = as_text(split, "split")
         if split not in SPLITS:
             raise InputError(f"split: {split!r} is not one of {', '.join(SPLITS)}")
-        if split == "sizes" and (cal is None or not data.collectives):
+        if split == "sizes" and (cal is None or not cal.collectives or not data.collectives):
             raise InputError("split: 'sizes' cross-validates single-collective rows by size: it needs --calibrate-on "
-                             "and single-collective measurements to score")
+                             "single-collective measurements, and such measurements to score")
         if data.programs:
             if k > 1 and cal is None:
                 raise InputError("folds: cross-validation needs --calibrate-on")
