@@ -22,8 +22,8 @@ Examples
 >>> spec = find_spec("dgx-h100")
 >>> ps = applicable(spec, algos=("tree",), crosses=True, stages=("ramp",))
 >>> [p.name for p in ps]
-['launch', 'step_cost', 'step_latency']
->>> p = ps[2]; (p.lower, p.upper, p.start)
+['tree_net_rate', 'tree_channel_rate', 'launch', 'step_cost', 'step_latency']
+>>> p = ps[4]; (p.lower, p.upper, p.start)
 (1.0, 200.0, 14.0)
 >>> apply(spec, {"model.launch": 4.0}).rates.launch
 4.0
