@@ -7,44 +7,18 @@ import pytest
 from p2sim.collectives.expand import Expander, check_forced
 from p2sim.sim import Simulator
 from p2sim.topology import Topology, load_system
-from .helpers import spec_from
 from p2sim.util.errors import InputError
+
+from .test_fabric import fabric_system
 
 GB = 1e9
 
 
 def sharp_system(gpus: int = 2, nics: int = 2) -> Topology:
-    """2 nodes of ``gpus`` Ampere GPUs on an NVSwitch (1000 GB/s) with ``nics`` NICs of 10 GB/s, one leaf
-    with SHARP; every link at its file rate (efficiency 1), so every rate below is a hand sum."""
-    per = gpus // nics
-    pairs = ", ".join(f'["gpu[{i * per}-{i * per + per - 1}]", "pcie{i}"]' for i in range(nics))
-    text = f"""
-name = "sharp2"
-default_nodes = 2
-levels = [{{ name = "node", cardinality = "nodes" }}, {{ name = "gpu", cardinality = {gpus} }}]
-[classes]
-nvswitch = {{ bandwidth = 1000.0, efficiency = 1.0 }}
-pcie = {{ bandwidth = 1000.0, efficiency = 1.0 }}
-nic = {{ bandwidth = 10.0, efficiency = 1.0 }}
-leaf = {{ bandwidth = 10.0, efficiency = 1.0 }}
-[gpu]
-arch = "ampere"
-[node]
-gpus = "gpu[0-{gpus - 1}]"
-components = [{{ name = "sw", kind = "nvswitch" }}, {{ name = "pcie[0-{nics - 1}]", kind = "pcie_switch" }},
-              {{ name = "nic[0-{nics - 1}]", kind = "nic" }}]
-links = [
-  {{ class = "nvswitch", pairs = [["gpu[0-{gpus - 1}]", "sw"]] }},
-  {{ class = "pcie", pairs = [{pairs}, ["nic[0-{nics - 1}]", "pcie[0-{nics - 1}]"]] }},
-]
-[network]
-transport = "ib"
-[fabric]
-rails = 1
-sharp = true
-tiers = [{{ name = "leaf", nodes = 2 }}, {{ name = "spine" }}]
-"""
-    return Topology(spec_from(text), 2)
+    """2 nodes of ``gpus`` Ampere GPUs on an NVSwitch (1000 GB/s) with ``nics`` NICs of 10 GB/s, one 1:1 leaf
+    with SHARP (tests/test_fabric.py's system); every link at its file rate (efficiency 1), so every rate
+    below is a hand sum."""
+    return Topology(fabric_system(nodes_per_leaf=2, oversubscription=1.0, nics=nics, gpus=gpus, sharp=True), 2)
 
 
 def _coll(topo: Topology, algo: str, op: str, nbytes: float = 2.0**30):

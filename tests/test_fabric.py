@@ -329,8 +329,8 @@ SHIPPED_FABRICS = [
     ("dgx-b200", "ecmp", 28160, "e31e4febc5823824"),
     ("gb200-nvl72-pod", "adaptive", 147520, "0380b9f84879d262"),
     ("gb200-nvl72-pod", "ecmp", 184320, "87ead9d0eea52a32"),
-    ("perlmutter", "adaptive", 9860, "fec0a630b08e9958"),
-    ("perlmutter", "ecmp", 17924, "2bcaebd3f8e549d9"),
+    ("perlmutter", "adaptive", 9860, "589894b8fdf0a2a4"),  # the first switch on the NIC links (issue 32 review)
+    ("perlmutter", "ecmp", 17924, "f5449e969771962a"),
     ("roce-h100", "adaptive", 20480, "644b5910816ae0f7"),
     ("roce-h100", "ecmp", 24064, "d898cbf03a6fcf3d"),
     ("superpod-h100", "adaptive", 20098, "b91ca36c97cede84"),

@@ -34,9 +34,9 @@ def test_sweep_out_writes_the_page(capsys, tmp_path):
 def test_page_opens_with_the_answer(result, files):
     answer = report.sweep_answer(result)
     assert answer.text == (
-        "AllReduce on 1 node x 8 GPUs of dgx-h100 (des engine): 512 MiB takes 1.941 ms at 484.0 GB/s bus bandwidth "
-        "(`nvls/Simple x16`) and 8 B takes 15 us. Bus bandwidth peaks at 484.0 GB/s (512 MiB) and reaches half of "
-        "that from 8 MiB on; NCCL runs `ring/LL` from 8 B, then `nvls/Simple` from 2 MiB.")
+        "AllReduce on 1 node x 8 GPUs of dgx-h100 (des engine): 512 MiB takes 2.001 ms at 469.5 GB/s bus bandwidth "
+        "(`nvls/Simple x16`) and 8 B takes 15.01 us. Bus bandwidth peaks at 469.5 GB/s (512 MiB) and reaches half of "
+        "that from 32 MiB on; NCCL runs `ring/LL` from 8 B, then `nvls/Simple` from 2 MiB.")
     md, page = files["sweep.md"].decode(), Page(files["sweep.html"].decode())
     assert md.splitlines()[2] == f"**Answer.** {answer.text}"
     text = "".join(page.all_text.split())  # the page's text pieces join with spaces around the <code> parts
@@ -50,7 +50,7 @@ def test_size_table_has_units_and_nccls_choice(result, files):
     rows = table[1:]
     assert len(rows) == len(result.points)
     assert [r[0][1] for r in rows][:3] == ["8 B", "32 B", "128 B"] and rows[-1][0][1] == "512 MiB"
-    assert rows[-1][2][1] == "1.941 ms" and rows[0][2][1] == "15 us"
+    assert rows[-1][2][1] == "2.001 ms" and rows[0][2][1] == "15.01 us"
     assert rows[-1][4][1] == f"{result.points[-1].busbw / 1e9:.2f}" and rows[-1][5][1] == "nvls/Simple x16"
     assert_html_aligned(page)
     assert_markdown_aligned(files["sweep.md"].decode())

@@ -139,11 +139,12 @@ def test_sweep_runs_on_a_partial_last_unit(system, partial, below, above, algo):
 
     NCCL's choice at 1 GiB moves each node's buffer once up its NICs and once down (CollNet Chain: the
     SuperPOD's SHARP switches reduce it; NVLS Tree: a tree of racks, each reduced on its NVSwitches): the
-    1:1 fabric never binds, so the time does not depend on the node count and equals that of the whole-unit
-    neighbours. Forced to rings, every hop adds its network step latency: the bus bandwidth falls with the
-    ring's length, and the partial unit's lies between its neighbours'."""
+    1:1 fabric never binds, so the time depends on the node count only through NVLS Tree's pipeline fill,
+    one loop per tree hop (20 and 24 racks: trees 5 deep, 16 racks: 4), and a partial unit's time is that of
+    the whole-unit neighbour as deep. Forced to rings, every hop adds its network step latency: the bus
+    bandwidth falls with the ring's length, and the partial unit's lies between its neighbours'."""
     p, lo, hi = _point(system, partial), _point(system, below), _point(system, above)
     assert p.algo == lo.algo == hi.algo == algo
-    assert p.seconds == pytest.approx(lo.seconds, rel=1e-9) and p.seconds == pytest.approx(hi.seconds, rel=1e-9)
+    assert p.seconds == pytest.approx(hi.seconds, rel=1e-9) and p.seconds >= lo.seconds * (1 - 1e-9)
     r, rlo, rhi = (_point(system, n, "ring") for n in (partial, below, above))
     assert rlo.busbw > r.busbw > rhi.busbw

@@ -104,7 +104,10 @@ class Choice:
     def estimate(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> float:
         """:meth:`analytic_seconds` of the collective, computed once per group shape."""
         members = tuple(members)
-        settings = self._settings(algo, proto, op, members, nbytes)
+        # NCCL's model reads the channels, share, plateau and chunk of the settings; the loop (fill), the threads
+        # (the CTA cap) and whether the chunks fit in flight (the window) shape p2sim's time only, so they do
+        # not split the estimate's memo
+        settings = self._settings(algo, proto, op, members, nbytes)[:4]
         lat, bw = self._memo("estimate", members, (algo, proto, op) + settings, lambda: self._estimate(
             algo, proto, op, members, nbytes))
         return lat + nbytes / bw

@@ -126,6 +126,13 @@ def _intra_table(topo: Topology, src: np.ndarray, dst: np.ndarray, overhead: flo
     return HopTable(t.src, t.dst, t.coef, t.inter, np.full(len(src), overhead), t.indptr, t.edges)
 
 
+def _heads_and_others(segs: Sequence[Segment], heads: Sequence[Sequence[tuple[str, int]]],
+                      k: int) -> list[tuple[int, np.ndarray]]:
+    """Per node: its ``k``-th head GPU and the node's other members (what Direct's NVLink hops join)."""
+    return [(hs[k][1], np.array([m for m in seg.members if m != hs[k][1]], dtype=np.int64))
+            for seg, hs in zip(segs, heads)]
+
+
 def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: float) -> list[HopTable]:
     """One flow per head position, per byte of its slice: scatter to the head, the head to the
     network and back, broadcast from the head; ``overhead`` is link bytes per data byte."""
@@ -134,9 +141,7 @@ def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: flo
     out = []
     for k in range(h):
         src, dst = [], []
-        for seg, hs in zip(segs, heads):
-            head = hs[k][1]
-            others = np.array([m for m in seg.members if m != head], dtype=np.int64)
+        for head, others in _heads_and_others(segs, heads, k):
             pair = np.stack([others, np.full(len(others), head)], axis=1)  # scatter, then broadcast, per member
             src.append(pair.ravel())
             dst.append(pair[:, ::-1].ravel())
@@ -199,9 +204,7 @@ def collnet_rail_tables(topo: Topology, segs: Sequence[Segment], op: str, net_ov
     out = []
     for k in range(h):
         src, dst = [], []
-        for seg, hs in zip(segs, heads):
-            head = hs[k][1]
-            others = np.array([m for m in seg.members if m != head], dtype=np.int64)
+        for head, others in _heads_and_others(segs, heads, k):
             ends = (np.full(len(others), head), others) if gather else (others, np.full(len(others), head))
             src.append(ends[0])
             dst.append(ends[1])

@@ -295,9 +295,6 @@ class Expander(ShapeMemo, Structures, Choice):
             if math.isfinite(ch_cap):
                 caps.append((g * ch_cap, st.bus))
                 kinds.append(CAP_CHANNEL)
-            if math.isfinite(cta):  # each of the flow's CTAs at its share of the node's links
-                caps.append((k * cta, st.bus))
-                kinds.append(CAP_CHANNEL)
             flows.append(Flow(k / total, k, edges, coef * (1.0 / share), table, tuple(caps), tuple(kinds)))
         coll_cap = collective_cap_gbps(proto, nodes, self.arch) * GB
         shared = ((coll_cap, tuple(st.bus for _ in flows)),) if math.isfinite(coll_cap) else ()
@@ -310,7 +307,11 @@ class Expander(ShapeMemo, Structures, Choice):
         nccl_args = args if told == 0.0 else args[:7] + (st.inter + told,) + args[8:]
         tuned = Collective(algo, proto, op, members, nodes, used, tuple(flows), collective_latency(*nccl_args), st.bus,
                            shared)
-        return tuned, tuned.algbw(topo.capacity), steps, transport, args
+        rate = tuned.algbw(topo.capacity)  # NCCL's model has no CTA cap: its choice does not see one
+        if math.isfinite(cta):  # each of the flow's CTAs at its share of the node's links (p2sim's time only)
+            tuned = replace(tuned, flows=tuple(replace(f, caps=f.caps + ((f.channels * cta, st.bus),),
+                                                       cap_kinds=f.cap_kinds + (CAP_CHANNEL,)) for f in tuned.flows))
+        return tuned, rate, steps, transport, args
 
     def _finish(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
                 share: float, nbytes: float, chunk: int, loop: float = 0.0, threads: int = 0) -> Collective:

@@ -41,7 +41,7 @@ from .pattern import Hop, HopTable
 from .tree import double_tree_arrays
 
 __all__ = ["SWITCH", "nvls_switch", "nvls_hops", "nvls_table", "nvls_tree_hops", "nvls_tree_tables", "nvls_heads",
-           "port_table", "nvls_head_count", "nvlink_gbps"]
+           "fewest_nvls_heads", "port_table", "nvls_head_count", "nvlink_gbps"]
 
 SWITCH = -1  # the NVSwitch as a hop's source or destination
 
@@ -128,15 +128,36 @@ def nvls_heads(topo: Topology, segs: Sequence[Segment]) -> list[list[tuple[int, 
     member near it that is not a head yet (ncclTopoSearchRecNet: one NIC and its GPU per channel, no
     GPU twice), at most :func:`nvls_head_count` of them: 32 for an NVL72 rack's 72 NICs, 8 for an
     8-GPU board's 8, fewer with fewer NICs."""
+    found: dict[tuple[int, ...], list[tuple[int, str]]] = {}
     out = []
     for seg in segs:
-        heads: list[tuple[int, str]] = []
-        for nic in node_nics(topo, seg) or (topo.router.nic_of(seg.members[0]),):
-            h = next((m for m in entry_gpus(topo, seg, nic) if m not in {x for x, _ in heads}), None)
-            if h is not None:
-                heads.append((h, nic))
-        out.append(heads[:nvls_head_count(topo, seg, len(heads))])
+        rep = _node0_heads(topo, seg.local(topo), found)
+        base = seg.node * topo.gpus_per_node
+        out.append([(base + h, nic) for h, nic in rep])
     return out
+
+
+def fewest_nvls_heads(topo: Topology, segs: Sequence[Segment]) -> int:
+    """The fewest heads any node of the group has (connect.cc's minHeadNum), without moving each node's."""
+    found: dict[tuple[int, ...], list[tuple[int, str]]] = {}
+    return min(len(_node0_heads(topo, local, found)) for local in {seg.local(topo) for seg in segs})
+
+
+def _node0_heads(topo: Topology, local: tuple[int, ...],
+                 found: dict[tuple[int, ...], list[tuple[int, str]]]) -> list[tuple[int, str]]:
+    """:func:`nvls_heads` of the node-0 segment of these local GPUs, kept in ``found``: every node is node 0's
+    template (as in collnet_heads), so nodes with the same local members share one search."""
+    hit = found.get(local)
+    if hit is not None:
+        return hit
+    seg = Segment(0, local)
+    heads: list[tuple[int, str]] = []
+    for nic in node_nics(topo, seg) or (topo.router.nic_of(seg.members[0]),):
+        h = next((m for m in entry_gpus(topo, seg, nic) if m not in {x for x, _ in heads}), None)
+        if h is not None:
+            heads.append((h, nic))
+    hit = found[local] = heads[:nvls_head_count(topo, seg, len(heads))]
+    return hit
 
 
 def nvls_tree_hops(topo: Topology, segs: Sequence[Segment], switches: Sequence[str],

@@ -28,9 +28,9 @@ Examples
 >>> topo = load_system("dgx-h100", 2)
 >>> rows = tuner_ranges(topo, "AllReduce", tuple(range(16)), [2**k for k in range(19, 24)])
 >>> [(r.min_bytes, r.max_bytes, r.default, r.algo, r.proto, r.channels) for r in rows]
-[(2097153, 4194304, 'tree/LL128', 'nvls_tree', 'Simple', 16)]
+[(4194305, 8388608, 'nvls_tree/Simple', 'tree', 'LL128', 16)]
 >>> round(rows[0].gain, 2)
-1.05
+2.03
 """
 
 from __future__ import annotations

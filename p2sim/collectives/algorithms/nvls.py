@@ -15,7 +15,7 @@ from ...topology import Topology
 from ...topology.settings import NcclSettings
 from ..channels import Segment, segments
 from ..nccl_tables import NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN, NVLS_MAX_ARITY, nvls_efficiency
-from ..nvls import nvls_head_count, nvls_heads, nvls_switch, nvls_table
+from ..nvls import fewest_nvls_heads, nvls_head_count, nvls_switch, nvls_table
 from ..ring import ring_factor
 from .base import Algorithm, Layout
 
@@ -89,7 +89,7 @@ class Nvls(Algorithm):
     def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
         segs = segments(topo, members)
         if len(segs) > 1:  # NVLS Tree: the heads every node has (connect.cc: the fewest of any node)
-            return max(1, min(len(h) for h in nvls_heads(topo, segs)))
+            return max(1, fewest_nvls_heads(topo, segs))
         return max(1, nvls_head_count(topo, segs[0], len(segs[0].members)))
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,

@@ -10,6 +10,7 @@ NIC (each with its own pipeline window) and ``1/heads`` of the data.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from collections.abc import Sequence
 
 from ...topology import Topology
@@ -33,6 +34,7 @@ def _nic_gbps(topo: Topology) -> float:
     return min(caps) / 1e9 if caps else math.inf
 
 
+@lru_cache(maxsize=None)  # a pure function of the node count, asked for every size of every group
 def tree_depth(nodes: int) -> int:
     """Edges from the deepest node to the root in the deeper of NCCL's two binary trees over ``nodes`` nodes
     (ncclGetDtree, as :func:`p2sim.collectives.tree.double_tree`).
