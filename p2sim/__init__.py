@@ -2,12 +2,12 @@
 
 The public API (:mod:`p2sim.api`): :func:`rank`, :func:`plan`, :func:`whatif`,
 :func:`simulate`, :func:`sweep`, :func:`validate`, :func:`calibrate`, :func:`synthesize`,
-:func:`placements`, :func:`load_system` and :func:`systems`, each taking keyword arguments and returning a
+:func:`placements`, :func:`load_system`, :func:`systems` and :func:`step_table`, each taking keyword arguments and returning a
 typed result with ``to_json()``.  They are imported on first use, so ``import p2sim`` (and
 the command line's start) stays light.
 
 The layers, each a folder importing only those before it: :mod:`p2sim.util` (errors,
-files, parsing, units, logging), :mod:`p2sim.formalism`, :mod:`p2sim.topology`,
+files, parsing, units, logging), :mod:`p2sim.formalism`, :mod:`p2sim.workload`, :mod:`p2sim.topology`,
 :mod:`p2sim.collectives`, :mod:`p2sim.sim` (the only SimPy importer),
 :mod:`p2sim.studies`, :mod:`p2sim.measurements`, :mod:`p2sim.report`, :mod:`p2sim.api`
 and :mod:`p2sim.cli`.
@@ -38,6 +38,8 @@ Modules
     Systems: data files under ``topologies/`` that become networkx graphs, with NCCL's routes.
 :mod:`.util`
     Small utilities every layer may use: errors, file reading and writing, parsing of command-line values, units.
+:mod:`.workload`
+    A training step's workload: a model's description and its training settings in, every collective of one step out.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
-        "emit", "load_system", "systems")
+        "emit", "load_system", "systems", "step_table")
 _ERRORS = ("P2SimError", "InputError")
 __all__ = [*_API, *_ERRORS, "__version__"]
 

@@ -53,9 +53,10 @@ from .studies.requests import topology_of
 from .topology import Topology, find_spec, system_paths
 from .topology.spec import SystemSpec
 from .util.errors import InputError
+from .workload import ModelSpec, TrainingSpec, axis_sizes, load_model, render_step, step_collectives
 
 __all__ = ["rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
-           "emit", "load_system", "systems", "Topology", "RankResult", "PlanResult", "WhatifResult", "SimulateResult",
+           "emit", "load_system", "systems", "step_table", "Topology", "RankResult", "PlanResult", "WhatifResult", "SimulateResult",
            "SweepResult", "ValidateResult", "CalibrateResult", "CheckResult", "SynthResult", "PlacementsResult"]
 
 
@@ -457,3 +458,29 @@ def systems() -> list[dict[str, object]]:
         rows.append({"name": name, "file": str(path), "levels": levels, "default_nodes": spec.default_nodes,
                      "classes": sorted(spec.classes), "description": spec.description})
     return rows
+
+
+def step_table(*, model: str | os.PathLike[str] | ModelSpec, axes: str | Mapping[str, int],
+               training: TrainingSpec | None = None) -> str:
+    """Every collective of one training step, per rank, as a table (:mod:`p2sim.workload`).
+
+    Parameters
+    ----------
+    model : str | os.PathLike[str] | ModelSpec
+        A preset's name (``llama3-8b`` ...), a Hugging Face ``config.json`` or a TOML of ModelSpec's fields.
+    axes : str | Mapping[str, int]
+        The sizes of tensor, context, pipeline, data and expert: ``"data=8,tensor=8"`` or a mapping.
+    training : TrainingSpec | None
+        Sequence, batches, dtypes and how each axis is used (None: ``TrainingSpec()``'s defaults).
+
+    Returns
+    -------
+    str
+        A line per kind of call (axis, op, phase, size, count, bytes per step, formula), then bytes by axis.
+
+    Raises
+    ------
+    InputError
+        A model that cannot be read, or an axis or setting that does not fit it: one line naming it.
+    """
+    return render_step(step_collectives(load_model(model), training or TrainingSpec(), axis_sizes(axes)))

@@ -351,7 +351,8 @@ def test_log_programs_are_parsed(capsys, tmp_path):
     log = log_records(tmp_path / "a2a.jsonl", [program_record("AllReduce(slice=0, Inside)", 1.0),
                                                program_record("AllToAll(slice=0, Inside)", 0.5)])
     refused(capsys, "validate", "--measurements", str(log),
-            says=(f"{log}:2: program: 'AllToAll(slice=0, Inside)': unknown collective 'AllToAll'",))
+            says=(f"{log}:2: program: 'AllToAll(slice=0, Inside)': AllToAll in 'AllToAll(slice=0, Inside)' is not a "
+                  "reduction",))
     log = log_records(tmp_path / "bad.jsonl", [program_record("AllReduce(slice=3, Inside)", 1.0)])
     refused(capsys, "validate", "--measurements", str(log), says=(f"{log}:1: program:",))
     # any spelling the parser accepts is the same program

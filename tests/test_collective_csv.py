@@ -28,7 +28,7 @@ def write(tmp_path, *lines):
 
 
 @pytest.mark.parametrize("line,field", [
-    ("1,A100,8,1,AllToAll,auto,1024,10,,,out,dgx-a100", ":2: collective"),
+    ("1,A100,8,1,AllToAllv,auto,1024,10,,,out,dgx-a100", ":2: collective"),
     ("1,A100,8,1,AllReduce,auto,-5,10,,,out,dgx-a100", ":2: size_bytes"),
     ("1,A100,8,1,AllReduce,auto,1024,,,,out,dgx-a100", ":2: time_us"),
     ("1,A100,8,1,AllReduce,fastest,1024,10,,,out,dgx-a100", ":2: algo"),

@@ -124,3 +124,69 @@ def test_validate_splits_by_size_calibrating_on_every_other_size(capsys):
     assert rc == 0 and "cross-validation by size: h100 calibrated on" in text
     rc, _, err = run(capsys, "validate", "--measurements", str(log), "--system", "h100", "--split", "halves")
     assert rc == 2 and "split: 'halves' is not one of none, sizes" in err
+
+
+P2P = DEV / "p2p"  # published sendrecv_perf / alltoall_perf tables (validation/collectives/p2p/SOURCES.md)
+
+
+def _p2p_mapping() -> dict[str, dict[str, str]]:
+    import csv
+
+    with (P2P / "systems.csv").open(newline="", encoding="utf-8") as f:
+        return {rec["file"]: rec for rec in csv.DictReader(f)}
+
+
+def test_published_p2p_tables_are_mapped_to_shipped_systems_and_sourced():
+    from p2sim.topology import find_spec
+
+    tables = sorted(p.name for p in P2P.glob("*.txt"))
+    mapping = _p2p_mapping()
+    assert tables and sorted(mapping) == tables
+    sources = (P2P / "SOURCES.md").read_text(encoding="utf-8")
+    for name, rec in mapping.items():
+        assert find_spec(rec["system"]).name == rec["system"]  # a shipped system, by its catalogue name
+        assert rec["collective"] in ("AllToAll", "SendRecv")
+        assert f"`{name}`" in sources  # each table names its source
+
+
+def test_published_p2p_tables_read_as_their_sources_print_them():
+    from p2sim.measurements.inputs import load_inputs
+
+    rows = load_inputs(P2P).collectives
+    mapping = _p2p_mapping()
+    by_file: dict[str, list] = {}
+    for r in rows:
+        by_file.setdefault(Path(r.source).name, []).append(r)
+    assert sorted(by_file) == sorted(mapping)
+    for name, got in by_file.items():
+        rec = mapping[name]
+        assert {(r.system, r.nodes, r.gpus_per_node, r.collective) for r in got} == {
+            (rec["system"], int(rec["nodes"]), int(rec["gpus_per_node"]), rec["collective"])}
+        sizes = sorted({r.size_bytes for r in got})
+        assert len(got) == 2 * len(sizes)  # out of place and in place at each size
+        assert all(b == 2 * a for a, b in zip(sizes, sizes[1:]))
+    b200 = [n for n in by_file if n.startswith("b200_")]
+    assert sorted(int(rec["nodes"]) for n, rec in mapping.items() if n in b200) == [2, 4, 8, 16, 32, 64]
+    for n in b200:
+        assert sorted({r.size_bytes for r in by_file[n]}) == [2.0**k for k in range(10, 29)]  # 1 KiB - 256 MiB
+    # one row as the source prints it: 2 nodes, 256 MiB out of place, 6222.2 us, busbw 43.14 GB/s
+    (row,) = [r for r in by_file["b200_ib_2node_sendrecv_perf.txt"] if r.size_bytes == 2**28 and not r.in_place]
+    assert row.seconds == pytest.approx(6222.2e-6) and row.busbw / 1e9 == pytest.approx(43.14, abs=0.005)
+
+
+def test_validate_scores_published_sendrecv_rows_as_grouped_sends(capsys, tmp_path):
+    # the one-node A100 table and the 2-node B200 table, with their lines of systems.csv
+    keep = ("a100_nvswitch_1node_sendrecv_perf.txt", "b200_ib_2node_sendrecv_perf.txt")
+    lines = (P2P / "systems.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "systems.csv").write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.split(",")[0] in keep])
+                                          + "\n", encoding="utf-8")
+    for name in keep:
+        shutil.copy(P2P / name, tmp_path)
+    doc = validate_json(capsys, "--measurements", str(tmp_path))
+    rows = doc["rows"]
+    assert len(rows) == 8 + 38
+    assert {(r["collective"], r["algo"], r["proto"]) for r in rows} == {("SendRecv", "p2p", "Simple")}
+    assert {(r["system"], r["nodes"]) for r in rows} == {("dgx-a100", 1), ("dgx-b200", 2)}
+    # every row scored: a finite ratio, within the factor 3 these rows' model and data sheets leave
+    assert all(1 / 3 < r["ratio"] < 3 for r in rows)
+    assert doc["metrics"]["all"]["des"]["all"]["rows"] == len(rows)

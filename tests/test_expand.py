@@ -272,3 +272,51 @@ def test_a_collective_does_not_depend_on_the_sizes_built_before_it():
     after = ex.collective("tree", "Simple", "AllReduce", members, 56 * 2**20)
     assert [f.caps for f in after.flows] == [f.caps for f in fresh.flows]
     assert after.latency == fresh.latency
+
+
+def test_a_tree_simple_chunk_waits_behind_every_hop_that_stores_and_forwards_it():
+    """Tree Simple (ProtoSimple<1, 1>, all_reduce.h) hands each chunk on whole at each of its 2 x 7 chain hops
+    and 2 network hops (2 nodes of 8); the bytes at the collective's rate count one pass through the slowest
+    hop.  With a rate far above the node's links every hop takes the chunk at the slowest pace: 15 more."""
+    topo = load_system("p4d", 2)
+    ex = Expander(topo)
+    m = tuple(range(16))
+    assert ex._forwarded("tree", "Simple", "AllReduce", m, 2, 8, 262144, 1e15) == pytest.approx(
+        15 * 8 * 262144 / 1e15)
+    # at a slower rate a chain hop moves the 8 channels' chunks at the node's ring rate, the network hops at the
+    # collective's pace (one of the two already counted)
+    node = ex._node_ring_rate(m) * 1e9
+    assert ex._forwarded("tree", "Simple", "AllReduce", m, 2, 8, 262144, 1e10) == pytest.approx(
+        8 * 262144 / 1e10 + 14 * 8 * 262144 / node)
+    # LL and LL128 pass NVLink lines on as they land, a ring's chunk is a 1/ranks share: nothing left out
+    for algo, proto in (("tree", "LL"), ("tree", "LL128"), ("ring", "Simple")):
+        assert ex._forwarded(algo, proto, "AllReduce", m, 2, 8, 262144, 1e10) == 0.0
+
+
+def test_a_medium_tree_simple_allreduce_on_p4d_pays_its_chunks_hops(monkeypatch):
+    """2 x p4d (NCCL_PROTO=simple), 2 MiB: 8 channels of one 256 KiB chunk each; the chunk's 16 hops are
+    time NCCL's model leaves out, and p2sim's latency holds them beyond what it had without them."""
+    topo = load_system("p4d", 2)
+    m = tuple(range(16))
+    ex = Expander(topo)
+    c = ex.collective("tree", "Simple", "AllReduce", m, 2**21)
+    fill = ex._forwarded("tree", "Simple", "AllReduce", m, 2, c.channels, 2**21 // c.channels,
+                         c.tuning[1] / 0.92)
+    monkeypatch.setattr(Expander, "_forwarded", lambda *a: 0.0)
+    without = Expander(topo).collective("tree", "Simple", "AllReduce", m, 2**21)
+    assert c.channels == 8 and fill > 50e-6
+    assert c.latency - without.latency == pytest.approx(fill)
+    assert c.tuning == without.tuning  # NCCL's choice does not see it
+
+
+def test_infiniband_trees_of_ll_and_ll128_are_unchanged_by_the_forwarded_hops():
+    """2 DGX H100 over InfiniBand: from 64 KiB to 4 MiB NCCL runs trees of LL and LL128, whose NVLink hops stream:
+    no hop of theirs is added."""
+    topo = load_system("dgx-h100", 2)
+    ex = Expander(topo)
+    m = tuple(range(16))
+    for n in (2**16, 2**20, 2**22):
+        algo, proto = ex.choose("AllReduce", m, n)[:2]
+        assert proto != "Simple"
+        c = ex.collective(algo, proto, "AllReduce", m, n)
+        assert ex._forwarded(algo, proto, "AllReduce", m, 2, c.channels, 2**16, 1e10) == 0.0

@@ -191,3 +191,11 @@ def test_order_parsing():
     assert Order.parse(" Aligned ") is Order.ALIGNED and Order.parse(Order.P2) is Order.P2
     with pytest.raises(InputError, match="order: 'xla' is not one of aligned, p2"):
         Order.parse("xla")
+
+
+def test_instructions_are_reductions_only():
+    """Synthesis enumerates SynthesisHierarchy.instructions(): AllToAll / SendRecv must never be among them."""
+    from p2sim.formalism.rules import REDUCTIONS
+
+    ops = {ins.op for ins in SynthesisHierarchy.of([2, 4]).instructions()}
+    assert ops == set(REDUCTIONS) and Op.ALL_TO_ALL not in ops and Op.SEND_RECV not in ops

@@ -1,6 +1,6 @@
 """The package's layers import one way only, and SimPy only in the simulator.
 
-util -> formalism -> topology -> collectives -> sim -> studies -> measurements -> report ->
+util -> formalism -> workload -> topology -> collectives -> sim -> studies -> measurements -> report ->
 api (and options, the table of defaults) -> cli.  ``p2sim/util`` (errors, file reading, parsing, units) sits below everything;
 the package's own ``__init__`` re-exports the API.  Read from the source with ``ast``, so a
 lazy import inside a function counts as much as one at the top of a module.
@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "p2sim"
 
 UTILITIES = {"util", "__version__"}
-LAYERS = [{"formalism"}, {"topology"}, {"collectives"}, {"sim"}, {"studies"}, {"measurements"}, {"report"},
+LAYERS = [{"formalism"}, {"workload"}, {"topology"}, {"collectives"}, {"sim"}, {"studies"}, {"measurements"}, {"report"},
           {"api", "options"}, {"cli", "__main__"}]
 
 

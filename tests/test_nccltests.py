@@ -94,8 +94,11 @@ def test_collective_from_the_log_the_command_line_the_file_name_or_the_argument(
     # ReduceScatter and AllReduce have the same columns; the counts tell them apart
     fails(rs, "all_reduce_perf.txt", "count:")
     # programs p2sim does not model
+    fails(text(ONE).replace("Collective test starting: all_reduce_perf", "Collective test starting: scatter_perf"),
+          "a.txt", "scatter_perf ('Collective test starting: scatter_perf') is not one of")
+    # alltoall is modelled now, and its count (per peer: size / ranks / 4) tells an AllReduce table apart
     fails(text(ONE).replace("Collective test starting: all_reduce_perf", "Collective test starting: alltoall_perf"),
-          "a.txt", "alltoall_perf ('Collective test starting: alltoall_perf') is not one of")
+          "a.txt", "count:")
 
 
 def test_several_runs_of_one_collective_and_mixed_collectives():
@@ -395,3 +398,38 @@ def test_a_table_without_closing_lines_must_reach_the_parameter_lines_max_bytes(
           nodes=2, gpus_per_node=8)
     whole = bare.replace("maxBytes 4294967296", "maxBytes 2147483648")
     assert len(parse_nccltests(whole, "all_reduce.md", system="p4d", nodes=2, gpus_per_node=8)) == 6
+
+
+_P2P_LOG = """# nccl-tests version 2.17.6 nccl-headers=22807 nccl-library=22807
+# Collective test starting: {program}
+# nThread 1 nGpus 1 minBytes 1048576 maxBytes 2097152 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid   1001 on      hostA device  0 [0000:18:00] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid   1002 on      hostA device  1 [0000:2a:00] NVIDIA H100 80GB HBM3
+#  Rank  2 Group  0 Pid   1003 on      hostA device  2 [0000:3a:00] NVIDIA H100 80GB HBM3
+#  Rank  3 Group  0 Pid   1004 on      hostA device  3 [0000:5d:00] NVIDIA H100 80GB HBM3
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+     1048576        {c1:>6}     float {redop:>7}      -1    20.00   52.43   {b1:>5}      0    20.00   52.43   {b1:>5}    N/A
+     2097152        {c2:>6}     float {redop:>7}      -1    30.00   69.91   {b2:>5}      0    30.00   69.91   {b2:>5}    N/A
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 50
+#
+"""
+
+
+def test_alltoall_and_sendrecv_logs_are_read():
+    """alltoall_perf prints the count per peer (size / ranks / 4) and busbw = algbw (n-1)/n; sendrecv_perf the
+    count per rank and busbw = algbw, with its nominal 'sum' redop (nccl-tests src/alltoall.cu, sendrecv.cu)."""
+    a2a = _P2P_LOG.format(program="alltoall_perf", c1=65536, c2=131072, redop="none", b1="39.32", b2="52.43")
+    rows = parse_nccltests(a2a, "a2a.txt", system="h100")
+    assert [r.collective for r in rows] == ["AllToAll"] * 4
+    assert rows[0].busbw == pytest.approx(1048576 / 20e-6 * 3 / 4)
+    sr = _P2P_LOG.format(program="sendrecv_perf", c1=262144, c2=524288, redop="sum", b1="52.43", b2="69.91")
+    rows = parse_nccltests(sr, "sr.txt", system="h100")
+    assert [r.collective for r in rows] == ["SendRecv"] * 4 and rows[0].busbw == pytest.approx(1048576 / 20e-6)
+    # an alltoall table whose counts are per rank (an AllReduce's) is not alltoall's layout
+    fails(a2a.replace(" 65536 ", "262144 "), "a2a.txt", "count:")

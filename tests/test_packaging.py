@@ -75,6 +75,10 @@ def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     assert {line.split()[0] for line in out.splitlines() if line and not line.startswith(" ")} == SHIPPED
     out = _run([str(bin_dir / "p2sim"), "topo", "a100"], work, env)
     assert "site-packages" in out and "p2sim/systems/a100.toml" in out
+    # --model's presets are package data of p2sim.workload, read from the installed wheel
+    out = _run([str(bin_dir / "python"), "-c", "from p2sim.workload.model_files import load_model, preset_path; "
+                "print(preset_path('llama3-8b'), load_model('llama3-8b').parameter_count)"], work, env)
+    assert "site-packages" in out and "p2sim/workload/presets/llama3-8b.json 8030261248" in out
 
     out = _run([str(bin_dir / "p2sim"), "simulate", "--system", "a100", "--axes", "2,16", "--reduce", "1",
                 "--matrix", "[[1 2] [2 8]]", "--program", "AllReduce(slice=0, Inside)", "--algo", "ring"], work, env)

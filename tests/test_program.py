@@ -11,7 +11,7 @@ from p2sim.formalism.semantics import Op
 
 @st.composite
 def instructions(draw) -> Instruction:
-    op = draw(st.sampled_from(list(Op)))
+    op = draw(st.sampled_from([o for o in Op if o.is_reduction]))  # programs are made of reductions
     slice_ = draw(st.integers(0, 6))
     form = draw(st.sampled_from(list(Form)))
     if form is Form.INSIDE or slice_ == 0:
@@ -44,7 +44,8 @@ def test_lenient_spelling_parses_to_canonical_text():
     [
         ("", "empty"),
         ("AllReduce(slice=1, Inside) ;", "empty"),
-        ("AllToAll(slice=1, Inside)", "unknown collective"),
+        ("AllToAllv(slice=1, Inside)", "unknown collective"),
+        ("AllToAll(slice=1, Inside)", "not a reduction"),
         ("AllReduce(slice=1, Sideways)", "unknown form"),
         ("AllReduce(slice=1, Parallel)", "ancestor"),
         ("AllReduce(slice=1, Parallel(1))", "strict ancestor"),
@@ -54,4 +55,11 @@ def test_lenient_spelling_parses_to_canonical_text():
 )
 def test_parse_errors(text, msg):
     with pytest.raises(ProgramError, match=msg):
+        parse_program(text)
+
+
+@pytest.mark.parametrize("text", ["AllToAll(slice=0, Inside)", "SendRecv(slice=1, Parallel(0))"])
+def test_point_to_point_ops_are_not_program_steps(text):
+    """AllToAll and SendRecv are simulated (sweep, a model's step) but are no reduction: programs refuse them."""
+    with pytest.raises(ProgramError, match="is not a reduction"):
         parse_program(text)

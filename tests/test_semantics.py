@@ -297,3 +297,13 @@ def test_compact_and_reference_agree_on_every_reachable_state(levels):
             assert c.is_goal == r.is_goal
         frontier = nxt
     assert len(seen) > 100
+
+
+@pytest.mark.parametrize("op", [Op.ALL_TO_ALL, Op.SEND_RECV])
+def test_point_to_point_ops_have_no_state_rules(op):
+    """The rules (and the literal reference) refuse AllToAll / SendRecv as a step of a reduction."""
+    s = sem.State.initial(4)
+    assert sem.try_apply(s, op, [(0, 1), (2, 3)]) is None
+    with pytest.raises(SemanticsError, match="not a reduction"):
+        sem.apply(s, op, [(0, 1), (2, 3)])
+    assert ref.try_apply(ref.State.initial(4), op, [(0, 1), (2, 3)]) is None

@@ -43,6 +43,7 @@ def test_no_silent_gpu_generation():
     ({"ib_qps_per_connection": 129}, {}, {}, "nccl.ib_qps_per_connection"),
     ({"ib_qps_per_connection": 2.0}, {}, {}, "nccl.ib_qps_per_connection"),
     ({"ib_split_data_on_qps": 1}, {}, {}, "nccl.ib_split_data_on_qps"),
+    ({"ofi_protocol": "rdma-write"}, {}, {}, "nccl.ofi_protocol"),
     ({"chanels_per_nic": 2}, {}, {}, "nccl.chanels_per_nic"),
     ({}, {"transport": "carrier-pigeon"}, {}, "network.transport"),
     ({}, {}, {"arch": "kepler"}, "gpu.arch"),
@@ -69,3 +70,11 @@ def test_net_latency_is_what_the_plugin_reports():
     assert s.net_latency == 35.0 and NcclSettings().net_latency is None
     with pytest.raises(TopologyError, match="x.toml: network.net_latency: -1 must be a number of microseconds"):
         parse_nccl({}, {"net_latency": -1}, {"arch": "hopper"}, "x.toml")
+
+
+def test_ofi_protocol_is_the_plugins_setting():
+    """OFI_NCCL_PROTOCOL: SENDRECV by default (aws-ofi-nccl's nccl_ofi_param.h), RDMA where a file says so."""
+    assert parse_nccl({}, {}, {"arch": "hopper"}, "x.toml").ofi_protocol == "SENDRECV"
+    assert parse_nccl({"ofi_protocol": "RDMA"}, {}, {"arch": "hopper"}, "x.toml").ofi_protocol == "RDMA"
+    with pytest.raises(TopologyError, match="x.toml: nccl[.]ofi_protocol: 'rdma' is not one of SENDRECV, RDMA"):
+        parse_nccl({"ofi_protocol": "rdma"}, {}, {"arch": "hopper"}, "x.toml")

@@ -57,7 +57,7 @@ def test_every_collective_sweeps_and_bad_input_is_refused():
         (p,) = sweep_sizes(topo, c, range(4), [2**24])
         assert p.seconds > 0 and p.algo == "ring"
     with pytest.raises(InputError, match="collective"):
-        sweep_sizes(topo, "AllToAll", range(4), [8])
+        sweep_sizes(topo, "AllToAllv", range(4), [8])
     with pytest.raises(InputError, match="two GPUs"):
         sweep_sizes(topo, "AllReduce", [0], [8])
 
@@ -98,7 +98,7 @@ def test_sweep_help_says_how_sizes_are_read(capsys):
 
 @pytest.mark.parametrize("argv,field", [
     (("--gpus-per-node", "9"), "gpus-per-node"),
-    (("-C", "alltoall"), "collective"),
+    (("-C", "alltoallv"), "collective"),
     (("-b", "1MiB", "-e", "1KiB"), "maxbytes"),
     (("-b", "lots"), "minbytes"),
     (("--engine", "baseline"), "engine"),
@@ -148,3 +148,18 @@ def test_sweep_runs_on_a_partial_last_unit(system, partial, below, above, algo):
     assert p.seconds == pytest.approx(hi.seconds, rel=1e-9) and p.seconds >= lo.seconds * (1 - 1e-9)
     r, rlo, rhi = (_point(system, n, "ring") for n in (partial, below, above))
     assert rlo.busbw > r.busbw > rhi.busbw
+
+
+def test_alltoall_and_sendrecv_sweep_as_nccl_tests_runs_them():
+    """alltoall_perf's size is whole floats per peer, its count per peer; busbw x (n-1)/n (sendrecv: x 1)."""
+    from p2sim.studies.size_sweep import SweepRequest, nccl_tests_sizes, sweep_sizes
+    from p2sim.topology import load_system
+
+    assert nccl_tests_sizes("AllToAll", 8, [1000, 1024]) == [(992, 31), (1024, 32)]
+    assert nccl_tests_sizes("SendRecv", 8, [1000]) == [(1000, 250)]
+    assert SweepRequest.build("h100", collective="alltoall_perf").collective == "AllToAll"
+    topo = load_system("h100", nodes=1)
+    (a2a,) = sweep_sizes(topo, "AllToAll", range(8), [2**30])
+    (sr,) = sweep_sizes(topo, "SendRecv", range(8), [2**30])
+    assert (a2a.algo, a2a.proto) == ("p2p", "Simple") and a2a.busbw == pytest.approx(a2a.algbw * 7 / 8)
+    assert sr.busbw == pytest.approx(sr.algbw)

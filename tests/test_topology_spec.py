@@ -184,3 +184,16 @@ def test_a_written_system_keeps_the_latency_its_plugin_reports():
     spec = dataclasses.replace(base, nccl=dataclasses.replace(base.nccl, net_latency=30.0))
     again = parse_spec(tomllib.loads(spec_to_toml(spec)), "x.toml")
     assert again.nccl.net_latency == 30.0
+
+
+def test_a_written_system_keeps_its_plugins_protocol():
+    """[nccl] ofi_protocol moves p2sim's time (aws-ofi-nccl's control message under RDMA): a file p2sim writes
+    (calibrate's) keeps p5's RDMA."""
+    import tomllib
+
+    from p2sim.topology import find_spec
+    from p2sim.topology.spec import parse_spec
+    from p2sim.topology.toml_out import spec_to_toml
+
+    again = parse_spec(tomllib.loads(spec_to_toml(find_spec("p5"))), "x.toml")
+    assert again.nccl.ofi_protocol == "RDMA"

@@ -116,3 +116,36 @@ def test_perlmutter_loads_with_the_dragonfly_hops():
     r = topo.router
     near, far = r.route(0, 4), r.route(0, 4 * 511)  # the next node (same switch), a node in another group
     assert far.latency > near.latency
+
+
+def test_rdma_sends_above_the_eager_size_wait_for_the_receivers_control_message():
+    """aws-ofi-nccl's RDMA protocol: a send above OFI_NCCL_EAGER_MAX_SIZE (8192 bytes on the wire) waits one
+    crossing of the receiver's control message (the 20 us network step); LL puts 16 bytes on the wire per 8
+    of data, LL128 128 per 120; SENDRECV and NCCL's own transports wait for none."""
+    from p2sim.collectives.transports import control_wait_us, wire_bytes
+
+    assert wire_bytes("LL", 4096) == 8192 and wire_bytes("LL128", 122880) == 131072 and wire_bytes("Simple", 9) == 9
+    assert control_wait_us("efa", "RDMA", "tree", "LL", 4096) == 0.0  # 8192 bytes on the wire: eager
+    assert control_wait_us("efa", "RDMA", "tree", "LL", 4100) == 20.0
+    assert control_wait_us("efa", "RDMA", "tree", "Simple", 8193) == 20.0  # the step without Simple's +3 us
+    assert control_wait_us("efa", "RDMA", "tree", "Simple", 8192) == 0.0
+    assert control_wait_us("efa", "RDMA", "ring", "LL128", 2**20, override=30.0) == 30.0  # a file's step
+    assert control_wait_us("efa", "SENDRECV", "tree", "Simple", 2**20) == 0.0
+    for t in ("ib", "roce", "socket", "tcpx", "cxi", None):
+        assert control_wait_us(t, "RDMA", "tree", "Simple", 2**20) == 0.0
+
+
+def test_a_p5_collectives_first_network_step_waits_for_the_control_message():
+    """2 x p5 (RDMA protocol): 1 MiB over 16 channels is 64 KiB a channel, far above 8 KiB: p2sim's time pays one
+    20 us crossing more than with SENDRECV; 64 KiB (4 KiB of LL data, 8 KiB on the wire) goes eagerly.  NCCL's
+    choice does not see it; InfiniBand's time is unchanged."""
+    spec = find_spec("p5")
+    assert spec.nccl.ofi_protocol == "RDMA" and find_spec("p4d").nccl.ofi_protocol == "SENDRECV"
+    rdma, sendrecv = load_system(spec, 2), load_system(_with(spec, ofi_protocol="SENDRECV"), 2)
+    a, b = _time(rdma, 2**20, "tree", "LL128"), _time(sendrecv, 2**20, "tree", "LL128")
+    assert a.latency - b.latency == pytest.approx(20.0 * US) and a.tuning == b.tuning
+    a, b = _time(rdma, 2**16, "tree", "LL"), _time(sendrecv, 2**16, "tree", "LL")
+    assert a.channels == 16 and a.latency == b.latency
+    ib = find_spec("dgx-h100")
+    assert _time(load_system(ib, 2), 2**20).latency == _time(load_system(_with(ib, ofi_protocol="RDMA"), 2),
+                                                             2**20).latency

@@ -125,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GPUs of each node taking part, the first ones (nccl-tests' -g with one process per node; "
                         "default: all)")
     p.add_argument("-C", "--collective", default=o.COLLECTIVE,
-                   help="AllReduce, ReduceScatter, AllGather, Broadcast or Reduce (or nccl-tests' names; "
+                   help="AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, AllToAll or SendRecv (or nccl-tests' "
+                        "names; "
                         f"default: {o.COLLECTIVE})")
     p.add_argument("-b", "--minbytes", default=o.MINBYTES,
                    help="smallest size, read as nccl-tests reads -b: bytes, or a number with K, M or G, "

@@ -18,6 +18,7 @@ from ..util.errors import InputError
 from .algorithms import FALLBACK, Algorithm, algorithm, forced_algorithms
 from .channels import segments
 from .nccl_tables import ALGOS, PROTOS
+from .p2p import P2P_ALGO, P2P_OPS, P2P_PROTO
 from .pattern import Collective
 
 __all__ = ["Choice", "ALGORITHMS", "ALGO_CHOICES", "COLLNET", "check_algo", "serves"]
@@ -122,6 +123,8 @@ class Choice:
     def choose(self, op: str, members: Sequence[int], nbytes: float, algo: str = "auto",
                proto: str = "auto") -> tuple[str, str]:
         """The (algorithm, protocol) NCCL would run (``algo``/``proto`` force one, like NCCL_ALGO/NCCL_PROTO)."""
+        if op in P2P_OPS:  # grouped sends and receives: NCCL_ALGO / NCCL_PROTO do not apply (p2p.py)
+            return P2P_ALGO, P2P_PROTO
         direct = (op, members if isinstance(members, tuple) else tuple(members), nbytes, algo, proto)
         hit = self._chosen.get(direct)
         if hit is not None:

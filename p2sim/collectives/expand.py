@@ -37,9 +37,10 @@ from .channels import Segment, channel_count, scheduled_channels, segments, thre
 from .algorithms import algorithm
 from .choice import ALGO_CHOICES, ALGORITHMS, Choice, check_algo
 from .latency import collective_latency, step_latencies
-from .transports import reported_latency_us
+from .transports import control_wait_us, reported_latency_us
 from .binding import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
 from .pattern import Collective, Flow
+from .p2p import P2P_ALGO, P2P_OPS, P2P_PROTO, p2p_collective
 from .nccl_tables import MAX_THREADS
 from .pipeline import in_flight, step_cap, window
 from .protocols import collective_cap_gbps, tuning_share
@@ -179,6 +180,8 @@ class Expander(ShapeMemo, Structures, Choice):
     def collective(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> Collective:
         """The collective ``op`` over ``members`` with this algorithm and protocol, for ``nbytes``."""
         members = tuple(members)
+        if op in P2P_OPS:  # AllToAll / SendRecv: NCCL's grouped sends and receives (p2p.py), no algorithm to pick
+            return self._p2p(op, members, nbytes)
         used, share, plateau, chunk, loop, threads, fits = self._settings(algo, proto, op, members, nbytes)
         key = (algo, proto, op, members, used, share, plateau, chunk, loop, threads, fits)
         hit = self._cache.get(key)
@@ -202,6 +205,17 @@ class Expander(ShapeMemo, Structures, Choice):
                                    loop, threads)
                 self._keep(self._moved, mkey, hit)
             self._keep(self._cache, key, hit)
+        return hit
+
+    def _p2p(self, op: str, members: tuple[int, ...], nbytes: float) -> Collective:
+        """The point-to-point collective (:func:`~.p2p.p2p_collective`), cached like the others."""
+        key = (P2P_ALGO, P2P_PROTO, op, members, nbytes)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = p2p_collective(self.topo, self.rates, op, members, nbytes, self.channels(members))
+            self._keep(self._cache, key, hit)
+        else:
+            self._touch(self._cache, key)
         return hit
 
     def _keep(self, cache: dict, key: tuple, built: object) -> None:
@@ -241,6 +255,8 @@ class Expander(ShapeMemo, Structures, Choice):
         flows hold tens of MiB.  The structures (hops, loads) stay cached for all.
         """
         members = tuple(members)
+        if op in P2P_OPS:
+            return self._p2p(op, members, nbytes).tuning
         used, share, plateau, chunk, loop, threads, fits = self._settings(algo, proto, op, members, nbytes)
         hit = self._cache.get((algo, proto, op, members, used, share, plateau, chunk, loop, threads, fits))
         if hit is not None:
@@ -320,8 +336,10 @@ class Expander(ShapeMemo, Structures, Choice):
         tuned, rate, steps, transport, args = self._tuned(st, algo, proto, op, members, used, share, nbytes, chunk,
                                                           threads)
         flows = self._windowed(list(tuned.flows), st, algo, proto, op, chunk, steps, rate, nbytes, used)
-        lat = collective_latency(*args, *transport, self.rates.launch or 0.0) + self._fill(algo, op, st.nodes, used,
-                                                                                          loop, rate)
+        lat = (collective_latency(*args, *transport, self.rates.launch or 0.0)
+               + self._fill(algo, op, st.nodes, used, loop, rate)
+               + self._forwarded(algo, proto, op, members, st.nodes, used, chunk, rate)
+               + self._control_wait(algo, proto, members, st.nodes, chunk, transport[1]))
         return replace(tuned, flows=tuple(flows), latency=lat,
                        tuning=(tuned.latency, rate * tuning_share(algo, op)))
 
@@ -335,6 +353,34 @@ class Expander(ShapeMemo, Structures, Choice):
         if not loops or loop <= 0 or not (0 < rate < math.inf):
             return 0.0
         return loops * used * loop / rate
+
+    def _forwarded(self, algo: str, proto: str, op: str, members: tuple[int, ...], nodes: int, used: int,
+                   chunk: int, rate: float) -> float:
+        """Seconds the last chunk waits behind the hops that store and forward whole chunks
+        (:meth:`~p2sim.collectives.algorithms.base.Algorithm.forwarded_hops`) beyond its bytes at ``rate`` (the
+        collective's algorithm bandwidth, bytes/s), which already count one pass through the slowest hop: a
+        network hop takes the chunk at that pace (``used`` channels each at ``rate / used``), a hop inside a node
+        at the node's ring rate shared by the ``used`` channels (every channel's chunk crosses the same GPUs'
+        links at once), never slower.  NCCL's model counts each hop's latency only, so this shapes the
+        prediction, not NCCL's choice."""
+        intra, net = algorithm(algo).forwarded_hops(proto, op, len(members), nodes)
+        if not (intra or net) or not (0 < rate < math.inf):
+            return 0.0
+        slow = used * chunk / rate
+        node = self._memo("node_rate", members, (), lambda: self._node_ring_rate(members)) * GB
+        hop = min(slow, used * chunk / node) if node > 0 else slow
+        return max(0.0, net * slow + intra * hop - slow)
+
+    def _control_wait(self, algo: str, proto: str, members: tuple[int, ...], nodes: int, chunk: int,
+                      step_us: float | None) -> float:
+        """Seconds the collective's first network step waits for the receiver's control message
+        (:func:`~p2sim.collectives.transports.control_wait_us`: aws-ofi-nccl's RDMA protocol above its eager
+        size); NCCL's model leaves it out (the plugin's reported latency stands for every step alike)."""
+        if nodes == 1:
+            return 0.0
+        nccl = self.topo.spec.nccl
+        net_algo = algorithm(algo).network_step(len(members), nodes)
+        return control_wait_us(nccl.transport, nccl.ofi_protocol, net_algo, proto, chunk, step_us) * 1e-6
 
     def _windowed(self, flows: list[Flow], st: Structure, algo: str, proto: str, op: str, chunk: int,
                   steps: tuple[float, float], rate: float, nbytes: float, used: int) -> list[Flow]:
@@ -386,6 +432,11 @@ class Expander(ShapeMemo, Structures, Choice):
             return math.inf
         per = self._memo("cta", members, (), lambda: self._node_channel_rate(members))
         return per * share * threads / MAX_THREADS[proto]
+
+    def _node_ring_rate(self, members: Sequence[int]) -> float:
+        """GB/s a ring through a node of this group carries on its hops, all its channels together."""
+        segs = segments(self.topo, members)
+        return self._mix_throughput(self._ring_mix(segs)[segs[0].node])
 
     def _node_channel_rate(self, members: Sequence[int]) -> float:
         """GB/s one of NCCL's channels in a node of this group carries on its ring hop: the node's ring rate

@@ -29,6 +29,14 @@ so does what each plugin reports:
   moves NCCL's choice towards fewer network steps (trees) and away from LL.  p4d (EFA's first
   generation) runs the plugin's SENDRECV protocol and p5 RDMA writes (``default_protocol``); no
   published step time separates them, so p2sim times both with the P5 model's step and says so.
+  Under the RDMA protocol the receiver's ``irecv`` sends the sender a control message naming its buffer,
+  and a send larger than ``OFI_NCCL_EAGER_MAX_SIZE`` (8192 bytes, ``nccl_ofi_param.h``) waits for it
+  (``nccl_ofi_rdma.cpp``, ``send``: without the control message and not eager, it returns no request and
+  NCCL tries again).  NCCL's receiving proxy posts its receives when the collective starts, as the sender's
+  does its sends: the first network step of a collective therefore waits one crossing of the control
+  message (the plugin's 8-byte RDMA latency, the network step itself) before its data leaves; later steps
+  find it there (their receives are posted ``NCCL_STEPS`` ahead, the pipeline's window).  SENDRECV (p4d)
+  posts tagged sends that need no control message from the plugin (:func:`control_wait_us`).
 * ``cxi`` (HPE Slingshot 11 through aws-ofi-nccl on libfabric's cxi provider): off AWS the plugin
   reports no latency (``nccl_ofi_param.h``: ``NET_LATENCY`` default 0.0; only
   ``platform-aws.cpp`` sets one) and runs SENDRECV, tagged sends that the Cassini NIC matches in
@@ -60,6 +68,10 @@ Examples
 (23.0, 20.0)
 >>> reported_latency_us("efa"), reported_latency_us("cxi"), route_crossings("cxi", "Simple")
 (75.0, 0.0, 3)
+>>> control_wait_us("efa", "RDMA", "tree", "LL", 4096), control_wait_us("efa", "RDMA", "tree", "LL", 4097)
+(0.0, 20.0)
+>>> control_wait_us("efa", "SENDRECV", "tree", "Simple", 2**20), control_wait_us("ib", "RDMA", "tree", "Simple", 2**20)
+(0.0, 0.0)
 """
 
 from __future__ import annotations
@@ -69,7 +81,7 @@ from dataclasses import dataclass
 from ..topology.settings import ASSUMED_TRANSPORTS
 from .nccl_tables import hw_latency
 
-__all__ = ["network_step_us", "reported_latency_us", "route_crossings",
+__all__ = ["network_step_us", "reported_latency_us", "route_crossings", "control_wait_us", "wire_bytes",
            "Transport", "TRANSPORT_MODELS", "STEP_US", "SIMPLE_EXTRA_US", "ASSUMED_TRANSPORTS"]
 
 
@@ -93,6 +105,9 @@ class Transport:
     reported_us: float
     rendezvous_crossings: int
     source: str
+    # the largest send (bytes on the wire) that goes without the receiver's control message under the plugin's
+    # RDMA protocol (None: the transport has no such protocol)
+    eager_bytes: int | None = None
 
 
 TRANSPORT_MODELS: dict[str, Transport] = {
@@ -100,8 +115,10 @@ TRANSPORT_MODELS: dict[str, Transport] = {
     "roce": Transport(None, True, 0.0, 0.0, 1, "NCCL's IB verbs transport (net_ib), as ib"),
     "socket": Transport(None, True, 0.0, 0.0, 1, "NCCL's Simple hwLat[NET] for every protocol; net_socket reports 0"),
     # aws-ofi-nccl: nccl_ofi_model.cpp net_lat 20 us + 3 us Simple completion; platform-aws.cpp reports 75 us
+    # RDMA protocol: sends above OFI_NCCL_EAGER_MAX_SIZE = 8192 bytes (nccl_ofi_param.h) wait for the receiver's
+    # control message (nccl_ofi_rdma.cpp, send)
     "efa": Transport(20.0, False, 3.0, 75.0, 1, "aws-ofi-nccl's P5/P5e model tuner (20 us, +3 Simple); "
-                     "75 us reported to NCCL (platform-aws.cpp: p4d, p5, fall-through)"),
+                     "75 us reported to NCCL (platform-aws.cpp: p4d, p5, fall-through)", 8192),
     # aws-ofi-nccl off AWS: NET_LATENCY 0.0 (nccl_ofi_param.h); fi_cxi(7): eager up to 16384 + 2049 bytes,
     # offloaded rendezvous (an RDMA Get by the target NIC) above it
     "cxi": Transport(None, False, 0.0, 0.0, 3, "NCCL's hwLat[NET] per protocol (eager, matched by the NIC); "
@@ -139,3 +156,21 @@ def route_crossings(transport: str | None, proto: str) -> int:
         return 2 if proto == "Simple" else 1
     return TRANSPORT_MODELS[transport].rendezvous_crossings if proto == "Simple" else 1
 
+
+def wire_bytes(proto: str, data: float) -> float:
+    """Bytes a step of ``data`` bytes puts on the wire: LL sends 8 bytes of flag with every 8 of data
+    (``union ncclLLFifoLine``, 16 bytes), LL128 8 of every 128 (``NCCL_LL128_DATAELEMS`` 15 of
+    ``NCCL_LL128_LINEELEMS`` 16 eight-byte words, ``src/include/device.h``), Simple its data."""
+    return data * (2.0 if proto == "LL" else 16 / 15 if proto == "LL128" else 1.0)
+
+
+def control_wait_us(transport: str | None, ofi_protocol: str, algo: str, proto: str, data: float,
+                    override: float | None = None) -> float:
+    """What a collective's first network step waits (us) for the receiver's control message before a send of
+    ``data`` bytes (its chunk) leaves: one network step where the transport's plugin runs its RDMA protocol and
+    the step is larger on the wire than its eager limit (see the module), else 0."""
+    t = TRANSPORT_MODELS.get(transport) if transport is not None else None
+    if t is None or t.eager_bytes is None or ofi_protocol != "RDMA" or wire_bytes(proto, data) <= t.eager_bytes:
+        return 0.0
+    # the control message is a small message across the network: the step without Simple's completion overhead
+    return network_step_us(transport, algo, "LL", override)

@@ -31,6 +31,8 @@ def _held_after(op: Op, held: np.ndarray, groups: np.ndarray) -> tuple[np.ndarra
     """(rows each group's collective moves, rows each device holds afterwards)."""
     k = len(held)
     n = groups.shape[1]
+    if not op.is_reduction:  # AllToAll / SendRecv hold no rows of a reduction: they are sized by the caller
+        raise SemanticsError(f"{op.value} is not a reduction step; its buffer is given, not derived from states")
     if n < 2:
         raise SemanticsError(f"a group of {n} device is not a collective")
     mine = held[groups]

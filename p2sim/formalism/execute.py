@@ -55,6 +55,8 @@ def collective(op: Op, values: np.ndarray, held: np.ndarray) -> tuple[np.ndarray
     >>> collective(Op.ALL_REDUCE, v, h)[0][0, 1].tolist()
     [[4.0, 6.0], [8.0, 10.0]]
     """
+    if not op.is_reduction:  # AllToAll / SendRecv are no program steps (rules.Op)
+        raise SemanticsError(f"{op.value} is not a reduction step")
     g, n, k, _ = values.shape
     masked = np.where(held[..., None], values, 0.0)
     if op is Op.BROADCAST:

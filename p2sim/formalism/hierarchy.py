@@ -42,6 +42,7 @@ import numpy as np
 from ..util.errors import InputError, PlacementError, ProgramError
 from .placement import Placement
 from .program import Form, Instruction, Program
+from .rules import REDUCTIONS
 from .semantics import Op
 
 __all__ = ["SynthesisHierarchy", "Order", "Lowering", "LoweredStep", "reduce_axes_of"]
@@ -132,8 +133,9 @@ class SynthesisHierarchy:
                 arr = cube[:, :, 0]
         return np.ascontiguousarray(arr)
 
-    def instructions(self, ops: Sequence[Op] = tuple(Op)) -> list[Instruction]:
-        """Every syntactic instruction with at least one real group, in canonical order."""
+    def instructions(self, ops: Sequence[Op] = REDUCTIONS) -> list[Instruction]:
+        """Every syntactic instruction with at least one real group, in canonical order (reductions only:
+        AllToAll and SendRecv are steps of a training step, never of a reduction program)."""
         out = []
         for e in range(self.depth - 1):
             forms = [(Form.INSIDE, None)]

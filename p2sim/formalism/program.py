@@ -101,6 +101,9 @@ def parse_instruction(text: str) -> Instruction:
         op = Op.parse(m["op"])
     except ValueError as e:
         raise ProgramError(f"program: {e}") from None
+    if not op.is_reduction:  # AllToAll / SendRecv are simulated (sweep, a model's step), never program steps
+        raise ProgramError(f"program: {op.value} in {text.strip()!r} is not a reduction; a program's steps are "
+                           f"AllReduce, ReduceScatter, AllGather, Reduce or Broadcast")
     form = _FORMS.get(m["form"].lower())
     if form is None:
         raise ProgramError(f"program: unknown form {m['form']!r} (expected Inside, Parallel(e) or Master(e))")

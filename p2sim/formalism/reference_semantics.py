@@ -96,6 +96,8 @@ def _step(state: State, op: Op, groups: Sequence[Group]) -> State | str:
     k = state.k
     rows = list(state.rows)
     bits = list(state.bits)
+    if not op.is_reduction:  # as rules.Space: AllToAll / SendRecv have no state in the formalism
+        return f"{op.value} is not a reduction step"
     for g in groups:
         n = len(g)
         if n < 2:

@@ -24,17 +24,27 @@ import numpy as np
 
 from .space import Outcome, StateSpace, _canon, _Signature
 
-__all__ = ["Op", "Space"]
+__all__ = ["Op", "Space", "REDUCTIONS"]
 
 
 class Op(str, enum.Enum):
-    """The five collectives, valued by their text-form names."""
+    """The collectives, valued by their text-form names: the five reductions P2's programs are made of
+    (:data:`REDUCTIONS`), and the two point-to-point patterns a training step also runs (AllToAll over
+    an expert axis, SendRecv between pipeline stages), which the simulator times but programs never
+    contain: they move data, they reduce nothing, so the formalism's rules have no state for them."""
 
     ALL_REDUCE = "AllReduce"
     REDUCE_SCATTER = "ReduceScatter"
     ALL_GATHER = "AllGather"
     REDUCE = "Reduce"
     BROADCAST = "Broadcast"
+    ALL_TO_ALL = "AllToAll"
+    SEND_RECV = "SendRecv"
+
+    @property
+    def is_reduction(self) -> bool:
+        """Whether programs may contain it (synthesis and the rules know only these)."""
+        return self not in (Op.ALL_TO_ALL, Op.SEND_RECV)
 
     @classmethod
     def parse(cls, name: str) -> Op:
@@ -42,6 +52,10 @@ class Op(str, enum.Enum):
             if op.value.lower() == name.strip().lower():
                 return op
         raise ValueError(f"unknown collective {name!r} (expected one of {', '.join(o.value for o in cls)})")
+
+
+# the collectives of programs, in the order synthesis has always enumerated them
+REDUCTIONS = tuple(op for op in Op if op.is_reduction)
 
 
 class Space(StateSpace):
@@ -67,6 +81,8 @@ class Space(StateSpace):
 
     def _work(self, op: Op, sig: _Signature, members: list[int]) -> tuple[int, ...] | str:
         n = len(members)
+        if not op.is_reduction:
+            return f"{op.value} is not a reduction step: programs are made of {', '.join(o.value for o in REDUCTIONS)}"
         if n < 2:
             return f"a group of {n} device is not a collective"
         loc = self.locals

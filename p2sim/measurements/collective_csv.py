@@ -24,7 +24,8 @@ from typing import Any
 
 from ..util.errors import MeasurementError, P2SimError
 from ..topology import find_spec
-from .collective_rows import ALGO_NAMES, COLLECTIVES, PROTO_NAMES, CollectiveRow, bus_factor
+from ..collectives.busbw import SIMULATED
+from .collective_rows import ALGO_NAMES, PROTO_NAMES, CollectiveRow, bus_factor
 
 __all__ = ["REQUIRED", "SkippedRow", "is_collective_csv", "load_collective_csv", "mapping_path", "read_collective_csv"]
 
@@ -164,8 +165,8 @@ def _row(path: Path, line: int, rec: dict[str, str], rid: str, m: dict[str, Any]
     if gpn > len(spec.gpus):
         raise _fail(src, line, "gpus_per_node", f"{gpn} is more than {spec.name}'s {len(spec.gpus)} GPUs per node")
     coll = (rec.get("collective") or "").strip()
-    if coll not in COLLECTIVES:
-        raise _fail(src, line, "collective", f"{coll!r} is not one of {', '.join(COLLECTIVES)}")
+    if coll not in SIMULATED:
+        raise _fail(src, line, "collective", f"{coll!r} is not one of {', '.join(SIMULATED)}")
     algo = _algo(m.get("source", src), m.get("line", line), "algo", m.get("algo") or rec.get("algo") or "auto")
     proto = (rec.get("proto") or "auto").strip()
     if proto not in PROTO_NAMES:

@@ -27,7 +27,8 @@ from ..topology.spec import SystemSpec
 from ..util.errors import MeasurementError, TopologyError
 from ..util.fileio import check_input_file
 from .collective_csv import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
-from .collective_rows import COLLECTIVES, CollectiveRow
+from ..collectives.busbw import SIMULATED
+from .collective_rows import CollectiveRow
 from .duplicates import dedupe_collectives, dedupe_programs
 from .program_rows import MeasuredRow, load_measurements
 from .nccltests import is_nccltests_log, read_nccltests
@@ -78,9 +79,9 @@ def _check_layout(path: Path, line: int, rec: dict[str, str]) -> None:
     for k in given:
         if not (rec[k].isascii() and rec[k].isdigit()) or int(rec[k]) < 1:
             raise MeasurementError(f"{path}:{line}: {k}: {rec[k]!r} is not a whole number >= 1")
-    if rec.get("collective") and rec["collective"] not in COLLECTIVES:
+    if rec.get("collective") and rec["collective"] not in SIMULATED:
         raise MeasurementError(f"{path}:{line}: collective: {rec['collective']!r} is not one of "
-                               f"{', '.join(COLLECTIVES)}")
+                               f"{', '.join(SIMULATED)}")
 
 
 def _nccltests(path: Path, system: str | None, mapping: dict[str, dict[str, str]]) -> list[CollectiveRow]:

@@ -20,17 +20,19 @@ from typing import Any
 
 from ..util.algorithms import by_nccl_name
 from ..util.errors import MeasurementError
-from .collective_rows import ALGO_NAMES, COLLECTIVES, PROTO_NAMES, CollectiveRow, bus_factor, busbw_of
+from ..collectives.busbw import SIMULATED
+from .collective_rows import ALGO_NAMES, PROTO_NAMES, CollectiveRow, bus_factor, busbw_of
 
 __all__ = ["PROGRAMS", "TYPE_BYTES", "split_color"]
 
 
-# nccl-tests' program names of the five collectives p2sim models
+# nccl-tests' program names of the collectives p2sim models: the five reductions, and alltoall / sendrecv
+# (grouped sends and receives, collectives/p2p.py)
 PROGRAMS = {"all_reduce": "AllReduce", "reduce_scatter": "ReduceScatter", "all_gather": "AllGather",
-            "broadcast": "Broadcast", "reduce": "Reduce"}
+            "broadcast": "Broadcast", "reduce": "Reduce", "alltoall": "AllToAll", "sendrecv": "SendRecv"}
 
 
-_OTHER_PROGRAMS = ("alltoall", "alltoallv", "sendrecv", "scatter", "gather", "hypercube")
+_OTHER_PROGRAMS = ("alltoallv", "scatter", "gather", "hypercube")
 
 
 # element sizes of nccl-tests' type names (test_typenames in src/common.cu; "char".."uint64"
@@ -286,13 +288,16 @@ def _point(fail: Callable[[str, str], MeasurementError], name: Callable[[str, bo
         raise fail(name("type", None), f"{_shown(typ)} is not an nccl-tests data type")
     if size == 0:
         return  # nccl-tests prints sizes that round to 0 elements per rank; nothing is measured
-    scatter = collective in ("ReduceScatter", "AllGather")
+    # count is per rank (ReduceScatter, AllGather) or per peer (alltoall.cu prints count / nranks)
+    scatter = collective in ("ReduceScatter", "AllGather", "AllToAll")
     moved = count * TYPE_BYTES[typ] * (n if scatter else 1)
     if moved != size:
         raise fail(name("count", None), f"{count} x {typ} {'per rank on ' + str(n) + ' ranks ' if scatter else ''}"
                    f"is {moved} B, not the size {size} B: not the layout of {collective} on {n} ranks (another "
                    "collective's table, or other ranks than the rank lines say?)")
-    if "redop" in lead and (lead["redop"] == "none") == (collective in ("AllReduce", "ReduceScatter", "Reduce")):
+    # sendrecv.cu prints its nominal sum (the data is only moved): either fits it
+    if ("redop" in lead and collective != "SendRecv"
+            and (lead["redop"] == "none") == (collective in ("AllReduce", "ReduceScatter", "Reduce"))):
         raise fail(name("redop", None), f"{_shown(lead['redop'])} does not fit {collective}")
     if "root" in lead:
         root = _num(fail, name("root", None), lead["root"], int, signed=True)
@@ -334,8 +339,8 @@ def _forced(env: dict[str, str], key: str, names: tuple[str, ...]) -> str:
 
 
 def _check_args(source: str, collective: str | None, algo: str | None, proto: str | None) -> None:
-    if collective is not None and collective not in COLLECTIVES:
-        raise MeasurementError(f"{source}: collective: {collective!r} is not one of {', '.join(COLLECTIVES)}")
+    if collective is not None and collective not in SIMULATED:
+        raise MeasurementError(f"{source}: collective: {collective!r} is not one of {', '.join(SIMULATED)}")
     if algo is not None and algo not in ALGO_NAMES:
         raise MeasurementError(f"{source}: algo: {algo!r} is not one of {', '.join(ALGO_NAMES)}")
     if proto is not None and proto not in PROTO_NAMES:

@@ -18,7 +18,9 @@ from .tables import Column, Table
 
 __all__ = ["sweep_table", "sweep_plot", "sweep_header", "sweep_text", "sweep_report", "sweep_answer", "SWEEP_COLUMNS"]
 
-REDOP = {"AllReduce": "sum", "ReduceScatter": "sum", "Reduce": "sum", "AllGather": "none", "Broadcast": "none"}
+# the redop column nccl-tests prints per program (alltoall.cu prints none; sendrecv.cu its nominal sum)
+REDOP = {"AllReduce": "sum", "ReduceScatter": "sum", "Reduce": "sum", "AllGather": "none", "Broadcast": "none",
+         "AllToAll": "none", "SendRecv": "sum"}
 
 
 def sweep_table(header: str, collective: str, points: Sequence[SweepPoint], ranks: Sequence[tuple[int, int]] = (),
@@ -33,7 +35,7 @@ def sweep_table(header: str, collective: str, points: Sequence[SweepPoint], rank
     """
     root = "0" if collective in ("Broadcast", "Reduce") else "-1"
     binary = {"AllReduce": "all_reduce", "ReduceScatter": "reduce_scatter", "AllGather": "all_gather",
-              "Broadcast": "broadcast", "Reduce": "reduce"}[collective] + "_perf"
+              "Broadcast": "broadcast", "Reduce": "reduce", "AllToAll": "alltoall", "SendRecv": "sendrecv"}[collective] + "_perf"
     first, last = (points[0].size, points[-1].size) if points else (0, 0)
     factor = points[1].size // points[0].size if len(points) > 1 else 1
     lines = [f"# p2sim sweep: {header}",

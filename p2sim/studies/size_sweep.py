@@ -31,14 +31,15 @@ from ..util.parsing import as_text, nccl_tests_size, positive_int
 from ..util.table import Tabular
 from ..util.units import format_bytes
 from .requests import optional_int, topology_of
-from ..collectives.busbw import COLLECTIVES, bus_factor
+from ..collectives.busbw import SIMULATED, bus_factor
 
 __all__ = ["SweepPoint", "sizes", "sweep_sizes", "nccl_tests_sizes", "SweepRequest", "SweepResult", "run_sweep", "COLLECTIVE_NAMES"]
 
 # nccl-tests' binary names and p2sim's collective names
 COLLECTIVE_NAMES = {"allreduce": "AllReduce", "all_reduce": "AllReduce", "reducescatter": "ReduceScatter",
                     "reduce_scatter": "ReduceScatter", "allgather": "AllGather", "all_gather": "AllGather",
-                    "broadcast": "Broadcast", "reduce": "Reduce"}
+                    "broadcast": "Broadcast", "reduce": "Reduce", "alltoall": "AllToAll", "all_to_all": "AllToAll",
+                    "sendrecv": "SendRecv", "send_recv": "SendRecv"}
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,8 @@ def sizes(first: int, last: int, factor: int) -> list[int]:
 def sweep_sizes(topo: Topology, collective: str, members: Iterable[int], points: Sequence[int],
                 settings: SimSettings = SimSettings()) -> list[SweepPoint]:
     """Simulate ``collective`` over ``members`` at every size, with ``settings`` (default: NCCL's choice, des)."""
-    if collective not in COLLECTIVES:
-        raise InputError(f"collective: {collective!r} is not one of {', '.join(COLLECTIVES)}")
+    if collective not in SIMULATED:
+        raise InputError(f"collective: {collective!r} is not one of {', '.join(SIMULATED)}")
     group = tuple(members)
     if len(group) < 2:
         raise InputError("gpus: a collective needs at least two GPUs")
@@ -96,7 +97,8 @@ def nccl_tests_sizes(collective: str, ranks: int, points: Sequence[int]) -> list
 
     AllGather and ReduceScatter give each rank a part of whole 16-byte units (nccl-tests'
     GetCollByteCount: ``count / nranks`` rounded down to 16 bytes) and print the per-rank
-    count; a size below one unit per rank is left out, a repeat once.  The others run
+    count; a size below one unit per rank is left out, a repeat once.  AllToAll sends
+    ``count / nranks`` whole floats to each rank (``AlltoAllGetCollByteCount``).  The others run
     ``size / 4`` floats.
 
     >>> nccl_tests_sizes("AllGather", 16, [8, 1024, 1000, 4096])
@@ -109,6 +111,9 @@ def nccl_tests_sizes(collective: str, ranks: int, points: Sequence[int]) -> list
         if collective in ("AllGather", "ReduceScatter"):
             per = (size // 4 // ranks) // 4 * 4
             pair = (max(per, 4) * 4 * ranks, max(per, 4))
+        elif collective == "AllToAll":  # alltoall.cu: count / nranks floats to each rank, that count printed
+            per = max(size // 4 // ranks, 1)
+            pair = (per * 4 * ranks, per)
         else:
             pair = (size, size // 4)
         if pair not in out:
@@ -131,8 +136,7 @@ class SweepRequest:
         topo = topology_of(system, nodes)
         coll = COLLECTIVE_NAMES.get(collective.lower().replace("-", "_").removesuffix("_perf"))
         if coll is None:
-            raise InputError(f"collective: {collective!r} is not one of AllReduce, ReduceScatter, AllGather, "
-                             "Broadcast, Reduce")
+            raise InputError(f"collective: {collective!r} is not one of {', '.join(SIMULATED)}")
         gpn = optional_int(gpus_per_node, "gpus-per-node")
         gpn = topo.gpus_per_node if gpn is None else gpn
         if gpn > topo.gpus_per_node:

@@ -33,7 +33,7 @@ from ..util.errors import TopologyError
 from .gpus import gpu_info
 from .ranges import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, MIN_BANDWIDTH_GBPS  # the links' ranges, one rule for all
 
-__all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "ASSUMED_TRANSPORTS", "TRANSPORT_ASSUMPTIONS", "REPORTING_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "NcclSettings", "ModelRates",
+__all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "ASSUMED_TRANSPORTS", "TRANSPORT_ASSUMPTIONS", "REPORTING_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "OFI_PROTOCOLS", "NcclSettings", "ModelRates",
            "parse_nccl", "parse_rates", "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
 
 # NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
@@ -49,7 +49,9 @@ TRANSPORT_ASSUMPTIONS = {
     "efa": ("an efa network step takes aws-ofi-nccl's P5/P5e model figure (20 us, +3 us for Simple; "
             "nccl_ofi_model.cpp), also on other EFA generations, which have no published figure; the plugin "
             "reports 75 us to NCCL's tuner (platform-aws.cpp: p4d, p5 and the fall-through; 35 us on p5en/p6) "
-            "([network] step_latency, net_latency set them)"),
+            "([network] step_latency, net_latency set them); under its RDMA protocol ([nccl] ofi_protocol; "
+            "SENDRECV, the plugin's default, where a file does not say) a collective's first network step above "
+            "8192 bytes waits one such step for the receiver's control message"),
     "cxi": ("a cxi network step takes NCCL's hwLat[NET] for its protocol (LL, LL128: eager sends matched by "
             "the Cassini NIC; no published figure) and a Simple step crosses its route three times (fi_cxi(7)'s "
             "offloaded rendezvous above 16384 + 2049 bytes); aws-ofi-nccl reports 0 us to NCCL off AWS "
@@ -62,6 +64,9 @@ TRANSPORT_ASSUMPTIONS = {
 REPORTING_TRANSPORTS = ("efa",)
 # transports with an assumption p2sim states
 ASSUMED_TRANSPORTS = tuple(TRANSPORT_ASSUMPTIONS)
+# aws-ofi-nccl's send/receive protocols (OFI_NCCL_PROTOCOL, nccl_ofi_param.h; SENDRECV its default,
+# platform-aws.cpp's default_protocol RDMA on p5/p5e, p5en and p6, SENDRECV on p4d/p4de)
+OFI_PROTOCOLS = ("SENDRECV", "RDMA")
 # NCCL_P2P_LEVEL's path types, nearest first (NCCL docs, "NCCL_P2P_LEVEL")
 P2P_LEVELS = ("NVL", "PIX", "PXB", "PHB", "SYS")
 
@@ -121,6 +126,9 @@ class NcclSettings:
     # NCCL_IB_SPLIT_DATA_ON_QPS: 1 splits every message over all QPs, 0 (default since 2.20.3,
     # net_ib/common.cc) sends each message whole on one QP, round-robin (net_ib/common.h)
     ib_split_data_on_qps: bool = False
+    # OFI_NCCL_PROTOCOL: aws-ofi-nccl's protocol (efa, cxi): SENDRECV (the plugin's default, nccl_ofi_param.h:
+    # tagged sends) or RDMA (RDMA writes into the buffer the receiver's control message names)
+    ofi_protocol: str = "SENDRECV"
 
 
 @dataclass(frozen=True)
@@ -263,7 +271,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     _unknown(src, "nccl", nccl, {"channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls",
                                  "collnet", "gdr_level", "protocols", "buffsize", "algorithms",
                                  "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
-                                 "ib_qps_per_connection", "ib_split_data_on_qps"})
+                                 "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
     if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
@@ -320,6 +328,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
         ib_qps_per_connection=_count(src, "nccl.ib_qps_per_connection",
                                      nccl.get("ib_qps_per_connection", d.ib_qps_per_connection), 1, MAX_QPS),
         ib_split_data_on_qps=split,
+        ofi_protocol=_choice(src, "nccl.ofi_protocol", nccl.get("ofi_protocol", d.ofi_protocol), OFI_PROTOCOLS),
         **chunks,
     )
     if out.min_channels > out.max_channels:

@@ -157,6 +157,13 @@ class Algorithm(ABC):
         (a ring's and a tree's steps are in NCCL's latency)."""
         return 0
 
+    def forwarded_hops(self, proto: str, op: str, ranks: int, nodes: int) -> tuple[int, int]:
+        """The hops inside nodes and across the network that take a whole chunk in before they pass it on
+        (store and forward), each beyond what NCCL's latency model counts (a per-step latency, no bytes): the
+        last chunk waits behind each such hop for its bytes at that hop's rate.  ``(0, 0)``: none that the
+        model leaves out (a ring's chunks are a 1/ranks share of its bytes; NVLS's loops: :meth:`fill_loops`)."""
+        return 0, 0
+
     def in_flight(self, proto: str, op: str, chunk: int) -> tuple[float, float]:
         """Bytes a connection has in flight and what a receiver holds before it frees a slot: a chunk per
         slot, NCCL_STEPS slots."""

@@ -15,6 +15,7 @@ from ..channels import Segment
 from ..nccl_tables import base_latency, per_channel_tree_bw, per_channel_tree_ll128_bw, tree_correction
 from ..tree import tree_tables
 from .base import Algorithm, Layout
+from .nvls_tree import tree_depth
 
 __all__ = ["Tree", "TREE_SHARE"]
 
@@ -44,6 +45,19 @@ class Tree(Algorithm):
                 channels: int, arch: str) -> float:
         depth = int(math.log2(nodes)) if nodes > 1 else 0  # NCCL's log2i: floor
         return base_latency(self.name, proto) * US + 2 * ((ranks // nodes - 1) * intra + depth * inter)
+
+    def forwarded_hops(self, proto: str, op: str, ranks: int, nodes: int) -> tuple[int, int]:
+        """A chunk climbs each node's chain and the tree over the nodes, then comes down them (all_reduce.h,
+        runTreeSplit / runTreeUpDown).  Simple runs ProtoSimple<1, 1> (all_reduce.h: one slice per chunk, one
+        step per slice; prims_simple.h posts a step to the next rank only once all of it is written), and its
+        chunk is one whole step of the buffer at every size (enqueue.cc, calcCollChunking: the tree's Simple
+        chunk is never cut, unlike LL128's): every hop, NVLink or network, holds the whole chunk.  LL and
+        LL128 carry a flag in every line, so NVLink hops pass lines on as they land; their network hops send
+        whole steps too (net.cc, sendProxyProgress: the proxy posts a step once all its lines are in), but
+        of at most 32 KiB (LL) or a cut LL128 chunk, which p2sim leaves to NCCL's per-step latency."""
+        if proto != "Simple" or op != "AllReduce":
+            return 0, 0
+        return 2 * (ranks // nodes - 1), 2 * tree_depth(nodes)
 
     def link_share(self, proto: str, op: str, nodes: int, nbytes: float, arch: str) -> float:
         share = 1.0  # a tree AllReduce (NCCL's 92% is a tuning figure: tuning_share)

@@ -1,0 +1,33 @@
+"""A training step's workload: a model's description and its training settings in, every collective of one step out.
+
+The layer right above :mod:`p2sim.formalism`: pure arithmetic on published formulas, no hardware.
+:mod:`.model_spec` is a transformer's shape and parameter count, :mod:`.model_files` reads it from a
+Hugging Face ``config.json``, a TOML or a shipped preset, :mod:`.training` holds how a step is run
+(sequence, batches, dtypes, how each parallelism axis is used) and checks that it fits the model,
+:mod:`.step` derives every collective of one step per rank, with its volume, count and source, and
+:mod:`.step_table` renders them as a table.  It imports only :mod:`p2sim.util`.
+
+Modules
+-------
+:mod:`.model_files`
+    A model from a Hugging Face ``config.json``, a small TOML of :class:`ModelSpec`'s fields, or a shipped preset.
+:mod:`.model_spec`
+    A transformer as its configuration describes it, and the parameters those fields imply.
+:mod:`.step`
+    Every collective of one training step, per rank, with its volume, count and published formula.
+:mod:`.step_table`
+    A step's collectives as a text table: axis, operation, phase, size, count, bytes per step, formula.
+:mod:`.training`
+    How one training step runs: sequence, batches, dtypes, and how each parallelism axis is used.
+"""
+
+from __future__ import annotations
+
+from .model_files import PRESETS, load_model
+from .model_spec import ModelSpec
+from .step import StepCollective, step_collectives
+from .step_table import step_table as render_step
+from .training import TrainingSpec, axis_sizes
+
+__all__ = ["ModelSpec", "TrainingSpec", "StepCollective", "PRESETS", "load_model", "step_collectives", "render_step",
+           "axis_sizes"]

@@ -1,0 +1,88 @@
+"""Training settings: each checked on its own, then against a model and the axes' sizes (Megatron-LM's rules)."""
+
+from __future__ import annotations
+
+import pytest
+
+from p2sim.util.errors import InputError
+from p2sim.workload.model_files import load_model
+from p2sim.workload.training import TrainingSpec, axis_sizes, fit
+
+
+def test_defaults_are_megatrons():
+    t = TrainingSpec()
+    assert (t.param_bytes, t.grad_bytes, t.schedule, t.data_parallel, t.sequence_parallel) == (2, 4, "1f1b", "ddp", False)
+    # --global-batch-size unset: one micro-batch per data-parallel rank
+    f = fit(load_model("llama3-8b"), t, {"data": 16})
+    assert f.micro_batches == 1 and f.tokens == 4096
+
+
+def test_micro_batches_are_global_over_micro_data_and_expert():
+    t = TrainingSpec(micro_batch=2, global_batch=1024)
+    assert fit(load_model("llama3-8b"), t, {"data": 8, "tensor": 8}).micro_batches == 64  # 1024 / (2 x 8)
+    # the expert axis splits the batch as data does (GShard): 1024 / (2 x 4 x 8)
+    assert fit(load_model("mixtral-8x7b"), t, {"data": 4, "expert": 8}).micro_batches == 16
+    # context splits the sequence, not the batch
+    f = fit(load_model("llama3-8b"), TrainingSpec(seq_length=8192, global_batch=16), {"data": 4, "context": 4})
+    assert (f.micro_batches, f.tokens) == (4, 2048)
+
+
+def test_the_stage_with_most_moe_layers_counts():
+    ds = load_model("deepseek-v3")  # 61 layers, the first 3 dense
+    assert fit(ds, TrainingSpec(), {}).moe_layers_per_stage == 58
+    assert fit(ds, TrainingSpec(), {"pipeline": 61}).moe_layers_per_stage == 1
+    mixtral = load_model("mixtral-8x7b")
+    t = TrainingSpec(virtual_stages=2, schedule="interleaved", global_batch=8)
+    assert fit(mixtral, t, {"pipeline": 4}).moe_layers_per_stage == 8
+    assert fit(load_model("llama3-8b"), TrainingSpec(), {"pipeline": 4}).moe_layers_per_stage == 0
+
+
+@pytest.mark.parametrize("settings, says", [
+    ({"seq_length": 0}, "training: seq_length: 0 should be a positive integer"),
+    ({"micro_batch": 1.5}, "training: micro_batch: 1.5 should be a positive integer"),
+    ({"global_batch": True}, "training: global_batch: True should be a positive integer"),
+    ({"param_dtype": "fp8"}, "training: param_dtype: 'fp8' should be one of bf16, fp16, fp32"),
+    ({"grad_dtype": "int8"}, "training: grad_dtype: 'int8' should be one of bf16, fp16, fp32"),
+    ({"data_parallel": "zero4"}, "training: data_parallel: 'zero4' should be one of ddp, zero1, zero2, zero3, fsdp"),
+    ({"schedule": "gpipe"}, "training: schedule: 'gpipe' should be one of 1f1b, interleaved"),
+    ({"schedule": "interleaved"}, "training: schedule: interleaved with virtual_stages=1"),
+    ({"virtual_stages": 2}, "training: schedule: 1f1b with virtual_stages=2"),
+    ({"sequence_parallel": "yes"}, "training: sequence_parallel: 'yes' should be true or false"),
+])
+def test_a_bad_setting_is_one_line_naming_it(settings, says):
+    with pytest.raises(InputError) as e:
+        TrainingSpec(**settings)
+    assert str(e.value).startswith(says) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("model, settings, axes, says", [
+    ("llama3-8b", {"global_batch": 100}, {"data": 8},
+     "training: global_batch: 100 should be a multiple of micro_batch x data x expert = 1 x 8 x 1 = 8"),
+    ("llama3-8b", {}, {"pipeline": 3}, "llama3-8b: num_layers: 32 should be a multiple of pipeline x virtual_stages = 3 x 1"),
+    ("llama3-8b", {"virtual_stages": 3, "schedule": "interleaved"}, {"pipeline": 4},
+     "llama3-8b: num_layers: 32 should be a multiple of pipeline x virtual_stages = 4 x 3"),
+    ("llama3-8b", {}, {"tensor": 3}, "axes: tensor=3 should divide num_attention_heads (32) of llama3-8b"),
+    ("llama3-8b", {}, {"tensor": 16}, "axes: tensor=16 should divide num_key_value_heads (8) of llama3-8b"),
+    ("mixtral-8x7b", {}, {"expert": 3}, "axes: expert=3 should divide the routed experts (8) of mixtral-8x7b"),
+    ("llama3-8b", {}, {"expert": 2}, "axes: expert=2 should divide the routed experts (0) of llama3-8b"),
+    ("mixtral-8x7b", {}, {"tensor": 2}, "training: sequence_parallel: false with tensor=2 and experts"),
+    ("llama3-8b", {"seq_length": 1000}, {"context": 8}, "training: seq_length: 1000 should be a multiple of 2 x context = 16"),
+    ("llama3-8b", {"seq_length": 4100, "sequence_parallel": True}, {"tensor": 8},
+     "training: seq_length: 4100 / context 1 should be a multiple of tensor=8"),
+    ("llama3-8b", {"virtual_stages": 2, "schedule": "interleaved", "global_batch": 6}, {"pipeline": 4},
+     "training: global_batch: 6 gives 6 micro-batches per step, not a multiple of pipeline=4"),
+    ("llama3-8b", {}, {"dp": 8}, "axes: 'dp' is not an axis a training step uses (one of tensor, context, pipeline"),
+    ("llama3-8b", {}, {"data": 0}, "axes: data=0 should be a positive integer"),
+])
+def test_a_setting_that_does_not_fit_is_one_line(model, settings, axes, says):
+    with pytest.raises(InputError) as e:
+        fit(load_model(model), TrainingSpec(**settings), axes)
+    assert str(e.value).startswith(says) and "\n" not in str(e.value), str(e.value)
+
+
+def test_axes_as_text_must_be_named():
+    assert axis_sizes("tensor=8,data=4") == {"tensor": 8, "data": 4} == axis_sizes({"tensor": 8, "data": 4})
+    with pytest.raises(InputError, match="axes: '8,4' should name each axis"):
+        axis_sizes("8,4")
+    with pytest.raises(InputError, match="axes: 8 is not a text or a mapping"):
+        axis_sizes(8)  # type: ignore[arg-type]
