@@ -37,6 +37,7 @@ MINBYTES = "8"
 MAXBYTES = "1GiB"
 STEPFACTOR = "2"
 FOLDS = 1  # validate: no cross-validation
+SPLIT = "none"  # validate: no cross-validation by size
 TOLERANCE = VERDICT_TOLERANCE  # check: a verdict's band (p2sim.measurements.verdict says why)
 LIMIT = 20  # synth: programs shown per matrix in the table
 
@@ -44,7 +45,7 @@ LIMIT = 20  # synth: programs shown per matrix in the table
 DEFAULTS = MappingProxyType({
     "system": SYSTEM, "reduce": REDUCE, "top": TOP, "algo": ALGO, "proto": PROTO, "engine": ENGINE,
     "profile": PROFILE, "max_size": MAX_SIZE, "order": ORDER, "program": PROGRAM, "collective": COLLECTIVE,
-    "minbytes": MINBYTES, "maxbytes": MAXBYTES, "stepfactor": STEPFACTOR, "folds": FOLDS, "tolerance": TOLERANCE,
+    "minbytes": MINBYTES, "maxbytes": MAXBYTES, "stepfactor": STEPFACTOR, "folds": FOLDS, "split": SPLIT, "tolerance": TOLERANCE,
     "limit": LIMIT})
 
 # what each API parameter is, for the Parameters section of p2sim.api's docstrings (one text per name: the same
@@ -92,6 +93,8 @@ DESCRIPTIONS = MappingProxyType({
     "measurements": "measurement files or directories (P2's CSV, single-collective CSV, bench_nccl logs)",
     "calibrate_on": "calibrate each system on these measurements first",
     "folds": "with calibrate_on: k-fold cross-validation over groups",
+    "split": "with calibrate_on: ``sizes`` calibrates on every other size of the single-collective rows and scores "
+             "the sizes between (cross-validation by size); ``none`` (default) scores every row",
     "allow_emulated": "use bench_nccl's CPU emulations (--backend numpy) too",
     "logs": "nccl-tests output files (text or -J JSON) or directories to judge",
     "tolerance": "a row is as predicted within this factor of the predicted bus bandwidth",

@@ -392,3 +392,14 @@ def test_plan_model_prints_the_step_by_axis(capsys, tmp_path):
     assert "overlap: none" in out
     assert "  tp: " in out and "inside a node; bound by" in out and "  pp: " in out
     assert (tmp_path / "step.png").is_file() and "step.png" in (tmp_path / "plan.md").read_text()
+
+
+def test_validate_split_by_sizes_needs_single_collective_rows_to_calibrate_on(capsys):
+    """``--split sizes`` without ``--calibrate-on`` (or on program rows only) is one line naming the option."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    table = os.path.join(root, "validation", "data", "measurements_2node.csv")
+    log = os.path.join(root, "tests", "data", "nccltests", "all_reduce_perf_2node_h100.txt")
+    for scored, extra in ((table, []), (table, ["--calibrate-on", table]), (log, ["--calibrate-on", table])):
+        rc, out, err = run(capsys, "validate", "--measurements", scored, "--system", "h100", "--split", "sizes",
+                           "--workers", "1", *extra)
+        assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("p2sim validate: error: split: 'sizes'"), err

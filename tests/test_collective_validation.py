@@ -110,6 +110,22 @@ def test_bad_systems_csv(capsys, tmp_path, text, field):
     assert rc == 2 and out == "" and field in err and "Traceback" not in err
 
 
+def test_validate_splits_by_size_calibrating_on_every_other_size(capsys):
+    log = DATA / "all_reduce_perf_2node_h100.txt"
+    doc = validate_json(capsys, "--measurements", str(log), "--system", "h100", "--calibrate-on", str(log),
+                        "--split", "sizes")
+    fit_sizes = doc["split"]["calibrated_sizes"]["h100"]
+    every = sorted({r["size_bytes"] for r in doc["rows"]} | set(fit_sizes))
+    assert fit_sizes == every[0::2]
+    assert doc["rows"] and not {r["size_bytes"] for r in doc["rows"]} & set(fit_sizes)
+    assert doc["calibrated_on_scored_rows"] == 0
+    rc, text, _ = run(capsys, "validate", "--measurements", str(log), "--system", "h100", "--calibrate-on",
+                      str(log), "--split", "sizes", "--workers", "1")
+    assert rc == 0 and "cross-validation by size: h100 calibrated on" in text
+    rc, _, err = run(capsys, "validate", "--measurements", str(log), "--system", "h100", "--split", "halves")
+    assert rc == 2 and "split: 'halves' is not one of none, sizes" in err
+
+
 P2P = DEV / "p2p"  # published sendrecv_perf / alltoall_perf tables (validation/collectives/p2p/SOURCES.md)
 
 

@@ -221,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "directory's systems.csv does not map")
     p.add_argument("--folds", default=str(o.FOLDS),
                    help=f"with --calibrate-on: k-fold cross-validation over groups (default: {o.FOLDS})")
+    p.add_argument("--split", default=o.SPLIT, metavar="none|sizes",
+                   help="with --calibrate-on: 'sizes' calibrates on every other size of the single-collective rows "
+                        f"and scores the sizes between, per size class (default: {o.SPLIT})")
     _add_engine(p, "des or analytic", "; the baseline is always scored beside it")
     p.add_argument("--allow-emulated", action="store_true",
                    help="score (and calibrate on) bench_nccl's CPU emulations (--backend numpy) without a warning")
@@ -255,9 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func="measurements:cmd_check")
 
     p = sub.add_parser("calibrate", help="fit link-class bandwidths to measurements",
-                       description="Fit one system's link-class bandwidths and per-channel rates (network and "
-                                   "GPU side, per algorithm) to measurements by least squares on log times; write a "
-                                   "system file.")
+                       description="Fit one system's parameters (link-class bandwidths, per-channel rates, launch, "
+                                   "per-step cost, network step), each within its physical bounds, to measurements "
+                                   "by a robust fit on log times (docs/validation.md); write a system file.")
     p.add_argument("--measurements", required=True, metavar="FILE|DIR", help="measurement CSV or JSON-lines log")
     p.add_argument("--system", required=True, help="the system to calibrate (name or .toml file)")
     p.add_argument("--out", required=True, metavar="FILE.toml", help="the calibrated system file to write")

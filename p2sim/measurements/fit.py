@@ -1,27 +1,34 @@
-"""Calibration's fit: effective link-class bandwidths and per-channel rates fitted to measurements.
+"""Calibration's fit: the parameters of :data:`~p2sim.measurements.fit_params.PARAMETERS`, fitted to measurements.
 
-The fit is a least-squares problem on log times (:func:`scipy.optimize.least_squares`):
-for every measured row the residuals are ``log(predicted / measured)`` of its
-AllReduce and of its fastest program (of every measured program, for bench_nccl
-logs).  The parameters are the log of a multiplier on each link class's bandwidth and,
-per measured algorithm, the log of its per-channel rates: the network rate of one
-channel (``*_net_rate``: NCCL moves a channel's network traffic through one proxy
-connection, so one communicator with few channels cannot fill a NIC that several
-concurrent ones fill) and the GPU-side rate of one channel (``*_channel_rate``: binds
-on fast links only, which is how a tree can be slower than a ring inside a node yet as
-fast across a slow NIC).  A weak prior pulls each bandwidth towards the file's figure,
-so a class the measurements cannot see keeps it.
+For every measured row the residuals are ``log(predicted / measured)`` of its time (of its
+AllReduce and fastest program, or every measured program, for program rows).  The fit
+minimises them with a robust loss (soft-L1 of :func:`scipy.optimize.least_squares`, scale
+:data:`ROBUST_SCALE`, 1.3x): a row off by more than 1.3x pulls with a constant force, not one
+growing with its error, so one noisy row (a 256-byte AllReduce measured at 4x its neighbours)
+cannot drag a fit.  Each parameter stays within its physical bounds (the table gives them with
+their sources), so no fit absorbs a mechanism the model lacks into an absurd figure.
 
-Where the measurements reach small sizes (a single-collective row of 1 MiB or less), the
-second stage also fits latencies (``[model]`` ``launch``: a per-collective cost NCCL's model
-leaves out; ``step_cost``: a per-chunk cost pipelining does not hide, which shapes the
-medium-size ramp; and, for groups that cross nodes, ``step_latency``: one network step, see
-:mod:`p2sim.collectives.transports`).  Without them a full-range log's latency floor would
-be absorbed into an absurdly slow per-channel rate; fitted rates and latencies that are
-implausible are flagged (:meth:`Calibration.warnings`).
+The fit runs in stages, one per kind of mechanism (:data:`~p2sim.measurements.fit_params.STAGES`):
 
-The fit runs in two stages: links first, then links, rates and latencies with the rates
-starting just below where they bind -- a cap far above what flows through it has no gradient.
+1. ``large``: link-class bandwidths (a factor on the file's figure, with a weak prior towards
+   it, so a class the measurements cannot see keeps it), on the rows that measure rates
+   (:func:`rate_rows`) and on program rows.  Where the file was right at large sizes, the fit
+   keeps it: every step of a stage only lowers that stage's cost, from the file's values.
+2. ``ramp``: the mechanisms of small and medium sizes (``[model]`` ``launch``, ``step_cost``,
+   ``step_latency``, ``stream_rate`` and the per-channel caps ``*_net_rate``, ``*_channel_rate``),
+   on the other rows, while the rate rows' predictions are held where the large stage put them
+   (:data:`HOLD_WEIGHT`).  Runs only where rows below 64 MiB exist.  Without single-collective
+   rows below 64 MiB (program rows only) the per-channel caps join the large stage instead.
+
+3. ``joint``: every parameter of both stages refined together on every row, from the staged
+   optimum (the stages fit each mechanism where it shows, but a link a little faster with a
+   per-chunk cost a little higher bends medium sizes neither bends alone).  Kept only where it
+   lowers the whole cost and the rate rows fit no worse than with the file's own figures.
+
+In each stage every parameter first starts at the best of a grid between its bounds (a cap far
+above what flows through it has no gradient, and a latency the other terms compensate for has
+none either), then all are refined together.  The fit is deterministic: the same rows give the
+same file.
 """
 
 from __future__ import annotations
@@ -38,8 +45,7 @@ from ..util.errors import MeasurementError
 from ..topology import find_spec
 from ..collectives.algorithms import REGISTRY
 from ..collectives.expand import TCP_TRANSPORTS
-from ..collectives.transports import network_step_us
-from ..topology.settings import LATENCY_FIELDS, ModelRates
+from ..topology.settings import LATENCY_FIELDS
 from ..util.log import announce
 from ..topology.spec import SystemSpec
 from ..studies.executor import Executor
@@ -48,33 +54,41 @@ from .collective_rows import CollectiveRow
 from .program_rows import MeasuredRow
 from .program_predict import groups_of, predict_groups
 from ..studies.config_task import ALLREDUCE_TEXT
+from .fit_params import Param, applicable, apply
 
-__all__ = ["Calibration", "calibrate", "calibrated_specs", "PRIOR_WEIGHT", "PLAUSIBLE", "PLAUSIBLE_LATENCY_US",
-           "LATENCY_FIT_BELOW"]
+__all__ = ["Calibration", "calibrate", "calibrated_specs", "robust_cost", "PRIOR_WEIGHT", "PLAUSIBLE",
+           "PLAUSIBLE_LATENCY_US", "ROBUST_SCALE", "LARGE_FROM"]
 
 PRIOR_WEIGHT = 0.1  # per parameter, in units of log residuals
 PROGRESS_EVERY_S = 10.0  # how often a running fit says how far it got
-BOUNDS = (-7.0, 3.0)  # multipliers between e^-7 (1/1100) and e^3 (20) of the file figure
-CAP_BOUNDS = (math.log(0.01), math.log(1e5))  # rate ceilings between 10 MB/s and 100 TB/s
+# The soft-L1 loss's scale (log ratio): issue 33's target, every size within 1.3x.  Within it a row counts
+# as in least squares (every size pulled towards the target); beyond it a row's pull no longer grows with
+# its error, so one noisy row (nccl-tests' first size, a stray 4x) cannot drag the others out of it
+ROBUST_SCALE = math.log(1.3)
+# The ramp stage holds the rate rows where the large stage put them: moving one costs this many times a
+# row's error (soft-L1 is quadratic within ROBUST_SCALE / HOLD_WEIGHT = 2.6% of a rate row's time, so a
+# ramp term that shifts the large sizes by more pays for it ten times over)
+HOLD_WEIGHT = 10.0
+# where the large stage's rows start: validate's large class (collective_validation.LARGE), issue 33's split
+LARGE_FROM = 64 * 2**20
+# Doubling the size takes at least this times the time: the fixed costs are at most a fifth of it
+# (T(2n) / T(n) = (a + 2bn) / (a + bn) >= 1.8 when a <= bn / 4), so the row measures a rate
+PROPORTIONAL = 1.8
 # Fitted rates outside (0.1, 2) x the file's figure are flagged (issue 16's bounds): NCCL's
 # measured bus bandwidth reaches 70-90% of a link's rate (nccl-tests' PERFORMANCE.md), so a
 # fit below a tenth says the model misplaces a bottleneck rather than that the link is slow,
 # and a fit above twice the data sheet's figure is physically impossible for that link.
+# The fit's own bounds (fit_params) are inside these: flags are for figures a file states.
 PLAUSIBLE = (0.1, 2.0)
-# Latencies (us) are fitted in units of 10 us between 0 and 1 ms, where a row of at most this many
-# bytes shows them.  Flagged beyond: a launch cost above 50 us (a whole 8-byte AllReduce on 8 GPUs
+# Latencies (us) flagged beyond: a launch cost above 50 us (a whole 8-byte AllReduce on 8 GPUs
 # of one node takes about 12.5 us, deepseek-ai/DeepEP#303) or a network step outside 1-200 us
 # (NCCL's own figures are 2.7-31 us; AWS's EFA step 20 us; early EFA about 75, aws-ofi-nccl) or a
 # per-chunk cost above 20 us (NCCL's slowest per-step figure inside a node is 5.7 us, PCIe Simple).
-LATENCY_UNIT_US, LATENCY_BOUNDS = 10.0, (0.0, 100.0)
-LATENCY_FIT_BELOW = 2**20
 PLAUSIBLE_LATENCY_US = {"launch": (0.0, 50.0), "step_latency": (1.0, 200.0), "step_cost": (0.0, 20.0)}
 # a per-channel rate below this (GB/s) is flagged, except a network rate over TCP: NCCL's topology
 # search gives a channel inside a node at least 3 GB/s (speedArrayIntra's slowest, search.cc), and an
 # RDMA channel carries a good part of its NIC
 PLAUSIBLE_RATE_GBPS = 1.0
-# the rates' starting grid: factors of sqrt(2) from the link's rate down to 1/22.6 of it
-SCAN_STEP, SCAN_STEPS = 0.5 * math.log(2.0), 10
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,7 @@ class Calibration:
     residuals: int
     evaluations: int
     rows: int
+    fitted: tuple[tuple[Param, float | None], ...] = ()  # each fitted parameter and its value (None: unset)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -106,6 +121,9 @@ class Calibration:
             "rates_GBps": {k: (None if math.isinf(v) else v) for k, v in self.after.rates.to_dict().items()
                            if k not in LATENCY_FIELDS},
             "latencies_us": {k: v for k, v in self.after.rates.to_dict().items() if k in LATENCY_FIELDS},
+            "parameters": [{"name": p.name, "where": p.path, "stage": p.row.stage, "unit": p.row.unit,
+                            "file": p.file, "fitted": v, "lower": p.lower, "upper": p.upper, "bounds_source": p.row.source}
+                           for p, v in self.fitted],
             "warnings": self.warnings(),
         }
 
@@ -140,30 +158,6 @@ class Calibration:
         return out
 
 
-@dataclass(frozen=True)
-class _Layout:
-    """Which parameters the vector holds: class log-multipliers, then log rates (GB/s)."""
-
-    classes: tuple[str, ...]
-    rates: tuple[str, ...]  # ModelRates rate fields fitted (log GB/s)
-    latencies: tuple[str, ...] = ()  # ModelRates latency fields fitted (units of LATENCY_UNIT_US)
-
-    def prior(self, x: np.ndarray) -> np.ndarray:
-        return PRIOR_WEIGHT * x[: len(self.classes)]
-
-    def apply(self, spec: SystemSpec, x: np.ndarray) -> SystemSpec:
-        out = spec
-        for c, v in zip(self.classes, x):
-            out = out.with_class(c, bandwidth=spec.classes[c].bandwidth * math.exp(v))
-        values = spec.rates.to_dict()
-        k0 = len(self.classes)
-        for k, v in zip(self.rates, x[k0:]):
-            values[k] = math.exp(v)
-        for k, v in zip(self.latencies, x[k0 + len(self.rates):]):
-            values[k] = float(v) * LATENCY_UNIT_US
-        return replace(out, rates=ModelRates(**values))
-
-
 def _residuals(rows_by_group, results) -> np.ndarray:
     res = []
     for key, rows in rows_by_group.items():
@@ -189,16 +183,51 @@ def _collective_residuals(rows: Sequence[CollectiveRow], system: str, trial: Sys
                        for p in preds])
 
 
+def rate_rows(rows: Sequence[CollectiveRow]) -> list[CollectiveRow]:
+    """The rows that measure rates: of :data:`LARGE_FROM` bytes and more and, where the same series (layout,
+    collective, algorithm, protocol, in place or not) has the size half as large, taking at least
+    :data:`PROPORTIONAL` times its time -- time nearly in proportion to size, so fixed costs are at most a
+    fifth of it.  A series whose large sizes never grow so (a ramp reaching past 64 MiB, as over TCP) gives
+    only its largest size; rows with no half-size neighbour count as they are."""
+    series: dict[tuple, dict[float, float]] = {}
+    for r in rows:
+        series.setdefault(_series(r), {}).setdefault(r.size_bytes, r.seconds)
+    out, fallback = [], {}
+    for r in rows:
+        if r.size_bytes < LARGE_FROM:
+            continue
+        times = series[_series(r)]
+        half = times.get(r.size_bytes / 2)
+        if half is None or r.seconds >= PROPORTIONAL * half:
+            out.append(r)
+        elif r.size_bytes == max(times):
+            fallback[_series(r)] = r
+    seen = {_series(r) for r in out}
+    return out + [r for k, r in fallback.items() if k not in seen]
+
+
+def _series(r: CollectiveRow) -> tuple:
+    return (r.source, r.nodes, r.gpus_per_node, r.collective, r.algo, r.proto, r.in_place, r.hca, r.split)
+
+
+def robust_cost(res: np.ndarray) -> float:
+    """The soft-L1 cost :func:`scipy.optimize.least_squares` minimises (``loss="soft_l1"``, ``f_scale``
+    :data:`ROBUST_SCALE`): quadratic within the scale, linear beyond, so one noisy row pulls no harder than
+    its sign."""
+    z = (np.asarray(res) / ROBUST_SCALE) ** 2
+    return float(ROBUST_SCALE**2 * np.sum(2.0 * (np.sqrt(1.0 + z) - 1.0)))
+
+
 def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, engine: str = "des",
               base: SystemSpec | None = None, max_evaluations: int = 60,
               collectives: Sequence[CollectiveRow] = ()) -> Calibration:
-    """Fit one system's link classes and per-channel rates to its measured rows.
+    """Fit one system's parameters (:data:`~p2sim.measurements.fit_params.PARAMETERS`) to its measured rows.
 
     ``rows`` are programs' measurements (P2's table, bench_nccl logs); ``collectives``
-    single-collective ones (nccl-tests and bench_nccl sweeps): both may be given.
+    single-collective ones (nccl-tests and bench_nccl sweeps): both may be given.  The
+    ``large`` stage fits on the rows of :data:`LARGE_FROM` bytes and more and the program rows;
+    the ``ramp`` stage, where rows below it exist, on every row with the large stage's values held.
     """
-    from scipy.optimize import least_squares  # here, not at import: 0.3 s of every start
-
     mine = [r for r in rows if r.system == system]
     singles = [r for r in collectives if r.system == system]
     if not mine and not singles:
@@ -206,76 +235,122 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, engi
     spec = base if base is not None else find_spec(system)
     algos = sorted({_rates_read(r.algo) for r in mine} | {_rates_read(r.algo, auto="tree") for r in singles}
                    | ({"ring"} if singles else set()))
+    crosses = any(r.nodes > 1 for r in (*mine, *singles))
     groups = groups_of(mine)
-    evaluations = 0
-
+    count = [0]
     heard = [time.monotonic(), math.inf]  # when progress was last said, the best error so far
 
-    def fitter(layout: _Layout):
-        def fun(x: np.ndarray) -> np.ndarray:
-            nonlocal evaluations
-            evaluations += 1
-            trial = layout.apply(spec, x)
-            res = [_collective_residuals(singles, system, trial, engine)]
-            if mine:
-                results = predict_groups(groups, {system: trial}, engine, executor, all_matrices=False)
-                res.insert(0, _residuals(groups, results))
-            out = np.concatenate(res + [layout.prior(x)])
-            data = out[: len(out) - len(layout.classes)]
-            heard[1] = min(heard[1], float(np.sqrt(np.mean(data ** 2))) if len(data) else 0.0)
-            if time.monotonic() - heard[0] >= PROGRESS_EVERY_S:  # a fit runs minutes: say it is alive
-                heard[0] = time.monotonic()
-                announce(f"{system}: {evaluations} evaluations, best rms log error so far {heard[1]:.3f}")
-            return out
-        return fun
+    def residuals(trial: SystemSpec, which: Sequence[CollectiveRow]) -> np.ndarray:
+        count[0] += 1
+        res = [_collective_residuals(which, system, trial, engine)]
+        if mine:
+            results = predict_groups(groups, {system: trial}, engine, executor, all_matrices=False)
+            res.insert(0, _residuals(groups, results))
+        out = np.concatenate(res)
+        heard[1] = min(heard[1], float(np.sqrt(np.mean(out ** 2))) if len(out) else 0.0)
+        if time.monotonic() - heard[0] >= PROGRESS_EVERY_S:  # a fit runs minutes: say it is alive
+            heard[0] = time.monotonic()
+            announce(f"{system}: {count[0]} evaluations, best rms log error so far {heard[1]:.3f}")
+        return out
 
-    links = _Layout(tuple(sorted(spec.classes)), ())
-    n = len(links.classes)
-    fun = fitter(links)
-    r0 = fun(np.zeros(n))
-    data = len(r0) - n
-    first = least_squares(fun, np.zeros(n), bounds=BOUNDS, diff_step=0.05, max_nfev=max_evaluations)
-    crosses = any(r.nodes > 1 for r in (*mine, *singles))
-    # the baseline model has no channels: only its links can be fitted
-    tcp = crosses and spec.nccl.transport in TCP_TRANSPORTS  # a NIC over TCP fills stream by stream
-    rates = () if engine == "baseline" else tuple(
-        f"{a}_{kind}" for a in algos for kind in (("net_rate",) if crosses else ()) + ("channel_rate",)
-    ) + (("stream_rate",) if tcp else ())
-    small = engine != "baseline" and any(r.size_bytes <= LATENCY_FIT_BELOW for r in singles)
-    lats = (("launch", "step_cost") + (("step_latency",) if any(r.nodes > 1 for r in singles) else ())) if small else ()
-    full = _Layout(links.classes, rates, lats)
-    fitted = links.apply(spec, first.x)
-    lower = np.concatenate([np.full(n, BOUNDS[0]), np.full(len(rates), CAP_BOUNDS[0]),
-                            np.full(len(lats), LATENCY_BOUNDS[0])])
-    upper = np.concatenate([np.full(n, BOUNDS[1]), np.full(len(rates), CAP_BOUNDS[1]),
-                            np.full(len(lats), LATENCY_BOUNDS[1])])
-    what = [*mine, *singles]
-    if not rates:
-        after, final = links.apply(spec, first.x), fun(first.x)[:data]
-        return _result(system, engine, spec, after, what, r0[:data], final, data, evaluations)
-    fun_full = fitter(full)
-    net_class = _network_class(fitted) if crosses else None
-    start = np.array([_latency_start(spec, k) for k in lats])
-    x0 = _scan_rates(lambda x: fun_full(np.concatenate([x, start])), first.x, rates, fitted, crosses,
-                     links.classes.index(net_class) if net_class in links.classes else None)
-    x0 = _scan_latencies(fun_full, np.concatenate([x0, start]), len(x0), len(lats))
-    second = least_squares(fun_full, x0, bounds=(lower, upper), diff_step=0.05, max_nfev=max_evaluations)
-    if second.cost <= first.cost:
-        x = second.x.copy()
-        cost = float(np.sum(fun_full(x) ** 2))
-        unbound = []
-        for i, r in enumerate(rates):  # a cap that binds nothing is no cap: report it as unset
+    rates = rate_rows(singles)
+    ramps = engine != "baseline" and any(r.size_bytes < LARGE_FROM for r in singles)
+    fitted: dict[str, float | None] = {}
+    params = applicable(spec, algos, crosses, ("large",), links_only=engine == "baseline") if rates or mine else []
+    if params and not ramps and engine != "baseline":  # no ramp stage: the caps are fitted with the links
+        params += [p for p in applicable(spec, algos, crosses, ("ramp",)) if p.row.unset_above]
+    fitted.update(_fit_stage(lambda t: residuals(t, rates), spec, params, max_evaluations))
+    if ramps:
+        held = apply(spec, fitted)
+        anchor = residuals(held, rates)  # the large stage's predictions of the rate rows, held
+        rest = [r for r in singles if r not in set(rates)]
+
+        def ramp(trial: SystemSpec) -> np.ndarray:
+            return np.concatenate([residuals(trial, rest), HOLD_WEIGHT * (residuals(trial, rates) - anchor)])
+        ps = applicable(spec, algos, crosses, ("ramp",))
+        fitted.update(_fit_stage(ramp, held, ps, max_evaluations))
+        params += ps
+        fitted.update(_joint(lambda t: residuals(t, singles), lambda t: residuals(t, rates), spec, params,
+                             fitted, max_evaluations))
+    before = residuals(spec, singles)
+    after = apply(spec, fitted)
+    final = residuals(after, singles)
+    return Calibration(
+        system=spec.name, engine=engine, before=spec,  # the name a person reads, not the rows' reference
+        after=replace(after, notes=f"calibrated ({engine} engine) on {len(mine) + len(singles)} measured rows of "
+                                   f"{(mine or singles)[0].source}"),
+        rms_log_before=float(np.sqrt(np.mean(before ** 2))), rms_log_after=float(np.sqrt(np.mean(final ** 2))),
+        residuals=len(final), evaluations=count[0], rows=len(mine) + len(singles),
+        fitted=tuple((p, fitted.get(p.path, p.file)) for p in params))
+
+
+def _fit_stage(residuals, spec: SystemSpec, params: Sequence[Param], max_evaluations: int,
+               scan: bool = True, start: dict[str, float] | None = None) -> dict[str, float | None]:
+    """One stage's parameters fitted on ``residuals(trial spec)`` (log ratios) with the soft-L1 loss, within
+    their bounds: each started at the best of its grid (:meth:`Param.grid`), then jointly refined.  Every
+    step only lowers the cost, so the stage never fits worse than the values it started from (the file's)."""
+    from scipy.optimize import least_squares  # here, not at import: 0.3 s of every start
+
+    if not params:
+        return {}
+    lo = np.array([p.to_x(p.lower) for p in params])
+    hi = np.array([p.to_x(p.upper) for p in params])
+    prior_x = np.array([p.to_x(p.start) for p in params])
+    priors = np.array([p.row.prior for p in params])
+
+    def values(x: np.ndarray) -> dict[str, float]:
+        return {p.path: p.of_x(v) for p, v in zip(params, x)}
+
+    def fun(x: np.ndarray) -> np.ndarray:
+        return np.concatenate([residuals(apply(spec, values(x))), PRIOR_WEIGHT * (x - prior_x)[priors]])
+
+    x = prior_x.copy() if start is None else np.array([p.to_x(min(max(start[p.path], p.lower), p.upper))
+                                                       for p in params])
+    best = robust_cost(fun(x))
+    for i, p in enumerate(params if scan else ()):  # starting values, one parameter at a time
+        keep = x
+        for v in p.grid():
             trial = x.copy()
-            trial[n + i] = CAP_BOUNDS[1]
-            if float(np.sum(fun_full(trial) ** 2)) <= cost:
-                x, unbound = trial, unbound + [r]
-        after = full.apply(spec, x)
-        after = replace(after, rates=ModelRates(**{k: v for k, v in after.rates.to_dict().items()
-                                                    if k not in unbound}))
-        final = fun_full(x)[:data]
-    else:  # the rates did not help: keep the links-only fit
-        after, final = links.apply(spec, first.x), fun(first.x)[:data]
-    return _result(system, engine, spec, after, what, r0[:data], final, data, evaluations)
+            trial[i] = p.to_x(v)
+            c = robust_cost(fun(trial))
+            if c < best:
+                best, keep = c, trial
+        x = keep
+    fit = least_squares(fun, x, bounds=(lo, hi), loss="soft_l1", f_scale=ROBUST_SCALE, diff_step=0.05,
+                        max_nfev=max_evaluations)
+    if robust_cost(fit.fun) < best:
+        x, best = np.clip(fit.x, lo, hi), robust_cost(fit.fun)
+    out: dict[str, float | None] = values(x)
+    for i, p in enumerate(params):  # a cap that binds nothing is no cap: report it as unset
+        if p.row.unset_above:
+            trial = x.copy()
+            trial[i] = hi[i]
+            if robust_cost(fun(trial)) <= best:
+                x, out[p.path] = trial, None
+    return out
+
+
+def _joint(everything, large, spec: SystemSpec, params: Sequence[Param], staged: dict[str, float | None],
+           max_evaluations: int) -> dict[str, float | None]:
+    """The final stage: every parameter refined together on every row, from the staged optimum.
+
+    The stages fit each kind of mechanism where it shows, but they interact (a link a little faster
+    and a per-chunk cost a little higher bend the medium sizes where neither can alone), and only a
+    joint step finds such pairs.  Guarded: the result is kept only where it lowers the whole cost and
+    the rate rows (:func:`rate_rows`) fit no worse than with the file's own figures -- the joint step
+    may trade nothing of the large sizes for the small ones beyond what the data sheet already gave."""
+    if not params:
+        return {}
+    start = {p.path: (p.upper if staged.get(p.path, p.start) is None else staged.get(p.path, p.start))
+             for p in params}
+    held = apply(spec, staged)
+    moved = _fit_stage(everything, spec, params, max_evaluations, scan=False, start=start)
+    trial = apply(spec, moved)
+    if robust_cost(everything(trial)) >= robust_cost(everything(held)):
+        return staged
+    if robust_cost(large(trial)) > max(robust_cost(large(spec)), robust_cost(large(held))):
+        return staged
+    return moved
 
 
 def calibrated_specs(systems: Sequence[str], executor: Executor, engine: str, rows: Sequence[MeasuredRow] = (),
@@ -297,62 +372,6 @@ def calibrated_specs(systems: Sequence[str], executor: Executor, engine: str, ro
     return specs, fits
 
 
-def _scan_rates(fun, x_links: np.ndarray, rates: Sequence[str], fitted: SystemSpec, crosses: bool,
-                net_index: int | None) -> np.ndarray:
-    """Starting values for the rates: one at a time, the best of a few binding levels.
-
-    A cap far above the traffic it limits has no gradient, and one far below it has the
-    same slope everywhere, so the local fit needs a start near where it matters: each rate
-    tries uncapped and 1, 1/sqrt(2), 1/2, ..., 1/22.6 of the fastest link in a node (a channel's GPU
-    side) or of the NIC's link (a channel's network connection), keeping the best cost so
-    far.  A network rate is also tried with the NIC back at the file's figure: the links-only
-    fit explains a slow single communicator by a slow NIC, and only the two moving together
-    (NIC up, cap down) show that concurrent communicators fill the NIC where one cannot.
-    """
-    k = len(x_links)
-    fast = max(fitted.classes[ln.cls].capacity for ln in fitted.node_links)  # inside a node
-    nic = fitted.classes[_network_class(fitted)].capacity if crosses else fast
-    x = np.concatenate([x_links, np.full(len(rates), CAP_BOUNDS[1])])
-    best = float(np.sum(fun(x) ** 2))
-    for i, r in enumerate(rates):
-        is_net = r.endswith("net_rate") or r == "stream_rate"
-        base = nic / (fitted.nccl.socket_streams if r == "stream_rate" else 1) if is_net else fast
-        keep = x.copy()
-        nic_starts = [x[net_index]] + ([0.0] if is_net and net_index is not None and x[net_index] != 0.0 else [])
-        for nic_x in nic_starts:
-            for j in range(SCAN_STEPS):
-                trial = x.copy()
-                if is_net and net_index is not None:
-                    trial[net_index] = nic_x
-                    base = nic * math.exp(nic_x - x[net_index]) / (
-                        fitted.nccl.socket_streams if r == "stream_rate" else 1)
-                trial[k + i] = math.log(base) - j * SCAN_STEP
-                cost = float(np.sum(fun(trial) ** 2))
-                if cost < best:
-                    best, keep = cost, trial
-        x = keep
-    return x
-
-
-# the latencies' starting grid (us): a latency the rates have compensated for has no gradient either
-LATENCY_SCAN_US = (0.0, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
-
-
-def _scan_latencies(fun, x: np.ndarray, first: int, count: int) -> np.ndarray:
-    """Starting values for the latencies, one at a time: the best of a grid and the current value."""
-    best = float(np.sum(fun(x) ** 2))
-    for i in range(first, first + count):
-        keep = x
-        for us in LATENCY_SCAN_US:
-            trial = x.copy()
-            trial[i] = us / LATENCY_UNIT_US
-            cost = float(np.sum(fun(trial) ** 2))
-            if cost < best:
-                best, keep = cost, trial
-        x = keep
-    return x
-
-
 def _rates_read(algo: str, auto: str = "ring") -> str:
     """Whose calibrated rates (``tree_*`` or ``ring_*``) runs of setting ``algo`` read: the forced algorithm's
     (:attr:`Algorithm.tree_rates <p2sim.collectives.algorithms.base.Algorithm.tree_rates>`), ``auto``'s for
@@ -360,32 +379,3 @@ def _rates_read(algo: str, auto: str = "ring") -> str:
     if algo in REGISTRY:
         return "tree" if REGISTRY[algo].tree_rates else "ring"
     return auto if algo == "auto" else "ring"
-
-
-def _latency_start(spec: SystemSpec, field: str) -> float:
-    """A latency's starting value (units of LATENCY_UNIT_US): the file's, else the model's default."""
-    v = getattr(spec.rates, field)
-    if v is None and field == "step_latency":
-        v = spec.nccl.step_latency if spec.nccl.step_latency is not None else network_step_us(
-            spec.nccl.transport, "ring", "LL")
-    return min(max((v or 0.0) / LATENCY_UNIT_US, LATENCY_BOUNDS[0]), LATENCY_BOUNDS[1])
-
-
-def _result(system: str, engine: str, spec: SystemSpec, after: SystemSpec, mine: Sequence[Any],
-            before: np.ndarray, final: np.ndarray, data: int, evaluations: int) -> Calibration:
-    return Calibration(
-        system=spec.name, engine=engine, before=spec,  # the name a person reads, not the rows' reference
-        after=replace(after, notes=f"calibrated ({engine} engine) on {len(mine)} measured rows of {mine[0].source}"),
-        rms_log_before=float(np.sqrt(np.mean(before ** 2))),
-        rms_log_after=float(np.sqrt(np.mean(final**2))),
-        residuals=data, evaluations=evaluations, rows=len(mine),
-    )
-
-
-def _network_class(spec: SystemSpec) -> str:
-    """The link class of the NICs' links (where a channel's network rate would bind)."""
-    nics = {c for c, k in spec.components if k == "nic"}
-    for ln in spec.network_links:
-        if any(a in nics or b in nics for a, b in ln.pairs):
-            return ln.cls
-    return min(spec.classes, key=lambda c: spec.classes[c].capacity)

@@ -27,7 +27,7 @@ from ..util.table import Tabular
 from ..util.errors import InputError
 from ..util.log import announce, warn
 from ..util.parsing import as_text, positive_int
-from .collective_validation import validate_collectives
+from .collective_validation import SPLITS, validate_collectives
 from .emulated import emulated_warnings, refuse_emulated
 from .inputs import Measurements, load_inputs
 from .program_predict import P2, groups_of
@@ -76,12 +76,13 @@ class ValidateRequest:
     engine: str
     folds: int
     allow_emulated: bool
+    split: str
     limits: Limits
     run: RunOptions
 
     @classmethod
     def build(cls, measurements: Any, calibrate_on: Any = None, system: str | None = None, folds: Any = 1,
-              engine: str = "des", allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
+              split: Any = "none", engine: str = "des", allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
               scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
               yes: bool = False) -> ValidateRequest:
         """``measurements`` and ``calibrate_on``: a file or directory (or several); ``system`` names the p2sim
@@ -93,6 +94,12 @@ class ValidateRequest:
         cal = None if calibrate_on is None else load_inputs(calibrate_on, system)
         engine = fitted_engine(engine, "the baseline is scored beside the engine anyway")
         k = positive_int(as_text(folds, "folds"), "folds")
+        split = as_text(split, "split")
+        if split not in SPLITS:
+            raise InputError(f"split: {split!r} is not one of {', '.join(SPLITS)}")
+        if split == "sizes" and (cal is None or not cal.collectives or not data.collectives):
+            raise InputError("split: 'sizes' cross-validates single-collective rows by size: it needs --calibrate-on "
+                             "single-collective measurements, and such measurements to score")
         if data.programs:
             if k > 1 and cal is None:
                 raise InputError("folds: cross-validation needs --calibrate-on")
@@ -103,7 +110,7 @@ class ValidateRequest:
             raise InputError("calibrate-on: no single-collective measurements to calibrate the collectives on")
         if cal is not None and not allow_emulated:
             refuse_emulated(cal.programs + cal.collectives, "calibrates on them")
-        return cls(str(measurements), data, cal, engine, k, bool(allow_emulated),
+        return cls(str(measurements), data, cal, engine, k, bool(allow_emulated), split,
                    limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file))
 
 
@@ -159,5 +166,5 @@ def run_validate(req: ValidateRequest) -> ValidateResult:
                                 req.folds).to_json()
         if data.collectives:
             collectives = validate_collectives(data.collectives, ex, req.engine,
-                                               None if cal is None else cal.collectives)
+                                               None if cal is None else cal.collectives, req.split)
     return ValidateResult(req, programs, collectives, tuple(warnings))

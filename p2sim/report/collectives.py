@@ -78,6 +78,10 @@ def collectives_text(doc: dict[str, Any]) -> str:
     lines += ["", f"{'rows':<26} {'':<28} {engine:<32} baseline"]
     for scope, key, d, b in _metric_rows(doc):
         lines.append(f"{scope:<26} {key:<28} {d:<32} {b}")
+    if doc.get("split", {}).get("by") == "sizes":
+        for system, sizes in doc["split"]["calibrated_sizes"].items():
+            lines += ["", f"cross-validation by size: {system} calibrated on {len(sizes)} sizes (every other one, "
+                      f"{size_text(sizes[0])} first), scored on the sizes between; per size class above"]
     if doc["calibration"]:
         lines += ["", f"calibrated on single collectives ({doc['calibrated_on_scored_rows']} of the scored rows among "
                   "them)"]
