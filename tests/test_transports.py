@@ -58,7 +58,9 @@ def test_simple_step_crosses_the_route_by_protocol():
     ib = collective_latency("tree", "Simple", "AllReduce", 2, 2, "nvlink", 0.0, route * US, 2**20, 1, "ampere", "ib")
     cxi = collective_latency("tree", "Simple", "AllReduce", 2, 2, "nvlink", 0.0, route * US, 2**20, 1, "ampere",
                              "cxi")
-    assert cxi - ib == pytest.approx(2 * 2 * route * US)  # 2 network steps, 2 more crossings each
+    # 2 network steps, 2 more crossings each, and on Ampere each step's GPUDirect flush through the Cassini NIC
+    # (aws-ofi-nccl's read, NCCL's 5 us tree LL step; IB's stays inside the HCA)
+    assert cxi - ib == pytest.approx(2 * (2 * route + 5.0) * US)
     assert [route_crossings(t, "Simple") for t in ("ib", "efa", "cxi")] == [1, 1, 3]
     assert route_crossings(None, "Simple") == 2 and route_crossings("cxi", "LL") == 1  # NCCL's flush; eager
 
@@ -87,8 +89,9 @@ def test_cxi_small_steps_cheaper_than_ib_and_dearer_simple_steps_across_groups()
         c, i = (load_system(s, nodes) for s in (spec, _with(spec, transport="ib")))
         extra[nodes] = _time(c, 2**20, "tree", "Simple").latency - _time(i, 2**20, "tree", "Simple").latency
     # two nodes on one switch: the route is the switch's 350 ns (the NIC links' two halves); a cxi Simple step
-    # crosses it twice more than IB's, on each of the tree's 2 network steps
-    assert extra[2] == pytest.approx(2 * 2 * 0.35e-6)
+    # crosses it twice more than IB's, on each of the tree's 2 network steps, and waits for the plugin's flush
+    # through the NIC (A100: NCCL's 5 us tree LL step)
+    assert extra[2] == pytest.approx(2 * (2 * 0.35e-6 + 5.0e-6))
     assert extra[512] > extra[2]  # across groups the route is longer, and cxi pays it three times a step
 
 
@@ -149,3 +152,48 @@ def test_a_p5_collectives_first_network_step_waits_for_the_control_message():
     ib = find_spec("dgx-h100")
     assert _time(load_system(ib, 2), 2**20).latency == _time(load_system(_with(ib, ofi_protocol="RDMA"), 2),
                                                              2**20).latency
+
+
+# ---- issue 33 item 2: the GPUDirect flush through the EFA device (p4d, p4de) ----------------------------------
+
+def test_efa_flush_on_gpus_before_hopper_is_one_more_device_crossing_per_simple_step():
+    """NCCL flushes every Simple step received by GPUDirect on Ampere and earlier (ncclTopoNeedFlush, paths.cc);
+    aws-ofi-nccl's flush is an RDMA read through the EFA device (sendrecv flush: fi_read on the local endpoint,
+    shared memory disabled, nccl_ofi_ofiutils.cpp), so it costs one crossing of the device: the 20 us network
+    step without Simple's 3 us.  Not for LL/LL128 (NCCL flushes Simple only), not from Hopper on, not over
+    NCCL's IB verbs (its loopback read stays inside the HCA, as before), not in NCCL's own model."""
+    from p2sim.collectives.transports import flush_us
+
+    assert flush_us("efa", "ampere", "tree", "Simple") == 20.0
+    assert flush_us("efa", "volta", "ring", "Simple", override=30.0) == 30.0  # a file's step
+    assert flush_us("efa", "ampere", "tree", "LL") == flush_us("efa", "ampere", "tree", "LL128") == 0.0
+    assert flush_us("efa", "hopper", "tree", "Simple") == flush_us("efa", "blackwell", "tree", "Simple") == 0.0
+    # the same plugin over Slingshot: one eager crossing of the Cassini NIC, NCCL's LL network step
+    assert flush_us("cxi", "ampere", "tree", "Simple") == 5.0 and flush_us("cxi", "ampere", "ring", "Simple") == 2.7
+    for t in ("ib", "roce", "socket", "tcpx", None):
+        assert flush_us(t, "ampere", "tree", "Simple") == 0.0
+    assert "GPUDirect flush" in TRANSPORT_ASSUMPTIONS["efa"]
+
+
+def test_two_p4d_8_byte_allreduce_by_hand_pays_two_flushes():
+    """2 x p4d (A100, EFA, Simple only), 8 B AllReduce as a tree of Simple, by hand: NCCL's base 8.4 us +
+    2 x (7 NVLink steps of 4 us + one network step: 23 us and the 20 us flush) = 150.4 us (110.4 without the
+    flush); NCCL's choice is unchanged."""
+    topo = load_system(find_spec("p4d"), 2)
+    c = _time(topo, 8, "tree", "Simple")
+    # 8 bytes' own time at the links' rates is under 0.01 us
+    assert c.latency == pytest.approx((8.4 + 2 * (7 * 4.0 + 23.0 + 20.0)) * US, abs=0.01 * US)
+    hopper = load_system(_with(find_spec("p4d"), arch="hopper"), 2)
+    assert c.tuning[0] == pytest.approx(_time(hopper, 8, "tree", "Simple").tuning[0])
+
+
+def test_ib_and_a_single_node_on_ampere_keep_their_steps():
+    """Over InfiniBand (dgx-a100) the flush is the HCA's own loopback read, which p2sim leaves inside NCCL's
+    14 us step as before: its 2-node tree of Simple takes the same time as on a GPU that needs no flush.  Inside
+    one p4d node there is no network step to flush.  (The GPU generation changes the link rates, whose time for
+    8 bytes is under 0.01 us.)"""
+    for name, nodes, algo in (("dgx-a100", 2, "tree"), ("p4d", 1, "ring"), ("p4d", 1, "tree")):
+        spec = find_spec(name)
+        ampere, hopper = load_system(spec, nodes), load_system(_with(spec, arch="hopper"), nodes)
+        assert _time(ampere, 8, algo, "Simple").latency == pytest.approx(_time(hopper, 8, algo, "Simple").latency,
+                                                                          abs=0.01 * US)

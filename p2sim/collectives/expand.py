@@ -300,7 +300,7 @@ class Expander(ShapeMemo, Structures, Choice):
         intra_hw = "nvlink" if st.nvlink else "pci"
         # the per-step turn-around of the pipeline's window: the transport's step without the route's own
         # latency, which the window counts once each way (pipeline.py)
-        steps = step_latencies(algo, proto, len(members), nodes, intra_hw, st.intra, 0.0, *transport)
+        steps = step_latencies(algo, proto, len(members), nodes, intra_hw, st.intra, 0.0, *transport, self.arch)
         flows = []
         total = sum(st.per_flow)
         for table, (edges, coef), out_net, k, g in zip(st.tables, st.loads, st.out_net, st.per_flow, st.graph):

@@ -35,7 +35,7 @@ from __future__ import annotations
 from .algorithms import algorithm
 from .algorithms.ring import ring_steps
 from .nccl_tables import hw_latency
-from .transports import network_step_us, route_crossings
+from .transports import flush_us, network_step_us, route_crossings
 
 __all__ = ["collective_latency", "ring_steps", "step_latencies"]
 
@@ -43,12 +43,13 @@ US = 1e-6
 
 
 def step_latencies(algo: str, proto: str, ranks: int, nodes: int, intra_hw: str, intra_route: float,
-                   inter_route: float, transport: str | None = None, step_us: float | None = None
-                   ) -> tuple[float, float]:
+                   inter_route: float, transport: str | None = None, step_us: float | None = None,
+                   arch: str | None = None) -> tuple[float, float]:
     """One step's latency (s) inside a node and across the network: NCCL's per-step figure plus the
     route's own latency (in NCCL's own model, ``transport`` None, the network's twice for Simple, as NCCL
     counts its plugin's latency for the receive flush; once in p2sim's time); the network step is the transport's (:mod:`.transports`), the one NCCL charges the
-    algorithm (:meth:`~p2sim.collectives.algorithms.base.Algorithm.network_step`)."""
+    algorithm (:meth:`~p2sim.collectives.algorithms.base.Algorithm.network_step`), plus the plugin's GPUDirect
+    flush where it crosses the device on ``arch`` (:func:`~p2sim.collectives.transports.flush_us`)."""
     intra = hw_latency(intra_hw, algo, proto) * US + intra_route
     net_algo = algorithm(algo).network_step(ranks, nodes)
     # NCCL's model counts its plugin's latency twice for Simple (tuning.cc: "the flush extra latency"); the
@@ -56,7 +57,10 @@ def step_latencies(algo: str, proto: str, ranks: int, nodes: int, intra_hw: str,
     # connected to itself), so p2sim's time (a transport given) counts the route's wire once, or as often as
     # the transport's rendezvous crosses it (transports.route_crossings: cxi's offloaded Get)
     wire = route_crossings(transport, proto)
-    inter = network_step_us(transport, net_algo, proto, step_us) * US + inter_route * wire
+    step = network_step_us(transport, net_algo, proto, step_us)
+    if arch is not None:  # the receiver's flush through the device (EFA before Hopper), p2sim's time only
+        step += flush_us(transport, arch, net_algo, proto, step_us)
+    inter = step * US + inter_route * wire
     return intra, inter
 
 
@@ -67,5 +71,6 @@ def collective_latency(algo: str, proto: str, op: str, ranks: int, nodes: int, i
     ``None``, else with the transport's network step (:mod:`.transports`); ``launch_us`` is a
     per-collective cost NCCL's model leaves out (calibration fits it; 0 by default).  The formula is
     the algorithm's (:meth:`~p2sim.collectives.algorithms.base.Algorithm.latency`)."""
-    intra, inter = step_latencies(algo, proto, ranks, nodes, intra_hw, intra_route, inter_route, transport, step_us)
+    intra, inter = step_latencies(algo, proto, ranks, nodes, intra_hw, intra_route, inter_route, transport, step_us,
+                                  arch)
     return launch_us * US + algorithm(algo).latency(proto, op, ranks, nodes, intra, inter, nbytes, channels, arch)

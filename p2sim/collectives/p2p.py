@@ -189,7 +189,7 @@ def p2p_collective(topo: Topology, rates: ModelRates, op: str, members: Sequence
     nccl = topo.spec.nccl
     step = rates.step_latency if rates.step_latency is not None else nccl.step_latency
     intra, inter_step = step_latencies("ring", P2P_PROTO, n, nodes, intra_hw, route_lat[0], route_lat[1],
-                                       nccl.transport, step)
+                                       nccl.transport, step, nccl.arch)
     per_round = inter_step if nodes > 1 else intra
     latency = (base_latency("ring", P2P_PROTO) * 1e-6 + rounds * per_round + (rates.launch or 0.0) * 1e-6)
     # the pipeline's window per network connection: NCCL_STEPS chunks in flight over a step's round trip

@@ -37,6 +37,19 @@ so does what each plugin reports:
   message (the plugin's 8-byte RDMA latency, the network step itself) before its data leaves; later steps
   find it there (their receives are posted ``NCCL_STEPS`` ahead, the pipeline's window).  SENDRECV (p4d)
   posts tagged sends that need no control message from the plugin (:func:`control_wait_us`).
+  **The flush.** On GPUs before Hopper NCCL flushes every Simple step it receives by GPUDirect RDMA before
+  the GPU reads it (``ncclTopoNeedFlush``, ``src/graph/paths.cc``: "Flush is required on Ampere and earlier";
+  ``recvProxyProgress``, ``net.cc``: Simple only), and its own model counts it as one more plugin latency
+  (``tuning.cc``, "the flush extra latency").  aws-ofi-nccl flushes with an RDMA read of the received buffer
+  on its own endpoint (``nccl_ofi_sendrecv.cpp``, ``flush``: ``fi_read`` to ``local_ep_addr``, "Flush is an
+  expensive operation"), with libfabric's shared memory disabled so that the read goes through "a real
+  network device" (``nccl_ofi_ofiutils.cpp``, ``FI_OPT_SHARED_MEMORY_PERMITTED``): the step waits one
+  crossing of the EFA device, which p2sim takes as the 8-byte network step (20 us), as the control message
+  (:func:`flush_us`; p4d, p4de).  Hopper needs none (and the plugin sets ``NCCL_NET_FORCE_FLUSH=0`` on p5).
+  The plugin flushes alike over ``cxi`` (Perlmutter's A100s), where the read is one eager crossing of the
+  Cassini NIC: NCCL's LL network step, as p2sim times cxi's eager sends.
+  NCCL's IB verbs transport reads on a queue pair connected to itself (``net_ib``), inside the HCA: p2sim
+  leaves that in NCCL's step, as before.
 * ``cxi`` (HPE Slingshot 11 through aws-ofi-nccl on libfabric's cxi provider): off AWS the plugin
   reports no latency (``nccl_ofi_param.h``: ``NET_LATENCY`` default 0.0; only
   ``platform-aws.cpp`` sets one) and runs SENDRECV, tagged sends that the Cassini NIC matches in
@@ -72,6 +85,8 @@ Examples
 (0.0, 20.0)
 >>> control_wait_us("efa", "SENDRECV", "tree", "Simple", 2**20), control_wait_us("ib", "RDMA", "tree", "Simple", 2**20)
 (0.0, 0.0)
+>>> flush_us("efa", "ampere", "tree", "Simple"), flush_us("efa", "hopper", "tree", "Simple"), flush_us("ib", "ampere", "tree", "Simple")
+(20.0, 0.0, 0.0)
 """
 
 from __future__ import annotations
@@ -81,8 +96,8 @@ from dataclasses import dataclass
 from ..topology.settings import ASSUMED_TRANSPORTS
 from .nccl_tables import hw_latency
 
-__all__ = ["network_step_us", "reported_latency_us", "route_crossings", "control_wait_us", "wire_bytes",
-           "Transport", "TRANSPORT_MODELS", "STEP_US", "SIMPLE_EXTRA_US", "ASSUMED_TRANSPORTS"]
+__all__ = ["network_step_us", "reported_latency_us", "route_crossings", "control_wait_us", "flush_us", "wire_bytes",
+           "FLUSH_ARCHS", "Transport", "TRANSPORT_MODELS", "STEP_US", "SIMPLE_EXTRA_US", "ASSUMED_TRANSPORTS"]
 
 
 @dataclass(frozen=True)
@@ -108,6 +123,9 @@ class Transport:
     # the largest send (bytes on the wire) that goes without the receiver's control message under the plugin's
     # RDMA protocol (None: the transport has no such protocol)
     eager_bytes: int | None = None
+    # whether the plugin's GPUDirect flush (GPUs before Hopper, Simple) is a read through the device that the
+    # step waits for, one crossing (see the module); False: it stays inside the NIC, in the transport's step
+    device_flush: bool = False
 
 
 TRANSPORT_MODELS: dict[str, Transport] = {
@@ -116,16 +134,23 @@ TRANSPORT_MODELS: dict[str, Transport] = {
     "socket": Transport(None, True, 0.0, 0.0, 1, "NCCL's Simple hwLat[NET] for every protocol; net_socket reports 0"),
     # aws-ofi-nccl: nccl_ofi_model.cpp net_lat 20 us + 3 us Simple completion; platform-aws.cpp reports 75 us
     # RDMA protocol: sends above OFI_NCCL_EAGER_MAX_SIZE = 8192 bytes (nccl_ofi_param.h) wait for the receiver's
-    # control message (nccl_ofi_rdma.cpp, send)
+    # control message (nccl_ofi_rdma.cpp, send); the GPUDirect flush is an fi_read through the EFA device
+    # (nccl_ofi_sendrecv.cpp flush; shared memory disabled, nccl_ofi_ofiutils.cpp)
     "efa": Transport(20.0, False, 3.0, 75.0, 1, "aws-ofi-nccl's P5/P5e model tuner (20 us, +3 Simple); "
-                     "75 us reported to NCCL (platform-aws.cpp: p4d, p5, fall-through)", 8192),
+                     "75 us reported to NCCL (platform-aws.cpp: p4d, p5, fall-through)", 8192, True),
     # aws-ofi-nccl off AWS: NET_LATENCY 0.0 (nccl_ofi_param.h); fi_cxi(7): eager up to 16384 + 2049 bytes,
     # offloaded rendezvous (an RDMA Get by the target NIC) above it
+    # the plugin's GPUDirect flush is the same fi_read on its own endpoint as over EFA (nccl_ofi_sendrecv.cpp)
     "cxi": Transport(None, False, 0.0, 0.0, 3, "NCCL's hwLat[NET] per protocol (eager, matched by the NIC); "
-                     "Simple's rendezvous crosses the route 3 times (fi_cxi(7)); aws-ofi-nccl reports 0 off AWS"),
+                     "Simple's rendezvous crosses the route 3 times (fi_cxi(7)); aws-ofi-nccl reports 0 off AWS",
+                     None, True),
     # TCPXO: nccl_shim.cc GetProperties props.latency = 0
     "tcpx": Transport(None, True, 0.0, 0.0, 1, "the socket transport's step; the TCPXO plugin reports 0"),
 }
+
+# the GPU generations whose received Simple steps NCCL flushes (ncclTopoNeedFlush, src/graph/paths.cc: "Flush is
+# required on Ampere and earlier"; from compute capability 9.0 on none, short of C2C DataDirect NICs)
+FLUSH_ARCHS = ("volta", "ampere")
 
 # per transport: a network step's latency (us) for every protocol; None: NCCL's figure (see Transport)
 STEP_US: dict[str, float | None] = {k: t.step_us for k, t in TRANSPORT_MODELS.items()}
@@ -173,4 +198,14 @@ def control_wait_us(transport: str | None, ofi_protocol: str, algo: str, proto: 
     if t is None or t.eager_bytes is None or ofi_protocol != "RDMA" or wire_bytes(proto, data) <= t.eager_bytes:
         return 0.0
     # the control message is a small message across the network: the step without Simple's completion overhead
+    return network_step_us(transport, algo, "LL", override)
+
+
+def flush_us(transport: str | None, arch: str, algo: str, proto: str, override: float | None = None) -> float:
+    """What a received network step of ``proto`` waits (us) for the plugin's GPUDirect flush on ``arch``: one
+    crossing of the device (the step without Simple's completion overhead, as :func:`control_wait_us`) where
+    the plugin's flush reads through the device and NCCL flushes (Simple on GPUs before Hopper), else 0."""
+    t = TRANSPORT_MODELS.get(transport) if transport is not None else None
+    if t is None or not t.device_flush or proto != "Simple" or arch not in FLUSH_ARCHS:
+        return 0.0
     return network_step_us(transport, algo, "LL", override)

@@ -51,11 +51,14 @@ TRANSPORT_ASSUMPTIONS = {
             "reports 75 us to NCCL's tuner (platform-aws.cpp: p4d, p5 and the fall-through; 35 us on p5en/p6) "
             "([network] step_latency, net_latency set them); under its RDMA protocol ([nccl] ofi_protocol; "
             "SENDRECV, the plugin's default, where a file does not say) a collective's first network step above "
-            "8192 bytes waits one such step for the receiver's control message"),
+            "8192 bytes waits one such step for the receiver's control message; on GPUs before Hopper a received "
+            "Simple step waits one more for the plugin's GPUDirect flush, an RDMA read through the EFA device "
+            "(nccl_ofi_sendrecv.cpp)"),
     "cxi": ("a cxi network step takes NCCL's hwLat[NET] for its protocol (LL, LL128: eager sends matched by "
             "the Cassini NIC; no published figure) and a Simple step crosses its route three times (fi_cxi(7)'s "
-            "offloaded rendezvous above 16384 + 2049 bytes); aws-ofi-nccl reports 0 us to NCCL off AWS "
-            "([network] step_latency or calibrate sets the step)"),
+            "offloaded rendezvous above 16384 + 2049 bytes); on GPUs before Hopper a received Simple step waits "
+            "one LL step more for the plugin's GPUDirect flush, a read through the NIC; aws-ofi-nccl reports 0 us "
+            "to NCCL off AWS ([network] step_latency or calibrate sets the step)"),
     "tcpx": ("a tcpx network step takes NCCL's Simple hwLat[NET] for every protocol, as NCCL's socket "
              "transport (no published figure for GPUDirect-TCPX(O)); the TCPXO plugin reports 0 us to NCCL "
              "([network] step_latency or calibrate sets the step)"),
