@@ -37,7 +37,10 @@ def test_tree_latency_grows_with_log2_of_the_node_count(proto):
     lat = {n: c.latency for n, c in coll.items()}
     step = network_step_us("ib", "tree", proto) * US
     assert step == hw_latency("net", "tree", "Simple") * US
-    assert lat[4] - lat[2] == pytest.approx(2 * step) and lat[8] - lat[4] == pytest.approx(2 * step)
+    # Simple also waits for each forwarded chunk whole at every hop (expand.py's store-and-forward wait): 8 bytes
+    # per hop add nanoseconds, not a network step
+    near = pytest.approx(2 * step, abs=0.01 * US)
+    assert lat[4] - lat[2] == near and lat[8] - lat[4] == near
 
 
 def test_ring_latency_grows_with_the_node_count():

@@ -94,7 +94,8 @@ def ask_plugin(exe: Path, conf: Path, queries: list[tuple[str, int, int, int]]) 
 
 
 @pytest.mark.parametrize("argv", [
-    ("sweep", "--system", "p5", "--nodes", "4", "-b", "1M", "-e", "256M", "-f", "4"),
+    # dgx-h100: p5 at 4 nodes has no range where p2sim differs from NCCL since EFA's control message (issue 33)
+    ("sweep", "--system", "dgx-h100", "--nodes", "4", "-b", "1M", "-e", "256M", "-f", "4"),
     ("rank", "--system", "p5", "--nodes", "4", "--axes", "data=32", "--reduce", "data", "--workers", "1"),
 ])
 def test_nccls_example_plugin_runs_each_rule_on_the_channels_p2sim_predicted(capsys, tmp_path, plugin, argv):
