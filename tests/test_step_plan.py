@@ -178,3 +178,16 @@ def test_a_published_batch_that_does_not_split_says_where_it_came_from():
     with pytest.raises(InputError, match=r"^train: global_batch: 2048 should be a multiple of .* = 3 "
                                          r"\(llama3-70b's published value, not given in --train: give it there\)$"):
         step_workload("llama3-70b", None, ("data", "tensor"), (3, 8))
+
+
+def test_matrices_that_cannot_win_are_cut_before_bounding_and_the_best_is_the_exhaustive_ones():
+    """llama3-8b, tensor=8 on 4 dgx-h100 nodes: the 4 x 2 x 16 tensor AllReduces' least bounds on the 3
+    matrices that split tensor over nodes exceed the best's step with plain AllReduce, so they are cut; the
+    best and the kept plans are what simulating every program finds."""
+    kw = dict(system="dgx-h100", nodes=4, axes="data=2,pipeline=2,tensor=8", model="llama3-8b",
+              train="seq=2048,global_batch=256", workers=1)
+    cut, every = p2sim.plan(**kw), p2sim.plan(**kw, exhaustive=True)
+    assert (cut.cut, len(cut.plans), every.cut, len(every.plans)) == (3, 1, 0, 4)
+    assert cut.best.matrix == every.best.matrix == ((2, 1), (2, 1), (1, 8))
+    assert cut.best.total_seconds == every.best.total_seconds
+    assert cut.to_json()["search"]["cut_matrices"] == 3
