@@ -217,14 +217,16 @@ def rank(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
          max_size: Count = o.MAX_SIZE, order: str = o.ORDER, compare_orders: bool = False, exhaustive: bool = False,
          budget: Number | None = None, top_matrices: Count | None = None, workers: Count | None = None,
          scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
-         max_simulations: Count | None = None, yes: bool = False) -> RankResult:
-    """Rank every (matrix, program, algorithm) of a job, fastest first (``p2sim rank``).
+         max_simulations: Count | None = None, yes: bool = False, model: ModelLike | None = None,
+         train: Training | None = None, compute_per_layer: Number | None = None) -> RankResult | PlanResult:
+    """Rank every (matrix, program, algorithm) of a job, fastest first (``p2sim rank``); with ``model``, every
+    placement by the model's whole step, every axis's traffic counted (as :func:`plan` with ``model``).
 
     Returns
     -------
     RankResult
         The ranking, the search's statistics, the default placement and the gain over it; ``to_json()`` is
-        what ``--json`` prints.
+        what ``--json`` prints.  With ``model``: a PlanResult, as :func:`plan` returns it.
 
     """
     return run_rank(RankRequest.build(**locals()))

@@ -595,3 +595,19 @@ def test_plan_model_inputs(capsys, argv, says):
 def test_train_needs_a_model(capsys):
     refused(capsys, "plan", "--system", "dgx-h100", "--axes", "data=2,tensor=8", "--reduction", "data:1GiB",
             "--train", "seq=8192", says=("train: describes the training step of a --model",))
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--model", "llama3-8b", "--reduce", "tensor"], ("reduce: with --model the step's collectives say what is reduced",)),
+    (["--model", "llama3-8b", "--bytes", "1GiB"], ("bytes: with --model",)),
+    (["--model", "llama3-8b", "--matrix", "[[2 1] [1 8]]"], ("matrix: with --model",)),
+    (["--model", "llama3-8b", "--compare-orders"], ("compare-orders: with --model",)),
+    (["--model", "llama3-8b", "--train", "zero=7"], ("train: zero: '7' should be 0, 1, 2 or 3",)),
+    (["--model", "llama3-8b", "--axes", "data=2,foo=8"], ("axes: 'foo' is not an axis a training step uses",)),
+    (["--train", "seq=8192"], ("train: describes the training step of a --model",)),
+    (["--compute-per-layer", "0.01"], ("compute-per-layer: describes the training step of a --model",)),
+])
+def test_rank_model_inputs(capsys, argv, says):
+    """rank --model: rank's options the step decides, and each bad setting, are one line, exit 2, before any work."""
+    args = ["--axes", "data=2,tensor=8"] if "--axes" not in argv else []
+    refused(capsys, "rank", "--system", "dgx-h100", *args, *argv, says=says)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from p2sim.util.errors import InputError
-from p2sim.workload.model_files import PRESETS, load_model, model_from_config, preset_path, read_model_file
+from p2sim.workload.model_files import (PRESETS, load_model, model_from_config, preset_path, preset_training,
+                                        read_model_file)
 from p2sim.workload.model_spec import ModelSpec
 
 PRESET_DIR = Path(__file__).resolve().parents[1] / "p2sim" / "workload" / "presets"
@@ -163,3 +164,13 @@ def test_a_dense_model_with_expert_fields_is_refused():
     with pytest.raises(InputError, match="example: experts_per_token: 2 should be 0 in a dense model"):
         ModelSpec(name="x", source="example", hidden_size=64, num_layers=2, num_attention_heads=4,
                   num_key_value_heads=4, intermediate_size=64, vocab_size=10, experts_per_token=2)
+
+
+@pytest.mark.parametrize("name, seq, batch", [
+    ("gpt3-175b", 2048, 1536), ("llama3-8b", 8192, 2048), ("llama3-70b", 8192, 2048), ("llama3-405b", 8192, 2048),
+    ("mixtral-8x7b", 32768, None), ("deepseek-v3", 4096, 15360)])
+def test_each_preset_has_its_published_training_with_a_source(name, seq, batch):
+    t = preset_training(name)
+    assert (t.seq_length, t.global_batch) == (seq, batch)
+    assert "20" in t.source and len(t.source) > 40  # a paper with its year and section
+    assert preset_training(str(preset_path(name))) is None  # by path it is the user's file: no assumption

@@ -13,7 +13,7 @@ from p2sim.formalism.program import parse_program
 from p2sim.formalism.semantics import Op
 from p2sim.sim.simulator import Simulator
 from p2sim.studies.step_plan import part_groups
-from p2sim.studies.step_workload import ENDS, PAIRS, StepPart
+from p2sim.studies.step_workload import ENDS, PAIRS, StepPart, step_workload
 from p2sim.topology import load_system
 from p2sim.util.errors import InputError
 
@@ -157,3 +157,37 @@ def test_bad_model_inputs_are_one_line(kw, message):
 def test_train_without_a_model_is_refused():
     with pytest.raises(InputError, match="^train: describes the training step of a --model"):
         p2sim.plan(system="dgx-h100", axes="data=2,tensor=8", reduction="data:1GiB", train="seq=8192")
+
+
+def test_a_preset_trains_with_its_published_sequence_and_batch_unless_train_gives_them(tiny):
+    """llama3-70b without --train: Dubey et al. 2024's 8192-token sequences and 16M-token batch (2048
+    sequences), said in the answer; what --train gives wins; a TOML model keeps TrainingSpec's defaults."""
+    names, sizes = ("data", "pipeline", "tensor"), (32, 4, 8)
+    work = step_workload("llama3-70b", None, names, sizes)
+    assert (work.training.seq_length, work.training.global_batch) == (8192, 2048)
+    assert work.assumed.startswith("seq and global batch as published for llama3-70b (Dubey et al. 2024")
+    given = step_workload("llama3-70b", "seq=4096", names, sizes)
+    assert (given.training.seq_length, given.training.global_batch) == (4096, 2048)
+    assert given.assumed.startswith("global batch as published")
+    assert step_workload("llama3-70b", "seq=4096,gbs=64", names, sizes).assumed == ""
+    own = step_workload(tiny, None, ("data", "tensor"), (2, 4))
+    assert (own.training.seq_length, own.training.global_batch, own.assumed) == (4096, None, "")
+
+
+def test_a_published_batch_that_does_not_split_says_where_it_came_from():
+    with pytest.raises(InputError, match=r"^train: global_batch: 2048 should be a multiple of .* = 3 "
+                                         r"\(llama3-70b's published value, not given in --train: give it there\)$"):
+        step_workload("llama3-70b", None, ("data", "tensor"), (3, 8))
+
+
+def test_matrices_that_cannot_win_are_cut_before_bounding_and_the_best_is_the_exhaustive_ones():
+    """llama3-8b, tensor=8 on 4 dgx-h100 nodes: the 4 x 2 x 16 tensor AllReduces' least bounds on the 3
+    matrices that split tensor over nodes exceed the best's step with plain AllReduce, so they are cut; the
+    best and the kept plans are what simulating every program finds."""
+    kw = dict(system="dgx-h100", nodes=4, axes="data=2,pipeline=2,tensor=8", model="llama3-8b",
+              train="seq=2048,global_batch=256", workers=1)
+    cut, every = p2sim.plan(**kw), p2sim.plan(**kw, exhaustive=True)
+    assert (cut.cut, len(cut.plans), every.cut, len(every.plans)) == (3, 1, 0, 4)
+    assert cut.best.matrix == every.best.matrix == ((2, 1), (2, 1), (1, 8))
+    assert cut.best.total_seconds == every.best.total_seconds
+    assert cut.to_json()["search"]["cut_matrices"] == 3

@@ -149,8 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "with speedups over each matrix's single AllReduce (with the des engine, only "
                                    "the programs whose lower bound can still win are simulated: same answer). "
                                    "Only the reduction over --reduce is optimised: the other axes' traffic is not "
-                                   "counted (p2sim plan weighs every reduction of a training step).")
+                                   "counted (p2sim plan weighs every reduction of a training step), unless --model "
+                                   "is given: then every collective of its step is, as p2sim plan --model does.")
     _add_layout(p, system=True)
+    _add_model(p, "every axis's traffic of its step is counted, placements ranked as p2sim plan --model ranks them")
     p.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
     p.add_argument("--top", default=str(o.TOP), help=f"how many to show (default: {o.TOP})")
@@ -323,8 +325,9 @@ def _add_model(p: argparse.ArgumentParser, what: str) -> None:
                    help="the step's training settings with --model: seq, micro_batch, global_batch, dtype, "
                         "grad_dtype, sp (sequence parallelism on|off), vp (virtual stages), schedule (1f1b, "
                         "interleaved), zero (0-3) or data_parallel (ddp, zero1-3, fsdp); e.g. "
-                        "seq=8192,micro_batch=1,global_batch=1024,zero=1,sp=on (default: seq=4096, one "
-                        "micro-batch per data rank, bf16 weights, fp32 gradients, ddp)")
+                        "seq=8192,micro_batch=1,global_batch=1024,zero=1,sp=on (default: a preset's published "
+                        "seq and global batch, else seq=4096 and one micro-batch per data rank; bf16 weights, "
+                        "fp32 gradients, ddp)")
     p.add_argument("--compute-per-layer", default=None, metavar="SECONDS",
                    help="with --model: one layer's forward and backward compute for one micro-batch; the data "
                         "reduction then overlaps the last backward as DDP's buckets do (default: no overlap, "

@@ -9,6 +9,7 @@ from ..report.mesh import check_emit
 from ..report.plan import plan_report, plan_text
 from ..report.rank import rank_report, rank_text
 from ..report.whatif import whatif_report, whatif_text
+from ..studies.plan import PlanResult
 from .common import answer
 
 
@@ -18,7 +19,9 @@ def _forms(args: argparse.Namespace):
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    answer(args, api.rank, rank_text, report=rank_report, forms=_forms(args))
+    # with --model rank answers as plan --model does: the placements by the model's whole step
+    answer(args, api.rank, lambda r: plan_text(r) if isinstance(r, PlanResult) else rank_text(r),
+           report=lambda r: plan_report(r) if isinstance(r, PlanResult) else rank_report(r), forms=_forms(args))
     return 0
 
 

@@ -36,7 +36,9 @@ def plan_text(result: PlanResult) -> str:
              f"(data axis {data_axis}){order_label(s.order, *(r.axes for r in req.reductions))}; algo {s.algo}, "
              f"{s.engine} engine",
              "reductions: " + "; ".join(f"axes {reduction_text(r)}" for r in req.reductions),
-             search_text(result.stats),
+             search_text(result.stats) + (f"; {result.cut} of {result.cut + len(result.plans)} matrices cut before "
+                                          "their programs were bounded (their step's lower bound above another's "
+                                          "step with plain AllReduce), not listed" if result.cut else ""),
              matrix_legend(names, topo.level_names),
              f"\n{'rank':>4}  {'step time':>10}  {'AllReduce only':>14}  matrix"]
     for i, pl in enumerate(result.plans, 1):

@@ -24,7 +24,8 @@ def training_text(work: StepWorkload) -> str:
     return (f"model {work.model.name}: seq {t.seq_length}, micro-batch {t.micro_batch}, {batch}, "
             f"{t.param_dtype} weights, {t.grad_dtype} gradients, {t.data_parallel}"
             f"{', sequence parallel' if t.sequence_parallel else ''}"
-            f"{f', {t.virtual_stages} virtual stages ({t.schedule})' if t.virtual_stages > 1 else ''}")
+            f"{f', {t.virtual_stages} virtual stages ({t.schedule})' if t.virtual_stages > 1 else ''}"
+            f"{f'; {work.assumed}' if work.assumed else ''}")
 
 
 def step_rows(result: PlanResult, plan: Plan) -> list[dict[str, Any]]:

@@ -333,6 +333,7 @@ class PlanResult(Tabular):
     stats: SearchStats
     default_basis: str = ""  # why that placement is the default (Megatron-LM's order, or the fallback and why)
     warnings: tuple[str, ...] = ()
+    cut: int = 0  # matrices of a model's step cut before their programs were bounded (step_plan.cut_matrices)
 
     @property
     def best(self) -> Plan:
@@ -379,7 +380,7 @@ class PlanResult(Tabular):
                 "default_placement": self.placement(self.default), "default_basis": self.default_basis,
                 "savings": self.savings,
                 "warnings": list(self.warnings),
-                "search": self.stats.to_json(), **self._step_json()}
+                "search": dict(self.stats.to_json(), cut_matrices=self.cut), **self._step_json()}
 
     def _step_json(self) -> dict[str, Any]:
         """With a model: ``step``, the workload and the best and default plans by axis (the report's rows)."""

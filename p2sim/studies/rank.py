@@ -26,11 +26,13 @@ from ..sim.engines import check_engine
 from ..util.log import announce
 from ..util.table import Tabular
 from ..util.units import format_seconds
+from ..util.errors import InputError
 from ..util.parsing import as_text, positive_int
 from .bindings import program_bindings
 from .jobsize import Limits, check_job, estimate, hashed, plural, program_counts, program_steps, synthesis_cardinalities
 from .orders import OrderComparison, compare_orders, orders_agree
-from .plan import DefaultPlacement, default_data_axis, default_placement
+from .plan import DefaultPlacement, PlanRequest, PlanResult, default_data_axis, default_placement
+from .step_plan import run_step_plan
 from .ranking import MatrixSummary, RankEntry, Ranking, rank_results, split_by_matrix
 from .requests import (Job, RunOptions, SearchOptions, Settings, algorithms, job_size_text, limits_of,
                        reduces_something, whole_groups)
@@ -59,6 +61,7 @@ class RankRequest:
     limits: Limits
     run: RunOptions
     compare_orders: bool = False
+    step: PlanRequest | None = None  # --model: the whole step, ranked as plan --model ranks it
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
@@ -66,7 +69,16 @@ class RankRequest:
               engine: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
               compare_orders: bool = False, exhaustive: bool = False, budget: Any = None, top_matrices: Any = None,
               workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
-              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False) -> RankRequest:
+              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False, model: Any = None,
+              train: Any = None, compute_per_layer: Any = None) -> RankRequest:
+        """``model`` (with ``train``, ``compute_per_layer``): every collective of the model's step counted, by
+        plan's step machinery (:func:`~p2sim.studies.step_plan.run_step_plan`); the step says what is reduced,
+        so ``reduce``, ``bytes``, ``matrix`` and ``compare_orders`` are refused beside it."""
+        if model is not None:
+            return cls._with_model(locals())
+        for name, value in (("train", train), ("compute-per-layer", compute_per_layer)):
+            if value is not None:
+                raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
         job = Job.build(system, nodes, axes, reduce, bytes)
         # rank has always checked the engine before --top, and the protocol before the rules: the first of
         # several bad values is the one refused
@@ -81,6 +93,21 @@ class RankRequest:
                                             else tuple(tuple(r) for r in matrix),)
         return cls(job, mats, k, settings, search, limits,
                    RunOptions.of(workers, scheduler, scheduler_file), bool(compare_orders))
+
+    @classmethod
+    def _with_model(cls, given: dict[str, Any]) -> RankRequest:
+        """rank --model: plan's request for the model's step, rank's own options checked beside it."""
+        for name, value, unset in (("reduce", given["reduce"], "0"), ("bytes", given["bytes"], None),
+                                   ("matrix", given["matrix"], None), ("compare-orders", given["compare_orders"], False)):
+            if value != unset and not (name == "reduce" and str(value) == unset):
+                raise InputError(f"{name}: with --model the step's collectives say what is reduced and every "
+                                 f"placement is ranked; leave --{name} out (or rank without --model)")
+        step = PlanRequest.build(**{k: given[k] for k in (
+            "system", "nodes", "axes", "algo", "proto", "engine", "profile", "max_size", "order", "exhaustive",
+            "budget", "top_matrices", "workers", "scheduler", "scheduler_file", "max_matrices", "max_simulations",
+            "yes", "model", "train", "compute_per_layer")})
+        k = positive_int(as_text(given["top"], "top"), "top")
+        return cls(step.job, None, k, step.settings, step.search, step.limits, step.run, False, step)
 
 
 @dataclass(frozen=True, repr=False)
@@ -183,7 +210,11 @@ class RankResult(Tabular):
         return doc
 
 
-def run_rank(req: RankRequest) -> RankResult:
+def run_rank(req: RankRequest) -> RankResult | PlanResult:
+    """The ranking of every (matrix, program); with a model (``req.step``), plan's ranking of placements by the
+    model's whole step (a :class:`~p2sim.studies.plan.PlanResult`, as ``plan --model`` gives it)."""
+    if req.step is not None:
+        return run_step_plan(req.step)
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
     if req.matrices is None:

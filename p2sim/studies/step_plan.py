@@ -22,12 +22,16 @@ from ..formalism.semantics import Op
 from ..sim import Simulator
 from ..util.log import announce
 from .jobsize import plural
-from .plan import Plan, PlanChoice, PlanRequest, PlanResult, default_placement, search_plans
+from ..sim.simulator import BOUND_SLACK
+from .config_task import ALLREDUCE_TEXT, ConfigTask, run_task
+from .executor import run_all
+from .jobsize import program_counts
+from .plan import Plan, PlanChoice, PlanRequest, PlanResult, Reduction, default_placement, plan_tasks, search_plans
 from .requests import warn_memory, whole_groups
-from .search import SearchStats
+from .search import SearchStats, bound_all
 from .step_workload import ENDS, PAIRS, Overlap, PartTiming, StepPart
 
-__all__ = ["part_groups", "simulate_parts", "run_step_plan"]
+__all__ = ["part_groups", "simulate_parts", "cut_matrices", "run_step_plan"]
 
 
 def part_groups(part: StepPart, hierarchy: Sequence[int], axes: Sequence[int], matrix: Matrix,
@@ -67,6 +71,59 @@ def simulate_parts(sim: Simulator, parts: Sequence[StepPart], hierarchy: Sequenc
     return tuple(out)
 
 
+def cut_matrices(req: PlanRequest, mats: Sequence[Matrix], parts: dict[Matrix, float], constant: dict[Matrix, float],
+                 keep: Matrix) -> list[Matrix]:
+    """The matrices whose step can still be the fastest, found before the costly reductions are bounded.
+
+    Each matrix's step is at most ``parts + count x plain AllReduce`` summed over its reductions (the plain
+    AllReduce is one of the programs searched; without overlap discounted) and at least ``constant`` (the
+    parts less the backward compute that may hide the data reduction) ``+ count x least lower bound`` of the
+    reductions bounded here: all but the one with the most programs for its traffic (count x bytes).  A
+    matrix whose least step exceeds the least upper bound of any matrix cannot be the best and is cut, so
+    that reduction's programs are bounded on the rest only.  The best plan is the one simulating every
+    matrix would find; the cut matrices are not listed.  ``keep`` (the
+    default placement) is never cut.  Only where the search is exact and bounded: the des engine, not
+    ``--exhaustive``, no ``--budget`` or ``--top-matrices`` (their cuts are their own).
+    """
+    search = req.search
+    if not search.bounded(req.settings.engine) or search.budget is not None or search.top_matrices is not None:
+        return list(mats)
+    if len(req.reductions) < 2:
+        return list(mats)  # one reduction: nothing is bounded here to cut by
+    topo = req.job.topology
+    settings = req.settings.each(topo)
+    rules = req.settings.rules
+    base = ConfigTask(spec=topo.spec, nodes=topo.nodes, axes=req.job.axes, reduce_axes=(0,), bytes_per_gpu=1.0,
+                      settings=settings[0])
+    costs = {r: sum(program_counts(mats, r.axes, rules.profile, rules.max_size, req.limits)) for r in req.reductions}
+    # not bounded here: the reduction with the most programs for its traffic (count x bytes), the data
+    # reduction of a large job (many programs, one call); the others are bounded on every matrix
+    skip = max(req.reductions, key=lambda r: (costs[r] / (r.count * r.bytes), costs[r], r.axes))
+    upper, lower = dict(parts), dict(constant)
+    with req.run.executor(len(mats) * len(settings) * len(req.reductions)) as ex:
+        bounded = [r for r in req.reductions if r != skip]
+        for r in bounded:
+            least: dict[Matrix, float] = {}
+            plain: dict[Matrix, float] = {}
+            for b in bound_all(plan_tasks(base, [r], settings, mats), ex):
+                m = b.task.matrices[0]
+                least[m] = min([least.get(m, float("inf"))] + [bound for _, _, bound in b.programs])
+                plain[m] = min([plain.get(m, float("inf"))] + [t.seconds for t in b.allreduce])
+            for m in mats:
+                lower[m] += r.count * least[m] * (1.0 - BOUND_SLACK)
+                upper[m] += r.count * plain[m]
+        # the skipped reduction's plain AllReduce (the least over the algorithms): its part of the upper bound
+        tasks = [replace(t, programs=(ALLREDUCE_TEXT,)) for t in plan_tasks(base, [skip], settings, mats)]
+        plain = {}
+        for res in run_all(ex, run_task, tasks, "bounding"):
+            m = res.task.matrices[0]
+            plain[m] = min(plain.get(m, float("inf")), res.allreduce(m).seconds)
+        for m in mats:
+            upper[m] += skip.count * plain[m]
+    best = min(upper.values())
+    return [m for m in mats if m == keep or lower[m] <= best]
+
+
 def run_step_plan(req: PlanRequest) -> PlanResult:
     """Every matrix's whole step: the reductions' best programs, the other collectives, the overlap."""
     job, topo, work = req.job, req.job.topology, req.step
@@ -85,12 +142,20 @@ def run_step_plan(req: PlanRequest) -> PlanResult:
     backward = work.backward_seconds
     overlap = None if backward is None else Overlap(backward, work.overlapped)
     if req.reductions:
-        constant = {m: sum(pt.seconds * pt.part.count for pt in parts_of[m]) - (backward or 0.0) for m in mats}
-        plans, stats, default = search_plans(req, mats, constant)
+        parts = {m: sum(pt.seconds * pt.part.count for pt in parts_of[m]) for m in mats}
+        constant = {m: parts[m] - (backward or 0.0) for m in mats}
+        keep = default_placement(mats, h, p, job.axis_names, req.data_axis).matrix
+        alive = cut_matrices(req, mats, parts, constant, keep)
+        if len(alive) < len(mats):
+            announce(f"{plural(len(mats) - len(alive), 'matrix')} of {len(mats)} cut: their step's lower bound is "
+                     "above another's upper bound (its reductions as plain AllReduce)")
+        plans, stats, default = search_plans(req, alive, constant)
+        cut = len(mats) - len(alive)
     else:  # nothing to synthesize (ZeRO with sequence parallelism): the parts alone
         default = default_placement(mats, h, p, job.axis_names, req.data_axis)
         plans = [Plan(m, ()) for m in mats]
         stats = SearchStats(0, 0, len(mats), len(mats), True, False, None, None)
+        cut = 0
     sims = {"auto": sim}
 
     def bound(m: Matrix, c: PlanChoice) -> PlanChoice:
@@ -107,4 +172,5 @@ def run_step_plan(req: PlanRequest) -> PlanResult:
     whole.sort(key=lambda pl: (pl.total_seconds, pl.matrix))
     largest = max([r.bytes for r in req.reductions] + [pt.size for pt in work.parts])
     warning = warn_memory(job.spec, largest, False, topo.node_count, "give a smaller --reduction size")
-    return PlanResult(req, tuple(whole), default.matrix, stats, default.basis, () if warning is None else (warning,))
+    return PlanResult(req, tuple(whole), default.matrix, stats, default.basis, () if warning is None else (warning,),
+                      cut)

@@ -27,7 +27,8 @@ from typing import Any
 from ..formalism.mesh import _MEGATRON_NAMES as MEGATRON_AXIS_NAMES
 from ..util.errors import InputError
 from ..workload import ModelSpec, StepCollective, TrainingSpec, load_model, step_collectives
-from ..workload.train_text import training_of
+from ..workload.model_files import preset_training
+from ..workload.train_text import given_fields, training_of
 from ..workload.training import fit
 from ..util.parsing import positive_float
 from ..util.units import format_seconds
@@ -104,6 +105,7 @@ class StepWorkload:
     overlapped: frozenset[tuple[str, tuple[int, ...], int]]  # (op, axes, bytes) of the data gradient reduction
     layers_per_stage: int
     compute_per_layer: float | None = None  # seconds of one layer's forward and backward, one micro-batch
+    assumed: str = ""  # the preset's published settings --train did not give, with their source ("": none)
 
     @property
     def backward_seconds(self) -> float | None:
@@ -117,7 +119,7 @@ class StepWorkload:
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model.name, "training": _training_json(self.training),
                 "collectives": [c.to_json() for c in self.collectives],
-                "compute_per_layer_seconds": self.compute_per_layer}
+                "compute_per_layer_seconds": self.compute_per_layer, "assumed": self.assumed}
 
 
 def _training_json(t: TrainingSpec) -> dict[str, Any]:
@@ -142,14 +144,22 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
         An axis a step does not use, a model that cannot be read, settings that do not fit, or a compute
         time that is not a positive number.
     """
-    spec, training = load_model(model), training_of(train)
+    spec, published = load_model(model), preset_training(model)
+    # a preset's published sequence length and global batch where --train does not give them (SOURCES.md)
+    defaults = {} if published is None else {k: v for k, v in published.settings().items()
+                                             if k not in given_fields(train)}
+    training = training_of(train, defaults)
     index = workload_axes(names)
     axis_sizes = {a: int(sizes[i]) for a, i in index.items()}
     try:
         collectives = step_collectives(spec, training, axis_sizes)
     except InputError as e:  # the fit's rules name the settings as --train does
         text = str(e)
-        raise InputError(f"train: {text.removeprefix('training: ')}" if text.startswith("training: ") else text) from None
+        if text.startswith("training: "):
+            text = f"train: {text.removeprefix('training: ')}"
+            if any(text.startswith(f"train: {k}:") for k in defaults):
+                text += f" ({spec.name}'s published value, not given in --train: give it there)"
+        raise InputError(text) from None
     compute = None
     if compute_per_layer is not None:
         compute = (float(compute_per_layer) if isinstance(compute_per_layer, (int, float))
@@ -180,7 +190,16 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
         parts[(axes, "SendRecv", size, PAIRS)] = (max(by_phase.values()), tuple(by_phase))
     return StepWorkload(spec, training, collectives, tuple((a, b, n) for (a, b), n in reductions.items()),
                         tuple(StepPart(a, op, size, n, pattern, ph) for (a, op, size, pattern), (n, ph) in parts.items()),
-                        frozenset(overlapped), fit(spec, training, axis_sizes).layers_per_stage, compute)
+                        frozenset(overlapped), fit(spec, training, axis_sizes).layers_per_stage, compute,
+                        _assumed(spec.name, defaults, published.source if published else ""))
+
+
+def _assumed(name: str, defaults: dict[str, int], source: str) -> str:
+    """``seq 8192, global batch 2048: llama3-70b's published training (source)``, or "" where nothing was assumed."""
+    if not defaults:
+        return ""
+    said = {"seq_length": "seq", "global_batch": "global batch"}
+    return f"{' and '.join(said[k] for k in defaults)} as published for {name} ({source})"
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import MISSING, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,8 @@ from ..util.errors import InputError
 from ..util.fileio import read_text
 from .model_spec import ModelSpec
 
-__all__ = ["PRESETS", "load_model", "model_from_config", "model_from_toml", "read_model_file", "preset_path"]
+__all__ = ["PRESETS", "load_model", "model_from_config", "model_from_toml", "read_model_file", "preset_path",
+           "PresetTraining", "preset_training"]
 
 PRESETS = ("gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "deepseek-v3")
 
@@ -198,6 +199,41 @@ def preset_path(name: str) -> Path:
     if name not in PRESETS:
         raise InputError(f"model: {name!r} is not a preset (one of {', '.join(PRESETS)})")
     return Path(str(resources.files("p2sim.workload").joinpath("presets", f"{name}.json")))
+
+
+@dataclass(frozen=True)
+class PresetTraining:
+    """A preset's published training settings, used where ``--train`` does not give them.
+
+    ``global_batch`` None: none is published (one micro-batch per data rank, TrainingSpec's default);
+    ``source`` the paper and section each value is read from (the preset's ``_training``).
+    """
+
+    seq_length: int
+    global_batch: int | None
+    source: str
+
+    def settings(self) -> dict[str, int]:
+        """The TrainingSpec fields these set."""
+        return {"seq_length": self.seq_length, **({} if self.global_batch is None else {"global_batch": self.global_batch})}
+
+
+def preset_training(model: Any) -> PresetTraining | None:
+    """The published training settings of a preset named by ``model`` (its ``_training``); None for a file
+    or a ModelSpec: their training defaults are TrainingSpec's (documented in docs/workload.md).
+
+    Examples
+    --------
+    >>> t = preset_training("llama3-405b")
+    >>> t.seq_length, t.global_batch
+    (8192, 2048)
+    >>> preset_training("my-model.toml") is None
+    True
+    """
+    if not isinstance(model, str) or model not in PRESETS:
+        return None
+    doc = json.loads(preset_path(model).read_text())["_training"]
+    return PresetTraining(doc["seq_length"], doc.get("global_batch"), doc["_source"])
 
 
 def load_model(model: str | Path | ModelSpec) -> ModelSpec:

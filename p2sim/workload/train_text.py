@@ -23,12 +23,13 @@ p2sim.util.errors.InputError: train: seq_length: 0 should be a positive integer
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Any
 
 from ..util.errors import InputError
 from .training import DATA_MODES, TrainingSpec
 
-__all__ = ["training_from_text", "training_of", "TRAIN_KEYS"]
+__all__ = ["training_from_text", "training_of", "given_fields", "TRAIN_KEYS"]
 
 # each key as typed -> TrainingSpec's field
 _ALIASES = {"seq": "seq_length", "seq_length": "seq_length", "sequence": "seq_length",
@@ -60,8 +61,20 @@ def _value(key: str, field: str, text: str) -> Any:
     return text.lower()
 
 
-def training_from_text(text: str) -> TrainingSpec:
-    """The settings ``--train`` gives (``""``: every default); one :class:`InputError` per bad key or value."""
+def training_from_text(text: str, defaults: Mapping[str, Any] | None = None) -> TrainingSpec:
+    """The settings ``--train`` gives (``""``: every default); one :class:`InputError` per bad key or value.
+
+    ``defaults``: TrainingSpec fields used where the text does not give them (a preset's published
+    sequence length and global batch), before TrainingSpec's own defaults.
+
+    Examples
+    --------
+    >>> t = training_from_text("micro_batch=2", {"seq_length": 8192, "global_batch": 2048})
+    >>> t.seq_length, t.micro_batch, t.global_batch
+    (8192, 2, 2048)
+    >>> training_from_text("seq=4096", {"seq_length": 8192}).seq_length
+    4096
+    """
     given: dict[str, Any] = {}
     for part in (p.strip() for p in text.split(",")):
         if not part:
@@ -75,6 +88,7 @@ def training_from_text(text: str) -> TrainingSpec:
         if field in given:
             raise InputError(f"train: {field} is given twice")
         given[field] = _value(key.lower(), field, value)
+    given = {**(defaults or {}), **given}
     if given.get("virtual_stages", 1) > 1 and "schedule" not in given:
         given["schedule"] = "interleaved"  # Megatron-LM: virtual stages select the interleaved schedule
     try:
@@ -83,15 +97,33 @@ def training_from_text(text: str) -> TrainingSpec:
         raise InputError(f"train: {str(e).removeprefix('training: ')}") from None
 
 
-def training_of(value: str | Mapping[str, Any] | TrainingSpec | None) -> TrainingSpec:
-    """A TrainingSpec from ``--train``'s text, a mapping of the same keys, a TrainingSpec, or None (defaults)."""
+def training_of(value: str | Mapping[str, Any] | TrainingSpec | None,
+                defaults: Mapping[str, Any] | None = None) -> TrainingSpec:
+    """A TrainingSpec from ``--train``'s text, a mapping of the same keys, a TrainingSpec (as it is), or None;
+    ``defaults`` fill what the text or mapping does not give (:func:`training_from_text`)."""
     if value is None:
-        return TrainingSpec()
+        return training_from_text("", defaults)
     if isinstance(value, TrainingSpec):
         return value
     if isinstance(value, Mapping):
         return training_from_text(",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                                           for k, v in value.items()))
+                                           for k, v in value.items()), defaults)
     if isinstance(value, str):
-        return training_from_text(value)
+        return training_from_text(value, defaults)
     raise InputError(f"train: {value!r} is not KEY=VALUE text, a mapping or a TrainingSpec")
+
+
+def given_fields(value: str | Mapping[str, Any] | TrainingSpec | None) -> frozenset[str]:
+    """The TrainingSpec fields ``value`` gives (every one for a TrainingSpec), so that an answer can say which
+    settings were assumed; keys that are not settings are left to :func:`training_of` to refuse.
+
+    Examples
+    --------
+    >>> sorted(given_fields("seq=2048,mbs=2"))
+    ['micro_batch', 'seq_length']
+    """
+    if isinstance(value, TrainingSpec):
+        return frozenset(f.name for f in fields(TrainingSpec))
+    keys = value.keys() if isinstance(value, Mapping) else (
+        part.partition("=")[0].strip() for part in value.split(",")) if isinstance(value, str) else ()
+    return frozenset(_ALIASES[k.lower()] for k in keys if isinstance(k, str) and k.lower() in _ALIASES)
