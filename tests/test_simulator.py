@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-
-import pytest
 import functools
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from p2sim.util.errors import ProgramError
