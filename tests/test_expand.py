@@ -320,3 +320,26 @@ def test_infiniband_trees_of_ll_and_ll128_are_unchanged_by_the_forwarded_hops():
         assert proto != "Simple"
         c = ex.collective(algo, proto, "AllReduce", m, n)
         assert ex._forwarded(algo, proto, "AllReduce", m, 2, c.channels, 2**16, 1e10) == 0.0
+
+
+def test_a_collectives_kept_algorithm_bandwidth_is_its_capacity_arrays():
+    """Collective.algbw keeps its figure for the last capacity array asked: another array (another
+    topology's rates) gets its own figure, and the kept one is the one computed fresh."""
+    import dataclasses
+
+    import numpy as np
+
+    from p2sim.collectives import Expander
+    from p2sim.topology import load_system
+
+    topo = load_system("h100", 2)
+    e = Expander(topo)
+    members = tuple(range(16))
+    algo, proto = e.choose("AllReduce", members, 2**30)
+    c = e.collective(algo, proto, "AllReduce", members, 2**30)
+    first = c.algbw(topo.capacity)
+    fresh = dataclasses.replace(c)  # the same fields, nothing kept
+    assert c.algbw(topo.capacity) == first == fresh.algbw(topo.capacity)
+    halved = topo.capacity / 2
+    assert c.algbw(halved) == fresh._algbw(halved) < first  # the links bind below the caps
+    assert c.algbw(topo.capacity) == first and np.isfinite(first)

@@ -219,7 +219,18 @@ class Collective:
         return out
 
     def algbw(self, capacity: np.ndarray) -> float:
-        """Uncontended bytes of buffer per second: every flow at its share, no other traffic."""
+        """Uncontended bytes of buffer per second: every flow at its share, no other traffic.
+
+        Kept for the last capacity array asked (a search bounds the same cached collective over and
+        over on its topology's capacities); the array is held, so its identity stays its own."""
+        kept = self.__dict__.get("_algbw_kept")
+        if kept is not None and kept[0] is capacity:
+            return kept[1]
+        rate = self._algbw(capacity)
+        self.__dict__["_algbw_kept"] = (capacity, rate)  # frozen: as functools.cached_property stores
+        return rate
+
+    def _algbw(self, capacity: np.ndarray) -> float:
         edges, coef = self.link_load()
         rate = float(np.min(capacity[edges] / coef)) if len(edges) else np.inf
         for f in self.flows:

@@ -424,10 +424,16 @@ def _moved_classes(topo: Topology, groups: Sequence[Sequence[int]], volumes: Seq
         cols = [arr - (first * gpn)[:, None], np.asarray(volumes, dtype=float).view(np.int64)[:, None]]
         cols.append(topo.move_keys(arr // gpn))
         key = np.concatenate(cols, axis=1)
-        _, rep, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(len(rep) + 1))
+        # numpy.unique(key, axis=0)'s classes in its order (rows ascending, compared column by column as int64),
+        # each with its first row and its rows in order: a stable lexsort finds them without sorting the rows
+        # as structured records (which cost a quarter of a fabric ranking's bounds)
+        order = np.lexsort(key.T[::-1])
+        ranked = key[order]
+        new = np.empty(len(order), dtype=bool)
+        new[0] = True
+        np.any(ranked[1:] != ranked[:-1], axis=1, out=new[1:])
+        bounds = np.append(np.flatnonzero(new), len(order))
+        rep = order[bounds[:-1]]
         for c, r in enumerate(rep.tolist()):
             members = order[bounds[c]:bounds[c + 1]]
             yield tuple(groups[r]), volumes[r], first[members] - first[r], members
