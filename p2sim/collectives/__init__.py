@@ -38,6 +38,8 @@ Modules
     NCCL's tuning constants, as ``src/graph/tuning.cc``, ``src/graph/search.cc`` and ``src/graph/topo.h`` state them.
 :mod:`.nvls`
     NVLink SHARP (NVLS): the NVSwitch reduces and multicasts.
+:mod:`.p2p`
+    AllToAll and send/recv as NCCL runs them: grouped point-to-point operations.
 :mod:`.pattern`
     What one collective puts on the links: its channels' fluid flows.
 :mod:`.pipeline`

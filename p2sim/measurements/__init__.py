@@ -31,7 +31,9 @@ Modules
 :mod:`.emulated`
     Measurements of bench_nccl's CPU emulation: refused by calibration, flagged by validation.
 :mod:`.fit`
-    Calibration's fit: effective link-class bandwidths and per-channel rates fitted to measurements.
+    Calibration's fit: the parameters of :data:`~p2sim.measurements.fit_params.PARAMETERS`, fitted to measurements.
+:mod:`.fit_params`
+    What calibration may fit: one row per parameter -- where it lives in a system, its physical bounds, their source.
 :mod:`.inputs`
     Every kind of measurement file, recognised by its content, in two lists.
 :mod:`.nccltests`

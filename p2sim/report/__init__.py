@@ -37,7 +37,7 @@ Modules
 :mod:`.size_sweep`
     Rendering of size sweeps: nccl-tests' table, with what NCCL picked, and bus bandwidth against size.
 :mod:`.step_plan`
-    A model-driven plan's step, rendered: each axis's collectives, tiers and bounds, the overlap, the timeline.
+    A model-driven plan's step, rendered for the user.
 :mod:`.synth`
     Rendering of placement enumeration and synthesis results.
 :mod:`.tables`

@@ -1,5 +1,7 @@
-"""A model-driven plan's step, rendered: the training settings, each axis's collectives with count x time,
-the tier each axis's groups cross and what bounds them, the overlap model, and the step's timeline by axis.
+"""A model-driven plan's step, rendered for the user.
+
+The training settings, each axis's collectives with count x time, the tier each axis's groups cross and
+what bounds them, the overlap model, and the step's timeline by axis.
 
 :func:`step_rows` is the per-axis breakdown of one plan (as the JSON's ``step`` has it),
 :func:`step_text` the lines ``p2sim plan --model`` prints after its table, and :func:`timeline_png`

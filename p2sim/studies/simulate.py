@@ -6,7 +6,7 @@ Examples
 ...                             matrix="[[1 2] [2 8]]", program="AllReduce(slice=0, Inside)")
 >>> result = run_simulate(req)
 >>> [(r.text, round(r.total_seconds, 4)) for _, _, r in result.rows]
-[('AllReduce(slice=0, Inside)', 1.0739)]
+[('AllReduce(slice=0, Inside)', 1.0741)]
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ Modules
     Every collective of one training step, per rank, with its volume, count and published formula.
 :mod:`.step_table`
     A step's collectives as a text table: axis, operation, phase, size, count, bytes per step, formula.
+:mod:`.train_text`
+    ``--train``'s text: a step's training settings as ``KEY=VALUE`` pairs, read into a :class:`TrainingSpec`.
 :mod:`.training`
     How one training step runs: sequence, batches, dtypes, and how each parallelism axis is used.
 """
