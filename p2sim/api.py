@@ -345,8 +345,10 @@ def calibrate(*, measurements: Paths, system: System, engine: str = o.ENGINE, al
 def check(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
           reduce: AxisSet = o.REDUCE, matrix: MatrixLike | None = None, program: str | None = None,
           bytes: Size | None = None, algo: str = o.ALGO, proto: str = o.PROTO, workers: Count | None = None,  # noqa: A002
-          logs: Paths = (), tolerance: Number = o.TOLERANCE) -> CheckResult:
-    """nccl-tests commands for a placement's steps, and verdicts on nccl-tests logs (``p2sim check``).
+          logs: Paths = (), tolerance: Number = o.TOLERANCE, model: ModelLike | None = None,
+          train: Training | None = None, compute_per_layer: Number | None = None) -> CheckResult:
+    """nccl-tests commands for a placement's steps (``model``: its step's collectives), and verdicts on nccl-tests
+    logs (``p2sim check``).
 
     Returns
     -------

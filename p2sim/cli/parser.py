@@ -252,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--program", default=None, help="its program in text form (default: the best rank finds; needs "
                                                     "--matrix)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
+    _add_model(p, "one command per distinct collective of its step under the best placement p2sim plan --model "
+                  "finds (or --matrix), with its count per step (--reduce, --bytes and --program are the step's)")
     _add_algo(p)
     p.add_argument("--proto", default=o.PROTO, help=f"auto, LL, LL128 or Simple (default: {o.PROTO})")
     p.add_argument("--tolerance", default=str(o.TOLERANCE),
