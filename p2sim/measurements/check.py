@@ -81,15 +81,15 @@ class CheckRequest:
                 if value is not None and str(value) != str(unset):
                     raise InputError(f"{name}: with --model the step's collectives say what is reduced and with "
                                      f"what buffer; leave --{name} out (or check without --model)")
-            job = Job.build(system, nodes, axes, "0", None)
-            step = PlanRequest.build(system=job.spec, nodes=job.topology.node_count, axes=job.axes_text, algo=algo,
-                                     proto=proto, workers=workers, model=model, train=train,
-                                     compute_per_layer=compute_per_layer)
         else:
             for name, value in (("train", train), ("compute-per-layer", compute_per_layer)):
                 if value is not None:
                     raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
         job = Job.build(system, nodes, axes, "0" if model is not None else reduce, bytes)
+        if model is not None:  # plan --model's request: the model and its settings checked against the axes
+            step = PlanRequest.build(system=job.spec, nodes=job.topology.node_count, axes=job.axes_text, algo=algo,
+                                     proto=proto, workers=workers, model=model, train=train,
+                                     compute_per_layer=compute_per_layer)
         tol = positive_float(as_text(tolerance, "tolerance"), "tolerance")
         if tol < 1:
             raise InputError(f"tolerance: {tol:g} is a factor: 1 or more (1.25: within 25% either way)")
