@@ -261,9 +261,10 @@ def whatif(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes 
            max_size: Count = o.MAX_SIZE, order: str = o.ORDER, exhaustive: bool = False, workers: Count | None = None,
            scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
            max_simulations: Count | None = None, yes: bool = False, matrix: MatrixLike | None = None,
-           program: str = o.PROGRAM) -> WhatifResult:
+           program: str = o.PROGRAM, model: ModelLike | None = None, train: Training | None = None,
+           compute_per_layer: Number | None = None) -> WhatifResult:
     """The best placement and program at every point of varied systems (``p2sim whatif``); with ``matrix``
-    (and ``program``) that placement's best program (that program) at every point.
+    (and ``program``) that placement's best program (that program); with ``model`` its whole step's.
 
     Returns
     -------
@@ -344,8 +345,10 @@ def calibrate(*, measurements: Paths, system: System, engine: str = o.ENGINE, al
 def check(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
           reduce: AxisSet = o.REDUCE, matrix: MatrixLike | None = None, program: str | None = None,
           bytes: Size | None = None, algo: str = o.ALGO, proto: str = o.PROTO, workers: Count | None = None,  # noqa: A002
-          logs: Paths = (), tolerance: Number = o.TOLERANCE) -> CheckResult:
-    """nccl-tests commands for a placement's steps, and verdicts on nccl-tests logs (``p2sim check``).
+          logs: Paths = (), tolerance: Number = o.TOLERANCE, model: ModelLike | None = None,
+          train: Training | None = None, compute_per_layer: Number | None = None) -> CheckResult:
+    """nccl-tests commands for a placement's steps (``model``: its step's collectives), and verdicts on nccl-tests
+    logs (``p2sim check``).
 
     Returns
     -------

@@ -611,3 +611,37 @@ def test_rank_model_inputs(capsys, argv, says):
     """rank --model: rank's options the step decides, and each bad setting, are one line, exit 2, before any work."""
     args = ["--axes", "data=2,tensor=8"] if "--axes" not in argv else []
     refused(capsys, "rank", "--system", "dgx-h100", *args, *argv, says=says)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--model", "llama3-8b", "--reduce", "tensor"], ("reduce: with --model the step's collectives say what is reduced",)),
+    (["--model", "llama3-8b", "--bytes", "1GiB"], ("bytes: with --model",)),
+    (["--model", "llama3-8b", "--program", "AllReduce(slice=0, Inside)"], ("program: with --model",)),
+    (["--model", "llama3-8b", "--out", "somewhere"], ("out: whatif --model writes no page",)),
+    (["--model", "llama3-8b", "--train", "zero=7"], ("train: zero: '7' should be 0, 1, 2 or 3",)),
+    (["--model", "llama3-8b", "--axes", "data=2,foo=8"], ("axes: 'foo' is not an axis a training step uses",)),
+    (["--model", "no-such-model"], ("model: 'no-such-model' is neither a preset",)),
+    (["--train", "seq=8192"], ("train: describes the training step of a --model",)),
+    (["--compute-per-layer", "0.01"], ("compute-per-layer: describes the training step of a --model",)),
+])
+def test_whatif_model_inputs(capsys, argv, says):
+    """whatif --model: the options the step decides, and each bad setting, are one line, exit 2, before any work."""
+    args = ["--axes", "data=2,tensor=8"] if "--axes" not in argv else []
+    refused(capsys, "whatif", "--system", "dgx-h100", "--nodes", "2", "--vary", "nic.bandwidth=25,50", *args, *argv,
+            says=says)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--model", "llama3-8b", "--reduce", "tensor"], ("reduce: with --model the step's collectives say what is reduced",)),
+    (["--model", "llama3-8b", "--bytes", "1GiB"], ("bytes: with --model",)),
+    (["--model", "llama3-8b", "--matrix", "[[2 1] [1 8]]", "--program", "AllReduce(slice=0, Inside)"],
+     ("program: with --model",)),
+    (["--model", "llama3-8b", "--train", "zero=7"], ("train: zero: '7' should be 0, 1, 2 or 3",)),
+    (["--model", "llama3-8b", "--axes", "data=2,foo=8"], ("axes: 'foo' is not an axis a training step uses",)),
+    (["--train", "seq=8192"], ("train: describes the training step of a --model",)),
+    (["--compute-per-layer", "0.01"], ("compute-per-layer: describes the training step of a --model",)),
+])
+def test_check_model_inputs(capsys, argv, says):
+    """check --model: the options the step decides, and each bad setting, are one line, exit 2, before any work."""
+    args = ["--axes", "data=2,tensor=8"] if "--axes" not in argv else []
+    refused(capsys, "check", "--system", "dgx-h100", "--nodes", "2", *args, *argv, says=says)

@@ -164,3 +164,54 @@ def test_verdict_rows_say_out_of_place_or_in_place(capsys):
 def test_bad_options_are_one_line(capsys, extra, says):
     rc, out, err = run(capsys, "check", "--system", "a100", "--axes", "data=32", "--reduce", "data", *extra)
     assert rc != 0 and out == "" and says in err and len(err.strip().splitlines()) == 1
+
+
+# a small dense model (tests/test_rank.py's): 4 layers of hidden 1024, heads 8 (4 K/V groups), vocabulary 32768
+TINY = """name = "tiny"
+hidden_size = 1024
+num_layers = 4
+num_attention_heads = 8
+num_key_value_heads = 4
+intermediate_size = 4096
+vocab_size = 32768
+tie_word_embeddings = true
+"""
+
+
+def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tmp_path, capsys):
+    """Two DGX H100s, data=2,pipeline=2,tensor=4, 2048-token sequences, 64 a step (32 micro-batches a data
+    rank).  By hand: tensor's AllReduce of 1 x 2048 x 1024 x 2 B = 4 MiB, 2 forward + 2 backward per layer,
+    2 layers a stage, 32 micro-batches = 256 a step; the pipeline's activations, 4 MiB a send; the tied
+    embeddings' fp32 gradient over the pipeline's ends, 32768 x 1024 / 4 (tensor) x 4 B = 32 MiB; the data
+    reduction of the fp32 gradients a rank holds (the dense parameters / 8).  The placement is plan --model's
+    best."""
+    import p2sim
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY)
+    job = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model=str(path),
+               train="seq=2048,global_batch=64", workers=1)
+    r = p2sim.check(**job)
+    planned = p2sim.plan(**job)
+    assert r.matrix == planned.best.matrix
+    held = -(-planned.request.step.model.dense_parameters // 8)
+    got = [(s.instruction, s.size, s.count) for s in r.steps]
+    assert got[:2] == [("AllReduce over tensor", 4 * 2**20, 256), ("AllReduce over data", 4 * held, 1)]
+    assert ("AllReduce over pipeline (ends)", 32 * 2**20, 1) in got
+    assert [(i, size) for i, size, _ in got if i.startswith("SendRecv")] == [("SendRecv over pipeline (pairs)",
+                                                                             4 * 2**20)]
+    assert len({(s.collective, s.instruction, s.size) for s in r.steps}) == len(r.steps)  # one per distinct
+    binaries = {"AllReduce": "all_reduce_perf", "SendRecv": "sendrecv_perf"}
+    for s in r.steps:
+        assert f"./build/{binaries[s.collective]} -b {s.size} -e {s.size} -g 1 -J step{s.index}.json" in s.command
+    # the pipeline's sends are predicted as plan --model charges them under the same placement
+    sends = next(pt for pt in planned.best.parts if pt.part.op == "SendRecv")
+    assert next(s for s in r.steps if s.collective == "SendRecv").seconds == sends.seconds
+    assert r.to_json()["steps"][0]["count"] == 256
+    from p2sim.cli import main
+    assert main(["check", "--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,pipeline=2,tensor=4",
+                       "--model", str(path), "--train", "seq=2048,global_batch=64", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "the step of tiny (4 distinct collectives, count x time summed)" in out
+    assert "# step 1 AllReduce over tensor: AllReduce, 4 groups of 4 inside a node, 4 MiB each (at once), 256 a step" \
+        in out
+    assert out.count("mpirun ") == 4

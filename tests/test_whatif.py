@@ -177,3 +177,61 @@ def test_whatif_runs_a_given_program_that_the_rules_do_not_synthesize():
                                        matrix=[[2, 8]], program=program, workers=1))
     assert [row["program"] for row in r.rows] == [program]
     assert r.rows[0]["seconds"] > r.rows[0]["best_per_matrix"][0]["allreduce_seconds"]  # slower than AllReduce here
+
+
+# a small dense model (tests/test_rank.py's): 4 layers of hidden 1024, heads 8 (4 K/V groups), vocabulary 32768
+TINY = """name = "tiny"
+hidden_size = 1024
+num_layers = 4
+num_attention_heads = 8
+num_key_value_heads = 4
+intermediate_size = 4096
+vocab_size = 32768
+tie_word_embeddings = true
+"""
+STEP_JOB = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", train="seq=2048,global_batch=64",
+                workers=1)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "tiny.toml"
+    path.write_text(TINY)
+    return str(path)
+
+
+def test_whatif_model_charges_the_whole_step_at_each_nic_speed_as_plan_model_does(tiny):
+    """Two NIC speeds: each point's step (best and default placement, per axis) equals plan --model's on that
+    point's system; the data reduction crosses the nodes, so the slower NIC gives the slower step."""
+    import p2sim
+    r = p2sim.whatif(**STEP_JOB, model=tiny, vary="nic.bandwidth=12.5,50")
+    assert [row["label"] for row in r.rows] == ["nic.bandwidth=12.5", "nic.bandwidth=50"]
+    slow, fast = r.rows
+    assert slow["seconds"] > fast["seconds"]
+    for pt, row in zip(r.request.points, r.rows):
+        planned = p2sim.plan(**dict(STEP_JOB, system=pt.spec), model=tiny)
+        assert row["seconds"] == planned.best.total_seconds
+        assert row["matrix"] == [list(x) for x in planned.best.matrix]
+        assert row["default_seconds"] == planned.default_plan.total_seconds
+        step = planned.to_json()["step"]
+        assert [(a["axis"], a["seconds"]) for a in row["axes"]] == [(a["axis"], a["seconds"])
+                                                                    for a in step["best_axes"]]
+        assert {a["axis"] for a in row["axes"]} == {"data", "pipeline", "tensor"}
+    # the data axis's time is what the NIC moves: only it (of the best placement's axes) changes
+    by_axis = [{a["axis"]: a["seconds"] for a in row["axes"]} for row in r.rows]
+    assert by_axis[0]["data"] > by_axis[1]["data"] and by_axis[0]["tensor"] == by_axis[1]["tensor"]
+    assert r.to_json()["points"][0]["axes"] == slow["axes"]
+    text = whatif_text(r)
+    assert "(model tiny, axes data=2,pipeline=2,tensor=4;" in text.splitlines()[0]
+    assert text.splitlines()[1].startswith("overlap: none")
+    assert sum(1 for line in text.splitlines() if line.strip().startswith("default ")) == 2
+
+
+def test_whatif_model_refuses_what_the_step_decides(tiny):
+    for kw in (dict(reduce="tensor"), dict(bytes="1GiB"), dict(matrix="[[2 1] [1 2] [1 4]]"),
+               dict(program="AllReduce(slice=0, Inside)")):
+        name = next(iter(kw))
+        with pytest.raises(InputError, match=f"^{name}: with --model the step's collectives say what is reduced"):
+            WhatifRequest.build(**STEP_JOB, model=tiny, vary=["nic.bandwidth=25"], **kw)
+    with pytest.raises(InputError, match="^train: describes the training step of a --model"):
+        WhatifRequest.build(system="dgx-h100", nodes=2, vary=["nic.bandwidth=25"], train="seq=2048")

@@ -205,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help='only this parallelism matrix, e.g. "[[2 2] [2 8]]" (default: every matrix)')
     p.add_argument("--program", default=o.PROGRAM,
                    help=f"only this program, in text form, on one matrix; or all (default: {o.PROGRAM})")
+    _add_model(p, "at each point every collective of its step is charged, as p2sim plan --model does, and the "
+                  "point reports the best and the default placement's step by axis (--reduce, --bytes, --matrix "
+                  "and --program are the step's to decide)")
     _add_settings_options(p)
     _add_search_options(p, pruning=False)
     p.add_argument("--out", default=None, metavar="DIR", help="write the pages whatif.html and whatif.md and the plot whatif.png into DIR")
@@ -249,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--program", default=None, help="its program in text form (default: the best rank finds; needs "
                                                     "--matrix)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
+    _add_model(p, "one command per distinct collective of its step under the best placement p2sim plan --model "
+                  "finds (or --matrix), with its count per step (--reduce, --bytes and --program are the step's)")
     _add_algo(p)
     p.add_argument("--proto", default=o.PROTO, help=f"auto, LL, LL128 or Simple (default: {o.PROTO})")
     p.add_argument("--tolerance", default=str(o.TOLERANCE),

@@ -10,6 +10,7 @@ from ..report.plan import plan_report, plan_text
 from ..report.rank import rank_report, rank_text
 from ..report.whatif import whatif_report, whatif_text
 from ..studies.plan import PlanResult
+from ..util.errors import InputError
 from .common import answer
 
 
@@ -31,5 +32,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_whatif(args: argparse.Namespace) -> int:
+    if args.model is not None and args.out is not None:
+        # the page's table and plot are one reduction's (its buffer, program, algorithm); a step has many
+        raise InputError("out: whatif --model writes no page; leave --out out (the text and --json give every "
+                         "point's step by axis)")
     answer(args, api.whatif, whatif_text, report=whatif_report)
     return 0

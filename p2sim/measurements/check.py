@@ -30,10 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..collectives.binding import Binding
 from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
+from ..formalism.naming import describe_placement
 from ..formalism.program import parse_program
 from ..sim.sim_settings import SimSettings
+from ..studies.plan import PlanRequest
 from ..studies.rank import RankRequest, run_rank
 from ..studies.requests import Job
 from ..studies.simulate import SimulateRequest, run_simulate
@@ -46,40 +47,13 @@ from .collective_predict import predict_collectives
 from .collective_rows import bus_factor
 from .emulated import emulated_warnings
 from .inputs import load_inputs
-from .split import split_expression
+from .check_step import best_matrix, step_checks
+from .nccl_commands import BINARIES, CheckStep, nccl_command
 from .verdict import TOLERANCE, Verdict, verdicts
 
 __all__ = ["CheckStep", "CheckRequest", "CheckResult", "run_check", "BINARIES"]
 
-# nccl-tests' binary of each collective (its build/ directory)
-BINARIES = {"AllReduce": "all_reduce_perf", "ReduceScatter": "reduce_scatter_perf", "AllGather": "all_gather_perf",
-            "Broadcast": "broadcast_perf", "Reduce": "reduce_perf"}
 _FLOAT = 4  # nccl-tests' default type is float: sizes are whole elements, split evenly over the ranks
-
-
-@dataclass(frozen=True)
-class CheckStep:
-    """One program step as the nccl-tests run that measures it, with p2sim's prediction."""
-
-    index: int
-    instruction: str
-    collective: str
-    groups: int
-    group_size: int
-    nodes_spanned: int
-    size: int  # nccl-tests' -b / -e: the step's per-group buffer, whole floats divisible by the group
-    split: str | None  # NCCL_TESTS_SPLIT (None: one group of every rank)
-    command: str
-    seconds: float
-    busbw: float  # bytes/s
-    bound: Binding
-    note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"step": self.index, "instruction": self.instruction, "collective": self.collective,
-                "groups": self.groups, "group_size": self.group_size, "nodes_spanned": self.nodes_spanned,
-                "size": self.size, "split": self.split, "command": self.command, "seconds": self.seconds,
-                "busbw_GBps": self.busbw / 1e9, "bound": self.bound.to_json(), "note": self.note}
 
 
 @dataclass(frozen=True)
@@ -91,12 +65,31 @@ class CheckRequest:
     workers: Any = None
     logs: tuple[str, ...] = ()  # nccl-tests logs (text or -J JSON) to judge
     tolerance: float = TOLERANCE
+    step: PlanRequest | None = None  # --model: plan --model's request, its step's collectives checked
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
               program: str | None = None, bytes: Any = None, algo: str = "auto", proto: str = "auto",  # noqa: A002
-              workers: Any = None, logs: Any = (), tolerance: Any = TOLERANCE) -> CheckRequest:
-        job = Job.build(system, nodes, axes, reduce, bytes)
+              workers: Any = None, logs: Any = (), tolerance: Any = TOLERANCE, model: Any = None, train: Any = None,
+              compute_per_layer: Any = None) -> CheckRequest:
+        """``model`` (with ``train``, ``compute_per_layer``): one command per distinct collective of its step
+        under the best placement plan --model finds (or ``matrix``); ``reduce``, ``bytes`` and ``program``
+        are the step's to decide, refused beside it."""
+        step = None
+        if model is not None:
+            for name, value, unset in (("reduce", reduce, "0"), ("bytes", bytes, None), ("program", program, None)):
+                if value is not None and str(value) != str(unset):
+                    raise InputError(f"{name}: with --model the step's collectives say what is reduced and with "
+                                     f"what buffer; leave --{name} out (or check without --model)")
+        else:
+            for name, value in (("train", train), ("compute-per-layer", compute_per_layer)):
+                if value is not None:
+                    raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
+        job = Job.build(system, nodes, axes, "0" if model is not None else reduce, bytes)
+        if model is not None:  # plan --model's request: the model and its settings checked against the axes
+            step = PlanRequest.build(system=job.spec, nodes=job.topology.node_count, axes=job.axes_text, algo=algo,
+                                     proto=proto, workers=workers, model=model, train=train,
+                                     compute_per_layer=compute_per_layer)
         tol = positive_float(as_text(tolerance, "tolerance"), "tolerance")
         if tol < 1:
             raise InputError(f"tolerance: {tol:g} is a factor: 1 or more (1.25: within 25% either way)")
@@ -109,7 +102,7 @@ class CheckRequest:
             Placement.of(job.hierarchy, job.axes, mat)
         if program is not None:
             parse_program(program)
-        return cls(job, mat, program, SimSettings(algo, proto), workers, logs, tol)
+        return cls(job, mat, program, SimSettings(algo, proto), workers, logs, tol, step)
 
 
 @dataclass(frozen=True, repr=False)
@@ -161,7 +154,22 @@ def _chosen(req: CheckRequest) -> tuple[Matrix, str]:
     return best.matrix, best.timing.text
 
 
+def _run_step(req: CheckRequest) -> CheckResult:
+    """check --model: the step's distinct collectives under the chosen placement, each with its count."""
+    assert req.step is not None
+    matrix = best_matrix(req.step) if req.matrix is None else req.matrix
+    steps = step_checks(req.step, matrix, req.settings)
+    rows, warnings = _judge(req)
+    job = req.job
+    placement = describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
+    what = f"the step of {req.step.step.model.name} ({len(steps)} distinct collectives, count x time summed)"
+    return CheckResult(req, matrix, what, placement, sum(s.seconds * (s.count or 1) for s in steps), steps, rows,
+                       warnings + _unmatched(rows, list(steps)))
+
+
 def run_check(req: CheckRequest) -> CheckResult:
+    if req.step is not None:
+        return _run_step(req)
     job, topo = req.job, req.job.topology
     matrix, program = _chosen(req)
     sim_req = SimulateRequest.build(system=job.spec, nodes=topo.node_count, axes=dict(zip(job.axis_names, job.axes)),
@@ -179,15 +187,7 @@ def run_check(req: CheckRequest) -> CheckResult:
                    * _FLOAT * len(low.groups[0]))
         seconds = sim.step(low, (float(size),) * len(low.groups)).seconds
         bound = sim.binding(low, (float(size),) * len(low.groups))
-        note, split = "", None
-        try:
-            split = split_expression(low.groups, topo.devices)
-        except ValueError as e:
-            note = f"{e}: run one group alone ({len(low.groups[0])} ranks, {list(low.groups[0])[:8]}..)"
-        env = f' -x NCCL_TESTS_SPLIT="{split}"' if split else ""
-        np_ = topo.devices if not note else len(low.groups[0])
-        command = (f"mpirun -np {np_} -N {min(topo.gpus_per_node, np_)}{env} ./build/{BINARIES[ins.op.value]} "
-                   f"-b {size} -e {size} -g 1 -J step{i}.json")
+        command, split, note = nccl_command(topo, low.groups, ins.op.value, size, i)
         busbw = size / seconds * bus_factor(ins.op.value, len(low.groups[0]))
         steps.append(CheckStep(i, ins.text, ins.op.value, len(low.groups), len(low.groups[0]), st.nodes_spanned, size,
                                split, command, seconds, busbw, bound, note))

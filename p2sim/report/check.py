@@ -15,11 +15,16 @@ def check_text(result: CheckResult) -> str:
              f"program {result.program}: {format_seconds(result.seconds)} predicted",
              "",
              "nccl-tests commands that measure each step (from nccl-tests' directory; one GPU per process):"]
+    if req.step is not None:  # a model's step: one command per distinct collective, how often a step runs it
+        lines[1:] = [f"{result.program}: {format_seconds(result.seconds)} predicted", "",
+                     "nccl-tests commands that measure each distinct collective of the step (from nccl-tests' "
+                     "directory; one GPU per process):"]
     for s in result.steps:
         where = f"{s.groups} groups of {s.group_size}" if s.groups > 1 else f"one group of {s.group_size}"
         span = "inside a node" if s.nodes_spanned == 1 else f"across {s.nodes_spanned} nodes"
+        count = "" if s.count is None else f", {s.count} a step"
         lines += [f"# step {s.index} {s.instruction}: {s.collective}, {where} {span}, {format_bytes(s.size)} each"
-                  + (" (at once)" if s.split else ""),
+                  + (" (at once)" if s.split else "") + count,
                   s.command,
                   f"#   predicted {format_seconds(s.seconds)}, busbw {s.busbw / 1e9:.2f} GB/s; bound by {s.bound.text}"]
         if s.note:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from ..formalism.naming import matrix_legend, order_label, reduce_text
 from ..formalism.placement import format_matrix
 from ..studies.variations import Variation
+from ..studies.step_workload import overlap_text
 from ..studies.whatif import WhatifResult
 from ..util.units import format_bytes, format_seconds
 from .answer import Answer, algo_text, placement_words, ratio_text
@@ -38,6 +39,8 @@ def _search_line(result: WhatifResult) -> str:
 
 def whatif_text(result: WhatifResult) -> str:
     """``p2sim whatif``'s answer as text: a line per point, marking where the winner changes."""
+    if result.request.step is not None:
+        return step_text(result)
     req, s = result.request, result.request.settings
     # the axes as given: a '*' resolves per point
     given = ("one axis over all GPUs" if req.axes is None
@@ -74,6 +77,25 @@ def whatif_text(result: WhatifResult) -> str:
             if len(ms) > 1:
                 lines.append(f"best placement changes on {n} nodes: " + "; ".join(
                     f"{format_matrix(_matrix(m))} at {', '.join(p)}" for m, p in ms))
+    return "\n".join(lines)
+
+
+def step_text(result: WhatifResult) -> str:
+    """``whatif --model``: per point the best placement's step by axis (its time, tier, bound) and the default's."""
+    req, s = result.request, result.request.settings
+    work = req.step[0].step
+    lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  (model {work.model.name}, axes {req.axes}; "
+             f"algo {s.algo}, {s.engine} engine): each point's step as plan --model answers it",
+             overlap_text(work), matrix_legend(result.axis_names, result.level_names)]
+    width = max([32] + [len(r["label"]) for r in result.rows])
+    for r in result.rows:
+        mark = "  <- best placement changes" if r["winner_changed"] else ""
+        lines.append(f"  {r['label']:<{width}} step {format_seconds(r['seconds']):>10}  "
+                     f"{format_matrix(_matrix(r['matrix']))}  {r['placement']}{mark}")
+        lines += [f"  {'':<{width}}   {a['axis']:<12} {format_seconds(a['seconds']):>10}  {a['tier']}; bound by "
+                  f"{a['bound']}" for a in r["axes"]]
+        lines.append(f"  {'':<{width}} default {format_seconds(r['default_seconds']):>10}  "
+                     f"{format_matrix(_matrix(r['default_matrix']))}  {r['default_placement']}")
     return "\n".join(lines)
 
 

@@ -37,7 +37,10 @@ from .jobsize import Limits, check_job, estimate, hashed, plural, program_counts
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
 from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
+from .plan import PlanRequest
 from .search import SearchStats, run_search
+from .step_plan import run_step_plan
+from .whatif_step import check_step_options, point_request, step_row
 from .config_task import ALLREDUCE_TEXT, ConfigResult, ConfigTask
 from .variations import Point, Variation, parse_vary, points, resolve_axes, winner_key
 
@@ -60,6 +63,7 @@ class WhatifRequest:
     exhaustive: bool = False
     matrix: Matrix | None = None  # None: every matrix
     program: str = "all"  # a program's text (on one matrix), or every synthesized one
+    step: tuple[PlanRequest, ...] | None = None  # --model: plan --model's request at each point
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", vary: Any = (),
@@ -67,9 +71,19 @@ class WhatifRequest:
               profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
               exhaustive: bool = False, workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False, matrix: Any = None,
-              program: Any = "all") -> WhatifRequest:
+              program: Any = "all", model: Any = None, train: Any = None,
+              compute_per_layer: Any = None) -> WhatifRequest:
         """``vary``: texts like ``"nic.bandwidth=25,50"`` and ``"nodes=2,4"`` (or one such text); ``matrix``
-        and ``program`` fix the placement and its program (as ``simulate`` takes them)."""
+        and ``program`` fix the placement and its program (as ``simulate`` takes them).  ``model`` (with
+        ``train``, ``compute_per_layer``): the model's whole step at each point, as ``plan --model`` answers
+        it; ``reduce``, ``bytes``, ``matrix`` and ``program`` are the step's to decide, refused beside it."""
+        given = dict(locals())
+        if model is None:
+            for name, value in (("train", train), ("compute-per-layer", compute_per_layer)):
+                if value is not None:
+                    raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
+        else:
+            check_step_options(given)
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         n = optional_int(nodes, "nodes")
         n = spec.default_nodes if n is None else n
@@ -85,9 +99,12 @@ class WhatifRequest:
         text = as_text(program, "program") or "all"
         if text != "all":
             parse_program(text)  # its syntax before any point is built
+        given["axes"] = as_text(axes, "axes")
+        # every point's step request (the model, its settings and the axes there) checked before any is run
+        step = None if model is None else tuple(point_request(given, pt) for pt in pts)
         return cls(spec, n, as_text(axes, "axes"), as_text(reduce, "reduce"), variations, tuple(vary), pts,
                    None if bytes is None else byte_size(as_text(bytes, "bytes")), settings, limits,
-                   RunOptions.of(workers, scheduler, scheduler_file), bool(exhaustive), mat, text)
+                   RunOptions.of(workers, scheduler, scheduler_file), bool(exhaustive), mat, text, step)
 
 
 @dataclass(frozen=True, repr=False)
@@ -163,7 +180,29 @@ def _winner(ranking: Ranking, program: str | None) -> RankEntry:
     return next(e for e in ranking.entries if program is None or e.timing.text == program)
 
 
+def _run_step(req: WhatifRequest) -> WhatifResult:
+    """whatif --model: plan --model's step machinery (as rank --model runs it) at each point."""
+    assert req.step is not None
+    rows, stats, winners = [], [], {}
+    first = req.variations[0].target
+    for pt, preq in zip(req.points, req.step):
+        announce(f"whatif --model at {pt.label}")
+        result = run_step_plan(preq)
+        row = step_row(pt, result)
+        series = tuple((t, v) for t, v in pt.settings if t != first)  # as the plain what-if marks its winners
+        previous = winners.get(series)
+        winners[series] = (pt.nodes, result.best.matrix)
+        row["winner_changed"] = previous is not None and previous != winners[series]
+        rows.append(row)
+        stats.append(result.stats)
+        context_of(pt.spec, pt.nodes).clear()  # the point is done: one point's caches at a time
+    job = req.step[-1].job
+    return WhatifResult(req, job.axis_names, (), job.topology.level_names, tuple(rows), tuple(stats))
+
+
 def run_whatif(req: WhatifRequest) -> WhatifResult:
+    if req.step is not None:
+        return _run_step(req)
     settings = req.settings.each()
     rules = req.settings.rules
     tasks, owners, point_bytes, point_contexts = [], [], [], []

@@ -1,0 +1,60 @@
+"""whatif --model: a model's whole training step at every point of varied systems.
+
+Each point's topology gets the step machinery that ``plan --model`` and ``rank --model`` use
+(:func:`~p2sim.studies.step_plan.run_step_plan` on a :class:`~p2sim.studies.plan.PlanRequest` for
+that point's system and node count): every collective of the step charged per matrix, each
+reduction's best program searched.  A point reports the best placement's step communication time
+with its per-axis times (what bounds each, which tier it crosses), and the default placement's
+(Megatron-LM's order), instead of one reduction's time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .contexts import context_of
+from .plan import PlanRequest, PlanResult
+from .requests import axis_names_of
+from .variations import Point, resolve_axes
+from ..util.errors import InputError
+
+__all__ = ["STEP_DECIDES", "check_step_options", "point_request", "step_row"]
+
+# whatif's options that the model's step decides (what is reduced, with what buffer, by which program), with
+# the value that means "not given"
+STEP_DECIDES = (("reduce", "0"), ("bytes", None), ("matrix", None), ("program", "all"))
+
+
+def check_step_options(given: dict[str, Any]) -> None:
+    """whatif --model refuses what the step decides, one line naming the option (as rank --model does)."""
+    for name, unset in STEP_DECIDES:
+        value = given[name]
+        if value is not None and value != unset and str(value) != str(unset):
+            raise InputError(f"{name}: with --model the step's collectives say what is reduced and every placement "
+                             f"is searched at each point; leave --{name} out (or run whatif without --model)")
+
+
+def point_request(given: dict[str, Any], pt: Point) -> PlanRequest:
+    """plan --model's request at one point: its system and node count, the axes (a '*' resolved there)."""
+    p = resolve_axes(given["axes"], context_of(pt.spec, pt.nodes).topo.devices)
+    names = axis_names_of(given["axes"], len(p))
+    axes = ",".join(f"{n}={s}" for n, s in zip(names, p))
+    return PlanRequest.build(system=pt.spec, nodes=pt.nodes, axes=axes, **{k: given[k] for k in (
+        "algo", "proto", "engine", "profile", "max_size", "order", "exhaustive", "workers", "scheduler",
+        "scheduler_file", "max_matrices", "max_simulations", "yes", "model", "train", "compute_per_layer")})
+
+
+def step_row(pt: Point, result: PlanResult) -> dict[str, Any]:
+    """A point's row: the best placement's step and per-axis times beside the default placement's."""
+    step = result.to_json()["step"]
+    best, default = result.best, result.default_plan
+
+    def axes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{"axis": r["axis"], "seconds": r["seconds"], "tier": r["tier"], "bound": r["bound"]} for r in rows]
+
+    return {"point": dict(pt.settings), "label": pt.label, "nodes": pt.nodes,
+            "matrix": [list(r) for r in best.matrix], "placement": result.placement(best.matrix),
+            "seconds": best.total_seconds, "axes": axes(step["best_axes"]),
+            "default_matrix": [list(r) for r in default.matrix], "default_placement": result.placement(default.matrix),
+            "default_seconds": default.total_seconds, "default_axes": axes(step["default_axes"]),
+            "hidden_seconds": best.hidden_seconds, "search": dict(result.stats.to_json(), cut_matrices=result.cut)}
