@@ -153,3 +153,54 @@ def test_ecmp_gpu_steps_cost_more_and_say_so():
     assert ecmp.seconds - plain.seconds == pytest.approx((ECMP_STEP_FACTOR - 1) * 1_000_000 * STEP_SECONDS_PER_GPU)
     assert f"(1,000,000 of them ECMP-hashed, {ECMP_STEP_FACTOR:g}x the cost)" in ecmp.text()
     assert "ECMP" not in plain.text()
+
+
+@pytest.mark.parametrize("system, nodes, axes", [("superpod-h100", 64, "data=16,pipeline=4,tensor=8"),
+                                                ("roce-h100", 16, "data=4,pipeline=4,tensor=8")])
+def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypatch, system, nodes, axes):
+    # issue 34: after the fabric symmetry the GPU-step estimate said 14 min for a SuperPOD rank of 90 s;
+    # the estimate now counts what the bounds compute (distinct steps, one collective per class of moved
+    # groups; with ECMP every group alone) -- checked against the simulator's own, counted as it runs: every
+    # bounded step, plus each matrix's AllReduce (simulated where the others are bounded), exactly
+    from p2sim.collectives import step_fractions
+    from p2sim.sim import simulator
+    from p2sim.studies import rank
+    from p2sim.studies.jobsize import StepCount
+
+    got: list[StepCount] = []
+    seen = StepCount()
+    counting, bounding, stepping, simulating = (rank.step_counts, simulator.Simulator._step_bound,
+                                                simulator.Simulator._step, simulator.Simulator.simulate)
+
+    def classes(sim, step, volumes) -> int:
+        return len(list(simulator._moved_classes(sim.topo, step.groups, volumes)))
+
+    def counted(*args, **kwargs):
+        out = counting(*args, **kwargs)
+        got.extend(out.values())
+        return out
+
+    def bound(self, step, volumes):
+        nonlocal seen
+        seen += StepCount(0, 1, sum(map(len, step.groups)), classes(self, step, volumes))
+        return bounding(self, step, volumes)
+
+    def step(self, step, fractions, nbytes, bound=False):
+        nonlocal seen
+        seen += StepCount(int(bound))
+        return stepping(self, step, fractions, nbytes, bound)
+
+    def simulate(self, lowering, program, nbytes):
+        nonlocal seen
+        if program.text.startswith("AllReduce(") and ";" not in program.text:
+            (s,), (f,) = lowering.lower(program), step_fractions(lowering, program)
+            seen += StepCount(1, 1, sum(map(len, s.groups)), classes(self, s, [x * nbytes for x in f]))
+        return simulating(self, lowering, program, nbytes)
+
+    monkeypatch.setattr(rank, "step_counts", counted)
+    monkeypatch.setattr(simulator.Simulator, "_step_bound", bound)
+    monkeypatch.setattr(simulator.Simulator, "_step", step)
+    monkeypatch.setattr(simulator.Simulator, "simulate", simulate)
+    req = rank.RankRequest.build(system=system, nodes=nodes, axes=axes, reduce="data", bytes="4GiB", workers=1)
+    rank.run_rank(req)
+    assert sum(got, StepCount()) == seen and seen.classes > seen.distinct

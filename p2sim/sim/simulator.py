@@ -421,9 +421,7 @@ def _moved_classes(topo: Topology, groups: Sequence[Sequence[int]], volumes: Seq
     if all(len(g) == n for g in groups):
         arr = np.array(groups, dtype=np.int64)
         first = arr.min(axis=1) // gpn
-        cols = [arr - (first * gpn)[:, None], np.asarray(volumes, dtype=float).view(np.int64)[:, None]]
-        cols.append(topo.move_keys(arr // gpn))
-        key = np.concatenate(cols, axis=1)
+        key = moved_class_key(topo, arr, first, volumes)
         # numpy.unique(key, axis=0)'s classes in its order (rows ascending, compared column by column as int64),
         # each with its first row and its rows in order: a stable lexsort finds them without sorting the rows
         # as structured records (which cost a quarter of a fabric ranking's bounds)
@@ -448,6 +446,13 @@ def _moved_classes(topo: Topology, groups: Sequence[Sequence[int]], volumes: Seq
         f = min(groups[r]) // gpn
         yield (tuple(groups[r]), volumes[r], np.array([min(groups[i]) // gpn - f for i in members], dtype=np.int64),
                np.array(members, dtype=np.int64))
+
+
+def moved_class_key(topo: Topology, arr: np.ndarray, first: np.ndarray, volumes: Sequence[float]) -> np.ndarray:
+    """:func:`_moved_classes`' key: a row per group (``arr``: a row of GPUs each, ``first`` its first node, a
+    buffer each), equal rows one class (the job-size estimate counts classes with it)."""
+    cols = [arr - (first * topo.gpus_per_node)[:, None], np.asarray(volumes, dtype=float).view(np.int64)[:, None]]
+    return np.concatenate([*cols, topo.move_keys(arr // topo.gpus_per_node)], axis=1)
 
 
 def flow_specs(colls: Sequence[Collective], volumes: Sequence[float], links: int) -> tuple[list[FlowSpec], list[float]]:

@@ -39,15 +39,22 @@ import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..util.errors import InputError
 from ..util.log import progress
 from ..util.units import format_bytes
-from ..formalism.hierarchy import SynthesisHierarchy
-from ..formalism.placement import Matrix
+from ..formalism.hierarchy import Lowering, Order, SynthesisHierarchy
+from ..formalism.placement import Matrix, Placement
+from ..formalism.program import Instruction
+from ..collectives import step_fractions
+from ..sim.simulator import moved_class_key
+from ..topology import Topology
 from ..formalism.synthesis import Profile, synthesize
 from ..topology.spec import SystemSpec
 
-__all__ = ["Limits", "JobCost", "MAX_MATRICES", "MAX_SIMULATIONS", "MAX_SYNTHESIS_LEVELS", "MAX_JOB_SECONDS",
+__all__ = ["Limits", "JobCost", "StepCount", "step_counts",
+           "MAX_MATRICES", "MAX_SIMULATIONS", "MAX_SYNTHESIS_LEVELS", "MAX_JOB_SECONDS",
            "synthesis_cardinalities", "program_counts", "program_steps", "synthesis_cost", "estimate", "hashed", "check_job", "memory_limit",
            "announce", "plural"]
 
@@ -87,6 +94,19 @@ STEP_SECONDS_PER_GPU = 0.3e-6
 #   roce-h100, 64 nodes, axes data=16,pipeline=4,tensor=8 reducing data, 4 GiB, one point: routing=ecmp 88.4 s,
 #   routing=adaptive 27.1 s, each with 1 s of synthesis and 31.6 M GPU-steps: 3.3 times the cost per GPU-step.
 ECMP_STEP_FACTOR = 3.3
+# * after the symmetries (issue 34), a job's bounds cost what they build, not its GPU-steps: a step is bounded
+#   once per distinct (lowered step, buffer fractions) and builds one collective per class of its groups
+#   that are one group moved (sim/simulator.py _moved_classes: by tier shape on a fabric, each group alone
+#   with ECMP).  Fitted to `rank --axes data=GPUs/32,pipeline=4,tensor=8 --reduce data --bytes 4GiB --workers 1`
+#   on superpod-h100 (this machine, load 2-3): 256 nodes 21.4 CPU s (3,002 distinct steps over 5.9 M GPUs,
+#   17,020 collectives, 113,457 program steps), 2,048 nodes 89.8 CPU s (4,014 steps over 63.4 M GPUs,
+#   22,729 collectives, 168,839 program steps; the GPU-step estimate above said 14 min): a collective chosen
+#   and built 0.65 ms, a distinct step's moves and link sums 1.0 us per GPU, a program step's lookups 10 us
+#   (the cProfile of the 256-node run: lower_bound's own time per step).  The event-driven runs of the
+#   programs that can still win are not counted (12 of flat h100's 17.7 s at 2,048 nodes).
+CLASS_SECONDS = 0.65e-3
+DISTINCT_STEP_SECONDS_PER_GPU = 1.0e-6
+PROGRAM_STEP_SECONDS = 10e-6
 # * the structures each process builds per system (topology, routes, groups, flow arrays): 1.2 GiB per
 #   worker process bounding at 131,072 GPUs (9.6 KiB a GPU), on top of the process's own 100 MiB.
 STRUCTURE_BYTES_PER_GPU = 9.6 * 2**10
@@ -193,9 +213,12 @@ class JobCost:
     synthesis_seconds: float
     synthesis_bytes: float
     hashed_gpu_steps: int = 0  # of gpu_steps, those on fabrics with ECMP routing (ECMP_STEP_FACTOR each)
+    steps: StepCount | None = None  # the job's steps counted as the bounds compute them: then gpu_steps unused
 
     @property
     def seconds(self) -> float:
+        if self.steps is not None:
+            return self.synthesis_seconds + self.steps.seconds
         steps = self.gpu_steps + (ECMP_STEP_FACTOR - 1) * self.hashed_gpu_steps
         return self.synthesis_seconds + steps * STEP_SECONDS_PER_GPU
 
@@ -211,12 +234,100 @@ class JobCost:
                 f"{format_bytes(self.memory, 2)} of memory")
 
     def text(self) -> str:
+        if self.steps is not None:
+            return (f"{self.steps.text()}, {self.processes} {'process' if self.processes == 1 else 'processes'}, "
+                    f"and {_duration(self.synthesis_seconds)} of program synthesis")
         steps = f"{self.gpu_steps:,} GPU-steps of flows over {self.gpus:,} GPUs" + (
             f" in each of {self.builds} systems built" if self.builds > 1 else "") + (
             f" ({self.hashed_gpu_steps:,} of them ECMP-hashed, {ECMP_STEP_FACTOR:g}x the cost)"
             if self.hashed_gpu_steps else "")
         return (f"{steps}, {self.processes} {'process' if self.processes == 1 else 'processes'}, and "
                 f"{_duration(self.synthesis_seconds)} of program synthesis")
+
+
+@dataclass(frozen=True)
+class StepCount:
+    """A job's bounds as the simulator computes them: ``program_steps`` looked up, ``distinct`` steps
+    (lowered step and buffer fractions) bounded over ``gpus`` GPUs in all, ``classes`` collectives built.
+
+    Examples
+    --------
+    >>> count = StepCount(100, 2, 32768, 10) + StepCount(1, 0, 0, 0)
+    >>> count.program_steps, count.seconds == 101 * PROGRAM_STEP_SECONDS + 32768 * DISTINCT_STEP_SECONDS_PER_GPU + (
+    ...     10 * CLASS_SECONDS)
+    (101, True)
+    """
+
+    program_steps: int = 0
+    distinct: int = 0
+    gpus: int = 0
+    classes: int = 0
+
+    def __add__(self, other: StepCount) -> StepCount:
+        return StepCount(self.program_steps + other.program_steps, self.distinct + other.distinct,
+                         self.gpus + other.gpus, self.classes + other.classes)
+
+    @property
+    def seconds(self) -> float:
+        return (self.program_steps * PROGRAM_STEP_SECONDS + self.gpus * DISTINCT_STEP_SECONDS_PER_GPU
+                + self.classes * CLASS_SECONDS)
+
+    def text(self) -> str:
+        return (f"{self.program_steps:,} program steps, {self.distinct:,} distinct steps over {self.gpus:,} GPUs "
+                f"in all, {self.classes:,} collectives built")
+
+
+def step_counts(topo: Topology, matrices: Sequence[Matrix], reduce_axes: Sequence[int], order: Order | str,
+                profile: Profile, max_size: int) -> dict[Matrix, StepCount]:
+    """Each matrix's :class:`StepCount`, counted without bounding anything: the distinct (instruction, buffer
+    fractions) of its programs, as the simulator's step cache keys them, each lowered once as an array and its
+    groups classed by :func:`_classes_by_volume` (the simulator's own key).  Call
+    after :func:`program_counts` (the synthesis is cached)."""
+    memo: dict = {}  # step_fractions' per (d) and group count, as the simulator's context keeps it
+    out: dict[Matrix, StepCount] = {}
+    for m in matrices:
+        lw = Lowering.of(Placement.of(topo.hierarchy, [math.prod(row) for row in m], m), reduce_axes, order)
+        if lw.synthesis.size < 2:
+            out[m] = StepCount()
+            continue
+        seen: dict[tuple, tuple[Instruction, tuple[float, ...]]] = {}  # fractions are kept objects: by id first
+        steps = 0
+        for prog in synthesize(lw.synthesis, profile, max_size):
+            for ins, fr in zip(prog.instructions, step_fractions(lw, prog, memo)):
+                steps += 1
+                seen.setdefault((ins, id(fr)), (ins, fr))
+        # a step's fractions are one reduction group's repeated per group (step_fractions): distinct by that
+        local_of = {ins: lw.synthesis.group_array(ins) for ins, _ in seen.values()}
+        by_ins: dict[Instruction, set[tuple[float, ...]]] = {}
+        for ins, fr in seen.values():
+            by_ins.setdefault(ins, set()).add(fr[:local_of[ins].shape[0]])
+        count = StepCount(steps)
+        for ins, frs in by_ins.items():
+            local = local_of[ins]
+            if local.shape[1] < 2:
+                continue
+            groups = lw.table[:, local].reshape(-1, local.shape[1])
+            classes = _classes_by_volume(topo, groups, list(frs))
+            count += StepCount(0, len(frs), groups.size * len(frs), sum(classes))
+        out[m] = count
+    return out
+
+
+def _classes_by_volume(topo: Topology, groups: np.ndarray, volumes: Sequence[Sequence[float]]) -> list[int]:
+    """How many classes the simulator's ``_moved_classes`` finds among a step's groups (a row of GPUs each;
+    row ``r`` with buffer ``v[r % len(v)]``) for each ``v`` of ``volumes``: the collectives a bound builds."""
+    arr = np.asarray(groups, dtype=np.int64)
+    key = moved_class_key(topo, arr, arr.min(axis=1) // topo.gpus_per_node, np.zeros(len(arr)))
+    order = np.lexsort(key.T[::-1])  # as _moved_classes ranks them: a class per run of equal rows
+    shape = np.empty(len(arr), dtype=np.int64)
+    shape[order] = np.cumsum(np.append(True, np.any(key[order][1:] != key[order][:-1], axis=1))) - 1
+    out = []
+    for v in volumes:
+        ids = {x: i for i, x in enumerate(dict.fromkeys(v))}
+        vol = np.array([ids[x] for x in v], dtype=np.int64)
+        pairs = np.unique(shape * len(v) + np.arange(len(arr)) % len(v))  # (class, local group) met
+        out.append(len(np.unique(pairs // len(v) * len(ids) + vol[pairs % len(v)])))
+    return out
 
 
 def _duration(seconds: float) -> str:

@@ -29,7 +29,8 @@ from ..util.units import format_seconds
 from ..util.errors import InputError
 from ..util.parsing import as_text, positive_int
 from .bindings import program_bindings
-from .jobsize import Limits, check_job, estimate, hashed, plural, program_counts, program_steps, synthesis_cardinalities
+from .jobsize import (Limits, StepCount, check_job, estimate, hashed, plural, program_counts, step_counts,
+                      synthesis_cardinalities)
 from .orders import OrderComparison, compare_orders, orders_agree
 from .plan import DefaultPlacement, PlanRequest, PlanResult, default_data_axis, default_placement
 from .step_plan import run_step_plan
@@ -233,7 +234,6 @@ def run_rank(req: RankRequest) -> RankResult | PlanResult:
     check_job(req.limits, mats, red, topo.devices, 1, len(mats) * len(settings), req.run.processes(len(mats)), where,
               smaller, int(ecmp))
     counts = dict(zip(mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits)))
-    steps = dict(zip(mats, program_steps(mats, red, rules.profile, rules.max_size, req.limits)))
     tasks: list[ConfigTask] = []
     for s in settings:
         base = ConfigTask(spec=topo.spec, nodes=topo.nodes, axes=p, reduce_axes=tuple(red),
@@ -250,9 +250,13 @@ def run_rank(req: RankRequest) -> RankResult | PlanResult:
             f"{plural(len(settings), 'algorithm')}" + (f", {plural(len(others), 'task')} in the other order"
                                                      if others else ""))
     size = job_size_text(req.limits, req.search, req.settings.engine, total, what)
-    gpu_steps = topo.devices * sum(steps[t.matrices[0]] for t in tasks + others)
-    cost = estimate(topo.devices, 1, gpu_steps, req.run.processes(len(tasks + others)),
-                    [synthesis_cardinalities(m, red) for m in mats], gpu_steps if ecmp else 0)
+    # what the bounds will build, counted per matrix and order (each task bounds one matrix with one algorithm)
+    orders = {t.settings.order for t in tasks + others}
+    counted = {o: step_counts(topo, list(dict.fromkeys(t.matrices[0] for t in tasks + others if t.settings.order is o)),
+                              red, o, rules.profile, rules.max_size) for o in orders}
+    cost = replace(estimate(topo.devices, 1, 0, req.run.processes(len(tasks + others)),
+                            [synthesis_cardinalities(m, red) for m in mats]),
+                   steps=sum((counted[t.settings.order][t.matrices[0]] for t in tasks + others), StepCount()))
     req.limits.check_cost(cost, where, smaller)
     warning = job.warn_memory()
     rest_results: list = []
