@@ -18,6 +18,8 @@ Modules
     The calibrate study: one system fitted to measurements, as a system file.
 :mod:`.check`
     ``p2sim check``: the nccl-tests runs that measure a placement's steps, and verdicts on their logs.
+:mod:`.check_step`
+    ``check --model``: one nccl-tests command per distinct collective of a model's training step.
 :mod:`.collective_csv`
     Single-collective measurements read from CSV (the columns of the published-results dev set).
 :mod:`.collective_predict`
@@ -36,6 +38,8 @@ Modules
     What calibration may fit: one row per parameter -- where it lives in a system, its physical bounds, their source.
 :mod:`.inputs`
     Every kind of measurement file, recognised by its content, in two lists.
+:mod:`.nccl_commands`
+    The nccl-tests command that measures one lowered step, and the step as ``check`` reports it.
 :mod:`.nccltests`
     nccl-tests logs: the standard text output of ``all_reduce_perf`` and friends as measurements.
 :mod:`.nccltests_common`

@@ -51,4 +51,6 @@ Modules
     What-if variations: link classes or the node count varied over values, as points of a Cartesian product.
 :mod:`.whatif`
     The what-if study: the best matrix and program at every point of varied systems.
+:mod:`.whatif_step`
+    whatif --model: a model's whole training step at every point of varied systems.
 """
