@@ -15,6 +15,7 @@ from p2sim.measurements.nccltests import read_nccltests
 from p2sim.measurements.split import split_colors
 
 from .test_cli import run
+from .test_step_plan import TINY  # the small dense model every --model test runs
 
 DATA = Path(__file__).parent / "data" / "nccltests"
 HIER = "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"
@@ -166,16 +167,6 @@ def test_bad_options_are_one_line(capsys, extra, says):
     assert rc != 0 and out == "" and says in err and len(err.strip().splitlines()) == 1
 
 
-# a small dense model (tests/test_rank.py's): 4 layers of hidden 1024, heads 8 (4 K/V groups), vocabulary 32768
-TINY = """name = "tiny"
-hidden_size = 1024
-num_layers = 4
-num_attention_heads = 8
-num_key_value_heads = 4
-intermediate_size = 4096
-vocab_size = 32768
-tie_word_embeddings = true
-"""
 
 
 def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tmp_path, capsys):

@@ -10,17 +10,8 @@ import p2sim
 from p2sim.studies.plan import PlanResult
 
 from .test_cli import run
+from .test_step_plan import TINY  # the small dense model every --model test runs
 
-# a small dense model: 4 layers of hidden 1024, heads 8 (4 K/V groups), vocabulary 32768, embeddings tied
-TINY = """name = "tiny"
-hidden_size = 1024
-num_layers = 4
-num_attention_heads = 8
-num_key_value_heads = 4
-intermediate_size = 4096
-vocab_size = 32768
-tie_word_embeddings = true
-"""
 JOB = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", workers=1)
 
 

@@ -9,6 +9,7 @@ from p2sim.studies.whatif import WhatifRequest, WhatifResult, run_whatif
 from p2sim.util.errors import InputError, ProgramError
 
 from .test_fabric import fabric_text
+from .test_step_plan import TINY  # the small dense model every --model test runs
 
 
 def _row(label, nodes, matrix):
@@ -179,16 +180,6 @@ def test_whatif_runs_a_given_program_that_the_rules_do_not_synthesize():
     assert r.rows[0]["seconds"] > r.rows[0]["best_per_matrix"][0]["allreduce_seconds"]  # slower than AllReduce here
 
 
-# a small dense model (tests/test_rank.py's): 4 layers of hidden 1024, heads 8 (4 K/V groups), vocabulary 32768
-TINY = """name = "tiny"
-hidden_size = 1024
-num_layers = 4
-num_attention_heads = 8
-num_key_value_heads = 4
-intermediate_size = 4096
-vocab_size = 32768
-tie_word_embeddings = true
-"""
 STEP_JOB = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", train="seq=2048,global_batch=64",
                 workers=1)
 
