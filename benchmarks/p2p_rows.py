@@ -19,15 +19,15 @@ peak memory.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from _measure import print_usage  # benchmarks/_measure.py, beside this script
+from _rows import score_line  # benchmarks/_rows.py: the groups' score line
 
-from p2sim.measurements.collective_predict import CollectivePrediction, predict_each, ratio_summary
+from p2sim.measurements.collective_predict import CollectivePrediction, predict_each
 from p2sim.measurements.inputs import load_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,16 +58,7 @@ def _line(p: CollectivePrediction) -> str:
 
 
 def _scores(name: str, preds: Sequence[CollectivePrediction]) -> str:
-    from scipy.stats import spearmanr  # as collective_metrics does: scipy.stats costs 0.3 s of a start
-
-    if not preds:
-        return f"{name:<38} rows=0"
-    s = ratio_summary([p.ratio for p in preds])
-    rho = float("nan")
-    if len(preds) >= 3:
-        rho = float(spearmanr([p.row.busbw for p in preds], [p.busbw(p.seconds) for p in preds]).statistic)
-    shown = "n/a" if not math.isfinite(rho) else f"{rho:.3f}"
-    return f"{name:<38} rows={s['rows']:<4} median={s['median_ratio']:.3f} gsd={s['gsd']:.3f} spearman={shown}"
+    return score_line(name, preds, 38)
 
 
 def _groups(preds: Sequence[CollectivePrediction]) -> list[tuple[str, Callable[[CollectivePrediction], bool]]]:
