@@ -186,15 +186,20 @@ def test_published_p2p_tables_read_as_their_sources_print_them():
     assert row.busbw / 1e9 == pytest.approx(50.38, abs=0.005)
 
 
-def test_validate_scores_published_sendrecv_rows_as_grouped_sends(capsys, tmp_path):
-    # the one-node A100 table and the 2-node B200 table, with their lines of systems.csv
-    keep = ("a100_nvswitch_1node_sendrecv_perf.txt", "b200_ib_2node_sendrecv_perf.txt")
+def validate_p2p_tables(capsys, tmp_path, keep: tuple[str, ...]) -> dict:
+    """``validate --json`` of the published p2p tables ``keep``, copied with their lines of systems.csv."""
     lines = (P2P / "systems.csv").read_text(encoding="utf-8").splitlines()
     (tmp_path / "systems.csv").write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.split(",")[0] in keep])
                                           + "\n", encoding="utf-8")
     for name in keep:
         shutil.copy(P2P / name, tmp_path)
-    doc = validate_json(capsys, "--measurements", str(tmp_path))
+    return validate_json(capsys, "--measurements", str(tmp_path))
+
+
+def test_validate_scores_published_sendrecv_rows_as_grouped_sends(capsys, tmp_path):
+    # the one-node A100 table and the 2-node B200 table, with their lines of systems.csv
+    keep = ("a100_nvswitch_1node_sendrecv_perf.txt", "b200_ib_2node_sendrecv_perf.txt")
+    doc = validate_p2p_tables(capsys, tmp_path, keep)
     rows = doc["rows"]
     assert len(rows) == 8 + 38
     assert {(r["collective"], r["algo"], r["proto"]) for r in rows} == {("SendRecv", "p2p", "Simple")}
@@ -207,12 +212,7 @@ def test_validate_scores_published_sendrecv_rows_as_grouped_sends(capsys, tmp_pa
 def test_validate_scores_published_alltoall_rows_as_grouped_sends(capsys, tmp_path):
     # the H100 tables of one node (8 GPUs) and two nodes (2 x 8), with their lines of systems.csv
     keep = ("h100_1node_g8_alltoall_perf.txt", "h100_2node_g8_alltoall_perf.txt")
-    lines = (P2P / "systems.csv").read_text(encoding="utf-8").splitlines()
-    (tmp_path / "systems.csv").write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.split(",")[0] in keep])
-                                          + "\n", encoding="utf-8")
-    for name in keep:
-        shutil.copy(P2P / name, tmp_path)
-    doc = validate_json(capsys, "--measurements", str(tmp_path))
+    doc = validate_p2p_tables(capsys, tmp_path, keep)
     rows = doc["rows"]
     assert len(rows) == 20 + 6
     assert {(r["collective"], r["algo"], r["proto"]) for r in rows} == {("AllToAll", "p2p", "Simple")}
