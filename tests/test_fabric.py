@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from p2sim.formalism.hierarchy import Lowering
+from p2sim.formalism.hierarchy import Lowering, LoweredStep
+from p2sim.formalism.semantics import Op
 from p2sim.formalism.placement import Placement
 from p2sim.formalism.program import parse_program
 from p2sim.sim import Simulator
@@ -372,7 +373,7 @@ def _shape_classes_against_flows(system: str, nodes: int, axes: tuple[int, ...],
         step = Lowering.of(Placement.of(topo.hierarchy, axes, m), [0]).lower(parse_program("AllReduce(slice=0, Inside)"))[0]
         v = [2.0**30] * len(step.groups)
         classes = []
-        for g, vol, shifts, members in _moved_classes(topo, step.groups, v):
+        for g, vol, shifts, members in _moved_classes(topo, step, v):
             a, p = sim.expander.choose("AllReduce", g, vol, algo, "auto")
             c = sim.expander.collective(a, p, "AllReduce", g, vol)
             classes.append((c, vol, shifts, members))
@@ -385,7 +386,7 @@ def _shape_classes_against_flows(system: str, nodes: int, axes: tuple[int, ...],
                 assert sorted(zip(moved.tolist(), load.tolist())) == sorted(zip(oe.tolist(), oload.tolist()))
         groups_seen += len(step.groups)
         classes_seen += len(classes)
-        flows, capacity = sim._flow_arrays("AllReduce", step.groups, classes)
+        flows, capacity = sim._flow_arrays("AllReduce", step, classes)
         q = quotient(flows.indptr, flows.edges, flows.coef, capacity, flows.volume, flows.latency)
         per_group = len(flows.volume) // len(step.groups)
         of_flow = (np.arange(len(flows.volume)) if q is None else q.of_flow).reshape(len(step.groups), per_group)
@@ -415,7 +416,7 @@ def test_a_strided_group_is_one_class_wherever_its_stage_is():
 
     topo = load_system("superpod-h100", 64)  # 2 units of 32 nodes
     groups = [tuple((p + 4 * k) * 8 + g for k in range(16)) for p in range(4) for g in range(8)]
-    classes = list(_moved_classes(topo, groups, [1.0] * len(groups)))
+    classes = list(_moved_classes(topo, LoweredStep(Op.ALL_REDUCE, tuple(groups)), [1.0] * len(groups)))
     assert len(classes) == 8
     assert sorted(len(members) for *_, members in classes) == [4] * 8
 

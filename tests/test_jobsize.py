@@ -173,7 +173,7 @@ def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypa
                                                 simulator.Simulator._step, simulator.Simulator.simulate)
 
     def classes(sim, step, volumes) -> int:
-        return len(list(simulator._moved_classes(sim.topo, step.groups, volumes)))
+        return len(list(simulator._moved_classes(sim.topo, step, volumes)))
 
     def counted(*args, **kwargs):
         out = counting(*args, **kwargs)

@@ -214,10 +214,10 @@ def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system
         volumes = (float(S),) * len(step.groups)
         op = step.op.value
         classes = []
-        for g, v, shifts, members in _moved_classes(topo, step.groups, volumes):
+        for g, v, shifts, members in _moved_classes(topo, step, volumes):
             algo, proto = sim.expander.choose(op, g, v, sim.algo, sim.proto)
             classes.append((sim.expander.collective(algo, proto, op, g, v), v, shifts, members))
-        fast, capacity = sim._flow_arrays(op, step.groups, classes)
+        fast, capacity = sim._flow_arrays(op, step, classes)
         specs, extra = flow_specs(sim.collectives(op, step.groups, volumes), volumes, len(topo.capacity))
         slow = FlowArrays.of(specs)
         for field in ("indptr", "edges", "coef", "volume", "latency"):
@@ -278,7 +278,7 @@ def test_moved_classes_are_numpy_uniques_row_classes_in_its_order(system, size, 
                                 .map(tuple), min_size=1, max_size=40))
     volumes = data.draw(st.lists(st.sampled_from([0.0, 1.0, 0.5, 2.0**30]), min_size=len(groups),
                                  max_size=len(groups)))
-    got = list(_moved_classes(topo, groups, volumes))
+    got = list(_moved_classes(topo, LoweredStep(Op.ALL_REDUCE, tuple(groups)), volumes))
     want = list(_unique_row_classes(topo, groups, volumes))
     assert [(g, v) for g, v, _, _ in got] == [(g, v) for g, v, _, _ in want]
     for (_, _, shifts, members), (_, _, s0, m0) in zip(got, want):

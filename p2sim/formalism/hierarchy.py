@@ -184,12 +184,81 @@ class Order(str, enum.Enum):
             raise InputError(f"order: {text!r} is not one of {', '.join(o.value for o in cls)}") from None
 
 
-@dataclass(frozen=True)
 class LoweredStep:
-    """One step of a lowered program: a collective on global device groups, run concurrently."""
+    """One step of a lowered program: a collective on global device groups, run concurrently.
 
-    op: Op
-    groups: Groups
+    A value (equal and hashed by ``op`` and ``groups``; not to be changed).  A lowering builds it
+    from an array of groups (:meth:`of_array`) and keeps that array (:attr:`array`): the
+    simulator's passes over thousands of groups read the array, and the tuples of ``groups`` are
+    built only when asked for.
+
+    Examples
+    --------
+    >>> s = LoweredStep.of_array(Op.ALL_REDUCE, np.array([[0, 1], [2, 3]]))
+    >>> s.groups, s.array.shape, s == LoweredStep(Op.ALL_REDUCE, ((0, 1), (2, 3)))
+    (((0, 1), (2, 3)), (2, 2), True)
+    """
+
+    __slots__ = ("op", "_groups", "_array")
+
+    def __init__(self, op: Op, groups: Groups) -> None:
+        self.op = op
+        self._groups: Groups | None = groups
+        self._array: np.ndarray | None | bool = False  # False: not computed yet
+
+    @classmethod
+    def of_array(cls, op: Op, groups: np.ndarray) -> LoweredStep:
+        """The step of ``groups`` (a row of global devices each), kept as :attr:`array`."""
+        step = cls(op, ())
+        step._groups = None
+        step._array = _frozen(groups)
+        return step
+
+    @property
+    def groups(self) -> Groups:
+        """Each group's global devices."""
+        if self._groups is None:
+            self._groups = tuple(map(tuple, self._array.tolist()))  # tolist: Python ints, in one pass
+        return self._groups
+
+    @property
+    def array(self) -> np.ndarray | None:
+        """The groups as a read-only ``(groups, members)`` int64 array (``None`` when their sizes differ)."""
+        if self._array is False:
+            g = self._groups
+            self._array = (_frozen(np.array(g, dtype=np.int64)) if g and len({len(x) for x in g}) == 1
+                           else None)
+        return self._array
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(number of groups, members of the first group)."""
+        if self.array is not None:
+            return self._array.shape
+        return len(self.groups), len(self.groups[0]) if self.groups else 0
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LoweredStep):
+            return NotImplemented
+        return self.op == other.op and self.groups == other.groups
+
+    def __hash__(self) -> int:
+        return hash((self.op, self.groups))
+
+    def __repr__(self) -> str:
+        return f"LoweredStep(op={self.op!r}, groups={self.groups!r})"
+
+    def __getstate__(self) -> tuple:
+        return self.op, self._groups, self._array
+
+    def __setstate__(self, state: tuple) -> None:
+        self.op, self._groups, self._array = state
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, dtype=np.int64, order="C")  # a copy of its own, read-only
+    a.setflags(write=False)
+    return a
 
 
 @dataclass(frozen=True)
@@ -259,7 +328,7 @@ class Lowering:
         if hit is None:
             local = np.asarray(self.synthesis.groups(ins), dtype=np.int64)
             glob = self.table[:, local].reshape(-1, local.shape[1])
-            hit = LoweredStep(ins.op, tuple(map(tuple, glob.tolist())))  # tolist: Python ints, in one pass
+            hit = LoweredStep.of_array(ins.op, glob)
             self._lowered[ins] = hit
         return hit
 

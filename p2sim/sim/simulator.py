@@ -33,7 +33,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..util.arrays import unique_inverse
 from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
 from ..collectives.algorithms import FALLBACK, baseline_algorithm, forced_algorithms
 from ..collectives.choice import serves
@@ -174,9 +173,13 @@ class Simulator:
         if hit is not None and hit[0] is value:
             return hit[1]
         if isinstance(value, LoweredStep):
-            sizes = np.fromiter(map(len, value.groups), np.int64, len(value.groups))
-            members = np.fromiter(itertools.chain.from_iterable(value.groups), np.int64, int(sizes.sum()))
-            data = value.op.value.encode() + b"|" + sizes.tobytes() + b"|" + members.tobytes()
+            arr = value.array
+            if arr is not None:  # groups of one size: their shape and the array say it all
+                data = value.op.value.encode() + b"|" + np.array(arr.shape, np.int64).tobytes() + b"|" + arr.tobytes()
+            else:
+                sizes = np.fromiter(map(len, value.groups), np.int64, len(value.groups))
+                members = np.fromiter(itertools.chain.from_iterable(value.groups), np.int64, int(sizes.sum()))
+                data = value.op.value.encode() + b"|" + sizes.tobytes() + b"|" + members.tobytes()
         else:
             data = np.asarray(value, dtype=float).tobytes()
         digest = hashlib.blake2b(data, digest_size=20).digest()
@@ -189,7 +192,7 @@ class Simulator:
         key = (bound, algo, self._digest(step), self._digest(fractions), nbytes)
         hit = self._steps.get(key)
         if hit is None:
-            volumes = tuple(f * nbytes for f in fractions)  # as step_volumes computes them
+            volumes = tuple((np.asarray(fractions) * nbytes).tolist())  # as step_volumes computes them
             hit = self._steps[key] = self._step_bound(step, volumes) if bound else self._simulate_step(step, volumes)
         return hit
 
@@ -242,7 +245,7 @@ class Simulator:
         gpn = self.topo.gpus_per_node
         alone, start = 0.0, math.inf
         edges, loads = [], []
-        for g, v, shifts, _ in _moved_classes(self.topo, step.groups, volumes):
+        for g, v, shifts, _ in _moved_classes(self.topo, step, volumes):
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             c = self.expander.collective(algo, proto, op, g, v)
             alone = max(alone, self.expander.analytic_seconds(c, v))
@@ -253,8 +256,7 @@ class Simulator:
         e = np.concatenate(edges)
         if not len(e):
             return alone
-        used, inverse = unique_inverse(e)
-        work = np.bincount(inverse, weights=np.concatenate(loads), minlength=len(used))
+        used, work = _link_work(e, np.concatenate(loads), len(self.topo.capacity))
         with np.errstate(divide="ignore"):
             links = float(np.max(work / self.topo.capacity[used]))
         return max(alone, start + links)
@@ -277,7 +279,7 @@ class Simulator:
         alone: Binding | None = None
         start = math.inf
         moved, loads = [], []  # per class of moved groups: (groups, edges) link ids, and bytes on each
-        for g, v, shifts, _ in _moved_classes(self.topo, step.groups, volumes):
+        for g, v, shifts, _ in _moved_classes(self.topo, step, volumes):
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             c = self.expander.collective(algo, proto, op, g, v)
             b = collective_binding(c, self.topo.capacity, self.topo.edge_class, v)
@@ -291,8 +293,7 @@ class Simulator:
         e = np.concatenate([m.ravel() for m in moved])
         if not len(e):
             return alone
-        used, inverse = unique_inverse(e)
-        work = np.bincount(inverse, weights=np.concatenate(loads), minlength=len(used))
+        used, work = _link_work(e, np.concatenate(loads), len(self.topo.capacity))
         per_link = work / self.topo.capacity[used]
         k = int(np.argmax(per_link))
         if start + float(per_link[k]) <= alone.seconds * (1 + 1e-9):
@@ -312,47 +313,47 @@ class Simulator:
     def _simulate_step(self, step: LoweredStep, volumes: Sequence[float]) -> StepResult:
         op = step.op.value
         gpn = self.topo.gpus_per_node  # node_of(d) is d // gpus_per_node
-        spanned = max(len({d // gpn for d in g}) for g in step.groups)
+        spanned = _spanned(step, gpn)
         if self.engine == "baseline":
             base = baseline_algorithm(self.algo)
             runs = [base.baseline(self.topo, op, g, v) for g, v in zip(step.groups, volumes)]
             seconds, used = max(r[0] for r in runs), runs[0][1]
-            return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes),
+            return StepResult(op, seconds, *step.shape, spanned, max(volumes),
                               ((used, "Simple", 1),))
-        if self.trace or len(step.groups) <= _FEW_GROUPS:  # every group's collective (the trace's tracks)
+        if self.trace or step.shape[0] <= _FEW_GROUPS:  # every group's collective (the trace's tracks)
             colls = self.collectives(op, step.groups, volumes)
             choices = tuple(sorted({(c.algo, c.proto, c.channels) for c in colls}))
             if self.engine == "analytic":
                 seconds = max(self.expander.analytic_seconds(c, v) for c, v in zip(colls, volumes))
-                return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices)
+                return StepResult(op, seconds, *step.shape, spanned, max(volumes), choices)
             flows, extra = flow_specs(colls, volumes, len(self.topo.capacity))
             capacity = np.concatenate([self.topo.capacity, np.asarray(extra, dtype=float)])
             seconds, records, samples = run_flows(flows, capacity, record=self.trace)
             trace = ()
             if self.trace:  # records, rate samples, and each flow's group
                 trace = (tuple(records), tuple(samples), tuple(g for g, c in enumerate(colls) for _ in c.flows))
-            return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices, trace)
+            return StepResult(op, seconds, *step.shape, spanned, max(volumes), choices, trace)
         # one collective per class of groups that are the same group moved between nodes: the
         # others are it moved (an exact symmetry), their flows its flows shifted
         classes = []
-        for g, v, shifts, members in _moved_classes(self.topo, step.groups, volumes):
+        for g, v, shifts, members in _moved_classes(self.topo, step, volumes):
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             classes.append((self.expander.collective(algo, proto, op, g, v), v, shifts, members))
         choices = tuple(sorted({(c.algo, c.proto, c.channels) for c, _, _, _ in classes}))
         if self.engine == "analytic":
             seconds = max(self.expander.analytic_seconds(c, v) for c, v, _, _ in classes)
         else:
-            flows, capacity = self._flow_arrays(op, step.groups, classes)
+            flows, capacity = self._flow_arrays(op, step, classes)
             seconds = run_flow_arrays(flows, capacity)[0]
-        return StepResult(op, seconds, len(step.groups), len(step.groups[0]), spanned, max(volumes), choices)
+        return StepResult(op, seconds, *step.shape, spanned, max(volumes), choices)
 
-    def _flow_arrays(self, op: str, groups: Sequence[Sequence[int]], classes: list) -> tuple[FlowArrays, np.ndarray]:
+    def _flow_arrays(self, op: str, step: LoweredStep, classes: list) -> tuple[FlowArrays, np.ndarray]:
         """The engine's flows of a step, as :func:`flow_specs` lays them out (groups in order, each
         group's flows in order, virtual links numbered alike), built per class of moved groups
         in array passes."""
         links = len(self.topo.capacity)
         gpn = self.topo.gpus_per_node
-        ngroups = len(groups)
+        ngroups = step.shape[0]
         # virtual links per group (shared caps, then each flow's private caps), numbered in group order
         sizes = np.zeros(ngroups, dtype=np.int64)
         for c, _, _, members in classes:
@@ -406,20 +407,36 @@ class Simulator:
         def label(f: int) -> str:
             i = int(group[f])
             c = cls[i]
-            return f"{op} {c.algo}/{c.proto} {list(groups[i])} flow {int(flow[f]) + 1}/{int(per_group[i])}"
+            return f"{op} {c.algo}/{c.proto} {list(step.groups[i])} flow {int(flow[f]) + 1}/{int(per_group[i])}"
 
         flows = FlowArrays(indptr, edges, coef, np.concatenate(row_vol)[order], np.concatenate(row_lat)[order], label)
         return flows, np.concatenate([self.topo.capacity, caps])
 
 
-def _moved_classes(topo: Topology, groups: Sequence[Sequence[int]], volumes: Sequence[float]):
+def _spanned(step: LoweredStep, gpn: int) -> int:
+    """The most nodes one group of the step spans."""
+    arr = step.array
+    if arr is None:
+        return max(len({d // gpn for d in g}) for g in step.groups)
+    nodes = np.sort(arr // gpn, axis=1)
+    return int(1 + np.max(np.count_nonzero(nodes[:, 1:] != nodes[:, :-1], axis=1), initial=0))
+
+
+def _link_work(edges: np.ndarray, loads: np.ndarray, links: int) -> tuple[np.ndarray, np.ndarray]:
+    """The links used (ascending) and the bytes on each: ``loads`` summed per link of ``edges`` in their
+    order, as ``numpy.unique`` and a bincount of its inverse would (the same sums), by counting straight
+    into a table of every link (no remapping pass)."""
+    used = np.flatnonzero(np.bincount(edges, minlength=links))
+    return used, np.bincount(edges, weights=loads, minlength=links)[used]
+
+
+def _moved_classes(topo: Topology, step: LoweredStep, volumes: Sequence[float]):
     """The groups of a step by class of the same group moved between nodes (with the same
     buffer and, on a fabric, the same :meth:`~p2sim.topology.Topology.move_key`): per class one
     group, and the node shifts (from it) and positions of all its groups."""
     gpn = topo.gpus_per_node
-    n = len(groups[0])
-    if all(len(g) == n for g in groups):
-        arr = np.array(groups, dtype=np.int64)
+    arr = step.array
+    if arr is not None:
         first = arr.min(axis=1) // gpn
         key = moved_class_key(topo, arr, first, volumes)
         # numpy.unique(key, axis=0)'s classes in its order (rows ascending, compared column by column as int64),
@@ -434,8 +451,9 @@ def _moved_classes(topo: Topology, groups: Sequence[Sequence[int]], volumes: Seq
         rep = order[bounds[:-1]]
         for c, r in enumerate(rep.tolist()):
             members = order[bounds[c]:bounds[c + 1]]
-            yield tuple(groups[r]), volumes[r], first[members] - first[r], members
+            yield tuple(arr[r].tolist()), volumes[r], first[members] - first[r], members
         return
+    groups = step.groups
     classes: dict[tuple, list[int]] = {}
     for i, g in enumerate(groups):
         f = min(g) // gpn
