@@ -11,7 +11,7 @@ Rows (issue 34's targets table; the job is the issue's: axes data = GPUs/32, pip
 tensor 8, reduce data, 4 GiB):
 
 * ``rank3`` on ``superpod-h100``, ``roce-h100``, ``gb200-nvl72-pod`` (racks of 72 GPUs: as many
-  racks as give about the same GPUs, 228 at 2,048 nodes) and the flat ``h100``;
+  racks as give about the same GPUs, 224 -- whole units of 8 -- at 2,048 nodes) and the flat ``h100``;
 * ``rank4``, axes data, context 2, pipeline 4, tensor 8 reducing data and context, on ``superpod-h100``;
 * ``whatif`` of three points on each: ``leaf.oversubscription=1,2,4`` on a fabric, NIC speeds
   ``nic.bandwidth=25,50,100`` on ``h100``;
@@ -56,13 +56,14 @@ class Row:
 
 
 def nodes_of(system: str, nodes: int) -> int:
-    """The node count with about as many GPUs as ``nodes`` 8-GPU nodes (gb200-nvl72-pod: racks of 72,
-    rounded to a multiple of 4 racks so that the GPUs stay a multiple of the job's 64 = context x pipeline x
-    tensor: 228 racks at 2,048 nodes)."""
+    """The node count with about as many GPUs as ``nodes`` 8-GPU nodes (gb200-nvl72-pod: racks of 72, down to
+    whole scalable units of 8 racks -- placements put axes on whole units -- which also keeps the GPUs a
+    multiple of the job's 64 = context x pipeline x tensor: 224 racks, 16,128 GPUs, at 2,048 nodes; the
+    issue's 228 racks are not whole units)."""
     gpn = GPUS_PER_NODE[system]
     if gpn == 8:
         return nodes
-    return max(4, 4 * round(nodes * 8 / gpn / 4))
+    return max(8, 8 * (nodes * 8 // gpn // 8))
 
 
 def job(system: str, nodes: int, context: bool = False) -> list[str]:

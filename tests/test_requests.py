@@ -70,3 +70,20 @@ def test_rank_hands_its_tasks_the_typed_settings(monkeypatch):
         run_rank(req)
     assert {t.settings.algo for t in seen} == {"ring", "tree"}
     assert all(t.settings.order is Order.P2 and t.settings.rules.profile is Profile.PAPER for t in seen)
+
+
+def test_a_bounded_search_is_limited_by_its_cost_not_its_program_count():
+    """A bounded search simulates only what can still win: 60,000 programs pass the default limits (the
+    estimated cost decides), unless --max-simulations is given; an exhaustive or analytic job is still
+    refused by its count."""
+    from p2sim.studies.jobsize import Limits
+    from p2sim.studies.requests import SearchOptions, job_size_text
+    from p2sim.util.errors import InputError
+
+    assert "up to 60000 simulations" in job_size_text(Limits.of(), SearchOptions(), "des", 60_000, "x")
+    with pytest.raises(InputError, match="limit of 50000"):
+        job_size_text(Limits.of(), SearchOptions(exhaustive=True), "des", 60_000, "x")
+    with pytest.raises(InputError, match="limit of 50000"):
+        job_size_text(Limits.of(), SearchOptions(), "analytic", 60_000, "x")
+    with pytest.raises(InputError, match="limit of 70000"):
+        job_size_text(Limits.of(max_simulations=70_000), SearchOptions(), "des", 80_000, "x")

@@ -290,7 +290,8 @@ def _add_limits(p: argparse.ArgumentParser, simulations: bool = True) -> None:
                    help=f"refuse more parallelism matrices than this (default: {MAX_MATRICES})")
     if simulations:
         p.add_argument("--max-simulations", default=None, metavar="N",
-                       help=f"refuse a job of more simulations than this (default: {MAX_SIMULATIONS})")
+                       help=f"refuse a job of more simulations than this (default: {MAX_SIMULATIONS}; a bounded "
+                            "search is limited by its estimated cost unless this is given)")
     p.add_argument("--yes", action="store_true",
                    help="run however large the job (lifts the limits on matrices, simulations and synthesis depth)")
 

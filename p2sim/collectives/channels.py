@@ -20,6 +20,7 @@ NCCL's rules (``src/graph/search.cc``, ``connect.cc``), as p2sim applies them:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,12 +41,24 @@ class Segment:
     members: tuple[int, ...]
 
     def local(self, topo: Topology) -> tuple[int, ...]:
-        return tuple(m % topo.gpus_per_node for m in self.members)
+        gpn = topo.gpus_per_node
+        kept = self.__dict__.get("_local")  # asked for again and again over a group's thousands of nodes
+        if kept is None or kept[0] != gpn:
+            kept = (gpn, tuple(m % gpn for m in self.members))
+            object.__setattr__(self, "_local", kept)  # not a field: equality and hash stay (node, members)
+        return kept[1]
 
 
 def segments(topo: Topology, members: Sequence[int]) -> list[Segment]:
     """A group's members split by node, nodes in index order."""
-    return [Segment(n, tuple(s)) for n, s in groupby(sorted(members), key=topo.node_of)]
+    return list(_segments(topo.gpus_per_node, tuple(members)))
+
+
+@functools.lru_cache(maxsize=32)
+def _segments(gpn: int, members: tuple[int, ...]) -> tuple[Segment, ...]:
+    # the same group is split again by its choice, its settings and its structure, one after another: the
+    # last few kept (few, since a group may hold thousands of GPUs)
+    return tuple(Segment(n, tuple(s)) for n, s in groupby(sorted(members), key=lambda m: m // gpn))
 
 
 def node_nics(topo: Topology, seg: Segment) -> tuple[str, ...]:

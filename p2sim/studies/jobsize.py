@@ -142,6 +142,9 @@ class Limits:
     simulations: int | None = MAX_SIMULATIONS
     synthesis_levels: int | None = MAX_SYNTHESIS_LEVELS
     seconds: float | None = MAX_JOB_SECONDS  # the estimated CPU time (JobCost); memory: memory_limit()
+    # --max-simulations was given: it then limits a bounded search's programs too (by default only the
+    # estimated cost does: a bounded program costs a lookup or a bound, not a simulation)
+    simulations_given: bool = False
 
     @classmethod
     def of(cls, yes: bool = False, max_matrices: int | None = None, max_simulations: int | None = None) -> Limits:
@@ -149,7 +152,8 @@ class Limits:
         if yes:
             return cls(None, None, None, None)
         return cls(MAX_MATRICES if max_matrices is None else max_matrices,
-                   MAX_SIMULATIONS if max_simulations is None else max_simulations)
+                   MAX_SIMULATIONS if max_simulations is None else max_simulations,
+                   simulations_given=max_simulations is not None)
 
     def check_matrices(self, count: int, what: str) -> None:
         if self.matrices is not None and count > self.matrices:
@@ -278,12 +282,13 @@ class StepCount:
 
 
 def step_counts(topo: Topology, matrices: Sequence[Matrix], reduce_axes: Sequence[int], order: Order | str,
-                profile: Profile, max_size: int) -> dict[Matrix, StepCount]:
+                profile: Profile, max_size: int, memo: dict | None = None) -> dict[Matrix, StepCount]:
     """Each matrix's :class:`StepCount`, counted without bounding anything: the distinct (instruction, buffer
     fractions) of its programs, as the simulator's step cache keys them, each lowered once as an array and its
     groups classed by :func:`_classes_by_volume` (the simulator's own key).  Call
-    after :func:`program_counts` (the synthesis is cached)."""
-    memo: dict = {}  # step_fractions' per (d) and group count, as the simulator's context keeps it
+    after :func:`program_counts` (the synthesis is cached).  ``memo``: step_fractions' memo to fill (the
+    simulator context's ``row_counts``, which the bounds then find filled), else one of its own."""
+    memo = {} if memo is None else memo  # step_fractions' per (d) and group count
     out: dict[Matrix, StepCount] = {}
     for m in matrices:
         lw = Lowering.of(Placement.of(topo.hierarchy, [math.prod(row) for row in m], m), reduce_axes, order)

@@ -31,6 +31,7 @@ from ..util.parsing import as_text, positive_int
 from .bindings import program_bindings
 from .jobsize import (Limits, StepCount, check_job, estimate, hashed, plural, program_counts, step_counts,
                       synthesis_cardinalities)
+from .contexts import context_of
 from .orders import OrderComparison, compare_orders, orders_agree
 from .plan import DefaultPlacement, PlanRequest, PlanResult, default_data_axis, default_placement
 from .step_plan import run_step_plan
@@ -252,8 +253,10 @@ def run_rank(req: RankRequest) -> RankResult | PlanResult:
     size = job_size_text(req.limits, req.search, req.settings.engine, total, what)
     # what the bounds will build, counted per matrix and order (each task bounds one matrix with one algorithm)
     orders = {t.settings.order for t in tasks + others}
+    # the buffer fractions it computes are those the bounds compute: kept where this process's bounds find them
+    memo = context_of(topo.spec, topo.nodes).row_counts
     counted = {o: step_counts(topo, list(dict.fromkeys(t.matrices[0] for t in tasks + others if t.settings.order is o)),
-                              red, o, rules.profile, rules.max_size) for o in orders}
+                              red, o, rules.profile, rules.max_size, memo) for o in orders}
     cost = replace(estimate(topo.devices, 1, 0, req.run.processes(len(tasks + others)),
                             [synthesis_cardinalities(m, red) for m in mats]),
                    steps=sum((counted[t.settings.order][t.matrices[0]] for t in tasks + others), StepCount()))

@@ -274,11 +274,13 @@ class SearchOptions:
 def job_size_text(limits: Limits, search: SearchOptions, engine: str, total: int, what: str) -> str:
     """The job-size check, and how the job's simulations are announced.
 
-    With the bounds, every program is bounded (about a tenth of a simulation's time) and only
-    those that can still win are simulated; a ``budget`` caps the time itself, so the
-    simulation limit then does not apply.
+    With the bounds, every program is bounded (a bound costs a lookup where steps repeat, and
+    far less than a simulation) and only those that can still win are simulated: the job's
+    estimated cost (:meth:`~.jobsize.Limits.check_cost`, which every command checks) limits it,
+    and the simulation count only when ``--max-simulations`` is given.  A ``budget`` caps the time
+    itself, so the simulation limit then does not apply.
     """
-    if search.budget is None:
+    if search.budget is None and (limits.simulations_given or not search.bounded(engine)):
         limits.check_simulations(total, what)
     if search.bounded(engine):
         return f"up to {plural(total, 'simulation')} (each program bounded first, simulated only if it can still win)"
