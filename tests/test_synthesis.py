@@ -182,3 +182,68 @@ def test_placement_lowerings_synthesize_nothing():
     assert [lw.synthesis.cardinalities for lw in placement_lowerings([4, 16], [4, 16], [0], [((2, 2), (2, 8))])] == [(1, 2, 2)]
     with pytest.raises(PlacementError, match="nothing to reduce"):
         placement_lowerings([2, 8], [16, 1], [1])
+
+
+def _states_within(space, table, depth):
+    """Every state reached in at most ``depth`` valid steps (what synthesis expands)."""
+    from p2sim.formalism.synthesis import _run
+
+    seen = {space.initial_ids().tobytes(): space.initial_ids()}
+    frontier = list(seen.values())
+    for _ in range(depth):
+        nxt = []
+        for ids in frontier:
+            for ins, groups, sig in table:
+                out = _run(space, ids, ins.op, groups, sig)
+                if not isinstance(out, str) and out.tobytes() not in seen:
+                    seen[out.tobytes()] = out
+                    nxt.append(out)
+        frontier = nxt
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("cards", [(1, 2, 8), (1, 4, 2, 2), (1, 3, 4), (1, 2, 3, 2)])
+def test_implied_invalid_steps_are_invalid(cards):
+    """Where the rule says an instruction is invalid (from an earlier one on the same groups), the step
+    really is invalid, on every state synthesis expands; and the rule covers ReduceScatter, Reduce,
+    AllGather and Broadcast."""
+    from p2sim.formalism.synthesis import _implications, _run, _space
+
+    sh = SynthesisHierarchy(cards, (None,) * len(cards))
+    space = _space(sh)
+    table = [(ins, g, space.signature_of(g)) for ins, g in _distinct_instructions(sh, Profile.FULL)]
+    implied = _implications(table)
+    assert {table[i][0].op.value for i, r in enumerate(implied) if r is not None} == {
+        "ReduceScatter", "Reduce", "AllGather", "Broadcast"}
+    skipped = 0
+    for ids in _states_within(space, table, 3):
+        valid = [not isinstance(_run(space, ids, ins.op, g, sig), str) for ins, g, sig in table]
+        for i, rule in enumerate(implied):
+            if rule is not None and valid[rule[0]] is rule[1]:
+                assert not valid[i], (table[i][0].text, table[rule[0]][0].text)
+                skipped += 1
+    assert skipped > 0
+
+
+def test_synthesis_skips_steps_decided_invalid(monkeypatch):
+    """No ReduceScatter or Reduce is worked out on a state where the AllReduce on its groups is invalid."""
+    from p2sim.formalism import synthesis as syn
+
+    runs: list[tuple[bytes, str, tuple, bool]] = []
+    real = syn._run
+
+    def counted(space, ids, op, groups, sig):
+        out = real(space, ids, op, groups, sig)
+        runs.append((ids.tobytes(), op.value, (groups.shape, groups.tobytes()), isinstance(out, str)))
+        return out
+
+    monkeypatch.setattr(syn, "_run", counted)
+    synthesize.cache_clear()
+    try:
+        programs = synthesize(SynthesisHierarchy.of([2, 4, 8]))
+    finally:
+        synthesize.cache_clear()
+    assert len(programs) > 0
+    failed_allreduce = {(s, g) for s, op, g, bad in runs if op == "AllReduce" and bad}
+    assert failed_allreduce
+    assert not [r for r in runs if r[1] in ("ReduceScatter", "Reduce") and (r[0], r[2]) in failed_allreduce]

@@ -129,6 +129,7 @@ def _synthesize(cardinalities: tuple[int, ...], profile: Profile, max_size: int)
         (ins, groups, space.signature_of(groups)) for ins, groups in _distinct_instructions(sh, profile)
     ]
     goal, k = space.goal, space.k
+    implied = _implications(table)
     # each state's successors are worked out once, whatever the steps left when it is met
     moves: dict[bytes, list[tuple[int, bytes | None]]] = {}
     finishing: dict[bytes, list[int]] = {}
@@ -140,8 +141,14 @@ def _synthesize(cardinalities: tuple[int, ...], profile: Profile, max_size: int)
         if hit is None:
             ids = states[key]
             hit = []
+            valid: dict[int, bool] = {}
             for idx, (ins, groups, sig) in enumerate(table):
+                rule = implied[idx]
+                if rule is not None and valid[rule[0]] is rule[1]:
+                    valid[idx] = False
+                    continue
                 nxt = _run(space, ids, ins.op, groups, sig)
+                valid[idx] = not isinstance(nxt, str)
                 if isinstance(nxt, str):
                     continue
                 if (nxt == goal).all():
@@ -191,6 +198,40 @@ def _synthesize(cardinalities: tuple[int, ...], profile: Profile, max_size: int)
     paths = complete(start.tobytes(), max_size)
     paths.sort(key=lambda p: (len(p), p))
     return tuple(Program(tuple(table[i][0] for i in p)) for p in paths)
+
+
+def _implications(table: Sequence[tuple[Instruction, np.ndarray, int | None]]) -> list[tuple[int, bool] | None]:
+    """For each instruction, an earlier one on the same groups whose validity decides it invalid.
+
+    ``(j, v)`` at ``i`` says: where instruction ``j`` is valid (``v`` true) or invalid (``v``
+    false), so is ``i`` invalid, by the rules of :mod:`.rules` applied group by group (a step
+    is valid iff every one of its groups is):
+
+    * ReduceScatter and Reduce check exactly what AllReduce checks (non-empty equal rows,
+      disjoint contributions; ReduceScatter then also an even split): invalid where it is;
+    * where AllReduce is valid, every group's members hold equal non-empty rows, which
+      AllGather refuses as overlapping;
+    * where AllGather is valid, every member holds rows disjoint from its root's, which
+      Broadcast refuses as not covered.
+
+    So synthesis skips the step instead of working it out; the programs are the same.
+    """
+    at: dict[tuple, dict[Op, int]] = {}
+    for idx, (ins, groups, _) in enumerate(table):
+        at.setdefault((groups.shape, groups.tobytes()), {})[ins.op] = idx
+    out: list[tuple[int, bool] | None] = []
+    for idx, (ins, groups, _) in enumerate(table):
+        same = at[(groups.shape, groups.tobytes())]
+        rule = None
+        if ins.op in (Op.REDUCE_SCATTER, Op.REDUCE) and Op.ALL_REDUCE in same:
+            rule = (same[Op.ALL_REDUCE], False)
+        elif ins.op is Op.ALL_GATHER and Op.ALL_REDUCE in same:
+            rule = (same[Op.ALL_REDUCE], True)
+        elif ins.op is Op.BROADCAST and Op.ALL_GATHER in same:
+            rule = (same[Op.ALL_GATHER], True)
+        # the deciding instruction comes first in the table (it is worked out before)
+        out.append(rule if rule is not None and rule[0] < idx else None)
+    return out
 
 
 def _may_finish(op: Op, groups: np.ndarray, held: np.ndarray, full: bool, k: int) -> bool:
