@@ -288,6 +288,9 @@ class Expander(ShapeMemo, Structures, Choice):
             st = self._structures.get(k)
             if st is not None:
                 self._touch(self._structures, k)
+                if k != skey:  # moved here once (the re-hash), for this group's protocols and algorithms
+                    st = st.moved(self.topo, min(members) // self.topo.gpus_per_node)
+                    self._keep(self._structures, skey, st)
                 return st
         # the hops do not depend on the protocol: built once for all three
         st = self._structure(algo, op, members, segments(self.topo, members), used, share)
