@@ -343,3 +343,28 @@ def test_a_collectives_kept_algorithm_bandwidth_is_its_capacity_arrays():
     halved = topo.capacity / 2
     assert c.algbw(halved) == fresh._algbw(halved) < first  # the links bind below the caps
     assert c.algbw(topo.capacity) == first and np.isfinite(first)
+
+
+def test_ecmp_groups_equal_up_to_their_ports_share_one_structure_and_build_exactly():
+    """On an ECMP fabric, groups that are one group moved but for their ports share one structure (its
+    ports' routes re-hashed where each group is): each collective is the one built in place, to the bit."""
+    import numpy as np
+
+    topo = load_system("roce-h100", 64)  # rail leaves of 8 nodes: these groups cross the spines
+    groups = [tuple(n * 8 + 3 for n in (s, s + 8, s + 16, s + 24)) for s in range(8)]
+    ex = Expander(topo)
+    built = []
+    build = ex._structure
+    ex._structure = lambda algo, *args: built.append(algo) or build(algo, *args)  # in place, from nothing
+    for algo, proto in (("ring", "Simple"), ("tree", "LL"), ("ring", "LL128")):
+        for g in groups:
+            a = ex.collective(algo, proto, "AllReduce", g, 2.0**28)
+            b = Expander(topo).collective(algo, proto, "AllReduce", g, 2.0**28)
+            assert (a.latency, a.tuning, a.channels) == (b.latency, b.tuning, b.channels)
+            assert len(a.flows) == len(b.flows)
+            for f, h in zip(a.flows, b.flows):
+                assert np.array_equal(f.edges, h.edges) and np.array_equal(f.coef, h.coef)
+                assert (f.share, f.channels, f.caps) == (h.share, h.channels, h.caps)
+                assert f.table.hops() == h.table.hops()
+    assert built == ["ring", "tree"]  # one each for the eight groups (they cross nodes: each its own before)
+    assert all(any(topo.hashed(e).any() for e, _ in st.loads) for st in ex._structures.values())  # ports moved

@@ -427,3 +427,25 @@ def test_groups_spanning_into_a_partial_last_unit_are_only_themselves():
     keys = f.move_keys(np.array([[0, 1], [32, 33], [30, 33], [29, 32], [0, 31]]))
     assert keys[:, 0].tolist() == [-1, -1, 30, 29, -1]  # inside a unit, even the partial one: moves
     assert (keys[0] == keys[1]).all()
+
+
+def test_an_ecmp_port_moves_with_its_route():
+    """Under ECMP a moved port is the moved route's hash (Fabric.move given each edge's route): the same
+    links :meth:`Fabric.mids` gives the moved routes, for moves of whole leaves and of whole rails' groups."""
+    f = load_system("roce-h100", 64).fabric  # leaves of 8 nodes per rail, 8 ports each
+    rng = np.random.default_rng(0)
+    n = 40
+    p = rng.integers(0, 16, n)
+    q = (p + 8 * rng.integers(1, 3, n)) // 8 * 8 + rng.integers(0, 8, n)  # another leaf: through the spines
+    x = rng.integers(0, 8, n)
+    salt = rng.integers(0, 64, n)
+    indptr, edges = f.mids(p, x, q, x, salt)
+    assert f.hashed(edges).all() and len(edges) == 2 * n  # a leaf's port up, the other's down
+    routes = np.repeat(np.column_stack([p, x, q, x, salt]), np.diff(indptr), axis=0)
+    shifts = np.array([8, 16])
+    moved = f.move(edges, 0, shifts, routes)
+    for row, d in zip(moved, shifts):
+        assert row.tolist() == f.mids(p + d, x, q + d, x, salt)[1].tolist()
+    assert (moved[0] != edges + 2 * 8 * 1).any()  # not a shift of the ids: re-hashed
+    with pytest.raises(ValueError, match="routes"):
+        f.move(edges, 0, shifts)

@@ -93,7 +93,9 @@ CACHE_BYTES = 128 * 2**20
 
 def _arrays_nbytes(obj: object) -> int:
     """Bytes of the numpy arrays a collective's flows or a structure's tables hold (one level deep)."""
-    parts = list(getattr(obj, "flows", ())) + list(getattr(obj, "tables", ())) + list(getattr(obj, "loads", ()))
+    raw = getattr(obj, "raw", None) or ((),)
+    parts = (list(getattr(obj, "flows", ())) + list(getattr(obj, "tables", ())) + list(getattr(obj, "loads", ()))
+             + [t for t in raw[0] if t not in getattr(obj, "tables", ())])
     total = 0
     for p in parts:
         values = p if isinstance(p, tuple) else vars(p).values() if hasattr(p, "__dict__") else ()
@@ -276,12 +278,23 @@ class Expander(ShapeMemo, Structures, Choice):
     def _structure_of(self, algo: str, op: str, members: tuple[int, ...], local: tuple[int, ...], where: object,
                       used: int, share: float) -> Structure:
         skey = (algo, op, local, where, used, share if algorithm(algo).share_in_hops else None)
-        st = self._structures.get(skey)
-        if st is None:  # the hops do not depend on the protocol: built once for all three
-            st = self._structure(algo, op, members, segments(self.topo, members), used, share)
-            self._keep(self._structures, skey, st)
-        else:
-            self._touch(self._structures, skey)
+        # on an ECMP fabric, groups equal up to their ports share a structure that keeps its ports' routes
+        # (Structure.raw): moved, they are re-hashed; a structure without them is only its group's
+        fabric = self.topo.fabric
+        free = (self.topo.move_key(np.asarray(members, dtype=np.int64) // self.topo.gpus_per_node, ports=False)
+                if fabric is not None and fabric.ecmp else where)
+        fkey = skey[:3] + (free,) + skey[4:]
+        for k in dict.fromkeys((skey, fkey)):
+            st = self._structures.get(k)
+            if st is not None:
+                self._touch(self._structures, k)
+                if k != skey:  # moved here once (the re-hash), for this group's protocols and algorithms
+                    st = st.moved(self.topo, min(members) // self.topo.gpus_per_node)
+                    self._keep(self._structures, skey, st)
+                return st
+        # the hops do not depend on the protocol: built once for all three
+        st = self._structure(algo, op, members, segments(self.topo, members), used, share)
+        self._keep(self._structures, fkey if self.movable(st) else skey, st)
         return st
 
     def _tuned(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,

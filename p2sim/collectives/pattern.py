@@ -60,6 +60,9 @@ class HopTable:
     overhead: np.ndarray
     indptr: np.ndarray  # int64, len(src) + 1
     edges: np.ndarray  # int64
+    # on an ECMP fabric, per hop its route's (fabric NIC out, NIC in, salt), -1 where it has none: a moved
+    # copy's ports are the moved routes' hashes (Topology.move_edges); None: no hop's port moves
+    ports: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.src)
@@ -80,8 +83,12 @@ class HopTable:
             return tables[0]
         sizes = np.cumsum([0] + [len(t.edges) for t in tables[:-1]])
         indptr = np.concatenate([[0]] + [t.indptr[1:] + s for t, s in zip(tables, sizes)]).astype(np.int64)
+        ports = None
+        if any(t.ports is not None for t in tables):
+            ports = np.concatenate([t.ports if t.ports is not None else np.full((len(t), 3), -1, dtype=np.int64)
+                                    for t in tables])
         return cls(*(np.concatenate([getattr(t, f) for t in tables]) for f in ("src", "dst", "coef", "inter", "overhead")),
-                   indptr, np.concatenate([t.edges for t in tables]))
+                   indptr, np.concatenate([t.edges for t in tables]), ports)
 
     def hops(self) -> tuple[Hop, ...]:
         ends = self.indptr.tolist()
@@ -123,8 +130,24 @@ class HopTable:
     def moved(self, shift_edges, nodes: int, gpus: int) -> HopTable:
         """The hops ``nodes`` nodes on (``shift_edges`` moves edge ids, ``gpus`` GPUs per node)."""
         d = nodes * gpus
+        if self.ports is None:
+            edges = shift_edges(self.edges, nodes)
+        else:  # each edge's route, (node, NIC, node, NIC, salt), for the ports ECMP hashed
+            lens = np.diff(self.indptr)
+            routes = np.repeat(np.column_stack([self.src // gpus, self.ports[:, 0], self.dst // gpus, self.ports[:, 1],
+                                                self.ports[:, 2]]), lens, axis=0)
+            edges = shift_edges(self.edges, nodes, routes)
         return HopTable(np.where(self.src >= 0, self.src + d, self.src), np.where(self.dst >= 0, self.dst + d, self.dst),
-                        self.coef, self.inter, self.overhead, self.indptr, shift_edges(self.edges, nodes))
+                        self.coef, self.inter, self.overhead, self.indptr, edges, self.ports)
+
+    def movable(self, hashed: np.ndarray) -> bool:
+        """Whether every edge in ``hashed`` (a mask of :attr:`edges`: ECMP's ports) has its route in :attr:`ports`."""
+        if not hashed.any():
+            return True
+        if self.ports is None:
+            return False
+        hop = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.indptr))
+        return bool((self.ports[hop[hashed], 2] >= 0).all())
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,6 +17,8 @@ import numpy as np
 
 __all__ = ["ShapeMemo"]
 
+_PORTS_SEEN = ("estimate",)  # memos whose value depends on an ECMP fabric's ports (the rest: on the shape alone)
+
 
 class ShapeMemo:
     """Shape methods of :class:`~p2sim.collectives.expand.Expander` (a mixin: it uses the
@@ -40,7 +42,9 @@ class ShapeMemo:
         gpn = self.topo.gpus_per_node
         arr = np.asarray(members, dtype=np.int64)
         node = arr // gpn
-        fabric = self.topo.move_key(node)  # where the group sits in a fabric's tiers
+        fabric = self.topo.move_key(node, ports=False)  # where the group sits in a fabric's tiers
+        f = self.topo.fabric  # and, on an ECMP fabric, the group itself (its ports)
+        own = self.topo.move_key(node) if f is not None and f.ecmp else fabric
         # per member: node offset and local GPU class; per node (in order of first appearance):
         # the relations of its members' pairs in member order -- together they say what the
         # pairs (i, j, relation) of same-node members would, read in a fixed order
@@ -49,7 +53,8 @@ class ShapeMemo:
         for m in members:
             by_node.setdefault(m // gpn, []).append(m % gpn)
         rel = np.fromiter((self._segment_relations(tuple(v)) for v in by_node.values()), np.int64, len(by_node))
-        self._shapes[members] = out = (per, rel.tobytes(), fabric)
+        # the last part: what only NCCL's estimate and choice see (through the link loads, ECMP's ports)
+        self._shapes[members] = out = (per, rel.tobytes(), fabric, None if own == fabric else own)
         return out
 
     @functools.cached_property
@@ -94,7 +99,10 @@ class ShapeMemo:
         return self._by_shape[key]
 
     def _memo(self, what: str, members: Sequence[int], extra: tuple, compute):
-        key = (what, self.shape(members)) + extra
+        """``compute()`` once per shape: up to ECMP's ports, but for NCCL's estimate, whose algorithm
+        bandwidth is the links' the ports load (two channels hashed onto one port halve it)."""
+        shape = self.shape(members)
+        key = (what, shape if what in _PORTS_SEEN else shape[:3]) + extra
         if key not in self._by_shape:
             self._by_shape[key] = compute()
         return self._by_shape[key]

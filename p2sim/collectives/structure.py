@@ -55,6 +55,9 @@ class Structure:
     first: int  # the node of the group's first member
     nodes: int
     nvlink: bool  # every intra-node path of the group is NVLink (NCCL's intra latency)
+    # on an ECMP fabric: the channels' tables before merging, (tables, channels, graph channels), each port
+    # with its route -- a moved group's ports are re-hashed and its identical channels merged anew
+    raw: tuple[tuple[HopTable, ...], tuple[int, ...], tuple[int, ...]] | None = None
 
     def moved(self, topo: Topology, node: int) -> Structure:
         """The same structure for the group moved to start at ``node``."""
@@ -62,6 +65,15 @@ class Structure:
         if d == 0:
             return self
         move = topo.mover(self.first)
+        if self.raw is not None:
+            # ECMP: the moved routes hash to other ports, so channels alike here may differ there (and the
+            # other way round): merged again, loads summed again; the routes' latencies and what a node
+            # sends are the same (every port of a tier alike), so the slowest routes stay
+            raw = tuple(t.moved(move, d, topo.gpus_per_node) for t in self.raw[0])
+            groups, per_flow, graph = merge_flows(list(raw), list(self.raw[1]), list(self.raw[2]))
+            return Structure(tuple(groups), tuple(t.load() for t in groups), tuple(per_flow), tuple(graph),
+                             tuple(max_sent_to_net(t, topo) for t in groups), self.intra, self.inter, self.bus,
+                             node, self.nodes, self.nvlink, (raw, self.raw[1], self.raw[2]))
         return Structure(tuple(t.moved(move, d, topo.gpus_per_node) for t in self.tables),
                           tuple((move(e, d), c) for e, c in self.loads), self.per_flow, self.graph,
                           self.out_net, self.intra, self.inter, self.bus, node, self.nodes, self.nvlink)
@@ -120,13 +132,23 @@ class Structures:
         nodes = len(segs)
         mix = self._ring_mix(segs)
         free = {s.node: len(mix[s.node]) == 1 and self._free_segment(s) for s in segs}
-        bus, groups, per_flow, graph = algorithm(algo).structure(topo, op, members, segs, mix, free, used, share)
-        groups, per_flow, graph = merge_flows(groups, per_flow, graph)
+        bus, raw, raw_flow, raw_graph = algorithm(algo).structure(topo, op, members, segs, mix, free, used, share)
+        groups, per_flow, graph = merge_flows(raw, raw_flow, raw_graph)
         lats = [t.route_latencies(topo.latency) for t in groups]
+        kept = None
+        if nodes > 1 and topo.fabric is not None and topo.fabric.ecmp:  # ports that move with their routes
+            hashed = [topo.hashed(t.edges) for t in raw]
+            if any(h.any() for h in hashed) and all(t.movable(h) for t, h in zip(raw, hashed)):
+                kept = (tuple(raw), tuple(raw_flow), tuple(raw_graph))
         return Structure(tuple(groups), tuple(t.load() for t in groups), tuple(per_flow), tuple(graph),
                           tuple(max_sent_to_net(t, topo) for t in groups),
                           max(x[0] for x in lats), max(x[1] for x in lats), bus,
-                          min(members) // topo.gpus_per_node, nodes, self._nvlink_only(segs))
+                          min(members) // topo.gpus_per_node, nodes, self._nvlink_only(segs), kept)
+
+    def movable(self, st: Structure) -> bool:
+        """Whether ``st`` moves exactly between groups equal up to an ECMP fabric's ports: it has none,
+        or it keeps each one's route (:attr:`Structure.raw`)."""
+        return st.raw is not None or not any(self.topo.hashed(e).any() for e, _ in st.loads)
 
 
 

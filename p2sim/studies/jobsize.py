@@ -104,6 +104,9 @@ ECMP_STEP_FACTOR = 3.3
 #   and built 0.65 ms, a distinct step's moves and link sums 1.0 us per GPU, a program step's lookups 10 us
 #   (the cProfile of the 256-node run: lower_bound's own time per step).  The event-driven runs of the
 #   programs that can still win are not counted (12 of flat h100's 17.7 s at 2,048 nodes).
+#   With ECMP each group is still a collective chosen and finished on its own (its ports can change NCCL's
+#   choice), but its structure is moved from its class's up to the ports, re-hashed, not built: counted
+#   alike here, an overestimate of the cost (roce-h100 at 32 nodes: 26.0 -> 20.9 CPU s, docs/performance.md).
 CLASS_SECONDS = 0.65e-3
 DISTINCT_STEP_SECONDS_PER_GPU = 1.0e-6
 PROGRAM_STEP_SECONDS = 10e-6

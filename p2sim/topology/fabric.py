@@ -318,7 +318,7 @@ class Fabric:
         return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
     # -- symmetry ------------------------------------------------------------------------
-    def move_keys(self, nodes: np.ndarray) -> np.ndarray:
+    def move_keys(self, nodes: np.ndarray, ports: bool = True) -> np.ndarray:
         """What groups of nodes (a row each, ``nodes[i]`` in member order) must share for one to be another
         moved: an array with a row per group, equal rows (of groups of equal shape) are each other moved.
 
@@ -332,11 +332,13 @@ class Fabric:
         ``-1``, or the first node where a group over several nodes is only itself: with ECMP (a
         route's port depends on the nodes themselves), or when it spans into a partly filled last
         group of a tier (irregular: flow-level symmetry is left to find what is alike).
+        ``ports=False`` leaves ECMP out: groups equal up to their ports, whose routes :meth:`move`
+        re-hashes when it is given each port's route.
         """
         nodes = np.atleast_2d(np.asarray(nodes, dtype=np.int64))
         first, last = nodes.min(axis=1), nodes.max(axis=1)
         multi = first != last
-        alone = multi & self.ecmp
+        alone = multi & (self.ecmp and ports)
         cols = []
         for s in self.sizes:
             spans = first // s != last // s
@@ -345,9 +347,23 @@ class Fabric:
             cols.append(np.where(spans[:, None], nodes // s - (first // s)[:, None], 0))
         return np.concatenate([np.where(alone, first, -1)[:, None], *cols], axis=1)
 
-    def move(self, edges: np.ndarray, first: int, shifts: np.ndarray) -> np.ndarray:
+    def hashed(self, edges: np.ndarray) -> np.ndarray:
+        """Which of the links ``edges`` are ports an ECMP hash chose (none under adaptive routing)."""
+        edges = np.asarray(edges, dtype=np.int64)
+        out = np.zeros(len(edges), dtype=bool)
+        if self.ecmp:
+            for b in self.blocks:
+                if b.kind == "up":
+                    out |= (edges >= b.first) & (edges < b.first + b.count)
+        return out
+
+    def move(self, edges: np.ndarray, first: int, shifts: np.ndarray, routes: np.ndarray | None = None) -> np.ndarray:
         """The ids of fabric links ``edges`` (of a group whose first node is ``first``) after moving
-        by every node shift in ``shifts``: an array ``(len(shifts), len(edges))``."""
+        by every node shift in ``shifts``: an array ``(len(shifts), len(edges))``.
+
+        Under ECMP a port is a hash of its route, so ``routes`` gives each edge's route as a row
+        ``(p, x, q, y, salt)`` (nodes before the move, fabric NICs, the flow's salt): a moved port
+        is the moved route's hash, as :meth:`mids` computes it there (uplinks' ports only)."""
         edges = np.asarray(edges, dtype=np.int64)
         d = np.asarray(shifts, dtype=np.int64)[:, None]
         out = np.broadcast_to(edges[None, :], (d.shape[0], len(edges))).copy()
@@ -364,6 +380,14 @@ class Fabric:
                 rel = e - b.first
                 g, rest = rel // (2 * k), rel % (2 * k)
                 shift = self._group_shift(t, first, d)
+                if self.ecmp and d.any():  # the moved route's port, by the hash mids takes, over the ports alive at both ends
+                    if routes is None:
+                        raise ValueError("Fabric.move: ECMP ports move only with their routes")
+                    p, x, q, y, salt = (routes[sel, i][None, :] for i in range(5))
+                    p, q = p + d, q + d
+                    alive = np.minimum(self.group_ports[t][self.group(t, p, x)],
+                                       self.group_ports[t][self.group(t, q, y)]).astype(np.uint64)
+                    rest = 2 * (self._hash(p, x, q, y, salt, t) % alive).astype(np.int64) + rest % 2
                 out[:, sel] = b.first + 2 * k * (g + shift) + rest
                 continue
             T, c = b.tier, self.children[b.tier]

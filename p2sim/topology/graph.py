@@ -302,14 +302,17 @@ class Topology:
     def _edges(self) -> list[tuple[str, str]]:
         return [self.edge_name(k) for k in range(len(self.capacity))]
 
-    def move_edges(self, edges: np.ndarray, first: int, shifts: np.ndarray) -> np.ndarray:
+    def move_edges(self, edges: np.ndarray, first: int, shifts: np.ndarray, routes: np.ndarray | None = None
+                   ) -> np.ndarray:
         """The edges ``edges`` of a group whose first node is ``first`` become when the group moves
         by each of ``shifts`` nodes: an array ``(len(shifts), len(edges))``.
 
         Every node is the same template joined to the network the same way, so a move is a
         symmetry of the nodes' links and the cables; a fabric's trunks move with their groups
         (:meth:`~p2sim.topology.fabric.Fabric.move`), which is exact for groups of equal
-        :meth:`move_key`.
+        :meth:`move_key`; an ECMP fabric's ports move only with their routes (``routes``: a row
+        ``(p, x, q, y, salt)`` per edge, :meth:`~p2sim.topology.fabric.Fabric.move`), between
+        groups of equal ``move_key(ports=False)``.
         """
         edges = np.asarray(edges, dtype=np.int64)
         shifts = np.asarray(shifts, dtype=np.int64)
@@ -317,28 +320,37 @@ class Topology:
         if self.fabric is not None:
             trunk = edges >= self.fabric.first + 2 * self.node_count * len(self.fabric.nics)
             if trunk.any():
-                out[:, trunk] = self.fabric.move(edges[trunk], first, shifts)
+                out[:, trunk] = self.fabric.move(edges[trunk], first, shifts,
+                                                 None if routes is None else np.asarray(routes)[trunk])
         return out
 
     def mover(self, first: int):
-        """``(edges, nodes) -> edges``: :meth:`move_edges` of one move, for a group whose first node is ``first``."""
-        return lambda edges, nodes: self.move_edges(edges, first, np.array([nodes]))[0]
+        """``(edges, nodes, routes=None) -> edges``: :meth:`move_edges` of one move, for a group whose first
+        node is ``first``."""
+        return lambda edges, nodes, routes=None: self.move_edges(edges, first, np.array([nodes]), routes)[0]
 
-    def move_key(self, nodes: Sequence[int] | np.ndarray) -> bytes:
+    def hashed(self, edges: np.ndarray) -> np.ndarray:
+        """Which of ``edges`` are ports an ECMP fabric's hash chose: they move only with their routes."""
+        if self.fabric is None:
+            return np.zeros(len(edges), dtype=bool)
+        return self.fabric.hashed(edges)
+
+    def move_key(self, nodes: Sequence[int] | np.ndarray, ports: bool = True) -> bytes:
         """Groups over ``nodes`` (each member's node, in member order) with equal keys (and equal
         local shapes) are each other moved: :meth:`move_keys` of one group, as bytes."""
-        return self.move_keys(np.asarray(nodes, dtype=np.int64)[None, :])[0].tobytes()
+        return self.move_keys(np.asarray(nodes, dtype=np.int64)[None, :], ports)[0].tobytes()
 
-    def move_keys(self, nodes: np.ndarray) -> np.ndarray:
+    def move_keys(self, nodes: np.ndarray, ports: bool = True) -> np.ndarray:
         """:meth:`move_key` of many groups (a row of member nodes each): an array with a row each.
 
         Without a fabric every move between nodes is a symmetry (the key is empty); a fabric's is
-        the group's shape relative to its tiers (:meth:`~p2sim.topology.fabric.Fabric.move_keys`).
+        the group's shape relative to its tiers (:meth:`~p2sim.topology.fabric.Fabric.move_keys`);
+        ``ports=False``: up to an ECMP fabric's ports (which move with their routes).
         """
         nodes = np.asarray(nodes, dtype=np.int64)
         cols = []
         if self.fabric is not None:
-            cols.append(self.fabric.move_keys(nodes))
+            cols.append(self.fabric.move_keys(nodes, ports))
         if self.spec.faults:  # groups a fault may touch are only themselves: their first node leads the key
             first, last = nodes.min(axis=1), nodes.max(axis=1)
             bad = np.array([f.node for f in self.spec.faults if isinstance(f, NodeFault)], dtype=np.int64)
