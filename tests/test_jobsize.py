@@ -204,3 +204,32 @@ def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypa
     req = rank.RankRequest.build(system=system, nodes=nodes, axes=axes, reduce="data", bytes="4GiB", workers=1)
     rank.run_rank(req)
     assert sum(got, StepCount()) == seen and seen.classes > seen.distinct
+
+
+def test_whatif_and_plan_estimate_their_bounds_as_rank_does(monkeypatch):
+    # issue 34: whatif and plan estimated by GPU-steps (42 min and 17 min for SuperPOD jobs of a few minutes);
+    # a bounded search of theirs now counts what its bounds build, as rank's: two what-if points build two
+    # systems (twice rank's count), a plan of one reduction is rank's job, each matrix's AllReduce simulated
+    from p2sim.studies import plan, rank, whatif
+    from p2sim.studies.jobsize import Limits, StepCount
+
+    costs: list = []
+    checking = Limits.check_cost
+
+    def check(self, cost, what, smaller):
+        costs.append(cost)
+        return checking(self, cost, what, smaller)
+
+    monkeypatch.setattr(Limits, "check_cost", check)
+    job = dict(system="superpod-h100", nodes=64, axes="data=16,pipeline=4,tensor=8", workers=1)
+    rank.run_rank(rank.RankRequest.build(reduce="data", bytes="4GiB", **job))
+    one = costs[-1].steps
+    from p2sim.formalism.placement import enumerate_matrices
+    from p2sim.topology import load_system
+
+    assert one.simulated == 512 * len(enumerate_matrices(load_system("superpod-h100", 64).hierarchy, (16, 4, 8)))
+    whatif.run_whatif(whatif.WhatifRequest.build(reduce="data", bytes="4GiB", vary="leaf.oversubscription=1,2", **job))
+    assert costs[-1].steps == one * 2 and "distinct steps" in costs[-1].text()
+    plan.run_plan(plan.PlanRequest.build(reductions=["data:4GiB"], **job))
+    assert costs[-1].steps == one
+    assert isinstance(one, StepCount) and one.classes > 0

@@ -53,7 +53,7 @@ from ..topology import Topology
 from ..formalism.synthesis import Profile, synthesize
 from ..topology.spec import SystemSpec
 
-__all__ = ["Limits", "JobCost", "StepCount", "step_counts",
+__all__ = ["Limits", "JobCost", "StepCount", "step_counts", "bounded_steps",
            "MAX_MATRICES", "MAX_SIMULATIONS", "MAX_SYNTHESIS_LEVELS", "MAX_JOB_SECONDS",
            "synthesis_cardinalities", "program_counts", "program_steps", "synthesis_cost", "estimate", "hashed", "check_job", "memory_limit",
            "announce", "plural"]
@@ -110,6 +110,11 @@ ECMP_STEP_FACTOR = 3.3
 CLASS_SECONDS = 0.65e-3
 DISTINCT_STEP_SECONDS_PER_GPU = 1.0e-6
 PROGRAM_STEP_SECONDS = 10e-6
+# * the event-driven runs a bounded search makes for sure: every (matrix, algorithm)'s AllReduce, one step on
+#   every GPU (search.bound_task), per GPU.  The programs simulated afterwards, those that can still win, are
+#   not known before the bounds and are not counted (on the targets of benchmarks/fabric_2048.py a few per
+#   matrix).  Measured: see SIMULATED_SECONDS_PER_GPU's fit in docs/performance.md.
+SIMULATED_SECONDS_PER_GPU = 8.4e-6
 # * the structures each process builds per system (topology, routes, groups, flow arrays): 1.2 GiB per
 #   worker process bounding at 131,072 GPUs (9.6 KiB a GPU), on top of the process's own 100 MiB.
 STRUCTURE_BYTES_PER_GPU = 9.6 * 2**10
@@ -269,19 +274,36 @@ class StepCount:
     distinct: int = 0
     gpus: int = 0
     classes: int = 0
+    simulated: int = 0  # GPUs of the event-driven step runs known before the bounds (each matrix's AllReduce)
 
     def __add__(self, other: StepCount) -> StepCount:
         return StepCount(self.program_steps + other.program_steps, self.distinct + other.distinct,
-                         self.gpus + other.gpus, self.classes + other.classes)
+                         self.gpus + other.gpus, self.classes + other.classes, self.simulated + other.simulated)
+
+    def __mul__(self, k: int) -> StepCount:
+        return StepCount(*(k * x for x in (self.program_steps, self.distinct, self.gpus, self.classes,
+                                           self.simulated)))
 
     @property
     def seconds(self) -> float:
         return (self.program_steps * PROGRAM_STEP_SECONDS + self.gpus * DISTINCT_STEP_SECONDS_PER_GPU
-                + self.classes * CLASS_SECONDS)
+                + self.classes * CLASS_SECONDS + self.simulated * SIMULATED_SECONDS_PER_GPU)
 
     def text(self) -> str:
         return (f"{self.program_steps:,} program steps, {self.distinct:,} distinct steps over {self.gpus:,} GPUs "
-                f"in all, {self.classes:,} collectives built")
+                f"in all, {self.classes:,} collectives built"
+                + (f", {self.simulated:,} GPU-steps simulated event-driven" if self.simulated else ""))
+
+
+def bounded_steps(topo: Topology, matrices: Sequence[Matrix], reduce_axes: Sequence[int], orders: Sequence[Order],
+                  profile: Profile, max_size: int, memo: dict | None = None) -> StepCount:
+    """What a bounded search over ``matrices`` builds with one algorithm per entry of ``orders`` (each
+    algorithm's device order): their :func:`step_counts`, and each (matrix, algorithm)'s AllReduce simulated."""
+    total = StepCount()
+    for o in set(orders):
+        counts = step_counts(topo, matrices, reduce_axes, o, profile, max_size, memo)
+        total += sum(counts.values(), StepCount()) * sum(1 for x in orders if x is o)
+    return total + StepCount(simulated=topo.devices * len(matrices) * len(orders))
 
 
 def step_counts(topo: Topology, matrices: Sequence[Matrix], reduce_axes: Sequence[int], order: Order | str,

@@ -24,7 +24,9 @@ from ..util.table import Tabular
 from ..util.units import format_seconds
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices, byte_size, positive_int
-from .jobsize import Limits, estimate, hashed, plural, program_counts, program_steps, synthesis_cardinalities
+from .contexts import context_of
+from .jobsize import (Limits, StepCount, bounded_steps, estimate, hashed, plural, program_counts, program_steps,
+                      synthesis_cardinalities)
 from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
                        warn_memory, whole_groups)
 from .search import SearchStats, run_search
@@ -414,6 +416,10 @@ def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix
     gpu_steps = topo.devices * len(settings) * sum(
         sum(program_steps(mats, r.axes, rules.profile, rules.max_size, req.limits)) for r in req.reductions)
     cost = estimate(topo.devices, 1, gpu_steps, processes, cards, gpu_steps if ecmp else 0)
+    if req.search.bounded(req.settings.engine):  # what its bounds build, counted as rank counts it
+        memo = context_of(topo.spec, topo.nodes).row_counts  # filled for this process's bounds
+        cost = replace(cost, steps=sum((bounded_steps(topo, mats, r.axes, [s.order for s in settings], rules.profile,
+                                                      rules.max_size, memo) for r in req.reductions), StepCount()))
     req.limits.check_cost(cost, where, smaller)
     total = programs * len(settings)
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "

@@ -259,7 +259,8 @@ def run_rank(req: RankRequest) -> RankResult | PlanResult:
                               red, o, rules.profile, rules.max_size, memo) for o in orders}
     cost = replace(estimate(topo.devices, 1, 0, req.run.processes(len(tasks + others)),
                             [synthesis_cardinalities(m, red) for m in mats]),
-                   steps=sum((counted[t.settings.order][t.matrices[0]] for t in tasks + others), StepCount()))
+                   steps=sum((counted[t.settings.order][t.matrices[0]] for t in tasks + others), StepCount())
+                   + StepCount(simulated=topo.devices * len(tasks + others)))  # each task's AllReduce, simulated
     req.limits.check_cost(cost, where, smaller)
     warning = job.warn_memory()
     rest_results: list = []

@@ -16,7 +16,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..collectives.binding import Binding
@@ -33,7 +33,8 @@ from ..util.table import Tabular
 from ..util.parsing import as_text, axis_indices, byte_size
 from .bindings import not_bound_by, program_bindings
 from .contexts import context_of
-from .jobsize import Limits, check_job, estimate, hashed, plural, program_counts, program_steps, synthesis_cardinalities
+from .jobsize import (Limits, StepCount, bounded_steps, check_job, estimate, hashed, plural, program_counts,
+                      program_steps, synthesis_cardinalities)
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
 from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
@@ -221,6 +222,10 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
 
     names: tuple[str, ...] = ()
     red: tuple[int, ...] = ()
+    # a bounded search (every program): its cost counted as rank counts it (jobsize.bounded_steps)
+    bounded = StepCount() if req.program == "all" and SearchOptions(req.exhaustive).bounded(req.settings.engine) \
+        else None
+    shapes: dict[tuple, StepCount] = {}
     for pt in req.points:  # every point can be answered at all before any is counted (counting takes seconds)
         ctx = context_of(pt.spec, pt.nodes)  # held here: the point's tasks find it again in this process
         point_contexts.append(ctx)
@@ -253,6 +258,14 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
                 counted[pt.nodes] = (p, mats, [len(given)], [steps_given + (len(given) - 1)])
             cards += [synthesis_cardinalities(m, red) for m in mats]
         p, mats, counts, steps = counted[pt.nodes]
+        if bounded is not None:
+            # what its bounds build: alike for points of one node count and fabric shape (rates do not change
+            # which groups are one group moved), counted once for them
+            shape = (pt.nodes, hashed(pt.spec), None if topo.fabric is None else tuple(topo.fabric.sizes))
+            if shape not in shapes:
+                shapes[shape] = bounded_steps(topo, mats, red, [s.order for s in settings], rules.profile,
+                                              rules.max_size, ctx.row_counts)
+            bounded += shapes[shape]
         gpu_steps += topo.devices * sum(steps) * len(settings)
         hashed_steps += topo.devices * sum(steps) * len(settings) if hashed(pt.spec) else 0
         gpus = max(gpus, topo.devices)
@@ -270,6 +283,8 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     what = f"{plural(len(req.points), 'point')}, {plural(len(settings), 'algorithm')}"
     size = job_size_text(req.limits, SearchOptions(req.exhaustive), req.settings.engine, simulations, what)
     cost = estimate(gpus, len(req.points), gpu_steps, req.run.processes(len(tasks)), cards, hashed_steps)
+    if bounded is not None:
+        cost = replace(cost, steps=bounded)
     req.limits.check_cost(cost, where(max(pt.nodes for pt in req.points)), smaller)
     warning = warn_memory(largest[1].spec, largest[0], req.bytes is None, largest[1].node_count)
     per_point: list[list[ConfigResult]] = [[] for _ in req.points]
