@@ -66,22 +66,26 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 
 def _ids(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense ids of equal values, in order of first appearance (deterministic)."""
-    _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inverse.reshape(-1)], len(first)
+    """Dense ids of equal values, in order of first appearance (deterministic).
 
-
-def _refine(colour: np.ndarray, groups: np.ndarray, starts: np.ndarray, elems: np.ndarray) -> tuple[np.ndarray, int]:
-    """New colours: old colour with the hashed multiset of ``elems`` of each entity.
-
-    ``elems`` are ordered by entity (``groups`` is that order's permutation of incidences and
-    ``starts`` each entity's first position in it); every entity has at least one.
+    ``numpy.unique``'s unstable sort and inverse, then the first position of each value by a
+    pass over the inverse: its ``return_index`` would take a stable sort, three times slower.
     """
-    sums = np.add.reduceat(elems[groups], starts)  # wraps modulo 2^64: a multiset hash
-    # the colour hashed apart from the elements (theirs are below 2^63): no swapped collisions
-    return _ids(_mix(_mix(colour.astype(_U) + _TOP) + sums))
+    uniq, inverse = np.unique(values, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    first = np.full(len(uniq), len(inverse), dtype=np.int64)
+    np.minimum.at(first, inverse, np.arange(len(inverse), dtype=np.int64))
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return rank[inverse], len(first)
+
+
+def _hash_of(keys: np.ndarray, size: int) -> np.ndarray:
+    """``_mix(keys)`` of non-negative integer keys below ``size``: looked up in a table of every key
+    where that table is no larger than the keys (one gather instead of the mixing passes)."""
+    if size <= len(keys):
+        return _mix(np.arange(size, dtype=np.int64))[keys]
+    return _mix(keys)
 
 
 def _equitable(colour: np.ndarray, order: np.ndarray, ptr: np.ndarray, key: np.ndarray) -> bool:
@@ -94,6 +98,19 @@ def _equitable(colour: np.ndarray, order: np.ndarray, ptr: np.ndarray, key: np.n
     ordered = key[order]
     within = np.arange(len(order)) - np.repeat(ptr[:-1], counts)
     return bool(np.array_equal(ordered, ordered[np.repeat(ptr[:-1][rep], counts) + within]))
+
+
+def _alike(colour: np.ndarray, rep: np.ndarray, entity: np.ndarray, key: np.ndarray, nkeys: int) -> bool:
+    """Whether every entity holds the same multiset of ``key`` (below ``nkeys``) as ``rep[its colour]``,
+    incidence ``i`` being entity ``entity[i]``'s.  Counted into a table of entities x keys where that
+    table is at most a few times the incidences (one pass, exact); else by :func:`_equitable`'s sort."""
+    n = len(colour)
+    if n * nkeys <= 4 * len(key) + (1 << 16):
+        table = np.bincount(entity * nkeys + key, minlength=n * nkeys).reshape(n, nkeys)
+        return bool(np.array_equal(table, table[rep[colour]]))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(entity, minlength=n), out=ptr[1:])
+    return _equitable(colour, np.lexsort((key, entity)), ptr, key)
 
 
 @dataclass(frozen=True)
@@ -123,38 +140,55 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
     if n < 2 or not counts.all():
         return None
     owner = np.repeat(np.arange(n, dtype=np.int64), counts)
-    used, local = unique_inverse(links)
-    cap = np.asarray(capacity, dtype=float)[used]
-    cid, ncoef = _ids(coef)
-    fcol, nf = _ids(np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
-                    .view(np.dtype((np.void, 16))).reshape(-1))
-    lcol, nl = _ids(cap)
-    lorder = np.argsort(local, kind="stable")
-    lptr = np.zeros(len(used) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(local, minlength=len(used)), out=lptr[1:])
-    forder = np.arange(len(local))
-    wide = _U(1 << 32)
+    links = np.asarray(links, dtype=np.int64)
+    capacity = np.asarray(capacity, dtype=float)
+    if np.bincount(links, minlength=len(capacity)).all():  # every link loaded: its id is its own
+        local, cap = links, capacity
+    else:
+        used, local = unique_inverse(links)
+        cap = capacity[used]
+    nlinks = len(cap)
+    values = np.unique(coef)
+    cid, ncoef = np.searchsorted(values, coef), len(values)  # coefficient ids (any order serves)
+    attrs = np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
+    fcol, nf = _ids(attrs.view(np.dtype((np.void, 16))).reshape(-1))
+    lhash = _mix(np.unique(cap, return_inverse=True)[1].reshape(-1))
+    # the hash of each (coefficient, link colour) incidence is looked up in a table of every pair where
+    # that table is no larger than the incidences
+    paired = ncoef * nlinks <= len(local)
+    at_link = cid * nlinks + local if paired else None
+    cterm = _mix(np.arange(ncoef, dtype=np.int64))
     for _ in range(rounds):
-        lcol2, nl2 = _refine(lcol, lorder, lptr[:-1], _mix(cid.astype(_U) * wide + fcol[owner].astype(_U)))
-        fcol2, nf2 = _refine(fcol, forder, indptr[:-1], _mix(cid.astype(_U) * wide + lcol2[local].astype(_U)))
-        settled = nl2 == nl and nf2 == nf
-        lcol, nl, fcol, nf = lcol2, nl2, fcol2, nf2
+        # links: their colour with the hashed multiset of (coefficient, flow colour) of their flows; a
+        # link's colour stays a 64-bit hash (no ids needed: flows are coloured by it next)
+        sums = np.zeros(nlinks, dtype=_U)
+        np.add.at(sums, local, _hash_of(cid * nf + fcol[owner], ncoef * nf))
+        lhash = _mix(_mix(lhash + _TOP) + sums)  # wraps modulo 2^64: a multiset hash
+        # flows: theirs with the hashed multiset of (coefficient, link colour) of their links
+        if paired:
+            elems = _mix(lhash[None, :] + cterm[:, None]).reshape(-1)[at_link]
+        else:
+            elems = _mix(lhash[local] + cterm[cid])
+        sums = np.add.reduceat(elems, indptr[:-1])
+        fcol2, nf2 = _ids(_mix(_mix(fcol.astype(_U) + _TOP) + sums))
+        # flow classes that no longer split are settled: the links' next refinement (by the same flow
+        # classes) cannot split theirs either, nor that the flows'
+        settled = nf2 == nf
+        fcol, nf = fcol2, nf2
         if nf == n:
             return None  # every flow its own class: nothing to gain
         if settled:
             break
     else:
         return None
-    # the exact check: equal attributes and equal sorted multisets within every class
+    lcol, nl = _ids(lhash)
+    # the exact check: equal attributes and equal multisets within every class
     _, frep = unique_first(fcol)
     _, lrep = unique_first(lcol)
-    attrs = np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
     if not (np.array_equal(attrs, attrs[frep[fcol]]) and np.array_equal(cap, cap[lrep[lcol]])):
         return None
-    fkey = lcol[local] * ncoef + cid
-    lkey = fcol[owner] * ncoef + cid
-    if not (_equitable(fcol, np.lexsort((fkey, owner)), indptr, fkey)
-            and _equitable(lcol, np.lexsort((lkey, local)), lptr, lkey)):
+    if not (_alike(fcol, frep, owner, lcol[local] * ncoef + cid, nl * ncoef)
+            and _alike(lcol, lrep, local, fcol[owner] * ncoef + cid, nf * ncoef)):
         return None
     # one link per link class; a class of flows loads it with its flows' summed coefficients
     on_rep = np.flatnonzero(lrep[lcol[local]] == local)
