@@ -55,6 +55,10 @@ __all__ = ["Quotient", "quotient"]
 _U = np.uint64
 _TOP = _U(1 << 63)
 _GOLD, _M1, _M2 = _U(0x9E3779B97F4A7C15), _U(0xBF58476D1CE4E5B9), _U(0x94D049BB133111EB)
+# hashes below this many values are told apart by sorting; above, by a table of their low bits of
+# this size (a power of 2): 2^16 entries, so that a few hundred link classes rarely share them
+_LOW = 1 << 16
+_FEW = 8  # distinct coefficients told apart by comparison passes; more by sorting
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -68,9 +72,22 @@ def _mix(x: np.ndarray) -> np.ndarray:
 def _ids(values: np.ndarray) -> tuple[np.ndarray, int]:
     """Dense ids of equal values, in order of first appearance (deterministic).
 
-    ``numpy.unique``'s unstable sort and inverse, then the first position of each value by a
-    pass over the inverse: its ``return_index`` would take a stable sort, three times slower.
+    64-bit hashes are first told apart by their low bits in a table (linear time); where two
+    distinct hashes share them, and for other values, by ``numpy.unique``'s sort and inverse.
+    Either way the first position of each value comes from a pass over the ids: ``numpy.unique``'s
+    ``return_index`` would take a stable sort, three times slower.
     """
+    inverse = None
+    if values.dtype == _U and len(values) > _LOW:
+        low = (values & _U(_LOW - 1)).astype(np.int64)
+        seen = np.full(_LOW, len(values), dtype=np.int64)
+        np.minimum.at(seen, low, np.arange(len(values), dtype=np.int64))
+        if np.array_equal(values[seen[low]], values):  # no two distinct hashes share their low bits
+            present = np.flatnonzero(seen < len(values))
+            first = seen[present]
+            label = np.empty(_LOW, dtype=np.int64)
+            label[present[np.argsort(first)]] = np.arange(len(present))
+            return label[low], len(present)
     uniq, inverse = np.unique(values, return_inverse=True)
     inverse = inverse.reshape(-1)
     first = np.full(len(uniq), len(inverse), dtype=np.int64)
@@ -78,6 +95,23 @@ def _ids(values: np.ndarray) -> tuple[np.ndarray, int]:
     rank = np.empty(len(first), dtype=np.int64)
     rank[np.argsort(first)] = np.arange(len(first))
     return rank[inverse], len(first)
+
+
+def _few_ids(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense ids of equal values (in any order): a comparison pass per distinct value while they are
+    few (a step's coefficients take a handful), else ``numpy.unique``'s sort."""
+    ids = np.zeros(len(values), dtype=np.int64)
+    rest = np.flatnonzero(values != values[0])
+    count = 1
+    while rest.size and count < _FEW:
+        alike = values[rest] == values[rest[0]]
+        ids[rest[alike]] = count
+        rest = rest[~alike]
+        count += 1
+    if not rest.size:
+        return ids, count
+    uniq = np.unique(values)
+    return np.searchsorted(uniq, values), len(uniq)
 
 
 def _hash_of(keys: np.ndarray, size: int) -> np.ndarray:
@@ -148,11 +182,10 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
         used, local = unique_inverse(links)
         cap = capacity[used]
     nlinks = len(cap)
-    values = np.unique(coef)
-    cid, ncoef = np.searchsorted(values, coef), len(values)  # coefficient ids (any order serves)
+    cid, ncoef = _few_ids(np.asarray(coef, dtype=float))  # coefficient ids (any order serves)
     attrs = np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
     fcol, nf = _ids(attrs.view(np.dtype((np.void, 16))).reshape(-1))
-    lhash = _mix(np.unique(cap, return_inverse=True)[1].reshape(-1))
+    lhash = _mix((cap + 0.0).view(_U))  # links coloured by their capacity (+ 0.0: -0.0 is 0.0)
     # the hash of each (coefficient, link colour) incidence is looked up in a table of every pair where
     # that table is no larger than the incidences
     paired = ncoef * nlinks <= len(local)
@@ -165,7 +198,9 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
         np.add.at(sums, local, _hash_of(cid * nf + fcol[owner], ncoef * nf))
         lhash = _mix(_mix(lhash + _TOP) + sums)  # wraps modulo 2^64: a multiset hash
         # flows: theirs with the hashed multiset of (coefficient, link colour) of their links
-        if paired:
+        if ncoef == 1:  # link colours are hashes already
+            elems = lhash[local]
+        elif paired:
             elems = _mix(lhash[None, :] + cterm[:, None]).reshape(-1)[at_link]
         else:
             elems = _mix(lhash[local] + cterm[cid])
