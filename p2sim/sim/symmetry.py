@@ -44,6 +44,7 @@ of 8 bytes/s: one class of flows, two classes of links.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,6 +123,14 @@ def _hash_of(keys: np.ndarray, size: int) -> np.ndarray:
     return _mix(keys)
 
 
+def _pair(major: Callable[[], np.ndarray], nmajor: int, minor: np.ndarray, nminor: int) -> np.ndarray:
+    """Keys ``major * nminor + minor`` (``major()`` below ``nmajor``), without the passes over a side that
+    is constant (one class of flows, one coefficient: the usual case)."""
+    if nmajor == 1:
+        return minor
+    return major() if nminor == 1 else major() * nminor + minor
+
+
 def _equitable(colour: np.ndarray, order: np.ndarray, ptr: np.ndarray, key: np.ndarray) -> bool:
     """Whether every entity's sorted multiset of ``key`` equals that of the first entity of its colour."""
     counts = np.diff(ptr)
@@ -140,7 +149,7 @@ def _alike(colour: np.ndarray, rep: np.ndarray, entity: np.ndarray, key: np.ndar
     table is at most a few times the incidences (one pass, exact); else by :func:`_equitable`'s sort."""
     n = len(colour)
     if n * nkeys <= 4 * len(key) + (1 << 16):
-        table = np.bincount(entity * nkeys + key, minlength=n * nkeys).reshape(n, nkeys)
+        table = np.bincount(entity if nkeys == 1 else entity * nkeys + key, minlength=n * nkeys).reshape(n, nkeys)
         return bool(np.array_equal(table, table[rep[colour]]))
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(entity, minlength=n), out=ptr[1:])
@@ -195,7 +204,7 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
         # links: their colour with the hashed multiset of (coefficient, flow colour) of their flows; a
         # link's colour stays a 64-bit hash (no ids needed: flows are coloured by it next)
         sums = np.zeros(nlinks, dtype=_U)
-        np.add.at(sums, local, _hash_of(cid * nf + fcol[owner], ncoef * nf))
+        np.add.at(sums, local, _hash_of(_pair(lambda: fcol[owner], nf, cid, ncoef), nf * ncoef))
         lhash = _mix(_mix(lhash + _TOP) + sums)  # wraps modulo 2^64: a multiset hash
         # flows: theirs with the hashed multiset of (coefficient, link colour) of their links
         if ncoef == 1:  # link colours are hashes already
@@ -222,11 +231,12 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
     _, lrep = unique_first(lcol)
     if not (np.array_equal(attrs, attrs[frep[fcol]]) and np.array_equal(cap, cap[lrep[lcol]])):
         return None
-    if not (_alike(fcol, frep, owner, lcol[local] * ncoef + cid, nl * ncoef)
-            and _alike(lcol, lrep, local, fcol[owner] * ncoef + cid, nf * ncoef)):
+    at = lcol[local]
+    if not (_alike(fcol, frep, owner, _pair(lambda: at, nl, cid, ncoef), nl * ncoef)
+            and _alike(lcol, lrep, local, _pair(lambda: fcol[owner], nf, cid, ncoef), nf * ncoef)):
         return None
     # one link per link class; a class of flows loads it with its flows' summed coefficients
-    on_rep = np.flatnonzero(lrep[lcol[local]] == local)
+    on_rep = np.flatnonzero(lrep[at] == local)
     pair = fcol[owner[on_rep]] * nl + lcol[local[on_rep]]
     keys, inverse = unique_inverse(pair)
     qcoef = np.bincount(inverse, weights=coef[on_rep], minlength=len(keys))
