@@ -64,10 +64,15 @@ _FEW = 8  # distinct coefficients told apart by comparison passes; more by sorti
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """SplitMix64's finaliser: a bijection of 64-bit words that scatters nearby inputs."""
-    x = x.astype(_U) + _GOLD
-    x = (x ^ (x >> _U(30))) * _M1
-    x = (x ^ (x >> _U(27))) * _M2
-    return x ^ (x >> _U(31))
+    x = x.astype(_U)  # a copy, then worked on in place (no temporaries per step)
+    x += _GOLD
+    shifted = np.empty_like(x)
+    for bits, factor in ((30, _M1), (27, _M2), (31, None)):
+        np.right_shift(x, _U(bits), out=shifted)
+        x ^= shifted
+        if factor is not None:
+            x *= factor
+    return x
 
 
 def _ids(values: np.ndarray) -> tuple[np.ndarray, int]:
