@@ -24,8 +24,12 @@ could change a result:
   and each round recolours every flow by its colour and the multiset of (coefficient, link
   colour) of its links, and every link likewise, until no class splits.  Multisets are
   compared through sums of 64-bit hashes, which could in principle collide; the partition
-  found is therefore **checked exactly** (sorted multisets compared element by element) and
-  discarded when the check fails.
+  found is therefore **checked exactly** (every entity's multiset counted and compared with
+  its class's first, or sorted where such a table would be large) and discarded when the
+  check fails.  A round whose flow classes do not split ends it: the links' next refinement,
+  by the same flow classes, could split none of theirs.  Nothing the size of the links or of
+  the (flow, link) pairs is sorted where avoidable (a step of 16,384 GPUs has ~500,000 pairs):
+  link colours stay hashes until the end, then get ids from a table of their low bits.
 
 :func:`quotient` returns ``None`` when there is nothing to gain (every flow its own class)
 or the check fails: the caller then solves the flows as they are.
