@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 
 from p2sim.util.errors import InputError
 from p2sim.sim import maxmin
-from p2sim.sim.engine import FlowSpec, run_flows
+import p2sim.sim.engine as engine
+from p2sim.sim.engine import FlowSpec, run_flows, sparse_usage
+from p2sim.sim.symmetry import quotient
 
 from .reference_engine import run_flows as run_reference
 
@@ -240,3 +242,36 @@ def test_a_flow_that_can_never_finish_is_one_clear_error():
         run_flows([flow([0], 1e300, 0.0)], np.array([1e-300]))
     with pytest.raises(InputError, match="must be finite"):
         run_flows([flow([0], 1.0, np.inf)], np.array([1.0]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 9), st.sampled_from([0.0, 0.5, 1.0, 2.0])), max_size=5), max_size=6))
+def test_sparse_usage_merges_repeats_and_drops_zero_coefficients(spec):
+    # in order or not, with repeats or zero coefficients: each flow's links once, ascending, summed
+    flows = [FlowSpec(np.array([e for e, _ in f], dtype=np.int64), np.array([c for _, c in f]), 1.0, 0.0) for f in spec]
+    links, (indptr, local, coef) = sparse_usage(flows)
+    assert links.tolist() == sorted({e for f in spec for e, _ in f})
+    for j, f in enumerate(spec):
+        want: dict[int, float] = {}
+        for e, c in f:
+            if c > 0:
+                want[e] = want.get(e, 0.0) + c
+        got = dict(zip(links[local[indptr[j]:indptr[j + 1]]].tolist(), coef[indptr[j]:indptr[j + 1]].tolist()))
+        assert sorted(want) == list(got) and all(got[e] == want[e] for e in want)
+
+
+def test_the_quotient_is_given_only_the_links_in_use(monkeypatch):
+    # 64 congruent flows on 64 of a million links: the quotient sees those 64 (and one more shared), not
+    # the million (nor a second pass over the flows to find them)
+    seen = []
+
+    def spy(indptr, links, coef, capacity, volume, latency):
+        seen.append((int(links.max()) + 1, len(capacity)))
+        return quotient(indptr, links, coef, capacity, volume, latency)
+    monkeypatch.setattr(engine, "quotient", spy)
+    monkeypatch.setattr(engine, "_SYMMETRY_MIN", 0)
+    capacity = np.full(1_000_000, 4.0)
+    flows = [flow([10_000 * k + 7, 999_999], 8.0) for k in range(64)]
+    t, records, _ = run_flows(flows, capacity)
+    assert seen == [(65, 65)]
+    assert t == 8.0 / (4.0 / 64) and {r.end for r in records} == {t}

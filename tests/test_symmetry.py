@@ -12,7 +12,7 @@ from p2sim.formalism.program import parse_program
 from p2sim.sim import Simulator
 from p2sim.sim.engine import FlowSpec, run_flows, sparse_usage
 from p2sim.sim.simulator import flow_specs
-from p2sim.sim.symmetry import _equitable, quotient
+from p2sim.sim.symmetry import _equitable, _ids, quotient
 from p2sim.formalism.synthesis import synthesize_placements
 from p2sim.topology import load_system
 
@@ -129,3 +129,83 @@ def test_a_512_gpu_tree_allreduce_reduces_to_few_classes():
     assert q is not None and len(q.flow_rep) == 1 and len(flows) == 8
     with pytest.MonkeyPatch.context() as mp:
         assert _close([_run(flows, capacity, True, mp)[0]], [_run(flows, capacity, False, mp)[0]])
+
+
+def _naive_partition(flows, capacity):
+    """Colour refinement with exact multisets (sorted tuples), to a fixed point: the coarsest
+    equitable partition, flows labelled in order of first appearance."""
+    fcol = [(f.volume, f.latency) for f in flows]
+    lcol = {link: (float(capacity[link]),) for f in flows for link in f.edges.tolist()}
+    while True:
+        lnew = {link: (lcol[link], tuple(sorted((float(c), fcol[j]) for j, f in enumerate(flows)
+                                                 for e, c in zip(f.edges.tolist(), f.coef) if e == link)))
+                for link in lcol}
+        fnew = [(fcol[j], tuple(sorted((float(c), lnew[e]) for e, c in zip(f.edges.tolist(), f.coef))))
+                for j, f in enumerate(flows)]
+        ids = {}
+        fnew = [ids.setdefault(c, len(ids)) for c in fnew]
+        lids = {}
+        lnew = {link: lids.setdefault(c, len(lids)) for link, c in lnew.items()}
+        if len(ids) == len(set(fcol)) and len(lids) == len(set(lcol.values())):
+            return fnew, len(lids)
+        fcol, lcol = fnew, lnew
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 6), min_size=1, max_size=4, unique=True),
+                          st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=4, max_size=4),
+                          st.sampled_from([10.0, 20.0]), st.sampled_from([0.0, 1.0])), min_size=2, max_size=9))
+def test_the_quotient_is_the_coarsest_equitable_partition(spec):
+    # rings and chains of flows need several rounds; the quotient stops when its flow classes stop splitting
+    flows = [FlowSpec(np.array(links), np.array(coefs[:len(links)]), vol, lat) for links, coefs, vol, lat in spec]
+    capacity = np.array([3.0, 3.0, 5.0, 5.0, 7.0, 7.0, 3.0])
+    links, (indptr, local, coef) = sparse_usage(flows)
+    q = quotient(indptr, local, coef, capacity[links], np.array([f.volume for f in flows]),
+                 np.array([f.latency for f in flows]))
+    classes, nlinks = _naive_partition(flows, capacity)
+    if len(set(classes)) == len(flows):
+        assert q is None
+    else:
+        assert q is not None and q.of_flow.tolist() == classes and len(q.capacity) == nlinks
+        # and the same quotient from the links' global ids
+        again = quotient(indptr, links[local], coef, capacity, np.array([f.volume for f in flows]),
+                         np.array([f.latency for f in flows]))
+        assert all(np.array_equal(getattr(q, k), getattr(again, k)) for k in ("of_flow", "flow_rep", "indptr", "links",
+                                                                             "coef", "capacity"))
+
+
+def test_a_large_step_is_reduced_without_sorting_its_incidences_or_links(monkeypatch):
+    # 8 congruent flows, each over 12,000 private links (coefficients 1 and 2) and one shared link: a
+    # step of 96,001 links.  Sorting them (or the incidences) each time cost most of a 16,384-GPU ranking;
+    # their classes are told apart by comparison passes, hash tables and counting instead
+    k, private = 8, 12_000
+    indptr = np.arange(k + 1) * (private + 1)
+    links = np.concatenate([np.append(np.arange(c * private, (c + 1) * private), k * private) for c in range(k)])
+    coef = np.tile(np.append(np.where(np.arange(private) % 3 == 0, 2.0, 1.0), 1.0), k)
+    capacity = np.append(np.full(k * private, 5.0), 40.0)
+    sorted_sizes = []
+    for name in ("unique", "lexsort", "sort", "argsort"):
+        real = getattr(np, name)
+
+        def counted(x, *args, _real=real, **kw):
+            sorted_sizes.append(np.size(x))
+            return _real(x, *args, **kw)
+        monkeypatch.setattr(np, name, counted)
+    q = quotient(indptr, links, coef, capacity, np.full(k, 10.0), np.zeros(k))
+    monkeypatch.undo()
+    assert q is not None and q.of_flow.tolist() == [0] * k and len(q.capacity) == 3
+    assert q.coef.tolist() == [2.0, 1.0, 8.0]  # private links at 2 and 1 per byte (first seen first), shared 8 x 1
+    assert max(sorted_sizes, default=0) <= 64  # nothing the size of the links sorted
+
+
+def test_ids_tell_apart_hashes_that_share_their_low_bits():
+    # more values than the low-bits table, two distinct hashes alike in their low 16 bits: sorted apart
+    values = np.full(70_000, 7, dtype=np.uint64)
+    values[5::3] = np.uint64((1 << 40) + 7)
+    values[9] = np.uint64(3)
+    ids, count = _ids(values)
+    first = {}
+    expected = [first.setdefault(int(v), len(first)) for v in values]
+    assert count == 3 and ids.tolist() == expected
+    values[5::3] = np.uint64(8)  # now their low bits differ: the table tells them apart, the same ids
+    assert _ids(values)[0].tolist() == expected

@@ -201,15 +201,26 @@ def sparse_usage(flows: Sequence[FlowSpec]) -> tuple[np.ndarray, tuple[np.ndarra
 def _usage(flows: FlowArrays) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     n = len(flows)
     links, local = unique_inverse(flows.edges)
-    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(flows.indptr))
     coef = flows.coef
     keep = coef > 0
+    whole = bool(keep.all())
+    if whole:  # the usual case: every incidence kept, as laid out
+        indptr = np.asarray(flows.indptr, dtype=np.int64)
+    else:
+        owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(flows.indptr))
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(owner[keep], minlength=n), out=indptr[1:])
+        local, coef = local[keep], coef[keep]
+    # each flow's links strictly ascending (between flows anything goes): already one entry per link, in order
+    rising = local[1:] > local[:-1]
+    ends = indptr[1:-1]
+    rising[ends[(ends > 0) & (ends < len(local))] - 1] = True
+    if rising.all():
+        return links, (indptr.copy() if whole else indptr, local, coef)
     width = max(len(links), 1)
-    keys = owner[keep] * width + local[keep]
-    coef = coef[keep]
-    if keys.size and not np.all(keys[1:] > keys[:-1]):  # else already sorted and unique
-        keys, inv = unique_inverse(keys)
-        coef = np.bincount(inv, weights=coef, minlength=len(keys))
+    owner = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    keys, inv = unique_inverse(owner * width + local)
+    coef = np.bincount(inv, weights=coef, minlength=len(keys))
     owner, local = np.divmod(keys, width)
     indptr = np.concatenate([[0], np.cumsum(np.bincount(owner, minlength=n))]).astype(np.int64)
     return links, (indptr, local, coef)
@@ -252,7 +263,8 @@ def run_flow_arrays(flows: FlowArrays, capacity: np.ndarray, record: bool = Fals
     usage = _usage(flows)
     if not record and len(usage[1][2]) >= _SYMMETRY_MIN:
         links, (indptr, local, coef) = usage
-        q = quotient(indptr, links[local], coef, capacity, flows.volume, flows.latency)
+        # the links in use by their local ids (as the quotient would number them): no second pass to find them
+        q = quotient(indptr, local, coef, np.asarray(capacity, dtype=float)[links], flows.volume, flows.latency)
         if q is not None:  # one flow per class of flows that share links alike (p2sim.sim.symmetry)
             rep = q.flow_rep
             classes = FlowArrays(q.indptr, q.links, q.coef, flows.volume[rep], flows.latency[rep],

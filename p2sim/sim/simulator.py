@@ -394,9 +394,9 @@ class Simulator:
         coef_start = np.concatenate(row_coef)[order]
         indptr = np.zeros(len(order) + 1, dtype=np.int64)
         np.cumsum(length, out=indptr[1:])
-        within = np.arange(int(indptr[-1]), dtype=np.int64) - np.repeat(indptr[:-1], length)
-        edges = np.concatenate(blocks)[np.repeat(start, length) + within]
-        coef = np.concatenate(templates)[np.repeat(coef_start, length) + within]
+        at = np.arange(int(indptr[-1]), dtype=np.int64)  # entry i of row r: i - indptr[r] of its block, template
+        edges = np.concatenate(blocks)[at + np.repeat(start - indptr[:-1], length)]
+        coef = np.concatenate(templates)[at + np.repeat(coef_start - indptr[:-1], length)]
         group, flow = group[order], flow[order]
         per_group = np.bincount(group, minlength=ngroups)
         cls = {}

@@ -24,8 +24,12 @@ could change a result:
   and each round recolours every flow by its colour and the multiset of (coefficient, link
   colour) of its links, and every link likewise, until no class splits.  Multisets are
   compared through sums of 64-bit hashes, which could in principle collide; the partition
-  found is therefore **checked exactly** (sorted multisets compared element by element) and
-  discarded when the check fails.
+  found is therefore **checked exactly** (every entity's multiset counted and compared with
+  its class's first, or sorted where such a table would be large) and discarded when the
+  check fails.  A round whose flow classes do not split ends it: the links' next refinement,
+  by the same flow classes, could split none of theirs.  Nothing the size of the links or of
+  the (flow, link) pairs is sorted where avoidable (a step of 16,384 GPUs has ~500,000 pairs):
+  link colours stay hashes until the end, then get ids from a table of their low bits.
 
 :func:`quotient` returns ``None`` when there is nothing to gain (every flow its own class)
 or the check fails: the caller then solves the flows as they are.
@@ -44,6 +48,7 @@ of 8 bytes/s: one class of flows, two classes of links.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,33 +60,84 @@ __all__ = ["Quotient", "quotient"]
 _U = np.uint64
 _TOP = _U(1 << 63)
 _GOLD, _M1, _M2 = _U(0x9E3779B97F4A7C15), _U(0xBF58476D1CE4E5B9), _U(0x94D049BB133111EB)
+# hashes below this many values are told apart by sorting; above, by a table of their low bits of
+# this size (a power of 2): 2^16 entries, so that a few hundred link classes rarely share them
+_LOW = 1 << 16
+_FEW = 8  # distinct coefficients told apart by comparison passes; more by sorting
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """SplitMix64's finaliser: a bijection of 64-bit words that scatters nearby inputs."""
-    x = x.astype(_U) + _GOLD
-    x = (x ^ (x >> _U(30))) * _M1
-    x = (x ^ (x >> _U(27))) * _M2
-    return x ^ (x >> _U(31))
+    x = x.astype(_U)  # a copy, then worked on in place (no temporaries per step)
+    x += _GOLD
+    shifted = np.empty_like(x)
+    for bits, factor in ((30, _M1), (27, _M2), (31, None)):
+        np.right_shift(x, _U(bits), out=shifted)
+        x ^= shifted
+        if factor is not None:
+            x *= factor
+    return x
 
 
 def _ids(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Dense ids of equal values, in order of first appearance (deterministic)."""
-    _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inverse.reshape(-1)], len(first)
+    """Dense ids of equal values, in order of first appearance (deterministic).
 
-
-def _refine(colour: np.ndarray, groups: np.ndarray, starts: np.ndarray, elems: np.ndarray) -> tuple[np.ndarray, int]:
-    """New colours: old colour with the hashed multiset of ``elems`` of each entity.
-
-    ``elems`` are ordered by entity (``groups`` is that order's permutation of incidences and
-    ``starts`` each entity's first position in it); every entity has at least one.
+    64-bit hashes are first told apart by their low bits in a table (linear time); where two
+    distinct hashes share them, and for other values, by ``numpy.unique``'s sort and inverse.
+    Either way the first position of each value comes from a pass over the ids: ``numpy.unique``'s
+    ``return_index`` would take a stable sort, three times slower.
     """
-    sums = np.add.reduceat(elems[groups], starts)  # wraps modulo 2^64: a multiset hash
-    # the colour hashed apart from the elements (theirs are below 2^63): no swapped collisions
-    return _ids(_mix(_mix(colour.astype(_U) + _TOP) + sums))
+    inverse = None
+    if values.dtype == _U and len(values) > _LOW:
+        low = (values & _U(_LOW - 1)).astype(np.int64)
+        seen = np.full(_LOW, len(values), dtype=np.int64)
+        np.minimum.at(seen, low, np.arange(len(values), dtype=np.int64))
+        if np.array_equal(values[seen[low]], values):  # no two distinct hashes share their low bits
+            present = np.flatnonzero(seen < len(values))
+            first = seen[present]
+            label = np.empty(_LOW, dtype=np.int64)
+            label[present[np.argsort(first)]] = np.arange(len(present))
+            return label[low], len(present)
+    uniq, inverse = np.unique(values, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    first = np.full(len(uniq), len(inverse), dtype=np.int64)
+    np.minimum.at(first, inverse, np.arange(len(inverse), dtype=np.int64))
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return rank[inverse], len(first)
+
+
+def _few_ids(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Dense ids of equal values (in any order): a comparison pass per distinct value while they are
+    few (a step's coefficients take a handful), else ``numpy.unique``'s sort."""
+    ids = np.zeros(len(values), dtype=np.int64)
+    rest = np.flatnonzero(values != values[0])
+    count = 1
+    while rest.size and count < _FEW:
+        alike = values[rest] == values[rest[0]]
+        ids[rest[alike]] = count
+        rest = rest[~alike]
+        count += 1
+    if not rest.size:
+        return ids, count
+    uniq = np.unique(values)
+    return np.searchsorted(uniq, values), len(uniq)
+
+
+def _hash_of(keys: np.ndarray, size: int) -> np.ndarray:
+    """``_mix(keys)`` of non-negative integer keys below ``size``: looked up in a table of every key
+    where that table is no larger than the keys (one gather instead of the mixing passes)."""
+    if size <= len(keys):
+        return _mix(np.arange(size, dtype=np.int64))[keys]
+    return _mix(keys)
+
+
+def _pair(major: Callable[[], np.ndarray], nmajor: int, minor: np.ndarray, nminor: int) -> np.ndarray:
+    """Keys ``major * nminor + minor`` (``major()`` below ``nmajor``), without the passes over a side that
+    is constant (one class of flows, one coefficient: the usual case)."""
+    if nmajor == 1:
+        return minor
+    return major() if nminor == 1 else major() * nminor + minor
 
 
 def _equitable(colour: np.ndarray, order: np.ndarray, ptr: np.ndarray, key: np.ndarray) -> bool:
@@ -94,6 +150,19 @@ def _equitable(colour: np.ndarray, order: np.ndarray, ptr: np.ndarray, key: np.n
     ordered = key[order]
     within = np.arange(len(order)) - np.repeat(ptr[:-1], counts)
     return bool(np.array_equal(ordered, ordered[np.repeat(ptr[:-1][rep], counts) + within]))
+
+
+def _alike(colour: np.ndarray, rep: np.ndarray, entity: np.ndarray, key: np.ndarray, nkeys: int) -> bool:
+    """Whether every entity holds the same multiset of ``key`` (below ``nkeys``) as ``rep[its colour]``,
+    incidence ``i`` being entity ``entity[i]``'s.  Counted into a table of entities x keys where that
+    table is at most a few times the incidences (one pass, exact); else by :func:`_equitable`'s sort."""
+    n = len(colour)
+    if n * nkeys <= 4 * len(key) + (1 << 16):
+        table = np.bincount(entity if nkeys == 1 else entity * nkeys + key, minlength=n * nkeys).reshape(n, nkeys)
+        return bool(np.array_equal(table, table[rep[colour]]))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(entity, minlength=n), out=ptr[1:])
+    return _equitable(colour, np.lexsort((key, entity)), ptr, key)
 
 
 @dataclass(frozen=True)
@@ -123,41 +192,60 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
     if n < 2 or not counts.all():
         return None
     owner = np.repeat(np.arange(n, dtype=np.int64), counts)
-    used, local = unique_inverse(links)
-    cap = np.asarray(capacity, dtype=float)[used]
-    cid, ncoef = _ids(coef)
-    fcol, nf = _ids(np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
-                    .view(np.dtype((np.void, 16))).reshape(-1))
-    lcol, nl = _ids(cap)
-    lorder = np.argsort(local, kind="stable")
-    lptr = np.zeros(len(used) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(local, minlength=len(used)), out=lptr[1:])
-    forder = np.arange(len(local))
-    wide = _U(1 << 32)
+    links = np.asarray(links, dtype=np.int64)
+    capacity = np.asarray(capacity, dtype=float)
+    if np.bincount(links, minlength=len(capacity)).all():  # every link loaded: its id is its own
+        local, cap = links, capacity
+    else:
+        used, local = unique_inverse(links)
+        cap = capacity[used]
+    nlinks = len(cap)
+    cid, ncoef = _few_ids(np.asarray(coef, dtype=float))  # coefficient ids (any order serves)
+    attrs = np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
+    fcol, nf = _ids(attrs.view(np.dtype((np.void, 16))).reshape(-1))
+    lhash = _mix((cap + 0.0).view(_U))  # links coloured by their capacity (+ 0.0: -0.0 is 0.0)
+    # the hash of each (coefficient, link colour) incidence is looked up in a table of every pair where
+    # that table is no larger than the incidences
+    paired = ncoef * nlinks <= len(local)
+    at_link = cid * nlinks + local if paired else None
+    cterm = _mix(np.arange(ncoef, dtype=np.int64))
     for _ in range(rounds):
-        lcol2, nl2 = _refine(lcol, lorder, lptr[:-1], _mix(cid.astype(_U) * wide + fcol[owner].astype(_U)))
-        fcol2, nf2 = _refine(fcol, forder, indptr[:-1], _mix(cid.astype(_U) * wide + lcol2[local].astype(_U)))
-        settled = nl2 == nl and nf2 == nf
-        lcol, nl, fcol, nf = lcol2, nl2, fcol2, nf2
+        # links: their colour with the hashed multiset of (coefficient, flow colour) of their flows; a
+        # link's colour stays a 64-bit hash (no ids needed: flows are coloured by it next)
+        sums = np.zeros(nlinks, dtype=_U)
+        np.add.at(sums, local, _hash_of(_pair(lambda: fcol[owner], nf, cid, ncoef), nf * ncoef))
+        lhash = _mix(_mix(lhash + _TOP) + sums)  # wraps modulo 2^64: a multiset hash
+        # flows: theirs with the hashed multiset of (coefficient, link colour) of their links
+        if ncoef == 1:  # link colours are hashes already
+            elems = lhash[local]
+        elif paired:
+            elems = _mix(lhash[None, :] + cterm[:, None]).reshape(-1)[at_link]
+        else:
+            elems = _mix(lhash[local] + cterm[cid])
+        sums = np.add.reduceat(elems, indptr[:-1])
+        fcol2, nf2 = _ids(_mix(_mix(fcol.astype(_U) + _TOP) + sums))
+        # flow classes that no longer split are settled: the links' next refinement (by the same flow
+        # classes) cannot split theirs either, nor that the flows'
+        settled = nf2 == nf
+        fcol, nf = fcol2, nf2
         if nf == n:
             return None  # every flow its own class: nothing to gain
         if settled:
             break
     else:
         return None
-    # the exact check: equal attributes and equal sorted multisets within every class
+    lcol, nl = _ids(lhash)
+    # the exact check: equal attributes and equal multisets within every class
     _, frep = unique_first(fcol)
     _, lrep = unique_first(lcol)
-    attrs = np.stack([np.asarray(volume, dtype=float), np.asarray(latency, dtype=float)], axis=1)
     if not (np.array_equal(attrs, attrs[frep[fcol]]) and np.array_equal(cap, cap[lrep[lcol]])):
         return None
-    fkey = lcol[local] * ncoef + cid
-    lkey = fcol[owner] * ncoef + cid
-    if not (_equitable(fcol, np.lexsort((fkey, owner)), indptr, fkey)
-            and _equitable(lcol, np.lexsort((lkey, local)), lptr, lkey)):
+    at = lcol[local]
+    if not (_alike(fcol, frep, owner, _pair(lambda: at, nl, cid, ncoef), nl * ncoef)
+            and _alike(lcol, lrep, local, _pair(lambda: fcol[owner], nf, cid, ncoef), nf * ncoef)):
         return None
     # one link per link class; a class of flows loads it with its flows' summed coefficients
-    on_rep = np.flatnonzero(lrep[lcol[local]] == local)
+    on_rep = np.flatnonzero(lrep[at] == local)
     pair = fcol[owner[on_rep]] * nl + lcol[local[on_rep]]
     keys, inverse = unique_inverse(pair)
     qcoef = np.bincount(inverse, weights=coef[on_rep], minlength=len(keys))
