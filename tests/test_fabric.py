@@ -362,7 +362,7 @@ def _shape_classes_against_flows(system: str, nodes: int, axes: tuple[int, ...],
     Returns (groups, classes) over the first ``limit`` matrices."""
     from p2sim.collectives import Expander
     from p2sim.formalism.placement import enumerate_matrices
-    from p2sim.sim.simulator import _moved_classes
+    from p2sim.sim.moved import moved_classes
     from p2sim.sim.symmetry import quotient
 
     topo = load_system(system, nodes)
@@ -373,7 +373,7 @@ def _shape_classes_against_flows(system: str, nodes: int, axes: tuple[int, ...],
         step = Lowering.of(Placement.of(topo.hierarchy, axes, m), [0]).lower(parse_program("AllReduce(slice=0, Inside)"))[0]
         v = [2.0**30] * len(step.groups)
         classes = []
-        for g, vol, shifts, members in _moved_classes(topo, step, v):
+        for g, vol, shifts, members in moved_classes(topo, step, v):
             a, p = sim.expander.choose("AllReduce", g, vol, algo, "auto")
             c = sim.expander.collective(a, p, "AllReduce", g, vol)
             classes.append((c, vol, shifts, members))
@@ -412,11 +412,11 @@ def test_the_tiers_shape_symmetry_is_exact_and_refines_the_flow_level_one(system
 def test_a_strided_group_is_one_class_wherever_its_stage_is():
     """Data-parallel groups with one node per pipeline stage in every unit (nodes p, p + 4, ...) differ
     only by position: one class per local GPU (each its rail), not one per stage as well."""
-    from p2sim.sim.simulator import _moved_classes
+    from p2sim.sim.moved import moved_classes
 
     topo = load_system("superpod-h100", 64)  # 2 units of 32 nodes
     groups = [tuple((p + 4 * k) * 8 + g for k in range(16)) for p in range(4) for g in range(8)]
-    classes = list(_moved_classes(topo, LoweredStep(Op.ALL_REDUCE, tuple(groups)), [1.0] * len(groups)))
+    classes = list(moved_classes(topo, LoweredStep(Op.ALL_REDUCE, tuple(groups)), [1.0] * len(groups)))
     assert len(classes) == 8
     assert sorted(len(members) for *_, members in classes) == [4] * 8
 

@@ -163,7 +163,7 @@ def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypa
     # groups; with ECMP every group alone) -- checked against the simulator's own, counted as it runs: every
     # bounded step, plus each matrix's AllReduce (simulated where the others are bounded), exactly
     from p2sim.collectives import step_fractions
-    from p2sim.sim import simulator
+    from p2sim.sim import moved, simulator
     from p2sim.studies import rank
     from p2sim.studies.jobsize import StepCount
 
@@ -173,7 +173,7 @@ def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypa
                                                 simulator.Simulator._step, simulator.Simulator.simulate)
 
     def classes(sim, step, volumes) -> int:
-        return len(list(simulator._moved_classes(sim.topo, step, volumes)))
+        return len(list(moved.moved_classes(sim.topo, step, volumes)))
 
     def counted(*args, **kwargs):
         out = counting(*args, **kwargs)

@@ -204,7 +204,8 @@ def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system
     import numpy as np
 
     from p2sim.sim.engine import FlowArrays
-    from p2sim.sim.simulator import _moved_classes, flow_specs
+    from p2sim.sim.moved import moved_classes
+    from p2sim.sim.simulator import flow_specs
 
     topo = load_system(system, nodes)
     gpn = topo.gpus_per_node
@@ -214,7 +215,7 @@ def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system
         volumes = (float(S),) * len(step.groups)
         op = step.op.value
         classes = []
-        for g, v, shifts, members in _moved_classes(topo, step, volumes):
+        for g, v, shifts, members in moved_classes(topo, step, volumes):
             algo, proto = sim.expander.choose(op, g, v, sim.algo, sim.proto)
             classes.append((sim.expander.collective(algo, proto, op, g, v), v, shifts, members))
         fast, capacity = sim._flow_arrays(op, step, classes)
@@ -238,48 +239,3 @@ def test_tasks_in_one_process_forget_the_decisions_of_the_tasks_before():
     assert all(not e.choice and not e.settings for e in shared._expansions.values()) and shared._expansions
     assert run_task(a) == first
     assert task_context(a) is shared  # found again by the spec's value
-
-
-def _unique_row_classes(topo, groups, volumes):
-    """The classes of the same group moved as numpy.unique over the key's rows found them (before the lexsort):
-    the reference of _moved_classes' order, representatives, shifts and positions."""
-    import numpy as np
-
-    gpn = topo.gpus_per_node
-    arr = np.array(groups, dtype=np.int64)
-    first = arr.min(axis=1) // gpn
-    key = np.concatenate([arr - (first * gpn)[:, None], np.asarray(volumes, dtype=float).view(np.int64)[:, None],
-                          topo.move_keys(arr // gpn)], axis=1)
-    _, rep, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.searchsorted(inverse[order], np.arange(len(rep) + 1))
-    for c, r in enumerate(rep.tolist()):
-        members = order[bounds[c]:bounds[c + 1]]
-        yield tuple(groups[r]), volumes[r], first[members] - first[r], members
-
-
-@functools.cache
-def _fabric(system: str, nodes: int):
-    return load_system(system, nodes)
-
-
-@settings(max_examples=60, deadline=None)
-@given(system=st.sampled_from([("superpod-h100", 64), ("roce-h100", 24), ("h100", 16)]),
-       size=st.integers(1, 12), data=st.data())
-def test_moved_classes_are_numpy_uniques_row_classes_in_its_order(system, size, data):
-    import numpy as np
-
-    from p2sim.sim.simulator import _moved_classes
-
-    topo = _fabric(*system)
-    devices = topo.gpus_per_node * topo.node_count
-    groups = data.draw(st.lists(st.lists(st.integers(0, devices - 1), min_size=size, max_size=size, unique=True)
-                                .map(tuple), min_size=1, max_size=40))
-    volumes = data.draw(st.lists(st.sampled_from([0.0, 1.0, 0.5, 2.0**30]), min_size=len(groups),
-                                 max_size=len(groups)))
-    got = list(_moved_classes(topo, LoweredStep(Op.ALL_REDUCE, tuple(groups)), volumes))
-    want = list(_unique_row_classes(topo, groups, volumes))
-    assert [(g, v) for g, v, _, _ in got] == [(g, v) for g, v, _, _ in want]
-    for (_, _, shifts, members), (_, _, s0, m0) in zip(got, want):
-        assert np.array_equal(shifts, s0) and np.array_equal(members, m0)

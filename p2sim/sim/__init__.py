@@ -21,6 +21,8 @@ Modules
     Max-min fair sharing of links among weighted fluid flows, kept up to date incrementally.
 :mod:`.model_config`
     The rates a run gives the collective model: a system file's ``[model]`` table, or calibration's fit.
+:mod:`.moved`
+    Groups of a step that are one group moved between nodes: their classes, and the links all of them load.
 :mod:`.nccl_plan`
     What NCCL would build on a system: each algorithm's protocol, channels and heads for one AllReduce.
 :mod:`.results`

@@ -46,6 +46,7 @@ from .context import SimulationContext
 from .engine import FlowArrays, FlowSpec, run_flow_arrays, run_flows
 from .engines import check_engine
 from .model_config import ModelConfig
+from .moved import link_work, moved_classes
 from .results import ProgramResult, StepResult
 
 __all__ = ["Simulator", "check_program_completes", "BOUND_SLACK"]
@@ -245,7 +246,7 @@ class Simulator:
         gpn = self.topo.gpus_per_node
         alone, start = 0.0, math.inf
         edges, loads = [], []
-        for g, v, shifts, _ in _moved_classes(self.topo, step, volumes):
+        for g, v, shifts, _ in moved_classes(self.topo, step, volumes):
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             c = self.expander.collective(algo, proto, op, g, v)
             alone = max(alone, self.expander.analytic_seconds(c, v))
@@ -256,7 +257,7 @@ class Simulator:
         e = np.concatenate(edges)
         if not len(e):
             return alone
-        used, work = _link_work(e, np.concatenate(loads), len(self.topo.capacity))
+        used, work = link_work(e, np.concatenate(loads), len(self.topo.capacity))
         with np.errstate(divide="ignore"):
             links = float(np.max(work / self.topo.capacity[used]))
         return max(alone, start + links)
@@ -279,7 +280,7 @@ class Simulator:
         alone: Binding | None = None
         start = math.inf
         moved, loads = [], []  # per class of moved groups: (groups, edges) link ids, and bytes on each
-        for g, v, shifts, _ in _moved_classes(self.topo, step, volumes):
+        for g, v, shifts, _ in moved_classes(self.topo, step, volumes):
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             c = self.expander.collective(algo, proto, op, g, v)
             b = collective_binding(c, self.topo.capacity, self.topo.edge_class, v)
@@ -293,7 +294,7 @@ class Simulator:
         e = np.concatenate([m.ravel() for m in moved])
         if not len(e):
             return alone
-        used, work = _link_work(e, np.concatenate(loads), len(self.topo.capacity))
+        used, work = link_work(e, np.concatenate(loads), len(self.topo.capacity))
         per_link = work / self.topo.capacity[used]
         k = int(np.argmax(per_link))
         if start + float(per_link[k]) <= alone.seconds * (1 + 1e-9):
@@ -336,7 +337,7 @@ class Simulator:
         # one collective per class of groups that are the same group moved between nodes: the
         # others are it moved (an exact symmetry), their flows its flows shifted
         classes = []
-        for g, v, shifts, members in _moved_classes(self.topo, step, volumes):
+        for g, v, shifts, members in moved_classes(self.topo, step, volumes):
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             classes.append((self.expander.collective(algo, proto, op, g, v), v, shifts, members))
         choices = tuple(sorted({(c.algo, c.proto, c.channels) for c, _, _, _ in classes}))
@@ -420,57 +421,6 @@ def _spanned(step: LoweredStep, gpn: int) -> int:
         return max(len({d // gpn for d in g}) for g in step.groups)
     nodes = np.sort(arr // gpn, axis=1)
     return int(1 + np.max(np.count_nonzero(nodes[:, 1:] != nodes[:, :-1], axis=1), initial=0))
-
-
-def _link_work(edges: np.ndarray, loads: np.ndarray, links: int) -> tuple[np.ndarray, np.ndarray]:
-    """The links used (ascending) and the bytes on each: ``loads`` summed per link of ``edges`` in their
-    order, as ``numpy.unique`` and a bincount of its inverse would (the same sums), by counting straight
-    into a table of every link (no remapping pass)."""
-    used = np.flatnonzero(np.bincount(edges, minlength=links))
-    return used, np.bincount(edges, weights=loads, minlength=links)[used]
-
-
-def _moved_classes(topo: Topology, step: LoweredStep, volumes: Sequence[float]):
-    """The groups of a step by class of the same group moved between nodes (with the same
-    buffer and, on a fabric, the same :meth:`~p2sim.topology.Topology.move_key`): per class one
-    group, and the node shifts (from it) and positions of all its groups."""
-    gpn = topo.gpus_per_node
-    arr = step.array
-    if arr is not None:
-        first = arr.min(axis=1) // gpn
-        key = moved_class_key(topo, arr, first, volumes)
-        # numpy.unique(key, axis=0)'s classes in its order (rows ascending, compared column by column as int64),
-        # each with its first row and its rows in order: a stable lexsort finds them without sorting the rows
-        # as structured records (which cost a quarter of a fabric ranking's bounds)
-        order = np.lexsort(key.T[::-1])
-        ranked = key[order]
-        new = np.empty(len(order), dtype=bool)
-        new[0] = True
-        np.any(ranked[1:] != ranked[:-1], axis=1, out=new[1:])
-        bounds = np.append(np.flatnonzero(new), len(order))
-        rep = order[bounds[:-1]]
-        for c, r in enumerate(rep.tolist()):
-            members = order[bounds[c]:bounds[c + 1]]
-            yield tuple(arr[r].tolist()), volumes[r], first[members] - first[r], members
-        return
-    groups = step.groups
-    classes: dict[tuple, list[int]] = {}
-    for i, g in enumerate(groups):
-        f = min(g) // gpn
-        classes.setdefault((tuple(m - f * gpn for m in g), volumes[i], topo.move_key([m // gpn for m in g])),
-                           []).append(i)
-    for members in classes.values():
-        r = members[0]
-        f = min(groups[r]) // gpn
-        yield (tuple(groups[r]), volumes[r], np.array([min(groups[i]) // gpn - f for i in members], dtype=np.int64),
-               np.array(members, dtype=np.int64))
-
-
-def moved_class_key(topo: Topology, arr: np.ndarray, first: np.ndarray, volumes: Sequence[float]) -> np.ndarray:
-    """:func:`_moved_classes`' key: a row per group (``arr``: a row of GPUs each, ``first`` its first node, a
-    buffer each), equal rows one class (the job-size estimate counts classes with it)."""
-    cols = [arr - (first * topo.gpus_per_node)[:, None], np.asarray(volumes, dtype=float).view(np.int64)[:, None]]
-    return np.concatenate([*cols, topo.move_keys(arr // topo.gpus_per_node)], axis=1)
 
 
 def flow_specs(colls: Sequence[Collective], volumes: Sequence[float], links: int) -> tuple[list[FlowSpec], list[float]]:

@@ -48,7 +48,7 @@ from ..formalism.hierarchy import Lowering, Order, SynthesisHierarchy
 from ..formalism.placement import Matrix, Placement
 from ..formalism.program import Instruction
 from ..collectives import step_fractions
-from ..sim.simulator import moved_class_key
+from ..sim.moved import moved_class_key
 from ..topology import Topology
 from ..formalism.synthesis import Profile, synthesize
 from ..topology.spec import SystemSpec
@@ -96,7 +96,7 @@ STEP_SECONDS_PER_GPU = 0.3e-6
 ECMP_STEP_FACTOR = 3.3
 # * after the symmetries (issue 34), a job's bounds cost what they build, not its GPU-steps: a step is bounded
 #   once per distinct (lowered step, buffer fractions) and builds one collective per class of its groups
-#   that are one group moved (sim/simulator.py _moved_classes: by tier shape on a fabric, each group alone
+#   that are one group moved (sim/moved.py moved_classes: by tier shape on a fabric, each group alone
 #   with ECMP).  Fitted to `rank --axes data=GPUs/32,pipeline=4,tensor=8 --reduce data --bytes 4GiB --workers 1`
 #   on superpod-h100 (this machine, load 2-3): 256 nodes 21.4 CPU s (3,002 distinct steps over 5.9 M GPUs,
 #   17,020 collectives, 113,457 program steps), 2,048 nodes 89.8 CPU s (4,014 steps over 63.4 M GPUs,
@@ -344,11 +344,11 @@ def step_counts(topo: Topology, matrices: Sequence[Matrix], reduce_axes: Sequenc
 
 
 def _classes_by_volume(topo: Topology, groups: np.ndarray, volumes: Sequence[Sequence[float]]) -> list[int]:
-    """How many classes the simulator's ``_moved_classes`` finds among a step's groups (a row of GPUs each;
+    """How many classes the simulator's ``moved_classes`` finds among a step's groups (a row of GPUs each;
     row ``r`` with buffer ``v[r % len(v)]``) for each ``v`` of ``volumes``: the collectives a bound builds."""
     arr = np.asarray(groups, dtype=np.int64)
     key = moved_class_key(topo, arr, arr.min(axis=1) // topo.gpus_per_node, np.zeros(len(arr)))
-    order = np.lexsort(key.T[::-1])  # as _moved_classes ranks them: a class per run of equal rows
+    order = np.lexsort(key.T[::-1])  # as moved_classes ranks them: a class per run of equal rows
     shape = np.empty(len(arr), dtype=np.int64)
     shape[order] = np.cumsum(np.append(True, np.any(key[order][1:] != key[order][:-1], axis=1))) - 1
     out = []

@@ -1,0 +1,74 @@
+"""Tests of p2sim.sim.moved: the classes of a step's groups that are one group moved, and their link loads."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from p2sim.formalism.hierarchy import LoweredStep
+from p2sim.formalism.semantics import Op
+from p2sim.sim.moved import link_work, moved_classes
+from p2sim.topology import load_system
+
+
+def _unique_row_classes(topo, groups, volumes):
+    """The classes of the same group moved as numpy.unique over the key's rows found them (before the lexsort):
+    the reference of moved_classes' order, representatives, shifts and positions."""
+    gpn = topo.gpus_per_node
+    arr = np.array(groups, dtype=np.int64)
+    first = arr.min(axis=1) // gpn
+    key = np.concatenate([arr - (first * gpn)[:, None], np.asarray(volumes, dtype=float).view(np.int64)[:, None],
+                          topo.move_keys(arr // gpn)], axis=1)
+    _, rep, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(rep) + 1))
+    for c, r in enumerate(rep.tolist()):
+        members = order[bounds[c]:bounds[c + 1]]
+        yield tuple(groups[r]), volumes[r], first[members] - first[r], members
+
+
+@functools.cache
+def _fabric(system: str, nodes: int):
+    return load_system(system, nodes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(system=st.sampled_from([("superpod-h100", 64), ("roce-h100", 24), ("h100", 16)]),
+       size=st.integers(1, 12), data=st.data())
+def testmoved_classes_are_numpy_uniques_row_classes_in_its_order(system, size, data):
+    
+    topo = _fabric(*system)
+    devices = topo.gpus_per_node * topo.node_count
+    groups = data.draw(st.lists(st.lists(st.integers(0, devices - 1), min_size=size, max_size=size, unique=True)
+                                .map(tuple), min_size=1, max_size=40))
+    volumes = data.draw(st.lists(st.sampled_from([0.0, 1.0, 0.5, 2.0**30]), min_size=len(groups),
+                                 max_size=len(groups)))
+    got = list(moved_classes(topo, LoweredStep(Op.ALL_REDUCE, tuple(groups)), volumes))
+    want = list(_unique_row_classes(topo, groups, volumes))
+    assert [(g, v) for g, v, _, _ in got] == [(g, v) for g, v, _, _ in want]
+    for (_, _, shifts, members), (_, _, s0, m0) in zip(got, want):
+        assert np.array_equal(shifts, s0) and np.array_equal(members, m0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(edges=st.lists(st.integers(0, 30), min_size=1, max_size=80), data=st.data())
+def test_link_work_is_numpy_uniques_sums_in_edge_order(edges, data):
+    e = np.array(edges, dtype=np.int64)
+    loads = np.array(data.draw(st.lists(st.floats(0, 1e9), min_size=len(e), max_size=len(e))))
+    used, work = link_work(e, loads, 31)
+    want_used, inverse = np.unique(e, return_inverse=True)
+    # the same sums, bit for bit: bincount adds each link's loads in the edges' order either way
+    assert used.tolist() == want_used.tolist()
+    assert work.tolist() == np.bincount(inverse.reshape(-1), weights=loads, minlength=len(want_used)).tolist()
+
+
+def test_a_node_moved_pair_is_one_class():
+    topo = load_system("a100", 2)
+    step = LoweredStep(Op.ALL_REDUCE, ((0, 1), (2, 3), (16, 17), (18, 19)))
+    classes = list(moved_classes(topo, step, [1.0, 1.0, 1.0, 2.0]))  # (18, 19) moves another buffer
+    assert [(g, v, s.tolist(), m.tolist()) for g, v, s, m in classes] == [
+        ((0, 1), 1.0, [0, 1], [0, 2]), ((2, 3), 1.0, [0], [1]), ((18, 19), 2.0, [0], [3])]
