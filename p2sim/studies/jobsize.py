@@ -48,6 +48,7 @@ from ..formalism.hierarchy import Lowering, Order, SynthesisHierarchy
 from ..formalism.placement import Matrix, Placement
 from ..formalism.program import Instruction
 from ..collectives import step_fractions
+from ..collectives.expand import CACHE_BYTES
 from ..sim.moved import moved_class_key
 from ..topology import Topology
 from ..formalism.synthesis import Profile, synthesize
@@ -119,6 +120,12 @@ SIMULATED_SECONDS_PER_GPU = 8.4e-6
 #   worker process bounding at 131,072 GPUs (9.6 KiB a GPU), on top of the process's own 100 MiB.
 STRUCTURE_BYTES_PER_GPU = 9.6 * 2**10
 PROCESS_BYTES = 100 * 2**20
+# * and the collectives and structures each process keeps, up to the expander's CACHE_BYTES (its LRU bound),
+#   which a large system fills: at 8 KiB a GPU from 16,384 GPUs on.  Measured peaks against the estimate,
+#   rank --axes data=GPUs/32,pipeline=4,tensor=8 --workers 1: superpod-h100 at 2,048 nodes 426 MiB (estimate
+#   398 MiB), at 256 nodes 154 MiB (151 MiB); flat h100 at 2,048 nodes 215 MiB (398 MiB, high: its collectives
+#   hold fewer arrays than a fabric's).
+CACHE_BYTES_PER_GPU = 8 * 2**10
 
 # the --bytes default in words (requests.default_bytes computes it)
 DEFAULT_BYTES_HELP = ("P2's 2^29 x nodes float32, i.e. 2 GiB x nodes per GPU: 4 GiB on 2 nodes, 512 GiB on 256; "
@@ -214,7 +221,8 @@ class JobCost:
     --------
     >>> cost = JobCost(gpus=1024, builds=1, gpu_steps=1024 * 1000, processes=2, synthesis_seconds=1.0,
     ...                synthesis_bytes=0)
-    >>> round(cost.seconds, 4), cost.memory == 2 * (PROCESS_BYTES + 1024 * STRUCTURE_BYTES_PER_GPU)
+    >>> kept = 1024 * (STRUCTURE_BYTES_PER_GPU + CACHE_BYTES_PER_GPU)
+    >>> round(cost.seconds, 4), cost.memory == 2 * (PROCESS_BYTES + kept)
     (1.3072, True)
     """
 
@@ -237,7 +245,8 @@ class JobCost:
     @property
     def memory(self) -> float:
         """The synthesis (in this process, inherited by forked workers) and every process's structures."""
-        return self.synthesis_bytes + self.processes * (PROCESS_BYTES + self.gpus * STRUCTURE_BYTES_PER_GPU)
+        kept = min(CACHE_BYTES, self.gpus * CACHE_BYTES_PER_GPU)
+        return self.synthesis_bytes + self.processes * (PROCESS_BYTES + self.gpus * STRUCTURE_BYTES_PER_GPU + kept)
 
     def brief(self) -> str:
         """The estimate in a few words, for the line that announces a job it let start."""
