@@ -98,24 +98,21 @@ ECMP_STEP_FACTOR = 3.3
 # * after the symmetries (issue 34), a job's bounds cost what they build, not its GPU-steps: a step is bounded
 #   once per distinct (lowered step, buffer fractions) and builds one collective per class of its groups
 #   that are one group moved (sim/moved.py moved_classes: by tier shape on a fabric, each group alone
-#   with ECMP).  Fitted to `rank --axes data=GPUs/32,pipeline=4,tensor=8 --reduce data --bytes 4GiB --workers 1`
-#   on superpod-h100 (this machine, load 2-3): 256 nodes 21.4 CPU s (3,002 distinct steps over 5.9 M GPUs,
-#   17,020 collectives, 113,457 program steps), 2,048 nodes 89.8 CPU s (4,014 steps over 63.4 M GPUs,
-#   22,729 collectives, 168,839 program steps; the GPU-step estimate above said 14 min): a collective chosen
-#   and built 0.65 ms, a distinct step's moves and link sums 1.0 us per GPU, a program step's lookups 10 us
-#   (the cProfile of the 256-node run: lower_bound's own time per step).  The event-driven runs of the
-#   programs that can still win are not counted (12 of flat h100's 17.7 s at 2,048 nodes).
-#   With ECMP each group is still a collective chosen and finished on its own (its ports can change NCCL's
-#   choice), but its structure is moved from its class's up to the ports, re-hashed, not built: counted
-#   alike here, an overestimate of the cost (roce-h100 at 32 nodes: 26.0 -> 20.9 CPU s, docs/performance.md).
-CLASS_SECONDS = 0.65e-3
-DISTINCT_STEP_SECONDS_PER_GPU = 1.0e-6
-PROGRAM_STEP_SECONDS = 10e-6
-# * the event-driven runs a bounded search makes for sure: every (matrix, algorithm)'s AllReduce, one step on
-#   every GPU (search.bound_task), per GPU.  The programs simulated afterwards, those that can still win, are
-#   not known before the bounds and are not counted (on the targets of benchmarks/fabric_2048.py a few per
-#   matrix).  Measured: see SIMULATED_SECONDS_PER_GPU's fit in docs/performance.md.
-SIMULATED_SECONDS_PER_GPU = 8.4e-6
+#   with ECMP), and each (matrix, algorithm)'s AllReduce is simulated event-driven, one step on every GPU
+#   (search.bound_task; the programs simulated afterwards, those that can still win, are not known before the
+#   bounds and are not counted: on the jobs below, none to a few per matrix).  Fitted by non-negative least
+#   squares on relative errors (each job alike) to nine jobs of benchmarks/fabric_2048.py's kind (`--workers 1`,
+#   this machine, load 1-1.5, CPU s measured / estimated with these constants): rank of data=GPUs/32,
+#   pipeline=4,tensor=8 reducing data on superpod-h100 at 2,048 nodes 60.3 / 52.8 and 256 nodes 13.6 / 13.7,
+#   on flat h100 at 2,048 nodes 8.3 / 5.5, on roce-h100 (ECMP) at 64 nodes 63.6 / 67.5, on gb200-nvl72-pod
+#   at 224 racks 200.3 / 170.8; its whatif of 3 points on superpod-h100 147.2 / 139.2 and on h100
+#   15.6 / 15.3; the 4-axis rank on superpod-h100 123.2 / 132.8; plan with three reductions on
+#   superpod-h100 90.1 / 114.8.  With ECMP each group is a collective chosen and finished on its own (its
+#   ports can change NCCL's choice); its structure is moved from its class's up to the ports and re-hashed.
+CLASS_SECONDS = 0.30e-3  # a collective chosen and built (or moved)
+DISTINCT_STEP_SECONDS_PER_GPU = 0.12e-6  # a distinct step's moves and link sums, per GPU
+PROGRAM_STEP_SECONDS = 15e-6  # a program step's lookups
+SIMULATED_SECONDS_PER_GPU = 29e-6  # an AllReduce simulated event-driven, per GPU
 # * the structures each process builds per system (topology, routes, groups, flow arrays): 1.2 GiB per
 #   worker process bounding at 131,072 GPUs (9.6 KiB a GPU), on top of the process's own 100 MiB.
 STRUCTURE_BYTES_PER_GPU = 9.6 * 2**10
