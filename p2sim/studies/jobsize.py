@@ -119,8 +119,8 @@ STRUCTURE_BYTES_PER_GPU = 9.6 * 2**10
 PROCESS_BYTES = 100 * 2**20
 # * and the collectives and structures each process keeps, up to the expander's CACHE_BYTES (its LRU bound),
 #   which a large system fills: at 8 KiB a GPU from 16,384 GPUs on.  Measured peaks against the estimate,
-#   rank --axes data=GPUs/32,pipeline=4,tensor=8 --workers 1: superpod-h100 at 2,048 nodes 426 MiB (estimate
-#   398 MiB), at 256 nodes 154 MiB (151 MiB); flat h100 at 2,048 nodes 215 MiB (398 MiB, high: its collectives
+#   rank --axes data=GPUs/32,pipeline=4,tensor=8 --workers 1: superpod-h100 at 2,048 nodes 416 MiB (estimate
+#   397 MiB), at 256 nodes 150 MiB (137 MiB); flat h100 at 2,048 nodes 210 MiB (386 MiB, high: its collectives
 #   hold fewer arrays than a fabric's).
 CACHE_BYTES_PER_GPU = 8 * 2**10
 
