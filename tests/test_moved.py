@@ -72,3 +72,34 @@ def test_a_node_moved_pair_is_one_class():
     classes = list(moved_classes(topo, step, [1.0, 1.0, 1.0, 2.0]))  # (18, 19) moves another buffer
     assert [(g, v, s.tolist(), m.tolist()) for g, v, s, m in classes] == [
         ((0, 1), 1.0, [0, 1], [0, 2]), ((2, 3), 1.0, [0], [1]), ((18, 19), 2.0, [0], [3])]
+
+
+def test_step_geometry_gives_what_it_would_compute_again_at_every_size():
+    """A step bounded at several sizes: the kept classes and moved links are those computed afresh, also
+    where the buffers differ (not kept) and after the links' budget has dropped older entries."""
+    from p2sim.formalism.placement import Placement
+    from p2sim.formalism.hierarchy import Lowering
+    from p2sim.formalism.program import parse_program
+    from p2sim.sim import Simulator
+    from p2sim.sim.moved import StepGeometry
+
+    topo = load_system("superpod-h100", 64)
+    sim = Simulator(topo)
+    geometry = StepGeometry(topo, budget=1)  # every new entry drops the one before
+    step = Lowering.of(Placement.of(topo.hierarchy, (16, 4, 8), ((2, 1, 8), (1, 4, 1), (1, 8, 1))), [0]).lower(
+        parse_program("AllReduce(slice=0, Inside)"))[0]
+    n = step.shape[0]
+    for volumes in ([2.0**30] * n, [2.0**20] * n, [2.0**30] * n, [2.0**30] * (n - 1) + [1.0]):
+        got = geometry.classes(step, volumes)
+        want = list(moved_classes(topo, step, volumes))
+        assert [(g, v, s.tolist(), m.tolist()) for g, v, s, m in got] == [
+            (g, v, s.tolist(), m.tolist()) for g, v, s, m in want]
+        edges = []
+        for g, v, _, _ in got:
+            a, p = sim.expander.choose("AllReduce", g, v)
+            edges.append(sim.expander.collective(a, p, "AllReduce", g, v).link_load()[0])
+        e, used = geometry.links(step, got, edges)
+        again = np.concatenate([topo.move_edges(x, min(g) // topo.gpus_per_node, s).ravel()
+                                for x, (g, _, s, _) in zip(edges, got)])
+        assert e.tolist() == again.tolist() and used.tolist() == np.unique(again).tolist()
+    assert len(geometry._links) == 1 and len(geometry._classes) == 1

@@ -46,7 +46,7 @@ from .context import SimulationContext
 from .engine import FlowArrays, FlowSpec, run_flow_arrays, run_flows
 from .engines import check_engine
 from .model_config import ModelConfig
-from .moved import link_work, moved_classes
+from .moved import StepGeometry, link_work, moved_classes
 from .results import ProgramResult, StepResult
 
 __all__ = ["Simulator", "check_program_completes", "BOUND_SLACK"]
@@ -118,6 +118,7 @@ class Simulator:
         # (a traced simulator keeps its own, with the traces)
         self._steps: dict[tuple, StepResult] = {} if trace else self.context.steps(self.proto, self.engine, rates)
         self._seen: dict[int, tuple[object, bytes]] = {}
+        self._geometry = StepGeometry(topo)  # a step's classes and moved links, for its bounds at other sizes
         why = self.expander.why_not(self.algo, proto=self.proto)
         if why is not None:  # NCCL refuses an NCCL_ALGO it cannot honour (enqueue.cc)
             raise InputError(f"algo: {self.algo} cannot run on {topo.spec.name}: {why}")
@@ -243,21 +244,21 @@ class Simulator:
 
     def _step_bound(self, step: LoweredStep, volumes: Sequence[float]) -> float:
         op = step.op.value
-        gpn = self.topo.gpus_per_node
         alone, start = 0.0, math.inf
-        edges, loads = [], []
-        for g, v, shifts, _ in moved_classes(self.topo, step, volumes):
+        colls, loads = [], []
+        classes = self._geometry.classes(step, volumes)
+        for g, v, shifts, _ in classes:
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             c = self.expander.collective(algo, proto, op, g, v)
             alone = max(alone, self.expander.analytic_seconds(c, v))
             start = min(start, c.latency)
             e, load = c.link_load()
-            edges.append(self.topo.move_edges(e, min(g) // gpn, shifts).ravel())
+            colls.append(e)
             loads.append(np.tile(load * v, len(shifts)))
-        e = np.concatenate(edges)
+        e, used = self._geometry.links(step, classes, colls)
         if not len(e):
             return alone
-        used, work = link_work(e, np.concatenate(loads), len(self.topo.capacity))
+        work = np.bincount(e, weights=np.concatenate(loads), minlength=len(self.topo.capacity))[used]
         with np.errstate(divide="ignore"):
             links = float(np.max(work / self.topo.capacity[used]))
         return max(alone, start + links)
