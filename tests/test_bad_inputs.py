@@ -220,7 +220,7 @@ def test_an_ecmp_whatif_is_refused_up_front_with_its_estimate(capsys, monkeypatc
     monkeypatch.setattr(whatif, "run_search", no_search)
     line = refused(capsys, "whatif", "--system", "roce-h100", "--nodes", "512", "--axes", "data=128,pipeline=4,tensor=8",
                    "--reduce", "data", "--bytes", "4GiB", "--vary", "routing=ecmp,adaptive", "--workers", "1",
-                   says=("job: whatif on roce-h100 over 2 points (512 nodes at the largest) would take about 425 s "
+                   says=("job: whatif on roce-h100 over 2 points (512 nodes at the largest) would take about 382 s "
                          "of CPU time", "1,342,050 collectives built", "more than the limit of 300 "
                          "s; fewer --vary values, fewer --nodes or a smaller --max-size make it smaller, --yes runs "
                          "it anyway"))

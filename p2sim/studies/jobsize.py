@@ -102,24 +102,24 @@ ECMP_STEP_FACTOR = 3.3
 #   (search.bound_task; the programs simulated afterwards, those that can still win, are not known before the
 #   bounds and are not counted: on the jobs below, none to a few per matrix).  Fitted by non-negative least
 #   squares on relative errors (each job alike) to nine jobs of benchmarks/fabric_2048.py's kind (`--workers 1`,
-#   this machine, load 1-1.5, CPU s measured / estimated with these constants): rank of data=GPUs/32,
-#   pipeline=4,tensor=8 reducing data on superpod-h100 at 2,048 nodes 60.3 / 52.8 and 256 nodes 13.6 / 13.7,
-#   on flat h100 at 2,048 nodes 8.3 / 5.5, on roce-h100 (ECMP) at 64 nodes 63.6 / 67.5, on gb200-nvl72-pod
-#   at 224 racks 200.3 / 170.8; its whatif of 3 points on superpod-h100 147.2 / 139.2 and on h100
-#   15.6 / 15.3; the 4-axis rank on superpod-h100 123.2 / 132.8; plan with three reductions on
-#   superpod-h100 90.1 / 114.8.  With ECMP each group is a collective chosen and finished on its own (its
+#   this machine, load 1-2, CPU s measured / estimated with these constants): rank of data=GPUs/32,
+#   pipeline=4,tensor=8 reducing data on superpod-h100 at 2,048 nodes 48.8 / 44.3 and 256 nodes 12.8 / 12.8,
+#   on flat h100 at 2,048 nodes 7.6 / 4.0, on roce-h100 (ECMP) at 64 nodes 56.5 / 61.4, on gb200-nvl72-pod
+#   at 224 racks 203.0 / 154.2; its whatif of 3 points on superpod-h100 122.3 / 113.7 and on h100
+#   12.7 / 10.9; the 4-axis rank on superpod-h100 110.1 / 109.1; plan with three reductions on
+#   superpod-h100 64.5 / 88.7.  With ECMP each group is a collective chosen and finished on its own (its
 #   ports can change NCCL's choice); its structure is moved from its class's up to the ports and re-hashed.
-CLASS_SECONDS = 0.30e-3  # a collective chosen and built (or moved)
+CLASS_SECONDS = 0.27e-3  # a collective chosen and built (or moved)
 DISTINCT_STEP_SECONDS_PER_GPU = 0.12e-6  # a distinct step's moves and link sums, per GPU
-PROGRAM_STEP_SECONDS = 15e-6  # a program step's lookups
-SIMULATED_SECONDS_PER_GPU = 29e-6  # an AllReduce simulated event-driven, per GPU
+PROGRAM_STEP_SECONDS = 21e-6  # a program step's lookups
+SIMULATED_SECONDS_PER_GPU = 19e-6  # an AllReduce simulated event-driven, per GPU
 # * the structures each process builds per system (topology, routes, groups, flow arrays): 1.2 GiB per
 #   worker process bounding at 131,072 GPUs (9.6 KiB a GPU), on top of the process's own 100 MiB.
 STRUCTURE_BYTES_PER_GPU = 9.6 * 2**10
 PROCESS_BYTES = 100 * 2**20
 # * and the collectives and structures each process keeps, up to the expander's CACHE_BYTES (its LRU bound),
 #   which a large system fills: at 8 KiB a GPU from 16,384 GPUs on.  Measured peaks against the estimate,
-#   rank --axes data=GPUs/32,pipeline=4,tensor=8 --workers 1: superpod-h100 at 2,048 nodes 416 MiB (estimate
+#   rank --axes data=GPUs/32,pipeline=4,tensor=8 --workers 1: superpod-h100 at 2,048 nodes 433 MiB (estimate
 #   397 MiB), at 256 nodes 150 MiB (137 MiB); flat h100 at 2,048 nodes 210 MiB (386 MiB, high: its collectives
 #   hold fewer arrays than a fabric's).
 CACHE_BYTES_PER_GPU = 8 * 2**10
