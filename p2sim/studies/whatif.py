@@ -261,7 +261,8 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
         if bounded is not None:
             # what its bounds build: alike for points of one node count and fabric shape (rates do not change
             # which groups are one group moved), counted once for them
-            shape = (pt.nodes, hashed(pt.spec), None if topo.fabric is None else tuple(topo.fabric.sizes))
+            shape = (pt.nodes, topo.gpus_per_node, hashed(pt.spec),
+                     None if topo.fabric is None else tuple(topo.fabric.sizes))
             if shape not in shapes:
                 shapes[shape] = bounded_steps(topo, mats, red, [s.order for s in settings], rules.profile,
                                               rules.max_size, ctx.row_counts)
