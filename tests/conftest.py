@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from .helpers import TINY
+
 # the CuPy stand-in is put on PYTHONPATH by the tests that need it; never import it here
 collect_ignore = ["fakegpu"]
 
@@ -31,3 +33,12 @@ def row_id(row: dict[str, str]) -> str:
 @pytest.fixture(params=COUNT_ROWS, ids=row_id)
 def count_row(request: pytest.FixtureRequest) -> dict[str, str]:
     return request.param
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The path of :data:`~tests.helpers.TINY` written as a model TOML (for --model)."""
+    path = tmp_path_factory.mktemp("model") / "tiny.toml"
+    path.write_text(TINY)
+    return str(path)
+

@@ -141,3 +141,17 @@ components = [{{ name = "rail[0-{nics - 1}]", kind = "network_switch" }}]
 links = [{{ class = "nic", pairs = [["nic[0-{nics - 1}]", "rail[0-{nics - 1}]"]] }}]
 """
     return Topology(spec_from(text))
+
+
+# the small dense model every --model test runs (the ``tiny`` fixture of conftest.py writes it to a file):
+# 4 layers of hidden 1024, heads 8 (4 K/V groups), vocabulary 32768, embeddings tied
+TINY = """name = "tiny"
+hidden_size = 1024
+num_layers = 4
+num_attention_heads = 8
+num_key_value_heads = 4
+intermediate_size = 4096
+vocab_size = 32768
+tie_word_embeddings = true
+"""
+

@@ -15,7 +15,6 @@ from p2sim.measurements.nccltests import read_nccltests
 from p2sim.measurements.split import split_colors
 
 from .test_cli import run
-from .test_step_plan import TINY  # the small dense model every --model test runs
 
 DATA = Path(__file__).parent / "data" / "nccltests"
 HIER = "ReduceScatter(slice=1, Inside) ; AllReduce(slice=1, Parallel(0)) ; AllGather(slice=1, Inside)"
@@ -169,7 +168,7 @@ def test_bad_options_are_one_line(capsys, extra, says):
 
 
 
-def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tmp_path, capsys):
+def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tiny, capsys):
     """Two DGX H100s, data=2,pipeline=2,tensor=4, 2048-token sequences, 64 a step (32 micro-batches a data
     rank).  By hand: tensor's AllReduce of 1 x 2048 x 1024 x 2 B = 4 MiB, 2 forward + 2 backward per layer,
     2 layers a stage, 32 micro-batches = 256 a step; the pipeline's activations, 4 MiB a send; the tied
@@ -177,9 +176,7 @@ def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tmp_
     reduction of the fp32 gradients a rank holds (the dense parameters / 8).  The placement is plan --model's
     best."""
     import p2sim
-    path = tmp_path / "tiny.toml"
-    path.write_text(TINY)
-    job = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model=str(path),
+    job = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model=tiny,
                train="seq=2048,global_batch=64", workers=1)
     r = p2sim.check(**job)
     planned = p2sim.plan(**job)
@@ -200,7 +197,7 @@ def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tmp_
     assert r.to_json()["steps"][0]["count"] == 256
     from p2sim.cli import main
     assert main(["check", "--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,pipeline=2,tensor=4",
-                       "--model", str(path), "--train", "seq=2048,global_batch=64", "--workers", "1"]) == 0
+                       "--model", tiny, "--train", "seq=2048,global_batch=64", "--workers", "1"]) == 0
     out = capsys.readouterr().out
     assert "the step of tiny (4 distinct collectives, count x time summed)" in out
     assert "# step 1 AllReduce over tensor: AllReduce, 4 groups of 4 inside a node, 4 MiB each (at once), 256 a step" \

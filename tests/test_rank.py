@@ -10,16 +10,8 @@ import p2sim
 from p2sim.studies.plan import PlanResult
 
 from .test_cli import run
-from .test_step_plan import TINY  # the small dense model every --model test runs
 
 JOB = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", workers=1)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    path = tmp_path_factory.mktemp("model") / "tiny.toml"
-    path.write_text(TINY)
-    return str(path)
 
 
 def test_rank_with_a_model_keeps_tensor_inside_the_node_where_rank_alone_does_not(tiny):

@@ -17,23 +17,6 @@ from p2sim.studies.step_workload import ENDS, PAIRS, StepPart, step_workload
 from p2sim.topology import load_system
 from p2sim.util.errors import InputError
 
-# a small dense model: 4 layers of hidden 1024, heads 8 (4 K/V groups), vocabulary 32768, embeddings tied
-TINY = """name = "tiny"
-hidden_size = 1024
-num_layers = 4
-num_attention_heads = 8
-num_key_value_heads = 4
-intermediate_size = 4096
-vocab_size = 32768
-tie_word_embeddings = true
-"""
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    path = tmp_path_factory.mktemp("model") / "tiny.toml"
-    path.write_text(TINY)
-    return str(path)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from p2sim.studies.whatif import WhatifRequest, WhatifResult, run_whatif
 from p2sim.util.errors import InputError, ProgramError
 
 from .test_fabric import fabric_text
-from .test_step_plan import TINY  # the small dense model every --model test runs
 
 
 def _row(label, nodes, matrix):
@@ -182,13 +181,6 @@ def test_whatif_runs_a_given_program_that_the_rules_do_not_synthesize():
 
 STEP_JOB = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", train="seq=2048,global_batch=64",
                 workers=1)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    path = tmp_path_factory.mktemp("model") / "tiny.toml"
-    path.write_text(TINY)
-    return str(path)
 
 
 def test_whatif_model_charges_the_whole_step_at_each_nic_speed_as_plan_model_does(tiny):

@@ -32,7 +32,7 @@ import numpy as np
 from ..formalism.hierarchy import LoweredStep
 from ..topology import Topology
 
-__all__ = ["StepGeometry", "link_work", "moved_classes", "moved_class_key"]
+__all__ = ["StepGeometry", "link_work", "moved_classes", "moved_class_key", "used_links"]
 
 # what a simulator keeps of steps' moved links (StepGeometry): a SuperPOD step's are up to a few MiB, and a
 # search bounds a step at two or three sizes on average (measured: 895 bounds of 347 steps, superpod-h100
@@ -40,11 +40,16 @@ __all__ = ["StepGeometry", "link_work", "moved_classes", "moved_class_key"]
 LINKS_BYTES = 32 * 2**20
 
 
+def used_links(edges: np.ndarray, links: int) -> np.ndarray:
+    """The links of ``edges`` (ids below ``links``), ascending, each once: counted into a table of every link."""
+    return np.flatnonzero(np.bincount(edges, minlength=links))
+
+
 def link_work(edges: np.ndarray, loads: np.ndarray, links: int) -> tuple[np.ndarray, np.ndarray]:
     """The links used (ascending) and the bytes on each: ``loads`` summed per link of ``edges`` in their
     order, as ``numpy.unique`` and a bincount of its inverse would (the same sums), by counting straight
     into a table of every link (no remapping pass)."""
-    used = np.flatnonzero(np.bincount(edges, minlength=links))
+    used = used_links(edges, links)
     return used, np.bincount(edges, weights=loads, minlength=links)[used]
 
 
@@ -138,7 +143,7 @@ class StepGeometry:
         gpn = self.topo.gpus_per_node
         moved = [self.topo.move_edges(e, min(c[0]) // gpn, c[2]).ravel() for e, c in zip(edges, classes)]
         all_edges = np.concatenate(moved) if moved else np.zeros(0, dtype=np.int64)
-        used = np.flatnonzero(np.bincount(all_edges, minlength=len(self.topo.capacity)))
+        used = used_links(all_edges, len(self.topo.capacity))
         self._links[key] = (step, all_edges, used)
         self._bytes += all_edges.nbytes + used.nbytes
         while self._bytes > self.budget and len(self._links) > 1:

@@ -245,7 +245,7 @@ class Simulator:
     def _step_bound(self, step: LoweredStep, volumes: Sequence[float]) -> float:
         op = step.op.value
         alone, start = 0.0, math.inf
-        colls, loads = [], []
+        edges, loads = [], []  # per class: its collective's links, and its groups' bytes on them
         classes = self._geometry.classes(step, volumes)
         for g, v, shifts, _ in classes:
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
@@ -253,9 +253,9 @@ class Simulator:
             alone = max(alone, self.expander.analytic_seconds(c, v))
             start = min(start, c.latency)
             e, load = c.link_load()
-            colls.append(e)
+            edges.append(e)
             loads.append(np.tile(load * v, len(shifts)))
-        e, used = self._geometry.links(step, classes, colls)
+        e, used = self._geometry.links(step, classes, edges)
         if not len(e):
             return alone
         work = np.bincount(e, weights=np.concatenate(loads), minlength=len(self.topo.capacity))[used]

@@ -29,7 +29,7 @@ from ..util.units import format_seconds
 from ..util.errors import InputError
 from ..util.parsing import as_text, positive_int
 from .bindings import program_bindings
-from .jobsize import (Limits, StepCount, check_job, estimate, hashed, plural, program_counts, step_counts,
+from .jobsize import (Limits, bounded_steps, check_job, estimate, hashed, plural, program_counts,
                       synthesis_cardinalities)
 from .contexts import context_of
 from .orders import OrderComparison, compare_orders, orders_agree
@@ -251,16 +251,16 @@ def run_rank(req: RankRequest) -> RankResult | PlanResult:
             f"{plural(len(settings), 'algorithm')}" + (f", {plural(len(others), 'task')} in the other order"
                                                      if others else ""))
     size = job_size_text(req.limits, req.search, req.settings.engine, total, what)
-    # what the bounds will build, counted per matrix and order (each task bounds one matrix with one algorithm)
-    orders = {t.settings.order for t in tasks + others}
-    # the buffer fractions it computes are those the bounds compute: kept where this process's bounds find them
+    # what the bounds will build: every matrix with each algorithm, and the other order's matrices (each task
+    # bounds one matrix with one algorithm); the buffer fractions this counts are those the bounds compute, kept
+    # where this process's bounds find them
     memo = context_of(topo.spec, topo.nodes).row_counts
-    counted = {o: step_counts(topo, list(dict.fromkeys(t.matrices[0] for t in tasks + others if t.settings.order is o)),
-                              red, o, rules.profile, rules.max_size, memo) for o in orders}
+    steps = bounded_steps(topo, mats, red, [s.order for s in settings], rules.profile, rules.max_size, memo)
+    if others:  # in the other order (one for all), with each algorithm, where it changes the groups
+        steps += bounded_steps(topo, list(dict.fromkeys(t.matrices[0] for t in others)), red,
+                               [others[0].settings.order] * len(settings), rules.profile, rules.max_size, memo)
     cost = replace(estimate(topo.devices, 1, 0, req.run.processes(len(tasks + others)),
-                            [synthesis_cardinalities(m, red) for m in mats]),
-                   steps=sum((counted[t.settings.order][t.matrices[0]] for t in tasks + others), StepCount())
-                   + StepCount(simulated=topo.devices * len(tasks + others)))  # each task's AllReduce, simulated
+                            [synthesis_cardinalities(m, red) for m in mats]), steps=steps)
     req.limits.check_cost(cost, where, smaller)
     warning = job.warn_memory()
     rest_results: list = []
