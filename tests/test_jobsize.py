@@ -201,9 +201,20 @@ def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypa
     monkeypatch.setattr(simulator.Simulator, "_step_bound", bound)
     monkeypatch.setattr(simulator.Simulator, "_step", step)
     monkeypatch.setattr(simulator.Simulator, "simulate", simulate)
-    req = rank.RankRequest.build(system=system, nodes=nodes, axes=axes, reduce="data", bytes="4GiB", workers=1)
+    # a search for more than the matrices' AllReduces bounds every program whole: exactly what was counted
+    req = rank.RankRequest.build(system=system, nodes=nodes, axes=axes, reduce="data", bytes="4GiB", workers=1,
+                                 top=10**6)
     rank.run_rank(req)
     assert sum(got, StepCount()) == seen and seen.classes > seen.distinct
+    # the top 10: programs that cannot win stop bounding part way (Simulator.lower_bound's cut), so the bounds
+    # build fewer steps than counted, never more
+    got.clear()
+    seen = StepCount()
+    rank.run_rank(rank.RankRequest.build(system=system, nodes=nodes, axes=axes, reduce="data", bytes="4GiB",
+                                         workers=1))
+    counted_all = sum(got, StepCount())
+    assert seen.distinct < counted_all.distinct and seen.classes < counted_all.classes
+    assert seen.program_steps < counted_all.program_steps
 
 
 def test_whatif_and_plan_estimate_their_bounds_as_rank_does(monkeypatch):

@@ -6,7 +6,7 @@ import pytest
 
 from p2sim.studies.executor import SerialExecutor
 from p2sim.studies.ranking import rank_results, split_by_matrix
-from p2sim.studies.search import bound_all, run_search, search
+from p2sim.studies.search import bound_all, matrix_bounds, run_search, search
 from p2sim.studies.requests import Settings
 from p2sim.studies.config_task import ConfigTask
 from p2sim.cli import main
@@ -137,3 +137,49 @@ def test_a_serial_rank_builds_one_topology_and_one_context(monkeypatch):
     r = p2sim.rank(system="v100", nodes=2, axes={"data": 4, "tensor": 4}, reduce=["data"], algo="both", workers=1)
     assert r.best_bindings and r.stats.simulated > 2
     assert built == {"topology": 1, "context": 1}
+
+
+@pytest.mark.parametrize("system,nodes,axes,reduce,nbytes", CASES)
+@pytest.mark.parametrize("top", [0, 1, 3])
+def test_bounds_cut_for_a_search_simulate_the_same_programs_as_whole_bounds(system, nodes, axes, reduce, nbytes, top):
+    # issue 34: a search bounds each program only as far as it can still win (bound_all's top: BoundJob); the
+    # programs simulated, every result and the statistics must be those of whole bounds, and each matrix's least
+    # bound (plan's --top-matrices score) too
+    topo = load_system(system, nodes)
+    tasks = split_by_matrix(ConfigTask(spec=topo.spec, nodes=nodes, axes=axes, reduce_axes=reduce, bytes_per_gpu=nbytes),
+                            enumerate_matrices(topo.hierarchy, axes))
+    whole, cut = bound_all(tasks, SerialExecutor()), bound_all(tasks, SerialExecutor(), top=top)
+    assert matrix_bounds(cut) == matrix_bounds(whole)
+    partial = 0
+    for w, c in zip(whole, cut):
+        assert [(m, t) for m, t, _ in w.programs] == [(m, t) for m, t, _ in c.programs]
+        assert [(a.matrix, a.seconds) for a in w.allreduce] == [(a.matrix, a.seconds) for a in c.allreduce]
+        for (_, _, full), (_, _, part) in zip(w.programs, c.programs):
+            assert part <= full  # a partial bound is part of the same sum
+            partial += part < full
+    assert partial > 0 or top > 1  # every case cuts some programs short with the top 0 or 1
+    a, b = (search(x, SerialExecutor(), top) for x in (whole, cut))
+    assert a[1] == b[1]
+    assert [[(p.matrix, p.text, p.seconds) for p in r.programs] for r in a[0]] == \
+        [[(p.matrix, p.text, p.seconds) for p in r.programs] for r in b[0]]
+
+
+def test_a_cut_bound_stops_at_a_partial_sum_past_the_cut_and_is_whole_below_it(monkeypatch):
+    # Simulator.lower_bound's cut: below it, the full sum in step order (the same number); past it, a partial sum
+    # of bounded steps, itself past the cut, and fewer steps bounded
+    topo = load_system("a100", 2)
+    syn = synthesize_placements(topo.hierarchy, (4, 8), (0,))
+    mp = syn.matrices[0]
+    prog = max(mp.programs, key=len)
+    full = Simulator(topo).lower_bound(mp.lowering, prog, 2.0**32)
+    assert len(prog) > 1 and full > 0
+    assert Simulator(topo).lower_bound(mp.lowering, prog, 2.0**32, cut=full * 2) == full
+    built = []
+    sim = Simulator(topo)
+    original = type(sim)._step_bound
+    monkeypatch.setattr(type(sim), "_step_bound", lambda self, s, v: built.append(s) or original(self, s, v))
+    part = sim.lower_bound(mp.lowering, prog, 2.0**32, cut=0.0)
+    assert 0 < part < full and part * (1 - BOUND_SLACK) > 0.0 and len(built) == 1
+    # steps bounded before are summed first: a program whose known steps already pass the cut builds nothing
+    built.clear()
+    assert sim.lower_bound(mp.lowering, prog, 2.0**32, cut=0.0) == part and not built

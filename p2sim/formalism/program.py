@@ -13,6 +13,7 @@ forms; ``e`` must be a strict ancestor of the slice.  :func:`format_program` and
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass
 
@@ -52,7 +53,7 @@ class Instruction:
                 f"form: {self.form.value}({self.ancestor}) needs a strict ancestor of slice {self.slice}"
             )
 
-    @property
+    @functools.cached_property  # a search reads every program's text: worked out once per instruction
     def text(self) -> str:
         form = self.form.value if self.form is Form.INSIDE else f"{self.form.value}({self.ancestor})"
         return f"{self.op.value}(slice={self.slice}, {form})"
@@ -65,7 +66,7 @@ class Instruction:
 class Program:
     instructions: tuple[Instruction, ...]
 
-    @property
+    @functools.cached_property  # kept in the instance's __dict__ (not a field: equality and hashing ignore it)
     def text(self) -> str:
         return format_program(self)
 

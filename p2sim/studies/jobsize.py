@@ -321,25 +321,21 @@ def step_counts(topo: Topology, matrices: Sequence[Matrix], reduce_axes: Sequenc
     simulator context's ``row_counts``, which the bounds then find filled), else one of its own."""
     memo = {} if memo is None else memo  # step_fractions' per (d) and group count
     out: dict[Matrix, StepCount] = {}
+    # a matrix's programs, their steps and the distinct (instruction, fractions) among them are its synthesis
+    # hierarchy's (matrices of one hierarchy differ only in which GPUs each group holds): walked once per hierarchy
+    walked: dict[tuple, tuple[int, dict[Instruction, set[tuple[float, ...]]]]] = {}
     for m in matrices:
         lw = Lowering.of(Placement.of(topo.hierarchy, [math.prod(row) for row in m], m), reduce_axes, order)
         if lw.synthesis.size < 2:
             out[m] = StepCount()
             continue
-        seen: dict[tuple, tuple[Instruction, tuple[float, ...]]] = {}  # fractions are kept objects: by id first
-        steps = 0
-        for prog in synthesize(lw.synthesis, profile, max_size):
-            for ins, fr in zip(prog.instructions, step_fractions(lw, prog, memo)):
-                steps += 1
-                seen.setdefault((ins, id(fr)), (ins, fr))
-        # a step's fractions are one reduction group's repeated per group (step_fractions): distinct by that
-        local_of = {ins: lw.synthesis.group_array(ins) for ins, _ in seen.values()}
-        by_ins: dict[Instruction, set[tuple[float, ...]]] = {}
-        for ins, fr in seen.values():
-            by_ins.setdefault(ins, set()).add(fr[:local_of[ins].shape[0]])
+        key = (lw.synthesis, lw.table.shape[0])  # what step_fractions depend on
+        if key not in walked:
+            walked[key] = _distinct_steps(lw, profile, max_size, memo)
+        steps, by_ins = walked[key]
         count = StepCount(steps)
         for ins, frs in by_ins.items():
-            local = local_of[ins]
+            local = lw.synthesis.group_array(ins)
             if local.shape[1] < 2:
                 continue
             groups = lw.table[:, local].reshape(-1, local.shape[1])
@@ -347,6 +343,22 @@ def step_counts(topo: Topology, matrices: Sequence[Matrix], reduce_axes: Sequenc
             count += StepCount(0, len(frs), groups.size * len(frs), sum(classes))
         out[m] = count
     return out
+
+
+def _distinct_steps(lw: Lowering, profile: Profile, max_size: int, memo: dict
+                    ) -> tuple[int, dict[Instruction, set[tuple[float, ...]]]]:
+    """The program steps of a lowering's programs, and per instruction the distinct buffer fractions of one
+    reduction group's groups (a step's fractions are that group's repeated per group: step_fractions)."""
+    seen: dict[tuple, tuple[Instruction, tuple[float, ...]]] = {}  # fractions are kept objects: by id first
+    steps = 0
+    for prog in synthesize(lw.synthesis, profile, max_size):
+        for ins, fr in zip(prog.instructions, step_fractions(lw, prog, memo)):
+            steps += 1
+            seen.setdefault((ins, id(fr)), (ins, fr))
+    by_ins: dict[Instruction, set[tuple[float, ...]]] = {}
+    for ins, fr in seen.values():
+        by_ins.setdefault(ins, set()).add(fr[:lw.synthesis.group_array(ins).shape[0]])
+    return steps, by_ins
 
 
 def _classes_by_volume(topo: Topology, groups: np.ndarray, volumes: Sequence[Sequence[float]]) -> list[int]:

@@ -105,7 +105,9 @@ def cut_matrices(req: PlanRequest, mats: Sequence[Matrix], parts: dict[Matrix, f
         for r in bounded:
             least: dict[Matrix, float] = {}
             plain: dict[Matrix, float] = {}
-            for b in bound_all(plan_tasks(base, [r], settings, mats), ex):
+            # top 0: each program bounded only as far as it can still beat its matrix's AllReduce (the least
+            # bound of each matrix is all this needs)
+            for b in bound_all(plan_tasks(base, [r], settings, mats), ex, top=0):
                 m = b.task.matrices[0]
                 least[m] = min([least.get(m, float("inf"))] + [bound for _, _, bound in b.programs])
                 plain[m] = min([plain.get(m, float("inf"))] + [t.seconds for t in b.allreduce])
