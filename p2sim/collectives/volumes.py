@@ -21,10 +21,10 @@ import numpy as np
 
 from ..util.errors import SemanticsError
 from ..formalism.hierarchy import Lowering, SynthesisHierarchy
-from ..formalism.program import Program
+from ..formalism.program import Instruction, Program
 from ..formalism.semantics import Op
 
-__all__ = ["step_fractions", "step_volumes"]
+__all__ = ["fractions_memo", "next_fractions", "step_fractions", "step_volumes"]
 
 
 def _held_after(op: Op, held: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,36 +81,49 @@ def step_fractions(lowering: Lowering, program: Program,
     >>> [(len(f), f[0]) for f in fr]
     [(256, 1.0), (16, 0.0625), (256, 1.0)]
     """
-    sh = lowering.synthesis
-    k = sh.size
-    reps = lowering.table.shape[0]
-    if memo is None:
-        memo = {}
-    kept = memo.get((sh, reps))
-    if kept is None:
-        kept = memo[(sh, reps)] = {}
-    held = np.full(k, k, dtype=np.int64)
+    kept = fractions_memo(lowering, memo)
+    held = None
     out = []
     for n, ins in enumerate(program.instructions):
         key = ("row counts", program.instructions[: n + 1])
         hit = kept.get(key)
         if hit is None:
-            groups = kept.get(("group array", ins))
-            if groups is None:
-                groups = sh.group_array(ins)
-                kept[("group array", ins)] = groups
-            moved, after = _held_after(ins.op, held, groups)
-            # equal fractions are one object, whatever prefix led to them: the simulator keys its step
-            # results by the object (a digest per object), and a fabric's groups number thousands
-            small = tuple((moved / k).tolist())
-            full = kept.get(("fractions", small))
-            if full is None:
-                full = kept[("fractions", small)] = small * reps
-            hit = (after, full)
-            kept[key] = hit
+            hit = kept[key] = next_fractions(lowering, held, ins, kept)
         held = hit[0]
         out.append(hit[1])
     return out
+
+
+def fractions_memo(lowering: Lowering, memo: dict | None) -> dict:
+    """The part of a :func:`step_fractions` memo for the lowering's hierarchy (d) and group count, which
+    :func:`next_fractions` reads and fills (a new one without ``memo``)."""
+    key = (lowering.synthesis, lowering.table.shape[0])
+    if memo is None:
+        return {}
+    kept = memo.get(key)
+    if kept is None:
+        kept = memo[key] = {}
+    return kept
+
+
+def next_fractions(lowering: Lowering, held: np.ndarray | None, ins: Instruction, kept: dict
+                   ) -> tuple[np.ndarray, tuple[float, ...]]:
+    """One step of :func:`step_fractions`: the rows each device holds after ``ins`` (``held``: before it,
+    ``None`` at the start) and the step's fractions.  ``kept``: the memo's part for the lowering
+    (:func:`fractions_memo`), where equal fractions are kept as one object."""
+    sh = lowering.synthesis
+    k = sh.size
+    groups = kept.get(("group array", ins))
+    if groups is None:
+        groups = kept[("group array", ins)] = sh.group_array(ins)
+    moved, after = _held_after(ins.op, np.full(k, k, dtype=np.int64) if held is None else held, groups)
+    # equal fractions are one object, whatever prefix led to them: the simulator keys its step
+    # results by the object (a digest per object), and a fabric's groups number thousands
+    small = tuple((moved / k).tolist())
+    full = kept.get(("fractions", small))
+    if full is None:
+        full = kept[("fractions", small)] = small * lowering.table.shape[0]
+    return after, full
 
 
 def step_volumes(lowering: Lowering, program: Program, bytes_per_gpu: float) -> list[tuple[float, ...]]:

@@ -30,16 +30,18 @@ import hashlib
 import itertools
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from ..collectives import Collective, Expander, check_algo, check_proto, step_fractions
+from ..collectives.volumes import fractions_memo, next_fractions
 from ..collectives.algorithms import FALLBACK, baseline_algorithm, forced_algorithms
 from ..collectives.choice import serves
 from ..collectives.binding import Binding, collective_binding
 from ..util.errors import InputError, ProgramError, SemanticsError
 from ..formalism.hierarchy import LoweredStep, Lowering
-from ..formalism.program import Program
+from ..formalism.program import Instruction, Program
 from ..formalism.semantics import State, apply
 from ..topology import Topology
 from .context import SimulationContext
@@ -63,6 +65,16 @@ BOUND_SLACK = 1e-6
 # floats summing n >= 0 terms in two orders differ by at most about 2 n 2**-53 relative (1e-12 covers
 # thousands of steps)
 CUT_MARGIN = 1e-12
+
+
+class _Prefix(NamedTuple):
+    """A program prefix's last step, in :meth:`Simulator.lower_bounds`' tree of prefixes."""
+
+    children: dict  # the prefixes one instruction longer, by that instruction
+    step: LoweredStep
+    fractions: tuple[float, ...]
+    held: np.ndarray  # rows each device holds after the prefix (collectives.volumes.next_fractions)
+    key: tuple  # the step's key in the simulator's step cache (Simulator._step_key)
 
 
 def check_program_completes(lowering: Lowering, program: Program) -> None:
@@ -195,9 +207,11 @@ class Simulator:
     def _step_key(self, step: LoweredStep, fractions: tuple[float, ...], nbytes: float, bound: bool) -> tuple:
         return bound, self._step_algo(step.op.value), self._digest(step), self._digest(fractions), nbytes
 
-    def _step(self, step: LoweredStep, fractions: tuple[float, ...], nbytes: float, bound: bool = False):
-        """:meth:`step` (or :meth:`step_bound`) of a lowered step and its groups' buffer fractions."""
-        key = self._step_key(step, fractions, nbytes, bound)
+    def _step(self, step: LoweredStep, fractions: tuple[float, ...], nbytes: float, bound: bool = False,
+              key: tuple | None = None):
+        """:meth:`step` (or :meth:`step_bound`) of a lowered step and its groups' buffer fractions (``key``:
+        its :meth:`_step_key`, where known)."""
+        key = self._step_key(step, fractions, nbytes, bound) if key is None else key
         hit = self._steps.get(key)
         if hit is None:
             volumes = tuple((np.asarray(fractions) * nbytes).tolist())  # as step_volumes computes them
@@ -228,23 +242,45 @@ class Simulator:
         lower bound, itself past ``cut`` -- and its other steps are never built.  A bound not
         past ``cut`` is the full sum in step order, the same number as without it.
         """
-        steps = lowering.lower(program)
-        self.check_forced(program, steps)
-        fractions = step_fractions(lowering, program, self.context.row_counts)
-        pairs = list(zip(steps, fractions))
+        return self.lower_bounds(lowering, [program], bytes_per_gpu, cut)[0]
+
+    def lower_bounds(self, lowering: Lowering, programs: Sequence[Program], bytes_per_gpu: float,
+                     cut: float = math.inf) -> list[float]:
+        """:meth:`lower_bound` of each program (the same numbers), with the steps of the prefixes programs
+        share (synthesis lists them as a tree) lowered, sized and keyed once."""
+        memo = fractions_memo(lowering, self.context.row_counts)
+        trie: dict[Instruction, _Prefix] = {}  # the programs' prefixes, as a tree of instructions
+        out = []
+        for program in programs:
+            children, held, steps = trie, None, []
+            for ins in program.instructions:
+                hit = children.get(ins)
+                if hit is None:
+                    step = lowering.lower_instruction(ins)
+                    after, fractions = next_fractions(lowering, held, ins, memo)
+                    hit = children[ins] = _Prefix({}, step, fractions, after,
+                                                  self._step_key(step, fractions, bytes_per_gpu, True))
+                children, held = hit.children, hit.held
+                steps.append(hit)
+            self.check_forced(program, [h.step for h in steps])
+            out.append(self._bound_of(steps, bytes_per_gpu, cut))
+        return out
+
+    def _bound_of(self, steps: list[_Prefix], nbytes: float, cut: float) -> float:
+        """A program's bound from its steps (its prefixes' last steps, in order; see :meth:`lower_bound`)."""
         if cut < math.inf:
             known, todo = 0.0, []
-            for s, f in pairs:
-                hit = self._steps.get(self._step_key(s, f, bytes_per_gpu, True))
-                if hit is None:
-                    todo.append((s, f))
+            for h in steps:
+                v = self._steps.get(h.key)
+                if v is None:
+                    todo.append(h)
                 else:
-                    known += hit
-            for k, (s, f) in enumerate(todo):
+                    known += v
+            for h in todo:
                 if known * (1.0 - BOUND_SLACK) * (1.0 - CUT_MARGIN) > cut:
-                    return known  # steps todo[k:] left unbounded: the program cannot win
-                known += self._step(s, f, bytes_per_gpu, True)
-        return sum(self._step(s, f, bytes_per_gpu, True) for s, f in pairs)
+                    return known  # the steps left are never bounded: the program cannot win
+                known += self._step(h.step, h.fractions, nbytes, True, h.key)
+        return sum(self._step(h.step, h.fractions, nbytes, True, h.key) for h in steps)
 
     def step_bound(self, step: LoweredStep, volumes: Sequence[float]) -> float:
         """A lower bound of the step's event-driven time: the larger of two.

@@ -147,6 +147,8 @@ def bound_task(task: ConfigTask | BoundJob) -> Bounds:
     progs, ars = [], []
     for mp in syn.matrices:
         cut = math.inf if job is None else job.cut(mp.matrix)
+        others = [p for p in mp.programs if p.text != ALLREDUCE_TEXT]
+        bounds = dict(zip(others, sim.lower_bounds(mp.lowering, others, task.bytes_per_gpu, cut)))
         for prog in mp.programs:
             if prog.text == ALLREDUCE_TEXT:
                 ar = given.get(mp.matrix)
@@ -156,7 +158,7 @@ def bound_task(task: ConfigTask | BoundJob) -> Bounds:
                 ars.append(ar)
                 progs.append((mp.matrix, prog.text, ar.seconds))
             else:
-                progs.append((mp.matrix, prog.text, sim.lower_bound(mp.lowering, prog, task.bytes_per_gpu, cut)))
+                progs.append((mp.matrix, prog.text, bounds[prog]))
     return Bounds(task, tuple(progs), tuple(ars))
 
 

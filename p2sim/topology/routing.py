@@ -318,6 +318,15 @@ class Router:
         self._templates[code] = hit
         return hit
 
+    @cached_property
+    def _fabric_nics(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each of :attr:`nics` as the fabric numbers it, and each local GPU's default NIC (an index into
+        :attr:`nics`): :meth:`route_table` reads both on every call (72 NICs a node on a GB200 rack)."""
+        all_nics = np.array([self.fabric.nics.index(c) for c in self.nics], dtype=np.int64)
+        default = np.array([self.nics.index(self._nic_assignment[g]) if g in self._nic_assignment else 0
+                            for g in range(self.gpus_per_node)], dtype=np.int64)
+        return all_nics, default
+
     def route_table(self, src: np.ndarray, dst: np.ndarray, nic_out: np.ndarray | None = None,
                     nic_in: np.ndarray | None = None, salt: np.ndarray | None = None
                     ) -> tuple[np.ndarray, np.ndarray]:
@@ -371,11 +380,9 @@ class Router:
         fab = None
         if self.fabric is not None:  # the fabric between the two cables, by arithmetic
             inter = np.flatnonzero(p != q)
-            all_nics = np.array([self.fabric.nics.index(c) for c in self.nics], dtype=np.int64)
+            all_nics, default = self._fabric_nics
             xs = np.where(x[inter] > 0, x[inter] - 1, -1)
             ys = np.where(y[inter] > 0, y[inter] - 1, -1)
-            default = np.array([self.nics.index(self._nic_assignment[g]) if g in self._nic_assignment else 0
-                                for g in range(gpn)], dtype=np.int64)
             xs = all_nics[np.where(xs < 0, default[a[inter]], xs)]
             ys = all_nics[np.where(ys < 0, default[b[inter]], ys)]
             fp, fe = self.fabric.mids(p[inter], xs, q[inter], ys, None if salt is None else np.asarray(salt)[inter])
