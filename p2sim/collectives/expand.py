@@ -275,6 +275,47 @@ class Expander(ShapeMemo, Structures, Choice):
                                   threads)[:2]
         return tuned.latency, rate * tuning_share(algo, op)
 
+    def tuning_bound(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float
+                     ) -> tuple[float, float]:
+        """A (latency, bandwidth) no worse than :meth:`tuning`'s, from what needs no structure: the least
+        latency and the most algorithm bandwidth (bytes/s) the collective can have, so that ``latency +
+        nbytes / bandwidth`` is at most NCCL's estimate of it (:meth:`Choice.choose` prunes by it).
+
+        Why it holds (:meth:`_tuned`): the latency is :func:`collective_latency` of the same arguments but
+        the structure's slowest routes (``st.intra``, ``st.inter``, sums of non-negative link latencies,
+        ``Topology.latency``), here 0; every algorithm's latency adds the per-step latencies with non-negative
+        weights (a ring's ``max`` with NCCL's post overhead is monotone too), and IEEE rounding is monotone,
+        so it is no more than the structure's.  The nodes (``st.nodes``: the group's segments), the intra
+        hardware (``st.nvlink``: :meth:`_nvlink_only` of them) and the rest are the structure's own.  The
+        bandwidth is ``algbw`` (a minimum over the links', each flow's and the collective's caps) times
+        :func:`tuning_share`; a minimum is at most each of its terms: the collective's cap (LL's
+        ``llMaxBw``) over a load of the bus factor (every flow's coefficient is the bus factor, the flows'
+        shares sum to 1), and the flows' channel caps, ``g_i x cap / (bus x k_i / K)`` for a flow of ``k_i``
+        of ``K`` channels and ``g_i`` graph channels, whose least is at most their mean weighted by
+        ``k_i / K``, ``G x cap / bus`` with ``G`` the graph channels in all
+        (:meth:`~p2sim.collectives.algorithms.base.Algorithm.graph_channels`, where the algorithm knows it).
+        The bus factor is the algorithm's (:meth:`~p2sim.collectives.algorithms.base.Algorithm.bus_factor`,
+        the one its structure returns).  The sums' rounding is left to the caller's margin."""
+        members = tuple(members)
+        a = algorithm(algo)
+        used = self._settings(algo, proto, op, members, nbytes)[0]
+        segs = segments(self.topo, members)
+        nodes, nccl = len(segs), self.topo.spec.nccl
+        intra_hw = "nvlink" if self._nvlink_only(segs) else "pci"
+        told = reported_latency_us(nccl.transport, nccl.net_latency) * 1e-6 if nodes > 1 else 0.0
+        lat = collective_latency(algo, proto, op, len(members), nodes, intra_hw, 0.0, 0.0 + told, nbytes,
+                                 self.channels(members), self.arch)
+        bus = a.bus_factor(op, len(members))
+        rate = math.inf
+        coll_cap = collective_cap_gbps(proto, nodes, self.arch) * GB
+        if math.isfinite(coll_cap) and bus > 0:
+            rate = min(rate, coll_cap / bus)
+        graph = a.graph_channels(used)
+        ch_cap = a.channel_cap(proto, nodes, self.arch, self._channel_rate(algo)) * GB
+        if graph is not None and math.isfinite(ch_cap) and bus > 0:
+            rate = min(rate, graph * ch_cap / bus)
+        return lat, rate * tuning_share(algo, op)
+
     def _structure_of(self, algo: str, op: str, members: tuple[int, ...], local: tuple[int, ...], where: object,
                       used: int, share: float) -> Structure:
         skey = (algo, op, local, where, used, share if algorithm(algo).share_in_hops else None)
