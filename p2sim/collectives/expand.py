@@ -277,25 +277,16 @@ class Expander(ShapeMemo, Structures, Choice):
 
     def tuning_bound(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float
                      ) -> tuple[float, float]:
-        """A (latency, bandwidth) no worse than :meth:`tuning`'s, from what needs no structure: the least
-        latency and the most algorithm bandwidth (bytes/s) the collective can have, so that ``latency +
-        nbytes / bandwidth`` is at most NCCL's estimate of it (:meth:`Choice.choose` prunes by it).
-
-        Why it holds (:meth:`_tuned`): the latency is :func:`collective_latency` of the same arguments but
-        the structure's slowest routes (``st.intra``, ``st.inter``, sums of non-negative link latencies,
-        ``Topology.latency``), here 0; every algorithm's latency adds the per-step latencies with non-negative
-        weights (a ring's ``max`` with NCCL's post overhead is monotone too), and IEEE rounding is monotone,
-        so it is no more than the structure's.  The nodes (``st.nodes``: the group's segments), the intra
-        hardware (``st.nvlink``: :meth:`_nvlink_only` of them) and the rest are the structure's own.  The
-        bandwidth is ``algbw`` (a minimum over the links', each flow's and the collective's caps) times
-        :func:`tuning_share`; a minimum is at most each of its terms: the collective's cap (LL's
-        ``llMaxBw``) over a load of the bus factor (every flow's coefficient is the bus factor, the flows'
-        shares sum to 1), and the flows' channel caps, ``g_i x cap / (bus x k_i / K)`` for a flow of ``k_i``
-        of ``K`` channels and ``g_i`` graph channels, whose least is at most their mean weighted by
-        ``k_i / K``, ``G x cap / bus`` with ``G`` the graph channels in all
-        (:meth:`~p2sim.collectives.algorithms.base.Algorithm.graph_channels`, where the algorithm knows it).
-        The bus factor is the algorithm's (:meth:`~p2sim.collectives.algorithms.base.Algorithm.bus_factor`,
-        the one its structure returns).  The sums' rounding is left to the caller's margin."""
+        """A (latency, bandwidth) no worse than :meth:`tuning`'s, without the structure: ``latency + nbytes /
+        bandwidth`` is at most NCCL's estimate (:meth:`Choice.choose` prunes by it).  The latency is
+        :func:`collective_latency` of :meth:`_tuned`'s arguments with the routes' latencies (sums of
+        non-negative link latencies) at 0: every algorithm's latency is monotone in its per-step latencies
+        (non-negative weights, a ring's ``max``), as IEEE rounding is; nodes and ``nvlink`` are the
+        structure's own.  The bandwidth bounds ``algbw`` (a minimum of link, flow and collective caps) by two
+        of its terms: LL's collective cap over the bus factor (every flow's coefficient; shares sum to 1), and
+        the flows' channel caps ``g_i cap / (bus k_i / K)``, whose least is at most their mean weighted by
+        ``k_i / K``: ``G cap / bus``, ``G`` the graph channels in all where the algorithm knows them
+        (:meth:`~p2sim.collectives.algorithms.base.Algorithm.graph_channels`, ``bus_factor``)."""
         members = tuple(members)
         a = algorithm(algo)
         used = self._settings(algo, proto, op, members, nbytes)[0]
