@@ -41,10 +41,19 @@ def _first(reasons: Sequence[str | None]) -> str | None:
     return None if any(r is None for r in reasons) else reasons[0]
 
 
+# the relative slack a bound on an estimate keeps (a design figure, not a model one): the estimate sums its
+# flows' shares and loads in floating point, the bound takes their exact sums; far above their rounding (1e-16
+# relative per operation, a few hundred of them), far below any difference between algorithms
+MARGIN = 1e-9
+
+
 class Choice:
     """Choice methods of :class:`~p2sim.collectives.expand.Expander` (a mixin: it uses the
     expander's ``topo``, ``arch``, ``collective`` and caches); what each algorithm allows is the
     algorithm's (:mod:`p2sim.collectives.algorithms`)."""
+
+    #: :meth:`choose` leaves unbuilt the candidates whose bound shows they cannot win (:meth:`_least`)
+    _prune: bool = True
 
     def available(self, op: str, members: Sequence[int], proto: str = "auto") -> list[tuple[str, str]]:
         """The (algorithm, protocol) pairs NCCL may use for this collective, in NCCL's order.
@@ -145,8 +154,37 @@ class Choice:
             cands = [(a, p) for a, p in avail if a == FALLBACK.name]
         if not cands:
             cands = [(FALLBACK.name, "Simple")]
-        best = min(cands, key=lambda ap: self.estimate(*ap, op, members, nbytes))
+        best = self._least(cands, op, members, nbytes)
         self._choice[key] = self._chosen[direct] = best
         return best
+
+    def _least(self, cands: Sequence[tuple[str, str]], op: str, members: Sequence[int], nbytes: float
+               ) -> tuple[str, str]:
+        """``min(cands, key=estimate)``, without estimating the candidates that cannot win.
+
+        Each candidate's :meth:`estimate_bound` is at most its estimate (see
+        :meth:`~p2sim.collectives.expand.Expander.tuning_bound`) and needs no structure; the candidates are
+        estimated in the order of their bounds, and one whose bound is above the least estimate so far (by
+        more than :data:`MARGIN`, for the bound's sums rounded otherwise than the estimate's) is left
+        unbuilt: its estimate would be larger still.  Every candidate that can tie the least is estimated,
+        and ties go to the first in ``cands``' order, as :func:`min` gives them: the same choice, exactly.
+        ``_prune = False`` estimates them all (the tests compare the two)."""
+        if not self._prune or len(cands) == 1:
+            return min(cands, key=lambda ap: self.estimate(*ap, op, members, nbytes))
+        bounds = [self.estimate_bound(*ap, op, members, nbytes) for ap in cands]
+        best: tuple[float, int] | None = None
+        for i in sorted(range(len(cands)), key=lambda j: (bounds[j], j)):
+            if best is not None and bounds[i] > best[0] * (1 + MARGIN):
+                break  # sorted: every later bound is larger still
+            t = (self.estimate(*cands[i], op, members, nbytes), i)
+            if best is None or t < best:
+                best = t
+        return cands[best[1]]
+
+    def estimate_bound(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> float:
+        """At most :meth:`estimate`, without the collective's structure
+        (:meth:`~p2sim.collectives.expand.Expander.tuning_bound`; its bandwidth taken :data:`MARGIN` larger)."""
+        lat, bw = self.tuning_bound(algo, proto, op, tuple(members), nbytes)
+        return lat + nbytes / (bw * (1 + MARGIN)) if bw > 0 else lat
 
 

@@ -275,6 +275,38 @@ class Expander(ShapeMemo, Structures, Choice):
                                   threads)[:2]
         return tuned.latency, rate * tuning_share(algo, op)
 
+    def tuning_bound(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float
+                     ) -> tuple[float, float]:
+        """A (latency, bandwidth) no worse than :meth:`tuning`'s, without the structure: ``latency + nbytes /
+        bandwidth`` is at most NCCL's estimate (:meth:`Choice.choose` prunes by it).  The latency is
+        :func:`collective_latency` of :meth:`_tuned`'s arguments with the routes' latencies (sums of
+        non-negative link latencies) at 0: every algorithm's latency is monotone in its per-step latencies
+        (non-negative weights, a ring's ``max``), as IEEE rounding is; nodes and ``nvlink`` are the
+        structure's own.  The bandwidth bounds ``algbw`` (a minimum of link, flow and collective caps) by two
+        of its terms: LL's collective cap over the bus factor (every flow's coefficient; shares sum to 1), and
+        the flows' channel caps ``g_i cap / (bus k_i / K)``, whose least is at most their mean weighted by
+        ``k_i / K``: ``G cap / bus``, ``G`` the graph channels in all where the algorithm knows them
+        (:meth:`~p2sim.collectives.algorithms.base.Algorithm.graph_channels`, ``bus_factor``)."""
+        members = tuple(members)
+        a = algorithm(algo)
+        used = self._settings(algo, proto, op, members, nbytes)[0]
+        segs = segments(self.topo, members)
+        nodes, nccl = len(segs), self.topo.spec.nccl
+        intra_hw = "nvlink" if self._nvlink_only(segs) else "pci"
+        told = reported_latency_us(nccl.transport, nccl.net_latency) * 1e-6 if nodes > 1 else 0.0
+        lat = collective_latency(algo, proto, op, len(members), nodes, intra_hw, 0.0, 0.0 + told, nbytes,
+                                 self.channels(members), self.arch)
+        bus = a.bus_factor(op, len(members))
+        rate = math.inf
+        coll_cap = collective_cap_gbps(proto, nodes, self.arch) * GB
+        if math.isfinite(coll_cap) and bus > 0:
+            rate = min(rate, coll_cap / bus)
+        graph = a.graph_channels(used)
+        ch_cap = a.channel_cap(proto, nodes, self.arch, self._channel_rate(algo)) * GB
+        if graph is not None and math.isfinite(ch_cap) and bus > 0:
+            rate = min(rate, graph * ch_cap / bus)
+        return lat, rate * tuning_share(algo, op)
+
     def _structure_of(self, algo: str, op: str, members: tuple[int, ...], local: tuple[int, ...], where: object,
                       used: int, share: float) -> Structure:
         skey = (algo, op, local, where, used, share if algorithm(algo).share_in_hops else None)

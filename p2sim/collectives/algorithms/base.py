@@ -107,6 +107,16 @@ class Algorithm(ABC):
         return 1
 
     @abstractmethod
+    def bus_factor(self, op: str, ranks: int) -> float:
+        """NCCL's ratio of bus to algorithm bandwidth for ``op`` over ``ranks`` GPUs (``busBw = algBw x
+        factor``): what :meth:`structure` returns first, known before its hops are (NCCL's choice bounds by it)."""
+
+    def graph_channels(self, used: int) -> int | None:
+        """The graph channels (NCCL's per-channel caps) :meth:`structure` gives ``used`` channels in all, where
+        that follows from ``used`` alone; None where it does not (NCCL's choice then bounds without that cap)."""
+        return None
+
+    @abstractmethod
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float) -> Layout:
         """Its channels' hops for this group: (bus factor, hop tables, channels and graph channels of each).

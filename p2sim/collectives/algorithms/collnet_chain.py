@@ -34,7 +34,10 @@ class CollNetChain(CollNet):
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float) -> Layout:
         groups = collnet_chain_tables(topo, segs, mix, used)
-        return 2.0, groups, [1] * len(groups), [1] * len(groups)
+        return self.bus_factor(op, len(members)), groups, [1] * len(groups), [1] * len(groups)
+
+    def bus_factor(self, op: str, ranks: int) -> float:
+        return 2.0  # an AllReduce (its only collective), as a tree's
 
     def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
                 channels: int, arch: str) -> float:

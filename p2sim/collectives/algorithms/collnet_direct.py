@@ -126,11 +126,14 @@ class CollNetDirect(CollNet):
                   free: dict, used: int, share: float) -> Layout:
         if op != "AllReduce":  # tuning.cc: no bus-to-algorithm conversion for these
             groups = collnet_rail_tables(topo, segs, op, 1.0 / COLLNET_RAIL_EFFICIENCY)
-            return 1.0, groups, [used] * len(groups), [1] * len(groups)
+            return self.bus_factor(op, len(members)), groups, [used] * len(groups), [1] * len(groups)
         groups = collnet_direct_tables(topo, segs, 1.0 / COLLNET_DIRECT_EFFICIENCY[topo.spec.nccl.arch])
         # as a tree's: NCCL's algorithm bandwidth is half the bus bandwidth; each head's flow is carried by
         # every channel (connectCollNet), so each has ``used`` channels' connections (and windows)
-        return 2.0, groups, [used] * len(groups), [1] * len(groups)
+        return self.bus_factor(op, len(members)), groups, [used] * len(groups), [1] * len(groups)
+
+    def bus_factor(self, op: str, ranks: int) -> float:
+        return 2.0 if op == "AllReduce" else 1.0  # tuning.cc: no bus-to-algorithm conversion for the others
 
     def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
                 channels: int, arch: str) -> float:

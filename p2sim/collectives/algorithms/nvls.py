@@ -95,7 +95,10 @@ class Nvls(Algorithm):
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float) -> Layout:
         groups = [nvls_table(topo, op, segs[0], nvls_switches(topo, segs)[0], share)]
-        return ring_factor(op, len(members)), groups, [used], [used]
+        return self.bus_factor(op, len(members)), groups, [used], [used]
+
+    def bus_factor(self, op: str, ranks: int) -> float:
+        return ring_factor(op, ranks)
 
     def network_step(self, ranks: int, nodes: int) -> str:
         return self.name  # NCCL's NVLS network figure, whatever the GPUs per node

@@ -18,7 +18,6 @@ from ...topology.settings import NcclSettings
 from ..channels import Segment, segments
 from ..nccl_tables import base_latency, nvls_tree_channels, per_channel_nvls_tree_bw
 from ..nvls import nvls_tree_tables
-from ..ring import ring_factor
 from ..tree import double_tree_arrays
 from .base import Layout
 from .nvls import NVLS_STAGES, Nvls, _too_many, nvls_switches
@@ -82,7 +81,7 @@ class NvlsTree(Nvls):
         groups = nvls_tree_tables(topo, segs, nvls_switches(topo, segs), share)
         # every channel runs through every head (all_reduce.h, NVLS_TREE: nHeads chunks per loop): each
         # head's flow has all the channels' connections; one graph channel (NCCL's per-channel cap) per head
-        return ring_factor(op, len(members)), groups, [used] * len(groups), [1] * len(groups)
+        return self.bus_factor(op, len(members)), groups, [used] * len(groups), [1] * len(groups)
 
     def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
                 channels: int, arch: str) -> float:

@@ -46,7 +46,15 @@ class Ring(Algorithm):
         pairs = max(1, used // 2)
         groups = ring_tables(topo, op, members, segs, mix, free, pairs)
         per_flow = [used] if len(segs) == 1 else [2] * len(groups)
-        return ring_factor(op, len(members)), groups, per_flow, [max(1, c // 2) for c in per_flow]
+        return self.bus_factor(op, len(members)), groups, per_flow, [max(1, c // 2) for c in per_flow]
+
+    def bus_factor(self, op: str, ranks: int) -> float:
+        return ring_factor(op, ranks)
+
+    def graph_channels(self, used: int) -> int | None:
+        # one node: one flow of ``used`` channels, max(1, used // 2) graph channels; across nodes one flow per
+        # pair (ring_channel_pairs makes max(1, used // 2) of them) of one graph channel each
+        return max(1, used // 2)
 
     def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
                 channels: int, arch: str) -> float:

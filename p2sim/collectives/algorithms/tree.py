@@ -39,7 +39,13 @@ class Tree(Algorithm):
                   free: dict, used: int, share: float) -> Layout:
         groups = tree_tables(topo, segs, mix, max(1, used // 2))
         # NCCL: a tree's busBw is twice its algorithm bandwidth
-        return 2.0, groups, [2] * len(groups), [1] * len(groups)
+        return self.bus_factor(op, len(members)), groups, [2] * len(groups), [1] * len(groups)
+
+    def bus_factor(self, op: str, ranks: int) -> float:
+        return 2.0
+
+    def graph_channels(self, used: int) -> int | None:
+        return max(1, used // 2)  # tree_tables: one table per pair of channels, one graph channel each
 
     def latency(self, proto: str, op: str, ranks: int, nodes: int, intra: float, inter: float, nbytes: float,
                 channels: int, arch: str) -> float:
