@@ -85,12 +85,8 @@ def step_fractions(lowering: Lowering, program: Program,
     held = None
     out = []
     for n, ins in enumerate(program.instructions):
-        key = ("row counts", program.instructions[: n + 1])
-        hit = kept.get(key)
-        if hit is None:
-            hit = kept[key] = next_fractions(lowering, held, ins, kept)
-        held = hit[0]
-        out.append(hit[1])
+        held, fractions = next_fractions(lowering, held, ins, kept, program.instructions[: n + 1])
+        out.append(fractions)
     return out
 
 
@@ -106,11 +102,21 @@ def fractions_memo(lowering: Lowering, memo: dict | None) -> dict:
     return kept
 
 
-def next_fractions(lowering: Lowering, held: np.ndarray | None, ins: Instruction, kept: dict
-                   ) -> tuple[np.ndarray, tuple[float, ...]]:
-    """One step of :func:`step_fractions`: the rows each device holds after ``ins`` (``held``: before it,
-    ``None`` at the start) and the step's fractions.  ``kept``: the memo's part for the lowering
-    (:func:`fractions_memo`), where equal fractions are kept as one object."""
+def next_fractions(lowering: Lowering, held: np.ndarray | None, ins: Instruction, kept: dict,
+                   prefix: tuple[Instruction, ...]) -> tuple[np.ndarray, tuple[float, ...]]:
+    """One step of :func:`step_fractions`: the rows each device holds after ``ins``, the last instruction
+    of ``prefix`` (``held``: before it, ``None`` at the start), and the step's fractions.  ``kept``: the
+    memo's part for the lowering (:func:`fractions_memo`), which keeps both per prefix, and equal
+    fractions as one object."""
+    key = ("row counts", prefix)
+    hit = kept.get(key)
+    if hit is None:
+        hit = kept[key] = _next_fractions(lowering, held, ins, kept)
+    return hit
+
+
+def _next_fractions(lowering: Lowering, held: np.ndarray | None, ins: Instruction, kept: dict
+                    ) -> tuple[np.ndarray, tuple[float, ...]]:
     sh = lowering.synthesis
     k = sh.size
     groups = kept.get(("group array", ins))

@@ -253,11 +253,11 @@ class Simulator:
         out = []
         for program in programs:
             children, held, steps = trie, None, []
-            for ins in program.instructions:
+            for n, ins in enumerate(program.instructions):
                 hit = children.get(ins)
                 if hit is None:
                     step = lowering.lower_instruction(ins)
-                    after, fractions = next_fractions(lowering, held, ins, memo)
+                    after, fractions = next_fractions(lowering, held, ins, memo, program.instructions[:n + 1])
                     hit = children[ins] = _Prefix({}, step, fractions, after,
                                                   self._step_key(step, fractions, bytes_per_gpu, True))
                 children, held = hit.children, hit.held
