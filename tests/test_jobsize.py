@@ -185,10 +185,10 @@ def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypa
         seen += StepCount(0, 1, sum(map(len, step.groups)), classes(self, step, volumes))
         return bounding(self, step, volumes)
 
-    def step(self, step, fractions, nbytes, bound=False):
+    def step(self, step, fractions, nbytes, bound=False, key=None):
         nonlocal seen
         seen += StepCount(int(bound))
-        return stepping(self, step, fractions, nbytes, bound)
+        return stepping(self, step, fractions, nbytes, bound, key)
 
     def simulate(self, lowering, program, nbytes):
         nonlocal seen
