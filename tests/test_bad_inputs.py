@@ -212,16 +212,16 @@ def test_an_ecmp_whatif_is_refused_up_front_with_its_estimate(capsys, monkeypatc
 
     # issue 34: 2:1 ECMP against adaptive routing.  At 256 nodes its estimate was once 142 s (ECMP's GPU-steps at
     # adaptive's cost, though hashed routes leave no two groups alike) and it ran > 8 min; its bounded search is
-    # now counted as its bounds build it (every ECMP group a collective of its own), and at 512 nodes the search
-    # must not start (it would take minutes before it could fail)
+    # now counted as its bounds build it (every ECMP group a collective of its own), and at 1,024 nodes the search
+    # must not start (it would take minutes before it could fail; at 512 nodes it now runs in about 4.5 min)
     def no_search(*args, **kwargs):
         raise AssertionError("the search started")
 
     monkeypatch.setattr(whatif, "run_search", no_search)
-    line = refused(capsys, "whatif", "--system", "roce-h100", "--nodes", "512", "--axes", "data=128,pipeline=4,tensor=8",
+    line = refused(capsys, "whatif", "--system", "roce-h100", "--nodes", "1024", "--axes", "data=256,pipeline=4,tensor=8",
                    "--reduce", "data", "--bytes", "4GiB", "--vary", "routing=ecmp,adaptive", "--workers", "1",
-                   says=("job: whatif on roce-h100 over 2 points (512 nodes at the largest) would take about 382 s "
-                         "of CPU time", "1,342,050 collectives built", "more than the limit of 300 "
+                   says=("job: whatif on roce-h100 over 2 points (1024 nodes at the largest) would take about 485 s "
+                         "of CPU time", "2,373,182 collectives built", "more than the limit of 300 "
                          "s; fewer --vary values, fewer --nodes or a smaller --max-size make it smaller, --yes runs "
                          "it anyway"))
     assert line.startswith("p2sim whatif: error: job: ")

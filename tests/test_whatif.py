@@ -218,3 +218,30 @@ def test_whatif_model_refuses_what_the_step_decides(tiny):
             WhatifRequest.build(**STEP_JOB, model=tiny, vary=["nic.bandwidth=25"], **kw)
     with pytest.raises(InputError, match="^train: describes the training step of a --model"):
         WhatifRequest.build(system="dgx-h100", nodes=2, vary=["nic.bandwidth=25"], train="seq=2048")
+
+
+def test_points_of_uplink_rates_share_their_structures_and_answer_as_alone(monkeypatch):
+    # issue 34 item 2: leaf oversubscription 1, 2, 4 under adaptive routing changes no structure; each point takes
+    # the one before's (CollectiveCaches.adopt) and builds a third as many, with the same rows to the bit
+    from p2sim.collectives import caches, expand
+
+    built = [0]
+    structure = expand.Expander._structure
+
+    def counted(self, *args, **kwargs):
+        built[0] += 1
+        return structure(self, *args, **kwargs)
+
+    monkeypatch.setattr(expand.Expander, "_structure", counted)
+
+    def rows(share: bool):
+        built[0] = 0
+        if not share:
+            monkeypatch.setattr(caches.CollectiveCaches, "adopt", lambda self, other: False)
+        req = WhatifRequest.build(system="superpod-h100", nodes=32, axes={"data": 8, "pipeline": 4, "tensor": 8},
+                                  reduce=["data"], bytes="4GiB", vary=["leaf.oversubscription=1,2,4"], workers=1)
+        return run_whatif(req).rows, built[0]
+
+    shared, fewer = rows(True)
+    alone, every = rows(False)
+    assert shared == alone and fewer < every / 2

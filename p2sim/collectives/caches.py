@@ -25,12 +25,14 @@ Imports the topology and formalism layers only.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..formalism.hierarchy import SynthesisHierarchy
 from ..topology import Topology
 from ..topology.settings import ModelRates
 from .pattern import Collective
 
-__all__ = ["CollectiveCaches", "Expansions"]
+__all__ = ["CollectiveCaches", "Expansions", "structure_key"]
 
 _PER_SHAPE = ("channels", "available", "estimate")  # Expander._memo's decisions, one per group shape
 
@@ -51,6 +53,15 @@ class Expansions:
         self.held: dict[tuple, tuple[dict, int]] = {}
         self.held_bytes = [0]
 
+    def adopt_structures(self, other: Expansions) -> None:
+        """Keep ``other``'s structures too (least recently used first, as it held them), counted in this
+        ledger (``other`` held them within :data:`~p2sim.collectives.expand.CACHE_BYTES`)."""
+        for (owner_id, key), (owner, size) in other.held.items():
+            if owner is other.structures and key not in self.structures:
+                self.structures[key] = owner[key]
+                self.held[(id(self.structures), key)] = (self.structures, size)
+                self.held_bytes[0] += size
+
     def forget_order(self) -> None:
         """Drop what was decided once per group shape (NCCL's choice, channels, estimates):
         the first group of a shape decides for all, so across independent tasks the decisions
@@ -66,6 +77,27 @@ class Expansions:
                   self.chosen, self.held):
             d.clear()
         self.held_bytes[0] = 0
+
+
+def structure_key(topo: Topology) -> tuple | None:
+    """What a collective's structure reads of ``topo`` (its ring searches, routes, hop tables, NVLS and CollNet
+    heads): the system file and node count, but for the fabric tiers' oversubscription (or uplink ports),
+    and every link's capacity but the fabric's uplinks' (their count included, which ECMP ports change).
+    None of the structure builders reads an uplink's capacity: the ring search reads the node's links,
+    NVLS its switch ports, NVLS-Tree its NICs' cables.  Topologies with equal keys build equal
+    structures; ``None`` where there is no fabric (nothing to gain: a what-if of a node's rates changes
+    what the ring search reads)."""
+    f = topo.fabric
+    if f is None:
+        return None
+    spec = topo.spec
+    tiers = tuple(replace(t, oversubscription=None, uplinks=None) for t in spec.fabric.tiers)
+    caps = topo.capacity.copy()
+    for b in f.blocks:
+        if b.kind in ("up", "pair"):
+            caps[b.first:b.first + b.count] = 0.0
+    return (replace(spec, fabric=replace(spec.fabric, tiers=tiers)), topo.nodes, len(caps), caps.tobytes(),
+            topo.latency.tobytes())
 
 
 class CollectiveCaches:
@@ -106,6 +138,22 @@ class CollectiveCaches:
         """Drop what depends on the order groups came in (see the module docstring)."""
         for e in self._expansions.values():
             e.forget_order()
+
+    def adopt(self, other: CollectiveCaches) -> bool:
+        """Take ``other``'s ring searches, one-switch answers, GPU classes, row counts and structures, where
+        its topology has the same :func:`structure_key` (a what-if point that varies only uplink rates):
+        what each builds from its own topology is then the same.  Returns whether it did."""
+        key = structure_key(self.topo)
+        if key is None or key != structure_key(other.topo):
+            return False
+        self.rings.update(other.rings)
+        self.one_switch.update(other.one_switch)
+        self.gpu_classes = self.gpu_classes or other.gpu_classes
+        for k, v in other.row_counts.items():
+            self.row_counts.setdefault(k, v)
+        for rates, mine in other._expansions.items():
+            self.expansions(rates).adopt_structures(mine)
+        return True
 
     def clear(self) -> None:
         """Drop everything kept (results never change; only rebuilding costs)."""

@@ -100,19 +100,24 @@ ECMP_STEP_FACTOR = 3.3
 #   that are one group moved (sim/moved.py moved_classes: by tier shape on a fabric, each group alone
 #   with ECMP), and each (matrix, algorithm)'s AllReduce is simulated event-driven, one step on every GPU
 #   (search.bound_task; the programs simulated afterwards, those that can still win, are not known before the
-#   bounds and are not counted: on the jobs below, none to a few per matrix).  Fitted by non-negative least
-#   squares on relative errors (each job alike) to nine jobs of benchmarks/fabric_2048.py's kind (`--workers 1`,
-#   this machine, load 1-2, CPU s measured / estimated with these constants): rank of data=GPUs/32,
-#   pipeline=4,tensor=8 reducing data on superpod-h100 at 2,048 nodes 48.8 / 44.3 and 256 nodes 12.8 / 12.8,
-#   on flat h100 at 2,048 nodes 7.6 / 4.0, on roce-h100 (ECMP) at 64 nodes 56.5 / 61.4, on gb200-nvl72-pod
-#   at 224 racks 203.0 / 154.2; its whatif of 3 points on superpod-h100 122.3 / 113.7 and on h100
-#   12.7 / 10.9; the 4-axis rank on superpod-h100 110.1 / 109.1; plan with three reductions on
-#   superpod-h100 64.5 / 88.7.  With ECMP each group is a collective chosen and finished on its own (its
-#   ports can change NCCL's choice); its structure is moved from its class's up to the ports and re-hashed.
-CLASS_SECONDS = 0.27e-3  # a collective chosen and built (or moved)
-DISTINCT_STEP_SECONDS_PER_GPU = 0.12e-6  # a distinct step's moves and link sums, per GPU
-PROGRAM_STEP_SECONDS = 21e-6  # a program step's lookups
-SIMULATED_SECONDS_PER_GPU = 19e-6  # an AllReduce simulated event-driven, per GPU
+#   bounds and are not counted: on the jobs below, none to a few per matrix).  A search bounds a program only
+#   as far as it can still win (search.BoundJob), which the count cannot know: the constants absorb it.
+#   Fitted by non-negative least squares on relative errors (each job alike), the program step's fixed at
+#   8 us (cProfile of the SuperPOD rank: lowering, sizing and keying a step of the prefix tree), to nine
+#   jobs of benchmarks/fabric_2048.py's kind (`--workers 1`, this machine, load about 1, CPU s measured /
+#   estimated with these constants): rank of data=GPUs/32,pipeline=4,tensor=8 reducing data on
+#   superpod-h100 at 2,048 nodes 24.2 / 27.6 and 256 nodes 8.5 / 8.8, on flat h100 at 2,048 nodes
+#   7.5 / 2.8 (its AllReduces' flow symmetry costs more than the fit gives), on roce-h100 (ECMP) at 64
+#   nodes 42.0 / 43.9, on gb200-nvl72-pod at 224 racks 151.3 / 99.5; its whatif of 3 points on
+#   superpod-h100 65.9 / 63.6 and on h100 13.3 / 7.1; the 4-axis rank on superpod-h100 55.0 / 60.8;
+#   plan with three reductions on superpod-h100 48.1 / 55.7.  The fit leaves nothing per GPU of a
+#   distinct step beyond its collectives (0).  With ECMP each group is a collective chosen and finished on
+#   its own (its ports can change NCCL's choice); its structure is moved from its class's up to the ports
+#   and re-hashed.
+CLASS_SECONDS = 0.197e-3  # a collective chosen and built (or moved)
+DISTINCT_STEP_SECONDS_PER_GPU = 0.0  # a distinct step's moves and link sums, per GPU (fitted: 0, see above)
+PROGRAM_STEP_SECONDS = 8e-6  # a program step's lookups
+SIMULATED_SECONDS_PER_GPU = 13.5e-6  # an AllReduce simulated event-driven, per GPU
 # * the structures each process builds per system (topology, routes, groups, flow arrays): 1.2 GiB per
 #   worker process bounding at 131,072 GPUs (9.6 KiB a GPU), on top of the process's own 100 MiB.
 STRUCTURE_BYTES_PER_GPU = 9.6 * 2**10

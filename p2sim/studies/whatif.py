@@ -302,6 +302,9 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
             stats.append(st)
             rankings.append(rank_results(per_point[k]))
             point_bounds.append(program_bindings(point_contexts[k], _winner(rankings[k], text)))
+            if k + 1 < len(req.points) and point_contexts[k + 1] is not point_contexts[k]:
+                # a next point that varies only uplink rates builds the same structures: it takes them
+                point_contexts[k + 1].adopt(point_contexts[k])
             point_contexts[k].clear()  # the point is done: one point's caches at a time
     rows = []
     winners: dict[tuple, tuple] = {}
