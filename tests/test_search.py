@@ -183,3 +183,16 @@ def test_a_cut_bound_stops_at_a_partial_sum_past_the_cut_and_is_whole_below_it(m
     # steps bounded before are summed first: a program whose known steps already pass the cut builds nothing
     built.clear()
     assert sim.lower_bound(mp.lowering, prog, 2.0**32, cut=0.0) == part and not built
+
+
+@pytest.mark.parametrize("system,nodes,axes,reduce,nbytes", CASES[:3])
+def test_bounding_the_tasks_backwards_changes_nothing(system, nodes, axes, reduce, nbytes):
+    # whatif bounds every other point's tasks last to first (to start with the structures the point before
+    # built last): a task's bounds are its own whatever ran before it, so results and statistics are the same
+    topo = load_system(system, nodes)
+    tasks = split_by_matrix(ConfigTask(spec=topo.spec, nodes=nodes, axes=axes, reduce_axes=reduce, bytes_per_gpu=nbytes),
+                            enumerate_matrices(topo.hierarchy, axes))
+    (fwd, a), (back, b) = (run_search(tasks, SerialExecutor(), 3, backwards=x) for x in (False, True))
+    assert a == b and len(tasks) > 1
+    assert [[(p.matrix, p.text, p.seconds) for p in r.programs] for r in fwd] == \
+        [[(p.matrix, p.text, p.seconds) for p in r.programs] for r in back]

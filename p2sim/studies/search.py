@@ -254,11 +254,12 @@ def matrix_bounds(bounds: Sequence[Bounds]) -> dict[Matrix, float]:
 
 def run_search(tasks: Sequence[ConfigTask], executor: Executor, top: int, exhaustive: bool = False,
                budget: float | None = None, top_matrices: int | None = None, score=matrix_bounds,
-               always: frozenset[Matrix] = frozenset(), label: str = "simulating"
+               always: frozenset[Matrix] = frozenset(), label: str = "simulating", backwards: bool = False
                ) -> tuple[list[ConfigResult], SearchStats]:
     """Simulate a sweep's tasks: every program (``exhaustive``, or an engine without a bound), or
     by :func:`search` after bounding every program.
 
+    ``backwards`` bounds the tasks in the reverse order (the same bounds and results).
     ``top_matrices`` searches only the K matrices with the least ``score`` (by default
     :func:`matrix_bounds`; ties by matrix) and those in ``always``; the results then hold
     only those matrices.
@@ -275,7 +276,11 @@ def run_search(tasks: Sequence[ConfigTask], executor: Executor, top: int, exhaus
         n = sum(len(r.programs) for r in results)
         pairs = sum(len(r.matrices()) for r in results)
         return results, SearchStats(n, n, pairs, pairs, True, False, None, None)
-    bounds = bound_all(tasks, executor, top=top)
+    # backwards: the tasks bounded last to first (each task's bounds are its own, whatever ran before it), so that
+    # a what-if point starts with the structures the point before built last, which its caches still hold
+    order = list(tasks)[::-1] if backwards else list(tasks)
+    bounds = bound_all(order, executor, top=top)
+    bounds = bounds[::-1] if backwards else bounds
     keep = None
     if top_matrices is not None:
         scores = score(bounds)

@@ -297,8 +297,9 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
         for k in range(len(req.points)):  # each point's winner and matrices' bests: exact, with or without the bounds
             mine = [t for t, o in zip(tasks, owners) if o == k]
             # a given program is the one simulation of its point: nothing to bound
+            # every other point backwards: it starts with the structures the point before built last (adopt)
             per_point[k], st = run_search(mine, ex, 1, exhaustive=req.exhaustive or req.program != "all",
-                                          label="what-if")
+                                          label="what-if", backwards=k % 2 == 1)
             stats.append(st)
             rankings.append(rank_results(per_point[k]))
             point_bounds.append(program_bindings(point_contexts[k], _winner(rankings[k], text)))
