@@ -161,7 +161,7 @@ def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, n
     ports = None
     if salt is not None and topo.fabric is not None and topo.fabric.ecmp:
         # each hop's route for moving its ECMP ports with it (HopTable.ports): the NICs as the fabric numbers them
-        fab = np.array([topo.fabric.nics.index(c) for c in topo.nics], dtype=np.int64)
+        fab = topo.router.fabric_nic_ids
         known = (p != q) & (x >= 0) & (y >= 0)  # a NIC of -1 (the GPU's default) is left unmoved: -1
         ports = np.where(known[:, None], np.column_stack([fab[x], fab[y], salt]), -1)
     return HopTable(src, dst, coef, p != q, np.ones(len(src)), indptr, edges, ports)

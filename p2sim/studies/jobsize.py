@@ -360,9 +360,10 @@ def _distinct_steps(lw: Lowering, profile: Profile, max_size: int, memo: dict
         for ins, fr in zip(prog.instructions, step_fractions(lw, prog, memo)):
             steps += 1
             seen.setdefault((ins, id(fr)), (ins, fr))
+    rows = {ins: lw.synthesis.group_array(ins).shape[0] for ins, _ in seen.values()}  # built once per instruction
     by_ins: dict[Instruction, set[tuple[float, ...]]] = {}
     for ins, fr in seen.values():
-        by_ins.setdefault(ins, set()).add(fr[:lw.synthesis.group_array(ins).shape[0]])
+        by_ins.setdefault(ins, set()).add(fr[:rows[ins]])
     return steps, by_ins
 
 

@@ -319,13 +319,16 @@ class Router:
         return hit
 
     @cached_property
-    def _fabric_nics(self) -> tuple[np.ndarray, np.ndarray]:
-        """Each of :attr:`nics` as the fabric numbers it, and each local GPU's default NIC (an index into
-        :attr:`nics`): :meth:`route_table` reads both on every call (72 NICs a node on a GB200 rack)."""
-        all_nics = np.array([self.fabric.nics.index(c) for c in self.nics], dtype=np.int64)
-        default = np.array([self.nics.index(self._nic_assignment[g]) if g in self._nic_assignment else 0
-                            for g in range(self.gpus_per_node)], dtype=np.int64)
-        return all_nics, default
+    def fabric_nic_ids(self) -> np.ndarray:
+        """Each of :attr:`nics` as the fabric numbers it (read on every route table: 72 NICs a node on a
+        GB200 rack)."""
+        return np.array([self.fabric.nics.index(c) for c in self.nics], dtype=np.int64)
+
+    @cached_property
+    def _default_nics(self) -> np.ndarray:
+        """Each local GPU's default NIC, an index into :attr:`nics` (read on every route table)."""
+        return np.array([self.nics.index(self._nic_assignment[g]) if g in self._nic_assignment else 0
+                         for g in range(self.gpus_per_node)], dtype=np.int64)
 
     def route_table(self, src: np.ndarray, dst: np.ndarray, nic_out: np.ndarray | None = None,
                     nic_in: np.ndarray | None = None, salt: np.ndarray | None = None
@@ -380,7 +383,7 @@ class Router:
         fab = None
         if self.fabric is not None:  # the fabric between the two cables, by arithmetic
             inter = np.flatnonzero(p != q)
-            all_nics, default = self._fabric_nics
+            all_nics, default = self.fabric_nic_ids, self._default_nics
             xs = np.where(x[inter] > 0, x[inter] - 1, -1)
             ys = np.where(y[inter] > 0, y[inter] - 1, -1)
             xs = all_nics[np.where(xs < 0, default[a[inter]], xs)]
