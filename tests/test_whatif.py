@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -218,6 +219,38 @@ def test_whatif_model_refuses_what_the_step_decides(tiny):
             WhatifRequest.build(**STEP_JOB, model=tiny, vary=["nic.bandwidth=25"], **kw)
     with pytest.raises(InputError, match="^train: describes the training step of a --model"):
         WhatifRequest.build(system="dgx-h100", nodes=2, vary=["nic.bandwidth=25"], train="seq=2048")
+
+
+def _built_and_rows(monkeypatch, share: bool, **request):
+    """A what-if's rows and the structures it built, with or without points taking the one before's."""
+    from p2sim.collectives import caches, expand
+
+    built = [0]
+    structure = expand.Expander._structure
+
+    def counted(self, *args, **kwargs):
+        built[0] += 1
+        return structure(self, *args, **kwargs)
+
+    monkeypatch.setattr(expand.Expander, "_structure", counted)
+    if not share:
+        monkeypatch.setattr(caches.CollectiveCaches, "adopt", lambda self, other: False)
+    result = run_whatif(WhatifRequest.build(workers=1, **request))
+    monkeypatch.undo()
+    return json.dumps(result.to_json(), sort_keys=True), built[0]
+
+
+def test_points_of_nic_rates_share_their_structures_and_answer_as_alone(monkeypatch):
+    # issue 34 item 2: a flat network's NIC rate changes no structure (structure_key); the points take the one
+    # before's and build fewer, with the same answer to the bit; a PCIe rate (a node link) shares nothing
+    job = dict(nodes=8, axes="data=16,pipeline=4", reduce="data", bytes="1GiB")
+    for system, vary in (("h100", "nic.bandwidth=25,50,100"), ("superpod-h100", "nic.bandwidth=25,50")):
+        shared, fewer = _built_and_rows(monkeypatch, True, system=system, vary=[vary], **job)
+        alone, every = _built_and_rows(monkeypatch, False, system=system, vary=[vary], **job)
+        assert shared == alone and fewer < every * 0.6, (system, fewer, every)
+    shared, fewer = _built_and_rows(monkeypatch, True, system="h100", vary=["pcie.bandwidth=16,64"], **job)
+    alone, every = _built_and_rows(monkeypatch, False, system="h100", vary=["pcie.bandwidth=16,64"], **job)
+    assert shared == alone and fewer == every
 
 
 def test_points_of_uplink_rates_share_their_structures_and_answer_as_alone(monkeypatch):
