@@ -253,6 +253,18 @@ def test_points_of_nic_rates_share_their_structures_and_answer_as_alone(monkeypa
     assert shared == alone and fewer == every
 
 
+def test_points_that_build_the_same_structures_run_one_after_another(monkeypatch):
+    # the first --vary varies fastest, so points of one NVSwitch rate (equal structure keys) are not neighbours:
+    # they run one after another (whatif._run_order), sharing, and the rows stay in the points' order, as alone
+    job = dict(system="h100", nodes=4, axes="data=8,pipeline=4", reduce="data", bytes="1GiB",
+               vary=["nvswitch.bandwidth=200,450", "nic.bandwidth=25,50"])
+    shared, fewer = _built_and_rows(monkeypatch, True, **job)
+    alone, every = _built_and_rows(monkeypatch, False, **job)
+    assert shared == alone and fewer < every * 0.8, (fewer, every)
+    labels = [p["label"] for p in json.loads(shared)["points"]]
+    assert labels[:2] == ["nvswitch.bandwidth=200, nic.bandwidth=25", "nvswitch.bandwidth=450, nic.bandwidth=25"]
+
+
 def test_points_of_uplink_rates_share_their_structures_and_answer_as_alone(monkeypatch):
     # issue 34 item 2: leaf oversubscription 1, 2, 4 under adaptive routing changes no structure; each point takes
     # the one before's (CollectiveCaches.adopt) and builds a third as many, with the same rows to the bit
