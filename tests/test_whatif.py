@@ -211,6 +211,15 @@ def test_whatif_model_charges_the_whole_step_at_each_nic_speed_as_plan_model_doe
     assert sum(1 for line in text.splitlines() if line.strip().startswith("default ")) == 2
 
 
+def test_whatif_model_points_of_nic_speeds_share_their_structures(monkeypatch, tiny):
+    # issue 34 item 2, the --model path too: the second point takes the first's structures (the rows are checked
+    # against plan --model alone above)
+    request = {k: v for k, v in STEP_JOB.items() if k != "workers"}
+    shared, fewer = _built_and_rows(monkeypatch, True, **request, model=tiny, vary=["nic.bandwidth=12.5,50"])
+    alone, every = _built_and_rows(monkeypatch, False, **request, model=tiny, vary=["nic.bandwidth=12.5,50"])
+    assert shared == alone and fewer < every * 0.75, (fewer, every)
+
+
 def test_whatif_model_refuses_what_the_step_decides(tiny):
     for kw in (dict(reduce="tensor"), dict(bytes="1GiB"), dict(matrix="[[2 1] [1 2] [1 4]]"),
                dict(program="AllReduce(slice=0, Inside)")):

@@ -185,11 +185,19 @@ def _winner(ranking: Ranking, program: str | None) -> RankEntry:
 def _run_step(req: WhatifRequest) -> WhatifResult:
     """whatif --model: plan --model's step machinery (as rank --model runs it) at each point."""
     assert req.step is not None
+    contexts = [preq.job.context for preq in req.step]
+    order = _run_order(contexts)
+    results: list[Any] = [None] * len(req.points)
+    for i, k in enumerate(order):  # points of one structure key one after another, each taking the one before's
+        announce(f"whatif --model at {req.points[k].label}")
+        results[k] = run_step_plan(req.step[k])
+        following = contexts[order[i + 1]] if i + 1 < len(order) else None
+        if following is not None and following is not contexts[k]:
+            following.adopt(contexts[k])
+        contexts[k].clear()  # the point is done: one point's caches at a time
     rows, stats, winners = [], [], {}
     first = req.variations[0].target
-    for pt, preq in zip(req.points, req.step):
-        announce(f"whatif --model at {pt.label}")
-        result = run_step_plan(preq)
+    for pt, result in zip(req.points, results):
         row = step_row(pt, result)
         series = tuple((t, v) for t, v in pt.settings if t != first)  # as the plain what-if marks its winners
         previous = winners.get(series)
@@ -197,7 +205,6 @@ def _run_step(req: WhatifRequest) -> WhatifResult:
         row["winner_changed"] = previous is not None and previous != winners[series]
         rows.append(row)
         stats.append(result.stats)
-        context_of(pt.spec, pt.nodes).clear()  # the point is done: one point's caches at a time
     job = req.step[-1].job
     return WhatifResult(req, job.axis_names, (), job.topology.level_names, tuple(rows), tuple(stats))
 
