@@ -26,7 +26,8 @@ def test_topologies_that_differ_only_in_uplink_rates_have_one_structure_key():
     assert structure_key(load_system("superpod-h100", 32)) != structure_key(base)
     # ECMP: a tier's oversubscription changes its port count, so its link numbering
     assert structure_key(load_system("roce-h100", 16)) != structure_key(_oversubscribed("roce-h100", 16, 1.0))
-    assert structure_key(load_system("h100", 4)) is None  # no fabric: nothing shared
+    # a flat network: NIC rates change no structure either (test_flat_nic_rates_...)
+    assert structure_key(load_system("h100", 4)) == structure_key(load_system("h100", 4))
 
 
 def test_adopted_structures_are_the_ones_built_and_results_are_unchanged():
@@ -42,4 +43,64 @@ def test_adopted_structures_are_the_ones_built_and_results_are_unchanged():
     shared = Expander(two, caches=adopted).collective("ring", "Simple", "AllReduce", group, 2.0**30)
     assert shared.latency == alone.latency and shared.algbw(two.capacity) == alone.algbw(two.capacity)
     assert [f.edges.tolist() for f in shared.flows] == [f.edges.tolist() for f in alone.flows]
-    assert not CollectiveCaches(load_system("h100", 2)).adopt(CollectiveCaches(load_system("h100", 2)))
+    assert not CollectiveCaches(load_system("h100", 2)).adopt(CollectiveCaches(load_system("h100", 4)))
+
+
+def _with_class(system: str, nodes: int, cls: str, bandwidth: float):
+    spec = load_system(system, nodes).spec
+    return load_system(spec.with_class(cls, bandwidth=bandwidth), nodes)
+
+
+def test_nic_rates_leave_the_structure_key_and_node_links_do_not():
+    # issue 34 item 2: what each builder reads (structure_key's docstring). A NIC's cable is read only through a
+    # channel count (NVLS Tree's) that the structure's own key holds, and as a tie-break of the flat network's
+    # routes, which the key holds themselves; so a what-if of NIC rates shares, on flat and fabric systems alike
+    for system in ("h100", "superpod-h100"):
+        first, *rest = (structure_key(_with_class(system, 4, "nic", v)) for v in (25.0, 50.0, 100.0))
+        assert all(k == first for k in rest)
+    h100 = structure_key(load_system("h100", 4))
+    # what the ring search reads (the node's PCIe and NVSwitch links), a spine (the flat network's routes between
+    # switches), the node count: other keys
+    for cls, rate in (("pcie", 16.0), ("nvswitch", 100.0), ("spine", 12.5)):
+        assert structure_key(_with_class("h100", 4, cls, rate)) != h100, cls
+    assert structure_key(load_system("h100", 8)) != h100
+
+
+def test_a_node_link_rate_the_ring_search_reads_shares_nothing():
+    # a node link's rate (PCIe: the GPUs' paths to their NICs, and the rings of a system without NVSwitch) is
+    # part of the key: the caches of another PCIe rate are not taken
+    base, fast = load_system("h100", 2), _with_class("h100", 2, "pcie", 16.0)
+    first = CollectiveCaches(base)
+    Expander(base, caches=first).collective("ring", "Simple", "AllReduce", tuple(range(16)), 2.0**30)
+    other = CollectiveCaches(fast)
+    assert first.rings and not other.adopt(first)
+    assert not other.rings and not other.expansions(Expander(fast).rates).structures
+
+
+def _same(a, b, capacity) -> bool:
+    return (a.latency == b.latency and a.algbw(capacity) == b.algbw(capacity) and a.channels == b.channels
+            and a.tuning == b.tuning and len(a.flows) == len(b.flows)
+            and all(f.share == g.share and f.channels == g.channels and f.edges.tolist() == g.edges.tolist()
+                    and f.coef.tolist() == g.coef.tolist() and f.caps == g.caps and f.cap_kinds == g.cap_kinds
+                    for f, g in zip(a.flows, b.flows)))
+
+
+def test_collectives_on_structures_of_another_nic_rate_equal_those_built_alone():
+    # every algorithm across nodes on a flat h100 at 50 GB/s NICs, its structures then taken by 12.5 GB/s NICs
+    # (where NVLS Tree runs fewer channels: nvls_tree_channels): each collective equals the one built alone
+    base, slow = load_system("h100", 4), _with_class("h100", 4, "nic", 12.5)
+    first = CollectiveCaches(base)
+    group = tuple(range(32))
+    cases = [(a, p) for a in ("ring", "tree", "nvls_tree") for p in ("Simple", "LL", "LL128")]
+    for algo, proto in cases:
+        for nbytes in (2.0**20, 2.0**30):
+            Expander(base, caches=first).collective(algo, proto, "AllReduce", group, nbytes)
+    adopted = CollectiveCaches(slow)
+    assert adopted.adopt(first)
+    rates = Expander(slow).rates
+    assert adopted.expansions(rates).structures and not adopted.expansions(rates).cache  # no collective taken
+    for algo, proto in cases:
+        for nbytes in (2.0**20, 2.0**30):
+            shared = Expander(slow, caches=adopted).collective(algo, proto, "AllReduce", group, nbytes)
+            alone = Expander(slow).collective(algo, proto, "AllReduce", group, nbytes)
+            assert _same(shared, alone, slow.capacity), (algo, proto, nbytes)

@@ -37,3 +37,40 @@ def test_rank_model_on_the_command_line_answers_by_axis(capsys, tiny):
     rc, out, _ = run(capsys, "rank", "--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,pipeline=2,tensor=4",
                      "--model", tiny, "--train", "seq=2048,global_batch=64", "--workers", "1", "--json")
     assert rc == 0 and json.loads(out)["step"]["best_axes"][0]["axis"] == "tensor"
+
+
+def _structure_builds(monkeypatch) -> list[tuple]:
+    """Each structure built, by the caches it went to and what it was built of."""
+    from p2sim.collectives import expand
+
+    built: list[tuple] = []
+    structure = expand.Expander._structure
+
+    def counted(self, algo, op, members, segs, used, share):
+        built.append((id(self._structures), algo, op, tuple(members), used, share))
+        return structure(self, algo, op, members, segs, used, share)
+
+    monkeypatch.setattr(expand.Expander, "_structure", counted)
+    return built
+
+
+def test_both_algorithms_and_every_reduction_share_one_topologys_structures(monkeypatch):
+    # issue 34 item 2: rank --algo both runs each algorithm's tasks, plan each reduction's, on one topology's
+    # caches (studies.contexts.context_of): every structure goes to one cache and none is built twice
+    from p2sim.studies.plan import PlanRequest, run_plan
+    from p2sim.studies.rank import RankRequest, run_rank
+
+    def rank() -> None:
+        run_rank(RankRequest.build(system="h100", nodes=4, axes="data=8,tensor=4", reduce="data", algo="both",
+                                   workers=1))
+
+    def plan() -> None:
+        run_plan(PlanRequest.build(system="h100", nodes=4, axes="data=8,tensor=4",
+                                   reductions=("data:1GiB", "tensor:64MiB x 4"), workers=1))
+
+    for algos, run_job in ((2, rank), (1, plan)):
+        built = _structure_builds(monkeypatch)
+        run_job()
+        monkeypatch.undo()
+        assert len({b[1] for b in built}) >= algos and len({b[0] for b in built}) == 1
+        assert len(set(built)) == len(built)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -210,6 +211,15 @@ def test_whatif_model_charges_the_whole_step_at_each_nic_speed_as_plan_model_doe
     assert sum(1 for line in text.splitlines() if line.strip().startswith("default ")) == 2
 
 
+def test_whatif_model_points_of_nic_speeds_share_their_structures(monkeypatch, tiny):
+    # issue 34 item 2, the --model path too: the second point takes the first's structures (the rows are checked
+    # against plan --model alone above)
+    request = {k: v for k, v in STEP_JOB.items() if k != "workers"}
+    shared, fewer = _built_and_rows(monkeypatch, True, **request, model=tiny, vary=["nic.bandwidth=12.5,50"])
+    alone, every = _built_and_rows(monkeypatch, False, **request, model=tiny, vary=["nic.bandwidth=12.5,50"])
+    assert shared == alone and fewer < every * 0.75, (fewer, every)
+
+
 def test_whatif_model_refuses_what_the_step_decides(tiny):
     for kw in (dict(reduce="tensor"), dict(bytes="1GiB"), dict(matrix="[[2 1] [1 2] [1 4]]"),
                dict(program="AllReduce(slice=0, Inside)")):
@@ -218,6 +228,50 @@ def test_whatif_model_refuses_what_the_step_decides(tiny):
             WhatifRequest.build(**STEP_JOB, model=tiny, vary=["nic.bandwidth=25"], **kw)
     with pytest.raises(InputError, match="^train: describes the training step of a --model"):
         WhatifRequest.build(system="dgx-h100", nodes=2, vary=["nic.bandwidth=25"], train="seq=2048")
+
+
+def _built_and_rows(monkeypatch, share: bool, **request):
+    """A what-if's rows and the structures it built, with or without points taking the one before's."""
+    from p2sim.collectives import caches, expand
+
+    built = [0]
+    structure = expand.Expander._structure
+
+    def counted(self, *args, **kwargs):
+        built[0] += 1
+        return structure(self, *args, **kwargs)
+
+    monkeypatch.setattr(expand.Expander, "_structure", counted)
+    if not share:
+        monkeypatch.setattr(caches.CollectiveCaches, "adopt", lambda self, other: False)
+    result = run_whatif(WhatifRequest.build(workers=1, **request))
+    monkeypatch.undo()
+    return json.dumps(result.to_json(), sort_keys=True), built[0]
+
+
+def test_points_of_nic_rates_share_their_structures_and_answer_as_alone(monkeypatch):
+    # issue 34 item 2: a flat network's NIC rate changes no structure (structure_key); the points take the one
+    # before's and build fewer, with the same answer to the bit; a PCIe rate (a node link) shares nothing
+    job = dict(nodes=8, axes="data=16,pipeline=4", reduce="data", bytes="1GiB")
+    for system, vary in (("h100", "nic.bandwidth=25,50,100"), ("superpod-h100", "nic.bandwidth=25,50")):
+        shared, fewer = _built_and_rows(monkeypatch, True, system=system, vary=[vary], **job)
+        alone, every = _built_and_rows(monkeypatch, False, system=system, vary=[vary], **job)
+        assert shared == alone and fewer < every * 0.6, (system, fewer, every)
+    shared, fewer = _built_and_rows(monkeypatch, True, system="h100", vary=["pcie.bandwidth=16,64"], **job)
+    alone, every = _built_and_rows(monkeypatch, False, system="h100", vary=["pcie.bandwidth=16,64"], **job)
+    assert shared == alone and fewer == every
+
+
+def test_points_that_build_the_same_structures_run_one_after_another(monkeypatch):
+    # the first --vary varies fastest, so points of one NVSwitch rate (equal structure keys) are not neighbours:
+    # they run one after another (whatif._run_order), sharing, and the rows stay in the points' order, as alone
+    job = dict(system="h100", nodes=4, axes="data=8,pipeline=4", reduce="data", bytes="1GiB",
+               vary=["nvswitch.bandwidth=200,450", "nic.bandwidth=25,50"])
+    shared, fewer = _built_and_rows(monkeypatch, True, **job)
+    alone, every = _built_and_rows(monkeypatch, False, **job)
+    assert shared == alone and fewer < every * 0.8, (fewer, every)
+    labels = [p["label"] for p in json.loads(shared)["points"]]
+    assert labels[:2] == ["nvswitch.bandwidth=200, nic.bandwidth=25", "nvswitch.bandwidth=450, nic.bandwidth=25"]
 
 
 def test_points_of_uplink_rates_share_their_structures_and_answer_as_alone(monkeypatch):

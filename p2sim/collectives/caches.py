@@ -25,8 +25,6 @@ Imports the topology and formalism layers only.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..formalism.hierarchy import SynthesisHierarchy
 from ..topology import Topology
 from ..topology.settings import ModelRates
@@ -79,25 +77,28 @@ class Expansions:
         self.held_bytes[0] = 0
 
 
-def structure_key(topo: Topology) -> tuple | None:
-    """What a collective's structure reads of ``topo`` (its ring searches, routes, hop tables, NVLS and CollNet
-    heads): the system file and node count, but for the fabric tiers' oversubscription (or uplink ports),
-    and every link's capacity but the fabric's uplinks' (their count included, which ECMP ports change).
-    None of the structure builders reads an uplink's capacity: the ring search reads the node's links,
-    NVLS its switch ports, NVLS-Tree its NICs' cables.  Topologies with equal keys build equal
-    structures; ``None`` where there is no fabric (nothing to gain: a what-if of a node's rates changes
-    what the ring search reads)."""
-    f = topo.fabric
-    if f is None:
-        return None
-    spec = topo.spec
-    tiers = tuple(replace(t, oversubscription=None, uplinks=None) for t in spec.fabric.tiers)
-    caps = topo.capacity.copy()
-    for b in f.blocks:
-        if b.kind in ("up", "pair"):
-            caps[b.first:b.first + b.count] = 0.0
-    return (replace(spec, fabric=replace(spec.fabric, tiers=tiers)), topo.nodes, len(caps), caps.tobytes(),
-            topo.latency.tobytes())
+def structure_key(topo: Topology) -> tuple:
+    """What a collective's structure (and every other rate-free cache: ring searches, one-switch answers, GPU
+    classes) reads of ``topo``: equal keys build equal structures, so topologies with equal keys may share them.
+
+    What each builder reads (checked in the code, issue 34):
+
+    * the ring search and one-switch answer (:mod:`.ringsearch`), the GPU classes (:mod:`.shapes`), NVLS's head
+      count (:func:`~p2sim.collectives.nvls.nvlink_gbps`): the capacities of node links only, kept in full (with
+      the node faults that change them);
+    * every structure's hops: the routes -- inside a node by the node's links; between switches of a flat
+      network by their links' capacities (kept in full); from a NIC into the network by its cable's weight
+      (:func:`~p2sim.topology.paths.hop_weight`: a tie-break by bandwidth), so the chosen NIC-to-NIC routes
+      themselves are part of the key; a fabric's by arithmetic over its sizes and, under ECMP, its ports;
+    * the routes' latencies (kept in full);
+    * a channel count (NVLS Tree's by NIC speed, ``Expander._channels`` by the ring's throughput): not read by the
+      structure but passed to it, in the structure's own cache key.
+
+    So the key is the system file with every link rate and the tiers' oversubscription (or uplink ports) left out,
+    the node count, the capacity of every link but the NICs' cables and a fabric's uplinks, every latency, the
+    fabric's ECMP ports (they number the links) and a flat network's NIC-to-NIC routes: points of a what-if that
+    vary a NIC's or an uplink's rate share their structures; points that vary a node link do not."""
+    return topo.rate_free_key
 
 
 class CollectiveCaches:
@@ -141,10 +142,10 @@ class CollectiveCaches:
 
     def adopt(self, other: CollectiveCaches) -> bool:
         """Take ``other``'s ring searches, one-switch answers, GPU classes, row counts and structures, where
-        its topology has the same :func:`structure_key` (a what-if point that varies only uplink rates):
-        what each builds from its own topology is then the same.  Returns whether it did."""
-        key = structure_key(self.topo)
-        if key is None or key != structure_key(other.topo):
+        its topology has the same :func:`structure_key` (a what-if point that varies only NIC or uplink rates):
+        what each builds from its own topology is then the same.  What depends on rates (NCCL's choice, channel
+        counts, settings, estimates, built collectives) stays each one's own.  Returns whether it did."""
+        if structure_key(self.topo) != structure_key(other.topo):
             return False
         self.rings.update(other.rings)
         self.one_switch.update(other.one_switch)

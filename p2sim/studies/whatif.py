@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..collectives.binding import Binding
+from ..collectives.caches import structure_key
 from ..collectives.choice import serves
 from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_matrices, format_matrix, parse_matrix
 from ..formalism.program import parse_program
@@ -184,11 +185,19 @@ def _winner(ranking: Ranking, program: str | None) -> RankEntry:
 def _run_step(req: WhatifRequest) -> WhatifResult:
     """whatif --model: plan --model's step machinery (as rank --model runs it) at each point."""
     assert req.step is not None
+    contexts = [preq.job.context for preq in req.step]
+    order = _run_order(contexts)
+    results: list[Any] = [None] * len(req.points)
+    for i, k in enumerate(order):  # points of one structure key one after another, each taking the one before's
+        announce(f"whatif --model at {req.points[k].label}")
+        results[k] = run_step_plan(req.step[k])
+        following = contexts[order[i + 1]] if i + 1 < len(order) else None
+        if following is not None and following is not contexts[k]:
+            following.adopt(contexts[k])
+        contexts[k].clear()  # the point is done: one point's caches at a time
     rows, stats, winners = [], [], {}
     first = req.variations[0].target
-    for pt, preq in zip(req.points, req.step):
-        announce(f"whatif --model at {pt.label}")
-        result = run_step_plan(preq)
+    for pt, result in zip(req.points, results):
         row = step_row(pt, result)
         series = tuple((t, v) for t, v in pt.settings if t != first)  # as the plain what-if marks its winners
         previous = winners.get(series)
@@ -196,9 +205,24 @@ def _run_step(req: WhatifRequest) -> WhatifResult:
         row["winner_changed"] = previous is not None and previous != winners[series]
         rows.append(row)
         stats.append(result.stats)
-        context_of(pt.spec, pt.nodes).clear()  # the point is done: one point's caches at a time
     job = req.step[-1].job
     return WhatifResult(req, job.axis_names, (), job.topology.level_names, tuple(rows), tuple(stats))
+
+
+def _run_order(contexts: list[Any]) -> list[int]:
+    """The order the points run in: those whose topologies build the same structures (an equal
+    :func:`~p2sim.collectives.caches.structure_key`: they differ only in NIC or uplink rates) one after another,
+    each taking the one before's (:meth:`~p2sim.collectives.caches.CollectiveCaches.adopt`); the groups in order
+    of their first point, and each in the points' order.  A point's answer does not depend on when it runs."""
+    groups: list[tuple[tuple, list[int]]] = []
+    for k, ctx in enumerate(contexts):
+        key = structure_key(ctx.topo)
+        same = next((ks for g, ks in groups if g == key), None)
+        if same is None:
+            groups.append((key, [k]))
+        else:
+            same.append(k)
+    return [k for _, ks in groups for k in ks]
 
 
 def run_whatif(req: WhatifRequest) -> WhatifResult:
@@ -289,23 +313,24 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     req.limits.check_cost(cost, where(max(pt.nodes for pt in req.points)), smaller)
     warning = warn_memory(largest[1].spec, largest[0], req.bytes is None, largest[1].node_count)
     per_point: list[list[ConfigResult]] = [[] for _ in req.points]
-    stats: list[SearchStats] = []
-    rankings: list[Ranking] = []
-    point_bounds: list[tuple[Binding, ...]] = []
+    stats: list[SearchStats | None] = [None] * len(req.points)
+    rankings: list[Ranking | None] = [None] * len(req.points)
+    point_bounds: list[tuple[Binding, ...]] = [()] * len(req.points)
+    run_order = _run_order(point_contexts)
     with req.run.executor(len(tasks)) as ex:
         announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}, {cost.brief()}")
-        for k in range(len(req.points)):  # each point's winner and matrices' bests: exact, with or without the bounds
+        for i, k in enumerate(run_order):  # each point's winner and matrices' bests: exact, with or without the bounds
             mine = [t for t, o in zip(tasks, owners) if o == k]
             # a given program is the one simulation of its point: nothing to bound
             # every other point backwards: it starts with the structures the point before built last (adopt)
-            per_point[k], st = run_search(mine, ex, 1, exhaustive=req.exhaustive or req.program != "all",
-                                          label="what-if", backwards=k % 2 == 1)
-            stats.append(st)
-            rankings.append(rank_results(per_point[k]))
-            point_bounds.append(program_bindings(point_contexts[k], _winner(rankings[k], text)))
-            if k + 1 < len(req.points) and point_contexts[k + 1] is not point_contexts[k]:
-                # a next point that varies only uplink rates builds the same structures: it takes them
-                point_contexts[k + 1].adopt(point_contexts[k])
+            per_point[k], stats[k] = run_search(mine, ex, 1, exhaustive=req.exhaustive or req.program != "all",
+                                                label="what-if", backwards=i % 2 == 1)
+            rankings[k] = rank_results(per_point[k])
+            point_bounds[k] = program_bindings(point_contexts[k], _winner(rankings[k], text))
+            following = point_contexts[run_order[i + 1]] if i + 1 < len(run_order) else None
+            if following is not None and following is not point_contexts[k]:
+                # a next point that varies only NIC or uplink rates builds the same structures: it takes them
+                following.adopt(point_contexts[k])
             point_contexts[k].clear()  # the point is done: one point's caches at a time
     rows = []
     winners: dict[tuple, tuple] = {}

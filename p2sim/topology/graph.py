@@ -28,6 +28,7 @@ a channel does.
 from __future__ import annotations
 
 import bisect
+from dataclasses import replace
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -334,6 +335,33 @@ class Topology:
         if self.fabric is None:
             return np.zeros(len(edges), dtype=bool)
         return self.fabric.hashed(edges)
+
+    @cached_property
+    def rate_free_key(self) -> tuple:
+        """Everything of this topology but the rates of its NICs' cables and its fabric's uplinks (what a
+        what-if of those rates changes and no structure of the collectives reads:
+        :func:`~p2sim.collectives.caches.structure_key` says who reads what): the system file with every link
+        rate and the tiers' oversubscription (or uplink ports) left out, the node count, every other link's
+        capacity, every latency, an ECMP fabric's ports (they number its links) and a flat network's NIC-to-NIC
+        routes (its cables' rates break ties among them: :func:`~p2sim.topology.paths.hop_weight`)."""
+        spec = self.spec
+        unrated = replace(spec, classes={k: replace(c, bandwidth=0.0, efficiency=1.0) for k, c in spec.classes.items()},
+                          node_links=tuple(replace(ln, bandwidth=None) for ln in spec.node_links),
+                          network_links=tuple(replace(ln, bandwidth=None) for ln in spec.network_links))
+        caps = self.capacity.copy()
+        for first, inner, *_ in self._blocks:  # a flat network's NIC cables: a pair per node each
+            if inner is not None:
+                caps[first:first + 2 * self.node_count] = 0.0
+        f, ports, routes = self.fabric, (), ()
+        if f is not None:
+            tiers = tuple(replace(t, oversubscription=None, uplinks=None) for t in spec.fabric.tiers)
+            unrated = replace(unrated, fabric=replace(spec.fabric, tiers=tiers))
+            for b in f.blocks:  # its NICs' cables and its uplinks
+                caps[b.first:b.first + b.count] = 0.0
+            ports = tuple(f.ports) if f.ecmp else ()
+        elif self.node_count > 1:
+            routes = self.router.nic_routes()
+        return (unrated, self.nodes, len(caps), caps.tobytes(), self.latency.tobytes(), ports, routes)
 
     def move_key(self, nodes: Sequence[int] | np.ndarray, ports: bool = True) -> bytes:
         """Groups over ``nodes`` (each member's node, in member order) with equal keys (and equal

@@ -203,6 +203,12 @@ class Router:
         g = self.template.subgraph(net)
         return {s: nx.single_source_dijkstra(g, s, weight=hop_weight) for s in sorted(net)}
 
+    def nic_routes(self) -> tuple[tuple[int, ...], ...]:
+        """The network's route from each of node 0's NICs to each of node 1's (every node pair's, moved): what a
+        flat network's link rates decide of the routes (:func:`~p2sim.topology.paths.hop_weight` breaks ties by
+        bandwidth), for :meth:`~p2sim.topology.graph.Topology.rate_free_key`."""
+        return tuple(self._net_route(f"n0/{a}", f"n1/{b}") for a in self.nics for b in self.nics)
+
     def _net_route(self, src: str, dst: str) -> tuple[int, ...]:
         hit = self._net.get((src, dst))
         if hit is not None:
