@@ -244,3 +244,35 @@ def test_whatif_and_plan_estimate_their_bounds_as_rank_does(monkeypatch):
     plan.run_plan(plan.PlanRequest.build(reductions=["data:4GiB"], **job))
     assert costs[-1].steps == one
     assert isinstance(one, StepCount) and one.classes > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["superpod-h100", "a100", "gb200-nvl72-pod"]), st.integers(1, 4), st.integers(0, 2**31),
+       st.sampled_from([1, 2, 3]))
+def test_the_estimates_classes_are_the_simulators_moved_classes(system, width_exp, seed, buffers):
+    # a step's groups counted by the estimate (narrow rows by a lexsort, wide ones by their bytes, the shapes kept
+    # for the next step on the same groups) are the classes the bound builds: moved_classes of the same groups
+    import numpy as np
+    from p2sim.formalism.hierarchy import LoweredStep
+    from p2sim.formalism.semantics import Op
+    from p2sim.sim.moved import moved_classes
+    from p2sim.studies.jobsize import _classes_by_volume
+    from p2sim.topology import load_system
+    topo = load_system(system, 16)
+    rng = np.random.default_rng(seed)
+    width = 2 ** width_exp if rng.random() < 0.5 else 20 + width_exp  # both ways of classing
+    gpus = rng.permutation(topo.devices)[: topo.devices // width * width]
+    groups = np.sort(gpus.reshape(-1, width), axis=1)
+    if rng.random() < 0.5:  # groups moved by whole nodes: classes of several groups
+        span = -(-width // topo.gpus_per_node) + 1  # nodes
+        base = np.sort(rng.choice(topo.gpus_per_node * span, width, replace=False))
+        groups = np.array([base + k * topo.gpus_per_node for k in range(topo.nodes - 1)
+                           if (base + k * topo.gpus_per_node).max() < topo.devices])
+    kinds = [tuple(float(rng.integers(1, 3)) for _ in range(buffers)) for _ in range(3)]
+    step = LoweredStep.of_array(Op.ALL_REDUCE, groups)
+    memo: dict = {}
+    for _ in range(2):  # the second time from the memo
+        got = _classes_by_volume(topo, groups, kinds, memo)
+        want = [len(list(moved_classes(topo, step, [v[r % len(v)] for r in range(len(groups))]))) for v in kinds]
+        assert got == want
+    assert len(memo) == 1

@@ -32,6 +32,7 @@ p2sim.util.errors.InputError: matrices: axes 2,.. have 479001600 parallelism mat
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import resource
@@ -325,6 +326,7 @@ def step_counts(topo: Topology, matrices: Sequence[Matrix], reduce_axes: Sequenc
     after :func:`program_counts` (the synthesis is cached).  ``memo``: step_fractions' memo to fill (the
     simulator context's ``row_counts``, which the bounds then find filled), else one of its own."""
     memo = {} if memo is None else memo  # step_fractions' per (d) and group count
+    shapes: dict[bytes, _Shapes] = {}  # matrices often share a step's groups (1,628 steps, 297 group arrays)
     out: dict[Matrix, StepCount] = {}
     # a matrix's programs, their steps and the distinct (instruction, fractions) among them are its synthesis
     # hierarchy's (matrices of one hierarchy differ only in which GPUs each group holds): walked once per hierarchy
@@ -344,7 +346,7 @@ def step_counts(topo: Topology, matrices: Sequence[Matrix], reduce_axes: Sequenc
             if local.shape[1] < 2:
                 continue
             groups = lw.table[:, local].reshape(-1, local.shape[1])
-            classes = _classes_by_volume(topo, groups, list(frs))
+            classes = _classes_by_volume(topo, groups, list(frs), shapes)
             count += StepCount(0, len(frs), groups.size * len(frs), sum(classes))
         out[m] = count
     return out
@@ -367,19 +369,59 @@ def _distinct_steps(lw: Lowering, profile: Profile, max_size: int, memo: dict
     return steps, by_ins
 
 
-def _classes_by_volume(topo: Topology, groups: np.ndarray, volumes: Sequence[Sequence[float]]) -> list[int]:
+@dataclass(frozen=True, eq=False)
+class _Shapes:
+    """A step's groups classed as ``moved_classes`` ranks them, the buffers aside: each group's class id
+    (ids from 0, in no particular order: only their count and equality matter), the class count, and per
+    count of local groups ``L`` the (class, local group) pairs met (filled as asked)."""
+
+    ids: np.ndarray
+    count: int
+    pairs: dict[int, np.ndarray]
+
+    @classmethod
+    def of(cls, topo: Topology, arr: np.ndarray) -> _Shapes:
+        key = moved_class_key(topo, arr, arr.min(axis=1) // topo.gpus_per_node, np.zeros(len(arr)))
+        n, width = key.shape
+        if width > 16:  # wide rows (a few large groups): a lexsort would make a pass per column
+            seen: dict[bytes, int] = {}
+            rows = np.ascontiguousarray(key).view(np.uint8).reshape(n, -1)
+            ids = np.fromiter((seen.setdefault(r.tobytes(), len(seen)) for r in rows), dtype=np.int64, count=n)
+            return cls(ids, len(seen), {})
+        order = np.lexsort(key.T[::-1])  # a class per run of equal rows
+        ranked = key[order]
+        runs = np.cumsum(np.append(True, np.any(ranked[1:] != ranked[:-1], axis=1)))
+        ids = np.empty(n, dtype=np.int64)
+        ids[order] = runs - 1
+        return cls(ids, int(runs[-1]), {})
+
+    def pairs_of(self, local: int) -> np.ndarray:
+        hit = self.pairs.get(local)
+        if hit is None:
+            hit = self.pairs[local] = np.unique(self.ids * local + np.arange(len(self.ids)) % local)
+        return hit
+
+
+def _classes_by_volume(topo: Topology, groups: np.ndarray, volumes: Sequence[Sequence[float]],
+                       memo: dict[bytes, _Shapes] | None = None) -> list[int]:
     """How many classes the simulator's ``moved_classes`` finds among a step's groups (a row of GPUs each;
-    row ``r`` with buffer ``v[r % len(v)]``) for each ``v`` of ``volumes``: the collectives a bound builds."""
-    arr = np.asarray(groups, dtype=np.int64)
-    key = moved_class_key(topo, arr, arr.min(axis=1) // topo.gpus_per_node, np.zeros(len(arr)))
-    order = np.lexsort(key.T[::-1])  # as moved_classes ranks them: a class per run of equal rows
-    shape = np.empty(len(arr), dtype=np.int64)
-    shape[order] = np.cumsum(np.append(True, np.any(key[order][1:] != key[order][:-1], axis=1))) - 1
+    row ``r`` with buffer ``v[r % len(v)]``) for each ``v`` of ``volumes``: the collectives a bound builds.
+    ``memo``: the groups' classes by their bytes, for other steps on the same groups."""
+    arr = np.ascontiguousarray(groups, dtype=np.int64)
+    digest = hashlib.blake2b(arr.tobytes(), digest_size=16).digest() + repr(arr.shape).encode()
+    shapes = None if memo is None else memo.get(digest)
+    if shapes is None:
+        shapes = _Shapes.of(topo, arr)
+        if memo is not None:
+            memo[digest] = shapes
     out = []
     for v in volumes:
         ids = {x: i for i, x in enumerate(dict.fromkeys(v))}
+        if len(ids) == 1:  # every group the same buffer: a class per shape
+            out.append(shapes.count)
+            continue
         vol = np.array([ids[x] for x in v], dtype=np.int64)
-        pairs = np.unique(shape * len(v) + np.arange(len(arr)) % len(v))  # (class, local group) met
+        pairs = shapes.pairs_of(len(v))  # (class, local group) met
         out.append(len(np.unique(pairs // len(v) * len(ids) + vol[pairs % len(v)])))
     return out
 
