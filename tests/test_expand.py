@@ -368,3 +368,24 @@ def test_ecmp_groups_equal_up_to_their_ports_share_one_structure_and_build_exact
                 assert f.table.hops() == h.table.hops()
     assert built == ["ring", "tree"]  # one each for the eight groups (they cross nodes: each its own before)
     assert all(any(topo.hashed(e).any() for e, _ in st.loads) for st in ex._structures.values())  # ports moved
+
+
+def test_settings_of_groups_alike_in_size_nodes_and_channels_are_computed_once(monkeypatch):
+    """A ring's and a tree's settings read a group only through its size, node count and channels: the groups at a
+    GB200 rack's other places take the first one's, equal to what a fresh expander computes for each; NVLS (its
+    own heads) and CollNet (its own channel count) compute their own."""
+    import p2sim.collectives.expand as expand
+    from p2sim.collectives.algorithms import algorithm
+
+    assert algorithm("ring").settings_by_count() and algorithm("tree").settings_by_count()
+    assert not algorithm("nvls").settings_by_count() and not algorithm("collnet_direct").settings_by_count()
+    topo = load_system("gb200-nvl72-pod", 16)
+    groups = [tuple(g + 72 * n for n in (0, 2, 5, 9)) for g in (0, 7, 33, 71)]
+    calls = []
+    scheduled = expand.scheduled_channels
+    monkeypatch.setattr(expand, "scheduled_channels", lambda *a: calls.append(a) or scheduled(*a))
+    ex = Expander(topo)
+    got = [ex._settings(algo, "Simple", "AllReduce", g, 2.0**30) for algo in ("ring", "tree") for g in groups]
+    assert len(calls) == 2  # once per algorithm
+    assert got == [Expander(topo)._settings(algo, "Simple", "AllReduce", g, 2.0**30)
+                   for algo in ("ring", "tree") for g in groups]

@@ -135,3 +135,87 @@ def test_ecmp_cost_falls_as_queue_pairs_rise_at_equal_port_speed():
     mean = {k: sum(min(_rates(_ecmp(k, seed=s), [(0, 2), (1, 3)])) for s in range(16)) / 16 for k in (1, 4, 16)}
     assert mean[1] < mean[4] < mean[16]
     assert mean[1] <= 0.75e10 and mean[16] >= 0.85e10
+
+
+def _per_op_tables(topo, op, members, segs, rings, free, pairs):
+    """The ring's tables across nodes as they were built before the cyclic tables: each collective routing its own
+    chain arrays (the reference :func:`ring_tables` must equal to the bit)."""
+    import numpy as np
+
+    from p2sim.collectives.channels import ring_channel_pairs
+    from p2sim.collectives.ring import _base, _chain_arrays, _spread, _table, kinds, node_order
+
+    half = ring_factor(op, len(members)) / 2
+    of, reps = kinds(topo, segs)
+    nic_index = {nic: i for i, nic in enumerate(topo.nics)}
+    out = []
+    for channel, row in enumerate(ring_channel_pairs(topo, reps, pairs)):
+        nic_of_node = {seg.node: nic_index[row[k][0]] for seg, k in zip(segs, of)}
+        src, dst = [], []
+        for backwards in (False, True):
+            local = [np.asarray(node_order(topo, rep, rings[rep.node][0][0], entry, nic, free[rep.node], backwards),
+                                dtype=np.int64) - _base(topo, rep) for rep, (nic, entry) in zip(reps, row)]
+            a, b = _chain_arrays(op, _spread(topo, segs, of, local), members[0])
+            src.append(a)
+            dst.append(b)
+        s = np.concatenate(src)
+        conn = np.repeat(np.array([2 * channel, 2 * channel + 1], dtype=np.int64), [len(a) for a in src])
+        out.append(_table(topo, s, np.concatenate(dst), np.full(len(s), half), nic_of_node, conn))
+    return out
+
+
+def _ring_cases():
+    """(topology, group) pairs across nodes: a GB200 rack pod's rails, a SuperPOD, RoCE with ECMP and queue
+    pairs, a flat H100 cluster; groups of one GPU a node, of several, uneven, in shuffled order."""
+    yield load_system("gb200-nvl72-pod", 16), (5, 77, 149, 221, 293), 4
+    yield load_system("gb200-nvl72-pod", 16), tuple(g + 72 * n for n in (0, 3, 9) for g in (0, 1, 40, 41)), 8
+    yield load_system("superpod-h100", 8), tuple(8 * n + g for n in range(8) for g in (2, 6)), 16
+    yield load_system("roce-h100", 8), (40, 3, 11, 19, 27, 35, 43, 51, 59), 4
+    yield load_system("roce-h100", 8), tuple(8 * n + g for n in (1, 4, 6) for g in range(8)), 8
+    yield load_system("h100", 4), (9, 1, 17, 25, 26, 2), 2
+    yield _ecmp(4), (0, 1, 2, 3), 2
+
+
+@pytest.mark.parametrize("case", range(7))
+@pytest.mark.parametrize("op", ["AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"])
+def test_ring_tables_from_the_cyclic_ones_equal_each_collective_routed_alone(case, op):
+    """Every collective's tables are its chains taken from the ring's routed once (round the ring; a chain
+    less one hop each way, queue pairs kept together), equal to the bit to routing each collective's own."""
+    from p2sim.collectives.channels import segments
+    from p2sim.collectives.ring import ring_tables
+
+    topo, members, pairs = list(_ring_cases())[case]
+    ex = Expander(topo)
+    segs = segments(topo, members)
+    mix = {s.node: ex.rings(s.local(topo)) for s in segs}
+    free = {s.node: len(mix[s.node]) == 1 and ex._free_segment(s) for s in segs}
+    for _ in range(2):  # built, then taken from what is kept
+        got = ring_tables(topo, op, members, segs, mix, free, pairs)
+        want = _per_op_tables(topo, op, members, segs, mix, free, pairs)
+        assert len(got) == len(want) == pairs
+        for g, w in zip(got, want):
+            assert g.key() == w.key()
+            assert g.inter.tolist() == w.inter.tolist()
+            assert (g.ports is None) == (w.ports is None)
+            if g.ports is not None:
+                assert g.ports.tolist() == w.ports.tolist()
+
+
+def test_a_groups_five_collectives_route_its_ring_once_per_channel_pair(monkeypatch):
+    """Across nodes the routes round the ring are computed once per group and channel pair, not per collective."""
+    from p2sim.collectives.channels import segments
+    from p2sim.collectives.ring import ring_tables
+
+    topo = load_system("gb200-nvl72-pod", 16)
+    members, pairs = (5, 77, 149, 221, 293, 365), 4
+    ex = Expander(topo)
+    segs = segments(topo, members)
+    mix = {s.node: ex.rings(s.local(topo)) for s in segs}
+    free = {s.node: len(mix[s.node]) == 1 and ex._free_segment(s) for s in segs}
+    calls = []
+    route_table = topo.router.route_table
+    monkeypatch.setattr(topo.router, "route_table", lambda *a, **k: calls.append(1) or route_table(*a, **k))
+    tables = {op: ring_tables(topo, op, members, segs, mix, free, pairs)
+              for op in ("AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce")}
+    assert len(calls) == pairs
+    assert [len(t) for t in tables["Broadcast"]] == [2 * (len(members) - 1)] * pairs

@@ -69,3 +69,45 @@ def test_route_table_matches_the_routes_one_by_one(system, nodes):
     assert len(src) > 96
     for i in range(0, len(src), 7):
         assert tuple(edges[indptr[i]:indptr[i + 1]].tolist()) == t.router.route(int(src[i]), int(dst[i])).edges
+
+
+def _fabric_pairs(t, count: int, seed: int):
+    """``count`` pairs of GPUs on different nodes with NICs by index (some the default, -1) and salts."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(0, t.devices, count)
+    dst = (src + t.gpus_per_node * rng.integers(1, t.node_count, count) + rng.integers(0, t.gpus_per_node, count)
+           ) % t.devices
+    dst = np.where(dst // t.gpus_per_node == src // t.gpus_per_node, (dst + t.gpus_per_node) % t.devices, dst)
+    # a GB200 rack's GPU reaches only its own NIC (-1: the default, or named); an H100 node's reach every NIC
+    own = lambda g: np.array([t.nics.index(t.router.nic_of(int(d))) for d in g], dtype=np.int64)  # noqa: E731
+    if t.gpus_per_node == 72:
+        x, y = np.where(rng.random(count) < 0.5, -1, own(src)), np.where(rng.random(count) < 0.5, -1, own(dst))
+    else:
+        x, y = rng.integers(-1, len(t.nics), count), rng.integers(-1, len(t.nics), count)
+    return src, dst, x, y, rng.integers(0, 9, count)
+
+
+@pytest.mark.parametrize("system, nodes", [("gb200-nvl72-pod", 24), ("superpod-h100", 40), ("roce-h100", 40)])
+def test_a_few_new_routes_across_a_fabric_equal_route_via_one_by_one(system, nodes):
+    """A short table's routes a fabric has not routed yet are kept by one pass of the fabric's arithmetic
+    (``_fill_vias``): each is route_via's own on a fresh router, ECMP's hashed ports (roce-h100) included."""
+    t, fresh = load_system(system, nodes), load_system(system, nodes)
+    src, dst, x, y, salt = _fabric_pairs(t, 60, nodes)
+    indptr, edges = t.router.route_table(src, dst, x, y, salt)
+    r = fresh.router
+    for i in range(len(src)):
+        want = r.route_via(int(src[i]), int(dst[i]), r.nic_of(int(src[i])) if x[i] < 0 else r.nics[x[i]],
+                           r.nic_of(int(dst[i])) if y[i] < 0 else r.nics[y[i]], int(salt[i]))
+        assert tuple(edges[indptr[i]:indptr[i + 1]].tolist()) == want.edges
+        key = next(k for k in t.router._via if k[:2] == (int(src[i]), int(dst[i])) and t.router._via[k].edges == want.edges)
+        assert t.router._via[key].latency == want.latency
+
+
+def test_a_few_new_routes_across_a_fabric_take_one_pass_of_its_arithmetic(monkeypatch):
+    """Not one fabric pass per new route: a ring's 60 new hops between racks are routed together."""
+    t = load_system("gb200-nvl72-pod", 24)
+    calls = []
+    mids = t.fabric.mids
+    monkeypatch.setattr(t.fabric, "mids", lambda *a: calls.append(len(a[0])) or mids(*a))
+    t.router.route_table(*_fabric_pairs(t, 60, 3))
+    assert calls == [60]

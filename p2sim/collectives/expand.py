@@ -146,23 +146,27 @@ class Expander(ShapeMemo, Structures, Choice):
 
     # -- expansion -----------------------------------------------------------------
     def _settings(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
-        """What of ``nbytes`` shapes a collective: channels used, link share, NCCL's ring plateau."""
+        """What of ``nbytes`` shapes a collective: channels used, link share, NCCL's ring plateau (per group; per
+        size, nodes and channels where that is all they read, Algorithm.settings_by_count: a GB200 rack's 72 places)."""
         key = (algo, proto, op, members, nbytes)
         hit = self._settings_of.get(key)
         if hit is None:
-            hit = self._settings_of[key] = self._compute_settings(algo, proto, op, members, nbytes)
+            a, full = algorithm(algo), self.channels(members)
+            nodes = len({m // self.topo.gpus_per_node for m in members})
+            alike = ("by count", algo, proto, op, len(members), nodes, full, nbytes) if a.settings_by_count() else key
+            hit = self._settings_of.get(alike)
+            if hit is None:
+                hit = self._settings_of[alike] = self._compute_settings(a, proto, op, members, full, nodes, nbytes)
+            self._settings_of[key] = hit
         return hit
 
-    def _compute_settings(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float) -> tuple:
-        a = algorithm(algo)
-        full = self.channels(members)
+    def _compute_settings(self, a, proto: str, op: str, members: tuple, full: int, nodes: int, nbytes: float) -> tuple:
         nc = a.channels_used(self.topo, proto, members, full, nbytes)  # topoGetAlgoInfo's count (enqueue.cc)
         # the scheduler gives every channel at least 32 KiB of traffic (scheduleCollTasksToPlan; Algorithm.scheduled)
         used = scheduled_channels(op, proto, nbytes, len(members), nc) if a.scheduled else nc
         # threads each channel's CTA moves data with (topoGetAlgoInfo halves them below nc x nt x threshold):
         # what a channel's rate scales with where no NCCL figure caps it (Algorithm.cta_protos)
         threads = threads_used(proto, nbytes, nc, a.threshold(proto, len(members))) if proto in a.cta_protos else 0
-        nodes = len({m // self.topo.gpus_per_node for m in members})
         share = a.link_share(proto, op, nodes, nbytes, self.arch)
         plateau = nbytes / (full * len(members)) >= 64  # see latency.collective_latency: comm->nChannels
         # the pipeline's chunk (pipeline.py): the window it allows binds medium sizes

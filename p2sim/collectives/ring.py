@@ -18,7 +18,9 @@ nodes in the same order, as NCCL's do.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -167,10 +169,116 @@ def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, n
     return HopTable(src, dst, coef, p != q, np.ones(len(src)), indptr, edges, ports)
 
 
+# Each topology's cyclic ring tables (:func:`_cyclic_tables`), least recently used first, at most
+# _CYCLIC_BYTES of arrays per topology: a group's five collectives (and every protocol and channel count that
+# gives the same channel pairs) take the same hops round the same ring, so the routes are computed once.
+# Sized by measurement (gb200-nvl72-pod, 112 racks: 90% of repeats come within 3 MiB of other groups' tables).
+_CYCLIC_BYTES = 16 * 2**20
+_CYCLIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True, eq=False)
+class _Cyclic:
+    """One channel pair's hops round the whole ring, both directions (direction ``d``'s ``n`` hops are
+    ``d * n + j``, hop ``j`` from its ``j``-th member to the next), routed: ``table`` with unit coefficients,
+    ``per`` each hop's rows (its queue pairs; ``None``: one row each)."""
+
+    table: HopTable
+    per: np.ndarray | None
+    n: int
+    seqs: tuple[np.ndarray, np.ndarray]
+
+    def nbytes(self) -> int:
+        t = self.table
+        return sum(a.nbytes for a in (t.src, t.dst, t.coef, t.inter, t.overhead, t.indptr, t.edges)) + (
+            0 if t.ports is None else t.ports.nbytes)
+
+
+def _take(table: HopTable, rows: np.ndarray) -> HopTable:
+    """The table's rows ``rows``, in that order."""
+    lens = np.diff(table.indptr)[rows]
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lens, out=indptr[1:])
+    within = np.arange(int(indptr[-1]), dtype=np.int64) - np.repeat(indptr[:-1], lens)
+    edges = table.edges[np.repeat(table.indptr[:-1][rows], lens) + within]
+    return HopTable(table.src[rows], table.dst[rows], table.coef[rows], table.inter[rows], table.overhead[rows],
+                    indptr, edges, None if table.ports is None else table.ports[rows])
+
+
+def _cyclic_tables(topo: Topology, members: Sequence[int], segs: Sequence[Segment],
+                   rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], free: dict[int, bool],
+                   pairs: int) -> list[_Cyclic]:
+    """Per channel pair the hops round the ring across nodes, routed (kept per topology: see ``_CYCLIC``)."""
+    of, reps = kinds(topo, segs)
+    key = (tuple(members), pairs, tuple((rings[r.node][0][0], free[r.node]) for r in reps))
+    kept = _CYCLIC.get(topo)
+    if kept is None:
+        kept = _CYCLIC[topo] = ({}, [0])
+    memo, held = kept
+    hit = memo.pop(key, None)
+    if hit is not None:
+        memo[key] = hit  # the most recently used last
+        return hit
+    nic_index = {nic: i for i, nic in enumerate(topo.nics)}
+    out = []
+    for channel, row in enumerate(ring_channel_pairs(topo, reps, pairs)):
+        nic_of_node = {seg.node: nic_index[row[k][0]] for seg, k in zip(segs, of)}
+        seqs = []
+        for backwards in (False, True):
+            local = [np.asarray(node_order(topo, rep, rings[rep.node][0][0], entry, nic, free[rep.node], backwards),
+                                dtype=np.int64) - _base(topo, rep) for rep, (nic, entry) in zip(reps, row)]
+            seqs.append(_spread(topo, segs, of, local))
+        n = len(seqs[0])
+        src = np.concatenate(seqs)
+        dst = np.concatenate([np.concatenate((q[1:], q[:1])) for q in seqs])
+        # the pair's two channels, one each way round, are two NCCL channels: connections of their own
+        conn = np.repeat(np.array([2 * channel, 2 * channel + 1], dtype=np.int64), [len(q) for q in seqs])
+        table = _table(topo, src, dst, np.ones(len(src)), nic_of_node, conn)
+        per = None
+        if len(table) != len(src):  # queue pairs: a hop across nodes is k rows
+            per = np.where(src // topo.gpus_per_node != dst // topo.gpus_per_node, qps_per_connection(topo), 1)
+        for a in (table.src, table.dst, table.inter, table.overhead, table.indptr, table.edges, table.ports):
+            if a is not None:
+                a.setflags(write=False)  # shared by every collective of the group: never changed in place
+        out.append(_Cyclic(table, per, n, (seqs[0], seqs[1])))
+    size = sum(c.nbytes() for c in out)
+    memo[key] = out
+    held[0] += size
+    while held[0] > _CYCLIC_BYTES and len(memo) > 1:
+        old = memo.pop(next(iter(memo)))
+        held[0] -= sum(c.nbytes() for c in old)
+    return out
+
+
+def _op_table(c: _Cyclic, op: str, root: int, half: float) -> HopTable:
+    """One collective's hops of a channel pair from its cyclic table: the whole ring, or a chain's ``n - 1``
+    hops each way (:func:`_chain_arrays`: from the root on, or ending at it), each carrying ``half``."""
+    hops = None
+    if op in ("Broadcast", "Reduce"):
+        shift = 1 if op == "Reduce" else 0  # a Reduce's chain ends at the root
+        hops = np.concatenate([d * c.n + (int(np.flatnonzero(q == root)[0]) + shift + np.arange(c.n - 1)) % c.n
+                               for d, q in enumerate(c.seqs)])
+    if c.per is None:
+        table = c.table if hops is None else _take(c.table, hops)
+        return replace(table, coef=np.full(len(table), half))
+    per = c.per if hops is None else c.per[hops]
+    if hops is None:
+        table = c.table
+    else:
+        starts = np.cumsum(c.per) - c.per
+        first = np.repeat(np.cumsum(per) - per, per)
+        table = _take(c.table, np.repeat(starts[hops], per) + np.arange(int(per.sum()), dtype=np.int64) - first)
+    # as _table splits a hop's share over its queue pairs
+    return replace(table, coef=np.repeat(np.full(len(per), half) / per, per))
+
+
 def ring_tables(topo: Topology, op: str, members: Sequence[int], segs: Sequence[Segment],
                 rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], free: dict[int, bool],
                 pairs: int) -> list[HopTable]:
-    """:func:`ring_hops` as tables: the hops of each flow, in the same order."""
+    """:func:`ring_hops` as tables: the hops of each flow, in the same order.
+
+    Across nodes each channel pair's hops round the ring are routed once per group (:func:`_cyclic_tables`)
+    and every collective takes its own from them: a chain's are the ring's less one hop each way."""
     n = len(members)
     root = members[0]
     half = ring_factor(op, n) / 2  # each channel of the pair carries half
@@ -185,23 +293,7 @@ def ring_tables(topo: Topology, op: str, members: Sequence[int], segs: Sequence[
                 dst.append(b)
                 coef.append(np.full(len(a), half * w))
         return [_table(topo, np.concatenate(src), np.concatenate(dst), np.concatenate(coef), None)]
-    of, reps = kinds(topo, segs)
-    nic_index = {nic: i for i, nic in enumerate(topo.nics)}
-    out = []
-    for channel, row in enumerate(ring_channel_pairs(topo, reps, pairs)):
-        nic_of_node = {seg.node: nic_index[row[k][0]] for seg, k in zip(segs, of)}
-        src, dst = [], []
-        for backwards in (False, True):
-            local = [np.asarray(node_order(topo, rep, rings[rep.node][0][0], entry, nic, free[rep.node], backwards),
-                                dtype=np.int64) - _base(topo, rep) for rep, (nic, entry) in zip(reps, row)]
-            a, b = _chain_arrays(op, _spread(topo, segs, of, local), root)
-            src.append(a)
-            dst.append(b)
-        src_all = np.concatenate(src)
-        # the pair's two channels, one each way round, are two NCCL channels: connections of their own
-        conn = np.repeat(np.array([2 * channel, 2 * channel + 1], dtype=np.int64), [len(a) for a in src])
-        out.append(_table(topo, src_all, np.concatenate(dst), np.full(len(src_all), half), nic_of_node, conn))
-    return out
+    return [_op_table(c, op, root, half) for c in _cyclic_tables(topo, members, segs, rings, free, pairs)]
 
 
 def ring_hops(topo: Topology, op: str, members: Sequence[int], segs: Sequence[Segment],

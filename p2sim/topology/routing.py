@@ -283,6 +283,34 @@ class Router:
         self._via[key] = r
         return r
 
+    def _fill_vias(self, src: np.ndarray, dst: np.ndarray, nic_out: np.ndarray, nic_in: np.ndarray,
+                   salt: np.ndarray | None) -> None:
+        """Keep :meth:`route_via`'s routes of the pairs between nodes of a fabric it has not kept yet (NICs by
+        index into :attr:`nics`, ``-1`` the GPU's default), their fabric parts by one :meth:`Fabric.mids
+        <p2sim.topology.fabric.Fabric.mids>` pass instead of one each: the same routes (the fabric's part of a
+        route depends on its own row only), a ring's new hops at a few array passes' cost."""
+        gpn, f = self.gpus_per_node, self.fabric
+        ecmp = f.ecmp
+        todo: dict[tuple, tuple[int, int, int, int]] = {}
+        for i, (a, b, x, y) in enumerate(zip(src.tolist(), dst.tolist(), nic_out.tolist(), nic_in.tolist())):
+            p, q = a // gpn, b // gpn
+            if p == q or not (0 <= a < self.devices and 0 <= b < self.devices):
+                continue  # inside a node, or a device route_via refuses itself
+            key = (a, b, self.nic_of(a) if x < 0 else self.nics[x], self.nic_of(b) if y < 0 else self.nics[y],
+                   int(salt[i]) if ecmp and salt is not None else 0)
+            if key not in self._via and key not in todo:
+                todo[key] = (p, f.nics.index(key[2]), q, f.nics.index(key[3]))
+        if len(todo) < 2:
+            return  # route_via's own is as cheap
+        ends = np.array(list(todo.values()), dtype=np.int64)
+        fp, fe = f.mids(ends[:, 0], ends[:, 1], ends[:, 2], ends[:, 3], np.array([k[4] for k in todo], dtype=np.int64))
+        bounds, mids, stride = fp.tolist(), fe.tolist(), self._stride
+        for i, (key, (p, _, q, _)) in enumerate(todo.items()):
+            out, _, into = self.via_parts(key[0] % gpn, key[2], key[3], key[1] % gpn)
+            edges = (tuple(e + p * int(stride[e]) for e in out) + tuple(mids[bounds[i]:bounds[i + 1]])
+                     + tuple(e + q * int(stride[e]) for e in into))
+            self._via[key] = self._make_route(edges, True, "NET")
+
     def via_parts(self, a: int, nic_out: str, nic_in: str, b: int) -> tuple[tuple[int, ...], ...]:
         """From local GPU ``a`` of node 0 through ``nic_out`` to local GPU ``b`` of node 1 through
         ``nic_in``, in three parts: moved with the sender's node, fixed (the switches), moved
@@ -361,6 +389,8 @@ class Router:
         dst = np.asarray(dst, dtype=np.int64)
         n = len(src)
         if n <= _FEW_ROUTES:  # the cached routes, one by one: cheaper than the array passes here
+            if nic_out is not None and self.fabric is not None:
+                self._fill_vias(src, dst, nic_out, nic_in, salt)
             ids: list[int] = []
             ends = [0]
             for i, (a, b) in enumerate(zip(src.tolist(), dst.tolist())):

@@ -98,6 +98,12 @@ class Algorithm(ABC):
         less than threads x threshold bytes."""
         return max(1, min(full, int(nbytes // (THREADS[proto] * self.threshold(proto, len(members))))))
 
+    @classmethod
+    def settings_by_count(cls) -> bool:
+        """Whether a group's settings (:meth:`~p2sim.collectives.expand.Expander._settings`) read it only through
+        its size, node count and channels: neither :meth:`channels_used` nor :meth:`heads` is its own."""
+        return cls.channels_used is Algorithm.channels_used and cls.heads is Algorithm.heads
+
     def threshold(self, proto: str, ranks: int) -> int:
         """NCCL's bytes per thread before it drops a channel (threadThresholds, tuning.cc; a ring's LL x nRanks)."""
         return THRESHOLD[proto] * (ranks if proto == "LL" and self.ll_per_rank else 1)
