@@ -130,6 +130,7 @@ def _synthesize(cardinalities: tuple[int, ...], profile: Profile, max_size: int)
     ]
     goal, k = space.goal, space.k
     implied = _implications(table)
+    derived = _allreduce_of(table)
     # each state's successors are worked out once, whatever the steps left when it is met
     moves: dict[bytes, list[tuple[int, bytes | None]]] = {}
     finishing: dict[bytes, list[int]] = {}
@@ -142,15 +143,22 @@ def _synthesize(cardinalities: tuple[int, ...], profile: Profile, max_size: int)
             ids = states[key]
             hit = []
             valid: dict[int, bool] = {}
+            after: dict[int, np.ndarray] = {}  # the AllReduces' outcomes, for derived steps
             for idx, (ins, groups, sig) in enumerate(table):
                 rule = implied[idx]
                 if rule is not None and valid[rule[0]] is rule[1]:
                     valid[idx] = False
                     continue
-                nxt = _run(space, ids, ins.op, groups, sig)
+                src = derived[idx]
+                if src is not None and valid[src]:
+                    nxt = _after_allreduce(space, ins.op, groups, after[src])
+                else:
+                    nxt = _run(space, ids, ins.op, groups, sig)
                 valid[idx] = not isinstance(nxt, str)
                 if isinstance(nxt, str):
                     continue
+                if ins.op is Op.ALL_REDUCE:
+                    after[idx] = nxt
                 if (nxt == goal).all():
                     hit.append((idx, None))
                 else:
@@ -233,6 +241,50 @@ def _implications(table: Sequence[tuple[Instruction, np.ndarray, int | None]]) -
         # the deciding instruction comes first in the table (it is worked out before)
         out.append(rule if rule is not None and rule[0] < idx else None)
     return out
+
+
+def _allreduce_of(table: Sequence[tuple[Instruction, np.ndarray, int | None]]) -> list[int | None]:
+    """For each ReduceScatter and Reduce, the earlier AllReduce on the same groups (translates), if any.
+
+    Where that AllReduce is valid, so are its Reduce and, if the rows split evenly, its
+    ReduceScatter, and their outcomes follow from the AllReduce's (:func:`_after_allreduce`):
+    synthesis derives them instead of working the members out again.
+    """
+    at: dict[tuple, int] = {}
+    out: list[int | None] = []
+    for idx, (ins, groups, sig) in enumerate(table):
+        key = (groups.shape, groups.tobytes())
+        if ins.op is Op.ALL_REDUCE and sig is not None:
+            at.setdefault(key, idx)
+        out.append(at.get(key) if ins.op in (Op.REDUCE_SCATTER, Op.REDUCE) and sig is not None else None)
+    return out
+
+
+def _after_allreduce(space: Space, op: Op, groups: np.ndarray, reduced: np.ndarray) -> np.ndarray | str:
+    """A Reduce or ReduceScatter's outcome from the valid AllReduce's on the same groups (``reduced``).
+
+    The three check the same (equal non-empty rows, disjoint contributions) and compute the
+    same union of contributions, each member's given relative to itself: AllReduce gives it
+    to every member, Reduce to the root alone (the others are left empty), ReduceScatter to
+    every member cut to its block of the rows (:meth:`~.rules.Space.share`).  Devices outside
+    the groups keep their states in all three.
+    """
+    new = reduced.copy()
+    if op is Op.REDUCE:
+        new[groups[:, 1:]] = space.empty
+        return new
+    n = groups.shape[1]
+    members = reduced[groups]
+    codes, inverse = np.unique(members * n + np.arange(n), return_inverse=True)
+    shares = []
+    for code in codes.tolist():
+        share = space.share(*divmod(code, n), n)
+        if share is None:
+            rows = space.locals[code // n][0]
+            return f"ReduceScatter: {rows.bit_count()} chunks do not split evenly over {n} members"
+        shares.append(share)
+    new[groups] = np.asarray(shares, dtype=reduced.dtype)[inverse.reshape(members.shape)]
+    return new
 
 
 class _Finish:
