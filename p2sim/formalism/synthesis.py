@@ -319,15 +319,21 @@ class _Finish:
         self._complete = np.zeros(0, dtype=bool)
         self._small = np.zeros(0, dtype=np.int64)
         self._large = np.zeros(0, dtype=np.int64)
+        self._known = 0  # ids worked out so far
 
     def _extend(self) -> None:
-        sp, have = self.space, len(self._complete)
-        new = sp.locals[have:]
-        self._complete = np.concatenate([self._complete, [
-            rows != 0 and all(d == sp.full for _, d in parts) for rows, parts in new]]).astype(bool)
-        sizes = [[d.bit_count() for _, d in parts] or [0] for _, parts in new]
-        self._small = np.concatenate([self._small, [min(x) for x in sizes]]).astype(np.int64)
-        self._large = np.concatenate([self._large, [max(x) for x in sizes]]).astype(np.int64)
+        sp, have, need = self.space, self._known, len(self.space.locals)
+        if need > len(self._complete):  # room doubled, as the space's own row counts
+            size = 2 * need + 16
+            self._complete = np.resize(self._complete, size)
+            self._small = np.resize(self._small, size)
+            self._large = np.resize(self._large, size)
+        for uid in range(have, need):
+            rows, parts = sp.locals[uid]
+            sizes = [d.bit_count() for _, d in parts] or [0]
+            self._complete[uid] = rows != 0 and all(d == sp.full for _, d in parts)
+            self._small[uid], self._large[uid] = min(sizes), max(sizes)
+        self._known = need
 
     def state(self, ids: np.ndarray) -> dict[str, np.ndarray | bool]:
         """The figures :meth:`may` reads, worked out once per state (lazily)."""
@@ -341,7 +347,7 @@ class _Finish:
             if name == "at_goal":
                 got = ids == self.goal
             else:
-                if len(self._complete) < len(self.space.locals):
+                if self._known < len(self.space.locals):
                     self._extend()
                 got = {"complete": self._complete, "small": self._small, "large": self._large}[name][ids]
             seen[name] = got
