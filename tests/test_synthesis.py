@@ -247,3 +247,82 @@ def test_synthesis_skips_steps_decided_invalid(monkeypatch):
     failed_allreduce = {(s, g) for s, op, g, bad in runs if op == "AllReduce" and bad}
     assert failed_allreduce
     assert not [r for r in runs if r[1] in ("ReduceScatter", "Reduce") and (r[0], r[2]) in failed_allreduce]
+
+
+@pytest.mark.parametrize("cards", [(1, 2, 8), (1, 4, 2, 2), (1, 3, 4), (1, 2, 3, 2), (1, 2, 2, 3)])
+def test_reduce_and_reducescatter_derived_from_the_allreduce_are_worked_out_ones(cards):
+    """On every state synthesis expands, a Reduce's and a ReduceScatter's outcome derived from the valid
+    AllReduce on the same groups is the one the rules work out (the same states, or both invalid)."""
+    from p2sim.formalism.synthesis import _after_allreduce, _allreduce_of, _run, _space
+
+    sh = SynthesisHierarchy(cards, (None,) * len(cards))
+    space = _space(sh)
+    table = [(ins, g, space.signature_of(g)) for ins, g in _distinct_instructions(sh, Profile.FULL)]
+    derived = _allreduce_of(table)
+    assert {table[i][0].op.value for i, j in enumerate(derived) if j is not None} == {"ReduceScatter", "Reduce"}
+    outcomes = set()
+    for ids in _states_within(space, table, 3):
+        for i, j in enumerate(derived):
+            if j is None:
+                continue
+            reduced = _run(space, ids, table[j][0].op, table[j][1], table[j][2])
+            if isinstance(reduced, str):
+                continue
+            ins, g, sig = table[i]
+            got, want = _after_allreduce(space, ins.op, g, reduced), _run(space, ids, ins.op, g, sig)
+            assert isinstance(got, str) == isinstance(want, str), ins.text
+            if not isinstance(want, str):
+                assert got.tolist() == want.tolist(), ins.text
+            outcomes.add((ins.op.value, isinstance(want, str)))
+    assert {("ReduceScatter", False), ("Reduce", False)} <= outcomes
+
+
+def test_synthesis_derives_reduce_and_reducescatter_where_the_allreduce_is_valid(monkeypatch):
+    """No ReduceScatter or Reduce is worked out member by member on a state where the AllReduce on its groups
+    is valid: its outcome is derived from the AllReduce's."""
+    from p2sim.formalism import synthesis as syn
+
+    runs: list[tuple[bytes, str, tuple, bool]] = []
+    real = syn._run
+
+    def counted(space, ids, op, groups, sig):
+        out = real(space, ids, op, groups, sig)
+        runs.append((ids.tobytes(), op.value, (groups.shape, groups.tobytes()), isinstance(out, str)))
+        return out
+
+    monkeypatch.setattr(syn, "_run", counted)
+    synthesize.cache_clear()
+    try:
+        programs = synthesize(SynthesisHierarchy.of([2, 4, 8]))
+    finally:
+        synthesize.cache_clear()
+    assert [p.text for p in programs] == [p.text for p in synthesize(SynthesisHierarchy.of([2, 4, 8]))]
+    good_allreduce = {(s, g) for s, op, g, bad in runs if op == "AllReduce" and not bad}
+    assert good_allreduce
+    assert not [r for r in runs if r[1] in ("ReduceScatter", "Reduce") and (r[0], r[2]) in good_allreduce]
+
+
+@pytest.mark.parametrize("cards", [(1, 2, 8), (1, 4, 2, 2), (1, 2, 3, 2)])
+def test_one_step_filter_rules_out_only_steps_that_miss_the_goal(cards):
+    """Where the filter of a state met with one step left says a step cannot reach the goal, it does not
+    (every profile's instructions, Master forms' devices outside the groups included); and it rules out
+    Broadcasts whose roots hold every row but are not reduced (the row counts alone let those through)."""
+    from p2sim.formalism.synthesis import _Finish, _run, _space
+    from p2sim.formalism.semantics import Op
+
+    sh = SynthesisHierarchy(cards, (None,) * len(cards))
+    space = _space(sh)
+    table = [(ins, g, space.signature_of(g)) for ins, g in _distinct_instructions(sh, Profile.FULL)]
+    finish = _Finish(space, [g for _, g, _ in table])
+    finishing = stronger = 0
+    for ids in _states_within(space, table, 3):
+        seen = finish.state(ids)
+        for idx, (ins, g, sig) in enumerate(table):
+            out = _run(space, ids, ins.op, g, sig)
+            reaches = not isinstance(out, str) and (out == space.goal).all()
+            if not finish.may(idx, ins.op, g, seen):
+                assert not reaches, ins.text
+                held = space.counts_of(ids)
+                stronger += ins.op is Op.BROADCAST and bool((held[g[:, 0]] == space.k).all())
+            finishing += bool(reaches)
+    assert finishing > 0 and stronger > 0

@@ -195,6 +195,24 @@ class Space(StateSpace):
         invariant = sig.levels is not None and all(self.invariant(d, sig.levels) for _, d in parts0)
         return self._spread(rows0, parts0, sig, invariant)
 
+    def share(self, uid: int, m: int, n: int) -> int | None:
+        """Member ``m``'s state after a ReduceScatter over ``n`` members, from its state after the
+        AllReduce on the same group (``uid``): the same parts cut to its block of the rows
+        (:meth:`_work` gives the ``m``-th member exactly that), or ``None`` when the rows do
+        not split evenly (the ReduceScatter is then invalid)."""
+        key = (uid, m, n)
+        hit = self._shares.get(key, -1)
+        if hit == -1:
+            rows, parts = self.locals[uid]
+            blocks = self._split(rows, n)
+            if blocks is None:
+                hit = None
+            else:
+                block = blocks[m]
+                hit = self.intern(block, _canon([(s & block, d) for s, d in parts]))
+            self._shares[key] = hit
+        return hit
+
     def _split(self, rows: int, n: int) -> list[int] | None:
         """ReduceScatter's blocks: the sorted rows cut into ``n`` consecutive runs."""
         key = (rows, n)

@@ -95,6 +95,7 @@ class StateSpace:
         self._sigs: dict[tuple[int, ...], int] = {}
         self.signatures: list[_Signature] = []
         self._cache: dict[tuple, Outcome] = {}
+        self._shares: dict[tuple[int, int, int], int | None] = {}  # rules.Space.share
         self._blocks: dict[tuple[int, int], list[int] | None] = {}
         self._coords: np.ndarray | None = None
         self.empty = self.intern(0, ())

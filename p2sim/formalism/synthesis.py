@@ -130,6 +130,7 @@ def _synthesize(cardinalities: tuple[int, ...], profile: Profile, max_size: int)
     ]
     goal, k = space.goal, space.k
     implied = _implications(table)
+    derived = _allreduce_of(table)
     # each state's successors are worked out once, whatever the steps left when it is met
     moves: dict[bytes, list[tuple[int, bytes | None]]] = {}
     finishing: dict[bytes, list[int]] = {}
@@ -142,15 +143,22 @@ def _synthesize(cardinalities: tuple[int, ...], profile: Profile, max_size: int)
             ids = states[key]
             hit = []
             valid: dict[int, bool] = {}
+            after: dict[int, np.ndarray] = {}  # the AllReduces' outcomes, for derived steps
             for idx, (ins, groups, sig) in enumerate(table):
                 rule = implied[idx]
                 if rule is not None and valid[rule[0]] is rule[1]:
                     valid[idx] = False
                     continue
-                nxt = _run(space, ids, ins.op, groups, sig)
+                src = derived[idx]
+                if src is not None and valid[src]:
+                    nxt = _after_allreduce(space, ins.op, groups, after[src])
+                else:
+                    nxt = _run(space, ids, ins.op, groups, sig)
                 valid[idx] = not isinstance(nxt, str)
                 if isinstance(nxt, str):
                     continue
+                if ins.op is Op.ALL_REDUCE:
+                    after[idx] = nxt
                 if (nxt == goal).all():
                     hit.append((idx, None))
                 else:
@@ -161,16 +169,17 @@ def _synthesize(cardinalities: tuple[int, ...], profile: Profile, max_size: int)
             finishing[key] = [idx for idx, nk in hit if nk is None]
         return hit
 
+    finish = _Finish(space, [groups for _, groups, _ in table])
+
     def finishers(key: bytes) -> list[int]:
         """The instructions that reach the goal in one step (a state met with one step left)."""
         hit = finishing.get(key)
         if hit is None:
             ids = states[key]
-            held = space.counts_of(ids)
-            full = bool((held == k).all())
+            seen = finish.state(ids)
             hit = []
             for idx, (ins, groups, sig) in enumerate(table):
-                if not _may_finish(ins.op, groups, held, full, k):
+                if not finish.may(idx, ins.op, groups, seen):
                     continue
                 nxt = _run(space, ids, ins.op, groups, sig)
                 if not isinstance(nxt, str) and (nxt == goal).all():
@@ -234,21 +243,139 @@ def _implications(table: Sequence[tuple[Instruction, np.ndarray, int | None]]) -
     return out
 
 
-def _may_finish(op: Op, groups: np.ndarray, held: np.ndarray, full: bool, k: int) -> bool:
-    """A necessary condition, from row counts alone, for one step to reach the goal.
+def _allreduce_of(table: Sequence[tuple[Instruction, np.ndarray, int | None]]) -> list[int | None]:
+    """For each ReduceScatter and Reduce, the earlier AllReduce on the same groups (translates), if any.
 
-    The goal has every device hold all ``k`` rows.  ReduceScatter leaves each member a
-    share and Reduce empties the non-roots, so neither ends a program; AllReduce keeps
-    the rows, so every device must hold all already; AllGather must gather all ``k``
-    in every group; Broadcast must send from roots that hold all.
+    Where that AllReduce is valid, so are its Reduce and, if the rows split evenly, its
+    ReduceScatter, and their outcomes follow from the AllReduce's (:func:`_after_allreduce`):
+    synthesis derives them instead of working the members out again.
     """
-    if op is Op.ALL_REDUCE:
-        return full
-    if op is Op.ALL_GATHER:
-        return bool((held[groups].sum(axis=1) == k).all())
-    if op is Op.BROADCAST:
-        return bool((held[groups[:, 0]] == k).all())
-    return False
+    at: dict[tuple, int] = {}
+    out: list[int | None] = []
+    for idx, (ins, groups, sig) in enumerate(table):
+        key = (groups.shape, groups.tobytes())
+        if ins.op is Op.ALL_REDUCE and sig is not None:
+            at.setdefault(key, idx)
+        out.append(at.get(key) if ins.op in (Op.REDUCE_SCATTER, Op.REDUCE) and sig is not None else None)
+    return out
+
+
+def _after_allreduce(space: Space, op: Op, groups: np.ndarray, reduced: np.ndarray) -> np.ndarray | str:
+    """A Reduce or ReduceScatter's outcome from the valid AllReduce's on the same groups (``reduced``).
+
+    The three check the same (equal non-empty rows, disjoint contributions) and compute the
+    same union of contributions, each member's given relative to itself: AllReduce gives it
+    to every member, Reduce to the root alone (the others are left empty), ReduceScatter to
+    every member cut to its block of the rows (:meth:`~.rules.Space.share`).  Devices outside
+    the groups keep their states in all three.
+    """
+    new = reduced.copy()
+    if op is Op.REDUCE:
+        new[groups[:, 1:]] = space.empty
+        return new
+    n = groups.shape[1]
+    members = reduced[groups]
+    codes, inverse = np.unique(members * n + np.arange(n), return_inverse=True)
+    shares = []
+    for code in codes.tolist():
+        share = space.share(*divmod(code, n), n)
+        if share is None:
+            rows = space.locals[code // n][0]
+            return f"ReduceScatter: {rows.bit_count()} chunks do not split evenly over {n} members"
+        shares.append(share)
+    new[groups] = np.asarray(shares, dtype=reduced.dtype)[inverse.reshape(members.shape)]
+    return new
+
+
+class _Finish:
+    """Necessary conditions, from a state's per-device figures, for one step to reach the goal.
+
+    The goal has every device hold all ``k`` rows, each reduced over all ``k`` devices (its
+    contributor set full).  A step changes only the members of its groups, so every other
+    device must be at the goal already.  Beyond that, per collective:
+
+    * ReduceScatter leaves each member a share and Reduce empties the non-roots: neither ends
+      a program;
+    * AllReduce keeps the rows, so every device must hold all already; a row's contributor
+      set afterwards is the disjoint union of the members' sets for it, so in every group the
+      members' smallest set sizes add up to at most ``k`` and their largest to at least ``k``;
+    * AllGather only unites the members' parts: every member must hold rows (no member may
+      be empty), all of them already reduced over all devices, ``k`` rows in the group in all;
+    * Broadcast gives every member the root's state: every root must be at the goal, and in
+      every group some member not (else it adds nothing, and is invalid).
+
+    Synthesis works out only the steps that pass; the programs are the same.
+    """
+
+    def __init__(self, space: Space, groups: Sequence[np.ndarray]) -> None:
+        self.space, self.k, self.goal = space, space.k, space.goal
+        self.outside = []
+        for g in groups:
+            free = np.ones(space.k, dtype=bool)
+            free[g.reshape(-1)] = False
+            self.outside.append(np.flatnonzero(free))
+        # per local-state id: reduced over every device in all its rows; smallest and largest
+        # contributor set; extended as states are interned
+        self._complete = np.zeros(0, dtype=bool)
+        self._small = np.zeros(0, dtype=np.int64)
+        self._large = np.zeros(0, dtype=np.int64)
+        self._known = 0  # ids worked out so far
+
+    def _extend(self) -> None:
+        sp, have, need = self.space, self._known, len(self.space.locals)
+        if need > len(self._complete):  # room doubled, as the space's own row counts
+            size = 2 * need + 16
+            self._complete = np.resize(self._complete, size)
+            self._small = np.resize(self._small, size)
+            self._large = np.resize(self._large, size)
+        for uid in range(have, need):
+            rows, parts = sp.locals[uid]
+            sizes = [d.bit_count() for _, d in parts] or [0]
+            self._complete[uid] = rows != 0 and all(d == sp.full for _, d in parts)
+            self._small[uid], self._large[uid] = min(sizes), max(sizes)
+        self._known = need
+
+    def state(self, ids: np.ndarray) -> dict[str, np.ndarray | bool]:
+        """The figures :meth:`may` reads, worked out once per state (lazily)."""
+        held = self.space.counts_of(ids)
+        return {"ids": ids, "held": held, "full": bool((held == self.k).all())}
+
+    def _figure(self, seen: dict, name: str) -> np.ndarray:
+        got = seen.get(name)
+        if got is None:
+            ids = seen["ids"]
+            if name == "at_goal":
+                got = ids == self.goal
+            else:
+                if self._known < len(self.space.locals):
+                    self._extend()
+                got = {"complete": self._complete, "small": self._small, "large": self._large}[name][ids]
+            seen[name] = got
+        return got
+
+    def may(self, idx: int, op: Op, groups: np.ndarray, seen: dict) -> bool:
+        k = self.k
+        if op is Op.ALL_REDUCE:
+            if not seen["full"]:
+                return False
+        elif op is Op.ALL_GATHER:
+            if not (seen["held"][groups].sum(axis=1) == k).all():
+                return False
+        elif op is Op.BROADCAST:
+            at_goal = self._figure(seen, "at_goal")
+            if not at_goal[groups[:, 0]].all():
+                return False
+        else:
+            return False
+        out = self.outside[idx]
+        if len(out) and not self._figure(seen, "at_goal")[out].all():
+            return False
+        if op is Op.ALL_REDUCE:
+            return bool((self._figure(seen, "small")[groups].sum(axis=1) <= k).all()
+                        and (self._figure(seen, "large")[groups].sum(axis=1) >= k).all())
+        if op is Op.ALL_GATHER:
+            return bool(self._figure(seen, "complete")[groups].all())
+        return bool((~self._figure(seen, "at_goal")[groups]).any(axis=1).all())
 
 
 synthesize.cache_clear = _synthesize.cache_clear  # type: ignore[attr-defined]
