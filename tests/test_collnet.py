@@ -138,3 +138,79 @@ def test_dgx_b200_collnet_chain_window_binds_at_one_gib():
     small = _coll(topo, "collnet_chain", "AllReduce", 2.0**30)
     assert small.algbw(topo.capacity) < 0.99 * 8 * 48 * GB
     assert any(CAP_WINDOW in f.cap_kinds for f in small.flows)
+
+
+# several systems: a SHARP SuperPOD, a GB200 NVL72 pod (72 GPUs a node), RoCE with ECMP, flat H100, A100 (16 GPUs,
+# one NIC a node)
+MEMO_SYSTEMS = [("superpod-h100", 4), ("gb200-nvl72-pod", 2), ("roce-h100", 4), ("h100", 2), ("a100", 2)]
+
+
+def _local_sets(gpn: int) -> list[tuple[int, ...]]:
+    """Local GPU sets of every kind a group leaves on a node: all, halves, strides, one, a pair."""
+    full = tuple(range(gpn))
+    return [full, full[: gpn // 2], full[gpn // 2:], full[::2], full[1::4] or (1,), (0,), (gpn - 1,), (0, gpn - 1)]
+
+
+@pytest.mark.parametrize("system,nodes", MEMO_SYSTEMS)
+def test_collnet_heads_memo_equals_the_plain_computation(system, nodes):
+    """collnet_heads, kept per topology and local GPU set, equals the heads worked out afresh on each node (its
+    template's heads moved), and collnet_head_count their number."""
+    from p2sim.collectives.channels import Segment
+    from p2sim.collectives.collnet import _heads_of, collnet_head_count, collnet_heads
+
+    topo = load_system(system, nodes)
+    gpn = topo.gpus_per_node
+    for node in range(nodes):
+        for local in _local_sets(gpn):
+            seg = Segment(node, tuple(node * gpn + g for g in local))
+            plain = [(nic, node * gpn + h) for nic, h in _heads_of(topo, local, 8)]
+            for _ in range(2):  # computed, then kept
+                assert collnet_heads(topo, seg) == plain
+                assert collnet_head_count(topo, seg) == len(plain)
+            assert collnet_heads(topo, seg, limit=2) == plain[:2]
+
+
+def _plain_net_table(topo, segs, heads, overhead, to_net=1.0, from_net=1.0):
+    """The network hops of CollNet's heads, node by node (what collnet._net_table sorts into templates)."""
+    import numpy as np
+
+    from p2sim.collectives.collnet import NET
+    from p2sim.collectives.pattern import HopTable
+
+    src, dst, coef, parts = [], [], [], []
+    for seg, (nic, h) in zip(segs, heads):
+        local, shift = h % topo.gpus_per_node, seg.node
+        out_part, _, in_part = topo.router.via_parts(local, nic, nic, local)
+        for part, ends, c in ((out_part, (h, NET), to_net), (in_part, (NET, h), from_net)):
+            part = np.asarray(part, dtype=np.int64)
+            parts.append(part + shift * topo._stride[part])
+            src.append(ends[0])
+            dst.append(ends[1])
+            coef.append(c)
+    n = len(src)
+    indptr = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
+    return HopTable(np.array(src), np.array(dst), np.array(coef), np.ones(n, dtype=bool), np.full(n, overhead),
+                    indptr, np.concatenate(parts).astype(np.int64))
+
+
+@pytest.mark.parametrize("system,nodes", [("superpod-h100", 8), ("gb200-nvl72-pod", 2), ("roce-h100", 8)])
+def test_collnet_net_table_by_templates_equals_node_by_node(system, nodes):
+    """_net_table's hops, built per (local head, NIC) template and moved by array, equal the hops built node by
+    node, with every node's head alike, heads varying by node, and NICs varying by node."""
+    import numpy as np
+
+    from p2sim.collectives.channels import segments
+    from p2sim.collectives.collnet import _net_table, collnet_heads
+
+    topo = load_system(system, nodes)
+    gpn = topo.gpus_per_node
+    segs = segments(topo, tuple(range(nodes * gpn)))
+    per_node = [collnet_heads(topo, s) for s in segs]
+    cases = [[hs[0] for hs in per_node], [hs[i % len(hs)] for i, hs in enumerate(per_node)],
+             [hs[-1 - (i % 3) % len(hs)] for i, hs in enumerate(per_node)]]
+    for heads in cases:
+        for args in ((1.0,), (1.25, 0.5, 1.0)):
+            got, want = _net_table(topo, segs, heads, *args), _plain_net_table(topo, segs, heads, *args)
+            for field in ("src", "dst", "coef", "inter", "overhead", "indptr", "edges"):
+                assert np.array_equal(getattr(got, field), getattr(want, field)), field
+            assert got.key() == want.key()

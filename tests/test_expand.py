@@ -389,3 +389,26 @@ def test_settings_of_groups_alike_in_size_nodes_and_channels_are_computed_once(m
     assert len(calls) == 2  # once per algorithm
     assert got == [Expander(topo)._settings(algo, "Simple", "AllReduce", g, 2.0**30)
                    for algo in ("ring", "tree") for g in groups]
+
+
+@pytest.mark.parametrize("system,nodes", [("superpod-h100", 4), ("gb200-nvl72-pod", 2), ("roce-h100", 4),
+                                          ("h100", 2), ("a100", 2), ("pcie-8gpu", 2)])
+def test_nvlink_only_once_per_shape_equals_the_plain_computation(system, nodes):
+    """Expander._nvlink_only given the members (kept per group shape) answers as it does from the segments alone,
+    for groups of every kind, asked in either order."""
+    from p2sim.collectives.channels import segments
+
+    topo = load_system(system, nodes)
+    gpn = topo.gpus_per_node
+    groups = []
+    for local in (range(gpn), range(0, gpn, 2), range(1, gpn, 4), range(gpn // 2), (0, gpn - 1), (0,)):
+        for span in (1, nodes):
+            groups.append(tuple(n * gpn + g for n in range(span) for g in local))
+            groups.append(tuple((nodes - 1 - n) * gpn + g for n in range(span) for g in local)[::-1])
+    for order in (groups, groups[::-1]):
+        ex = Expander(topo)
+        for members in order:
+            segs = segments(topo, members)
+            plain = Expander(topo)._nvlink_only(segs)
+            assert ex._nvlink_only(segs, members) == plain
+            assert ex._nvlink_only(segs, members) == plain

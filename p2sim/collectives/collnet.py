@@ -32,6 +32,7 @@ rail's data, the head reduces it and sends it up, and gets its own part back.  P
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,7 +41,7 @@ from ..topology import Topology
 from .channels import Segment, entry_gpus, node_nics
 from .pattern import HopTable
 
-__all__ = ["NET", "collnet_heads", "collnet_direct_tables", "collnet_chain_tables", "collnet_rail_tables",
+__all__ = ["NET", "collnet_heads", "collnet_head_count", "collnet_direct_tables", "collnet_chain_tables", "collnet_rail_tables",
            "collnet_possible"]
 
 NET = -2  # a hop's end in the network (a SHARP switch), as SWITCH (-1) is an NVSwitch
@@ -59,15 +60,41 @@ def collnet_possible(topo: Topology, segs: Sequence[Segment]) -> bool:
 def collnet_heads(topo: Topology, seg: Segment, limit: int = 8) -> list[tuple[str, int]]:
     """A node's heads: (NIC, the GPU that owns it) for each NIC its members are near, distinct GPUs,
     at most ``limit`` (NCCL's collnet graph: one channel per NIC and local GPU, at most 8)."""
-    # every node is the same template: the heads of its local GPUs on node 0, moved
-    rep = Segment(0, seg.local(topo))
+    base = seg.node * topo.gpus_per_node
+    return [(nic, base + head) for nic, head in _local_heads(topo, seg.local(topo), limit)]
+
+
+def collnet_head_count(topo: Topology, seg: Segment, limit: int = 8) -> int:
+    """``len(collnet_heads(topo, seg, limit))``, without the list (asked of every node of a group)."""
+    return len(_local_heads(topo, seg.local(topo), limit))
+
+
+# per topology (immutable: its router's routes and NICs are fixed), the heads of each local GPU set on node 0:
+# asked of every node of every group NCCL's choice weighs (tens of thousands of times at 2,048 nodes), and a
+# node's heads are its local GPUs' on node 0 moved (every node is the same template)
+_HEADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _local_heads(topo: Topology, local: tuple[int, ...], limit: int) -> tuple[tuple[str, int], ...]:
+    memo = _HEADS.get(topo)
+    if memo is None:
+        memo = _HEADS[topo] = {}
+    key = (local, limit)
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = _heads_of(topo, local, limit)
+    return hit
+
+
+def _heads_of(topo: Topology, local: tuple[int, ...], limit: int) -> tuple[tuple[str, int], ...]:
+    """The heads of the local GPUs ``local`` on node 0 (what :func:`collnet_heads` moves to a node)."""
+    rep = Segment(0, local)
     heads: list[tuple[str, int]] = []
     for nic in node_nics(topo, rep) or (topo.router.nic_of(rep.members[0]),):
         head = entry_gpus(topo, rep, nic)[0]
         if all(head != h for _, h in heads):
             heads.append((nic, head))
-    base = seg.node * topo.gpus_per_node
-    return [(nic, base + head) for nic, head in heads[:limit]]
+    return tuple(heads[:limit])
 
 
 def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[str, int]], overhead: float,
@@ -78,24 +105,28 @@ def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[st
     assert f is not None
     stride = topo._stride
     gpn = topo.gpus_per_node
-    node = np.array([seg.node for seg in segs], dtype=np.int64)
-    head = np.array([h for _, h in heads], dtype=np.int64)
+    node = np.fromiter((seg.node for seg in segs), np.int64, len(segs))
+    head = np.fromiter((h for _, h in heads), np.int64, len(heads))
     # per node an up hop (head -> network) then a down hop; nodes with the same (local head, NIC) share
-    # one template of links, moved by the node's stride
+    # one template of links, moved by the node's stride: the nodes sorted into templates by array (a group's
+    # heads are asked of thousands of nodes, a few templates among them)
+    names: dict[str, int] = {}
+    nic_id = np.fromiter((names.setdefault(nic, len(names)) for nic, _ in heads), np.int64, len(heads))
+    nic_of = list(names)
+    kinds, which = np.unique((head % gpn) * len(nic_of) + nic_id, return_inverse=True)
+    templates = []
+    for code in kinds.tolist():
+        local, nic = code // len(nic_of), nic_of[code % len(nic_of)]
+        out_part, _, in_part = topo.router.via_parts(local, nic, nic, local)
+        templates.append((np.asarray(out_part, dtype=np.int64), np.asarray(in_part, dtype=np.int64)))
     lengths = np.zeros(2 * len(segs), dtype=np.int64)
-    templates: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
-    for i, (nic, h) in enumerate(heads):
-        key = (h % gpn, nic)
-        if key not in templates:
-            out_part, _, in_part = topo.router.via_parts(key[0], nic, nic, key[0])
-            templates[key] = (np.asarray(out_part, dtype=np.int64), np.asarray(in_part, dtype=np.int64))
-        up, down = templates[key]
-        lengths[2 * i], lengths[2 * i + 1] = len(up), len(down)
+    lengths[0::2] = np.array([len(up) for up, _ in templates], dtype=np.int64)[which]
+    lengths[1::2] = np.array([len(down) for _, down in templates], dtype=np.int64)[which]
     indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
     edges = np.empty(int(indptr[-1]), dtype=np.int64)
-    for key, (up, down) in templates.items():
-        rows = np.flatnonzero((head % gpn == key[0]) & np.array([nic == key[1] for nic, _ in heads]))
+    for j, (up, down) in enumerate(templates):
+        rows = np.flatnonzero(which == j)
         for part, off in ((up, 0), (down, 1)):
             if len(part):
                 at = indptr[2 * rows + off][:, None] + np.arange(len(part))[None, :]

@@ -296,7 +296,7 @@ class Expander(ShapeMemo, Structures, Choice):
         used = self._settings(algo, proto, op, members, nbytes)[0]
         segs = segments(self.topo, members)
         nodes, nccl = len(segs), self.topo.spec.nccl
-        intra_hw = "nvlink" if self._nvlink_only(segs) else "pci"
+        intra_hw = "nvlink" if self._nvlink_only(segs, members) else "pci"
         told = reported_latency_us(nccl.transport, nccl.net_latency) * 1e-6 if nodes > 1 else 0.0
         lat = collective_latency(algo, proto, op, len(members), nodes, intra_hw, 0.0, 0.0 + told, nbytes,
                                  self.channels(members), self.arch)

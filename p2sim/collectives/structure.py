@@ -117,8 +117,14 @@ class Structures:
             hit = self.caches.one_switch[local] = free_segment(self.topo, seg)
         return hit
 
-    def _nvlink_only(self, segs: Sequence[Segment]) -> bool:
-        """Every intra-node path of the group is NVLink or one NVSwitch (NCCL's typeIntra <= NVB)."""
+    def _nvlink_only(self, segs: Sequence[Segment], members: Sequence[int] | None = None) -> bool:
+        """Every intra-node path of the group is NVLink or one NVSwitch (NCCL's typeIntra <= NVB).
+
+        Given the group's ``members``, once per shape: the shape's relations name every same-node pair's path
+        type (:meth:`~p2sim.collectives.shapes.ShapeMemo.shape`), so groups of one shape answer alike, and the
+        answer is asked of every candidate NCCL's choice bounds (otherwise each node's GPU set, every time)."""
+        if members is not None:
+            return self._memo("nvlink only", members, (), lambda: self._nvlink_only(segs))
         locals_ = frozenset(s.local(self.topo) for s in segs)
         key = ("nvlink", locals_)
         if key not in self._by_shape:
@@ -143,7 +149,7 @@ class Structures:
         return Structure(tuple(groups), tuple(t.load() for t in groups), tuple(per_flow), tuple(graph),
                           tuple(max_sent_to_net(t, topo) for t in groups),
                           max(x[0] for x in lats), max(x[1] for x in lats), bus,
-                          min(members) // topo.gpus_per_node, nodes, self._nvlink_only(segs), kept)
+                          min(members) // topo.gpus_per_node, nodes, self._nvlink_only(segs, members), kept)
 
     def movable(self, st: Structure) -> bool:
         """Whether ``st`` moves exactly between groups equal up to an ECMP fabric's ports: it has none,

@@ -24,7 +24,8 @@ from collections.abc import Sequence
 
 from ...topology import Topology
 from ..channels import Segment, segments
-from ..collnet import collnet_direct_tables, collnet_heads, collnet_possible, collnet_rail_tables
+from ..collnet import (collnet_direct_tables, collnet_head_count, collnet_heads, collnet_possible,
+                       collnet_rail_tables)
 from ...topology.settings import NcclSettings
 from ..nccl_tables import (COLLNET_ARITY_US, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, COLLNET_RAIL_EFFICIENCY,
                            NCCL_STEPS, base_latency, collnet_channels, collnet_chunk, collnet_direct_channels)
@@ -41,7 +42,7 @@ def _has_nvswitch(topo: Topology) -> bool:
 
 def _one_to_one(topo: Topology, segs: Sequence[Segment]) -> bool:
     """Every GPU of the group's nodes is a CollNet head (NCCL's AllGather and ReduceScatter need it)."""
-    return all(len(s.members) <= len(collnet_heads(topo, s)) for s in segs)
+    return all(len(s.members) <= collnet_head_count(topo, s) for s in segs)
 
 
 class CollNet(Algorithm):
@@ -120,7 +121,7 @@ class CollNetDirect(CollNet):
         return collnet_direct_channels(collnet_channels(full, ppn), nbytes, self.heads(topo, members))
 
     def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
-        return len(collnet_heads(topo, segments(topo, members)[0]))
+        return collnet_head_count(topo, segments(topo, members)[0])
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float) -> Layout:
