@@ -170,47 +170,37 @@ def test_collnet_heads_memo_equals_the_plain_computation(system, nodes):
             assert collnet_heads(topo, seg, limit=2) == plain[:2]
 
 
-def _plain_net_table(topo, segs, heads, overhead, to_net=1.0, from_net=1.0):
-    """The network hops of CollNet's heads, node by node (what collnet._net_table sorts into templates)."""
+
+def _collnet_groups(nodes: int, gpn: int) -> list[tuple[int, ...]]:
+    """Groups whose nodes hold the same local GPUs (every GPU, the first half, odd ones, one) and one whose don't."""
+    out = [tuple(n * gpn + g for n in range(nodes) for g in local)
+           for local in (range(gpn), range(gpn // 2), range(1, gpn, 2), (gpn - 1,))]
+    out.append(tuple(range(gpn)) + tuple(n * gpn + g for n in range(1, nodes) for g in range(gpn // 2)))
+    return out
+
+
+@pytest.mark.parametrize("system,nodes", [("superpod-h100", 8), ("superpod-h100", 3), ("sharp 4x2", 2)])
+def test_collnet_tables_of_alike_nodes_equal_node_by_node(system, nodes, monkeypatch):
+    """CollNet Direct's AllReduce, AllGather and ReduceScatter tables, built from one node moved by array where
+    every node holds the same local GPUs, equal the tables built node by node (collnet._alike off)."""
     import numpy as np
 
-    from p2sim.collectives.collnet import NET
-    from p2sim.collectives.pattern import HopTable
-
-    src, dst, coef, parts = [], [], [], []
-    for seg, (nic, h) in zip(segs, heads):
-        local, shift = h % topo.gpus_per_node, seg.node
-        out_part, _, in_part = topo.router.via_parts(local, nic, nic, local)
-        for part, ends, c in ((out_part, (h, NET), to_net), (in_part, (NET, h), from_net)):
-            part = np.asarray(part, dtype=np.int64)
-            parts.append(part + shift * topo._stride[part])
-            src.append(ends[0])
-            dst.append(ends[1])
-            coef.append(c)
-    n = len(src)
-    indptr = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
-    return HopTable(np.array(src), np.array(dst), np.array(coef), np.ones(n, dtype=bool), np.full(n, overhead),
-                    indptr, np.concatenate(parts).astype(np.int64))
-
-
-@pytest.mark.parametrize("system,nodes", [("superpod-h100", 8), ("gb200-nvl72-pod", 2), ("roce-h100", 8)])
-def test_collnet_net_table_by_templates_equals_node_by_node(system, nodes):
-    """_net_table's hops, built per (local head, NIC) template and moved by array, equal the hops built node by
-    node, with every node's head alike, heads varying by node, and NICs varying by node."""
-    import numpy as np
-
+    from p2sim.collectives import collnet
     from p2sim.collectives.channels import segments
-    from p2sim.collectives.collnet import _net_table, collnet_heads
 
-    topo = load_system(system, nodes)
-    gpn = topo.gpus_per_node
-    segs = segments(topo, tuple(range(nodes * gpn)))
-    per_node = [collnet_heads(topo, s) for s in segs]
-    cases = [[hs[0] for hs in per_node], [hs[i % len(hs)] for i, hs in enumerate(per_node)],
-             [hs[-1 - (i % 3) % len(hs)] for i, hs in enumerate(per_node)]]
-    for heads in cases:
-        for args in ((1.0,), (1.25, 0.5, 1.0)):
-            got, want = _net_table(topo, segs, heads, *args), _plain_net_table(topo, segs, heads, *args)
-            for field in ("src", "dst", "coef", "inter", "overhead", "indptr", "edges"):
-                assert np.array_equal(getattr(got, field), getattr(want, field)), field
-            assert got.key() == want.key()
+    topo = sharp_system(gpus=4, nics=2) if system == "sharp 4x2" else load_system(system, nodes)  # 2 GPUs a NIC
+    assert collnet.collnet_possible(topo, segments(topo, tuple(range(topo.devices))))
+    builds = [lambda s: collnet.collnet_direct_tables(topo, s, 1.2),
+              lambda s: collnet.collnet_rail_tables(topo, s, "AllGather", 1.1),
+              lambda s: collnet.collnet_rail_tables(topo, s, "ReduceScatter", 1.1)]
+    for members in _collnet_groups(nodes, topo.gpus_per_node):
+        segs = segments(topo, members)
+        got = [build(segs) for build in builds]
+        with monkeypatch.context() as m:
+            m.setattr(collnet, "_alike", lambda topo, segs: None)
+            want = [build(segs) for build in builds]
+        for g, w in zip(got, want):
+            assert len(g) == len(w) > 0
+            for a, b in zip(g, w):
+                for field in ("src", "dst", "coef", "inter", "overhead", "indptr", "edges"):
+                    assert np.array_equal(getattr(a, field), getattr(b, field)), field

@@ -105,28 +105,24 @@ def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[st
     assert f is not None
     stride = topo._stride
     gpn = topo.gpus_per_node
-    node = np.fromiter((seg.node for seg in segs), np.int64, len(segs))
-    head = np.fromiter((h for _, h in heads), np.int64, len(heads))
+    node = np.array([seg.node for seg in segs], dtype=np.int64)
+    head = np.array([h for _, h in heads], dtype=np.int64)
     # per node an up hop (head -> network) then a down hop; nodes with the same (local head, NIC) share
-    # one template of links, moved by the node's stride: the nodes sorted into templates by array (a group's
-    # heads are asked of thousands of nodes, a few templates among them)
-    names: dict[str, int] = {}
-    nic_id = np.fromiter((names.setdefault(nic, len(names)) for nic, _ in heads), np.int64, len(heads))
-    nic_of = list(names)
-    kinds, which = np.unique((head % gpn) * len(nic_of) + nic_id, return_inverse=True)
-    templates = []
-    for code in kinds.tolist():
-        local, nic = code // len(nic_of), nic_of[code % len(nic_of)]
-        out_part, _, in_part = topo.router.via_parts(local, nic, nic, local)
-        templates.append((np.asarray(out_part, dtype=np.int64), np.asarray(in_part, dtype=np.int64)))
+    # one template of links, moved by the node's stride
     lengths = np.zeros(2 * len(segs), dtype=np.int64)
-    lengths[0::2] = np.array([len(up) for up, _ in templates], dtype=np.int64)[which]
-    lengths[1::2] = np.array([len(down) for _, down in templates], dtype=np.int64)[which]
+    templates: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
+    for i, (nic, h) in enumerate(heads):
+        key = (h % gpn, nic)
+        if key not in templates:
+            out_part, _, in_part = topo.router.via_parts(key[0], nic, nic, key[0])
+            templates[key] = (np.asarray(out_part, dtype=np.int64), np.asarray(in_part, dtype=np.int64))
+        up, down = templates[key]
+        lengths[2 * i], lengths[2 * i + 1] = len(up), len(down)
     indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
     edges = np.empty(int(indptr[-1]), dtype=np.int64)
-    for j, (up, down) in enumerate(templates):
-        rows = np.flatnonzero(which == j)
+    for key, (up, down) in templates.items():
+        rows = np.flatnonzero((head % gpn == key[0]) & np.array([nic == key[1] for nic, _ in heads]))
         for part, off in ((up, 0), (down, 1)):
             if len(part):
                 at = indptr[2 * rows + off][:, None] + np.arange(len(part))[None, :]
@@ -164,15 +160,38 @@ def _heads_and_others(segs: Sequence[Segment], heads: Sequence[Sequence[tuple[st
             for seg, hs in zip(segs, heads)]
 
 
+def _alike(topo: Topology, segs: Sequence[Segment]) -> np.ndarray | None:
+    """Each node's first GPU id where every node of the group holds the same local GPUs (so the same heads: a
+    node's NVLink hops are one node's moved), else None (then they are built node by node)."""
+    first = segs[0].local(topo)
+    if any(s.local(topo) != first for s in segs):
+        return None
+    return np.array([s.node for s in segs], dtype=np.int64) * topo.gpus_per_node
+
+
+def _local_head_and_others(topo: Topology, seg: Segment, heads: Sequence[tuple[str, int]],
+                           k: int) -> tuple[int, np.ndarray]:
+    """:func:`_heads_and_others` of one node, as local GPU ids (to be moved to each node alike)."""
+    base = seg.node * topo.gpus_per_node
+    head = heads[k][1]
+    return head - base, np.array([m - base for m in seg.members if m != head], dtype=np.int64)
+
+
 def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: float) -> list[HopTable]:
     """One flow per head position, per byte of its slice: scatter to the head, the head to the
     network and back, broadcast from the head; ``overhead`` is link bytes per data byte."""
     heads = [collnet_heads(topo, s) for s in segs]
     h = min(len(x) for x in heads)
+    bases = _alike(topo, segs)
     out = []
     for k in range(h):
         src, dst = [], []
-        for head, others in _heads_and_others(segs, heads, k):
+        if bases is not None:  # every node alike: one node's pairs, moved to each node by array
+            head, others = _local_head_and_others(topo, segs[0], heads[0], k)
+            pair = np.stack([others, np.full(len(others), head)], axis=1)
+            src.append((bases[:, None] + pair.ravel()[None, :]).ravel())
+            dst.append((bases[:, None] + pair[:, ::-1].ravel()[None, :]).ravel())
+        for head, others in (_heads_and_others(segs, heads, k) if bases is None else ()):
             pair = np.stack([others, np.full(len(others), head)], axis=1)  # scatter, then broadcast, per member
             src.append(pair.ravel())
             dst.append(pair[:, ::-1].ravel())
@@ -232,10 +251,16 @@ def collnet_rail_tables(topo: Topology, segs: Sequence[Segment], op: str, net_ov
     h = min(len(x) for x in heads)
     own = 1.0 / len(segs)  # a node's own part of a rail's data
     gather = op == "AllGather"
+    bases = _alike(topo, segs)
     out = []
     for k in range(h):
         src, dst = [], []
-        for head, others in _heads_and_others(segs, heads, k):
+        if bases is not None:  # every node alike: one node's copies, moved to each node by array
+            head, others = _local_head_and_others(topo, segs[0], heads[0], k)
+            ends = (np.full(len(others), head), others) if gather else (others, np.full(len(others), head))
+            src.append((bases[:, None] + ends[0][None, :]).ravel())
+            dst.append((bases[:, None] + ends[1][None, :]).ravel())
+        for head, others in (_heads_and_others(segs, heads, k) if bases is None else ()):
             ends = (np.full(len(others), head), others) if gather else (others, np.full(len(others), head))
             src.append(ends[0])
             dst.append(ends[1])

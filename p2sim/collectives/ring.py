@@ -101,7 +101,7 @@ def _base(topo: Topology, seg: Segment) -> int:
 
 def _spread(topo: Topology, segs: Sequence[Segment], of: list[int], local: list[np.ndarray]) -> np.ndarray:
     """Per segment its kind's local sequence, moved to the segment's node, one after another."""
-    bases = np.fromiter((_base(topo, s) for s in segs), np.int64, len(segs))
+    bases = np.array([s.node for s in segs], dtype=np.int64) * topo.gpus_per_node  # each _base
     if len(local) == 1:  # every segment alike: one broadcast
         return (bases[:, None] + local[0][None, :]).ravel()
     return np.concatenate([local[k] + b for k, b in zip(of, bases.tolist())])
