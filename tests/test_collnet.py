@@ -204,3 +204,49 @@ def test_collnet_tables_of_alike_nodes_equal_node_by_node(system, nodes, monkeyp
             for a, b in zip(g, w):
                 for field in ("src", "dst", "coef", "inter", "overhead", "indptr", "edges"):
                     assert np.array_equal(getattr(a, field), getattr(b, field)), field
+
+
+def _plain_net_table(topo, segs, heads, overhead, to_net=1.0, from_net=1.0):
+    """The network hops of CollNet's heads, node by node (what collnet._net_table sorts into templates)."""
+    import numpy as np
+
+    from p2sim.collectives.collnet import NET
+    from p2sim.collectives.pattern import HopTable
+
+    src, dst, coef, parts = [], [], [], []
+    for seg, (nic, h) in zip(segs, heads):
+        local, shift = h % topo.gpus_per_node, seg.node
+        out_part, _, in_part = topo.router.via_parts(local, nic, nic, local)
+        for part, ends, c in ((out_part, (h, NET), to_net), (in_part, (NET, h), from_net)):
+            part = np.asarray(part, dtype=np.int64)
+            parts.append(part + shift * topo._stride[part])
+            src.append(ends[0])
+            dst.append(ends[1])
+            coef.append(c)
+    n = len(src)
+    indptr = np.concatenate([[0], np.cumsum([len(p) for p in parts])]).astype(np.int64)
+    return HopTable(np.array(src), np.array(dst), np.array(coef), np.ones(n, dtype=bool), np.full(n, overhead),
+                    indptr, np.concatenate(parts).astype(np.int64))
+
+
+@pytest.mark.parametrize("system,nodes", [("superpod-h100", 8), ("gb200-nvl72-pod", 2), ("roce-h100", 8)])
+def test_collnet_net_table_equals_node_by_node(system, nodes):
+    """_net_table's hops, one template moved by array where every node's head is at one local place and NIC,
+    else per template, equal the hops built node by node: every node's head alike, heads and NICs varying by node."""
+    import numpy as np
+
+    from p2sim.collectives.channels import segments
+    from p2sim.collectives.collnet import _net_table, collnet_heads
+
+    topo = load_system(system, nodes)
+    gpn = topo.gpus_per_node
+    segs = segments(topo, tuple(range(nodes * gpn)))
+    per_node = [collnet_heads(topo, s) for s in segs]
+    cases = [[hs[0] for hs in per_node], [hs[i % len(hs)] for i, hs in enumerate(per_node)],
+             [hs[-1 - (i % 3) % len(hs)] for i, hs in enumerate(per_node)]]
+    for heads in cases:
+        for args in ((1.0,), (1.25, 0.5, 1.0)):
+            got, want = _net_table(topo, segs, heads, *args), _plain_net_table(topo, segs, heads, *args)
+            for field in ("src", "dst", "coef", "inter", "overhead", "indptr", "edges"):
+                assert np.array_equal(getattr(got, field), getattr(want, field)), field
+            assert got.key() == want.key()

@@ -412,3 +412,26 @@ def test_nvlink_only_once_per_shape_equals_the_plain_computation(system, nodes):
             plain = Expander(topo)._nvlink_only(segs)
             assert ex._nvlink_only(segs, members) == plain
             assert ex._nvlink_only(segs, members) == plain
+
+
+@pytest.mark.parametrize("system,nodes", [("superpod-h100", 4), ("gb200-nvl72-pod", 2), ("roce-h100", 4),
+                                          ("h100", 2), ("a100", 2), ("pcie-8gpu", 2)])
+def test_mix_and_free_once_per_local_set_equal_node_by_node(system, nodes):
+    """Expander._mix_and_free (each node's ring mix and one-ring-is-free answer, looked up once per local GPU set)
+    equals _ring_mix and _free_segment asked node by node, for groups whose nodes hold the same or other GPUs."""
+    from p2sim.collectives.channels import segments
+
+    topo = load_system(system, nodes)
+    gpn = topo.gpus_per_node
+    groups = [tuple(n * gpn + g for n in range(nodes) for g in local)
+              for local in (range(gpn), range(0, gpn, 2), range(gpn // 2), (0, gpn - 1), (1,))]
+    groups.append(tuple(range(gpn)) + tuple(n * gpn + g for n in range(1, nodes) for g in range(0, gpn, 3)))
+    ex = Expander(topo)
+    for members in groups:
+        segs = segments(topo, members)
+        mix, free = ex._mix_and_free(segs)
+        plain = Expander(topo)
+        want = plain._ring_mix(segs)
+        assert mix == want and list(mix) == list(want)
+        assert free == {s.node: len(want[s.node]) == 1 and plain._free_segment(s) for s in segs}
+        assert list(free) == [s.node for s in segs]

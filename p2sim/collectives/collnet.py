@@ -109,6 +109,17 @@ def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[st
     head = np.array([h for _, h in heads], dtype=np.int64)
     # per node an up hop (head -> network) then a down hop; nodes with the same (local head, NIC) share
     # one template of links, moved by the node's stride
+    nic0, h0 = heads[0]
+    if all(nic == nic0 for nic, _ in heads) and not (head % gpn != h0 % gpn).any():
+        # every node's head at one local place and NIC (a group whose nodes hold the same GPUs): one template,
+        # laid out for all nodes by array
+        out_part, _, in_part = topo.router.via_parts(h0 % gpn, nic0, nic0, h0 % gpn)
+        up, down = np.asarray(out_part, dtype=np.int64), np.asarray(in_part, dtype=np.int64)
+        both = np.concatenate([up, down])
+        indptr = np.zeros(2 * len(segs) + 1, dtype=np.int64)
+        np.cumsum(np.tile(np.array([len(up), len(down)], dtype=np.int64), len(segs)), out=indptr[1:])
+        edges = (both[None, :] + node[:, None] * stride[both][None, :]).ravel().astype(np.int64, copy=False)
+        return _net_hops(segs, head, indptr, edges, overhead, to_net, from_net)
     lengths = np.zeros(2 * len(segs), dtype=np.int64)
     templates: dict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = {}
     for i, (nic, h) in enumerate(heads):
@@ -127,6 +138,12 @@ def _net_table(topo: Topology, segs: Sequence[Segment], heads: Sequence[tuple[st
             if len(part):
                 at = indptr[2 * rows + off][:, None] + np.arange(len(part))[None, :]
                 edges[at.ravel()] = (part[None, :] + node[rows][:, None] * stride[part][None, :]).ravel()
+    return _net_hops(segs, head, indptr, edges, overhead, to_net, from_net)
+
+
+def _net_hops(segs: Sequence[Segment], head: np.ndarray, indptr: np.ndarray, edges: np.ndarray, overhead: float,
+              to_net: float, from_net: float) -> HopTable:
+    """:func:`_net_table`'s hops of these routes: per node its head up to the network, then back."""
     n = 2 * len(segs)
     src = np.stack([head, np.full(len(segs), NET)], axis=1).ravel()
     dst = np.stack([np.full(len(segs), NET), head], axis=1).ravel()

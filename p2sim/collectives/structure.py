@@ -109,6 +109,21 @@ class Structures:
                         loads[e] = loads.get(e, 0.0) + 0.5 * w
         return min(self.topo.capacity[e] / v for e, v in loads.items()) / GB
 
+    def _mix_and_free(self, segs: Sequence[Segment]) -> tuple[dict[int, tuple], dict[int, bool]]:
+        """:meth:`_ring_mix`, and per node whether any ring order is as good (one ring, :meth:`_free_segment`):
+        both read a node only through its local GPUs, so each local set is looked up once per group (a group
+        may span thousands of nodes, most of them alike)."""
+        topo, mix, free = self.topo, {}, {}
+        seen: dict[tuple[int, ...], tuple[tuple, bool]] = {}
+        for s in segs:
+            local = s.local(topo)
+            hit = seen.get(local)
+            if hit is None:
+                rings = self.rings(local)
+                hit = seen[local] = (rings, len(rings) == 1 and self._free_segment(s))
+            mix[s.node], free[s.node] = hit
+        return mix, free
+
     def _free_segment(self, seg: Segment) -> bool:
         """:func:`free_segment`, kept per local GPU set."""
         local = seg.local(self.topo)
@@ -136,8 +151,7 @@ class Structures:
                    share: float) -> Structure:
         topo = self.topo
         nodes = len(segs)
-        mix = self._ring_mix(segs)
-        free = {s.node: len(mix[s.node]) == 1 and self._free_segment(s) for s in segs}
+        mix, free = self._mix_and_free(segs)
         bus, raw, raw_flow, raw_graph = algorithm(algo).structure(topo, op, members, segs, mix, free, used, share)
         groups, per_flow, graph = merge_flows(raw, raw_flow, raw_graph)
         lats = [t.route_latencies(topo.latency) for t in groups]
