@@ -41,8 +41,8 @@ from ..topology import Topology
 from .channels import Segment, entry_gpus, node_nics
 from .pattern import HopTable
 
-__all__ = ["NET", "collnet_heads", "collnet_head_count", "collnet_direct_tables", "collnet_chain_tables", "collnet_rail_tables",
-           "collnet_possible"]
+__all__ = ["NET", "collnet_heads", "collnet_head_count", "collnet_direct_tables", "collnet_chain_tables",
+           "collnet_rail_tables", "collnet_possible"]
 
 NET = -2  # a hop's end in the network (a SHARP switch), as SWITCH (-1) is an NVSwitch
 
