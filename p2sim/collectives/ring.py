@@ -196,6 +196,12 @@ class _Cyclic:
         return sum(a.nbytes for a in kept if a is not None)
 
 
+def forget_cyclic(topo: Topology) -> None:
+    """Drop the cyclic ring tables kept for ``topo`` (``CollectiveCaches.clear``: a what-if point that is done
+    keeps its topology, and so these, to the end of the run otherwise)."""
+    _CYCLIC.pop(topo, None)
+
+
 def _take(table: HopTable, rows: np.ndarray) -> HopTable:
     """The table's rows ``rows``, in that order."""
     lens = np.diff(table.indptr)[rows]
