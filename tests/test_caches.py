@@ -104,3 +104,21 @@ def test_collectives_on_structures_of_another_nic_rate_equal_those_built_alone()
             shared = Expander(slow, caches=adopted).collective(algo, proto, "AllReduce", group, nbytes)
             alone = Expander(slow).collective(algo, proto, "AllReduce", group, nbytes)
             assert _same(shared, alone, slow.capacity), (algo, proto, nbytes)
+
+
+def test_clear_drops_the_topologys_cyclic_ring_tables():
+    """A cleared topology's caches keep nothing of it: the ring tables kept per topology go too (a done what-if
+    point keeps its topology, and so them, to the end of the run otherwise)."""
+    from p2sim.collectives import Expander
+    from p2sim.collectives.caches import CollectiveCaches
+    from p2sim.collectives.ring import _CYCLIC
+    from p2sim.topology import load_system
+
+    topo = load_system("gb200-nvl72-pod", 16)
+    caches = CollectiveCaches(topo)
+    ex = Expander(topo, caches=caches)
+    members = (5, 77, 149, 221, 293)
+    ex.collective("ring", "Simple", "AllReduce", members, 2.0**30)
+    assert topo in _CYCLIC
+    caches.clear()
+    assert topo not in _CYCLIC

@@ -219,3 +219,31 @@ def test_a_groups_five_collectives_route_its_ring_once_per_channel_pair(monkeypa
               for op in ("AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce")}
     assert len(calls) == pairs
     assert [len(t) for t in tables["Broadcast"]] == [2 * (len(members) - 1)] * pairs
+
+
+def test_the_cyclic_tables_ledger_counts_every_array_they_keep():
+    """What ``_CYCLIC`` keeps of a topology is counted whole (table, queue pairs, ring orders), so its budget
+    bounds what it holds."""
+    import numpy as np
+
+    from p2sim.collectives.channels import segments
+    from p2sim.collectives.ring import _CYCLIC, ring_tables
+
+    topo = load_system("roce-h100", 8)  # queue pairs: per is kept too
+    members = tuple(8 * n + g for n in (1, 4, 6) for g in range(8))
+    ex = Expander(topo)
+    segs = segments(topo, members)
+    mix = {s.node: ex.rings(s.local(topo)) for s in segs}
+    free = {s.node: len(mix[s.node]) == 1 and ex._free_segment(s) for s in segs}
+    ring_tables(topo, "AllReduce", members, segs, mix, free, 4)
+    memo, held = _CYCLIC[topo]
+
+    def arrays(obj, seen):
+        if isinstance(obj, np.ndarray):
+            return 0 if id(obj) in seen or seen.add(id(obj)) else obj.nbytes
+        if isinstance(obj, (tuple, list)):
+            return sum(arrays(o, seen) for o in obj)
+        return sum(arrays(v, seen) for v in vars(obj).values()) if hasattr(obj, "__dict__") else 0
+
+    seen: set[int] = set()
+    assert held[0] == sum(arrays(c, seen) for cyclics in memo.values() for c in cyclics) > 0

@@ -29,6 +29,7 @@ from ..formalism.hierarchy import SynthesisHierarchy
 from ..topology import Topology
 from ..topology.settings import ModelRates
 from .pattern import Collective
+from .ring import forget_cyclic
 
 __all__ = ["CollectiveCaches", "Expansions", "structure_key"]
 
@@ -164,3 +165,4 @@ class CollectiveCaches:
         self.one_switch.clear()
         self.row_counts.clear()
         self.gpu_classes = None
+        forget_cyclic(self.topo)  # the ring tables kept per topology, outside these caches
