@@ -225,8 +225,8 @@ def test_implied_invalid_steps_are_invalid(cards):
     assert skipped > 0
 
 
-def test_synthesis_skips_steps_decided_invalid(monkeypatch):
-    """No ReduceScatter or Reduce is worked out on a state where the AllReduce on its groups is invalid."""
+def _worked_out(monkeypatch) -> tuple[list, list[tuple[bytes, str, tuple, bool]]]:
+    """The programs of (2, 4, 8), and every step synthesis worked out for them: (state, op, groups, invalid)."""
     from p2sim.formalism import synthesis as syn
 
     runs: list[tuple[bytes, str, tuple, bool]] = []
@@ -243,6 +243,13 @@ def test_synthesis_skips_steps_decided_invalid(monkeypatch):
         programs = synthesize(SynthesisHierarchy.of([2, 4, 8]))
     finally:
         synthesize.cache_clear()
+        monkeypatch.undo()
+    return programs, runs
+
+
+def test_synthesis_skips_steps_decided_invalid(monkeypatch):
+    """No ReduceScatter or Reduce is worked out on a state where the AllReduce on its groups is invalid."""
+    programs, runs = _worked_out(monkeypatch)
     assert len(programs) > 0
     failed_allreduce = {(s, g) for s, op, g, bad in runs if op == "AllReduce" and bad}
     assert failed_allreduce
@@ -280,22 +287,7 @@ def test_reduce_and_reducescatter_derived_from_the_allreduce_are_worked_out_ones
 def test_synthesis_derives_reduce_and_reducescatter_where_the_allreduce_is_valid(monkeypatch):
     """No ReduceScatter or Reduce is worked out member by member on a state where the AllReduce on its groups
     is valid: its outcome is derived from the AllReduce's."""
-    from p2sim.formalism import synthesis as syn
-
-    runs: list[tuple[bytes, str, tuple, bool]] = []
-    real = syn._run
-
-    def counted(space, ids, op, groups, sig):
-        out = real(space, ids, op, groups, sig)
-        runs.append((ids.tobytes(), op.value, (groups.shape, groups.tobytes()), isinstance(out, str)))
-        return out
-
-    monkeypatch.setattr(syn, "_run", counted)
-    synthesize.cache_clear()
-    try:
-        programs = synthesize(SynthesisHierarchy.of([2, 4, 8]))
-    finally:
-        synthesize.cache_clear()
+    programs, runs = _worked_out(monkeypatch)
     assert [p.text for p in programs] == [p.text for p in synthesize(SynthesisHierarchy.of([2, 4, 8]))]
     good_allreduce = {(s, g) for s, op, g, bad in runs if op == "AllReduce" and not bad}
     assert good_allreduce

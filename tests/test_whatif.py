@@ -277,25 +277,8 @@ def test_points_that_build_the_same_structures_run_one_after_another(monkeypatch
 def test_points_of_uplink_rates_share_their_structures_and_answer_as_alone(monkeypatch):
     # issue 34 item 2: leaf oversubscription 1, 2, 4 under adaptive routing changes no structure; each point takes
     # the one before's (CollectiveCaches.adopt) and builds a third as many, with the same rows to the bit
-    from p2sim.collectives import caches, expand
-
-    built = [0]
-    structure = expand.Expander._structure
-
-    def counted(self, *args, **kwargs):
-        built[0] += 1
-        return structure(self, *args, **kwargs)
-
-    monkeypatch.setattr(expand.Expander, "_structure", counted)
-
-    def rows(share: bool):
-        built[0] = 0
-        if not share:
-            monkeypatch.setattr(caches.CollectiveCaches, "adopt", lambda self, other: False)
-        req = WhatifRequest.build(system="superpod-h100", nodes=32, axes={"data": 8, "pipeline": 4, "tensor": 8},
-                                  reduce=["data"], bytes="4GiB", vary=["leaf.oversubscription=1,2,4"], workers=1)
-        return run_whatif(req).rows, built[0]
-
-    shared, fewer = rows(True)
-    alone, every = rows(False)
+    job = dict(system="superpod-h100", nodes=32, axes={"data": 8, "pipeline": 4, "tensor": 8}, reduce=["data"],
+               bytes="4GiB", vary=["leaf.oversubscription=1,2,4"])
+    shared, fewer = _built_and_rows(monkeypatch, True, **job)
+    alone, every = _built_and_rows(monkeypatch, False, **job)
     assert shared == alone and fewer < every / 2
