@@ -61,9 +61,15 @@ def _alive(pids: list[int]) -> list[int]:
     return left
 
 
+def _as_from_a_terminal() -> None:
+    """A child's Ctrl-C as a terminal's foreground job has it: a shell starts background jobs (``make test &``,
+    ``nohup``) with SIGINT ignored, and Python then leaves it ignored, so the run would never see the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_long_rank() -> tuple[subprocess.Popen, list[int]]:
     proc = subprocess.Popen([sys.executable, "-m", "p2sim", *LONG_RANK], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_terminal)
     line = ""
     while "simulations in" not in line:  # the job has started its workers
         line = proc.stderr.readline()
@@ -163,7 +169,7 @@ def test_a_signal_at_any_moment_of_a_run_ends_it_with_one_line(sig, status, word
     for after, delay in [("counting", 0.0), ("counting", 0.2), ("simulations in", 0.0), ("simulations in", 0.01),
                          ("simulations in", 0.05), ("simulations in", 0.3), ("simulations in", 1.0)]:
         proc = subprocess.Popen([sys.executable, "-m", "p2sim", *LONG_RANK], cwd=ROOT, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, env=env)
+                                stderr=subprocess.PIPE, text=True, env=env, preexec_fn=_as_from_a_terminal)
         seen = []
         while not seen or after not in seen[-1]:
             seen.append(proc.stderr.readline())
