@@ -208,10 +208,11 @@ def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: flo
             pair = np.stack([others, np.full(len(others), head)], axis=1)
             src.append((bases[:, None] + pair.ravel()[None, :]).ravel())
             dst.append((bases[:, None] + pair[:, ::-1].ravel()[None, :]).ravel())
-        for head, others in (_heads_and_others(segs, heads, k) if bases is None else ()):
-            pair = np.stack([others, np.full(len(others), head)], axis=1)  # scatter, then broadcast, per member
-            src.append(pair.ravel())
-            dst.append(pair[:, ::-1].ravel())
+        else:
+            for head, others in _heads_and_others(segs, heads, k):
+                pair = np.stack([others, np.full(len(others), head)], axis=1)  # scatter, then broadcast, per member
+                src.append(pair.ravel())
+                dst.append(pair[:, ::-1].ravel())
         parts = [_intra_table(topo, np.concatenate(src), np.concatenate(dst), overhead)] if any(len(s) for s in src) \
             else []
         parts.append(_net_table(topo, segs, [hs[k] for hs in heads], overhead))
@@ -277,10 +278,11 @@ def collnet_rail_tables(topo: Topology, segs: Sequence[Segment], op: str, net_ov
             ends = (np.full(len(others), head), others) if gather else (others, np.full(len(others), head))
             src.append((bases[:, None] + ends[0][None, :]).ravel())
             dst.append((bases[:, None] + ends[1][None, :]).ravel())
-        for head, others in (_heads_and_others(segs, heads, k) if bases is None else ()):
-            ends = (np.full(len(others), head), others) if gather else (others, np.full(len(others), head))
-            src.append(ends[0])
-            dst.append(ends[1])
+        else:
+            for head, others in _heads_and_others(segs, heads, k):
+                ends = (np.full(len(others), head), others) if gather else (others, np.full(len(others), head))
+                src.append(ends[0])
+                dst.append(ends[1])
         up, down = (own, 1.0) if gather else (1.0, own)
         net = [_net_table(topo, segs, [hs[k] for hs in heads], net_overhead, up, down)]
         net += _tree_table(topo, segs, heads[0][k][0], net_overhead)

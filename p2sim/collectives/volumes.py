@@ -126,10 +126,11 @@ def _next_fractions(lowering: Lowering, held: np.ndarray | None, ins: Instructio
     # equal row counts are one (read-only) array, whatever prefix led to them: the memo keeps one per prefix,
     # and prefixes far outnumber states (gb200-nvl72-pod, 112 racks: 1,550 prefixes, 24 states; unshared, the
     # arrays were 174 MiB of a 224-rack rank's peak)
-    same = kept.get(("held", after.tobytes()))
+    rows = ("held", after.tobytes())
+    same = kept.get(rows)
     if same is None:
         after.setflags(write=False)
-        same = kept[("held", after.tobytes())] = after
+        same = kept[rows] = after
     after = same
     # equal fractions are one object, whatever prefix led to them: the simulator keys its step
     # results by the object (a digest per object), and a fabric's groups number thousands

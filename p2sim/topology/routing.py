@@ -273,15 +273,23 @@ class Router:
         q, b = divmod(dst, self.gpus_per_node)
         if p == q:
             raise TopologyError(f"device: GPUs {src} and {dst} share a node; no NIC route between them")
-        out, mid, into = self.via_parts(a, nic_out, nic_in, b)
-        stride = self._stride
+        mid = None
         if self.fabric is not None:
             x, y = self.fabric.nics.index(nic_out), self.fabric.nics.index(nic_in)
             mid = tuple(self.fabric.mids([p], [x], [q], [y], [salt])[1].tolist())
-        edges = (tuple(e + p * int(stride[e]) for e in out) + mid + tuple(e + q * int(stride[e]) for e in into))
-        r = self._make_route(edges, True, "NET")
-        self._via[key] = r
+        r = self._via[key] = self._joined(src, dst, nic_out, nic_in, mid)
         return r
+
+    def _joined(self, src: int, dst: int, nic_out: str, nic_in: str, mid: tuple[int, ...] | None) -> Route:
+        """The route out of ``src``'s node through ``nic_out`` and into ``dst``'s through ``nic_in``: the node
+        parts of :meth:`via_parts` moved to the two nodes, around ``mid`` (a fabric's links; ``None``: the
+        network's own, from :meth:`via_parts`)."""
+        (p, a), (q, b) = divmod(src, self.gpus_per_node), divmod(dst, self.gpus_per_node)
+        out, net, into = self.via_parts(a, nic_out, nic_in, b)
+        stride = self._stride
+        edges = (tuple(e + p * int(stride[e]) for e in out) + (net if mid is None else mid)
+                 + tuple(e + q * int(stride[e]) for e in into))
+        return self._make_route(edges, True, "NET")
 
     def _fill_vias(self, src: np.ndarray, dst: np.ndarray, nic_out: np.ndarray, nic_in: np.ndarray,
                    salt: np.ndarray | None) -> None:
@@ -304,12 +312,9 @@ class Router:
             return  # route_via's own is as cheap
         ends = np.array(list(todo.values()), dtype=np.int64)
         fp, fe = f.mids(ends[:, 0], ends[:, 1], ends[:, 2], ends[:, 3], np.array([k[4] for k in todo], dtype=np.int64))
-        bounds, mids, stride = fp.tolist(), fe.tolist(), self._stride
-        for i, (key, (p, _, q, _)) in enumerate(todo.items()):
-            out, _, into = self.via_parts(key[0] % gpn, key[2], key[3], key[1] % gpn)
-            edges = (tuple(e + p * int(stride[e]) for e in out) + tuple(mids[bounds[i]:bounds[i + 1]])
-                     + tuple(e + q * int(stride[e]) for e in into))
-            self._via[key] = self._make_route(edges, True, "NET")
+        bounds, mids = fp.tolist(), fe.tolist()
+        for i, key in enumerate(todo):
+            self._via[key] = self._joined(key[0], key[1], key[2], key[3], tuple(mids[bounds[i]:bounds[i + 1]]))
 
     def via_parts(self, a: int, nic_out: str, nic_in: str, b: int) -> tuple[tuple[int, ...], ...]:
         """From local GPU ``a`` of node 0 through ``nic_out`` to local GPU ``b`` of node 1 through
