@@ -89,3 +89,22 @@ def test_a_row_with_an_unknown_system_is_reported_and_the_rest_read(tmp_path):
     assert [(s.ident, s.line) for s in skipped] == [("1", 2)] and ":2: system: " in skipped[0].reason
     with pytest.raises(MeasurementError, match=":2: system"):  # the strict reader stops at it, as before
         load_collective_csv(f)
+
+
+def test_the_mapping_records_the_jobs_environment_and_refuses_what_it_does_not_know(tmp_path):
+    f = write(tmp_path, "1,H100,8,2,AllReduce,,1073741824,10000,,,out,")
+    (tmp_path / "m.systems.csv").write_text("id,system,hca,algo,env,note\n"
+                                            "1,dgx-h100,,auto,NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO,\n")
+    row = load_collective_csv(f)[0]
+    assert row.env == (("NCCL_DEBUG", "INFO"), ("NCCL_NVLS_ENABLE", "0"))
+    (tmp_path / "m.systems.csv").write_text("id,system,hca,algo,env,note\n1,dgx-h100,,auto,NCCL_NVLS_ENABLE=off,\n")
+    with pytest.raises(MeasurementError, match=r"m\.systems\.csv:2: env NCCL_NVLS_ENABLE: 'off' must be 0, 1 or 2"):
+        load_collective_csv(f)
+
+
+def test_the_nvl72_rows_carry_the_environment_their_jobs_set():
+    """1-2 racks: NCCL 2.25.1 with NVLS on; 20 racks: NVLS and CollNet off (shared/spec/nccl-facts-2.md 1a)."""
+    rows, _ = read_collective_csv(f"{FABRIC}/nccl_tests_fabric_public.csv")
+    racks = {r.nodes: dict(r.env) for r in rows if r.system == "gb200-nvl72-pod"}
+    assert racks[1]["NCCL_NVLS_ENABLE"] == racks[2]["NCCL_NVLS_ENABLE"] == "1"
+    assert racks[20]["NCCL_NVLS_ENABLE"] == racks[20]["NCCL_COLLNET_ENABLE"] == "0"

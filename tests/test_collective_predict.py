@@ -94,3 +94,15 @@ def test_predict_each_keeps_going_past_a_row_it_refuses(preds):
     assert [(r.ident, ":" in why) for r, why in failed] == [("x", True)]
     by = {p.row.ident: p for p in preds}
     assert all(p.seconds == by[p.row.ident].seconds for p in got)  # the same predictions as together
+
+
+def test_a_row_is_predicted_under_the_environment_its_job_set(tmp_path):
+    """NVLS on: NCCL's choice on two DGX H100 at 1 GiB is an NVLS algorithm; with NCCL_NVLS_ENABLE=0 it cannot be."""
+    import dataclasses
+
+    row = load_collective_csv("validation/collectives/nccl_tests_dev.csv")[0]
+    row = dataclasses.replace(row, system="dgx-h100", nodes=2, gpus_per_node=8, collective="AllReduce", algo="auto",
+                              proto="auto", size_bytes=2.0**30, hca=())
+    on, off = predict_collectives([row, dataclasses.replace(row, env=(("NCCL_NVLS_ENABLE", "0"),))])
+    assert on.algo.startswith("nvls") and not off.algo.startswith("nvls")
+    assert off.seconds != on.seconds

@@ -282,3 +282,17 @@ def test_points_of_uplink_rates_share_their_structures_and_answer_as_alone(monke
     shared, fewer = _built_and_rows(monkeypatch, True, **job)
     alone, every = _built_and_rows(monkeypatch, False, **job)
     assert shared == alone and fewer < every / 2
+
+
+def test_an_nccl_environment_variable_is_a_what_if_target():
+    from p2sim.studies.variations import apply_setting, parse_vary
+    from p2sim.topology import find_spec
+    from p2sim.util.errors import InputError
+
+    spec = find_spec("dgx-h100")
+    v = parse_vary("NCCL_PROTO=LL128, Simple", spec)
+    assert v.values == ("LL128", "Simple")
+    assert apply_setting(spec, v.target, "Simple").nccl.protocols == ("Simple",)
+    assert apply_setting(spec, "NCCL_NVLS_ENABLE", "0").nccl.nvls is False
+    with pytest.raises(InputError, match="--vary NCCL_NVLS_ENABLE: 'off' must be 0, 1 or 2"):
+        parse_vary("NCCL_NVLS_ENABLE=0,off", spec)

@@ -3,9 +3,11 @@
 One row per (collective, size) point: ``id, source, gpu, gpus_per_node, nodes,
 collective, algo, size_bytes, time_us, algbw_GBps, busbw_GBps, place`` (more columns are
 kept as notes).  The p2sim system of a row comes from a ``system`` column or from a
-mapping file beside the CSV, ``<name>.systems.csv`` (``id, system, hca, algo, note``),
-which also says which NICs NCCL used (``hca``, space separated) and what the measured
-NCCL was told in p2sim's terms (``algo``: auto, ring, tree, nvls, nvls_tree).  Rows need
+mapping file beside the CSV, ``<name>.systems.csv`` (``id, system, hca, algo, env, note``),
+which also says which NICs NCCL used (``hca``, space separated), what the measured
+NCCL was told in p2sim's terms (``algo``: auto, ring, tree, nvls, nvls_tree) and the
+NCCL environment the source's job set (``env``: ``NCCL_NVLS_ENABLE=0 NCCL_COLLNET_ENABLE=0``,
+read by :mod:`p2sim.topology.nccl_env`; the row is predicted under those settings).  Rows need
 a time or a bandwidth; the missing one is derived with nccl-tests' bus factors.
 ``gpus_per_node`` may carry a remark after the number, as published rows describe their
 hardware (``72 (one NVL72 rack ...)``).  Every problem names the file, the line and the
@@ -22,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..util.errors import MeasurementError, P2SimError
+from ..util.errors import InputError, MeasurementError, P2SimError
 from ..topology import find_spec
+from ..topology.nccl_env import parse_env
 from ..collectives.busbw import SIMULATED
 from .collective_rows import ALGO_NAMES, PROTO_NAMES, CollectiveRow, bus_factor
 
@@ -82,9 +85,13 @@ def _mapping(path: Path) -> dict[str, dict[str, Any]]:
         rid = rec["id"].strip()
         if rid in out:
             raise _fail(str(m), line, "id", f"{rid!r} is listed twice")
+        try:
+            env = parse_env(rec.get("env") or "", f"{m}:{line}: env")
+        except InputError as e:
+            raise MeasurementError(str(e)) from None
         out[rid] = {"line": line, "system": rec["system"].strip(), "hca": tuple((rec.get("hca") or "").split()),
-                    "algo": (rec.get("algo") or "").strip().lower(), "note": (rec.get("note") or "").strip(),
-                    "source": str(m)}
+                    "algo": (rec.get("algo") or "").strip().lower(), "env": env,
+                    "note": (rec.get("note") or "").strip(), "source": str(m)}
     return out
 
 
@@ -195,7 +202,7 @@ def _row(path: Path, line: int, rec: dict[str, str], rid: str, m: dict[str, Any]
         algo=algo, proto=proto, size_bytes=size, seconds=seconds,
         busbw=size / seconds * bus_factor(coll, ranks), in_place=(rec.get("place") or "").strip() == "in",
         origin=(rec.get("source") or "").strip(), gpu=(rec.get("gpu") or "").strip(), hca=m.get("hca", ()),
-        note=m.get("note", ""),
+        env=m.get("env", ()), note=m.get("note", ""),
     )
 
 

@@ -1,8 +1,10 @@
 """Predicting single-collective measurements: each row simulated as one collective on its system.
 
 A row's GPUs are the first ``gpus_per_node`` GPUs of each of ``nodes`` nodes; NCCL uses
-the row's NICs (``hca``) or all of them; the algorithm is the row's (``auto``: what NCCL
-would pick) with NCCL's automatic protocol unless the row forces one.  The event-driven
+the row's NICs (``hca``) or all of them, under the settings of the environment its job set
+(``env``: NVLS or CollNet off, protocols or algorithms restricted; :mod:`p2sim.topology.nccl_env`);
+the algorithm is the row's (``auto``: what NCCL would pick) with NCCL's automatic protocol
+unless the row forces one.  The event-driven
 model's time and the link-bottleneck baseline's (:mod:`p2sim.collectives.baseline`) are
 both kept.
 
@@ -31,6 +33,7 @@ from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from ..sim import ModelConfig, SimulationContext, Simulator
 from ..topology import Topology, find_spec
+from ..topology.nccl_env import with_env
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError, MeasurementError, P2SimError
 from .collective_rows import CollectiveRow, bus_factor
@@ -91,8 +94,10 @@ def row_class(topo: Topology, row: CollectiveRow) -> str:
     return "single-node" if topo.router.intra_type(0, 1) == "NVL" else "pcie"
 
 
-def _system(spec: SystemSpec, hca: tuple[str, ...]) -> SystemSpec:
-    return spec if not hca else replace(spec, nccl=replace(spec.nccl, hca=hca))
+def _system(spec: SystemSpec, row: CollectiveRow) -> SystemSpec:
+    """The row's system as its job ran NCCL: its NICs, and the settings of the environment it set."""
+    spec = spec if not row.hca else replace(spec, nccl=replace(spec.nccl, hca=row.hca))
+    return with_env(spec, row.env, f"{row.source}:{row.line}: env")
 
 
 def _members(topo: Topology, row: CollectiveRow) -> tuple[int, ...]:
@@ -127,8 +132,8 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
     sims: dict[tuple, tuple[Simulator, Simulator]] = {}
     out = []
     for r in rows:
-        spec = _system(specs.get(r.system) or find_spec(r.system), r.hca)
-        tkey = (r.system, _world_nodes(r), r.hca)
+        spec = _system(specs.get(r.system) or find_spec(r.system), r)
+        tkey = (r.system, _world_nodes(r), r.hca, r.env)
         ctx = contexts.get(tkey)
         if ctx is None:
             ctx = contexts[tkey] = SimulationContext(Topology(spec, tkey[1]))

@@ -60,6 +60,9 @@ class CollectiveRow:
     origin: str = ""
     gpu: str = ""  # the measured GPU model, as the source names it
     hca: tuple[str, ...] = ()  # the NICs NCCL used (NCCL_IB_HCA), when not all of the system's
+    # the NCCL environment the measured job set, (variable, value) sorted (p2sim.topology.nccl_env): the
+    # row is predicted under the settings it makes
+    env: tuple[tuple[str, str], ...] = ()
     note: str = ""
     # A split run (nccl-tests' NCCL_TESTS_SPLIT, src/common.cu): the ranks were split into
     # communicators of one shape that ran the collective at the same time on the same nodes;

@@ -8,9 +8,10 @@
   (``*.txt``, ``*.log``, ``*.out``, ``*.json``).
 
 nccl-tests logs do not say which p2sim system they ran on: ``system`` names it for every
-log, and a directory may hold ``systems.csv`` (``file, system, hca, algo``) naming it per
-log, with the NICs NCCL used (``hca``, space separated) and what ``NCCL_ALGO`` was
-(``algo``) when the log does not print it.  Optional columns ``nodes, gpus_per_node`` give
+log, and a directory may hold ``systems.csv`` (``file, system, hca, algo, env``) naming it per
+log, with the NICs NCCL used (``hca``, space separated), what ``NCCL_ALGO`` was
+(``algo``) when the log does not print it, and the NCCL environment its job set (``env``,
+:mod:`p2sim.topology.nccl_env`: the log is predicted under those settings).  Optional columns ``nodes, gpus_per_node`` give
 the layout of a table published without nccl-tests' rank lines and closing lines, and
 ``collective`` the collective when nothing in the file names it.
 """
@@ -23,8 +24,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..topology import find_spec, system_ref
+from ..topology.nccl_env import parse_env
 from ..topology.spec import SystemSpec
-from ..util.errors import MeasurementError, TopologyError
+from ..util.errors import InputError, MeasurementError, TopologyError
 from ..util.fileio import check_input_file
 from .collective_csv import MAPPING_SUFFIX, is_collective_csv, load_collective_csv
 from ..collectives.busbw import SIMULATED
@@ -65,6 +67,10 @@ def _log_mapping(folder: Path) -> dict[str, dict[str, str]]:
                     raise MeasurementError(f"{path}:{reader.line_num}: file: {name!r} is not a file in {folder}")
                 out[name] = {k: (v or "").strip() for k, v in rec.items() if k}
                 _check_layout(path, reader.line_num, out[name])
+                try:
+                    out[name]["env"] = parse_env(out[name].get("env", ""), f"{path}:{reader.line_num}: env")
+                except InputError as e:
+                    raise MeasurementError(str(e)) from None
     except UnicodeDecodeError:
         raise MeasurementError(f"{path}: not UTF-8 text") from None
     return out
@@ -94,8 +100,8 @@ def _nccltests(path: Path, system: str | None, mapping: dict[str, dict[str, str]
     layout = {k: int(m[k]) for k in ("nodes", "gpus_per_node") if m.get(k)}
     rows = read_nccltests(path, system=name, algo=m.get("algo") or None, collective=m.get("collective") or None,
                           **layout)
-    hca = tuple(m.get("hca", "").split())
-    return [replace(r, hca=hca) for r in rows] if hca else rows
+    hca, env = tuple(m.get("hca", "").split()), m.get("env", ())
+    return [replace(r, hca=hca, env=env) for r in rows] if hca or env else rows
 
 
 def _files(paths: Sequence[str | Path]) -> list[Path]:

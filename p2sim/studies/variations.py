@@ -20,6 +20,7 @@ from ..formalism.placement import Matrix
 from ..topology import ranges
 from ..topology.fabric_spec import ROUTINGS, check_ports, check_tiers, uplink_ports
 from ..topology.faults import UplinkFault, check_fault, parse_fault
+from ..topology.nccl_env import ENV_KEYS, with_env
 from ..topology.settings import IB_TRANSPORTS, MAX_QPS
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError, PlacementError
@@ -32,8 +33,10 @@ __all__ = ["Variation", "parse_vary", "Point", "points", "resolve_axes", "apply_
 class Variation:
     """A target and its values: ``nodes``, ``CLASS.bandwidth`` / ``.latency``, a fabric tier's
     ``TIER.oversubscription`` / ``.nodes`` / ``.uplinks``, ``routing`` (adaptive, ecmp),
-    ``qps_per_connection`` (``[nccl] ib_qps_per_connection``: the flows an ECMP fabric hashes), or a fault:
-    ``nodeN.COMPONENT.bandwidth``, ``nodeN.speed`` (a slow node), ``TIERg.uplinks`` (one group's)."""
+    ``qps_per_connection`` (``[nccl] ib_qps_per_connection``: the flows an ECMP fabric hashes), an NCCL
+    environment variable (``NCCL_NVLS_ENABLE=0,1``, ``NCCL_PROTO=LL128,Simple``: one value a point, read as
+    :mod:`p2sim.topology.nccl_env` reads a job's), or a fault: ``nodeN.COMPONENT.bandwidth``, ``nodeN.speed``
+    (a slow node), ``TIERg.uplinks`` (one group's)."""
 
     target: str
     values: tuple[int | float | str, ...]
@@ -44,7 +47,8 @@ _TIER_KEYS = ("oversubscription", "nodes", "uplinks")
 
 
 _TARGETS = ("CLASS.bandwidth, CLASS.latency, nodes, TIER.oversubscription, TIER.nodes, TIER.uplinks, routing, "
-            "qps_per_connection, nodeN.COMPONENT.bandwidth, nodeN.speed, TIERg.uplinks")
+            "qps_per_connection, NCCL_* (NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, NCCL_PROTO, NCCL_ALGO, ...), "
+            "nodeN.COMPONENT.bandwidth, nodeN.speed, TIERg.uplinks")
 QPS = "qps_per_connection"  # [nccl] ib_qps_per_connection, NCCL_IB_QPS_PER_CONNECTION
 
 
@@ -121,6 +125,11 @@ def parse_vary(text: str, spec: SystemSpec) -> Variation:
         if bad:
             raise InputError(f"--vary: routing {bad[0]!r} is not one of {', '.join(ROUTINGS)}")
         return Variation(target, tuple(values))
+    if target in ENV_KEYS:  # an NCCL setting: each value checked as a job's environment is
+        values = [v.strip() for v in raw.split(",")]
+        for v in values:
+            with_env(spec, ((target, v),), f"--vary {target}")
+        return Variation(target, tuple(values))
     values = _numbers(text, raw)
     if target == QPS:
         if spec.fabric is None:
@@ -176,6 +185,8 @@ def apply_setting(spec: SystemSpec, target: str, value: float | str) -> SystemSp
         return spec.with_fabric(replace(spec.fabric, routing=value))
     if target == QPS:
         return replace(spec, nccl=replace(spec.nccl, ib_qps_per_connection=int(value)))
+    if target in ENV_KEYS:
+        return with_env(spec, ((target, str(value)),), f"--vary {target}")
     tier = _tier_setting(spec, target)
     fault = parse_fault(target, value) if tier is None and not isinstance(value, str) else None
     if fault is not None:
