@@ -153,21 +153,26 @@ def _local_sets(gpn: int) -> list[tuple[int, ...]]:
 
 @pytest.mark.parametrize("system,nodes", MEMO_SYSTEMS)
 def test_collnet_heads_memo_equals_the_plain_computation(system, nodes):
-    """collnet_heads, kept per topology and local GPU set, equals the heads worked out afresh on each node (its
-    template's heads moved), and collnet_head_count their number."""
+    """collnet_heads, kept in the topology's caches per local GPU set, equals the heads worked out afresh on each
+    node (its template's heads moved), and collnet_head_count their number; clear() drops what is kept."""
+    from p2sim.collectives.caches import CollectiveCaches
     from p2sim.collectives.channels import Segment
     from p2sim.collectives.collnet import _heads_of, collnet_head_count, collnet_heads
 
     topo = load_system(system, nodes)
+    caches = CollectiveCaches(topo)
     gpn = topo.gpus_per_node
     for node in range(nodes):
         for local in _local_sets(gpn):
             seg = Segment(node, tuple(node * gpn + g for g in local))
             plain = [(nic, node * gpn + h) for nic, h in _heads_of(topo, local, 8)]
-            for _ in range(2):  # computed, then kept
-                assert collnet_heads(topo, seg) == plain
-                assert collnet_head_count(topo, seg) == len(plain)
-            assert collnet_heads(topo, seg, limit=2) == plain[:2]
+            for kept in (None, caches, caches):  # afresh, computed and kept, then found
+                assert collnet_heads(topo, seg, caches=kept) == plain
+                assert collnet_head_count(topo, seg, caches=kept) == len(plain)
+            assert (local, 8) in caches.collnet_heads
+            assert collnet_heads(topo, seg, limit=2, caches=caches) == plain[:2]
+    caches.clear()
+    assert not caches.collnet_heads
 
 
 

@@ -233,3 +233,107 @@ def test_the_lowering_check_sees_stores():
     src = ("def f(lowering, lw):\n    lowering.memo[1] = 2\n    hit = lw.memo.get(1)\n"
            "    return lowering.table.shape[0], lw.lower(p)\n")
     assert _stores_on(ast.parse(src), _lowering_expr) == [2, 3]
+
+
+# Module-level maps keyed by a topology that stay, each with its reason (the rest live in the context a study
+# holds: p2sim.collectives.caches.CollectiveCaches, p2sim.sim.context.SimulationContext).
+TOPOLOGY_MAPS_ALLOWED = {
+    "studies/contexts.py:_CONTEXTS": "the process's registry of the contexts themselves (by spec and node count, "
+                                     "found again by a sweep's tasks in a worker process): it cannot live inside "
+                                     "one; it keeps only the last context, the others weakly",
+}
+
+_MAP_MAKERS = {"dict", "defaultdict", "OrderedDict", "WeakKeyDictionary", "WeakValueDictionary", "Counter"}
+
+
+def _keyed_expr(node: ast.AST) -> bool:
+    """A topology (or its router), or the system spec a topology is built from."""
+    return _topology_expr(node) or _named(node, ("spec",), "_spec")
+
+
+def _module_maps(tree: ast.Module) -> dict[str, bool]:
+    """Module-level names bound to a mapping (a dict, a weak map, an instance of a class of the module): name ->
+    whether keyed by objects (a weak-key map: in p2sim, topologies)."""
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value, note = node.targets, node.value, None
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value, note = [node.target], node.value, node.annotation
+        else:
+            continue
+        maker = ""
+        if isinstance(value, ast.Call):
+            f = value.func
+            maker = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+        is_map = (isinstance(value, (ast.Dict, ast.DictComp)) or maker in _MAP_MAKERS or maker in classes
+                  or (note is not None and "dict" in ast.unparse(note).lower()))
+        if is_map:
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    out[t.id] = maker == "WeakKeyDictionary"
+    return out
+
+
+def _topology_keyed_maps(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, name) of module-level maps keyed by a topology: weak-key maps, and maps indexed, asked (``get``,
+    ``pop``, ``setdefault``, any method) or tested (``in``) with a topology, its router or its spec; and
+    module-level functions cached (``lru_cache``, ``cache``) on a topology parameter."""
+    maps = _module_maps(tree)
+    found = {(getattr(n, "lineno", 0), name) for name, weak in maps.items() if weak
+             for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))
+             and name in [t.id for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                          if isinstance(t, ast.Name)]}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in maps:
+            keys = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if any(_keyed_expr(k) for k in keys):
+                found.add((node.lineno, node.value.id))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and isinstance(node.func.value, ast.Name) and node.func.value.id in maps):
+            if node.args and _keyed_expr(node.args[0]):
+                found.add((node.lineno, node.func.value.id))
+        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+            if (any(isinstance(c, ast.Name) and c.id in maps for c in node.comparators)
+                    and _keyed_expr(node.left)):
+                found.add((node.lineno, next(c.id for c in node.comparators if isinstance(c, ast.Name))))
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any(
+                _named(d.func if isinstance(d, ast.Call) else d, ("lru_cache", "cache"), "\0")
+                for d in node.decorator_list):
+            if any(_keyed_expr(ast.Name(a.arg)) for a in node.args.args):
+                found.add((node.lineno, node.name))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_level_map_is_keyed_by_a_topology(path):
+    """What is derived from a topology lives in the context a study holds (p2sim.collectives.caches,
+    p2sim.sim.context), which ``clear()`` and the expansions' ledger see, not in a module-level map that
+    outlives them (``ring._CYCLIC``, ``collnet._HEADS`` were)."""
+    rel = str(path.relative_to(PACKAGE))
+    found = [(line, name) for line, name in _topology_keyed_maps(ast.parse(path.read_text(encoding="utf-8")))
+             if f"{rel}:{name}" not in TOPOLOGY_MAPS_ALLOWED]
+    assert not found, f"{rel}: module-level maps keyed by a topology {found}: keep them in the context"
+
+
+def test_the_allowed_topology_maps_exist():
+    """Each exception names a map that is still there (a stale one hides nothing)."""
+    for key in TOPOLOGY_MAPS_ALLOWED:
+        rel, name = key.split(":")
+        assert (rel_line := _topology_keyed_maps(ast.parse((PACKAGE / rel).read_text(encoding="utf-8")))), key
+        assert name in [n for _, n in rel_line], key
+
+
+def test_the_map_check_sees_maps_keyed_by_a_topology():
+    src = ("import weakref\nfrom functools import lru_cache\n"
+           "_CYCLIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()\n"
+           "_HEADS = {}\n_DOUBLE: dict[int, tuple] = {}\n"
+           "class _Reg:\n    pass\n_REG = _Reg()\n"
+           "def f(topo, n, spec):\n    _HEADS.setdefault(topo, {})\n    _DOUBLE[n] = 1\n"
+           "    return _REG.get(spec, n), topo.router in _HEADS\n"
+           "@lru_cache(maxsize=None)\ndef g(topo):\n    return 1\n"
+           "@lru_cache(maxsize=None)\ndef h(nodes):\n    return 1\n")
+    assert _topology_keyed_maps(ast.parse(src)) == [(3, "_CYCLIC"), (10, "_HEADS"), (12, "_HEADS"), (12, "_REG"),
+                                                   (14, "g")]

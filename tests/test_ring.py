@@ -189,8 +189,8 @@ def test_ring_tables_from_the_cyclic_ones_equal_each_collective_routed_alone(cas
     segs = segments(topo, members)
     mix = {s.node: ex.rings(s.local(topo)) for s in segs}
     free = {s.node: len(mix[s.node]) == 1 and ex._free_segment(s) for s in segs}
-    for _ in range(2):  # built, then taken from what is kept
-        got = ring_tables(topo, op, members, segs, mix, free, pairs)
+    for kept in (None, ex.caches, ex.caches):  # built afresh, built and kept, then taken from what is kept
+        got = ring_tables(topo, op, members, segs, mix, free, pairs, kept)
         want = _per_op_tables(topo, op, members, segs, mix, free, pairs)
         assert len(got) == len(want) == pairs
         for g, w in zip(got, want):
@@ -215,19 +215,20 @@ def test_a_groups_five_collectives_route_its_ring_once_per_channel_pair(monkeypa
     calls = []
     route_table = topo.router.route_table
     monkeypatch.setattr(topo.router, "route_table", lambda *a, **k: calls.append(1) or route_table(*a, **k))
-    tables = {op: ring_tables(topo, op, members, segs, mix, free, pairs)
+    tables = {op: ring_tables(topo, op, members, segs, mix, free, pairs, ex.caches)
               for op in ("AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce")}
     assert len(calls) == pairs
     assert [len(t) for t in tables["Broadcast"]] == [2 * (len(members) - 1)] * pairs
 
 
 def test_the_cyclic_tables_ledger_counts_every_array_they_keep():
-    """What ``_CYCLIC`` keeps of a topology is counted whole (table, queue pairs, ring orders), so its budget
-    bounds what it holds."""
+    """What the caches keep of a topology's cyclic ring tables is counted whole (table, queue pairs, ring
+    orders), so its budget bounds what it holds."""
     import numpy as np
 
     from p2sim.collectives.channels import segments
-    from p2sim.collectives.ring import _CYCLIC, ring_tables
+    from p2sim.collectives.caches import CollectiveCaches
+    from p2sim.collectives.ring import ring_tables
 
     topo = load_system("roce-h100", 8)  # queue pairs: per is kept too
     members = tuple(8 * n + g for n in (1, 4, 6) for g in range(8))
@@ -235,8 +236,9 @@ def test_the_cyclic_tables_ledger_counts_every_array_they_keep():
     segs = segments(topo, members)
     mix = {s.node: ex.rings(s.local(topo)) for s in segs}
     free = {s.node: len(mix[s.node]) == 1 and ex._free_segment(s) for s in segs}
-    ring_tables(topo, "AllReduce", members, segs, mix, free, 4)
-    memo, held = _CYCLIC[topo]
+    caches = CollectiveCaches(topo)
+    ring_tables(topo, "AllReduce", members, segs, mix, free, 4, caches)
+    memo, held = caches.cyclic, caches.cyclic_bytes
 
     def arrays(obj, seen):
         if isinstance(obj, np.ndarray):

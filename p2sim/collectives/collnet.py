@@ -32,12 +32,12 @@ rail's data, the head reduces it and sends it up, and gets its own part back.  P
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..topology import Topology
+from .caches import CollectiveCaches
 from .channels import Segment, entry_gpus, node_nics
 from .pattern import HopTable
 
@@ -47,38 +47,37 @@ __all__ = ["NET", "collnet_heads", "collnet_head_count", "collnet_direct_tables"
 NET = -2  # a hop's end in the network (a SHARP switch), as SWITCH (-1) is an NVSwitch
 
 
-def collnet_possible(topo: Topology, segs: Sequence[Segment]) -> bool:
-    """Whether every node's NICs reach a SHARP tree over the group's nodes."""
+def collnet_possible(topo: Topology, segs: Sequence[Segment], caches: CollectiveCaches | None = None) -> bool:
+    """Whether every node's NICs reach a SHARP tree over the group's nodes (the heads kept in ``caches``)."""
     f = topo.fabric
     if f is None or len(segs) < 2:
         return False
     nodes = np.array([s.node for s in segs], dtype=np.int64)
-    heads = collnet_heads(topo, segs[0])
+    heads = collnet_heads(topo, segs[0], caches=caches)
     return bool(heads) and all(f.sharp_tree(nodes, f.nics.index(nic)) is not None for nic, _ in heads)
 
 
-def collnet_heads(topo: Topology, seg: Segment, limit: int = 8) -> list[tuple[str, int]]:
+def collnet_heads(topo: Topology, seg: Segment, limit: int = 8,
+                  caches: CollectiveCaches | None = None) -> list[tuple[str, int]]:
     """A node's heads: (NIC, the GPU that owns it) for each NIC its members are near, distinct GPUs,
     at most ``limit`` (NCCL's collnet graph: one channel per NIC and local GPU, at most 8)."""
     base = seg.node * topo.gpus_per_node
-    return [(nic, base + head) for nic, head in _local_heads(topo, seg.local(topo), limit)]
+    return [(nic, base + head) for nic, head in _local_heads(topo, seg.local(topo), limit, caches)]
 
 
-def collnet_head_count(topo: Topology, seg: Segment, limit: int = 8) -> int:
+def collnet_head_count(topo: Topology, seg: Segment, limit: int = 8, caches: CollectiveCaches | None = None) -> int:
     """``len(collnet_heads(topo, seg, limit))``, without the list (asked of every node of a group)."""
-    return len(_local_heads(topo, seg.local(topo), limit))
+    return len(_local_heads(topo, seg.local(topo), limit, caches))
 
 
-# per topology (immutable: its router's routes and NICs are fixed), the heads of each local GPU set on node 0:
-# asked of every node of every group NCCL's choice weighs (tens of thousands of times at 2,048 nodes), and a
-# node's heads are its local GPUs' on node 0 moved (every node is the same template)
-_HEADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _local_heads(topo: Topology, local: tuple[int, ...], limit: int) -> tuple[tuple[str, int], ...]:
-    memo = _HEADS.get(topo)
-    if memo is None:
-        memo = _HEADS[topo] = {}
+def _local_heads(topo: Topology, local: tuple[int, ...], limit: int,
+                 caches: CollectiveCaches | None) -> tuple[tuple[str, int], ...]:
+    """:func:`_heads_of`, kept in ``caches`` (none: worked out afresh).  Asked of every node of every group NCCL's
+    choice weighs (tens of thousands of times at 2,048 nodes), and a node's heads are its local GPUs' on node 0
+    moved (every node is the same template)."""
+    if caches is None:
+        return _heads_of(topo, local, limit)
+    memo = caches.collnet_heads
     key = (local, limit)
     hit = memo.get(key)
     if hit is None:
@@ -194,10 +193,11 @@ def _local_head_and_others(topo: Topology, seg: Segment, heads: Sequence[tuple[s
     return head - base, np.array([m - base for m in seg.members if m != head], dtype=np.int64)
 
 
-def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: float) -> list[HopTable]:
+def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: float,
+                          caches: CollectiveCaches | None = None) -> list[HopTable]:
     """One flow per head position, per byte of its slice: scatter to the head, the head to the
     network and back, broadcast from the head; ``overhead`` is link bytes per data byte."""
-    heads = [collnet_heads(topo, s) for s in segs]
+    heads = [collnet_heads(topo, s, caches=caches) for s in segs]
     h = min(len(x) for x in heads)
     bases = _alike(topo, segs)
     out = []
@@ -256,7 +256,8 @@ def collnet_chain_tables(topo: Topology, segs: Sequence[Segment],
     return out
 
 
-def collnet_rail_tables(topo: Topology, segs: Sequence[Segment], op: str, net_overhead: float) -> list[HopTable]:
+def collnet_rail_tables(topo: Topology, segs: Sequence[Segment], op: str, net_overhead: float,
+                        caches: CollectiveCaches | None = None) -> list[HopTable]:
     """CollNet Direct's AllGather or ReduceScatter: one flow per rail (head ``k`` of every node), per byte of
     its share (the rail's part of the buffer, ``N`` nodes' parts): AllGather sends the node's own part up
     (``1/N``), gets the rail's whole part back and copies it from the head to each other GPU of the node;
@@ -265,7 +266,7 @@ def collnet_rail_tables(topo: Topology, segs: Sequence[Segment], op: str, net_ov
     The SHARP tree's uplinks are charged the whole stream both ways: exact for the multicast down
     (AllGather) and the reduced stream up (ReduceScatter), a bound for the other way, whose ports are
     full duplex (so it binds only where other traffic shares them)."""
-    heads = [collnet_heads(topo, s) for s in segs]
+    heads = [collnet_heads(topo, s, caches=caches) for s in segs]
     h = min(len(x) for x in heads)
     own = 1.0 / len(segs)  # a node's own part of a rail's data
     gather = op == "AllGather"

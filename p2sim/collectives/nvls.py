@@ -35,6 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..topology import Topology
+from .caches import CollectiveCaches
 from .channels import Segment, entry_gpus, node_nics
 from .nccl_tables import NVLS_MAX_ARITY, nvls_head_speed
 from .pattern import Hop, HopTable
@@ -167,7 +168,7 @@ def nvls_tree_hops(topo: Topology, segs: Sequence[Segment], switches: Sequence[s
 
 
 def nvls_tree_tables(topo: Topology, segs: Sequence[Segment], switches: Sequence[str],
-                     efficiency: float) -> list[HopTable]:
+                     efficiency: float, caches: CollectiveCaches | None = None) -> list[HopTable]:
     """:func:`nvls_tree_hops` as tables: per node every member's port to the switch (its part of the
     slice up, the result down), then the head's (reduced in, multicast out); then the double binary
     tree across the nodes' heads, through their NICs."""
@@ -176,7 +177,7 @@ def nvls_tree_tables(topo: Topology, segs: Sequence[Segment], switches: Sequence
     heads = nvls_heads(topo, segs)
     count = min(len(h) for h in heads)
     nic_index = {nic: i for i, nic in enumerate(topo.nics)}
-    trees = double_tree_arrays(len(segs))
+    trees = double_tree_arrays(len(segs), caches)
     same_switch = len(set(s.split("/", 1)[1] for s in switches)) == 1
     out = []
     for j in range(count):

@@ -152,7 +152,8 @@ class Structures:
         topo = self.topo
         nodes = len(segs)
         mix, free = self._mix_and_free(segs)
-        bus, raw, raw_flow, raw_graph = algorithm(algo).structure(topo, op, members, segs, mix, free, used, share)
+        bus, raw, raw_flow, raw_graph = algorithm(algo).structure(topo, op, members, segs, mix, free, used, share,
+                                                                  self.caches)
         groups, per_flow, graph = merge_flows(raw, raw_flow, raw_graph)
         lats = [t.route_latencies(topo.latency) for t in groups]
         kept = None

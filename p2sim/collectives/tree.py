@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..topology import Topology
+from .caches import CollectiveCaches
 from .channels import Segment, entry_gpus, node_nics
 from .pattern import Hop, HopTable
 
@@ -38,18 +39,17 @@ def btree_parent(rank: int, n: int) -> int | None:
     return up if up < n else rank ^ low
 
 
-def double_tree_arrays(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`double_tree` as arrays (``-1`` for a root), computed once per ``n``."""
-    hit = _DOUBLE.get(n)
+def double_tree_arrays(n: int, caches: CollectiveCaches | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`double_tree` as arrays (``-1`` for a root), computed once per ``n`` and kept in ``caches``
+    (none: computed afresh)."""
+    hit = None if caches is None else caches.double_trees.get(n)
     if hit is None:
         hit = tuple(np.array([-1 if p is None else p for p in t], dtype=np.int64) for t in double_tree(n))
         for t in hit:
             t.flags.writeable = False
-        _DOUBLE[n] = hit
+        if caches is not None:
+            caches.double_trees[n] = hit
     return hit
-
-
-_DOUBLE: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def double_tree(n: int) -> tuple[list[int | None], list[int | None]]:
@@ -76,8 +76,8 @@ def link_pair(topo: Topology, a: int, b: int, coef: float, nics: dict[int, str] 
     return out
 
 
-def tree_tables(topo: Topology, segs: Sequence[Segment],
-                rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], channels: int) -> list[HopTable]:
+def tree_tables(topo: Topology, segs: Sequence[Segment], rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]],
+                channels: int, caches: CollectiveCaches | None = None) -> list[HopTable]:
     """:func:`tree_hops` as tables: the hops of each tree channel, in the same order."""
     from .ring import _base, _spread, _table, kinds
 
@@ -85,7 +85,7 @@ def tree_tables(topo: Topology, segs: Sequence[Segment],
     # one node: no network, and a node may have no NIC at all
     lists = [(node_nics(topo, s) or (topo.router.nic_of(s.members[0]),)) if len(segs) > 1 else (None,) for s in reps]
     nic_index = {nic: i for i, nic in enumerate(topo.nics)}
-    trees = double_tree_arrays(len(segs)) if len(segs) > 1 else ()
+    trees = double_tree_arrays(len(segs), caches) if len(segs) > 1 else ()
     out = []
     for c in range(channels):
         heads_local, chains, nic_kind = [], [], []
