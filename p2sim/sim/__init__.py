@@ -25,6 +25,8 @@ Modules
     Groups of a step that are one group moved between nodes: their classes, and the links all of them load.
 :mod:`.nccl_plan`
     What NCCL would build on a system: each algorithm's protocol, channels and heads for one AllReduce.
+:mod:`.repair`
+    The level-ordered repair of max-min fair rates, like Dijkstra's algorithm over levels.
 :mod:`.results`
     What a simulation answers: each step's time and what NCCL ran, and a program's steps.
 :mod:`.sim_settings`
