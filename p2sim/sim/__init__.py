@@ -17,6 +17,8 @@ Modules
     The discrete-event fluid engine: the only module that imports SimPy.
 :mod:`.engines`
     The simulation engines a run chooses among (``--engine``): des, analytic and baseline.
+:mod:`.flows`
+    A step's flows as the engine takes them: each collective's flows, its caps as virtual links of their own.
 :mod:`.maxmin`
     Max-min fair sharing of links among weighted fluid flows, kept up to date incrementally.
 :mod:`.model_config`
