@@ -36,7 +36,7 @@ import numpy as np
 
 from ..topology import Topology
 from .caches import CollectiveCaches
-from .channels import Segment, entry_gpus, node_nics
+from .channels import Segment, channel_nics, entry_gpus
 from .nccl_tables import NVLS_MAX_ARITY, nvls_head_speed
 from .pattern import Hop, HopTable
 from .tree import double_tree_arrays
@@ -153,7 +153,7 @@ def _node0_heads(topo: Topology, local: tuple[int, ...],
         return hit
     seg = Segment(0, local)
     heads: list[tuple[int, str]] = []
-    for nic in node_nics(topo, seg) or (topo.router.nic_of(seg.members[0]),):
+    for nic in channel_nics(topo, seg):
         h = next((m for m in entry_gpus(topo, seg, nic) if m not in {x for x, _ in heads}), None)
         if h is not None:
             heads.append((h, nic))
