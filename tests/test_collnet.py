@@ -1,4 +1,4 @@
-"""p2sim.collectives.collnet: CollNet (SHARP) flows, rates and limits, hand-computed on a small SHARP fabric."""
+"""p2sim.collectives.hops.collnet: CollNet (SHARP) flows, rates and limits, hand-computed on a small SHARP fabric."""
 
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ def test_collnet_heads_memo_equals_the_plain_computation(system, nodes):
     node (its template's heads moved), and collnet_head_count their number; clear() drops what is kept."""
     from p2sim.collectives.caches import CollectiveCaches
     from p2sim.collectives.channels import Segment
-    from p2sim.collectives.collnet import _heads_of, collnet_head_count, collnet_heads
+    from p2sim.collectives.hops.collnet import _heads_of, collnet_head_count, collnet_heads
 
     topo = load_system(system, nodes)
     caches = CollectiveCaches(topo)
@@ -190,7 +190,7 @@ def test_collnet_tables_of_alike_nodes_equal_node_by_node(system, nodes, monkeyp
     every node holds the same local GPUs, equal the tables built node by node (collnet._alike off)."""
     import numpy as np
 
-    from p2sim.collectives import collnet
+    from p2sim.collectives.hops import collnet
     from p2sim.collectives.channels import segments
 
     topo = sharp_system(gpus=4, nics=2) if system == "sharp 4x2" else load_system(system, nodes)  # 2 GPUs a NIC
@@ -215,7 +215,7 @@ def _plain_net_table(topo, segs, heads, overhead, to_net=1.0, from_net=1.0):
     """The network hops of CollNet's heads, node by node (what collnet._net_table sorts into templates)."""
     import numpy as np
 
-    from p2sim.collectives.collnet import NET
+    from p2sim.collectives.hops.collnet import NET
     from p2sim.collectives.pattern import HopTable
 
     src, dst, coef, parts = [], [], [], []
@@ -241,7 +241,7 @@ def test_collnet_net_table_equals_node_by_node(system, nodes):
     import numpy as np
 
     from p2sim.collectives.channels import segments
-    from p2sim.collectives.collnet import _net_table, collnet_heads
+    from p2sim.collectives.hops.collnet import _net_table, collnet_heads
 
     topo = load_system(system, nodes)
     gpn = topo.gpus_per_node

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from p2sim.collectives import Expander
-from p2sim.collectives.ring import chain_pairs, ring_factor
+from p2sim.collectives.hops.ring import chain_pairs, ring_factor
 from p2sim.topology import load_system
 
 from .helpers import rail_nodes
@@ -143,7 +143,7 @@ def _per_op_tables(topo, op, members, segs, rings, free, pairs):
     import numpy as np
 
     from p2sim.collectives.channels import ring_channel_pairs
-    from p2sim.collectives.ring import _base, _chain_arrays, _spread, _table, kinds, node_order
+    from p2sim.collectives.hops.ring import _base, _chain_arrays, _spread, _table, kinds, node_order
 
     half = ring_factor(op, len(members)) / 2
     of, reps = kinds(topo, segs)
@@ -182,7 +182,7 @@ def test_ring_tables_from_the_cyclic_ones_equal_each_collective_routed_alone(cas
     """Every collective's tables are its chains taken from the ring's routed once (round the ring; a chain
     less one hop each way, queue pairs kept together), equal to the bit to routing each collective's own."""
     from p2sim.collectives.channels import segments
-    from p2sim.collectives.ring import ring_tables
+    from p2sim.collectives.hops.ring import ring_tables
 
     topo, members, pairs = list(_ring_cases())[case]
     ex = Expander(topo)
@@ -204,7 +204,7 @@ def test_ring_tables_from_the_cyclic_ones_equal_each_collective_routed_alone(cas
 def test_a_groups_five_collectives_route_its_ring_once_per_channel_pair(monkeypatch):
     """Across nodes the routes round the ring are computed once per group and channel pair, not per collective."""
     from p2sim.collectives.channels import segments
-    from p2sim.collectives.ring import ring_tables
+    from p2sim.collectives.hops.ring import ring_tables
 
     topo = load_system("gb200-nvl72-pod", 16)
     members, pairs = (5, 77, 149, 221, 293, 365), 4
@@ -228,7 +228,7 @@ def test_the_cyclic_tables_ledger_counts_every_array_they_keep():
 
     from p2sim.collectives.channels import segments
     from p2sim.collectives.caches import CollectiveCaches
-    from p2sim.collectives.ring import ring_tables
+    from p2sim.collectives.hops.ring import ring_tables
 
     topo = load_system("roce-h100", 8)  # queue pairs: per is kept too
     members = tuple(8 * n + g for n in (1, 4, 6) for g in range(8))

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from itertools import groupby
 
 from ..topology import Topology
-from .ring import chain_pairs, ring_factor
+from .hops.ring import chain_pairs, ring_factor
 
 __all__ = ["ring_baseline", "tree_baseline"]
 

@@ -87,8 +87,8 @@ def structure_key(topo: Topology) -> tuple:
 
     What each builder reads (checked in the code, issue 34):
 
-    * the ring search and one-switch answer (:mod:`.ringsearch`), the GPU classes (:mod:`.shapes`), NVLS's head
-      count (:func:`~p2sim.collectives.nvls.nvlink_gbps`): the capacities of node links only, kept in full (with
+    * the ring search and one-switch answer (:mod:`.hops.ringsearch`), the GPU classes (:mod:`.shapes`), NVLS's head
+      count (:func:`~p2sim.collectives.hops.nvls.nvlink_gbps`): the capacities of node links only, kept in full (with
       the node faults that change them);
     * every structure's hops: the routes -- inside a node by the node's links; between switches of a flat
       network by their links' capacities (kept in full); from a NIC into the network by its cable's weight
@@ -130,7 +130,7 @@ class CollectiveCaches:
         # step_fractions' memo: per (hierarchy (d), reduction groups), the rows held after each program
         # prefix and each instruction's group array (exact; shared by every lowering with that (d))
         self.row_counts: dict[tuple[SynthesisHierarchy, int], dict] = {}
-        # the hop builders' (:mod:`.ring`, :mod:`.collnet`, :mod:`.tree`): each channel pair's hops round a ring
+        # the hop builders' (:mod:`.hops.ring`, :mod:`.hops.collnet`, :mod:`.hops.tree`): each channel pair's hops round a ring
         # across nodes, routed, least recently used first within ring.CYCLIC_BYTES (counted in cyclic_bytes);
         # the CollNet heads of each local GPU set on node 0, by (local GPUs, limit); the double binary trees'
         # parents by node count

@@ -22,7 +22,7 @@ from ..topology import Topology
 from .algorithms import algorithm
 from .channels import Segment
 from .pattern import Collective, Flow, HopTable, MovedHops
-from .ringsearch import best_rings, ring_throughput
+from .hops.ringsearch import best_rings, ring_throughput
 
 __all__ = ["Structure", "Structures", "max_sent_to_net", "moved_collective", "merge_flows", "free_segment"]
 
@@ -208,7 +208,7 @@ def merge_flows(groups: list[HopTable], per_flow: list[int], graph: list[int]) -
 
 def free_segment(topo: Topology, seg: Segment) -> bool:
     """Any ring order is as good inside this segment (all members on one NVSwitch)."""
-    from .ringsearch import _one_switch
+    from .hops.ringsearch import _one_switch
 
     local = seg.local(topo)
     return _one_switch(topo, local) if len(local) > 2 else True

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ...topology import Topology
 from ..caches import CollectiveCaches
 from ..channels import Segment
-from ..collnet import collnet_chain_tables
+from ..hops.collnet import collnet_chain_tables
 from ..channels import segments
 from ..nccl_tables import base_latency, collnet_chain_channels, collnet_channels
 from .base import Layout

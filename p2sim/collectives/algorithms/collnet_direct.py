@@ -4,7 +4,7 @@ Each GPU of a node is a head that talks to the network directly.
 
 :class:`CollNet` holds what both CollNet algorithms share: Simple only, over two nodes or more of at
 most eight GPUs each, on a fabric whose tiers all reduce (``[nccl] collnet``, by default where the
-fabric has SHARP), a SHARP tree over the nodes' NICs (:mod:`p2sim.collectives.collnet`).  Direct also
+fabric has SHARP), a SHARP tree over the nodes' NICs (:mod:`p2sim.collectives.hops.collnet`).  Direct also
 needs an NVSwitch in the node, and runs AllGather and ReduceScatter too (NCCL 2.20.3 and later) where
 every GPU of the group's nodes is a head (1:1 GPU:NIC: tuning.cc zeroes them when a node's local ranks
 outnumber the heads).  p2sim assumes the SHARP plugin provides ``iallgather`` and ``ireducescatter``
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from ...topology import Topology
 from ..caches import CollectiveCaches
 from ..channels import Segment, segments
-from ..collnet import (collnet_direct_tables, collnet_head_count, collnet_heads, collnet_possible,
+from ..hops.collnet import (collnet_direct_tables, collnet_head_count, collnet_heads, collnet_possible,
                        collnet_rail_tables)
 from ...topology.settings import NcclSettings
 from ..nccl_tables import (COLLNET_ARITY_US, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, COLLNET_RAIL_EFFICIENCY,

@@ -1,6 +1,6 @@
 """NCCL's NVLS (``NCCL_ALGO=NVLS``): NVLink SHARP reductions inside one NVLink domain.
 
-The NVSwitches of Hopper GPUs and later reduce and multicast (:mod:`p2sim.collectives.nvls` builds
+The NVSwitches of Hopper GPUs and later reduce and multicast (:mod:`p2sim.collectives.hops.nvls` builds
 the hops); NCCL runs it with Simple only, for AllReduce, ReduceScatter and AllGather, over a group of
 one node with at least 2 GPUs on one NVLink SHARP switch.  Its efficiency is in its hops' overhead.
 In a domain of more than NCCL_MAX_NVLS_ARITY (32) GPUs, an NVL72 rack's 72, NCCL runs NVLS (and NVLS
@@ -16,8 +16,8 @@ from ...topology.settings import NcclSettings
 from ..caches import CollectiveCaches
 from ..channels import Segment, segments
 from ..nccl_tables import NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN, NVLS_MAX_ARITY, nvls_efficiency
-from ..nvls import fewest_nvls_heads, nvls_head_count, nvls_switch, nvls_table
-from ..ring import ring_factor
+from ..hops.nvls import fewest_nvls_heads, nvls_head_count, nvls_switch, nvls_table
+from ..hops.ring import ring_factor
 from .base import Algorithm, Layout
 
 __all__ = ["Nvls", "NVLS_ARCHS", "NVLS_STAGES", "nvls_switches"]

@@ -18,8 +18,8 @@ from ...topology.settings import NcclSettings
 from ..caches import CollectiveCaches
 from ..channels import Segment, segments
 from ..nccl_tables import base_latency, nvls_tree_channels, per_channel_nvls_tree_bw
-from ..nvls import nvls_tree_tables
-from ..tree import double_tree_arrays
+from ..hops.nvls import nvls_tree_tables
+from ..hops.tree import double_tree_arrays
 from .base import Layout
 from .nvls import NVLS_STAGES, Nvls, _too_many, nvls_switches
 
@@ -37,7 +37,7 @@ def _nic_gbps(topo: Topology) -> float:
 @lru_cache(maxsize=None)  # a pure function of the node count, asked for every size of every group
 def tree_depth(nodes: int) -> int:
     """Edges from the deepest node to the root in the deeper of NCCL's two binary trees over ``nodes`` nodes
-    (ncclGetDtree, as :func:`p2sim.collectives.tree.double_tree`).
+    (ncclGetDtree, as :func:`p2sim.collectives.hops.tree.double_tree`).
 
     >>> [tree_depth(n) for n in (1, 2, 3, 4, 8, 20)]
     [0, 1, 2, 2, 3, 5]

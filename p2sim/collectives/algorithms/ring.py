@@ -1,6 +1,6 @@
 """NCCL's ring (``NCCL_ALGO=Ring``): every collective, on any group.
 
-Its channels are the node's ring orders chained across nodes (:mod:`p2sim.collectives.ring`); NCCL
+Its channels are the node's ring orders chained across nodes (:mod:`p2sim.collectives.hops.ring`); NCCL
 falls back on it where a forced algorithm lacks a collective (tuning.cc's ring backup).
 """
 
@@ -14,7 +14,7 @@ from ...topology.settings import NcclSettings
 from ..caches import CollectiveCaches
 from ..channels import Segment
 from ..nccl_tables import NCCL_STEPS, NET_OVERHEAD_US, base_latency, per_channel_ring_ll128_bw
-from ..ring import ring_factor, ring_tables
+from ..hops.ring import ring_factor, ring_tables
 from .base import Algorithm, Layout
 
 __all__ = ["Ring", "RING_OPS", "SIMPLE_SLICES", "ring_steps"]

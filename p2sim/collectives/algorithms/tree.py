@@ -1,7 +1,7 @@
 """NCCL's double binary tree (``NCCL_ALGO=Tree``): AllReduce only, on any group.
 
 Its channels are a chain in each node and two binary trees over the nodes
-(:mod:`p2sim.collectives.tree`); it reads the tree's calibrated rates.
+(:mod:`p2sim.collectives.hops.tree`); it reads the tree's calibrated rates.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ..baseline import tree_baseline
 from ..caches import CollectiveCaches
 from ..channels import Segment
 from ..nccl_tables import base_latency, per_channel_tree_bw, per_channel_tree_ll128_bw, tree_correction
-from ..tree import tree_tables
+from ..hops.tree import tree_tables
 from .base import Algorithm, Layout
 from .nvls_tree import tree_depth
 

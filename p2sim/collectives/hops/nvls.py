@@ -34,11 +34,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..topology import Topology
-from .caches import CollectiveCaches
-from .channels import Segment, channel_nics, entry_gpus
-from .nccl_tables import NVLS_MAX_ARITY, nvls_head_speed
-from .pattern import Hop, HopTable
+from ...topology import Topology
+from ..caches import CollectiveCaches
+from ..channels import Segment, channel_nics, entry_gpus
+from ..nccl_tables import NVLS_MAX_ARITY, nvls_head_speed
+from ..pattern import Hop, HopTable
 from .tree import double_tree_arrays
 
 __all__ = ["SWITCH", "nvls_switch", "nvls_hops", "nvls_table", "nvls_tree_hops", "nvls_tree_tables", "nvls_heads",

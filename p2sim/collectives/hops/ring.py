@@ -7,7 +7,7 @@ output), Broadcast and Reduce ``1`` along a pipelined chain from / to the root.
 Channels come in pairs that traverse a node's ring in opposite directions (NCCL pairs a
 ring with its reverse on NVLink, so both directions of a full-duplex link carry
 traffic); each pair is one flow, each channel carrying half of its data.  Inside one
-node the rings are the mix :func:`~p2sim.collectives.ringsearch.best_rings` finds, all
+node the rings are the mix :func:`~p2sim.collectives.hops.ringsearch.best_rings` finds, all
 in one flow.  Across nodes, pair ``p`` enters and leaves every node through that node's
 NIC for the pair (see :mod:`p2sim.collectives.channels`): data always arrives at a GPU
 near the NIC (GPUDirect RDMA), runs through the node's other members in ring order --
@@ -23,11 +23,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..topology import Topology
-from ..topology.settings import IB_TRANSPORTS
-from .caches import CollectiveCaches
-from .channels import Segment, ring_channel_pairs
-from .pattern import Hop, HopTable
+from ...topology import Topology
+from ...topology.settings import IB_TRANSPORTS
+from ..caches import CollectiveCaches
+from ..channels import Segment, ring_channel_pairs
+from ..pattern import Hop, HopTable
 
 __all__ = ["qps_per_connection", "ring_factor", "node_order", "ring_hops", "ring_tables", "chain_pairs", "kinds"]
 

@@ -22,10 +22,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..topology import Topology
-from .caches import CollectiveCaches
-from .channels import Segment, channel_entry, channel_nics
-from .pattern import Hop, HopTable
+from ...topology import Topology
+from ..caches import CollectiveCaches
+from ..channels import Segment, channel_entry, channel_nics
+from ..pattern import Hop, HopTable
 
 __all__ = ["btree_parent", "double_tree", "tree_hops", "tree_tables", "link_pair", "node_chains"]
 
@@ -84,7 +84,7 @@ def node_chains(topo: Topology, segs: Sequence[Segment], rings: dict[int, tuple[
     on one node, the ring's first GPU.
 
     Returns every node's chain links, child to parent (reduce) then parent to child (broadcast), as (sources,
-    destinations), each node's head, and per kind of node (:func:`~p2sim.collectives.ring.kinds`) its NIC
+    destinations), each node's head, and per kind of node (:func:`~p2sim.collectives.hops.ring.kinds`) its NIC
     (``None`` on one node: no network)."""
     from .ring import _base, _spread, kinds
 

@@ -36,10 +36,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..topology import Topology
-from .caches import CollectiveCaches
-from .channels import Segment, channel_nics, entry_gpus
-from .pattern import HopTable
+from ...topology import Topology
+from ..caches import CollectiveCaches
+from ..channels import Segment, channel_nics, entry_gpus
+from ..pattern import HopTable
 
 __all__ = ["NET", "collnet_heads", "collnet_head_count", "collnet_direct_tables", "collnet_chain_tables",
            "collnet_rail_tables", "collnet_possible"]
@@ -235,7 +235,7 @@ def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: flo
 def collnet_chain_tables(topo: Topology, segs: Sequence[Segment],
                          rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], channels: int) -> list[HopTable]:
     """One flow per channel, per byte of its share: a chain through each node from the GPU at the
-    channel's NIC (reduce up, broadcast down: :func:`~p2sim.collectives.tree.node_chains`, as a tree's), its head
+    channel's NIC (reduce up, broadcast down: :func:`~p2sim.collectives.hops.tree.node_chains`, as a tree's), its head
     to the network and back."""
     from .ring import kinds
     from .tree import node_chains
