@@ -18,6 +18,8 @@ Modules
     ``python -m p2sim``: the command line, as the ``p2sim`` script runs it.
 :mod:`.api`
     p2sim's public Python API: one function per command, keyword arguments in, a typed result out.
+:mod:`.boundary`
+    The public API's boundary: every keyword argument checked once, before a request is built.
 :mod:`.cli`
     The ``p2sim`` command line: a thin shell over :mod:`p2sim.api`.
 :mod:`.collectives`
@@ -46,7 +48,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from .util.version import __version__
 
 _API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
         "emit", "load_system", "systems", "step_table")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from p2sim.collectives.baseline import baseline_seconds
+from p2sim.collectives.algorithms import baseline_seconds
 from p2sim.topology import load_system
 
 

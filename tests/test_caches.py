@@ -106,12 +106,12 @@ def test_collectives_on_structures_of_another_nic_rate_equal_those_built_alone()
             assert _same(shared, alone, slow.capacity), (algo, proto, nbytes)
 
 
-def test_clear_drops_the_topologys_cyclic_ring_tables():
-    """A cleared topology's caches keep nothing of it: the ring tables kept per topology go too (a done what-if
-    point keeps its topology, and so them, to the end of the run otherwise)."""
+def test_clear_drops_what_the_hop_builders_keep():
+    """A cleared topology's caches keep nothing of it: the hop builders' ring tables, CollNet heads and double
+    trees live in them, not in module-level maps (a done what-if point keeps its topology, and so them, to the
+    end of the run otherwise)."""
     from p2sim.collectives import Expander
     from p2sim.collectives.caches import CollectiveCaches
-    from p2sim.collectives.ring import _CYCLIC
     from p2sim.topology import load_system
 
     topo = load_system("gb200-nvl72-pod", 16)
@@ -119,6 +119,9 @@ def test_clear_drops_the_topologys_cyclic_ring_tables():
     ex = Expander(topo, caches=caches)
     members = (5, 77, 149, 221, 293)
     ex.collective("ring", "Simple", "AllReduce", members, 2.0**30)
-    assert topo in _CYCLIC
+    ex.collective("tree", "Simple", "AllReduce", members, 2.0**30)
+    assert caches.cyclic and caches.cyclic_bytes[0] > 0 and caches.double_trees
     caches.clear()
-    assert topo not in _CYCLIC
+    assert not caches.cyclic and caches.cyclic_bytes[0] == 0 and not caches.double_trees
+    assert not caches.collnet_heads
+

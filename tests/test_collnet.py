@@ -1,4 +1,4 @@
-"""p2sim.collectives.collnet: CollNet (SHARP) flows, rates and limits, hand-computed on a small SHARP fabric."""
+"""p2sim.collectives.hops.collnet: CollNet (SHARP) flows, rates and limits, hand-computed on a small SHARP fabric."""
 
 from __future__ import annotations
 
@@ -153,21 +153,26 @@ def _local_sets(gpn: int) -> list[tuple[int, ...]]:
 
 @pytest.mark.parametrize("system,nodes", MEMO_SYSTEMS)
 def test_collnet_heads_memo_equals_the_plain_computation(system, nodes):
-    """collnet_heads, kept per topology and local GPU set, equals the heads worked out afresh on each node (its
-    template's heads moved), and collnet_head_count their number."""
+    """collnet_heads, kept in the topology's caches per local GPU set, equals the heads worked out afresh on each
+    node (its template's heads moved), and collnet_head_count their number; clear() drops what is kept."""
+    from p2sim.collectives.caches import CollectiveCaches
     from p2sim.collectives.channels import Segment
-    from p2sim.collectives.collnet import _heads_of, collnet_head_count, collnet_heads
+    from p2sim.collectives.hops.collnet import _heads_of, collnet_head_count, collnet_heads
 
     topo = load_system(system, nodes)
+    caches = CollectiveCaches(topo)
     gpn = topo.gpus_per_node
     for node in range(nodes):
         for local in _local_sets(gpn):
             seg = Segment(node, tuple(node * gpn + g for g in local))
             plain = [(nic, node * gpn + h) for nic, h in _heads_of(topo, local, 8)]
-            for _ in range(2):  # computed, then kept
-                assert collnet_heads(topo, seg) == plain
-                assert collnet_head_count(topo, seg) == len(plain)
-            assert collnet_heads(topo, seg, limit=2) == plain[:2]
+            for kept in (None, caches, caches):  # afresh, computed and kept, then found
+                assert collnet_heads(topo, seg, caches=kept) == plain
+                assert collnet_head_count(topo, seg, caches=kept) == len(plain)
+            assert (local, 8) in caches.collnet_heads
+            assert collnet_heads(topo, seg, limit=2, caches=caches) == plain[:2]
+    caches.clear()
+    assert not caches.collnet_heads
 
 
 
@@ -185,7 +190,7 @@ def test_collnet_tables_of_alike_nodes_equal_node_by_node(system, nodes, monkeyp
     every node holds the same local GPUs, equal the tables built node by node (collnet._alike off)."""
     import numpy as np
 
-    from p2sim.collectives import collnet
+    from p2sim.collectives.hops import collnet
     from p2sim.collectives.channels import segments
 
     topo = sharp_system(gpus=4, nics=2) if system == "sharp 4x2" else load_system(system, nodes)  # 2 GPUs a NIC
@@ -210,7 +215,7 @@ def _plain_net_table(topo, segs, heads, overhead, to_net=1.0, from_net=1.0):
     """The network hops of CollNet's heads, node by node (what collnet._net_table sorts into templates)."""
     import numpy as np
 
-    from p2sim.collectives.collnet import NET
+    from p2sim.collectives.hops.collnet import NET
     from p2sim.collectives.pattern import HopTable
 
     src, dst, coef, parts = [], [], [], []
@@ -236,7 +241,7 @@ def test_collnet_net_table_equals_node_by_node(system, nodes):
     import numpy as np
 
     from p2sim.collectives.channels import segments
-    from p2sim.collectives.collnet import _net_table, collnet_heads
+    from p2sim.collectives.hops.collnet import _net_table, collnet_heads
 
     topo = load_system(system, nodes)
     gpn = topo.gpus_per_node

@@ -70,10 +70,10 @@ def test_dask_pool_and_serial_give_identical_json(capsys, cluster, argv):
 
 
 def test_workers_with_another_p2sim_are_refused(capsys, cluster, monkeypatch):
-    import p2sim
+    from p2sim.util import version
 
     # the in-process workers report the installed version; pretend this client is another one
-    monkeypatch.setattr(p2sim, "__version__", "0.0.0-other")
+    monkeypatch.setattr(version, "__version__", "0.0.0-other")
     rc, out, err = run(capsys, "rank", "--system", "a100", "--axes", "4,8", "--scheduler", cluster.scheduler_address)
     assert rc == 2 and out == "" and len(err.splitlines()) == 1
     installed = importlib.metadata.version("p2sim")

@@ -362,6 +362,7 @@ def _shape_classes_against_flows(system: str, nodes: int, axes: tuple[int, ...],
     Returns (groups, classes) over the first ``limit`` matrices."""
     from p2sim.collectives import Expander
     from p2sim.formalism.placement import enumerate_matrices
+    from p2sim.sim.flows import moved_flow_arrays
     from p2sim.sim.moved import moved_classes
     from p2sim.sim.symmetry import quotient
 
@@ -386,7 +387,7 @@ def _shape_classes_against_flows(system: str, nodes: int, axes: tuple[int, ...],
                 assert sorted(zip(moved.tolist(), load.tolist())) == sorted(zip(oe.tolist(), oload.tolist()))
         groups_seen += len(step.groups)
         classes_seen += len(classes)
-        flows, capacity = sim._flow_arrays("AllReduce", step, classes)
+        flows, capacity = moved_flow_arrays(topo, "AllReduce", step, classes)
         q = quotient(flows.indptr, flows.edges, flows.coef, capacity, flows.volume, flows.latency)
         per_group = len(flows.volume) // len(step.groups)
         of_flow = (np.arange(len(flows.volume)) if q is None else q.of_flow).reshape(len(step.groups), per_group)

@@ -164,12 +164,12 @@ def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypa
     # bounded step, plus each matrix's AllReduce (simulated where the others are bounded), exactly
     from p2sim.collectives import step_fractions
     from p2sim.sim import moved, simulator
-    from p2sim.studies import jobsize, rank
+    from p2sim.studies import rank, step_counts
     from p2sim.studies.jobsize import StepCount
 
     got: list[StepCount] = []
     seen = StepCount()
-    counting, bounding, stepping, simulating = (jobsize.step_counts, simulator.Simulator._step_bound,
+    counting, bounding, stepping, simulating = (step_counts.step_counts, simulator.Simulator._step_bound,
                                                 simulator.Simulator._step, simulator.Simulator.simulate)
 
     def classes(sim, step, volumes) -> int:
@@ -197,7 +197,7 @@ def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypa
             seen += StepCount(1, 1, sum(map(len, s.groups)), classes(self, s, [x * nbytes for x in f]))
         return simulating(self, lowering, program, nbytes)
 
-    monkeypatch.setattr(jobsize, "step_counts", counted)
+    monkeypatch.setattr(step_counts, "step_counts", counted)
     monkeypatch.setattr(simulator.Simulator, "_step_bound", bound)
     monkeypatch.setattr(simulator.Simulator, "_step", step)
     monkeypatch.setattr(simulator.Simulator, "simulate", simulate)
@@ -256,7 +256,7 @@ def test_the_estimates_classes_are_the_simulators_moved_classes(system, width_ex
     from p2sim.formalism.hierarchy import LoweredStep
     from p2sim.formalism.semantics import Op
     from p2sim.sim.moved import moved_classes
-    from p2sim.studies.jobsize import _classes_by_volume
+    from p2sim.studies.step_counts import _classes_by_volume
     from p2sim.topology import load_system
     topo = load_system(system, 16)
     rng = np.random.default_rng(seed)

@@ -3,10 +3,10 @@ from __future__ import annotations
 import pytest
 
 from p2sim.collectives import Expander
-from p2sim.collectives.nvls import nvls_heads
+from p2sim.collectives.hops.nvls import nvls_heads
 from p2sim.collectives.nccl_tables import nvls_head_speed
 from p2sim.collectives.channels import segments
-from p2sim.collectives.ring import ring_factor
+from p2sim.collectives.hops.ring import ring_factor
 from p2sim.topology import load_system
 
 

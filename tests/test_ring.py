@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from p2sim.collectives import Expander
-from p2sim.collectives.ring import chain_pairs, ring_factor
+from p2sim.collectives.hops.ring import chain_pairs, ring_factor
 from p2sim.topology import load_system
 
 from .helpers import rail_nodes
@@ -143,7 +143,7 @@ def _per_op_tables(topo, op, members, segs, rings, free, pairs):
     import numpy as np
 
     from p2sim.collectives.channels import ring_channel_pairs
-    from p2sim.collectives.ring import _base, _chain_arrays, _spread, _table, kinds, node_order
+    from p2sim.collectives.hops.ring import _base, _chain_arrays, _spread, _table, kinds, node_order
 
     half = ring_factor(op, len(members)) / 2
     of, reps = kinds(topo, segs)
@@ -182,15 +182,15 @@ def test_ring_tables_from_the_cyclic_ones_equal_each_collective_routed_alone(cas
     """Every collective's tables are its chains taken from the ring's routed once (round the ring; a chain
     less one hop each way, queue pairs kept together), equal to the bit to routing each collective's own."""
     from p2sim.collectives.channels import segments
-    from p2sim.collectives.ring import ring_tables
+    from p2sim.collectives.hops.ring import ring_tables
 
     topo, members, pairs = list(_ring_cases())[case]
     ex = Expander(topo)
     segs = segments(topo, members)
     mix = {s.node: ex.rings(s.local(topo)) for s in segs}
     free = {s.node: len(mix[s.node]) == 1 and ex._free_segment(s) for s in segs}
-    for _ in range(2):  # built, then taken from what is kept
-        got = ring_tables(topo, op, members, segs, mix, free, pairs)
+    for kept in (None, ex.caches, ex.caches):  # built afresh, built and kept, then taken from what is kept
+        got = ring_tables(topo, op, members, segs, mix, free, pairs, kept)
         want = _per_op_tables(topo, op, members, segs, mix, free, pairs)
         assert len(got) == len(want) == pairs
         for g, w in zip(got, want):
@@ -204,7 +204,7 @@ def test_ring_tables_from_the_cyclic_ones_equal_each_collective_routed_alone(cas
 def test_a_groups_five_collectives_route_its_ring_once_per_channel_pair(monkeypatch):
     """Across nodes the routes round the ring are computed once per group and channel pair, not per collective."""
     from p2sim.collectives.channels import segments
-    from p2sim.collectives.ring import ring_tables
+    from p2sim.collectives.hops.ring import ring_tables
 
     topo = load_system("gb200-nvl72-pod", 16)
     members, pairs = (5, 77, 149, 221, 293, 365), 4
@@ -215,19 +215,20 @@ def test_a_groups_five_collectives_route_its_ring_once_per_channel_pair(monkeypa
     calls = []
     route_table = topo.router.route_table
     monkeypatch.setattr(topo.router, "route_table", lambda *a, **k: calls.append(1) or route_table(*a, **k))
-    tables = {op: ring_tables(topo, op, members, segs, mix, free, pairs)
+    tables = {op: ring_tables(topo, op, members, segs, mix, free, pairs, ex.caches)
               for op in ("AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce")}
     assert len(calls) == pairs
     assert [len(t) for t in tables["Broadcast"]] == [2 * (len(members) - 1)] * pairs
 
 
 def test_the_cyclic_tables_ledger_counts_every_array_they_keep():
-    """What ``_CYCLIC`` keeps of a topology is counted whole (table, queue pairs, ring orders), so its budget
-    bounds what it holds."""
+    """What the caches keep of a topology's cyclic ring tables is counted whole (table, queue pairs, ring
+    orders), so its budget bounds what it holds."""
     import numpy as np
 
     from p2sim.collectives.channels import segments
-    from p2sim.collectives.ring import _CYCLIC, ring_tables
+    from p2sim.collectives.caches import CollectiveCaches
+    from p2sim.collectives.hops.ring import ring_tables
 
     topo = load_system("roce-h100", 8)  # queue pairs: per is kept too
     members = tuple(8 * n + g for n in (1, 4, 6) for g in range(8))
@@ -235,8 +236,9 @@ def test_the_cyclic_tables_ledger_counts_every_array_they_keep():
     segs = segments(topo, members)
     mix = {s.node: ex.rings(s.local(topo)) for s in segs}
     free = {s.node: len(mix[s.node]) == 1 and ex._free_segment(s) for s in segs}
-    ring_tables(topo, "AllReduce", members, segs, mix, free, 4)
-    memo, held = _CYCLIC[topo]
+    caches = CollectiveCaches(topo)
+    ring_tables(topo, "AllReduce", members, segs, mix, free, 4, caches)
+    memo, held = caches.cyclic, caches.cyclic_bytes
 
     def arrays(obj, seen):
         if isinstance(obj, np.ndarray):

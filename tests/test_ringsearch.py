@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from p2sim.collectives import Expander
-from p2sim.collectives.ringsearch import best_rings, ring_throughput
+from p2sim.collectives.hops.ringsearch import best_rings, ring_throughput
 from p2sim.topology import Topology, load_system
 from p2sim.topology.spec import parse_spec
 from p2sim.topology.toml_out import spec_to_toml

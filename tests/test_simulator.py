@@ -204,8 +204,8 @@ def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system
     import numpy as np
 
     from p2sim.sim.engine import FlowArrays
+    from p2sim.sim.flows import flow_specs, moved_flow_arrays
     from p2sim.sim.moved import moved_classes
-    from p2sim.sim.simulator import flow_specs
 
     topo = load_system(system, nodes)
     gpn = topo.gpus_per_node
@@ -218,7 +218,7 @@ def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system
         for g, v, shifts, members in moved_classes(topo, step, volumes):
             algo, proto = sim.expander.choose(op, g, v, sim.algo, sim.proto)
             classes.append((sim.expander.collective(algo, proto, op, g, v), v, shifts, members))
-        fast, capacity = sim._flow_arrays(op, step, classes)
+        fast, capacity = moved_flow_arrays(topo, op, step, classes)
         specs, extra = flow_specs(sim.collectives(op, step.groups, volumes), volumes, len(topo.capacity))
         slow = FlowArrays.of(specs)
         for field in ("indptr", "edges", "coef", "volume", "latency"):

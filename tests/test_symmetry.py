@@ -11,7 +11,7 @@ from p2sim.formalism.placement import Placement
 from p2sim.formalism.program import parse_program
 from p2sim.sim import Simulator
 from p2sim.sim.engine import FlowSpec, run_flows, sparse_usage
-from p2sim.sim.simulator import flow_specs
+from p2sim.sim.flows import flow_specs
 from p2sim.sim.symmetry import _equitable, _ids, quotient
 from p2sim.formalism.synthesis import synthesize_placements
 from p2sim.topology import load_system

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from p2sim.collectives import Expander
-from p2sim.collectives.tree import btree_parent, double_tree
+from p2sim.collectives.hops.tree import btree_parent, double_tree
 from p2sim.topology import load_system
 
 from .helpers import rail_nodes

@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import __version__
 from .. import options as o
 from ..studies.jobsize import DEFAULT_BYTES_HELP, MAX_MATRICES, MAX_SIMULATIONS
 from ..util.algorithms import ALGO_CHOICES, STUDY_CHOICES, choices_text
+from ..util.version import __version__
 
 __all__ = ["build_parser", "EXIT_INPUT"]
 

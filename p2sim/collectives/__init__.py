@@ -2,9 +2,8 @@
 
 One concept per module: :mod:`.algorithms` (one object per NCCL algorithm behind one
 interface, and their registry: whether it runs, its channels, latency, pipeline, caps and
-baseline), :mod:`.channels` (how many, which NIC), :mod:`.ringsearch` (ring orders inside a
-node), :mod:`.ring`, :mod:`.tree`, :mod:`.nvls` and :mod:`.collnet` (the hops of each
-algorithm's traffic), :mod:`.protocols` (LL, LL128, Simple), :mod:`.pipeline`
+baseline), :mod:`.channels` (how many, which NIC), :mod:`.hops` (the hops of each algorithm's
+traffic: rings, trees, NVLS, CollNet, and the ring search inside a node), :mod:`.protocols` (LL, LL128, Simple), :mod:`.pipeline`
 (chunks and windows), :mod:`.latency`, :mod:`.transports` and :mod:`.nccl_tables` (NCCL's
 tuning model, its figures and the network step), :mod:`.pattern` (the flows),
 :mod:`.volumes` (buffer sizes), :mod:`.shapes`, :mod:`.structure`, :mod:`.choice` and
@@ -28,16 +27,14 @@ Modules
     Channels: how many a collective runs, which NIC each uses, where it enters each node.
 :mod:`.choice`
     NCCL's automatic choice: which algorithm and protocol a collective runs.
-:mod:`.collnet`
-    NCCL's CollNet: AllReduce reduced in the network's switches (InfiniBand SHARP).
 :mod:`.expand`
     From (algorithm, protocol, collective, group) to a :class:`~p2sim.collectives.pattern.Collective`.
+:mod:`.hops`
+    The hop builders: the hops each NCCL algorithm's channels take through a group's GPUs, NICs and switches.
 :mod:`.latency`
     NCCL's latency model (``src/graph/tuning.cc``): the start-up time of one collective.
 :mod:`.nccl_tables`
     NCCL's tuning constants, as ``src/graph/tuning.cc``, ``src/graph/search.cc`` and ``src/graph/topo.h`` state them.
-:mod:`.nvls`
-    NVLink SHARP (NVLS): the NVSwitch reduces and multicasts.
 :mod:`.p2p`
     AllToAll and send/recv as NCCL runs them: grouped point-to-point operations.
 :mod:`.pattern`
@@ -46,18 +43,12 @@ Modules
     NCCL's pipeline: why a medium-size collective runs below its links' rate.
 :mod:`.protocols`
     NCCL's protocols: the share of link bandwidth each achieves and its throughput caps.
-:mod:`.ring`
-    NCCL ring expansion of the five collectives, channel by channel.
-:mod:`.ringsearch`
-    Ring orders inside a node: NCCL's topology search, as a search for the best rings.
 :mod:`.shapes`
     Groups up to the topology's symmetries: what decides how a collective expands, not where it is.
 :mod:`.structure`
     A collective's structure: the hops its channels take, before its protocol.
 :mod:`.transports`
     The network step: how long one step of a collective takes to cross the network, by transport.
-:mod:`.tree`
-    NCCL tree AllReduce expansion, one tree channel at a time.
 :mod:`.volumes`
     Buffer sizes of each step from the device states (formalism section 8).
 """

@@ -6,12 +6,14 @@ per NIC the first node's members use), or one chain-plus-double-binary-tree thro
 node's first GPU, each hop on the default route of its GPUs; the time is NCCL's latency
 formula (Simple protocol, the routes' own latencies) plus the buffer times the busiest
 hop's bytes over the slowest hop's bandwidth.  No NVLS, no protocols, no contention.
+Which formula an algorithm runs is the algorithm's to say
+(:func:`p2sim.collectives.algorithms.baseline_seconds`): this module imports no algorithm.
 
 Examples
 --------
 >>> from p2sim.topology import load_system
 >>> topo = load_system("a100", nodes=2)
->>> round(baseline_seconds(topo, "AllReduce", range(32), 2**32, "ring"), 3)   # 2*31/32 x 4 GiB / 8 GB/s
+>>> round(ring_baseline(topo, "AllReduce", range(32), 2**32), 3)   # 2*31/32 x 4 GiB / 8 GB/s
 1.04
 """
 
@@ -22,9 +24,9 @@ from collections.abc import Iterable
 from itertools import groupby
 
 from ..topology import Topology
-from .ring import chain_pairs, ring_factor
+from .hops.ring import chain_pairs, ring_factor
 
-__all__ = ["baseline_seconds", "ring_baseline", "tree_baseline"]
+__all__ = ["ring_baseline", "tree_baseline"]
 
 BASE_S = 8.4e-6  # NCCL's base latency of the Simple protocol
 
@@ -70,11 +72,3 @@ def ring_baseline(topo: Topology, op: str, members: Iterable[int], nbytes: float
     lat = _latency(topo, pairs, op, n, nodes, False, 0)
     return lat + nbytes * ring_factor(op, n) / (_bottleneck(topo, pairs) * chans)
 
-
-def baseline_seconds(topo: Topology, op: str, members: Iterable[int], nbytes: float, algo: str) -> float:
-    """Uncontended time of ``op`` over ``members`` by the link-bottleneck formulas of algorithm ``algo``
-    (:meth:`Algorithm.baseline <p2sim.collectives.algorithms.base.Algorithm.baseline>`: a tree's for an
-    AllReduce, else a ring's)."""
-    from .algorithms import algorithm  # here: the algorithms build on this module's formulas
-
-    return algorithm(algo).baseline(topo, op, members, nbytes)[0]

@@ -4,7 +4,9 @@ A :class:`~p2sim.topology.Topology` is an immutable graph (its routes are its ro
 the collectives compute on it lives in a :class:`CollectiveCaches`: the ring searches and "all
 on one NVSwitch" answers of each node's GPU sets, the GPUs' classes in the node graph, the
 buffer fractions of program prefixes per hierarchy (d) (:func:`~p2sim.collectives.volumes.step_fractions`'s
-row counts, for every lowering onto the topology), and per set of rates every expansion an
+row counts, for every lowering onto the topology), what the hop builders keep (the rings' routed hops
+across nodes, CollNet's heads of each node's GPU sets, NCCL's double binary trees by node count),
+and per set of rates every expansion an
 :class:`~p2sim.collectives.expand.Expander` builds (:class:`Expansions`).  A study creates one per topology and hands it to every expander of it
 (the simulation layer's :class:`~p2sim.sim.context.SimulationContext` extends it with step
 results); an expander given none makes its own.
@@ -25,11 +27,12 @@ Imports the topology and formalism layers only.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..formalism.hierarchy import SynthesisHierarchy
 from ..topology import Topology
 from ..topology.settings import ModelRates
 from .pattern import Collective
-from .ring import forget_cyclic
 
 __all__ = ["CollectiveCaches", "Expansions", "structure_key"]
 
@@ -84,8 +87,8 @@ def structure_key(topo: Topology) -> tuple:
 
     What each builder reads (checked in the code, issue 34):
 
-    * the ring search and one-switch answer (:mod:`.ringsearch`), the GPU classes (:mod:`.shapes`), NVLS's head
-      count (:func:`~p2sim.collectives.nvls.nvlink_gbps`): the capacities of node links only, kept in full (with
+    * the ring search and one-switch answer (:mod:`.hops.ringsearch`), the GPU classes (:mod:`.shapes`), NVLS's head
+      count (:func:`~p2sim.collectives.hops.nvls.nvlink_gbps`): the capacities of node links only, kept in full (with
       the node faults that change them);
     * every structure's hops: the routes -- inside a node by the node's links; between switches of a flat
       network by their links' capacities (kept in full); from a NIC into the network by its cable's weight
@@ -104,8 +107,8 @@ def structure_key(topo: Topology) -> tuple:
 
 class CollectiveCaches:
     """The collectives' caches of one topology: ring searches, one-switch answers, GPU classes, the
-    row counts of program prefixes (:attr:`row_counts`), and per set of rates the expanders'
-    :class:`Expansions`.
+    row counts of program prefixes (:attr:`row_counts`), the hop builders' routed ring hops, CollNet heads
+    and double binary trees, and per set of rates the expanders' :class:`Expansions`.
 
     Examples
     --------
@@ -127,6 +130,14 @@ class CollectiveCaches:
         # step_fractions' memo: per (hierarchy (d), reduction groups), the rows held after each program
         # prefix and each instruction's group array (exact; shared by every lowering with that (d))
         self.row_counts: dict[tuple[SynthesisHierarchy, int], dict] = {}
+        # the hop builders' (:mod:`.hops.ring`, :mod:`.hops.collnet`, :mod:`.hops.tree`): each channel pair's hops round a ring
+        # across nodes, routed, least recently used first within ring.CYCLIC_BYTES (counted in cyclic_bytes);
+        # the CollNet heads of each local GPU set on node 0, by (local GPUs, limit); the double binary trees'
+        # parents by node count
+        self.cyclic: dict[tuple, list] = {}
+        self.cyclic_bytes = [0]
+        self.collnet_heads: dict[tuple[tuple[int, ...], int], tuple[tuple[str, int], ...]] = {}
+        self.double_trees: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._expansions: dict[ModelRates, Expansions] = {}
 
     def expansions(self, rates: ModelRates) -> Expansions:
@@ -165,4 +176,7 @@ class CollectiveCaches:
         self.one_switch.clear()
         self.row_counts.clear()
         self.gpu_classes = None
-        forget_cyclic(self.topo)  # the ring tables kept per topology, outside these caches
+        self.cyclic.clear()
+        self.cyclic_bytes[0] = 0
+        self.collnet_heads.clear()
+        self.double_trees.clear()

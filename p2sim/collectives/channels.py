@@ -30,7 +30,7 @@ from ..topology import Topology
 from .nccl_tables import MAX_THREADS, MIN_TRAFFIC_PER_CHANNEL, WARP, top_channel_speed, traffic_per_byte
 
 __all__ = ["Segment", "segments", "node_nics", "channel_count", "entry_gpus", "ring_channel_pairs",
-           "scheduled_channels", "threads_used"]
+           "scheduled_channels", "threads_used", "channel_nics", "channel_entry"]
 
 
 @dataclass(frozen=True)
@@ -151,13 +151,19 @@ def ring_channel_pairs(topo: Topology, segs: Sequence[Segment], pairs: int) -> l
     Pair ``p`` uses each node's ``p``-th NIC in its list (cyclically); pairs that share a
     NIC enter at successive GPUs near it, so every NIC and GPU gets its share.
     """
-    out = []
-    lists = [node_nics(topo, s) or (topo.router.nic_of(s.members[0]),) for s in segs]
-    for p in range(pairs):
-        row = []
-        for seg, nics in zip(segs, lists):
-            nic = nics[p % len(nics)]
-            near = entry_gpus(topo, seg, nic)
-            row.append((nic, near[(p // len(nics)) % len(near)]))
-        out.append(row)
-    return out
+    lists = [channel_nics(topo, s) for s in segs]
+    return [[channel_entry(topo, seg, nics, p) for seg, nics in zip(segs, lists)] for p in range(pairs)]
+
+
+def channel_nics(topo: Topology, seg: Segment) -> tuple[str, ...]:
+    """The NICs a node's channels take in turn: those its members are near (:func:`node_nics`), else its first
+    member's."""
+    return node_nics(topo, seg) or (topo.router.nic_of(seg.members[0]),)
+
+
+def channel_entry(topo: Topology, seg: Segment, nics: Sequence[str], c: int) -> tuple[str, int]:
+    """Channel ``c``'s NIC and entry GPU in a node: the ``c``-th of ``nics`` (cyclically); channels that share a
+    NIC enter at successive GPUs near it (:func:`entry_gpus`), so every NIC and GPU gets its share."""
+    nic = nics[c % len(nics)]
+    near = entry_gpus(topo, seg, nic)
+    return nic, near[(c // len(nics)) % len(near)]

@@ -72,7 +72,7 @@ class Choice:
             if name not in self.topo.spec.nccl.algorithms:
                 continue  # NCCL_ALGO (a cloud's NCCL profile may set it: GCP's TCPXO)
             a = algorithm(name)
-            if not a.usable(self.topo, op, segs):
+            if not a.usable(self.topo, op, segs, self.caches):
                 continue
             for p in PROTOS:
                 if proto != "auto" and p != proto:
@@ -102,7 +102,7 @@ class Choice:
             why = f"it runs {', '.join(algos[0].info.collectives)} only (NCCL's tuning.cc), not {op}"
         if why is None and op is not None and members is not None and len(set(members)) > 1:
             segs = segments(self.topo, members)
-            why = _first([a.why_not_group(self.topo, op, segs) for a in algos])
+            why = _first([a.why_not_group(self.topo, op, segs, self.caches) for a in algos])
         return why
 
     def _system_why_not(self, algos: Sequence[Algorithm]) -> str | None:

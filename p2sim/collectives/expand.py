@@ -161,7 +161,7 @@ class Expander(ShapeMemo, Structures, Choice):
         return hit
 
     def _compute_settings(self, a, proto: str, op: str, members: tuple, full: int, nodes: int, nbytes: float) -> tuple:
-        nc = a.channels_used(self.topo, proto, members, full, nbytes)  # topoGetAlgoInfo's count (enqueue.cc)
+        nc = a.channels_used(self.topo, proto, members, full, nbytes, self.caches)  # topoGetAlgoInfo's count (enqueue.cc)
         # the scheduler gives every channel at least 32 KiB of traffic (scheduleCollTasksToPlan; Algorithm.scheduled)
         used = scheduled_channels(op, proto, nbytes, len(members), nc) if a.scheduled else nc
         # threads each channel's CTA moves data with (topoGetAlgoInfo halves them below nc x nt x threshold):
@@ -170,7 +170,7 @@ class Expander(ShapeMemo, Structures, Choice):
         share = a.link_share(proto, op, nodes, nbytes, self.arch)
         plateau = nbytes / (full * len(members)) >= 64  # see latency.collective_latency: comm->nChannels
         # the pipeline's chunk (pipeline.py): the window it allows binds medium sizes
-        heads = a.heads(self.topo, members)
+        heads = a.heads(self.topo, members, self.caches)
         chunk = a.chunk_size(proto, op, nbytes / used, len(members), self.topo.spec.nccl, heads, nodes)
         # a channel's loop, for pipelines whose stages pass whole loops on (Algorithm.fill_loops): a chunk per
         # head, the last loop's chunks cut to what the channel has left (all_reduce.h: lastChunkSize)

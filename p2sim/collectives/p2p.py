@@ -42,7 +42,7 @@ from .binding import CAP_NET, CAP_WINDOW
 from .latency import step_latencies
 from .nccl_tables import NCCL_STEPS, base_latency
 from .pattern import Collective, Flow, HopTable
-from .ring import qps_per_connection
+from .hops.ring import qps_per_connection
 
 __all__ = ["P2P_OPS", "P2P_ALGO", "P2P_PROTO", "p2p_pairs", "p2p_bus_factor", "channels_per_peer", "p2p_chunk",
            "p2p_collective", "pxn_proxy"]

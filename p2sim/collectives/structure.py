@@ -22,7 +22,7 @@ from ..topology import Topology
 from .algorithms import algorithm
 from .channels import Segment
 from .pattern import Collective, Flow, HopTable, MovedHops
-from .ringsearch import best_rings, ring_throughput
+from .hops.ringsearch import best_rings, ring_throughput
 
 __all__ = ["Structure", "Structures", "max_sent_to_net", "moved_collective", "merge_flows", "free_segment"]
 
@@ -152,7 +152,8 @@ class Structures:
         topo = self.topo
         nodes = len(segs)
         mix, free = self._mix_and_free(segs)
-        bus, raw, raw_flow, raw_graph = algorithm(algo).structure(topo, op, members, segs, mix, free, used, share)
+        bus, raw, raw_flow, raw_graph = algorithm(algo).structure(topo, op, members, segs, mix, free, used, share,
+                                                                  self.caches)
         groups, per_flow, graph = merge_flows(raw, raw_flow, raw_graph)
         lats = [t.route_latencies(topo.latency) for t in groups]
         kept = None
@@ -207,7 +208,7 @@ def merge_flows(groups: list[HopTable], per_flow: list[int], graph: list[int]) -
 
 def free_segment(topo: Topology, seg: Segment) -> bool:
     """Any ring order is as good inside this segment (all members on one NVSwitch)."""
-    from .ringsearch import _one_switch
+    from .hops.ringsearch import _one_switch
 
     local = seg.local(topo)
     return _one_switch(topo, local) if len(local) > 2 else True

@@ -17,6 +17,8 @@ Modules
     The discrete-event fluid engine: the only module that imports SimPy.
 :mod:`.engines`
     The simulation engines a run chooses among (``--engine``): des, analytic and baseline.
+:mod:`.flows`
+    A step's flows as the engine takes them: each collective's flows, its caps as virtual links of their own.
 :mod:`.maxmin`
     Max-min fair sharing of links among weighted fluid flows, kept up to date incrementally.
 :mod:`.model_config`
@@ -25,6 +27,8 @@ Modules
     Groups of a step that are one group moved between nodes: their classes, and the links all of them load.
 :mod:`.nccl_plan`
     What NCCL would build on a system: each algorithm's protocol, channels and heads for one AllReduce.
+:mod:`.repair`
+    The level-ordered repair of max-min fair rates, like Dijkstra's algorithm over levels.
 :mod:`.results`
     What a simulation answers: each step's time and what NCCL ran, and a program's steps.
 :mod:`.sim_settings`

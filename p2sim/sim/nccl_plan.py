@@ -67,8 +67,8 @@ def nccl_plan(topo: Topology) -> list[AlgorithmPlan]:
     step = LoweredStep(Op("AllReduce"), (members,))
     out = []
     for name, algo in REGISTRY.items():
-        why = algo.why_not_system(topo) or algo.why_not_group(topo, "AllReduce", segs)
-        if why is None and not algo.usable(topo, "AllReduce", segs):
+        why = algo.why_not_system(topo) or algo.why_not_group(topo, "AllReduce", segs, ctx)
+        if why is None and not algo.usable(topo, "AllReduce", segs, ctx):
             why = "NCCL does not run it on this group"
         if why is not None or topo.devices < 2:
             out.append(AlgorithmPlan(name, False, why=why or "a single GPU"))
@@ -81,5 +81,5 @@ def nccl_plan(topo: Topology) -> list[AlgorithmPlan]:
         _, proto, channels = res.choices[0]
         # heads only where the algorithm has them (NVLS, NVLS-Tree, CollNet Direct): the base's 1 means none
         has_heads = type(algo).heads is not Algorithm.heads
-        out.append(AlgorithmPlan(name, True, proto, channels, algo.heads(topo, members) if has_heads else 0))
+        out.append(AlgorithmPlan(name, True, proto, channels, algo.heads(topo, members, ctx) if has_heads else 0))
     return out

@@ -39,6 +39,8 @@ Modules
     Simulating programs on a system: one given in text form, or every synthesized one.
 :mod:`.size_sweep`
     A collective over a range of sizes, as ``nccl-tests`` would run it: what NCCL picks and how long it takes.
+:mod:`.step_counts`
+    What a rank, plan or what-if will bound, counted before it starts: the steps, distinct steps and collectives.
 :mod:`.step_plan`
     A model-driven plan: every matrix charged with every collective of a training step (``plan --model``).
 :mod:`.step_workload`

@@ -386,15 +386,15 @@ def check_workers(client: Any, field: str = "scheduler") -> None:
     """Refuse a cluster whose workers lack this version of p2sim (tasks would fail or differ)."""
     from importlib.metadata import version
 
-    from .. import __version__
+    from ..util import version as own
 
     # importlib.metadata.version travels by reference to the standard library, so it runs
     # even on a worker without p2sim; there it returns PackageNotFoundError
     found = client.run(version, "p2sim", on_error="return")
     for worker, v in sorted(found.items()):
-        if v != __version__:
+        if v != own.__version__:
             have = f"p2sim {v}" if isinstance(v, str) else "no p2sim"
-            raise InputError(f"{field}: worker {worker} has {have}, this is p2sim {__version__}; install the same "
+            raise InputError(f"{field}: worker {worker} has {have}, this is p2sim {own.__version__}; install the same "
                              "p2sim (pip install 'p2sim[dask]') on every worker")
 
 

@@ -25,8 +25,9 @@ from ..util.units import format_seconds
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices, byte_size, positive_int
 from .contexts import context_of
-from .jobsize import (Limits, StepCount, bounded_steps, estimate, hashed, plural, program_counts, program_steps,
+from .jobsize import (Limits, StepCount, estimate, hashed, plural, program_counts, program_steps,
                       synthesis_cardinalities)
+from .step_counts import bounded_steps
 from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
                        warn_memory, whole_groups)
 from .search import SearchStats, run_search

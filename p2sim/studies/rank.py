@@ -29,8 +29,8 @@ from ..util.units import format_seconds
 from ..util.errors import InputError
 from ..util.parsing import as_text, positive_int
 from .bindings import program_bindings
-from .jobsize import (Limits, bounded_steps, check_job, estimate, hashed, plural, program_counts,
-                      synthesis_cardinalities)
+from .jobsize import Limits, check_job, estimate, hashed, plural, program_counts, synthesis_cardinalities
+from .step_counts import bounded_steps
 from .contexts import context_of
 from .orders import OrderComparison, compare_orders, orders_agree
 from .plan import DefaultPlacement, PlanRequest, PlanResult, default_data_axis, default_placement

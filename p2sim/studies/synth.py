@@ -157,6 +157,8 @@ class SynthResult(Result):
 
 
 def program_json(program: Program, lw: Lowering, lowered: bool = False) -> dict[str, Any]:
+    """A program's JSON: its text and each step's instruction, group size and groups per reduction group;
+    ``lowered`` adds each step's global device groups (the one place a program is written as JSON)."""
     steps = []
     for ins, low in zip(program.instructions, lw.lower(program)):
         local = lw.synthesis.groups(ins)

@@ -34,8 +34,9 @@ from ..util.table import Tabular
 from ..util.parsing import as_text, axis_indices, byte_size
 from .bindings import not_bound_by, program_bindings
 from .contexts import context_of
-from .jobsize import (Limits, StepCount, bounded_steps, check_job, estimate, hashed, plural, program_counts,
-                      program_steps, synthesis_cardinalities)
+from .jobsize import (Limits, StepCount, check_job, estimate, hashed, plural, program_counts, program_steps,
+                      synthesis_cardinalities)
+from .step_counts import bounded_steps
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
 from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
@@ -246,7 +247,7 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
 
     names: tuple[str, ...] = ()
     red: tuple[int, ...] = ()
-    # a bounded search (every program): its cost counted as rank counts it (jobsize.bounded_steps)
+    # a bounded search (every program): its cost counted as rank counts it (step_counts.bounded_steps)
     bounded = StepCount() if req.program == "all" and SearchOptions(req.exhaustive).bounded(req.settings.engine) \
         else None
     shapes: dict[tuple, StepCount] = {}

@@ -28,4 +28,6 @@ Modules
     A result's main table as rows of the JSON's field names: a pandas DataFrame or CSV text.
 :mod:`.units`
     Times and sizes for people: adaptive units in text output.
+:mod:`.version`
+    This p2sim's version: one string, the package's ``__version__`` and what Dask workers are checked against.
 """

@@ -33,6 +33,9 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from ...topology import Topology
 from ...util.algorithms import ALGORITHMS, forced
 from .base import Algorithm
 from .collnet_chain import CollNetChain
@@ -43,7 +46,7 @@ from .ring import Ring
 from .tree import Tree
 
 __all__ = ["Algorithm", "Ring", "Tree", "Nvls", "NvlsTree", "CollNet", "CollNetDirect", "CollNetChain",
-           "REGISTRY", "FALLBACK", "algorithm", "forced_algorithms", "baseline_algorithm"]
+           "REGISTRY", "FALLBACK", "algorithm", "forced_algorithms", "baseline_algorithm", "baseline_seconds"]
 
 REGISTRY: dict[str, Algorithm] = {a.name: a for a in (Ring(), Tree(), Nvls(), NvlsTree(), CollNetDirect(),
                                                       CollNetChain())}
@@ -67,3 +70,10 @@ def baseline_algorithm(setting: str) -> Algorithm:
     """Whose link-bottleneck baseline a setting runs: the one algorithm it forces, else a ring's."""
     algos = forced_algorithms(setting)
     return algos[0] if len(algos) == 1 else FALLBACK
+
+
+def baseline_seconds(topo: Topology, op: str, members: Iterable[int], nbytes: float, algo: str) -> float:
+    """Uncontended time of ``op`` over ``members`` by the link-bottleneck formulas
+    (:mod:`p2sim.collectives.baseline`) of algorithm ``algo`` (:meth:`Algorithm.baseline
+    <p2sim.collectives.algorithms.base.Algorithm.baseline>`: a tree's for an AllReduce, else a ring's)."""
+    return algorithm(algo).baseline(topo, op, members, nbytes)[0]

@@ -25,6 +25,7 @@ from ...topology.settings import NcclSettings
 from ...util.algorithms import Algorithm as Info
 from ...util.algorithms import algorithm as info_of
 from ..baseline import ring_baseline
+from ..caches import CollectiveCaches
 from ..channels import Segment
 from ..nccl_tables import LL128_STEP_DATA, LL_STEP_DATA, MAX_THREADS, NCCL_STEPS, THREAD_THRESHOLD
 from ..pattern import HopTable
@@ -77,23 +78,25 @@ class Algorithm(ABC):
         return f"{type(self).__name__}()"
 
     # -- whether it can run ---------------------------------------------------------
-    def usable(self, topo: Topology, op: str, segs: Sequence[Segment]) -> bool:
+    def usable(self, topo: Topology, op: str, segs: Sequence[Segment], caches: CollectiveCaches | None = None) -> bool:
         """Whether NCCL may pick it for ``op`` over a group of these segments: it serves ``op`` and neither
         :meth:`why_not_system` nor :meth:`why_not_group` gives a reason -- the reasons are the one statement of
         an algorithm's rules, so what NCCL picks from and what a forced run is refused for cannot drift apart."""
         return (op in self.info.collectives and self.why_not_system(topo) is None
-                and self.why_not_group(topo, op, segs) is None)
+                and self.why_not_group(topo, op, segs, caches) is None)
 
     def why_not_system(self, topo: Topology) -> str | None:
         """Why no collective can run it on this system (GPUs, NVSwitch, fabric, settings, nodes), or None."""
         return None
 
-    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
+    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment],
+                      caches: CollectiveCaches | None = None) -> str | None:
         """Why this group (on a system where it can run, of a collective it serves) cannot run it, or None."""
         return None
 
     # -- channels and their structure ------------------------------------------------
-    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
+    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float,
+                      caches: CollectiveCaches | None = None) -> int:
         """Channels NCCL runs for ``nbytes`` of ``full`` ring channels: it drops channels while each would get
         less than threads x threshold bytes."""
         return max(1, min(full, int(nbytes // (THREADS[proto] * self.threshold(proto, len(members))))))
@@ -108,7 +111,7 @@ class Algorithm(ABC):
         """NCCL's bytes per thread before it drops a channel (threadThresholds, tuning.cc; a ring's LL x nRanks)."""
         return THRESHOLD[proto] * (ranks if proto == "LL" and self.ll_per_rank else 1)
 
-    def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
+    def heads(self, topo: Topology, members: tuple[int, ...], caches: CollectiveCaches | None = None) -> int:
         """Its heads per channel (NVLS's, CollNet Direct's: the chunk shrinks with few chunks per head)."""
         return 1
 
@@ -124,7 +127,7 @@ class Algorithm(ABC):
 
     @abstractmethod
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
-                  free: dict, used: int, share: float) -> Layout:
+                  free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
         """Its channels' hops for this group: (bus factor, hop tables, channels and graph channels of each).
         ``mix`` is each node's ring mix, ``free`` whether any ring order is as good in the node."""
 

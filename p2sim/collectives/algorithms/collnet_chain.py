@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...topology import Topology
+from ..caches import CollectiveCaches
 from ..channels import Segment
-from ..collnet import collnet_chain_tables
+from ..hops.collnet import collnet_chain_tables
 from ..channels import segments
 from ..nccl_tables import base_latency, collnet_chain_channels, collnet_channels
 from .base import Layout
@@ -25,14 +26,15 @@ class CollNetChain(CollNet):
     name = "collnet_chain"
     chain_chunks = True
 
-    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
+    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float,
+                      caches: CollectiveCaches | None = None) -> int:
         """``comm->nChannels`` (half again the ring's where a node has several GPUs: connect.cc), trimmed for
         small sizes as a ring's (:func:`~p2sim.collectives.nccl_tables.collnet_chain_channels`)."""
         ppn = len(segments(topo, members)[0].members)
         return collnet_chain_channels(collnet_channels(full, ppn), nbytes)
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
-                  free: dict, used: int, share: float) -> Layout:
+                  free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
         groups = collnet_chain_tables(topo, segs, mix, used)
         return self.bus_factor(op, len(members)), groups, [1] * len(groups), [1] * len(groups)
 

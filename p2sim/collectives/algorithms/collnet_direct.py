@@ -4,7 +4,7 @@ Each GPU of a node is a head that talks to the network directly.
 
 :class:`CollNet` holds what both CollNet algorithms share: Simple only, over two nodes or more of at
 most eight GPUs each, on a fabric whose tiers all reduce (``[nccl] collnet``, by default where the
-fabric has SHARP), a SHARP tree over the nodes' NICs (:mod:`p2sim.collectives.collnet`).  Direct also
+fabric has SHARP), a SHARP tree over the nodes' NICs (:mod:`p2sim.collectives.hops.collnet`).  Direct also
 needs an NVSwitch in the node, and runs AllGather and ReduceScatter too (NCCL 2.20.3 and later) where
 every GPU of the group's nodes is a head (1:1 GPU:NIC: tuning.cc zeroes them when a node's local ranks
 outnumber the heads).  p2sim assumes the SHARP plugin provides ``iallgather`` and ``ireducescatter``
@@ -23,8 +23,9 @@ import math
 from collections.abc import Sequence
 
 from ...topology import Topology
+from ..caches import CollectiveCaches
 from ..channels import Segment, segments
-from ..collnet import (collnet_direct_tables, collnet_head_count, collnet_heads, collnet_possible,
+from ..hops.collnet import (collnet_direct_tables, collnet_head_count, collnet_heads, collnet_possible,
                        collnet_rail_tables)
 from ...topology.settings import NcclSettings
 from ..nccl_tables import (COLLNET_ARITY_US, COLLNET_DIRECT_EFFICIENCY, COLLNET_MAX_LOCAL, COLLNET_RAIL_EFFICIENCY,
@@ -40,9 +41,9 @@ def _has_nvswitch(topo: Topology) -> bool:
     return any(k == "nvswitch" for _, k in topo.spec.components)
 
 
-def _one_to_one(topo: Topology, segs: Sequence[Segment]) -> bool:
+def _one_to_one(topo: Topology, segs: Sequence[Segment], caches: CollectiveCaches | None) -> bool:
     """Every GPU of the group's nodes is a CollNet head (NCCL's AllGather and ReduceScatter need it)."""
-    return all(len(s.members) <= collnet_head_count(topo, s) for s in segs)
+    return all(len(s.members) <= collnet_head_count(topo, s, caches=caches) for s in segs)
 
 
 class CollNet(Algorithm):
@@ -68,7 +69,8 @@ class CollNet(Algorithm):
             return f"CollNet runs across nodes (NCCL's CollNet plugin), and {system} has 1 node here"
         return None
 
-    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
+    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment],
+                      caches: CollectiveCaches | None = None) -> str | None:
         """Two nodes or more, at most eight GPUs on each (enqueue.cc), a SHARP tree over the nodes' NICs."""
         if len(segs) < 2:
             return "its group lies in one node, and CollNet runs across nodes"
@@ -76,7 +78,7 @@ class CollNet(Algorithm):
         if most > COLLNET_MAX_LOCAL:
             return (f"its group has {most} GPUs in a node, and CollNet takes at most {COLLNET_MAX_LOCAL} "
                     f"(NCCL_MAX_DIRECT_ARITY + 1: enqueue.cc)")
-        if not collnet_possible(topo, segs):
+        if not collnet_possible(topo, segs, caches):
             return "its nodes' NICs reach no common SHARP tree"
         return None
 
@@ -98,11 +100,13 @@ class CollNetDirect(CollNet):
 
     name = "collnet_direct"
 
-    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
-        why = super().why_not_group(topo, op, segs)
-        if why is None and op != "AllReduce" and not _one_to_one(topo, segs):
-            seg = max(segs, key=lambda s: len(s.members) - len(collnet_heads(topo, s)))
-            why = (f"its group has {len(seg.members)} GPUs in a node and {len(collnet_heads(topo, seg))} CollNet "
+    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment],
+                      caches: CollectiveCaches | None = None) -> str | None:
+        why = super().why_not_group(topo, op, segs, caches)
+        if why is None and op != "AllReduce" and not _one_to_one(topo, segs, caches):
+            seg = max(segs, key=lambda s: len(s.members) - len(collnet_heads(topo, s, caches=caches)))
+            heads = len(collnet_heads(topo, seg, caches=caches))
+            why = (f"its group has {len(seg.members)} GPUs in a node and {heads} CollNet "
                    f"head(s) (GPUs with their own NIC), and NCCL runs {op} over CollNet only 1:1 GPU:NIC "
                    f"(tuning.cc)")
         return why
@@ -114,21 +118,22 @@ class CollNetDirect(CollNet):
                    f"nodes have none")
         return why
 
-    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
+    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float,
+                      caches: CollectiveCaches | None = None) -> int:
         """``comm->nChannels`` (every channel runs through every head: connectCollNet), trimmed for small sizes
         by the ncSwitch loop (:func:`~p2sim.collectives.nccl_tables.collnet_direct_channels`)."""
         ppn = len(segments(topo, members)[0].members)
-        return collnet_direct_channels(collnet_channels(full, ppn), nbytes, self.heads(topo, members))
+        return collnet_direct_channels(collnet_channels(full, ppn), nbytes, self.heads(topo, members, caches))
 
-    def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
-        return collnet_head_count(topo, segments(topo, members)[0])
+    def heads(self, topo: Topology, members: tuple[int, ...], caches: CollectiveCaches | None = None) -> int:
+        return collnet_head_count(topo, segments(topo, members)[0], caches=caches)
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
-                  free: dict, used: int, share: float) -> Layout:
+                  free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
         if op != "AllReduce":  # tuning.cc: no bus-to-algorithm conversion for these
-            groups = collnet_rail_tables(topo, segs, op, 1.0 / COLLNET_RAIL_EFFICIENCY)
+            groups = collnet_rail_tables(topo, segs, op, 1.0 / COLLNET_RAIL_EFFICIENCY, caches)
             return self.bus_factor(op, len(members)), groups, [used] * len(groups), [1] * len(groups)
-        groups = collnet_direct_tables(topo, segs, 1.0 / COLLNET_DIRECT_EFFICIENCY[topo.spec.nccl.arch])
+        groups = collnet_direct_tables(topo, segs, 1.0 / COLLNET_DIRECT_EFFICIENCY[topo.spec.nccl.arch], caches)
         # as a tree's: NCCL's algorithm bandwidth is half the bus bandwidth; each head's flow is carried by
         # every channel (connectCollNet), so each has ``used`` channels' connections (and windows)
         return self.bus_factor(op, len(members)), groups, [used] * len(groups), [1] * len(groups)

@@ -1,6 +1,6 @@
 """NCCL's NVLS (``NCCL_ALGO=NVLS``): NVLink SHARP reductions inside one NVLink domain.
 
-The NVSwitches of Hopper GPUs and later reduce and multicast (:mod:`p2sim.collectives.nvls` builds
+The NVSwitches of Hopper GPUs and later reduce and multicast (:mod:`p2sim.collectives.hops.nvls` builds
 the hops); NCCL runs it with Simple only, for AllReduce, ReduceScatter and AllGather, over a group of
 one node with at least 2 GPUs on one NVLink SHARP switch.  Its efficiency is in its hops' overhead.
 In a domain of more than NCCL_MAX_NVLS_ARITY (32) GPUs, an NVL72 rack's 72, NCCL runs NVLS (and NVLS
@@ -13,10 +13,11 @@ from collections.abc import Sequence
 
 from ...topology import Topology
 from ...topology.settings import NcclSettings
+from ..caches import CollectiveCaches
 from ..channels import Segment, segments
 from ..nccl_tables import NVLS_CHANNELS, NVLS_CHANNELS_ONE_DOMAIN, NVLS_MAX_ARITY, nvls_efficiency
-from ..nvls import fewest_nvls_heads, nvls_head_count, nvls_switch, nvls_table
-from ..ring import ring_factor
+from ..hops.nvls import fewest_nvls_heads, nvls_head_count, nvls_switch, nvls_table
+from ..hops.ring import ring_factor
 from .base import Algorithm, Layout
 
 __all__ = ["Nvls", "NVLS_ARCHS", "NVLS_STAGES", "nvls_switches"]
@@ -70,7 +71,8 @@ class Nvls(Algorithm):
             return f"{system}'s NVSwitches have no NVLink SHARP (no node component with nvls = true)"
         return None
 
-    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
+    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment],
+                      caches: CollectiveCaches | None = None) -> str | None:
         if len(segs) > 1:
             return (f"its group spans {len(segs)} nodes, and NVLS stays inside one NVLink domain (NCCL crosses "
                     f"nodes with it only over CollNet, which p2sim does not model)")
@@ -82,18 +84,19 @@ class Nvls(Algorithm):
             return "NVLS needs at least 2 GPUs of the group on one NVLink SHARP switch in every node"
         return None
 
-    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
+    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float,
+                      caches: CollectiveCaches | None = None) -> int:
         one = len(segments(topo, members)) == 1  # fewer on Blackwell inside one NVLink domain (nvls.cc)
         return (NVLS_CHANNELS_ONE_DOMAIN if one else NVLS_CHANNELS)[topo.spec.nccl.arch]
 
-    def heads(self, topo: Topology, members: tuple[int, ...]) -> int:
+    def heads(self, topo: Topology, members: tuple[int, ...], caches: CollectiveCaches | None = None) -> int:
         segs = segments(topo, members)
         if len(segs) > 1:  # NVLS Tree: the heads every node has (connect.cc: the fewest of any node)
             return max(1, fewest_nvls_heads(topo, segs))
         return max(1, nvls_head_count(topo, segs[0], len(segs[0].members)))
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
-                  free: dict, used: int, share: float) -> Layout:
+                  free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
         groups = [nvls_table(topo, op, segs[0], nvls_switches(topo, segs)[0], share)]
         return self.bus_factor(op, len(members)), groups, [used], [used]
 

@@ -15,10 +15,11 @@ from collections.abc import Sequence
 
 from ...topology import Topology
 from ...topology.settings import NcclSettings
+from ..caches import CollectiveCaches
 from ..channels import Segment, segments
 from ..nccl_tables import base_latency, nvls_tree_channels, per_channel_nvls_tree_bw
-from ..nvls import nvls_tree_tables
-from ..tree import double_tree_arrays
+from ..hops.nvls import nvls_tree_tables
+from ..hops.tree import double_tree_arrays
 from .base import Layout
 from .nvls import NVLS_STAGES, Nvls, _too_many, nvls_switches
 
@@ -36,7 +37,7 @@ def _nic_gbps(topo: Topology) -> float:
 @lru_cache(maxsize=None)  # a pure function of the node count, asked for every size of every group
 def tree_depth(nodes: int) -> int:
     """Edges from the deepest node to the root in the deeper of NCCL's two binary trees over ``nodes`` nodes
-    (ncclGetDtree, as :func:`p2sim.collectives.tree.double_tree`).
+    (ncclGetDtree, as :func:`p2sim.collectives.hops.tree.double_tree`).
 
     >>> [tree_depth(n) for n in (1, 2, 3, 4, 8, 20)]
     [0, 1, 2, 2, 3, 5]
@@ -66,19 +67,21 @@ class NvlsTree(Nvls):
                    f"{topo.spec.name} has 1 node here")
         return why
 
-    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment]) -> str | None:
+    def why_not_group(self, topo: Topology, op: str, segs: Sequence[Segment],
+                      caches: CollectiveCaches | None = None) -> str | None:
         if len(segs) == 1:
             return "its group lies in one node, and NVLS Tree runs across nodes (NCCL disables it on one node)"
         return _too_many(op, segs) or self._no_switch(topo, segs)
 
-    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float) -> int:
+    def channels_used(self, topo: Topology, proto: str, members: tuple[int, ...], full: int, nbytes: float,
+                      caches: CollectiveCaches | None = None) -> int:
         segs = segments(topo, members)
         ppn = min(len(s.members) for s in segs)  # NCCL's minLocalRanks
         return nvls_tree_channels(topo.spec.nccl.arch, len(segs), ppn, _nic_gbps(topo))
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
-                  free: dict, used: int, share: float) -> Layout:
-        groups = nvls_tree_tables(topo, segs, nvls_switches(topo, segs), share)
+                  free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
+        groups = nvls_tree_tables(topo, segs, nvls_switches(topo, segs), share, caches)
         # every channel runs through every head (all_reduce.h, NVLS_TREE: nHeads chunks per loop): each
         # head's flow has all the channels' connections; one graph channel (NCCL's per-channel cap) per head
         return self.bus_factor(op, len(members)), groups, [used] * len(groups), [1] * len(groups)

@@ -1,6 +1,6 @@
 """NCCL's ring (``NCCL_ALGO=Ring``): every collective, on any group.
 
-Its channels are the node's ring orders chained across nodes (:mod:`p2sim.collectives.ring`); NCCL
+Its channels are the node's ring orders chained across nodes (:mod:`p2sim.collectives.hops.ring`); NCCL
 falls back on it where a forced algorithm lacks a collective (tuning.cc's ring backup).
 """
 
@@ -11,9 +11,10 @@ from collections.abc import Sequence
 
 from ...topology import Topology
 from ...topology.settings import NcclSettings
+from ..caches import CollectiveCaches
 from ..channels import Segment
 from ..nccl_tables import NCCL_STEPS, NET_OVERHEAD_US, base_latency, per_channel_ring_ll128_bw
-from ..ring import ring_factor, ring_tables
+from ..hops.ring import ring_factor, ring_tables
 from .base import Algorithm, Layout
 
 __all__ = ["Ring", "RING_OPS", "SIMPLE_SLICES", "ring_steps"]
@@ -42,9 +43,9 @@ class Ring(Algorithm):
     cta_protos = ("Simple", "LL")  # no per-channel cap in NCCL's model for these (LL128's is perChMaxRingLL128Bw)
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
-                  free: dict, used: int, share: float) -> Layout:
+                  free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
         pairs = max(1, used // 2)
-        groups = ring_tables(topo, op, members, segs, mix, free, pairs)
+        groups = ring_tables(topo, op, members, segs, mix, free, pairs, caches)
         per_flow = [used] if len(segs) == 1 else [2] * len(groups)
         return self.bus_factor(op, len(members)), groups, per_flow, [max(1, c // 2) for c in per_flow]
 

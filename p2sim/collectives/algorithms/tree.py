@@ -1,7 +1,7 @@
 """NCCL's double binary tree (``NCCL_ALGO=Tree``): AllReduce only, on any group.
 
 Its channels are a chain in each node and two binary trees over the nodes
-(:mod:`p2sim.collectives.tree`); it reads the tree's calibrated rates.
+(:mod:`p2sim.collectives.hops.tree`); it reads the tree's calibrated rates.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from collections.abc import Sequence
 
 from ...topology import Topology
 from ..baseline import tree_baseline
+from ..caches import CollectiveCaches
 from ..channels import Segment
 from ..nccl_tables import base_latency, per_channel_tree_bw, per_channel_tree_ll128_bw, tree_correction
-from ..tree import tree_tables
+from ..hops.tree import tree_tables
 from .base import Algorithm, Layout
 from .nvls_tree import tree_depth
 
@@ -36,8 +37,8 @@ class Tree(Algorithm):
     tree_rates = True
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
-                  free: dict, used: int, share: float) -> Layout:
-        groups = tree_tables(topo, segs, mix, max(1, used // 2))
+                  free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
+        groups = tree_tables(topo, segs, mix, max(1, used // 2), caches)
         # NCCL: a tree's busBw is twice its algorithm bandwidth
         return self.bus_factor(op, len(members)), groups, [2] * len(groups), [1] * len(groups)
 

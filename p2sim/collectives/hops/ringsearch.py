@@ -31,8 +31,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..topology import Topology
-from ..topology.settings import P2P_LEVELS
+from ...topology import Topology
+from ...topology.settings import P2P_LEVELS
 
 __all__ = ["best_rings", "ring_throughput", "EXACT_LIMIT"]
 

@@ -34,10 +34,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..topology import Topology
-from .channels import Segment, entry_gpus, node_nics
-from .nccl_tables import NVLS_MAX_ARITY, nvls_head_speed
-from .pattern import Hop, HopTable
+from ...topology import Topology
+from ..caches import CollectiveCaches
+from ..channels import Segment, channel_nics, entry_gpus
+from ..nccl_tables import NVLS_MAX_ARITY, nvls_head_speed
+from ..pattern import Hop, HopTable
 from .tree import double_tree_arrays
 
 __all__ = ["SWITCH", "nvls_switch", "nvls_hops", "nvls_table", "nvls_tree_hops", "nvls_tree_tables", "nvls_heads",
@@ -152,7 +153,7 @@ def _node0_heads(topo: Topology, local: tuple[int, ...],
         return hit
     seg = Segment(0, local)
     heads: list[tuple[int, str]] = []
-    for nic in node_nics(topo, seg) or (topo.router.nic_of(seg.members[0]),):
+    for nic in channel_nics(topo, seg):
         h = next((m for m in entry_gpus(topo, seg, nic) if m not in {x for x, _ in heads}), None)
         if h is not None:
             heads.append((h, nic))
@@ -167,7 +168,7 @@ def nvls_tree_hops(topo: Topology, segs: Sequence[Segment], switches: Sequence[s
 
 
 def nvls_tree_tables(topo: Topology, segs: Sequence[Segment], switches: Sequence[str],
-                     efficiency: float) -> list[HopTable]:
+                     efficiency: float, caches: CollectiveCaches | None = None) -> list[HopTable]:
     """:func:`nvls_tree_hops` as tables: per node every member's port to the switch (its part of the
     slice up, the result down), then the head's (reduced in, multicast out); then the double binary
     tree across the nodes' heads, through their NICs."""
@@ -176,7 +177,7 @@ def nvls_tree_tables(topo: Topology, segs: Sequence[Segment], switches: Sequence
     heads = nvls_heads(topo, segs)
     count = min(len(h) for h in heads)
     nic_index = {nic: i for i, nic in enumerate(topo.nics)}
-    trees = double_tree_arrays(len(segs))
+    trees = double_tree_arrays(len(segs), caches)
     same_switch = len(set(s.split("/", 1)[1] for s in switches)) == 1
     out = []
     for j in range(count):

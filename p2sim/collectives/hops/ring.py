@@ -7,7 +7,7 @@ output), Broadcast and Reduce ``1`` along a pipelined chain from / to the root.
 Channels come in pairs that traverse a node's ring in opposite directions (NCCL pairs a
 ring with its reverse on NVLink, so both directions of a full-duplex link carry
 traffic); each pair is one flow, each channel carrying half of its data.  Inside one
-node the rings are the mix :func:`~p2sim.collectives.ringsearch.best_rings` finds, all
+node the rings are the mix :func:`~p2sim.collectives.hops.ringsearch.best_rings` finds, all
 in one flow.  Across nodes, pair ``p`` enters and leaves every node through that node's
 NIC for the pair (see :mod:`p2sim.collectives.channels`): data always arrives at a GPU
 near the NIC (GPUDirect RDMA), runs through the node's other members in ring order --
@@ -18,16 +18,16 @@ nodes in the same order, as NCCL's do.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..topology import Topology
-from ..topology.settings import IB_TRANSPORTS
-from .channels import Segment, ring_channel_pairs
-from .pattern import Hop, HopTable
+from ...topology import Topology
+from ...topology.settings import IB_TRANSPORTS
+from ..caches import CollectiveCaches
+from ..channels import Segment, ring_channel_pairs
+from ..pattern import Hop, HopTable
 
 __all__ = ["qps_per_connection", "ring_factor", "node_order", "ring_hops", "ring_tables", "chain_pairs", "kinds"]
 
@@ -169,12 +169,12 @@ def _table(topo: Topology, src: np.ndarray, dst: np.ndarray, coef: np.ndarray, n
     return HopTable(src, dst, coef, p != q, np.ones(len(src)), indptr, edges, ports)
 
 
-# Each topology's cyclic ring tables (:func:`_cyclic_tables`), least recently used first, at most
-# _CYCLIC_BYTES of arrays per topology: a group's five collectives (and every protocol and channel count that
+# Each topology's cyclic ring tables (:func:`_cyclic_tables`), kept in its caches
+# (:attr:`CollectiveCaches.cyclic <p2sim.collectives.caches.CollectiveCaches>`) least recently used first, at most
+# CYCLIC_BYTES of arrays per topology: a group's five collectives (and every protocol and channel count that
 # gives the same channel pairs) take the same hops round the same ring, so the routes are computed once.
 # Sized by measurement (gb200-nvl72-pod, 112 racks: 90% of repeats come within 3 MiB of other groups' tables).
-_CYCLIC_BYTES = 16 * 2**20
-_CYCLIC: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+CYCLIC_BYTES = 16 * 2**20
 
 
 @dataclass(frozen=True, eq=False)
@@ -190,16 +190,10 @@ class _Cyclic:
 
     def nbytes(self) -> int:
         """Bytes of every array it keeps: the table's, the queue pairs' and both ring orders (the ledger of
-        ``_CYCLIC`` counted the table alone: 15.2 MiB for 17.2 held, gb200-nvl72-pod at 112 racks)."""
+        the kept tables once counted the table alone: 15.2 MiB for 17.2 held, gb200-nvl72-pod at 112 racks)."""
         t = self.table
         kept = (t.src, t.dst, t.coef, t.inter, t.overhead, t.indptr, t.edges, t.ports, self.per, *self.seqs)
         return sum(a.nbytes for a in kept if a is not None)
-
-
-def forget_cyclic(topo: Topology) -> None:
-    """Drop the cyclic ring tables kept for ``topo`` (``CollectiveCaches.clear``: a what-if point that is done
-    keeps its topology, and so these, to the end of the run otherwise)."""
-    _CYCLIC.pop(topo, None)
 
 
 def _take(table: HopTable, rows: np.ndarray) -> HopTable:
@@ -215,14 +209,12 @@ def _take(table: HopTable, rows: np.ndarray) -> HopTable:
 
 def _cyclic_tables(topo: Topology, members: Sequence[int], segs: Sequence[Segment],
                    rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], free: dict[int, bool],
-                   pairs: int) -> list[_Cyclic]:
-    """Per channel pair the hops round the ring across nodes, routed (kept per topology: see ``_CYCLIC``)."""
+                   pairs: int, caches: CollectiveCaches | None) -> list[_Cyclic]:
+    """Per channel pair the hops round the ring across nodes, routed (kept in ``caches``: see ``CYCLIC_BYTES``;
+    none: computed afresh)."""
     of, reps = kinds(topo, segs)
     key = (tuple(members), pairs, tuple((rings[r.node][0][0], free[r.node]) for r in reps))
-    kept = _CYCLIC.get(topo)
-    if kept is None:
-        kept = _CYCLIC[topo] = ({}, [0])
-    memo, held = kept
+    memo, held = ({}, [0]) if caches is None else (caches.cyclic, caches.cyclic_bytes)
     hit = memo.pop(key, None)
     if hit is not None:
         memo[key] = hit  # the most recently used last
@@ -252,7 +244,7 @@ def _cyclic_tables(topo: Topology, members: Sequence[int], segs: Sequence[Segmen
     size = sum(c.nbytes() for c in out)
     memo[key] = out
     held[0] += size
-    while held[0] > _CYCLIC_BYTES and len(memo) > 1:
+    while held[0] > CYCLIC_BYTES and len(memo) > 1:
         old = memo.pop(next(iter(memo)))
         held[0] -= sum(c.nbytes() for c in old)
     return out
@@ -282,11 +274,11 @@ def _op_table(c: _Cyclic, op: str, root: int, half: float) -> HopTable:
 
 def ring_tables(topo: Topology, op: str, members: Sequence[int], segs: Sequence[Segment],
                 rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], free: dict[int, bool],
-                pairs: int) -> list[HopTable]:
+                pairs: int, caches: CollectiveCaches | None = None) -> list[HopTable]:
     """:func:`ring_hops` as tables: the hops of each flow, in the same order.
 
-    Across nodes each channel pair's hops round the ring are routed once per group (:func:`_cyclic_tables`)
-    and every collective takes its own from them: a chain's are the ring's less one hop each way."""
+    Across nodes each channel pair's hops round the ring are routed once per group (:func:`_cyclic_tables`, kept
+    in ``caches``) and every collective takes its own from them: a chain's are the ring's less one hop each way."""
     n = len(members)
     root = members[0]
     half = ring_factor(op, n) / 2  # each channel of the pair carries half
@@ -301,7 +293,7 @@ def ring_tables(topo: Topology, op: str, members: Sequence[int], segs: Sequence[
                 dst.append(b)
                 coef.append(np.full(len(a), half * w))
         return [_table(topo, np.concatenate(src), np.concatenate(dst), np.concatenate(coef), None)]
-    return [_op_table(c, op, root, half) for c in _cyclic_tables(topo, members, segs, rings, free, pairs)]
+    return [_op_table(c, op, root, half) for c in _cyclic_tables(topo, members, segs, rings, free, pairs, caches)]
 
 
 def ring_hops(topo: Topology, op: str, members: Sequence[int], segs: Sequence[Segment],

@@ -22,11 +22,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..topology import Topology
-from .channels import Segment, entry_gpus, node_nics
-from .pattern import Hop, HopTable
+from ...topology import Topology
+from ..caches import CollectiveCaches
+from ..channels import Segment, channel_entry, channel_nics
+from ..pattern import Hop, HopTable
 
-__all__ = ["btree_parent", "double_tree", "tree_hops", "tree_tables", "link_pair"]
+__all__ = ["btree_parent", "double_tree", "tree_hops", "tree_tables", "link_pair", "node_chains"]
 
 
 def btree_parent(rank: int, n: int) -> int | None:
@@ -38,18 +39,17 @@ def btree_parent(rank: int, n: int) -> int | None:
     return up if up < n else rank ^ low
 
 
-def double_tree_arrays(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`double_tree` as arrays (``-1`` for a root), computed once per ``n``."""
-    hit = _DOUBLE.get(n)
+def double_tree_arrays(n: int, caches: CollectiveCaches | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`double_tree` as arrays (``-1`` for a root), computed once per ``n`` and kept in ``caches``
+    (none: computed afresh)."""
+    hit = None if caches is None else caches.double_trees.get(n)
     if hit is None:
         hit = tuple(np.array([-1 if p is None else p for p in t], dtype=np.int64) for t in double_tree(n))
         for t in hit:
             t.flags.writeable = False
-        _DOUBLE[n] = hit
+        if caches is not None:
+            caches.double_trees[n] = hit
     return hit
-
-
-_DOUBLE: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def double_tree(n: int) -> tuple[list[int | None], list[int | None]]:
@@ -76,41 +76,55 @@ def link_pair(topo: Topology, a: int, b: int, coef: float, nics: dict[int, str] 
     return out
 
 
-def tree_tables(topo: Topology, segs: Sequence[Segment],
-                rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], channels: int) -> list[HopTable]:
-    """:func:`tree_hops` as tables: the hops of each tree channel, in the same order."""
-    from .ring import _base, _spread, _table, kinds
+def node_chains(topo: Topology, segs: Sequence[Segment], rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]],
+                c: int, across: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]:
+    """Channel ``c``'s chain through each node of the group, as NCCL's tree and CollNet Chain run it: from the
+    node's head round its first ring, the head being the GPU nearest the channel's NIC (``across``: the channel
+    takes each node's NICs in turn, then the GPUs near it: :func:`~p2sim.collectives.channels.channel_entry`) or,
+    on one node, the ring's first GPU.
+
+    Returns every node's chain links, child to parent (reduce) then parent to child (broadcast), as (sources,
+    destinations), each node's head, and per kind of node (:func:`~p2sim.collectives.hops.ring.kinds`) its NIC
+    (``None`` on one node: no network)."""
+    from .ring import _base, _spread, kinds
 
     of, reps = kinds(topo, segs)
-    # one node: no network, and a node may have no NIC at all
-    lists = [(node_nics(topo, s) or (topo.router.nic_of(s.members[0]),)) if len(segs) > 1 else (None,) for s in reps]
+    chains, heads, nics = [], [], []
+    for rep in reps:
+        base = _base(topo, rep)
+        ring = [base + g for g in rings[rep.node][0][0]]
+        if across:
+            nic, head = channel_entry(topo, rep, channel_nics(topo, rep), c)
+        else:  # one node: no network (and maybe no NIC at all), every channel runs the same chain
+            nic, head = None, ring[0]
+        i = ring.index(head)
+        chain = ring[i:] + ring[:i]
+        # per link of the chain: child to parent (reduce), parent to child (broadcast)
+        chains.append(np.array([[x - base for x in pair] for child, parent in zip(chain[1:], chain)
+                                for pair in ((child, parent), (parent, child))], dtype=np.int64).reshape(-1, 2))
+        heads.append(np.array([head - base], dtype=np.int64))
+        nics.append(nic)
+    return (_spread(topo, segs, of, [ch[:, 0] for ch in chains]), _spread(topo, segs, of, [ch[:, 1] for ch in chains]),
+            _spread(topo, segs, of, heads), nics)
+
+
+def tree_tables(topo: Topology, segs: Sequence[Segment], rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]],
+                channels: int, caches: CollectiveCaches | None = None) -> list[HopTable]:
+    """:func:`tree_hops` as tables: the hops of each tree channel, in the same order."""
+    from .ring import _table, kinds
+
+    of, _ = kinds(topo, segs)
     nic_index = {nic: i for i, nic in enumerate(topo.nics)}
-    trees = double_tree_arrays(len(segs)) if len(segs) > 1 else ()
+    trees = double_tree_arrays(len(segs), caches) if len(segs) > 1 else ()
     out = []
     for c in range(channels):
-        heads_local, chains, nic_kind = [], [], []
-        for rep, nl in zip(reps, lists):
-            base = _base(topo, rep)
-            ring = [base + g for g in rings[rep.node][0][0]]
-            nic = nl[c % len(nl)]
-            if len(segs) == 1:  # no network: every channel runs the same chain
-                head = ring[0]
-            else:
-                near = entry_gpus(topo, rep, nic)
-                head = near[(c // len(nl)) % len(near)]
-            i = ring.index(head)
-            chain = ring[i:] + ring[:i]
-            # per link of the chain: child to parent (reduce), parent to child (broadcast)
-            chains.append(np.array([[x - base for x in pair] for child, parent in zip(chain[1:], chain)
-                                    for pair in ((child, parent), (parent, child))], dtype=np.int64).reshape(-1, 2))
-            heads_local.append(head - base)
-            nic_kind.append(nic_index.get(nic, -1))
-        src = [_spread(topo, segs, of, [ch[:, 0] for ch in chains])]
-        dst = [_spread(topo, segs, of, [ch[:, 1] for ch in chains])]
+        chain_src, chain_dst, heads, nics = node_chains(topo, segs, rings, c, across=len(segs) > 1)
+        nic_kind = [nic_index.get(nic, -1) for nic in nics]
+        src = [chain_src]
+        dst = [chain_dst]
         coef = [np.ones(len(src[0]))]
         conn = [np.zeros(len(src[0]), dtype=np.int64)]  # inside the nodes: no network, no hash
         if len(segs) > 1:
-            heads = _spread(topo, segs, of, [np.array([h], dtype=np.int64) for h in heads_local])
             for t, parents in enumerate(trees):
                 r = np.flatnonzero(parents >= 0)
                 pair = np.stack([heads[r], heads[parents[r]]], axis=1)  # up, then down

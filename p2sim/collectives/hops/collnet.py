@@ -32,14 +32,14 @@ rail's data, the head reduces it and sends it up, and gets its own part back.  P
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..topology import Topology
-from .channels import Segment, entry_gpus, node_nics
-from .pattern import HopTable
+from ...topology import Topology
+from ..caches import CollectiveCaches
+from ..channels import Segment, channel_nics, entry_gpus
+from ..pattern import HopTable
 
 __all__ = ["NET", "collnet_heads", "collnet_head_count", "collnet_direct_tables", "collnet_chain_tables",
            "collnet_rail_tables", "collnet_possible"]
@@ -47,38 +47,37 @@ __all__ = ["NET", "collnet_heads", "collnet_head_count", "collnet_direct_tables"
 NET = -2  # a hop's end in the network (a SHARP switch), as SWITCH (-1) is an NVSwitch
 
 
-def collnet_possible(topo: Topology, segs: Sequence[Segment]) -> bool:
-    """Whether every node's NICs reach a SHARP tree over the group's nodes."""
+def collnet_possible(topo: Topology, segs: Sequence[Segment], caches: CollectiveCaches | None = None) -> bool:
+    """Whether every node's NICs reach a SHARP tree over the group's nodes (the heads kept in ``caches``)."""
     f = topo.fabric
     if f is None or len(segs) < 2:
         return False
     nodes = np.array([s.node for s in segs], dtype=np.int64)
-    heads = collnet_heads(topo, segs[0])
+    heads = collnet_heads(topo, segs[0], caches=caches)
     return bool(heads) and all(f.sharp_tree(nodes, f.nics.index(nic)) is not None for nic, _ in heads)
 
 
-def collnet_heads(topo: Topology, seg: Segment, limit: int = 8) -> list[tuple[str, int]]:
+def collnet_heads(topo: Topology, seg: Segment, limit: int = 8,
+                  caches: CollectiveCaches | None = None) -> list[tuple[str, int]]:
     """A node's heads: (NIC, the GPU that owns it) for each NIC its members are near, distinct GPUs,
     at most ``limit`` (NCCL's collnet graph: one channel per NIC and local GPU, at most 8)."""
     base = seg.node * topo.gpus_per_node
-    return [(nic, base + head) for nic, head in _local_heads(topo, seg.local(topo), limit)]
+    return [(nic, base + head) for nic, head in _local_heads(topo, seg.local(topo), limit, caches)]
 
 
-def collnet_head_count(topo: Topology, seg: Segment, limit: int = 8) -> int:
+def collnet_head_count(topo: Topology, seg: Segment, limit: int = 8, caches: CollectiveCaches | None = None) -> int:
     """``len(collnet_heads(topo, seg, limit))``, without the list (asked of every node of a group)."""
-    return len(_local_heads(topo, seg.local(topo), limit))
+    return len(_local_heads(topo, seg.local(topo), limit, caches))
 
 
-# per topology (immutable: its router's routes and NICs are fixed), the heads of each local GPU set on node 0:
-# asked of every node of every group NCCL's choice weighs (tens of thousands of times at 2,048 nodes), and a
-# node's heads are its local GPUs' on node 0 moved (every node is the same template)
-_HEADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _local_heads(topo: Topology, local: tuple[int, ...], limit: int) -> tuple[tuple[str, int], ...]:
-    memo = _HEADS.get(topo)
-    if memo is None:
-        memo = _HEADS[topo] = {}
+def _local_heads(topo: Topology, local: tuple[int, ...], limit: int,
+                 caches: CollectiveCaches | None) -> tuple[tuple[str, int], ...]:
+    """:func:`_heads_of`, kept in ``caches`` (none: worked out afresh).  Asked of every node of every group NCCL's
+    choice weighs (tens of thousands of times at 2,048 nodes), and a node's heads are its local GPUs' on node 0
+    moved (every node is the same template)."""
+    if caches is None:
+        return _heads_of(topo, local, limit)
+    memo = caches.collnet_heads
     key = (local, limit)
     hit = memo.get(key)
     if hit is None:
@@ -90,7 +89,7 @@ def _heads_of(topo: Topology, local: tuple[int, ...], limit: int) -> tuple[tuple
     """The heads of the local GPUs ``local`` on node 0 (what :func:`collnet_heads` moves to a node)."""
     rep = Segment(0, local)
     heads: list[tuple[str, int]] = []
-    for nic in node_nics(topo, rep) or (topo.router.nic_of(rep.members[0]),):
+    for nic in channel_nics(topo, rep):
         head = entry_gpus(topo, rep, nic)[0]
         if all(head != h for _, h in heads):
             heads.append((nic, head))
@@ -194,27 +193,39 @@ def _local_head_and_others(topo: Topology, seg: Segment, heads: Sequence[tuple[s
     return head - base, np.array([m - base for m in seg.members if m != head], dtype=np.int64)
 
 
-def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: float) -> list[HopTable]:
+def _head_hops(topo: Topology, segs: Sequence[Segment], heads: Sequence[Sequence[tuple[str, int]]], k: int,
+               bases: np.ndarray | None, ends) -> tuple[np.ndarray, np.ndarray]:
+    """The NVLink hops between each node's ``k``-th head and the node's other members, as (sources, destinations):
+    ``ends(head, others)`` gives one node's; where every node is alike (``bases``: :func:`_alike`), one node's
+    moved to each node by array, else node by node."""
+    if bases is not None:
+        head, others = _local_head_and_others(topo, segs[0], heads[0], k)
+        s, d = ends(head, others)
+        return (bases[:, None] + s[None, :]).ravel(), (bases[:, None] + d[None, :]).ravel()
+    src, dst = [], []
+    for head, others in _heads_and_others(segs, heads, k):
+        s, d = ends(head, others)
+        src.append(s)
+        dst.append(d)
+    return np.concatenate(src), np.concatenate(dst)
+
+
+def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: float,
+                          caches: CollectiveCaches | None = None) -> list[HopTable]:
     """One flow per head position, per byte of its slice: scatter to the head, the head to the
     network and back, broadcast from the head; ``overhead`` is link bytes per data byte."""
-    heads = [collnet_heads(topo, s) for s in segs]
+    heads = [collnet_heads(topo, s, caches=caches) for s in segs]
     h = min(len(x) for x in heads)
     bases = _alike(topo, segs)
+
+    def ends(head: int, others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pair = np.stack([others, np.full(len(others), head)], axis=1)  # scatter, then broadcast, per member
+        return pair.ravel(), pair[:, ::-1].ravel()
+
     out = []
     for k in range(h):
-        src, dst = [], []
-        if bases is not None:  # every node alike: one node's pairs, moved to each node by array
-            head, others = _local_head_and_others(topo, segs[0], heads[0], k)
-            pair = np.stack([others, np.full(len(others), head)], axis=1)
-            src.append((bases[:, None] + pair.ravel()[None, :]).ravel())
-            dst.append((bases[:, None] + pair[:, ::-1].ravel()[None, :]).ravel())
-        else:
-            for head, others in _heads_and_others(segs, heads, k):
-                pair = np.stack([others, np.full(len(others), head)], axis=1)  # scatter, then broadcast, per member
-                src.append(pair.ravel())
-                dst.append(pair[:, ::-1].ravel())
-        parts = [_intra_table(topo, np.concatenate(src), np.concatenate(dst), overhead)] if any(len(s) for s in src) \
-            else []
+        src, dst = _head_hops(topo, segs, heads, k, bases, ends)
+        parts = [_intra_table(topo, src, dst, overhead)] if len(src) else []
         parts.append(_net_table(topo, segs, [hs[k] for hs in heads], overhead))
         parts += _tree_table(topo, segs, heads[0][k][0], overhead)
         out.append(HopTable.concat(parts))
@@ -224,39 +235,27 @@ def collnet_direct_tables(topo: Topology, segs: Sequence[Segment], overhead: flo
 def collnet_chain_tables(topo: Topology, segs: Sequence[Segment],
                          rings: dict[int, tuple[tuple[tuple[int, ...], float], ...]], channels: int) -> list[HopTable]:
     """One flow per channel, per byte of its share: a chain through each node from the GPU at the
-    channel's NIC (reduce up, broadcast down), its head to the network and back."""
-    from .ring import _base, _spread, kinds
+    channel's NIC (reduce up, broadcast down: :func:`~p2sim.collectives.hops.tree.node_chains`, as a tree's), its head
+    to the network and back."""
+    from .ring import kinds
+    from .tree import node_chains
 
-    of, reps = kinds(topo, segs)
-    lists = [node_nics(topo, s) or (topo.router.nic_of(s.members[0]),) for s in reps]
+    of, _ = kinds(topo, segs)
     out = []
     for c in range(channels):
-        chains, heads_local, nics = [], [], []
-        for rep, nl in zip(reps, lists):
-            nic = nl[c % len(nl)]
-            base = _base(topo, rep)
-            ring = [base + g for g in rings[rep.node][0][0]]
-            near = entry_gpus(topo, rep, nic)
-            head = near[(c // len(nl)) % len(near)]
-            i = ring.index(head)
-            chain = ring[i:] + ring[:i]
-            chains.append(np.array([[x - base for x in pair] for child, parent in zip(chain[1:], chain)
-                                    for pair in ((child, parent), (parent, child))], dtype=np.int64).reshape(-1, 2))
-            heads_local.append(head - base)
-            nics.append(nic)
+        src, dst, spread_heads, nics = node_chains(topo, segs, rings, c)
+        heads = spread_heads.tolist()
         parts = []
-        if any(len(ch) for ch in chains):
-            src = _spread(topo, segs, of, [ch[:, 0] for ch in chains])
-            dst = _spread(topo, segs, of, [ch[:, 1] for ch in chains])
+        if len(src):
             parts.append(_intra_table(topo, src, dst, 1.0))
-        heads = _spread(topo, segs, of, [np.array([h], dtype=np.int64) for h in heads_local]).tolist()
         parts.append(_net_table(topo, segs, [(nics[k], h) for k, h in zip(of, heads)], 1.0))
         parts += _tree_table(topo, segs, nics[of[0]])
         out.append(HopTable.concat(parts))
     return out
 
 
-def collnet_rail_tables(topo: Topology, segs: Sequence[Segment], op: str, net_overhead: float) -> list[HopTable]:
+def collnet_rail_tables(topo: Topology, segs: Sequence[Segment], op: str, net_overhead: float,
+                        caches: CollectiveCaches | None = None) -> list[HopTable]:
     """CollNet Direct's AllGather or ReduceScatter: one flow per rail (head ``k`` of every node), per byte of
     its share (the rail's part of the buffer, ``N`` nodes' parts): AllGather sends the node's own part up
     (``1/N``), gets the rail's whole part back and copies it from the head to each other GPU of the node;
@@ -265,29 +264,22 @@ def collnet_rail_tables(topo: Topology, segs: Sequence[Segment], op: str, net_ov
     The SHARP tree's uplinks are charged the whole stream both ways: exact for the multicast down
     (AllGather) and the reduced stream up (ReduceScatter), a bound for the other way, whose ports are
     full duplex (so it binds only where other traffic shares them)."""
-    heads = [collnet_heads(topo, s) for s in segs]
+    heads = [collnet_heads(topo, s, caches=caches) for s in segs]
     h = min(len(x) for x in heads)
     own = 1.0 / len(segs)  # a node's own part of a rail's data
     gather = op == "AllGather"
     bases = _alike(topo, segs)
+
+    def ends(head: int, others: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (np.full(len(others), head), others) if gather else (others, np.full(len(others), head))
+
     out = []
     for k in range(h):
-        src, dst = [], []
-        if bases is not None:  # every node alike: one node's copies, moved to each node by array
-            head, others = _local_head_and_others(topo, segs[0], heads[0], k)
-            ends = (np.full(len(others), head), others) if gather else (others, np.full(len(others), head))
-            src.append((bases[:, None] + ends[0][None, :]).ravel())
-            dst.append((bases[:, None] + ends[1][None, :]).ravel())
-        else:
-            for head, others in _heads_and_others(segs, heads, k):
-                ends = (np.full(len(others), head), others) if gather else (others, np.full(len(others), head))
-                src.append(ends[0])
-                dst.append(ends[1])
+        src, dst = _head_hops(topo, segs, heads, k, bases, ends)
         up, down = (own, 1.0) if gather else (1.0, own)
         net = [_net_table(topo, segs, [hs[k] for hs in heads], net_overhead, up, down)]
         net += _tree_table(topo, segs, heads[0][k][0], net_overhead)
-        intra = [_intra_table(topo, np.concatenate(src), np.concatenate(dst), 1.0)] if any(len(x) for x in src) \
-            else []
+        intra = [_intra_table(topo, src, dst, 1.0)] if len(src) else []
         # in the data's order: NVLink after the network for an AllGather, before it for a ReduceScatter
         out.append(HopTable.concat(net + intra if gather else intra + net))
     return out
