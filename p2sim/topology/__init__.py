@@ -27,6 +27,8 @@ Modules
     The GPUs p2sim knows, by the names ``nvidia-smi`` gives them: generation, compute capability, memory, NVLink.
 :mod:`.graph`
     Topologies as networkx graphs, with NCCL's transport choice for GPU-to-GPU routes.
+:mod:`.nccl_env`
+    NCCL's environment variables as p2sim's ``[nccl]`` settings: what a published job set, predicted as it ran.
 :mod:`.paths`
     Which links NCCL's transports use inside a node: P2P, SHM, GPUDirect RDMA and PXN.
 :mod:`.ranges`

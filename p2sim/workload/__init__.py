@@ -9,6 +9,8 @@ Hugging Face ``config.json``, a TOML or a shipped preset, :mod:`.training` holds
 
 Modules
 -------
+:mod:`.configurations`
+    Every parallel configuration a model can train with on a number of GPUs: the configuration search's space.
 :mod:`.model_files`
     A model from a Hugging Face ``config.json``, a small TOML of :class:`ModelSpec`'s fields, or a shipped preset.
 :mod:`.model_spec`
