@@ -197,3 +197,33 @@ def test_ib_and_a_single_node_on_ampere_keep_their_steps():
         ampere, hopper = load_system(spec, nodes), load_system(_with(spec, arch="hopper"), nodes)
         assert _time(ampere, 8, algo, "Simple").latency == pytest.approx(_time(hopper, 8, algo, "Simple").latency,
                                                                           abs=0.01 * US)
+
+
+# ---- issue 46 item 4: cloud transports (GCP A3 High, GPUDirect-TCPX) -------------------------------------------
+
+
+def test_a3_high_is_google_s_machine_as_its_recipe_runs_it():
+    """a3-high: 8 H100 on NVSwitch, 4 data NICs of 200 Gb/s, one per PCIe switch of two GPUs (Google's docs);
+    [nccl] as Google's TCPX recipe sets it (gpudirect-tcpx/nccl-config.yaml): Ring,Tree, Simple, a 4 MiB
+    buffer, GDR at PIX, 1 thread x 4 sockets; NVLS left out (NCCL_ALGO=Ring,Tree)."""
+    spec = find_spec("a3-high")
+    n = spec.nccl
+    assert (n.transport, n.arch, n.algorithms, n.protocols) == ("tcpx", "hopper", ("ring", "tree"), ("Simple",))
+    assert (n.buffsize, n.gdr_level, n.nvls, n.socket_streams) == (4 * 2**20, "PIX", False, 4)
+    topo = load_system(spec, 2)
+    r = topo.router
+    nics = [r.nic_of(g) for g in range(8)]
+    assert len(set(nics)) == 4 and all(nics[2 * i] == nics[2 * i + 1] for i in range(4))
+    assert TRANSPORT_ASSUMPTIONS["tcpx"] in spec.assumed
+
+
+def test_a3_high_ring_at_8_gib_is_bounded_by_its_four_nics():
+    """A 2-node ring AllReduce of 8 GiB crosses the network on every channel: each node's 4 NICs of 25 GB/s
+    (200 Gb/s, Google's data sheet) carry its ring traffic, so the bus bandwidth is 4 x 25 = 100 GB/s, less
+    the pipeline's fill (a published run measured 89.5 GB/s: measured / predicted about 0.9)."""
+    from p2sim import api
+
+    r = api.sweep(system=find_spec("a3-high"), nodes=2, minbytes=2**33, maxbytes=2**33, algo="ring")
+    busbw = r.points[0].busbw / 1e9  # GB/s
+    assert busbw == pytest.approx(4 * 25.0, rel=0.01)
+    assert 0.85 < 89.5 / busbw < 0.95
