@@ -81,3 +81,13 @@ def test_every_variable_has_a_reason_or_a_key_and_none_has_both():
 def test_the_text_reads_back_to_the_same_environment(env):
     parsed = parse_env(" ".join(f"{k}={v}" for k, v in env.items()), WHERE)
     assert parse_env(env_text(parsed), WHERE) == parsed == tuple(sorted(env.items()))
+
+
+def test_the_tcpx_recipes_chunk_is_an_nccl_setting():
+    """Google's TCPX recipe sets NCCL_DYNAMIC_CHUNK_SIZE=524288: the plugin's per-socket chunk, [nccl] dynamic_chunksize."""
+    from p2sim.topology import find_spec
+
+    spec = with_env(find_spec("a3-high"), (("NCCL_DYNAMIC_CHUNK_SIZE", "131072"),), "x")
+    assert spec.nccl.dynamic_chunksize == 131072
+    with pytest.raises(InputError, match="NCCL_DYNAMIC_CHUNK_SIZE: 12 must be a whole number of bytes"):
+        with_env(find_spec("a3-high"), (("NCCL_DYNAMIC_CHUNK_SIZE", "12"),), "x")

@@ -197,3 +197,85 @@ def test_ib_and_a_single_node_on_ampere_keep_their_steps():
         ampere, hopper = load_system(spec, nodes), load_system(_with(spec, arch="hopper"), nodes)
         assert _time(ampere, 8, algo, "Simple").latency == pytest.approx(_time(hopper, 8, algo, "Simple").latency,
                                                                           abs=0.01 * US)
+
+
+# ---- issue 46 item 4: cloud transports (GCP A3 High, GPUDirect-TCPX) -------------------------------------------
+
+
+def test_a3_high_is_google_s_machine_as_its_recipe_runs_it():
+    """a3-high: 8 H100 on NVSwitch, 4 data NICs of 200 Gb/s, one per PCIe switch of two GPUs (Google's docs);
+    [nccl] as Google's TCPX recipe sets it (gpudirect-tcpx/nccl-config.yaml): Ring,Tree, Simple, a 4 MiB
+    buffer, GDR at PIX, 1 thread x 4 sockets; NVLS left out (NCCL_ALGO=Ring,Tree)."""
+    spec = find_spec("a3-high")
+    n = spec.nccl
+    assert (n.transport, n.arch, n.algorithms, n.protocols) == ("tcpx", "hopper", ("ring", "tree"), ("Simple",))
+    assert (n.buffsize, n.gdr_level, n.nvls, n.socket_streams) == (4 * 2**20, "PIX", False, 4)
+    topo = load_system(spec, 2)
+    r = topo.router
+    nics = [r.nic_of(g) for g in range(8)]
+    assert len(set(nics)) == 4 and all(nics[2 * i] == nics[2 * i + 1] for i in range(4))
+    assert TRANSPORT_ASSUMPTIONS["tcpx"] in spec.assumed
+
+
+def test_a3_high_ring_at_8_gib_is_bounded_by_its_four_nics():
+    """A 2-node ring AllReduce of 8 GiB crosses the network on every channel: each node's 4 NICs of 25 GB/s
+    (200 Gb/s, Google's data sheet) carry its ring traffic, so the bus bandwidth is 4 x 25 = 100 GB/s, less
+    the pipeline's fill (a published run measured 89.5 GB/s: measured / predicted about 0.9)."""
+    from p2sim import api
+
+    r = api.sweep(system=find_spec("a3-high"), nodes=2, minbytes=2**33, maxbytes=2**33, algo="ring")
+    busbw = r.points[0].busbw / 1e9  # GB/s
+    assert busbw == pytest.approx(4 * 25.0, rel=0.01)
+    assert 0.85 < 89.5 / busbw < 0.95
+
+
+def test_an_unpack_network_doubles_a_multi_node_communicators_channels_below_16():
+    """NCCL v2.28.9 connect.cc: with the plugin's device NCCL_NET_DEVICE_UNPACK (the TCPX plugin), nNodes > 1 and
+    fewer than 16 channels, the channels double.  a3-high: 4 NICs x 2 = 8 channels across nodes, doubled to 16;
+    inside one node nothing changes; without unpack 8; a3-mega (8 NICs x 2 = 16, unpack off) keeps its 16."""
+    spec = find_spec("a3-high")
+    assert spec.nccl.net_unpack  # the default for tcpx
+    two = Expander(load_system(spec, 2))
+    host = Expander(load_system(_with(spec, net_unpack=False), 2))
+    assert two.channels(tuple(range(16))) == 16 and host.channels(tuple(range(16))) == 8
+    assert two.channels(tuple(range(8))) == host.channels(tuple(range(8)))  # one node: no network, no doubling
+    # two GPUs a node on one NIC: 1 NIC x 2 = 2 channels, doubled to 4
+    assert two.channels((0, 1, 8, 9)) == 4 and host.channels((0, 1, 8, 9)) == 2
+    # NCCL_MIN_NCHANNELS comes after the doubling (connect.cc)
+    assert Expander(load_system(_with(spec, min_channels=24), 2)).channels(tuple(range(16))) == 24
+    mega = find_spec("a3-mega")
+    assert not mega.nccl.net_unpack and Expander(load_system(mega, 2)).channels(tuple(range(16))) == 16
+
+
+def test_network_unpack_is_read_checked_and_written_back():
+    from p2sim.topology.toml_out import spec_to_toml
+    from p2sim.util.errors import TopologyError
+
+    from .helpers import spec_from
+
+    spec = find_spec("a3-high")
+    off = _with(spec, net_unpack=False)
+    assert spec_from(spec_to_toml(off)).nccl.net_unpack is False
+    assert spec_from(spec_to_toml(spec)).nccl.net_unpack is True
+    assert spec_from(spec_to_toml(spec)).nccl.dynamic_chunksize == 524288
+    bad = spec_to_toml(spec).replace('transport = "tcpx"', 'transport = "tcpx"\nunpack = "yes"')
+    with pytest.raises(TopologyError, match="network.unpack: 'yes' must be true or false"):
+        spec_from(bad)
+
+
+def test_tcpx_streams_take_the_plugins_chunks():
+    """The TCPX plugin hands a socket at most NCCL_DYNAMIC_CHUNK_SIZE bytes at a time (src/net_tcpx.cc): a ring
+    step of 256 KiB (a3-high's 4 MiB buffer) keeps two of the recipe's 4 sockets busy at the plugin's default
+    128 KiB, one at the recipe's 512 KiB: where [model] stream_rate binds, half the bus bandwidth."""
+    from p2sim import api
+    from p2sim.collectives.transports import stream_task_bytes
+
+    assert stream_task_bytes("tcpx", None) == 128 * 1024 and stream_task_bytes("socket", 524288) == 65536
+    spec = find_spec("a3-high")
+    slow = replace(spec, rates=replace(spec.rates, stream_rate=0.5))
+
+    def busbw(s):
+        return api.sweep(system=s, nodes=2, minbytes=2**30, maxbytes=2**30, algo="ring").points[0].busbw
+
+    default = replace(slow, nccl=replace(slow.nccl, dynamic_chunksize=None))
+    assert busbw(default) / busbw(slow) == pytest.approx(2.0, rel=0.02)

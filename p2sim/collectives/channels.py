@@ -13,6 +13,10 @@ NCCL's rules (``src/graph/search.cc``, ``connect.cc``), as p2sim applies them:
 * A channel enters and leaves a node through one NIC, at a GPU near that NIC; the
   channels are dealt over the NICs in NCCL's order (each GPU's nearest NICs in turn), so
   two GPUs sharing a NIC never double-load it while another NIC idles.
+* Where the network plugin's device is NCCL_NET_DEVICE_UNPACK (GPUDirect-TCPX: the received data lands in
+  the plugin's GPU pages and NCCL's kernel copies it out), a communicator across nodes of fewer than 16
+  channels gets twice as many (``connect.cc``, ``NCCL_UNPACK_DOUBLE_NCHANNELS``: "Double the number of
+  channels when using unpack networking"), before NCCL's min/max.
 * The count is clamped to ``min_channels .. max_channels``.  A tree's *graph channel*
   (what NCCL's per-channel caps count) is a pair of these channels, one per tree of the
   double binary tree; so is a ring's (a ring and its reverse).
@@ -31,6 +35,12 @@ from .nccl_tables import MAX_THREADS, MIN_TRAFFIC_PER_CHANNEL, WARP, top_channel
 
 __all__ = ["Segment", "segments", "node_nics", "channel_count", "entry_gpus", "ring_channel_pairs",
            "scheduled_channels", "threads_used", "channel_nics", "channel_entry"]
+
+
+# NCCL doubles an unpack network's channels only below this count ("We won't automatically double past 16
+# channels", v2.28.9 src/graph/connect.cc); MAXCHANNELS (src/include/device.h) bounds every count
+UNPACK_DOUBLE_BELOW = 16
+MAX_CHANNELS = 64
 
 
 @dataclass(frozen=True)
@@ -81,7 +91,10 @@ def channel_count(topo: Topology, segs: Sequence[Segment], intra_throughput: flo
     nccl = topo.spec.nccl
     if len(segs) > 1:
         nics = min(len(node_nics(topo, s)) for s in segs)
-        return _clamp(topo, nccl.channels_per_nic * max(nics, 1))
+        count = nccl.channels_per_nic * max(nics, 1)
+        if nccl.net_unpack and count < UNPACK_DOUBLE_BELOW:
+            count = min(MAX_CHANNELS, 2 * count)  # v2.28.9 src/graph/connect.cc: unpack networking, nNodes > 1
+        return _clamp(topo, count)
     speed = min(top_channel_speed(nccl.arch), intra_throughput)
     graph = max(1, int(intra_throughput // speed + 1e-9))
     fast_arch = nccl.arch in ("hopper", "blackwell")

@@ -37,7 +37,7 @@ from .channels import Segment, channel_count, scheduled_channels, segments, thre
 from .algorithms import algorithm
 from .choice import ALGO_CHOICES, ALGORITHMS, Choice, check_algo
 from .latency import collective_latency, step_latencies
-from .transports import control_wait_us, reported_latency_us
+from .transports import control_wait_us, reported_latency_us, stream_task_bytes
 from .binding import CAP_CHANNEL, CAP_NET, CAP_STEP, CAP_WINDOW
 from .pattern import Collective, Flow
 from .p2p import P2P_ALGO, P2P_OPS, P2P_PROTO, p2p_collective
@@ -64,7 +64,6 @@ NET_RATE_DEFAULTS = {"ib": math.inf, "roce": math.inf, "efa": math.inf, "cxi": m
                      "socket": math.inf}
 
 TCP_TRANSPORTS = ("socket", "tcpx")  # transports whose connections are TCP streams
-SOCKET_TASK = 65536  # NCCL_SOCKET_MIN_TASKSIZE: the least a socket stream carries of a step (net_socket.cc)
 
 def net_rate_gbps(topo: Topology, algo: str, rates: ModelRates) -> float:
     """The per-channel network rate of ``algo`` (GB/s): calibrated or file value, else the transport's."""
@@ -460,13 +459,15 @@ class Expander(ShapeMemo, Structures, Choice):
 
     def _stream_cap(self, algo: str, proto: str, op: str, chunk: int) -> float:
         """A channel's network rate over TCP (GB/s): its streams times ``[model] stream_rate``, one
-        stream per 64 KiB of a step (net_socket.cc: tasks of at least NCCL_SOCKET_MIN_TASKSIZE)."""
+        stream per task of a step (transports.stream_task_bytes: NCCL's socket tasks of at least 64 KiB,
+        the TCPX plugin's chunks of NCCL_DYNAMIC_CHUNK_SIZE)."""
         r = self.rates.stream_rate
         nccl = self.topo.spec.nccl
         if r is None or nccl.transport not in TCP_TRANSPORTS:
             return math.inf
         step = in_flight(algo, proto, op, chunk)[1]
-        return r * min(nccl.socket_streams, max(1, math.ceil(step / SOCKET_TASK)))
+        task = stream_task_bytes(nccl.transport, nccl.dynamic_chunksize)
+        return r * min(nccl.socket_streams, max(1, math.ceil(step / task)))
 
     def _cta_cap(self, algo: str, proto: str, members: tuple[int, ...], used: int, threads: int,
                  share: float) -> float:

@@ -65,10 +65,24 @@ so does what each plugin reports:
   IB pays it once.  No public figure gives the cxi step itself: NCCL's figures are assumptions
   that ``p2sim topo`` states.
 * ``tcpx`` (Google's GPUDirect-TCPX(O) plugin): the TCPXO plugin reports no latency
-  (``nccl_shim.cc`` ``GetProperties``: ``props.latency = 0``; ``maxRecvs = 1``); its data path is
-  the host's TCP stack with the receive-side data mover, proxied like NCCL's socket transport, so
-  p2sim takes the socket transport's step (NCCL's Simple figure) -- an assumption ``p2sim topo``
-  states; calibration fits the step (``[model] step_latency``).
+  (``nccl_shim.cc`` ``GetProperties``: ``props.latency = 0``; ``maxRecvs = 1``), nor does the open TCPX
+  plugin (google/nccl-plugin-gpudirecttcpx ``src/net_tcpx.cc``: ``props->latency = 0``, ``maxRecvs = 1``);
+  its data path is the host's TCP stack with the receive-side data mover, proxied like NCCL's socket
+  transport, so p2sim takes the socket transport's step (NCCL's Simple figure) -- an assumption ``p2sim
+  topo`` states; calibration fits the step (``[model] step_latency``).  What the open TCPX plugin's source
+  gives: **flows** -- each connection runs ``NCCL_SOCKET_NTHREADS`` x ``NCCL_NSOCKS_PERTHREAD`` TCP sockets
+  (the plugin reads NCCL's names, ``src/adapter/nccl/param.h``; 1 x 1 by default, ``src/flags.cc``; Google's
+  A3 High recipe 1 x 4: ``[nccl] socket_streams``), and hands a socket at most ``NCCL_DYNAMIC_CHUNK_SIZE``
+  bytes at a time (``isend``: ``send_size = min(kDynamicChunkSize, ...)``; 128 KiB by default, the recipe's
+  512 KiB: ``[nccl] dynamic_chunksize``), so a step of S bytes keeps ``min(sockets, ceil(S / chunk))``
+  flows busy (:func:`stream_task_bytes`; what a flow carries, ``[model] stream_rate``, has no published
+  figure: uncapped unless calibrated); **the receive-side copy** -- the plugin's device is
+  ``DEV_UNPACK`` (``props->netDeviceType``): data lands in the plugin's GPU receive pages and the NCCL
+  kernel's receiving thread block copies it into the destination (``src/devcomm/nccl/unpack1.cu``, NCCL
+  ``src/device/network/unpack/``), and NCCL doubles a multi-node communicator's channels below 16 for it
+  (``[network] unpack``, :mod:`.channels`).  The copy itself reads and writes HBM (3.35 TB/s on an H100)
+  for bytes that arrive at 25 GB/s per NIC: p2sim assumes it hidden behind the network (no published
+  figure; ``[model] step_cost`` or ``*_channel_rate`` take it where calibration finds it).
 
 A system file's ``[network] step_latency`` (microseconds; Simple adds the transport's extra)
 replaces the transport's step, ``[network] net_latency`` what the plugin reports to NCCL.
@@ -87,6 +101,8 @@ Examples
 (0.0, 0.0)
 >>> flush_us("efa", "ampere", "tree", "Simple"), flush_us("efa", "hopper", "tree", "Simple"), flush_us("ib", "ampere", "tree", "Simple")
 (20.0, 0.0, 0.0)
+>>> stream_task_bytes("socket", None), stream_task_bytes("tcpx", None), stream_task_bytes("tcpx", 524288)
+(65536, 131072, 524288)
 """
 
 from __future__ import annotations
@@ -97,6 +113,7 @@ from ..topology.settings import ASSUMED_TRANSPORTS
 from .nccl_tables import hw_latency
 
 __all__ = ["network_step_us", "reported_latency_us", "route_crossings", "control_wait_us", "flush_us", "wire_bytes",
+           "stream_task_bytes", "SOCKET_TASK", "TCPX_CHUNK",
            "FLUSH_ARCHS", "Transport", "TRANSPORT_MODELS", "STEP_US", "SIMPLE_EXTRA_US", "ASSUMED_TRANSPORTS"]
 
 
@@ -144,9 +161,14 @@ TRANSPORT_MODELS: dict[str, Transport] = {
     "cxi": Transport(None, False, 0.0, 0.0, 3, "NCCL's hwLat[NET] per protocol (eager, matched by the NIC); "
                      "Simple's rendezvous crosses the route 3 times (fi_cxi(7)); aws-ofi-nccl reports 0 off AWS",
                      None, True),
-    # TCPXO: nccl_shim.cc GetProperties props.latency = 0
-    "tcpx": Transport(None, True, 0.0, 0.0, 1, "the socket transport's step; the TCPXO plugin reports 0"),
+    # TCPXO: nccl_shim.cc GetProperties props.latency = 0; TCPX: src/net_tcpx.cc props->latency = 0
+    "tcpx": Transport(None, True, 0.0, 0.0, 1, "the socket transport's step; the TCPX(O) plugins report 0"),
 }
+
+# the least a socket stream carries of a step: NCCL's socket transport, NCCL_SOCKET_MIN_TASKSIZE (net_socket.cc)
+SOCKET_TASK = 65536
+# the most the GPUDirect-TCPX plugin hands one socket at a time by default (src/flags.cc kDynamicChunkSize)
+TCPX_CHUNK = 128 * 1024
 
 # the GPU generations whose received Simple steps NCCL flushes (ncclTopoNeedFlush, src/graph/paths.cc: "Flush is
 # required on Ampere and earlier"; from compute capability 9.0 on none, short of C2C DataDirect NICs)
@@ -209,3 +231,13 @@ def flush_us(transport: str | None, arch: str, algo: str, proto: str, override: 
     if t is None or not t.device_flush or proto != "Simple" or arch not in FLUSH_ARCHS:
         return 0.0
     return network_step_us(transport, algo, "LL", override)
+
+
+def stream_task_bytes(transport: str, dynamic_chunksize: int | None) -> int:
+    """Bytes of a step each TCP stream of a connection takes at a time: NCCL's socket transport splits a step into
+    tasks of at least ``NCCL_SOCKET_MIN_TASKSIZE`` (64 KiB), the GPUDirect-TCPX plugin into chunks of at most
+    ``NCCL_DYNAMIC_CHUNK_SIZE`` (``dynamic_chunksize``; 128 KiB by default), one socket each, so a step of S bytes
+    keeps ``ceil(S / task)`` streams busy, at most the connection's."""
+    if transport == "tcpx":
+        return TCPX_CHUNK if dynamic_chunksize is None else dynamic_chunksize
+    return SOCKET_TASK

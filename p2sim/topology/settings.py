@@ -33,7 +33,7 @@ from ..util.errors import TopologyError
 from .gpus import gpu_info
 from .ranges import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, MIN_BANDWIDTH_GBPS  # the links' ranges, one rule for all
 
-__all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "ASSUMED_TRANSPORTS", "TRANSPORT_ASSUMPTIONS", "REPORTING_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "OFI_PROTOCOLS", "NcclSettings", "ModelRates",
+__all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "UNPACK_TRANSPORTS", "ASSUMED_TRANSPORTS", "TRANSPORT_ASSUMPTIONS", "REPORTING_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "OFI_PROTOCOLS", "NcclSettings", "ModelRates",
            "parse_nccl", "parse_rates", "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
 
 # NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
@@ -61,8 +61,14 @@ TRANSPORT_ASSUMPTIONS = {
             "to NCCL off AWS ([network] step_latency or calibrate sets the step)"),
     "tcpx": ("a tcpx network step takes NCCL's Simple hwLat[NET] for every protocol, as NCCL's socket "
              "transport (no published figure for GPUDirect-TCPX(O)); the TCPXO plugin reports 0 us to NCCL "
-             "([network] step_latency or calibrate sets the step)"),
+             "([network] step_latency or calibrate sets the step); the TCPX plugin's receive-side unpack copy "
+             "(DEV_UNPACK) is hidden behind the network (no published figure; [model] step_cost takes it)"),
 }
+# the transports whose network plugin declares its device NCCL_NET_DEVICE_UNPACK (the received data lands in the
+# plugin's GPU pages and NCCL's kernel copies it out): Google's open GPUDirect-TCPX plugin (google/nccl-plugin-
+# gpudirecttcpx src/net_tcpx.cc GetProperties: props->netDeviceType = DEV_UNPACK); a file's [network] unpack
+# says otherwise (the closed TCPXO plugin publishes no source)
+UNPACK_TRANSPORTS = ("tcpx",)
 # the transports whose plugins report a latency to NCCL that p2sim takes from a document (aws-ofi-nccl on EC2)
 REPORTING_TRANSPORTS = ("efa",)
 # transports with an assumption p2sim states
@@ -132,6 +138,14 @@ class NcclSettings:
     # OFI_NCCL_PROTOCOL: aws-ofi-nccl's protocol (efa, cxi): SENDRECV (the plugin's default, nccl_ofi_param.h:
     # tagged sends) or RDMA (RDMA writes into the buffer the receiver's control message names)
     ofi_protocol: str = "SENDRECV"
+    # [network] unpack: whether the network plugin's device is NCCL_NET_DEVICE_UNPACK, for which NCCL doubles a
+    # multi-node communicator's channels below 16 (NCCL_UNPACK_DOUBLE_NCHANNELS, src/graph/connect.cc); parse_nccl
+    # defaults it by transport (UNPACK_TRANSPORTS)
+    net_unpack: bool = False
+    # NCCL_DYNAMIC_CHUNK_SIZE: the most bytes the GPUDirect-TCPX plugin hands one of a connection's sockets at a
+    # time (src/net_tcpx.cc, isend: send_size = min(kDynamicChunkSize, ...)); None: the plugin's default, 128 KiB
+    # (src/flags.cc kDynamicChunkSize)
+    dynamic_chunksize: int | None = None
 
 
 @dataclass(frozen=True)
@@ -274,7 +288,8 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     _unknown(src, "nccl", nccl, {"channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls",
                                  "collnet", "gdr_level", "protocols", "buffsize", "algorithms",
                                  "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
-                                 "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol"})
+                                 "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol",
+                                 "dynamic_chunksize"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
     if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
@@ -295,7 +310,8 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     algorithms = _algorithms(src, nccl.get("algorithms", list(d.algorithms)))
     chunks = {k: _bytes(src, f"nccl.{k}", nccl.get(k, getattr(d, k)), env)
               for k, env in (("nvls_chunksize", "NCCL_NVLS_CHUNKSIZE"),
-                             ("nvlstree_max_chunksize", "NCCL_NVLSTREE_MAX_CHUNKSIZE"))}
+                             ("nvlstree_max_chunksize", "NCCL_NVLSTREE_MAX_CHUNKSIZE"),
+                             ("dynamic_chunksize", "NCCL_DYNAMIC_CHUNK_SIZE"))}
     buffsize = nccl.get("buffsize", d.buffsize)
     if isinstance(buffsize, bool) or not isinstance(buffsize, int) or not 2**16 <= buffsize <= 2**30:
         raise _fail(src, "nccl.buffsize", f"{buffsize!r} must be a whole number of bytes in 65536..1073741824 "
@@ -308,12 +324,17 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
                                or not 0 < memory <= MAX_MEMORY_GIB):
         raise _fail(src, "gpu.memory_gib", f"{memory!r} must be a number of GiB in (0, {MAX_MEMORY_GIB:g}]")
     arch, cc, memory = _generation(src, gpu, model, memory, assumed)
+    transport = _choice(src, "network.transport", network.get("transport", d.transport), TRANSPORTS)
+    unpack = network.get("unpack", transport in UNPACK_TRANSPORTS)
+    if not isinstance(unpack, bool):
+        raise _fail(src, "network.unpack", f"{unpack!r} must be true or false (the plugin's NCCL_NET_DEVICE_UNPACK)")
     out = NcclSettings(
         arch=arch,
         gpu_model=model,
         cc=cc,
         memory_gib=memory,
-        transport=_choice(src, "network.transport", network.get("transport", d.transport), TRANSPORTS),
+        transport=transport,
+        net_unpack=unpack,
         channels_per_nic=_count(src, "nccl.channels_per_nic", nccl.get("channels_per_nic", d.channels_per_nic), 1, 64),
         min_channels=_count(src, "nccl.min_channels", nccl.get("min_channels", d.min_channels), 1, 64),
         max_channels=_count(src, "nccl.max_channels", nccl.get("max_channels", d.max_channels), 1, 64),

@@ -358,10 +358,10 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     net = doc.get("network", {})
     if not isinstance(net, dict):
         raise TopologyError(f"{src}: network: must be a table")
-    extra = sorted(set(net) - {"components", "links", "transport", "step_latency", "net_latency"})
+    extra = sorted(set(net) - {"components", "links", "transport", "step_latency", "net_latency", "unpack"})
     if extra:
         raise TopologyError(f"{src}: network.{extra[0]}: unknown setting (components, links, transport, step_latency, "
-                            "net_latency)")
+                            "net_latency, unpack)")
     net_comps = _components(src, "network.components", net.get("components", []))
     net_links = _links(src, "network.links", net.get("links", []), classes)
     fabric = None if "fabric" not in doc else parse_fabric(doc["fabric"], classes, src)

@@ -19,7 +19,7 @@ import json
 import math
 from typing import Any
 
-from .settings import NcclSettings
+from .settings import UNPACK_TRANSPORTS, NcclSettings
 from .spec import LinkSpec, SystemSpec
 
 __all__ = ["spec_to_toml"]
@@ -104,7 +104,7 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
     lines += ["", "[nccl]"]
     for key in ("channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "gdr_level", "nvls",
                 "collnet", "protocols", "buffsize", "algorithms", "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
-                "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol"):
+                "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol", "dynamic_chunksize"):
         if getattr(nc, key) != getattr(d, key):
             lines.append(f"{key} = {_value(getattr(nc, key))}")
     lines += ["", "[model]"] + [f"{k} = {_value(v)}" for k, v in spec.rates.to_dict().items()]
@@ -114,6 +114,7 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
     lines += [f"transport = {_value(nc.transport)}"]
     lines += [f"step_latency = {_value(nc.step_latency)}"] if nc.step_latency is not None else []
     lines += [f"net_latency = {_value(nc.net_latency)}"] if nc.net_latency is not None else []
+    lines += [f"unpack = {_value(nc.net_unpack)}"] if nc.net_unpack != (nc.transport in UNPACK_TRANSPORTS) else []
     if spec.fabric is None:
         lines += ["components = ["] + _components(spec, spec.network_components)
         lines += ["]", "links = ["] + _links(spec.network_links) + ["]"]
