@@ -83,7 +83,7 @@ def test_a_toml_of_the_fields_reads_as_the_same_model(tmp_path):
     f.write_text("hidden_size = 4096\nnum_layers = 32\nnum_attention_heads = 32\nnum_key_value_heads = 8\n"
                  "intermediate_size = 14336\nvocab_size = 128256\nsource = 'my notes'\n")
     m = load_model(str(f))
-    assert m == replace(llama, name="mine", source="my notes")
+    assert m == replace(llama, name="mine", source="my notes", model_type="")  # a TOML names no model type
     # a config.json by path: named after the file, sourced by it when it has no _source
     j = tmp_path / "config.json"
     j.write_text(json.dumps({k: v for k, v in json.loads(preset_path("llama3-8b").read_text()).items()

@@ -177,7 +177,8 @@ def _attention_extras(doc: dict[str, Any], source: str) -> dict[str, int]:
     if window and isinstance(kinds, list):
         out["sliding_window"] = window
         out["sliding_window_layers"] = sum(k == "sliding_attention" for k in kinds)
-    return out
+    model_type = doc.get("model_type")
+    return {**out, "model_type": model_type if isinstance(model_type, str) else ""}
 
 
 def model_from_toml(doc: dict[str, Any], source: str) -> ModelSpec:

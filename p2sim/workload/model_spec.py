@@ -77,6 +77,8 @@ class ModelSpec:
         Layers with the sliding window (GPT-OSS's ``layer_types`` entries ``sliding_attention``).
     mtp_layers : int
         Multi-token-prediction modules (DeepSeek-V3's ``num_nextn_predict_layers``); compute only.
+    model_type : str
+        The configuration's ``model_type`` ("" when not given): how Megatron-LM counts its FLOPs.
     """
 
     name: str
@@ -104,6 +106,7 @@ class ModelSpec:
     sliding_window: int = 0
     sliding_window_layers: int = 0
     mtp_layers: int = 0
+    model_type: str = ""
 
     def __post_init__(self) -> None:
         for f in fields(self):
