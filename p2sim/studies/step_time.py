@@ -47,7 +47,9 @@ from ..workload.schedule import bubble_seconds, chunk_layers
 from ..workload.step import StepCollective
 from ..workload.train_text import given_fields, training_of
 from ..workload.training import AXES, Fit, fit
-from .step_plan import simulate_parts
+from ..formalism.hierarchy import LoweredStep
+from ..formalism.semantics import Op
+from .step_plan import part_groups
 from .step_workload import ENDS, GROUPS, PAIRS, StepPart
 
 __all__ = ["StepSettings", "StepResult", "run_step", "step_settings", "job_hierarchy", "RECOMPUTE"]
@@ -93,26 +95,37 @@ def step_settings(text: str | None) -> tuple[str, StepSettings]:
     return ",".join(kept), StepSettings(fp8, recompute)
 
 
-def job_hierarchy(hierarchy: Sequence[int], gpus: int) -> tuple[int, ...]:
-    """The levels a job of ``gpus`` GPUs spans on a system of ``hierarchy``: its innermost levels as they fill,
-    the rest one level of the GPUs' consecutive groups (a job on part of a system's nodes, or 64 GPUs of a
-    72-GPU rack).
+def job_hierarchy(hierarchy: Sequence[int], gpus: int, node_gpus: int) -> tuple[tuple[int, ...], int]:
+    """The levels a job of ``gpus`` GPUs spans, and the GPUs it uses on each node: a job on whole nodes spans the
+    system's levels; one on part of a node its first GPUs (64 of a 72-GPU rack: 16 trays of 4); one over
+    several nodes that it does not fill takes the same share of each (256 GPUs on 72-GPU racks: 64 on each of
+    4 racks, as NVL72 jobs run on 16 of the 18 trays).
 
     Examples
     --------
-    >>> job_hierarchy((4, 18, 4), 64), job_hierarchy((4, 18, 4), 288), job_hierarchy((16, 8), 64)
-    ((16, 4), (4, 18, 4), (8, 8))
+    >>> job_hierarchy((4, 18, 4), 64, 72), job_hierarchy((4, 18, 4), 288, 72), job_hierarchy((16, 8), 64, 8)
+    (((16, 4), 64), ((4, 18, 4), 72), ((8, 8), 8))
+    >>> job_hierarchy((4, 18, 4), 256, 72)
+    ((4, 16, 4), 64)
     """
     if math.prod(hierarchy) == gpus:
-        return tuple(hierarchy)
+        return tuple(hierarchy), node_gpus
+    nodes = -(-gpus // node_gpus)
+    if gpus % nodes:
+        raise InputError(f"gpus: {gpus} do not spread evenly over the {nodes} nodes of {node_gpus} GPUs they need")
+    per_node = gpus // nodes
     inner: list[int] = []
-    for size in reversed(hierarchy):
-        if gpus % (math.prod(inner) * size) == 0 and math.prod(inner) * size < gpus:
+    levels = list(hierarchy)
+    while levels and math.prod(levels) > node_gpus:
+        levels.pop(0)  # the levels above a node
+    for size in reversed(levels):
+        if per_node % (math.prod(inner) * size) == 0 and math.prod(inner) * size < per_node:
             inner.insert(0, size)
         else:
             break
-    rest = gpus // math.prod(inner)
-    return tuple(([rest] if rest > 1 else []) + inner)
+    rest = per_node // math.prod(inner)
+    node_levels = ([rest] if rest > 1 else []) + inner
+    return tuple(([nodes] if nodes > 1 else []) + node_levels), per_node
 
 
 @dataclass(frozen=True)
@@ -199,7 +212,7 @@ def _axis_of(c: StepCollective) -> str:
     return "data"
 
 
-def _simulate(topo: Topology, hierarchy: tuple[int, ...], sizes: dict[str, int],
+def _simulate(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
               collectives: Sequence[StepCollective], engine: str) -> dict[StepCollective, float]:
     """One call's seconds of each collective under Megatron-LM's default rank order."""
     names = [a for a in AXES if sizes[a] > 1] or ["data"]
@@ -210,16 +223,21 @@ def _simulate(topo: Topology, hierarchy: tuple[int, ...], sizes: dict[str, int],
                          f"Megatron-LM's rank order ({why})")
     index = {a: i for i, a in enumerate(names)}
     sim = SimSettings(engine=engine).simulator(topo)
-    parts = []
+
+    def device(rank: int) -> int:  # the job's rank on the system's GPUs: its share of each node, first GPUs first
+        return rank // per_node * node_gpus + rank % per_node
+
+    out = {}
     for c in collectives:
         pattern = GROUPS
         if c.op == "SendRecv" and c.axes == ("pipeline",):
             pattern = PAIRS
         elif c.op == "AllReduce" and c.axes == ("pipeline",):
             pattern = ENDS
-        parts.append(StepPart(tuple(sorted(index[a] for a in c.axes)), c.op, c.size, c.count, pattern, (c.phase,)))
-    timings = simulate_parts(sim, parts, hierarchy, axis_sizes, matrix, "aligned")
-    return {c: pt.seconds for c, pt in zip(collectives, timings)}
+        part = StepPart(tuple(sorted(index[a] for a in c.axes)), c.op, c.size, c.count, pattern, (c.phase,))
+        groups = tuple(tuple(device(r) for r in g) for g in part_groups(part, hierarchy, axis_sizes, matrix, "aligned"))
+        out[c] = sim.step(LoweredStep(Op(c.op), groups), (float(c.size),) * len(groups)).seconds
+    return out
 
 
 def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | None = None,
@@ -257,7 +275,7 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
                          f"job has {gpus}")
     f = fit(spec_model, training, sizes)
     topo = load_system(spec, max(nodes or 0, -(-gpus // per_node)))
-    hierarchy = job_hierarchy(topo.hierarchy, gpus)
+    hierarchy, used = job_hierarchy(topo.hierarchy, gpus, per_node)
     timer = _timer(topo, params)
     t, c, p, d, e = (sizes[a] for a in AXES)
     v = training.virtual_stages
@@ -311,7 +329,7 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
         stage_layers.append(count)
     # ------------------------------------------------------------------ communication
     collectives = step_collectives(spec_model, training, sizes)
-    seconds = _simulate(topo, hierarchy, sizes, collectives, engine) if collectives else {}
+    seconds = _simulate(topo, hierarchy, used, per_node, sizes, collectives, engine) if collectives else {}
     comm = {a: 0.0 for a in COMM_AXES}
     for col, s in seconds.items():
         comm[_axis_of(col)] += s * col.count
