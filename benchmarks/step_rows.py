@@ -8,7 +8,9 @@ and commit it was read from) and predicts each row with :func:`p2sim.studies.ste
   data axis is Megatron-Core's data-parallel size over the expert size: ``p2sim.workload.training``);
 * ``--train``: the row's sequence, micro and global batch, ``vp``, sequence parallelism with ``tp > 1``,
   FP8 GEMMs for the FP8 recipes (``FP8-CS``, ``FP8-MX``), the distributed optimizer (``zero=1``), or FSDP
-  where the row says so; recompute: the least of none, selective, full that fits the GPU's memory (the
+  where the row says so; BF16 gradient reduction (Megatron-Bridge's performance configurations,
+  ``grad_reduce_in_fp32`` off -- assumed: the rows do not say); the Llama 3 recipes' tensor-parallel
+  communication overlap (``tp_overlap=on`` with ``tp > 1``); recompute: the least of none, selective, full that fits the GPU's memory (the
   rows do not publish it);
 * the system: DGX H100 ``dgx-h100``, DGX B200 ``dgx-b200``, GB200 / GB300 NVL72 ``gb200-nvl72-pod`` /
   ``gb300-nvl72-pod`` (racks of 72, the job on its first GPUs).
@@ -54,7 +56,9 @@ def configuration(row: dict[str, str]) -> tuple[dict[str, int], str]:
     train = [f"seq={row['seq']}", f"micro_batch={row['mbs']}", f"global_batch={row['gbs']}",
              f"sp={'on' if tp > 1 else 'off'}", f"vp={vp}",
              f"dtype={'fp8' if row['precision'].startswith('FP8') else 'bf16'}",
-             "zero=fsdp" if row["fsdp"] == "1" else "zero=1"]
+             "zero=fsdp" if row["fsdp"] == "1" else "zero=1", "grad_dtype=bf16"]
+    if tp > 1 and row["model"].startswith("LLAMA"):
+        train.append("tp_overlap=on")  # Megatron-Bridge's Llama 3 recipes: CommOverlapConfig(tp_comm_overlap=True)
     return axes, ",".join(train)
 
 

@@ -64,18 +64,19 @@ class StepSettings:
 
     fp8: bool = False
     recompute: str = "none"
+    tp_overlap: bool = False  # Megatron-LM's --tp-comm-overlap (TransformerEngine's userbuffers)
 
 
 def step_settings(text: str | None) -> tuple[str, StepSettings]:
     """Split ``--train``'s text into TrainingSpec's keys and the step's own (``dtype=fp8``, ``recompute=``,
-    ``zero=fsdp``).
+    ``zero=fsdp``, ``tp_overlap=on``).
 
     Examples
     --------
     >>> step_settings("seq=4096,dtype=fp8,recompute=selective,zero=fsdp")
-    ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective'))
+    ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective', tp_overlap=False))
     """
-    kept, fp8, recompute = [], False, "none"
+    kept, fp8, recompute, overlap = [], False, "none", False
     for part in (p.strip() for p in (text or "").split(",")):
         if not part:
             continue
@@ -90,9 +91,13 @@ def step_settings(text: str | None) -> tuple[str, StepSettings]:
             kept.append(f"{key}=bf16")
         elif k == "zero" and v == "fsdp":
             kept.append("data_parallel=fsdp")
+        elif k == "tp_overlap":
+            if v not in ("on", "off"):
+                raise InputError(f"train: tp_overlap: {value!r} should be on or off")
+            overlap = v == "on"
         else:
             kept.append(part)
-    return ",".join(kept), StepSettings(fp8, recompute)
+    return ",".join(kept), StepSettings(fp8, recompute, overlap)
 
 
 def job_hierarchy(hierarchy: Sequence[int], gpus: int, node_gpus: int) -> tuple[tuple[int, ...], int]:
@@ -180,17 +185,20 @@ def _timer(topo: Topology, params: EfficiencyParams) -> OpTimer:
     return OpTimer(figures["bf16_tflops"], figures["fp8_tflops"], figures["hbm_tb_per_s"], params)
 
 
-def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[float, float, float]:
-    """(forward, backward with recompute, attention forward + backward) of one layer's operations."""
+def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[float, float, float, float]:
+    """(forward, backward with recompute, attention forward + backward, matrix multiplies forward + backward)
+    of one layer's operations."""
     fwd = sum(timer.seconds(op, fp8) for op in ops)
     bwd = 0.0
     attention = 0.0
+    matmul = sum(timer.seconds(op, fp8) for op in ops if op.kind == "matmul")
     for op in ops:
         if op.kind == "attention":
             b = timer.seconds(op, fp8, BACKWARD_ATTENTION, 2.0)
             attention += timer.seconds(op, fp8) + b
         elif op.kind == "matmul":
             b = timer.seconds(op, fp8, BACKWARD_MATMUL, BACKWARD_MATMUL)
+            matmul += b
         else:
             b = timer.seconds(op, fp8, 1.0, 2.0)  # a gradient kernel reads the forward's input and the gradient
         bwd += b
@@ -198,7 +206,7 @@ def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[floa
         bwd += fwd
     elif recompute == "selective":
         bwd += sum(timer.seconds(op, fp8) for op in ops if op.kind == "attention")
-    return fwd, bwd, attention
+    return fwd, bwd, attention, matmul
 
 
 def _axis_of(c: StepCollective) -> str:
@@ -293,9 +301,9 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
     tokens = f.tokens
     common = dict(tokens=tokens, seq_length=training.seq_length, tensor=t, context=c, expert=e,
                   sequence_parallel=training.sequence_parallel, dtype_bytes=1.0 if extra.fp8 else 2.0)
-    cache: dict[tuple[str, bool], tuple[float, float, float]] = {}
+    cache: dict[tuple[str, bool], tuple[float, float, float, float]] = {}
 
-    def layer(i: int) -> tuple[float, float, float]:
+    def layer(i: int) -> tuple[float, float, float, float]:
         # GPT-OSS alternates sliding-window and full attention, sliding first (its layer_types)
         sliding = spec_model.sliding_window_layers > 0 and i % 2 == 0
         key = (kinds[i], sliding)
@@ -309,23 +317,25 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
     head = sum(timer.seconds(op) * 3 for op in head_ops(spec_model, tokens=tokens, tensor=t))
     mtp = 0.0
     if spec_model.mtp_layers:
-        lf, lb, _ = layer(spec_model.num_layers - 1)
+        lf, lb, _, _ = layer(spec_model.num_layers - 1)
         mtp = spec_model.mtp_layers * (lf + lb)
-    stage_compute, stage_attention, stage_layers = [], [], []
+    stage_compute, stage_attention, stage_matmul, stage_layers = [], [], [], []
     for r in range(p):
-        total = attention = 0.0
+        total = attention = matmuls = 0.0
         count = 0
         for j in range(v):
             ch = j * p + r
             for i in range(starts[ch], starts[ch] + sizes_c[ch]):
-                lf, lb, la = layer(i)
+                lf, lb, la, lm = layer(i)
                 total += lf + lb
                 attention += la
+                matmuls += lm
                 count += 1
         if r == p - 1:
             total += head + mtp
         stage_compute.append(total)
         stage_attention.append(attention)
+        stage_matmul.append(matmuls)
         stage_layers.append(count)
     # ------------------------------------------------------------------ communication
     collectives = step_collectives(spec_model, training, sizes)
@@ -339,6 +349,10 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
     for r in range(p):
         share = stage_layers[r] / fullest
         tp, ep = per_mb["tensor"] * share, per_mb["expert"] * share
+        if extra.tp_overlap:
+            # userbuffers split each AllGather/ReduceScatter into chunks pipelined with its GEMM: exposed where
+            # the layer's communication outlasts its matrix multiplies
+            tp = max(0.0, tp - stage_matmul[r])
         cp = max(0.0, per_mb["context"] * share - stage_attention[r])
         stage_total.append(stage_compute[r] + tp + ep + cp)
         parts_of.append((stage_compute[r], tp, ep, cp))
@@ -384,7 +398,8 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
     settings = {"seq_length": training.seq_length, "micro_batch": training.micro_batch,
                 "global_batch": m * training.micro_batch * d * e, "dtype": "fp8" if extra.fp8 else training.param_dtype,
                 "grad_dtype": training.grad_dtype, "sequence_parallel": training.sequence_parallel,
-                "virtual_stages": v, "recompute": extra.recompute, "data_parallel": training.data_parallel}
+                "virtual_stages": v, "recompute": extra.recompute, "data_parallel": training.data_parallel,
+                "tp_overlap": extra.tp_overlap}
     return StepResult(spec_model.name, topo.spec.name, gpus, {a: sizes[a] for a in AXES}, m, step, compute, bubble,
                       optimizer, exposed, comm, tokens_step / step / gpus, tflops, tflops / peak, peak, mem, capacity,
                       settings)
