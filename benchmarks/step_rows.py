@@ -94,8 +94,8 @@ def score(rows: list[dict[str, str]], params: EfficiencyParams) -> float:
 
 def fit(rows: list[dict[str, str]]) -> EfficiencyParams:
     """A coarse grid over the bounded parameters, then the best point printed."""
-    grid = {"matmul": (0.55, 0.65, 0.75, 0.85), "fp8": (0.5, 0.6, 0.7, 0.8), "attention": (0.35, 0.45, 0.55, 0.65),
-            "memory": (0.7, 0.85)}
+    grid = {"matmul": (0.6, 0.7, 0.8), "fp8": (0.5, 0.65, 0.8), "attention": (0.35, 0.5, 0.65),
+            "host": (0.0, 1e-5, 2e-5), "k_half": (0.0, 256.0), "grouped": (0.3, 0.5, 0.7, 1.0)}
     best, best_err = DEFAULT, float("inf")
     for values in itertools.product(*grid.values()):
         p = replace(DEFAULT, **dict(zip(grid, values)))

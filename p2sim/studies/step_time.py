@@ -182,7 +182,8 @@ def _timer(topo: Topology, params: EfficiencyParams) -> OpTimer:
     if missing:
         raise InputError(f"{topo.spec.name}: [gpu] {', '.join(missing)}: not given, and the GPU "
                          f"{nc.gpu_model or nc.arch!r} has no data-sheet figures in p2sim: give them in the system file")
-    return OpTimer(figures["bf16_tflops"], figures["fp8_tflops"], figures["hbm_tb_per_s"], params)
+    return OpTimer(figures["bf16_tflops"], figures["fp8_tflops"], figures["hbm_tb_per_s"], params,
+                   sheet.sms if sheet else 132)
 
 
 def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[float, float, float, float]:
@@ -202,6 +203,10 @@ def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[floa
         else:
             b = timer.seconds(op, fp8, 1.0, 2.0)  # a gradient kernel reads the forward's input and the gradient
         bwd += b
+    # host-bound: a layer's time is at least its kernels' dispatch (forward's, and the backward's twice as many)
+    host = timer.params.host * sum(timer.kernels(op, fp8) for op in ops)
+    fwd = max(fwd, host)
+    bwd = max(bwd, 2 * host)
     if recompute == "full":
         bwd += fwd
     elif recompute == "selective":
@@ -220,9 +225,22 @@ def _axis_of(c: StepCollective) -> str:
     return "data"
 
 
+_SIMULATED: dict[tuple[Any, ...], dict[StepCollective, float]] = {}
+_TOPOLOGIES: dict[tuple[str, int], Topology] = {}
+
+
 def _simulate(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
               collectives: Sequence[StepCollective], engine: str) -> dict[StepCollective, float]:
-    """One call's seconds of each collective under Megatron-LM's default rank order."""
+    """One call's seconds of each collective under Megatron-LM's default rank order (kept for the process: the
+    same job's collectives take the same time whatever the compute's parameters)."""
+    key = (id(topo), hierarchy, per_node, node_gpus, tuple(sorted(sizes.items())), tuple(collectives), engine)
+    if key not in _SIMULATED:
+        _SIMULATED[key] = _simulate_now(topo, hierarchy, per_node, node_gpus, sizes, collectives, engine)
+    return _SIMULATED[key]
+
+
+def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
+                  collectives: Sequence[StepCollective], engine: str) -> dict[StepCollective, float]:
     names = [a for a in AXES if sizes[a] > 1] or ["data"]
     axis_sizes = [sizes[a] for a in names]
     matrix, why = megatron_matrix(hierarchy, axis_sizes, names)
@@ -282,7 +300,11 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
         raise InputError(f"axes: {' x '.join(str(sizes[a]) for a in AXES)} = {math.prod(sizes.values())} GPUs, but the "
                          f"job has {gpus}")
     f = fit(spec_model, training, sizes)
-    topo = load_system(spec, max(nodes or 0, -(-gpus // per_node)))
+    count = max(nodes or 0, -(-gpus // per_node))
+    if isinstance(system, str):
+        topo = _TOPOLOGIES.get((system, count)) or _TOPOLOGIES.setdefault((system, count), load_system(spec, count))
+    else:
+        topo = load_system(spec, count)
     hierarchy, used = job_hierarchy(topo.hierarchy, gpus, per_node)
     timer = _timer(topo, params)
     t, c, p, d, e = (sizes[a] for a in AXES)

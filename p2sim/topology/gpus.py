@@ -144,6 +144,7 @@ class GpuCompute:
     fp8_tflops: float
     hbm_tb_per_s: float
     source: str
+    sms: int = 132  # streaming multiprocessors: how many GEMM tiles run at once
 
 
 # Dense peaks (the data sheets give them with 2:4 sparsity, twice these) and HBM bandwidth, per GPU:
@@ -167,6 +168,12 @@ _COMPUTE = {
 }
 
 
+# streaming multiprocessors (NVIDIA's architecture whitepapers: A100 108, H100 SXM5 132, H100 PCIe 114;
+# Blackwell B200 148, Blackwell Ultra 160 -- NVIDIA Blackwell Ultra technical brief)
+_SMS = {"A100 SXM4": 108, "H100 SXM5": 132, "H100 PCIe": 114, "H200 SXM": 132, "B200": 148, "GB200": 148,
+        "B300": 160, "GB300": 160}
+
+
 def gpu_compute(model: str) -> GpuCompute | None:
     """The data-sheet compute figures of a GPU model name (as :func:`gpu_info` reads it), or None.
 
@@ -182,7 +189,7 @@ def gpu_compute(model: str) -> GpuCompute | None:
     if info is None or info.name not in _COMPUTE:
         return None
     bf16, fp8, hbm, source = _COMPUTE[info.name]
-    return GpuCompute(info.name, bf16, fp8, hbm, source)
+    return GpuCompute(info.name, bf16, fp8, hbm, source, _SMS[info.name])
 
 
 def known_models() -> str:
