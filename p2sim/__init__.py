@@ -49,7 +49,7 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
-        "emit", "load_system", "systems", "step_table")
+        "emit", "load_system", "systems", "step_table", "step")
 _ERRORS = ("P2SimError", "InputError")
 __all__ = [*_API, *_ERRORS, "__version__"]
 
