@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..formalism.mesh import megatron_matrix
@@ -46,7 +46,7 @@ from ..workload.op_time import DEFAULT, EfficiencyParams, OpTimer
 from ..workload.schedule import bubble_seconds, chunk_layers
 from ..workload.step import StepCollective
 from ..workload.train_text import given_fields, training_of
-from ..workload.training import AXES, Fit, fit
+from ..workload.training import AXES, fit
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from .step_plan import part_groups
