@@ -45,3 +45,19 @@ def test_a_step_that_does_not_fit_is_refused_with_its_figure():
         check_fits(u, 1.0, "tiny")
     check_fits(u, 80.0, "tiny")
     assert u.total / GIB == pytest.approx(4.0, abs=0.01)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from p2sim.workload.model_files import load_model  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None)
+@given(t=st.sampled_from([1, 2, 4, 8]), p=st.sampled_from([1, 2, 4]), mode=st.sampled_from(["zero1", "zero3"]))
+def test_more_tensor_or_pipeline_never_needs_more_memory(t, p, mode):
+    m = load_model("llama3-8b")
+    def total(tensor, pipeline):
+        return memory_per_gpu(m, seq_length=4096, micro_batch=1, micro_batches=16, tensor=tensor, pipeline=pipeline,
+                              data=2, sp=True, data_parallel=mode).total
+    assert total(2 * t, p) <= total(t, p) if 2 * t <= 8 else True
+    assert total(t, 2 * p) <= total(t, p) * 1.0001
