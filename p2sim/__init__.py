@@ -51,7 +51,7 @@ from typing import Any
 from .util.version import __version__
 
 _API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
-        "emit", "load_system", "systems", "step_table")
+        "emit", "load_system", "systems", "step_table", "step")
 _ERRORS = ("P2SimError", "InputError")
 __all__ = [*_API, *_ERRORS, "__version__"]
 

@@ -43,6 +43,7 @@ from .measurements.check import CheckRequest, CheckResult, run_check
 from .measurements.validation import ValidateRequest, ValidateResult, run_validate
 from .studies.plan import PlanRequest, PlanResult, Reduction, run_plan
 from .studies.step_plan import run_step_plan
+from .studies.step_time import StepResult, run_step
 from .studies.rank import RankRequest, RankResult, run_rank
 from .studies.simulate import SimulateRequest, SimulateResult, run_simulate
 from .studies.size_sweep import SweepRequest, SweepResult, run_sweep
@@ -54,7 +55,7 @@ from .topology.spec import SystemSpec
 from .util.errors import InputError
 from .workload import ModelSpec, TrainingSpec, axis_sizes, load_model, render_step, step_collectives
 
-__all__ = ["rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
+__all__ = ["step", "rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
            "emit", "load_system", "systems", "step_table", "Topology", "RankResult", "PlanResult", "WhatifResult", "SimulateResult",
            "SweepResult", "ValidateResult", "CalibrateResult", "CheckResult", "SynthResult", "PlacementsResult"]
 
@@ -116,6 +117,28 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
     options = locals()
     req = PlanRequest.build(reductions=options.pop("reduction"), **options)
     return run_plan(req) if req.step is None else run_step_plan(req)
+
+
+@_boundary
+def step(*, model: ModelLike, system: System = o.SYSTEM, nodes: Count | None = None, gpus: Count | None = None,
+         axes: str | Mapping[str, int] | None = None, train: str | None = None, engine: str = o.ENGINE) -> StepResult:
+    """One training configuration's step (``p2sim step``): its time by part, tokens/s and model TFLOP/s per GPU,
+    MFU and memory per GPU (:mod:`p2sim.studies.step_time`).
+
+    ``axes``: the sizes of tensor, pipeline, context, expert and data (``"tensor=4,pipeline=8,data=2"``; their
+    product the job's GPUs; data is Megatron-LM's data-parallel size over expert).  ``train``: ``--train``'s
+    text, with ``dtype=fp8``, ``recompute=none|selective|full``, ``zero=0..3|fsdp`` and ``tp_overlap=on``.
+
+    Returns
+    -------
+    StepResult
+        ``to_json()`` is what ``--json`` prints: step_seconds, tokens_per_s_per_gpu, model_tflops_per_gpu, mfu,
+        memory_gib_per_gpu, compute_seconds, bubble_seconds, exposed_comm_seconds (by axis).
+    """
+    sizes = axis_sizes(axes) if axes is not None else {"data": 0}
+    return run_step(model=model, system=system, nodes=None if nodes is None else int(nodes),
+                    gpus=None if gpus is None else int(gpus), axes=sizes if axes is not None else {},
+                    train=train, engine=engine)
 
 
 @_boundary

@@ -55,6 +55,7 @@ DESCRIPTIONS = MappingProxyType({
     "hierarchy": "level cardinalities, outermost first (``2,16``: two nodes of 16 GPUs; the default without "
                  "``system``)",
     "nodes": "node count of the system (default: the system file's)",
+    "gpus": "GPU count of a job on part of the system's nodes (``step``: 64 of a 72-GPU rack; default: all of --nodes)",
     "axes": "parallelism axis sizes, optionally named: ``'data=4,tensor=8'``, ``{'data': 4, 'tensor': 8}`` or "
             "``[4, 8]``; their product is the device count (default: one axis over every device)",
     "reduce": "the reduction axes, by index or name: ``'0'``, ``'data'``, ``['data']``",

@@ -324,7 +324,8 @@ def test_commands_that_place_nothing_run_on_a_partial_last_unit(capsys, argv):
 # each command's API function, and the least arguments that reach it
 THROUGH_API = {
     "rank": ("rank", []), "plan": ("plan", ["--reduction", "0:1GiB"]), "whatif": ("whatif", ["--vary", "nodes=2"]),
-    "simulate": ("simulate", []), "sweep": ("sweep", []), "check": ("check", []), "synth": ("synthesize", []),
+    "simulate": ("simulate", []), "sweep": ("sweep", []),
+    "step": ("step", ["--model", "llama3-8b", "--axes", "data=8", "--nodes", "1"]), "check": ("check", []), "synth": ("synthesize", []),
     "placements": ("placements", []), "systems": ("systems", []), "topo": ("load_system", ["a100"]),
     "validate": ("validate", ["--measurements", "validation/data/measurements_2node.csv"]),
     "calibrate": ("calibrate", ["--measurements", "validation/data/measurements_2node.csv", "--system", "a100",

@@ -21,9 +21,10 @@ from p2sim.workload.model_spec import ModelSpec
 PRESET_DIR = Path(__file__).resolve().parents[1] / "p2sim" / "workload" / "presets"
 
 # the published sizes (presets/SOURCES.md): GPT-3 Table 2.1; Llama 3.1's model cards; Mixtral's announcement;
-# the DeepSeek-V3 report's abstract
+# the DeepSeek-V3 report's abstract; gpt-oss's model card (116.8 B); the Qwen3 report's Table 2
 PUBLISHED = {"gpt3-175b": 175.0e9, "llama3-8b": 8.03e9, "llama3-70b": 70.6e9, "llama3-405b": 405e9,
-             "mixtral-8x7b": 46.7e9, "deepseek-v3": 671e9}
+             "mixtral-8x7b": 46.7e9, "deepseek-v3": 671e9, "gpt-oss-120b": 116.8e9, "qwen3-30b-a3b": 30.5e9,
+             "qwen3-235b-a22b": 235e9}
 
 
 def test_every_preset_file_ships_and_is_a_preset():
@@ -82,7 +83,7 @@ def test_a_toml_of_the_fields_reads_as_the_same_model(tmp_path):
     f.write_text("hidden_size = 4096\nnum_layers = 32\nnum_attention_heads = 32\nnum_key_value_heads = 8\n"
                  "intermediate_size = 14336\nvocab_size = 128256\nsource = 'my notes'\n")
     m = load_model(str(f))
-    assert m == replace(llama, name="mine", source="my notes")
+    assert m == replace(llama, name="mine", source="my notes", model_type="")  # a TOML names no model type
     # a config.json by path: named after the file, sourced by it when it has no _source
     j = tmp_path / "config.json"
     j.write_text(json.dumps({k: v for k, v in json.loads(preset_path("llama3-8b").read_text()).items()
@@ -168,9 +169,19 @@ def test_a_dense_model_with_expert_fields_is_refused():
 
 @pytest.mark.parametrize("name, seq, batch", [
     ("gpt3-175b", 2048, 1536), ("llama3-8b", 8192, 2048), ("llama3-70b", 8192, 2048), ("llama3-405b", 8192, 2048),
-    ("mixtral-8x7b", 32768, None), ("deepseek-v3", 4096, 15360)])
+    ("mixtral-8x7b", 32768, None), ("deepseek-v3", 4096, 15360), ("gpt-oss-120b", 4096, None),
+    ("qwen3-30b-a3b", 4096, None), ("qwen3-235b-a22b", 4096, None)])
 def test_each_preset_has_its_published_training_with_a_source(name, seq, batch):
     t = preset_training(name)
     assert (t.seq_length, t.global_batch) == (seq, batch)
     assert "20" in t.source and len(t.source) > 40  # a paper with its year and section
     assert preset_training(str(preset_path(name))) is None  # by path it is the user's file: no assumption
+
+
+def test_mla_sliding_window_and_mtp_fields_are_read_from_the_config():
+    ds = load_model("deepseek-v3")
+    assert (ds.q_lora_rank, ds.kv_lora_rank, ds.qk_nope_head_dim, ds.qk_rope_head_dim, ds.v_head_dim) == (1536, 512, 128, 64, 128)
+    assert ds.is_mla and ds.mtp_layers == 1
+    oss = load_model("gpt-oss-120b")
+    assert (oss.sliding_window, oss.sliding_window_layers, oss.is_mla) == (128, 18, False)
+    assert load_model("llama3-8b").sliding_window == 0

@@ -58,9 +58,8 @@ def test_a_bad_setting_is_one_line_naming_it(settings, says):
 @pytest.mark.parametrize("model, settings, axes, says", [
     ("llama3-8b", {"global_batch": 100}, {"data": 8},
      "training: global_batch: 100 should be a multiple of micro_batch x data x expert = 1 x 8 x 1 = 8"),
-    ("llama3-8b", {}, {"pipeline": 3}, "llama3-8b: num_layers: 32 should be a multiple of pipeline x virtual_stages = 3 x 1"),
-    ("llama3-8b", {"virtual_stages": 3, "schedule": "interleaved"}, {"pipeline": 4},
-     "llama3-8b: num_layers: 32 should be a multiple of pipeline x virtual_stages = 4 x 3"),
+    ("llama3-8b", {"global_batch": 64}, {"pipeline": 64},
+     "llama3-8b: num_layers: 32 on pipeline x virtual_stages = 64 x 1: 32 layers cannot fill 64 pipeline chunks"),
     ("llama3-8b", {}, {"tensor": 3}, "axes: tensor=3 should divide num_attention_heads (32) of llama3-8b"),
     ("llama3-8b", {}, {"tensor": 16}, "axes: tensor=16 should divide num_key_value_heads (8) of llama3-8b"),
     ("mixtral-8x7b", {}, {"expert": 3}, "axes: expert=3 should divide the routed experts (8) of mixtral-8x7b"),
@@ -86,3 +85,24 @@ def test_axes_as_text_must_be_named():
         axis_sizes("8,4")
     with pytest.raises(InputError, match="axes: 8 is not a text or a mapping"):
         axis_sizes(8)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("model, pipeline, virtual, most", [
+    ("llama3-405b", 16, 1, 8),     # 126 layers + embedding + loss = 128 = 16 x 8: Meta's and Megatron-Bridge's split
+    ("llama3-405b", 8, 8, 16),
+    ("deepseek-v3", 16, 1, 4),     # 61 layers on 16 stages: 3, 4 x 14, 2
+    ("llama3-8b", 3, 1, 12),       # 32 + 2 over 3: 11 each and one more in the middle: 10, 12, 10
+])
+def test_uneven_stages_are_accepted_as_megatron_splits_them(model, pipeline, virtual, most):
+    settings = {"virtual_stages": virtual, "schedule": "interleaved" if virtual > 1 else "1f1b",
+                "global_batch": 8 * pipeline}
+    f = fit(load_model(model), TrainingSpec(**settings), {"pipeline": pipeline})
+    assert f.layers_per_stage == most
+
+
+def test_even_stages_keep_their_layer_counts():
+    f = fit(load_model("deepseek-v3"), TrainingSpec(global_batch=8), {"pipeline": 1})
+    assert (f.layers_per_stage, f.moe_layers_per_stage) == (61, 58)
+    f = fit(load_model("llama3-70b"), TrainingSpec(global_batch=64, virtual_stages=5, schedule="interleaved"),
+            {"pipeline": 8})
+    assert f.layers_per_stage == 10

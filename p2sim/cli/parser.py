@@ -185,6 +185,27 @@ def build_parser() -> argparse.ArgumentParser:
     _add_csv(p)
     p.set_defaults(func="studies:cmd_plan")
 
+    p = sub.add_parser("step", help="one training configuration's step time, throughput and memory",
+                       description="Predict one training configuration's step: its time by part (compute, pipeline "
+                                   "bubble, exposed communication by axis, optimizer), tokens/s and model TFLOP/s per "
+                                   "GPU, MFU and memory per GPU; a configuration that does not fit the GPU's memory "
+                                   "is refused.")
+    p.add_argument("--model", required=True, metavar="NAME|FILE",
+                   help="a preset (llama3-8b, llama3-70b, llama3-405b, deepseek-v3, gpt-oss-120b, qwen3-30b-a3b, "
+                        "qwen3-235b-a22b, ...), a Hugging Face config.json or a TOML of its fields")
+    p.add_argument("--system", default=o.SYSTEM, help=f"system name or .toml file (default: {o.SYSTEM})")
+    p.add_argument("--nodes", default=None, help="node count (the job on all their GPUs)")
+    p.add_argument("--gpus", default=None, help="GPU count, on part of the system's nodes (64 of a 72-GPU rack)")
+    p.add_argument("--axes", required=True, metavar="NAME=SIZE,..",
+                   help="tensor, pipeline, context, expert and data sizes (their product the job's GPUs; data is "
+                        "Megatron-LM's data-parallel size over expert), e.g. tensor=4,pipeline=8,data=2")
+    p.add_argument("--train", default=None, metavar="KEY=V,..",
+                   help="seq, micro_batch, global_batch, dtype (bf16, fp16, fp8), grad_dtype, sp (on|off), vp "
+                        "(virtual stages), recompute (none, selective, full), zero (0-3 or fsdp), tp_overlap (on|off)")
+    _add_engine(p, "the collectives' simulation")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the text")
+    p.set_defaults(func="studies:cmd_step")
+
     p = sub.add_parser("whatif", help="vary link classes or the node count and find the winners",
                        description="Vary link classes or the node count over values (Cartesian product) and report "
                                    "the best matrix and program at each point, marking where the winner changes.")

@@ -8,6 +8,7 @@ from .. import api
 from ..report.mesh import check_emit
 from ..report.plan import plan_report, plan_text
 from ..report.rank import rank_report, rank_text
+from ..report.step_time import step_text
 from ..report.whatif import whatif_report, whatif_text
 from ..studies.plan import PlanResult
 from ..util.errors import InputError
@@ -37,4 +38,9 @@ def cmd_whatif(args: argparse.Namespace) -> int:
         raise InputError("out: whatif --model writes no page; leave --out out (the text and --json give every "
                          "point's step by axis)")
     answer(args, api.whatif, whatif_text, report=whatif_report)
+    return 0
+
+
+def cmd_step(args: argparse.Namespace) -> int:
+    answer(args, api.step, step_text)
     return 0

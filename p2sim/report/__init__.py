@@ -38,6 +38,8 @@ Modules
     Rendering of size sweeps: nccl-tests' table, with what NCCL picked, and bus bandwidth against size.
 :mod:`.step_plan`
     A model-driven plan's step, rendered for the user.
+:mod:`.step_time`
+    ``p2sim step``'s answer as text: the step's time, throughput and memory, and the step by part.
 :mod:`.synth`
     Rendering of placement enumeration and synthesis results.
 :mod:`.tables`

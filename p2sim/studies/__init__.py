@@ -43,6 +43,8 @@ Modules
     What a rank, plan or what-if will bound, counted before it starts: the steps, distinct steps and collectives.
 :mod:`.step_plan`
     A model-driven plan: every matrix charged with every collective of a training step (``plan --model``).
+:mod:`.step_time`
+    One training configuration's step: its time by part, its throughput, its memory (``p2sim step``).
 :mod:`.step_workload`
     A training model's step as a plan's inputs: its AllReduces as reductions, its other collectives as parts.
 :mod:`.synth`

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-__all__ = ["GpuInfo", "GPUS", "gpu_info", "arch_of_cc", "known_models"]
+__all__ = ["GpuInfo", "GPUS", "gpu_info", "arch_of_cc", "known_models", "GpuCompute", "gpu_compute"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,66 @@ def gpu_info(model: str) -> GpuInfo | None:
             m = re.search(r"(?<![\w.])(\d{1,3})\s*gb", model.lower())
             return replace(g, memory_gb=float(m.group(1))) if m else g
     return None
+
+
+@dataclass(frozen=True)
+class GpuCompute:
+    """A GPU's figures for a step's compute: dense tensor-core peaks (TFLOP/s, no sparsity), HBM bandwidth (TB/s).
+
+    ``fp8_tflops`` is 0 where the GPU has no FP8 tensor cores (before Hopper).
+    """
+
+    name: str
+    bf16_tflops: float
+    fp8_tflops: float
+    hbm_tb_per_s: float
+    source: str
+    sms: int = 132  # streaming multiprocessors: how many GEMM tiles run at once
+
+
+# Dense peaks (the data sheets give them with 2:4 sparsity, twice these) and HBM bandwidth, per GPU:
+_COMPUTE = {
+    # NVIDIA A100 Tensor Core GPU data sheet (2021): BF16 312 TFLOP/s dense; 80GB SXM 2,039 GB/s
+    "A100 SXM4": (312.0, 0.0, 2.039, "NVIDIA A100 data sheet: BF16 312 TFLOP/s, HBM2e 2,039 GB/s"),
+    # NVIDIA H100 Tensor Core GPU data sheet: SXM BF16 1,979 and FP8 3,958 TFLOP/s with sparsity; 3.35 TB/s
+    "H100 SXM5": (989.4, 1978.9, 3.35, "NVIDIA H100 data sheet (SXM): BF16 989, FP8 1,979 TFLOP/s dense; HBM3 3.35 TB/s"),
+    # same data sheet, PCIe: BF16 1,513 and FP8 3,026 with sparsity; 2 TB/s
+    "H100 PCIe": (756.0, 1513.0, 2.0, "NVIDIA H100 data sheet (PCIe): BF16 756, FP8 1,513 TFLOP/s dense; 2.0 TB/s"),
+    # NVIDIA H200 data sheet: the H100 SXM's tensor cores, HBM3e 4.8 TB/s
+    "H200 SXM": (989.4, 1978.9, 4.8, "NVIDIA H200 data sheet: BF16 989, FP8 1,979 TFLOP/s dense; HBM3e 4.8 TB/s"),
+    # NVIDIA DGX B200 / HGX B200 data sheets: per GPU FP8 9 and BF16 4.5 PFLOP/s with sparsity; 8 TB/s HBM3e
+    "B200": (2250.0, 4500.0, 8.0, "NVIDIA HGX B200 data sheet: BF16 2.25, FP8 4.5 PFLOP/s dense per GPU; HBM3e 8 TB/s"),
+    # NVIDIA GB200 NVL72 data sheet: 72 GPUs, FP8 720 and BF16 360 PFLOP/s with sparsity; 576 TB/s HBM3e
+    "GB200": (2500.0, 5000.0, 8.0, "NVIDIA GB200 NVL72 data sheet: FP8 720, BF16 360 PFLOP/s sparse per 72 GPUs; 576 TB/s"),
+    # NVIDIA HGX B300 data sheet: per GPU FP8 9 and BF16 4.5 PFLOP/s with sparsity; 8 TB/s HBM3e
+    "B300": (2250.0, 4500.0, 8.0, "NVIDIA HGX B300 data sheet: BF16 2.25, FP8 4.5 PFLOP/s dense per GPU; HBM3e 8 TB/s"),
+    # NVIDIA GB300 NVL72 data sheet: 72 GPUs, FP8 720 and BF16 360 PFLOP/s with sparsity; 576 TB/s HBM3e
+    "GB300": (2500.0, 5000.0, 8.0, "NVIDIA GB300 NVL72 data sheet: FP8 720, BF16 360 PFLOP/s sparse per 72 GPUs; 576 TB/s"),
+}
+
+
+# streaming multiprocessors (NVIDIA's architecture whitepapers: A100 108, H100 SXM5 132, H100 PCIe 114;
+# Blackwell B200 148, Blackwell Ultra 160 -- NVIDIA Blackwell Ultra technical brief)
+_SMS = {"A100 SXM4": 108, "H100 SXM5": 132, "H100 PCIe": 114, "H200 SXM": 132, "B200": 148, "GB200": 148,
+        "B300": 160, "GB300": 160}
+
+
+def gpu_compute(model: str) -> GpuCompute | None:
+    """The data-sheet compute figures of a GPU model name (as :func:`gpu_info` reads it), or None.
+
+    Examples
+    --------
+    >>> g = gpu_compute("H100-SXM5")
+    >>> g.bf16_tflops, g.fp8_tflops, g.hbm_tb_per_s
+    (989.4, 1978.9, 3.35)
+    >>> gpu_compute("GB300").fp8_tflops, gpu_compute("T4") is None
+    (5000.0, True)
+    """
+    info = gpu_info(model) if model else None
+    if info is None or info.name not in _COMPUTE:
+        return None
+    bf16, fp8, hbm, source = _COMPUTE[info.name]
+    return GpuCompute(info.name, bf16, fp8, hbm, source, _SMS[info.name])
 
 
 def known_models() -> str:

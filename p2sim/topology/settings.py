@@ -108,6 +108,11 @@ class NcclSettings:
     gpu_model: str = ""
     cc: int = 80  # compute capability x 10: which of NCCL's per-NVLink figures applies (topo.h)
     memory_gib: float | None = None  # the GPU's memory (data sheet), for warnings about buffers
+    # the GPU's dense tensor-core peaks and HBM bandwidth as the file gives them ([gpu] bf16_tflops,
+    # fp8_tflops, hbm_tb_per_s; None: the data sheet's, p2sim.topology.gpus.gpu_compute): a step's compute
+    bf16_tflops: float | None = None
+    fp8_tflops: float | None = None
+    hbm_tb_per_s: float | None = None
     transport: str = "ib"
     channels_per_nic: int = 2
     min_channels: int = 1
@@ -235,6 +240,10 @@ def _algorithms(src: str, value: Any) -> tuple[str, ...]:
     return tuple(a for a in ALGORITHMS if a in names)
 
 
+# a step's compute figures of [gpu], with their bounds (a GPU's dense peak: 0 where it has no such cores;
+# the largest data-sheet figures are GB300's 5,000 TFLOP/s FP8 and 8 TB/s)
+_COMPUTE_KEYS = {"bf16_tflops": (1.0, 1e5), "fp8_tflops": (0.0, 1e5), "hbm_tb_per_s": (0.01, 1e3)}
+
 # the compute capability a generation stands for when the file names no known model
 _ARCH_CC = {"volta": 70, "ampere": 80, "hopper": 90, "blackwell": 100}
 
@@ -284,7 +293,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
         raise _fail(src, "nccl", "must be a table")
     if not isinstance(gpu, Mapping):
         raise _fail(src, "gpu", "must be a table")
-    _unknown(src, "gpu", gpu, {"arch", "model", "memory_gib"})
+    _unknown(src, "gpu", gpu, {"arch", "model", "memory_gib", *_COMPUTE_KEYS})
     _unknown(src, "nccl", nccl, {"channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "nvls",
                                  "collnet", "gdr_level", "protocols", "buffsize", "algorithms",
                                  "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
@@ -328,7 +337,15 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
     unpack = network.get("unpack", transport in UNPACK_TRANSPORTS)
     if not isinstance(unpack, bool):
         raise _fail(src, "network.unpack", f"{unpack!r} must be true or false (the plugin's NCCL_NET_DEVICE_UNPACK)")
+    compute = {}
+    for key, (low, high) in _COMPUTE_KEYS.items():
+        value = gpu.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not low <= value <= high):
+            raise _fail(src, f"gpu.{key}", f"{value!r} must be a number in [{low:g}, {high:g}]")
+        compute[key] = None if value is None else float(value)
     out = NcclSettings(
+        **compute,
         arch=arch,
         gpu_model=model,
         cc=cc,

@@ -101,6 +101,8 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
                      f"efficiency = {_value(c.efficiency)}, kind = {_value(c.kind)} }}")
     lines += ["", "[gpu]", f"arch = {_value(nc.arch)}"] + ([f"model = {_value(nc.gpu_model)}"] if nc.gpu_model else [])
     lines += [f"memory_gib = {_value(nc.memory_gib)}"] if nc.memory_gib is not None else []
+    lines += [f"{k} = {_value(getattr(nc, k))}" for k in ("bf16_tflops", "fp8_tflops", "hbm_tb_per_s")
+              if getattr(nc, k) is not None]
     lines += ["", "[nccl]"]
     for key in ("channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "gdr_level", "nvls",
                 "collnet", "protocols", "buffsize", "algorithms", "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",

@@ -51,7 +51,8 @@ from .model_spec import ModelSpec
 __all__ = ["PRESETS", "load_model", "model_from_config", "model_from_toml", "read_model_file", "preset_path",
            "PresetTraining", "preset_training"]
 
-PRESETS = ("gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "deepseek-v3")
+PRESETS = ("gpt3-175b", "llama3-8b", "llama3-70b", "llama3-405b", "mixtral-8x7b", "deepseek-v3", "gpt-oss-120b",
+           "qwen3-30b-a3b", "qwen3-235b-a22b")
 
 # model types whose MLP has two matrices and a GeLU (not SwiGLU's three) and whose positions are learned
 # weights: GPT-2's modelling code (GPT2MLP, wpe) and the models built like it
@@ -156,7 +157,28 @@ def _spec(doc: dict[str, Any], source: str, name: str | None, hidden: int, heads
         experts_per_token=_optional(doc, ("num_experts_per_tok",), source) if experts else 0,
         first_dense_layers=_optional(doc, ("first_k_dense_replace",), source) if experts else 0,
         tie_word_embeddings=tie, gated_mlp=not gpt_like, head_dim=_optional(doc, ("head_dim",), source),
-        position_embeddings=positions)
+        position_embeddings=positions, **_attention_extras(doc, source))
+
+
+# multi-head latent attention's and multi-token prediction's keys (DeepSeek-V2/V3's config.json), read
+# for the step's compute only (p2sim.workload.compute)
+_EXTRA_KEYS = {"q_lora_rank": "q_lora_rank", "kv_lora_rank": "kv_lora_rank", "qk_nope_head_dim": "qk_nope_head_dim",
+               "qk_rope_head_dim": "qk_rope_head_dim", "v_head_dim": "v_head_dim", "mtp_layers": "num_nextn_predict_layers"}
+
+
+def _attention_extras(doc: dict[str, Any], source: str) -> dict[str, int]:
+    """MLA's dimensions, the sliding window (GPT-OSS's ``sliding_window`` on its ``sliding_attention`` layers)
+    and the multi-token-prediction modules, where the file gives them."""
+    out = {field: _optional(doc, (key,), source) for field, key in _EXTRA_KEYS.items()}
+    if not out["kv_lora_rank"]:
+        out.update(q_lora_rank=0, qk_nope_head_dim=0, qk_rope_head_dim=0, v_head_dim=0)
+    kinds = doc.get("layer_types")
+    window = _optional(doc, ("sliding_window",), source)
+    if window and isinstance(kinds, list):
+        out["sliding_window"] = window
+        out["sliding_window_layers"] = sum(k == "sliding_attention" for k in kinds)
+    model_type = doc.get("model_type")
+    return {**out, "model_type": model_type if isinstance(model_type, str) else ""}
 
 
 def model_from_toml(doc: dict[str, Any], source: str) -> ModelSpec:

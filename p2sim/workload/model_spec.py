@@ -68,6 +68,17 @@ class ModelSpec:
         Per-head width (0: ``hidden_size / num_attention_heads``).
     position_embeddings : int
         Learned absolute positions (GPT-2/3's ``n_positions``; 0: rotary, no weights).
+    q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim : int
+        Multi-head latent attention's dimensions (DeepSeek-V2/V3's keys; 0: not MLA).  Read by the step's
+        compute (:mod:`p2sim.workload.compute`) only: the parameter count keeps plain attention (see above).
+    sliding_window : int
+        Tokens a sliding-window layer attends to (GPT-OSS's ``sliding_window``; 0: none).
+    sliding_window_layers : int
+        Layers with the sliding window (GPT-OSS's ``layer_types`` entries ``sliding_attention``).
+    mtp_layers : int
+        Multi-token-prediction modules (DeepSeek-V3's ``num_nextn_predict_layers``); compute only.
+    model_type : str
+        The configuration's ``model_type`` ("" when not given): how Megatron-LM counts its FLOPs.
     """
 
     name: str
@@ -87,6 +98,15 @@ class ModelSpec:
     gated_mlp: bool = True
     head_dim: int = 0
     position_embeddings: int = 0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    sliding_window: int = 0
+    sliding_window_layers: int = 0
+    mtp_layers: int = 0
+    model_type: str = ""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -118,6 +138,11 @@ class ModelSpec:
         raise InputError(f"{self.source}: {field}: {value!r} should be {should}")
 
     # ------------------------------------------------------------------ derived sizes
+
+    @property
+    def is_mla(self) -> bool:
+        """Whether attention is multi-head latent attention (a KV compression rank given)."""
+        return self.kv_lora_rank > 0
 
     @property
     def head_size(self) -> int:

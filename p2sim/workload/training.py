@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ..util.errors import InputError
 from ..util.parsing import axes_spec
 from .model_spec import ModelSpec
+from .schedule import chunk_layers, stage_split
 
 __all__ = ["TrainingSpec", "Fit", "fit", "axis_sizes", "AXES", "DTYPE_BYTES", "DATA_MODES", "SCHEDULES"]
 
@@ -122,8 +123,10 @@ class Fit:
 
     @property
     def layers_per_stage(self) -> int:
-        """Layers one pipeline stage holds (all its virtual chunks together)."""
-        return self.model.num_layers // self.pipeline
+        """Layers the fullest pipeline stage holds (all its virtual chunks together; every stage's
+        ``num_layers / pipeline`` when they divide evenly)."""
+        return max(sum(chunks) for chunks in stage_split(self.model.num_layers, self.pipeline,
+                                                         self.training.virtual_stages))
 
     @property
     def tokens(self) -> int:
@@ -137,11 +140,13 @@ class Fit:
         model's first ``first_dense_layers`` layers are dense."""
         if not self.model.is_moe:
             return 0
-        chunk = self.model.num_layers // (self.pipeline * self.training.virtual_stages)
+        sizes = chunk_layers(self.model.num_layers, self.pipeline, self.training.virtual_stages)
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
         most = 0
         for stage in range(self.pipeline):
             layers = [layer for j in range(self.training.virtual_stages)
-                      for layer in range((j * self.pipeline + stage) * chunk, (j * self.pipeline + stage + 1) * chunk)]
+                      for layer in range(starts[j * self.pipeline + stage],
+                                         starts[j * self.pipeline + stage] + sizes[j * self.pipeline + stage])]
             most = max(most, sum(layer >= self.model.first_dense_layers for layer in layers))
         return most
 
@@ -188,10 +193,12 @@ def fit(model: ModelSpec, training: TrainingSpec, axes: Mapping[str, int]) -> Fi
     for what, count in (("num_attention_heads", m.num_attention_heads), ("num_key_value_heads", m.num_key_value_heads)):
         if count % t:
             raise InputError(f"axes: tensor={t} should divide {what} ({count}) of {m.name}")
-    layers_split = p * training.virtual_stages
-    if m.num_layers % layers_split:
-        raise InputError(f"{m.name}: num_layers: {m.num_layers} should be a multiple of pipeline x virtual_stages "
-                         f"= {p} x {training.virtual_stages} (uneven stages are not modelled)")
+    # uneven stages as Megatron-LM splits them (p2sim.workload.schedule): refused only where no split exists
+    try:
+        stage_split(m.num_layers, p, training.virtual_stages)
+    except InputError as e:
+        raise InputError(f"{m.name}: num_layers: {m.num_layers} on pipeline x virtual_stages = {p} x "
+                         f"{training.virtual_stages}: {str(e).removeprefix('pipeline: ')}") from None
     # context parallelism splits each sequence in 2 x context chunks, for the causal mask's balance
     # (Megatron-Core's context parallel; TransformerEngine's attention with CP)
     if c > 1 and training.seq_length % (2 * c):

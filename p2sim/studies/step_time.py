@@ -1,0 +1,427 @@
+"""One training configuration's step: its time by part, its throughput, its memory (``p2sim step``).
+
+The compute of each pipeline stage per micro-batch is its operations' times (:mod:`p2sim.workload.compute`
+timed by :mod:`p2sim.workload.op_time` with the GPU's data-sheet peaks); every collective of the step
+(:func:`p2sim.workload.step_collectives`) is simulated once on the system under Megatron-LM's default rank
+order (tensor innermost, then context, expert, data, pipeline: :func:`p2sim.formalism.mesh.megatron_matrix`),
+as ``plan --model`` simulates its parts (:func:`p2sim.studies.step_plan.simulate_parts`); then the overlap
+as the frameworks run it:
+
+* **tensor** (sequence parallelism's AllGather/ReduceScatter, or the AllReduces) and **expert** (the
+  AllToAll dispatch and combine) are exposed: each layer waits for them (Megatron-LM without
+  ``--tp-comm-overlap``; no MoE overlap scheme);
+* **context**: the ring exchange of K and V runs under the attention of the chunk before
+  (Megatron-Core's context parallelism): exposed where it is longer than the stage's attention;
+* **pipeline**: each send and receive is on the critical path -- every micro-batch's under 1F1B, the fill
+  and drain's ``2 (p - 1)`` with the interleaved schedule's overlapped exchanges (Megatron-LM's
+  ``overlap_p2p_comm``);
+* **data**: the distributed optimizer's gradient ReduceScatter overlaps the last micro-batch's backward
+  and the parameter AllGather the first micro-batch's forward (``--overlap-grad-reduce``,
+  ``--overlap-param-gather``), all but the last bucket (Megatron-Core's bucket of ``max(40M, 1M x dp)``
+  parameters); FSDP's per-layer gathers and scatters are prefetched under the layers' compute, exposed
+  where the step's are longer than its compute.
+
+Step = ``pipeline(stage times) + exposed pipeline + exposed data + optimizer``, with
+:func:`p2sim.workload.schedule.pipeline_seconds`; the memory per GPU is :mod:`p2sim.workload.memory`'s, and a
+configuration that does not fit the GPU is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..formalism.mesh import megatron_matrix
+from ..sim.sim_settings import SimSettings
+from ..topology import Topology, find_spec, load_system
+from ..topology.gpus import gpu_compute
+from ..util.errors import InputError
+from ..workload import load_model, step_collectives
+from ..workload.compute import BACKWARD_ATTENTION, BACKWARD_MATMUL, head_ops, layer_kinds, layer_ops, model_flops
+from ..workload.memory import GIB, MemoryUse, check_fits, memory_per_gpu
+from ..workload.model_files import preset_training
+from ..workload.op_time import DEFAULT, EfficiencyParams, OpTimer
+from ..workload.schedule import bubble_seconds, chunk_layers
+from ..workload.step import StepCollective
+from ..workload.train_text import given_fields, training_of
+from ..workload.training import AXES, fit
+from ..formalism.hierarchy import LoweredStep
+from ..formalism.semantics import Op
+from .step_plan import part_groups
+from .step_workload import ENDS, GROUPS, PAIRS, StepPart
+
+__all__ = ["StepSettings", "StepResult", "run_step", "step_settings", "job_hierarchy", "RECOMPUTE"]
+
+RECOMPUTE = ("none", "selective", "full")
+COMM_AXES = ("tensor", "context", "expert", "pipeline", "data")
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    """What ``--train`` says beyond :class:`~p2sim.workload.training.TrainingSpec`: FP8 GEMMs and recompute."""
+
+    fp8: bool = False
+    recompute: str = "none"
+    tp_overlap: bool = False  # Megatron-LM's --tp-comm-overlap (TransformerEngine's userbuffers)
+
+
+def step_settings(text: str | None) -> tuple[str, StepSettings]:
+    """Split ``--train``'s text into TrainingSpec's keys and the step's own (``dtype=fp8``, ``recompute=``,
+    ``zero=fsdp``, ``tp_overlap=on``).
+
+    Examples
+    --------
+    >>> step_settings("seq=4096,dtype=fp8,recompute=selective,zero=fsdp")
+    ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective', tp_overlap=False))
+    """
+    kept, fp8, recompute, overlap = [], False, "none", False
+    for part in (p.strip() for p in (text or "").split(",")):
+        if not part:
+            continue
+        key, _, value = (s.strip() for s in part.partition("="))
+        k, v = key.lower(), value.lower()
+        if k == "recompute":
+            if v not in RECOMPUTE:
+                raise InputError(f"train: recompute: {value!r} should be one of {', '.join(RECOMPUTE)}")
+            recompute = v
+        elif k in ("dtype", "param_dtype") and v == "fp8":
+            fp8 = True  # FP8 GEMMs with BF16 weights and activations (TransformerEngine's recipes)
+            kept.append(f"{key}=bf16")
+        elif k == "zero" and v == "fsdp":
+            kept.append("data_parallel=fsdp")
+        elif k == "tp_overlap":
+            if v not in ("on", "off"):
+                raise InputError(f"train: tp_overlap: {value!r} should be on or off")
+            overlap = v == "on"
+        else:
+            kept.append(part)
+    return ",".join(kept), StepSettings(fp8, recompute, overlap)
+
+
+def job_hierarchy(hierarchy: Sequence[int], gpus: int, node_gpus: int) -> tuple[tuple[int, ...], int]:
+    """The levels a job of ``gpus`` GPUs spans, and the GPUs it uses on each node: a job on whole nodes spans the
+    system's levels; one on part of a node its first GPUs (64 of a 72-GPU rack: 16 trays of 4); one over
+    several nodes that it does not fill takes the same share of each (256 GPUs on 72-GPU racks: 64 on each of
+    4 racks, as NVL72 jobs run on 16 of the 18 trays).
+
+    Examples
+    --------
+    >>> job_hierarchy((4, 18, 4), 64, 72), job_hierarchy((4, 18, 4), 288, 72), job_hierarchy((16, 8), 64, 8)
+    (((16, 4), 64), ((4, 18, 4), 72), ((8, 8), 8))
+    >>> job_hierarchy((4, 18, 4), 256, 72)
+    ((4, 16, 4), 64)
+    """
+    if math.prod(hierarchy) == gpus:
+        return tuple(hierarchy), node_gpus
+    nodes = -(-gpus // node_gpus)
+    if gpus % nodes:
+        raise InputError(f"gpus: {gpus} do not spread evenly over the {nodes} nodes of {node_gpus} GPUs they need")
+    per_node = gpus // nodes
+    inner: list[int] = []
+    levels = list(hierarchy)
+    while levels and math.prod(levels) > node_gpus:
+        levels.pop(0)  # the levels above a node
+    for size in reversed(levels):
+        if per_node % (math.prod(inner) * size) == 0 and math.prod(inner) * size < per_node:
+            inner.insert(0, size)
+        else:
+            break
+    rest = per_node // math.prod(inner)
+    node_levels = ([rest] if rest > 1 else []) + inner
+    return tuple(([nodes] if nodes > 1 else []) + node_levels), per_node
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One configuration's step: time by part, throughput, memory, and what it was computed from."""
+
+    model: str
+    system: str
+    gpus: int
+    axes: dict[str, int]
+    micro_batches: int
+    step_seconds: float
+    compute_seconds: float
+    bubble_seconds: float
+    optimizer_seconds: float
+    exposed_comm_seconds: dict[str, float]
+    comm_seconds: dict[str, float]  # every collective's time by axis, count x one call, before overlap
+    tokens_per_s_per_gpu: float
+    model_tflops_per_gpu: float
+    mfu: float
+    peak_tflops: float
+    memory: MemoryUse
+    memory_capacity_gib: float | None
+    training: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def memory_gib_per_gpu(self) -> float:
+        return self.memory.total / GIB
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "system": self.system, "gpus": self.gpus, "axes": dict(self.axes),
+                "training": dict(self.training), "micro_batches": self.micro_batches,
+                "step_seconds": self.step_seconds, "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+                "model_tflops_per_gpu": self.model_tflops_per_gpu, "mfu": self.mfu, "peak_tflops": self.peak_tflops,
+                "memory_gib_per_gpu": self.memory_gib_per_gpu,
+                "memory_gib_by_part": {k: v / GIB for k, v in self.memory.parts().items()},
+                "memory_capacity_gib": self.memory_capacity_gib,
+                "compute_seconds": self.compute_seconds, "bubble_seconds": self.bubble_seconds,
+                "optimizer_seconds": self.optimizer_seconds,
+                "exposed_comm_seconds": dict(self.exposed_comm_seconds), "comm_seconds": dict(self.comm_seconds)}
+
+
+def _timer(topo: Topology, params: EfficiencyParams) -> OpTimer:
+    nc = topo.spec.nccl
+    sheet = gpu_compute(nc.gpu_model)
+    figures = {k: getattr(nc, k) if getattr(nc, k) is not None else (getattr(sheet, k) if sheet else None)
+               for k in ("bf16_tflops", "fp8_tflops", "hbm_tb_per_s")}
+    missing = [k for k, v in figures.items() if v is None]
+    if missing:
+        raise InputError(f"{topo.spec.name}: [gpu] {', '.join(missing)}: not given, and the GPU "
+                         f"{nc.gpu_model or nc.arch!r} has no data-sheet figures in p2sim: give them in the system file")
+    return OpTimer(figures["bf16_tflops"], figures["fp8_tflops"], figures["hbm_tb_per_s"], params,
+                   sheet.sms if sheet else 132)
+
+
+def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[float, float, float, float]:
+    """(forward, backward with recompute, attention forward + backward, matrix multiplies forward + backward)
+    of one layer's operations."""
+    fwd = sum(timer.seconds(op, fp8) for op in ops)
+    bwd = 0.0
+    attention = 0.0
+    matmul = sum(timer.seconds(op, fp8) for op in ops if op.kind == "matmul")
+    for op in ops:
+        if op.kind == "attention":
+            b = timer.seconds(op, fp8, BACKWARD_ATTENTION, 2.0)
+            attention += timer.seconds(op, fp8) + b
+        elif op.kind == "matmul":
+            b = timer.seconds(op, fp8, BACKWARD_MATMUL, BACKWARD_MATMUL)
+            matmul += b
+        else:
+            b = timer.seconds(op, fp8, 1.0, 2.0)  # a gradient kernel reads the forward's input and the gradient
+        bwd += b
+    # host-bound: a layer's time is at least its kernels' dispatch (forward's, and the backward's twice as many)
+    host = timer.params.host * sum(timer.kernels(op, fp8) for op in ops)
+    fwd = max(fwd, host)
+    bwd = max(bwd, 2 * host)
+    if recompute == "full":
+        bwd += fwd
+    elif recompute == "selective":
+        bwd += sum(timer.seconds(op, fp8) for op in ops if op.kind == "attention")
+    return fwd, bwd, attention, matmul
+
+
+def _axis_of(c: StepCollective) -> str:
+    for a in ("tensor", "pipeline"):
+        if a in c.axes:
+            return a
+    if c.op == "AllToAll":
+        return "expert"
+    if c.op == "SendRecv" and c.axes == ("context",):
+        return "context"
+    return "data"
+
+
+_SIMULATED: dict[tuple[Any, ...], dict[StepCollective, float]] = {}
+_TOPOLOGIES: dict[tuple[str, int], Topology] = {}
+
+
+def _simulate(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
+              collectives: Sequence[StepCollective], engine: str) -> dict[StepCollective, float]:
+    """One call's seconds of each collective under Megatron-LM's default rank order (kept for the process: the
+    same job's collectives take the same time whatever the compute's parameters)."""
+    key = (id(topo), hierarchy, per_node, node_gpus, tuple(sorted(sizes.items())), tuple(collectives), engine)
+    if key not in _SIMULATED:
+        _SIMULATED[key] = _simulate_now(topo, hierarchy, per_node, node_gpus, sizes, collectives, engine)
+    return _SIMULATED[key]
+
+
+def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
+                  collectives: Sequence[StepCollective], engine: str) -> dict[StepCollective, float]:
+    names = [a for a in AXES if sizes[a] > 1] or ["data"]
+    axis_sizes = [sizes[a] for a in names]
+    matrix, why = megatron_matrix(hierarchy, axis_sizes, names)
+    if matrix is None:
+        raise InputError(f"axes: {','.join(f'{a}={sizes[a]}' for a in names)} on {topo.spec.name}: no placement in "
+                         f"Megatron-LM's rank order ({why})")
+    index = {a: i for i, a in enumerate(names)}
+    sim = SimSettings(engine=engine).simulator(topo)
+
+    def device(rank: int) -> int:  # the job's rank on the system's GPUs: its share of each node, first GPUs first
+        return rank // per_node * node_gpus + rank % per_node
+
+    out = {}
+    for c in collectives:
+        pattern = GROUPS
+        if c.op == "SendRecv" and c.axes == ("pipeline",):
+            pattern = PAIRS
+        elif c.op == "AllReduce" and c.axes == ("pipeline",):
+            pattern = ENDS
+        part = StepPart(tuple(sorted(index[a] for a in c.axes)), c.op, c.size, c.count, pattern, (c.phase,))
+        groups = tuple(tuple(device(r) for r in g) for g in part_groups(part, hierarchy, axis_sizes, matrix, "aligned"))
+        out[c] = sim.step(LoweredStep(Op(c.op), groups), (float(c.size),) * len(groups)).seconds
+    return out
+
+
+def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | None = None,
+             axes: Mapping[str, int], train: str | None = None, params: EfficiencyParams = DEFAULT,
+             engine: str = "des", check_memory: bool = True) -> StepResult:
+    """The step of ``model`` on ``gpus`` GPUs (or ``nodes`` nodes) of ``system``, configured by ``axes`` and ``train``.
+
+    Raises
+    ------
+    InputError
+        A model, system, axis or setting that does not fit, or a configuration that does not fit the
+        GPU's memory: one line naming what and by how much.
+    """
+    spec_model = load_model(model)
+    text, extra = step_settings(train)
+    published = preset_training(model)
+    defaults = {} if published is None else {k: v for k, v in published.settings().items()
+                                             if k not in given_fields(text)}
+    training = training_of(text, defaults)
+    sizes = {a: 1 for a in AXES}
+    for a, v in axes.items():
+        if a not in AXES:
+            raise InputError(f"axes: {a!r} is not an axis a training step uses (one of {', '.join(AXES)})")
+        sizes[a] = v
+    spec = find_spec(system) if not hasattr(system, "hierarchy") else system
+    per_node = math.prod(spec.hierarchy(1)[spec.node_level + 1:])
+    if gpus is None and nodes is None:
+        raise InputError("step: give --nodes or --gpus")
+    if gpus is None:
+        gpus = nodes * per_node
+    if gpus < 1:
+        raise InputError(f"gpus: {gpus} should be a positive integer")
+    if math.prod(sizes.values()) != gpus:
+        raise InputError(f"axes: {' x '.join(str(sizes[a]) for a in AXES)} = {math.prod(sizes.values())} GPUs, but the "
+                         f"job has {gpus}")
+    f = fit(spec_model, training, sizes)
+    count = max(nodes or 0, -(-gpus // per_node))
+    if isinstance(system, str):
+        topo = _TOPOLOGIES.get((system, count)) or _TOPOLOGIES.setdefault((system, count), load_system(spec, count))
+    else:
+        topo = load_system(spec, count)
+    hierarchy, used = job_hierarchy(topo.hierarchy, gpus, per_node)
+    timer = _timer(topo, params)
+    t, c, p, d, e = (sizes[a] for a in AXES)
+    v = training.virtual_stages
+    m = f.micro_batches
+    mem = memory_per_gpu(spec_model, seq_length=training.seq_length, micro_batch=training.micro_batch,
+                         micro_batches=m, tensor=t, context=c, pipeline=p, data=d, expert=e, virtual=v,
+                         sp=training.sequence_parallel, recompute=extra.recompute,
+                         data_parallel=training.data_parallel,
+                         grad_bytes=training.grad_bytes, fp8=extra.fp8)
+    capacity = topo.spec.nccl.memory_gib
+    if check_memory:
+        check_fits(mem, capacity, f"{spec_model.name} on {gpus} {topo.spec.nccl.gpu_model or 'GPUs'}")
+    # ------------------------------------------------------------------ compute per stage, per micro-batch
+    kinds = layer_kinds(spec_model)
+    tokens = f.tokens
+    common = dict(tokens=tokens, seq_length=training.seq_length, tensor=t, context=c, expert=e,
+                  sequence_parallel=training.sequence_parallel, dtype_bytes=1.0 if extra.fp8 else 2.0)
+    cache: dict[tuple[str, bool], tuple[float, float, float, float]] = {}
+
+    def layer(i: int) -> tuple[float, float, float, float]:
+        # GPT-OSS alternates sliding-window and full attention, sliding first (its layer_types)
+        sliding = spec_model.sliding_window_layers > 0 and i % 2 == 0
+        key = (kinds[i], sliding)
+        if key not in cache:
+            cache[key] = _layer_seconds(timer, layer_ops(spec_model, kinds[i], sliding=sliding, **common),
+                                        extra.fp8, extra.recompute)
+        return cache[key]
+
+    sizes_c = chunk_layers(spec_model.num_layers, p, v)
+    starts = [sum(sizes_c[:i]) for i in range(len(sizes_c))]
+    head = sum(timer.seconds(op) * 3 for op in head_ops(spec_model, tokens=tokens, tensor=t))
+    mtp = 0.0
+    if spec_model.mtp_layers:
+        lf, lb, _, _ = layer(spec_model.num_layers - 1)
+        mtp = spec_model.mtp_layers * (lf + lb)
+    stage_compute, stage_attention, stage_matmul, stage_layers = [], [], [], []
+    for r in range(p):
+        total = attention = matmuls = 0.0
+        count = 0
+        for j in range(v):
+            ch = j * p + r
+            for i in range(starts[ch], starts[ch] + sizes_c[ch]):
+                lf, lb, la, lm = layer(i)
+                total += lf + lb
+                attention += la
+                matmuls += lm
+                count += 1
+        if r == p - 1:
+            total += head + mtp
+        stage_compute.append(total)
+        stage_attention.append(attention)
+        stage_matmul.append(matmuls)
+        stage_layers.append(count)
+    # ------------------------------------------------------------------ communication
+    collectives = step_collectives(spec_model, training, sizes)
+    seconds = _simulate(topo, hierarchy, used, per_node, sizes, collectives, engine) if collectives else {}
+    comm = {a: 0.0 for a in COMM_AXES}
+    for col, s in seconds.items():
+        comm[_axis_of(col)] += s * col.count
+    fullest = max(stage_layers) or 1
+    per_mb = {a: comm[a] / m for a in ("tensor", "expert", "context")}  # the fullest stage's, per micro-batch
+    stage_total, parts_of = [], []
+    for r in range(p):
+        share = stage_layers[r] / fullest
+        tp, ep = per_mb["tensor"] * share, per_mb["expert"] * share
+        if extra.tp_overlap:
+            # userbuffers split each AllGather/ReduceScatter into chunks pipelined with its GEMM: exposed where
+            # the layer's communication outlasts its matrix multiplies
+            tp = max(0.0, tp - stage_matmul[r])
+        cp = max(0.0, per_mb["context"] * share - stage_attention[r])
+        stage_total.append(stage_compute[r] + tp + ep + cp)
+        parts_of.append((stage_compute[r], tp, ep, cp))
+    slowest = max(range(p), key=lambda r: stage_total[r])
+    bubble = bubble_seconds(stage_total, v)
+    exposed = {"tensor": m * parts_of[slowest][1], "expert": m * parts_of[slowest][2],
+               "context": m * parts_of[slowest][3], "pipeline": 0.0, "data": 0.0}
+    sends = [s for col, s in seconds.items() if col.op == "SendRecv" and col.axes == ("pipeline",)]
+    if p > 1 and sends:
+        t_send = max(sends)
+        exposed["pipeline"] = t_send * (2 * (p - 1) + (2 * m if v == 1 else 0))
+    # data: overlapped with the last micro-batch's backward (gradients) and the first one's forward (parameters)
+    stage_params = (mem.weights / 2.0) if training.data_parallel not in ("zero3", "fsdp") else None
+    dp_size = d * c * e
+    bucket = max(40e6, 1e6 * dp_size)
+    local = stage_params if stage_params is not None else mem.optimizer / 12.0 * dp_size
+    buckets = max(1, math.ceil(local / bucket))
+    grads = sum(s * col.count for col, s in seconds.items() if _axis_of(col) == "data" and col.phase == "backward")
+    gathers = sum(s * col.count for col, s in seconds.items()
+                  if _axis_of(col) == "data" and col.phase in ("optimizer", "forward"))
+    other = sum(s * col.count for col, s in seconds.items()
+                if _axis_of(col) == "pipeline" and col.op == "AllReduce")
+    one_mb = stage_compute[slowest]
+    if training.data_parallel in ("zero3", "fsdp"):
+        whole = grads + gathers
+        exposed["data"] = max(whole / max(1, fullest), whole - m * one_mb)
+    else:
+        backward = one_mb * 2 / 3
+        forward = one_mb / 3
+        exposed["data"] = (max(grads / buckets, grads - backward) if grads else 0.0) + \
+                          (max(gathers / buckets, gathers - forward) if gathers else 0.0)
+    exposed["pipeline"] += other
+    # the optimizer: Adam over this GPU's shard of the parameters, memory-bound: FP32 master, momentum,
+    # variance and gradient read, the three written back and the BF16 weight (30 bytes a parameter)
+    sharded = mem.optimizer / 12.0
+    optimizer = 30.0 * sharded / (timer.hbm_tb_per_s * 1e12 * params.memory)
+    compute = m * parts_of[slowest][0]
+    step = compute + bubble + sum(exposed.values()) + optimizer
+    tokens_step = training.seq_length * m * training.micro_batch * d * e
+    flops = model_flops(spec_model, training.seq_length, m * training.micro_batch * d * e)
+    tflops = flops / step / gpus / 1e12
+    peak = timer.fp8_tflops if extra.fp8 and timer.fp8_tflops else timer.bf16_tflops
+    settings = {"seq_length": training.seq_length, "micro_batch": training.micro_batch,
+                "global_batch": m * training.micro_batch * d * e, "dtype": "fp8" if extra.fp8 else training.param_dtype,
+                "grad_dtype": training.grad_dtype, "sequence_parallel": training.sequence_parallel,
+                "virtual_stages": v, "recompute": extra.recompute, "data_parallel": training.data_parallel,
+                "tp_overlap": extra.tp_overlap}
+    return StepResult(spec_model.name, topo.spec.name, gpus, {a: sizes[a] for a in AXES}, m, step, compute, bubble,
+                      optimizer, exposed, comm, tokens_step / step / gpus, tflops, tflops / peak, peak, mem, capacity,
+                      settings)

@@ -1,0 +1,72 @@
+"""The compute of a step: Megatron-LM's model FLOPs by hand, and the layer operations agreeing with them."""
+
+import pytest
+
+from p2sim.workload.compute import head_ops, layer_kinds, layer_ops, model_flops, model_flops_per_token
+from p2sim.workload.model_files import load_model
+from p2sim.workload.model_spec import ModelSpec
+
+TINY = ModelSpec(name="tiny", source="test", hidden_size=64, num_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, intermediate_size=128, vocab_size=1000)
+
+
+def test_tiny_dense_model_flops_by_hand():
+    # per token, s = 32: MLP 12 h (1.5 f) L = 12 x 64 x 192 x 2; attention 6 L (h (q + 2 kv) + q s + q h)
+    # = 6 x 2 x (64 x 128 + 64 x 32 + 64 x 64); logits 6 h V with V padded to 1024
+    mlp = 12 * 64 * 192 * 2
+    attention = 6 * 2 * (64 * 128 + 64 * 32 + 64 * 64)
+    logits = 6 * 64 * 1024
+    assert model_flops_per_token(TINY, 32) == mlp + attention + logits == 860160
+    assert model_flops(TINY, 32, 3) == 860160 * 32 * 3
+
+
+def test_llama3_8b_is_six_n_plus_attention():
+    m = load_model("llama3-8b")
+    s = 8192
+    # 6 x (parameters less the input embedding) + 6 x L x q x s (causal QK^T and AV)
+    approx = 6 * (m.parameter_count - m.vocab_size * m.hidden_size) + 6 * 32 * 4096 * s
+    assert model_flops_per_token(m, s) == pytest.approx(approx, rel=0.002)
+    assert model_flops_per_token(m, s) / 1e9 == pytest.approx(51.47, abs=0.01)  # dev rows D01-D27: 51.46-51.48
+
+
+@pytest.mark.parametrize("name, seq, published", [
+    # Megatron-Bridge 25.11's TFLOP/s per GPU over tokens/s per GPU (step_times_dev.csv): GFLOP per token
+    ("llama3-70b", 8192, 449.1), ("llama3-405b", 8192, 2524.5), ("qwen3-30b-a3b", 4096, 23.02),
+    ("qwen3-235b-a22b", 4096, 148.0), ("gpt-oss-120b", 8192, 30.8), ("deepseek-v3", 4096, 260.4)])
+def test_model_flops_match_the_published_counts(name, seq, published):
+    assert model_flops_per_token(load_model(name), seq) / 1e9 == pytest.approx(published, rel=0.002)
+
+
+@pytest.mark.parametrize("tensor", [1, 2, 4])
+def test_layer_operations_add_up_to_the_model_flops(tensor):
+    m = load_model("llama3-8b")
+    s = 4096
+    fwd = sum(op.flops for kind in layer_kinds(m) for op in layer_ops(m, kind, tokens=s, seq_length=s, tensor=tensor))
+    fwd += sum(op.flops for op in head_ops(m, tokens=s, tensor=tensor))
+    # forward + backward = 3 x forward in Megatron's count (attention's core too)
+    assert 3 * fwd * tensor == pytest.approx(model_flops_per_token(m, s) * s, rel=1e-9)
+
+
+def test_moe_layer_spreads_routed_tokens_over_the_expert_axis():
+    m = load_model("qwen3-30b-a3b")
+    one = {op.name: op for op in layer_ops(m, "moe", tokens=4096, seq_length=4096)}
+    eight = {op.name: op for op in layer_ops(m, "moe", tokens=4096, seq_length=4096, expert=8)}
+    # the same expert FLOPs per GPU: 1/8 of the experts, 8 ranks' tokens
+    assert eight["experts up"].flops == one["experts up"].flops
+    assert eight["experts up"].count == 16 and one["experts up"].count == 128
+    assert one["experts up"].flops == 2 * 4096 * 8 * 2 * 768 * 2048
+
+
+def test_deepseek_dense_first_layers_and_mla():
+    m = load_model("deepseek-v3")
+    kinds = layer_kinds(m)
+    assert kinds[:3] == ("dense",) * 3 and set(kinds[3:]) == {"moe"}
+    ops = {op.name for op in layer_ops(m, "moe", tokens=4096, seq_length=4096)}
+    assert {"q down", "q up", "kv down", "kv up", "shared up"} <= ops and "qkv" not in ops
+
+
+def test_sliding_window_layers_attend_to_the_window():
+    m = load_model("gpt-oss-120b")
+    full = next(op for op in layer_ops(m, "moe", tokens=8192, seq_length=8192) if op.kind == "attention")
+    window = next(op for op in layer_ops(m, "moe", tokens=8192, seq_length=8192, sliding=True) if op.kind == "attention")
+    assert full.flops / window.flops == pytest.approx(4096 / 128)

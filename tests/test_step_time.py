@@ -1,0 +1,70 @@
+"""``p2sim step``: one configuration's step by part, its throughput and memory; the refusals; the CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from p2sim import api
+from p2sim.studies.step_time import job_hierarchy, run_step, step_settings
+from p2sim.util.errors import InputError
+from p2sim.workload.compute import model_flops
+
+
+def test_a_step_adds_up_and_counts_its_throughput():
+    r = run_step(model="llama3-8b", system="dgx-h100", nodes=1, axes={"data": 8},
+                 train="seq=8192,micro_batch=1,global_batch=64,dtype=fp8,zero=1,grad_dtype=bf16")
+    parts = r.compute_seconds + r.bubble_seconds + sum(r.exposed_comm_seconds.values()) + r.optimizer_seconds
+    assert r.step_seconds == pytest.approx(parts)
+    assert r.tokens_per_s_per_gpu == pytest.approx(64 * 8192 / r.step_seconds / 8)
+    from p2sim.workload import load_model
+    assert r.model_tflops_per_gpu == pytest.approx(model_flops(load_model("llama3-8b"), 8192, 64) / r.step_seconds / 8e12)
+    assert r.bubble_seconds == 0.0 and 0.1 < r.mfu < 0.9
+    assert r.memory_gib_per_gpu < 80
+
+
+def test_the_pipeline_adds_a_bubble_and_interleaving_shrinks_it():
+    common = dict(model="llama3-8b", system="dgx-h100", nodes=2, train="seq=4096,micro_batch=1,global_batch=32,zero=1,sp=on")
+    one = run_step(axes={"tensor": 2, "pipeline": 4, "data": 2}, **common)
+    two = run_step(axes={"tensor": 2, "pipeline": 4, "data": 2}, **{**common, "train": common["train"] + ",vp=2"})
+    assert one.bubble_seconds > 0 and two.bubble_seconds < one.bubble_seconds
+    assert one.exposed_comm_seconds["tensor"] > 0
+
+
+def test_uneven_stages_of_the_published_runs_are_accepted():
+    r = run_step(model="deepseek-v3", system="dgx-b200", nodes=32, axes={"pipeline": 16, "expert": 8, "data": 2},
+                 train="seq=4096,micro_batch=1,global_batch=2048,dtype=fp8,zero=1")
+    assert r.exposed_comm_seconds["expert"] > 0 and r.step_seconds > 0
+
+
+def test_settings_and_hierarchies():
+    assert step_settings("recompute=full,tp_overlap=on")[1].recompute == "full"
+    with pytest.raises(InputError, match="train: recompute: 'some' should be one of none, selective, full"):
+        step_settings("recompute=some")
+    assert job_hierarchy((4, 18, 4), 256, 72) == ((4, 16, 4), 64)
+    with pytest.raises(InputError, match="axes: .* = 4 GPUs, but the job has 8"):
+        run_step(model="llama3-8b", system="dgx-h100", nodes=1, axes={"data": 4})
+
+
+def test_too_big_a_configuration_is_refused():
+    with pytest.raises(InputError, match="llama3-70b on 8 H100-SXM5: needs .* GiB per GPU"):
+        run_step(model="llama3-70b", system="dgx-h100", nodes=1, axes={"data": 8}, train="seq=8192,global_batch=8")
+
+
+def test_the_command_prints_the_json_keys():
+    out = subprocess.run([sys.executable, "-m", "p2sim", "step", "--model", "llama3-8b", "--system", "gb200-nvl72",
+                          "--gpus", "8", "--axes", "data=8", "--train", "seq=8192,micro_batch=2,global_batch=128,dtype=fp8,zero=1",
+                          "--json"], capture_output=True, text=True, check=True).stdout
+    doc = json.loads(out)
+    for key in ("step_seconds", "tokens_per_s_per_gpu", "model_tflops_per_gpu", "mfu", "memory_gib_per_gpu",
+                "compute_seconds", "bubble_seconds", "exposed_comm_seconds"):
+        assert key in doc
+    bad = subprocess.run([sys.executable, "-m", "p2sim", "step", "--model", "llama3-8b", "--system", "dgx-h100",
+                          "--nodes", "1", "--axes", "data=8", "--train", "recompute=maybe"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr and "recompute" in bad.stderr
+
+
+def test_the_api_answers_as_the_command():
+    r = api.step(model="llama3-8b", system="dgx-h100", nodes=1, axes="data=8", train="seq=4096,global_batch=16,zero=1")
+    assert r.to_json()["gpus"] == 8
