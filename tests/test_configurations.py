@@ -59,8 +59,8 @@ def test_the_expert_axis_splits_only_a_moe_models_experts():
 def test_a_search_needs_a_global_batch_and_something_that_fits():
     with pytest.raises(InputError, match="give the global batch"):
         candidates(TINY, 4, TrainingSpec(seq_length=8), tensor_limit=2)
-    with pytest.raises(InputError, match="no configuration of tiny fits 3 GPUs"):
-        candidates(TINY, 3, TrainingSpec(seq_length=8, global_batch=4), tensor_limit=2)
+    with pytest.raises(InputError, match="no configuration of tiny fits 7 GPUs"):
+        candidates(TINY, 7, TrainingSpec(seq_length=8, global_batch=4), tensor_limit=2)
     with pytest.raises(InputError, match="search: gpus: 0 should be a positive integer"):
         candidates(TINY, 0, TrainingSpec(seq_length=8, global_batch=4), tensor_limit=2)
 
@@ -81,3 +81,15 @@ def test_a_larger_batch_never_removes_a_configuration(gpus, batch):
     large = {c.label for c in candidates(TINY, gpus, TrainingSpec(seq_length=64, global_batch=2 * batch),
                                          tensor_limit=4)}
     assert small <= large
+
+
+@pytest.mark.parametrize("model,gpus,seq,batch,axes,vp", [
+    # Megatron-Bridge 25.11 (validation/step_times/): Llama 3.1 405B on 1,024 H100 (row D29), TP 8, PP 8, CP 2, VP 8
+    ("llama3-405b", 1024, 8192, 512, {"tensor": 8, "context": 2, "pipeline": 8, "data": 8}, 8),
+    # DeepSeek-V3 on 256 B200 (row D23): PP 16 over 61 layers (uneven), EP 8 out of the data-parallel 16
+    ("deepseek-v3", 256, 4096, 2048, {"tensor": 1, "context": 1, "pipeline": 16, "expert": 8, "data": 2}, 1),
+])
+def test_the_published_configurations_are_candidates(model, gpus, seq, batch, axes, vp):
+    cs = candidates(load_model(model), gpus, TrainingSpec(seq_length=seq, global_batch=batch), tensor_limit=8)
+    want = {"tensor": 1, "context": 1, "pipeline": 1, "expert": 1, "data": 1} | axes
+    assert any(dict(c.axes) == want and c.virtual_stages == vp and c.micro_batch == 1 for c in cs)
