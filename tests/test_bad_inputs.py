@@ -647,3 +647,51 @@ def test_check_model_inputs(capsys, argv, says):
     """check --model: the options the step decides, and each bad setting, are one line, exit 2, before any work."""
     args = ["--axes", "data=2,tensor=8"] if "--axes" not in argv else []
     refused(capsys, "check", "--system", "dgx-h100", "--nodes", "2", *args, *argv, says=says)
+
+
+# ---------------------------------------------------------------- every input option: files, looked at first
+
+def _model_copy(tmp_path: Path, name: str) -> Path:
+    from p2sim.workload.model_files import preset_path
+
+    f = tmp_path / name
+    f.write_text(preset_path("llama3-8b").read_text())
+    return f
+
+
+def test_csv_never_replaces_the_model_it_reads(capsys, no_work, tmp_path, monkeypatch):
+    f = _model_copy(tmp_path, "m.csv")  # a config.json by any name is read as one
+    text = f.read_text()
+    (tmp_path / "sub").mkdir()
+    job = ["--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,tensor=8"]
+    for spelling in _same_file_spellings(tmp_path, monkeypatch, f):
+        for command in ("plan", "rank", "whatif", "check"):
+            refused(capsys, command, *job, "--model", "m.csv", "--csv", spelling,
+                    says=("csv:", "an input (--model)", "--force"))
+    assert f.read_text() == text
+
+
+def test_an_input_that_is_no_regular_file_is_refused_before_it_is_opened(capsys, no_work, tmp_path):
+    fifo = tmp_path / "m.json"
+    os.mkfifo(fifo)  # nobody writes it: opening it would block for ever
+    job = ["--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,tensor=8"]
+    refused(capsys, "plan", *job, "--model", str(fifo), says=(str(fifo), "is a pipe, not a regular file"))
+    refused(capsys, "check", str(fifo), "--system", "a100", "--axes", "32",
+            says=(str(fifo), "is a pipe, not a regular file"))
+    refused(capsys, "rank", "--system", "a100", "--axes", "32", "--scheduler-file", str(fifo),
+            says=(str(fifo), "is a pipe, not a regular file"))
+    refused(capsys, "simulate", "--system", "/dev/null", "--axes", "32", says=("/dev/null: is a device",))
+    refused(capsys, "plan", *job, "--model", "/dev/zero", says=("/dev/zero: is a device",))
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["plan", "--system", "dgx-h100", "--axes", "data=2,tensor=8", "--nodes", "2", "--model", ""],
+     ("model: --model '' is empty",)),
+    (["validate", "--measurements", ""], ("measurements: --measurements '' is empty",)),
+    (["check", "", "--system", "a100", "--axes", "32"], ("logs: LOG '' is empty",)),
+    (["simulate", "--system", " ", "--axes", "32"], ("system: --system ' ' is empty",)),
+    (["rank", "--system", "a100", "--axes", "32", "--scheduler-file", ""], ("scheduler-file: --scheduler-file '' is empty",)),
+])
+def test_an_empty_input_name_is_refused_as_empty(capsys, no_work, argv, says):
+    """``Path("")`` is the current directory: an empty value was read as one (``.: is a directory``)."""
+    refused(capsys, *argv, says=says)

@@ -67,7 +67,7 @@ def test_special_inputs_are_refused_or_read_once(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     threading.Thread(target=lambda: fifo.write_bytes(b"name = 1\n"), daemon=True).start()
-    assert read_text(fifo, "system file") == "name = 1\n"  # a pipe, read once
+    assert read_text(fifo, "system file", pipes=True) == "name = 1\n"  # a pipe, read once
     with pytest.raises(InputError, match="fifo: is a pipe, not a regular file"):
         check_input_file(fifo, "measurement file", pipes=False)
     assert check_input_file(big, "log") == "file"
@@ -79,3 +79,28 @@ def test_special_outputs_are_refused(tmp_path):
     for dev in ("/dev/null", "/dev/full"):
         with pytest.raises(OutputError, match=f"out: {dev} is not a regular file"):
             check_output_file(dev, "out")
+
+
+def test_pipes_are_refused_unless_the_reader_takes_them_and_a_silent_one_ends(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    from p2sim.util import fileio
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="fifo: is a pipe, not a regular file: a model configuration is read"):
+        fileio.read_text(fifo, "model configuration")  # refused before it is opened: no writer, no hang
+    monkeypatch.setattr(fileio, "PIPE_WAIT_S", 0.05)
+    with pytest.raises(InputError, match="fifo: is a pipe and nothing was written to it in 0.05 s"):
+        fileio.read_text(fifo, "system file", pipes=True)
+    monkeypatch.setattr(fileio, "PIPE_WAIT_S", 600)  # a writer that comes is waited for
+    threading.Thread(target=lambda: fifo.write_bytes(b"name = 1\n"), daemon=True).start()
+    assert fileio.read_text(fifo, "system file", pipes=True) == "name = 1\n"
+
+
+def test_an_empty_name_is_not_the_current_directory():
+    from p2sim.util.fileio import read_text
+
+    with pytest.raises(InputError, match="'': an empty name is no model configuration"):
+        read_text("", "model configuration")

@@ -86,3 +86,35 @@ def test_axes_as_text_must_be_named():
         axis_sizes("8,4")
     with pytest.raises(InputError, match="axes: 8 is not a text or a mapping"):
         axis_sizes(8)  # type: ignore[arg-type]
+
+
+def test_moe_layers_per_stage_is_counted_as_the_stages_hold_them():
+    """The count (not a list of every layer: a model's layers may be many) against the layers listed."""
+    from dataclasses import replace
+
+    from p2sim.workload.training import Fit
+
+    base = load_model("mixtral-8x7b")
+    for layers in range(1, 25):
+        for p in (d for d in range(1, layers + 1) if layers % d == 0):
+            for v in (d for d in range(1, layers // p + 1) if layers % (p * d) == 0):
+                for dense in range(layers):
+                    f = Fit(replace(base, num_layers=layers, first_dense_layers=dense),
+                            TrainingSpec(virtual_stages=v, schedule="interleaved" if v > 1 else "1f1b"),
+                            1, 1, p, 1, 1, 1)
+                    chunk = layers // (p * v)
+                    listed = max(sum(layer >= dense for j in range(v)
+                                     for layer in range((j * p + r) * chunk, (j * p + r + 1) * chunk))
+                                 for r in range(p))
+                    assert f.moe_layers_per_stage == listed, (layers, p, v, dense)
+    # 2^40 layers of a tiny MoE: counted at once (listing them never ended)
+    tiny = replace(base, hidden_size=1, num_attention_heads=1, num_key_value_heads=1, intermediate_size=1,
+                   vocab_size=1, num_layers=2**40, first_dense_layers=3, experts=1, experts_per_token=1)
+    f = Fit(tiny, TrainingSpec(), 1, 1, 2**10, 1, 1, 1)
+    assert f.moe_layers_per_stage == 2**30
+
+
+@pytest.mark.parametrize("field", ["seq_length", "micro_batch", "global_batch", "virtual_stages"])
+def test_a_setting_no_step_has_is_refused(field):
+    with pytest.raises(InputError, match=f"training: {field}: {10**20} is more than 2\\^50: no training step"):
+        TrainingSpec(**{field: 10**20})

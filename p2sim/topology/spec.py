@@ -484,7 +484,7 @@ def _check_fabric_levels(src: str, levels: list[Level], fabric: FabricSpec | Non
 def load_spec(path: str | Path) -> SystemSpec:
     """Read and validate one system file."""
     p = Path(path)
-    text = read_text(p, "system file", TopologyError, limit=MAX_SYSTEM_BYTES)
+    text = read_text(p, "system file", TopologyError, limit=MAX_SYSTEM_BYTES, pipes=True)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

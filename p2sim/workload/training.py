@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..util.errors import InputError
 from ..util.parsing import axes_spec
-from .model_spec import ModelSpec
+from .model_spec import MAX_SIZE_FIELD, ModelSpec
 
 __all__ = ["TrainingSpec", "Fit", "fit", "axis_sizes", "AXES", "DTYPE_BYTES", "DATA_MODES", "SCHEDULES"]
 
@@ -85,6 +85,8 @@ class TrainingSpec:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"training: {name}: {value!r} should be a positive integer")
+            if value > MAX_SIZE_FIELD:  # a count, or tokens, that no step has; it would reach float() as garbage
+                raise InputError(f"training: {name}: {value} is more than 2^50: no training step is that large")
         for name, allowed in (("param_dtype", tuple(DTYPE_BYTES)), ("grad_dtype", tuple(DTYPE_BYTES)),
                               ("schedule", SCHEDULES), ("data_parallel", DATA_MODES)):
             if getattr(self, name) not in allowed:
@@ -137,13 +139,19 @@ class Fit:
         model's first ``first_dense_layers`` layers are dense."""
         if not self.model.is_moe:
             return 0
-        chunk = self.model.num_layers // (self.pipeline * self.training.virtual_stages)
-        most = 0
-        for stage in range(self.pipeline):
-            layers = [layer for j in range(self.training.virtual_stages)
-                      for layer in range((j * self.pipeline + stage) * chunk, (j * self.pipeline + stage + 1) * chunk)]
-            most = max(most, sum(layer >= self.model.first_dense_layers for layer in layers))
-        return most
+        p, v = self.pipeline, self.training.virtual_stages
+        chunk = self.model.num_layers // (p * v)
+        # counted, not listed (a model's layers may be many): chunk i holds layers [i x chunk, (i + 1) x chunk);
+        # the dense layers fill chunks 0 .. q-1 and the first ``part`` layers of chunk q; stage r holds chunks
+        # j x p + r.  Fewer dense chunks go to the later stages, so the stage with the fewest dense layers is the
+        # last, or the one before it when the last holds the part-dense chunk q
+        q, part = divmod(self.model.first_dense_layers, chunk)
+
+        def dense(stage: int) -> int:
+            whole = min(v, max(0, -(-(q - stage) // p)))  # its chunks j x p + stage below q
+            return whole * chunk + (part if q < p * v and q % p == stage else 0)
+
+        return v * chunk - min(dense(stage) for stage in {p - 1, max(p - 2, 0)})
 
 
 def axis_sizes(axes: str | Mapping[str, int]) -> dict[str, int]:
