@@ -582,7 +582,11 @@ def test_bench_nccl_log_never_appends_to_its_system_file(capsys, tmp_path, monke
 
 @pytest.mark.parametrize("argv, says", [
     (["--axes", "data=2,foo=8"], ("axes: 'foo' is not an axis a training step uses with --model",)),
-    (["--axes", "2,8"], ("axes: 'axis0' is not an axis a training step uses",)),
+    (["--axes", "2,8"], ("axes: --model needs the job's axes named, and --axes gave sizes only",
+                         "e.g. --axes data=2,tensor=8")),
+    # no --axes, what a newcomer types first: not blamed on 'axis0', an axis the user never typed
+    ([], ("axes: --model needs the job's axes named, and no --axes was given (one axis over every GPU)",
+          "product is the 16 GPUs, e.g. --axes data=2,tensor=8")),
     (["--axes", "data=2,tensor=8", "--train", "seq=8192,micro=2"], ("train: 'micro' is not a training setting",)),
     (["--axes", "data=2,tensor=8", "--train", "sp=maybe"], ("train: sp: 'maybe' should be on or off",)),
     (["--axes", "data=2,tensor=8", "--train", "schedule=interleaved"], ("train: schedule: interleaved",)),
@@ -695,3 +699,27 @@ def test_an_input_that_is_no_regular_file_is_refused_before_it_is_opened(capsys,
 def test_an_empty_input_name_is_refused_as_empty(capsys, no_work, argv, says):
     """``Path("")`` is the current directory: an empty value was read as one (``.: is a directory``)."""
     refused(capsys, *argv, says=says)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--axes", "data=2,tensor=8", "--reduce", "data", "--vary", "nodes=2,3"],
+     ("axes: the product of 2,8 is 16, but the hierarchy 3,8 has 24 devices (at the --vary point nodes=3)",)),
+    (["--axes", "data=2,tensor=8", "--model", "llama3-8b", "--vary", "nodes=2,3"],
+     ("(at the --vary point nodes=3)",)),
+    (["--axes", "data=*,tensor=16", "--reduce", "data", "--vary", "nodes=2,3"],
+     ("reduce: the reduction axes have size 1, so there is nothing to reduce (at the --vary point nodes=2)",)),
+    (["--axes", "data=*,tensor=8", "--reduce", "data", "--matrix", "[[2 1] [1 8]]", "--vary", "nodes=2,4"],
+     ("matrix: [[2 1] [1 8]] row 0 multiplies to 2, not axis size 4 (at the --vary point nodes=4)",)),
+])
+def test_a_whatif_point_the_axes_do_not_fit_is_named(capsys, argv, says):
+    refused(capsys, "whatif", "--system", "dgx-h100", *argv, says=says)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["plan", "--model", "llama3-8b", "--axes", "data=2,tensor=8", "--train", ""], ("train: '' gives no setting",)),
+    (["plan", "--model", "llama3-8b", "--axes", "data=2,tensor=8", "--train", " , "], ("train: ' , ' gives no setting",)),
+    (["whatif", "--axes", "data=2,tensor=8", "--reduce", "data", "--matrix", "[[2 1] [1 8]]", "--program", "",
+      "--vary", "nic.bandwidth=25,50"], ("program: '' has an empty instruction",)),
+])
+def test_an_empty_setting_is_refused_not_taken_as_the_default(capsys, no_work, argv, says):
+    refused(capsys, argv[0], "--system", "dgx-h100", *argv[1:], says=says)

@@ -118,3 +118,13 @@ def test_moe_layers_per_stage_is_counted_as_the_stages_hold_them():
 def test_a_setting_no_step_has_is_refused(field):
     with pytest.raises(InputError, match=f"training: {field}: {10**20} is more than 2\\^50: no training step"):
         TrainingSpec(**{field: 10**20})
+
+
+def test_a_wrong_argument_is_named_by_what_it_is_not_its_repr():
+    m = load_model("llama3-8b")
+    with pytest.raises(InputError) as e:
+        fit(m, "seq=8192", {"data": 2})
+    assert str(e.value) == ("training: 'seq=8192' is no TrainingSpec (for llama3-8b; training_of reads --train's "
+                            "KEY=VALUE text)")
+    with pytest.raises(InputError, match="^model: a str is no ModelSpec"):
+        fit("llama3-8b", TrainingSpec(), {"data": 2})

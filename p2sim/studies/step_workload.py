@@ -30,7 +30,7 @@ from ..workload import ModelSpec, StepCollective, TrainingSpec, load_model, step
 from ..workload.model_files import preset_training
 from ..workload.train_text import given_fields, training_of
 from ..workload.training import fit
-from ..util.parsing import positive_float
+from ..util.parsing import default_axis_names, positive_float
 from ..util.units import format_seconds
 
 __all__ = ["GROUPS", "PAIRS", "ENDS", "StepPart", "StepWorkload", "PartTiming", "Overlap", "workload_axes", "step_workload",
@@ -145,6 +145,8 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
         time that is not a positive number.
     """
     spec, published = load_model(model), preset_training(model)
+    if tuple(names) == default_axis_names(len(names)):
+        raise InputError(_unnamed_axes(sizes))
     # a preset's published sequence length and global batch where --train does not give them (SOURCES.md)
     defaults = {} if published is None else {k: v for k, v in published.settings().items()
                                              if k not in given_fields(train)}
@@ -192,6 +194,19 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
                         tuple(StepPart(a, op, size, n, pattern, ph) for (a, op, size, pattern), (n, ph) in parts.items()),
                         frozenset(overlapped), fit(spec, training, axis_sizes).layers_per_stage, compute,
                         _assumed(spec.name, defaults, published.source if published else ""))
+
+
+def _unnamed_axes(sizes: Sequence[int]) -> str:
+    """What to say when the job's axes have no names (no ``--axes``, or sizes only): a step's collectives differ
+    by axis, so each must be named; an example of the form over the job's GPUs."""
+    gpus = 1
+    for n in sizes:
+        gpus *= int(n)
+    example = f"data={gpus // 8},tensor=8" if gpus % 8 == 0 and gpus > 8 else f"data={gpus}"
+    given = "no --axes was given (one axis over every GPU)" if len(sizes) == 1 else "--axes gave sizes only"
+    return (f"axes: --model needs the job's axes named, and {given}: a step's collectives differ by axis; give "
+            f"--axes NAME=SIZE,.. with names tensor, context, pipeline, data, expert (or tp, cp, pp, dp, ep) and "
+            f"sizes whose product is the {gpus} GPUs, e.g. --axes {example}")
 
 
 def _assumed(name: str, defaults: dict[str, int], source: str) -> str:

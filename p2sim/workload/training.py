@@ -181,8 +181,13 @@ def fit(model: ModelSpec, training: TrainingSpec, axes: Mapping[str, int]) -> Fi
         An axis name the step does not know or a size that is not a positive integer, or a rule broken:
         one line naming the axis or setting, its value and what it should divide.
     """
-    if not isinstance(model, ModelSpec) or not isinstance(training, TrainingSpec):
-        raise InputError(f"training: {training!r} with {model!r}: a ModelSpec and a TrainingSpec are needed")
+    # named by what it is, never by its repr: a ModelSpec's is hundreds of characters
+    if not isinstance(model, ModelSpec):
+        raise InputError(f"model: a {type(model).__name__} is no ModelSpec (load_model reads a preset's name or a file)")
+    if not isinstance(training, TrainingSpec):
+        shown = repr(training) if len(repr(training)) <= 60 else f"a {type(training).__name__}"
+        raise InputError(f"training: {shown} is no TrainingSpec (for {model.name}; training_of reads --train's "
+                         "KEY=VALUE text)")
     sizes = {name: 1 for name in AXES}
     for name, size in axes.items():
         if name not in AXES:
