@@ -592,6 +592,14 @@ def test_bench_nccl_log_never_appends_to_its_system_file(capsys, tmp_path, monke
     (["--axes", "data=2,tensor=8", "--train", "schedule=interleaved"], ("train: schedule: interleaved",)),
     (["--axes", "data=2,tensor=8", "--compute-per-layer", "soon"], ("compute-per-layer",)),
     (["--axes", "data=16,tensor=1", "--train", "global_batch=24"], ("train: global_batch: 24 should be a multiple",)),
+    # sizes no step has, refused as --bytes refuses one above 1 PiB (they were ranked, or an OverflowError)
+    (["--axes", "data=2,tensor=8", "--train", "seq=1000000000000000"],
+     ("llama3-8b: the step's AllReduce over tensor", "more than 1 PiB", "seq_length=1000000000000000")),
+    (["--axes", "data=2,tensor=8", "--train", "global_batch=100000000000000000000"],
+     ("train: global_batch: 100000000000000000000 is more than 2^50",)),
+    (["--axes", "data=2,tensor=8", "--reduction", "data:1GiB x 1" + "0" * 400],
+     ("reduction: 1 GiB x a 401-digit number is more than 1 PiB in one step",)),
+    (["--axes", "data=2,tensor=8", "--compute-per-layer", "1e300"], ("compute-per-layer: 1e+300 s is more than 10^6 s",)),
 ])
 def test_plan_model_inputs(capsys, argv, says):
     """plan --model: each bad axis name, training setting or compute time is one line, exit 2, before any work."""

@@ -49,6 +49,10 @@ ENDS = "ends"  # the first and the last stage of each pipeline group (the tied e
 # of forward + backward; Kaplan et al. 2020, section 2.1)
 BACKWARD_SHARE = 2 / 3
 
+# a layer's compute time at most 10^6 s, the bound of a measured time (docs/reliability.md); a larger one would
+# be a typo (or a number in other units) ranked as an answer
+MAX_LAYER_SECONDS = 1e6
+
 _WORKLOAD_AXIS = {"tp": "tensor", "cp": "context", "ep": "expert", "dp": "data", "pp": "pipeline"}
 
 
@@ -167,6 +171,9 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
         compute = (float(compute_per_layer) if isinstance(compute_per_layer, (int, float))
                    and not isinstance(compute_per_layer, bool) and compute_per_layer > 0
                    else positive_float(str(compute_per_layer), "compute-per-layer"))
+        if compute > MAX_LAYER_SECONDS:
+            raise InputError(f"compute-per-layer: {compute:g} s is more than 10^6 s (the longest time a measurement "
+                             "may be): one layer's compute for a micro-batch takes milliseconds")
     reductions: dict[tuple[tuple[int, ...], int], int] = {}
     parts: dict[tuple[tuple[int, ...], str, int, str], tuple[int, tuple[str, ...]]] = {}
     overlapped = set()

@@ -35,6 +35,7 @@ from dataclasses import MISSING, dataclass, fields
 
 from ..util.errors import InputError
 from ..util.parsing import MAX_BYTES
+from ..util.units import format_int
 
 __all__ = ["ModelSpec", "MAX_SIZE_FIELD", "MAX_PARAMETERS"]
 
@@ -104,7 +105,7 @@ class ModelSpec:
                 if isinstance(value, bool) or not isinstance(value, int) or value < least:
                     self._refuse(f.name, value, "a positive integer" if least else "a non-negative integer")
                 if value > MAX_SIZE_FIELD:
-                    raise InputError(f"{self.source}: {f.name}: {_big(value)} is more than 2^50: no model is that "
+                    raise InputError(f"{self.source}: {f.name}: {format_int(value)} is more than 2^50: no model is that "
                                      "large")
             elif f.type == "bool" and not isinstance(value, bool):
                 self._refuse(f.name, value, "true or false")
@@ -125,7 +126,7 @@ class ModelSpec:
                 if getattr(self, name):
                     self._refuse(name, getattr(self, name), "0 in a dense model (experts is 0)")
         if self.parameter_count > MAX_PARAMETERS:
-            sizes = ", ".join(f"{f.name} {_big(getattr(self, f.name))}" for f in fields(self)
+            sizes = ", ".join(f"{f.name} {format_int(getattr(self, f.name))}" for f in fields(self)
                               if f.type == "int" and getattr(self, f.name))
             raise InputError(f"{self.source}: parameters: {sizes} give {self.parameter_count:.3g} parameters, more "
                              "than 2^48: their fp32 gradients would be more than the 1 PiB a buffer may be")
@@ -203,7 +204,3 @@ class ModelSpec:
             return self.parameter_count
         return self.dense_parameters + self.expert_parameters * self.experts_per_token // self.experts
 
-
-def _big(value: int) -> str:
-    """An integer as a user can read it: ``1000000000000`` up to 16 digits, else ``1e+400``-like."""
-    return str(value) if value < 10**16 else f"{value:.3g}" if value < 10**300 else f"a {len(str(value))}-digit number"
