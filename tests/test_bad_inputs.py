@@ -731,3 +731,10 @@ def test_a_whatif_point_the_axes_do_not_fit_is_named(capsys, argv, says):
 ])
 def test_an_empty_setting_is_refused_not_taken_as_the_default(capsys, no_work, argv, says):
     refused(capsys, argv[0], "--system", "dgx-h100", *argv[1:], says=says)
+
+
+@pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
+def test_a_measurement_log_python_cannot_parse_is_one_line(capsys, tmp_path, name):
+    f = tmp_path / name
+    f.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n")  # a RecursionError traceback before
+    refused(capsys, "validate", "--measurements", str(f), says=(f"{f}:1: record: not valid JSON (nested too deeply",))

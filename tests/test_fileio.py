@@ -104,3 +104,19 @@ def test_an_empty_name_is_not_the_current_directory():
 
     with pytest.raises(InputError, match="'': an empty name is no model configuration"):
         read_text("", "model configuration")
+
+
+def test_json_that_python_cannot_read_is_a_decode_error_or_one_line():
+    import json
+
+    from p2sim.util.fileio import json_loads, parse_json
+
+    deep, long = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", '{"a": ' + "9" * 5000 + "}"
+    for text, says in ((deep, "nested too deeply"), (long, "too long to be read")):
+        with pytest.raises(json.JSONDecodeError, match=says):  # a RecursionError, a ValueError before
+            json_loads(text)
+        with pytest.raises(InputError, match=f"^f.json: .*{says}"):
+            parse_json(text, "f.json")
+    with pytest.raises(InputError, match="^f.json: a: given twice .1 and 2.: each key once$"):
+        parse_json('{"b": {"a": 1, "a": 2}}', "f.json")
+    assert parse_json('{"a": {"a": 1}}', "f.json") == {"a": {"a": 1}}

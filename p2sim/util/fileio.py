@@ -35,7 +35,7 @@ from .errors import InputError, OutputError
 from .signals import deferred_signals
 from .units import format_bytes
 
-__all__ = ["read_text", "read_bytes", "check_input_file", "decode", "PIPE_WAIT_S", "parse_json", "check_output_dir", "check_output_file",
+__all__ = ["read_text", "read_bytes", "check_input_file", "decode", "PIPE_WAIT_S", "parse_json", "json_loads", "check_output_dir", "check_output_file",
            "check_output_target", "check_not_input", "writing", "replace_file", "guarded_stdout", "MAX_INPUT_BYTES"]
 
 # inputs larger than this are refused before they are read (the largest real measurement logs
@@ -143,6 +143,21 @@ def _no_repeats(source: str, error: type[InputError]) -> Any:
             doc[key] = value
         return doc
     return hook
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads``, with its two failures that are not a ``JSONDecodeError`` -- nesting too deep for the
+    parser (a ``RecursionError``) and a number of more than 4,300 digits (a ``ValueError``) -- raised as one, so
+    that a reader's own handler names the file and line of every bad document alike."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply (arrays or objects within each other, hundreds deep)",
+                                   text, 0) from None
+    except ValueError as e:
+        raise json.JSONDecodeError(f"a number too long to be read ({e})", text, 0) from None
 
 
 def parse_json(text: str, source: str, what: str = "JSON file", error: type[InputError] = InputError) -> Any:
