@@ -158,6 +158,8 @@ def check_inputs(args: argparse.Namespace) -> None:
             if not given.strip():
                 raise InputError(f"{dest.replace('_', '-')}: {label} {given!r} is empty: give a file's path"
                                  + (" or a name" if dest in ("system", "model") else ""))
+            if dest == "system" and not (given.endswith(".toml") or os.sep in given):
+                continue  # a name: its catalogue file is read as any system file is (a pipe waited for)
             path = _input_file(dest, given)
             if path is None or (dest in ("system", "model") and not os.path.lexists(path)):
                 continue  # a name, or a file that is not there: the command says which names it knows
