@@ -94,9 +94,11 @@ def _read_pipe(p: Path, limit: int, what: str, error: type[InputError]) -> bytes
     (nobody writes it) is one ``error``."""
     fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        # Linux reports no hang-up on a pipe that no writer has opened yet: select waits for data or a writer's close
-        ready, _, _ = select.select([fd], [], [], PIPE_WAIT_S)
-        if not ready:
+        # Linux reports no hang-up on a pipe that no writer has opened yet: poll waits for data or a writer's close
+        # (poll, not select: a descriptor above 1023 is fine)
+        waiting = select.poll()
+        waiting.register(fd, select.POLLIN)
+        if not waiting.poll(PIPE_WAIT_S * 1000):
             raise error(f"{p}: is a pipe and nothing was written to it in {PIPE_WAIT_S:g} s: give a file, or "
                         "start what writes the pipe first")
         os.set_blocking(fd, True)
