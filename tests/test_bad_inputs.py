@@ -738,3 +738,13 @@ def test_a_measurement_log_python_cannot_parse_is_one_line(capsys, tmp_path, nam
     f = tmp_path / name
     f.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n")  # a RecursionError traceback before
     refused(capsys, "validate", "--measurements", str(f), says=(f"{f}:1: record: not valid JSON (nested too deeply",))
+
+
+def test_what_no_whatif_point_decides_is_refused_without_a_point(capsys, tmp_path):
+    f = _model_copy(tmp_path, "m.json")
+    f.write_text(f.read_text().replace('"hidden_size": 4096,', '"hidden_size": 4096, "head_dim": 0,'))
+    job = ["whatif", "--system", "dgx-h100", "--axes", "data=*,tensor=8", "--vary", "nodes=2,4"]
+    line = refused(capsys, *job, "--model", str(f), says=(f"{f}: head_dim: 0 should be a positive integer",))
+    assert "--vary point" not in line
+    line = refused(capsys, *job, "--model", "llama3-8b", "--train", "seq=x", says=("train: seq: 'x' should be",))
+    assert "--vary point" not in line

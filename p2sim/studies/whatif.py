@@ -43,6 +43,8 @@ from .plan import PlanRequest
 from .search import SearchStats, run_search
 from .step_plan import run_step_plan
 from .whatif_step import at_point, check_step_options, point_request, step_row
+from ..workload import load_model
+from ..workload.train_text import training_of
 from .config_task import ALLREDUCE_TEXT, ConfigResult, ConfigTask
 from .variations import Point, Variation, parse_vary, points, resolve_axes, winner_key
 
@@ -86,6 +88,9 @@ class WhatifRequest:
                     raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
         else:
             check_step_options(given)
+            # what no point decides is refused as itself, before the points (whose errors name their point)
+            load_model(model)
+            training_of(train)
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         n = optional_int(nodes, "nodes")
         n = spec.default_nodes if n is None else n
