@@ -156,6 +156,7 @@ def check_inputs(args: argparse.Namespace) -> None:
     for dest, label in INPUT_OPTIONS.items():
         for given in _given(args, dest):
             if not given.strip():
+                label = "SYSTEM" if dest == "system" and args.command == "topo" else label  # topo's is positional
                 raise InputError(f"{dest.replace('_', '-')}: {label} {given!r} is empty: give a file's path"
                                  + (" or a name" if dest in ("system", "model") else ""))
             if dest == "system" and not (given.endswith(".toml") or os.sep in given):
