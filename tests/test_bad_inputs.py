@@ -748,3 +748,17 @@ def test_what_no_whatif_point_decides_is_refused_without_a_point(capsys, tmp_pat
     assert "--vary point" not in line
     line = refused(capsys, *job, "--model", "llama3-8b", "--train", "seq=x", says=("train: seq: 'x' should be",))
     assert "--vary point" not in line
+
+
+def test_a_report_page_never_replaces_an_input_of_the_same_name(capsys, tmp_path):
+    """--out DIR writes pages of fixed names; a --model file may have any name, plan.md too."""
+    out = tmp_path / "out"
+    out.mkdir()
+    f = _model_copy(out, "plan.md")
+    text = f.read_text()
+    rc, stdout, err = run(capsys, "plan", "--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,tensor=8",
+                          "--engine", "analytic", "--workers", "1", "--model", str(f), "--out", str(out))
+    lines = err.strip().splitlines()
+    assert rc == 2 and "Traceback" not in err and f"out: {f} is {f}, an input (--model)" in lines[-1], err
+    assert "the best placement" in stdout  # the answer stands
+    assert f.read_text() == text and sorted(p.name for p in out.iterdir()) == ["plan.md"]

@@ -78,7 +78,10 @@ def answer(args: argparse.Namespace, call: Callable[..., R], text: Callable[[R],
         print(text(result))
     if out and report is not None:
         sys.stdout.flush()  # written after the answer is printed: a late write failure loses no result
-        written = write_report(out, report(result))
+        pages = report(result)
+        for name in pages:  # a page's name is known now: none may replace an input (a --model named plan.md)
+            check_not_input(Path(out) / name, _inputs(args), "out", getattr(args, "force", False))
+        written = write_report(out, pages)
         if not (form or args.json or getattr(args, "csv", None) == "-"):
             print(f"\nreport: {', '.join(str(w) for w in written)}")
     return result
@@ -184,11 +187,17 @@ def check_outputs_not_inputs(args: argparse.Namespace) -> None:
                if isinstance(value := getattr(args, dest, None), str) and value != "-"]
     if not outputs:
         return
+    inputs = _inputs(args)
+    for dest, value in outputs:
+        check_not_input(value, inputs, dest, getattr(args, "force", False))
+
+
+def _inputs(args: argparse.Namespace) -> list[tuple[str, str | Path]]:
+    """The files the command reads, each with the option that names it: (label, path)."""
     inputs: list[tuple[str, str | Path]] = []
     for dest, label in INPUT_OPTIONS.items():
         for given in _given(args, dest):
             path = _input_file(dest, given)
             if path is not None:
                 inputs.append(("SYSTEM" if dest == "system" and args.command == "topo" else label, path))
-    for dest, value in outputs:
-        check_not_input(value, inputs, dest, getattr(args, "force", False))
+    return inputs
