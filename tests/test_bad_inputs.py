@@ -582,12 +582,24 @@ def test_bench_nccl_log_never_appends_to_its_system_file(capsys, tmp_path, monke
 
 @pytest.mark.parametrize("argv, says", [
     (["--axes", "data=2,foo=8"], ("axes: 'foo' is not an axis a training step uses with --model",)),
-    (["--axes", "2,8"], ("axes: 'axis0' is not an axis a training step uses",)),
+    (["--axes", "2,8"], ("axes: --model needs the job's axes named, and --axes gave sizes only",
+                         "e.g. --axes data=2,tensor=8")),
+    # no --axes, what a newcomer types first: not blamed on 'axis0', an axis the user never typed
+    ([], ("axes: --model needs the job's axes named, and no --axes was given (one axis over every GPU)",
+          "product is the 16 GPUs, e.g. --axes data=2,tensor=8")),
     (["--axes", "data=2,tensor=8", "--train", "seq=8192,micro=2"], ("train: 'micro' is not a training setting",)),
     (["--axes", "data=2,tensor=8", "--train", "sp=maybe"], ("train: sp: 'maybe' should be on or off",)),
     (["--axes", "data=2,tensor=8", "--train", "schedule=interleaved"], ("train: schedule: interleaved",)),
     (["--axes", "data=2,tensor=8", "--compute-per-layer", "soon"], ("compute-per-layer",)),
     (["--axes", "data=16,tensor=1", "--train", "global_batch=24"], ("train: global_batch: 24 should be a multiple",)),
+    # sizes no step has, refused as --bytes refuses one above 1 PiB (they were ranked, or an OverflowError)
+    (["--axes", "data=2,tensor=8", "--train", "seq=1000000000000000"],
+     ("llama3-8b: the step's AllReduce over tensor", "more than 1 PiB", "seq_length=1000000000000000")),
+    (["--axes", "data=2,tensor=8", "--train", "global_batch=100000000000000000000"],
+     ("train: global_batch: 100000000000000000000 is more than 2^50",)),
+    (["--axes", "data=2,tensor=8", "--reduction", "data:1GiB x 1" + "0" * 400],
+     ("reduction: 1 GiB x a 401-digit number is more than 1 PiB in one step",)),
+    (["--axes", "data=2,tensor=8", "--compute-per-layer", "1e300"], ("compute-per-layer: 1e+300 s is more than 10^6 s",)),
 ])
 def test_plan_model_inputs(capsys, argv, says):
     """plan --model: each bad axis name, training setting or compute time is one line, exit 2, before any work."""
@@ -647,3 +659,106 @@ def test_check_model_inputs(capsys, argv, says):
     """check --model: the options the step decides, and each bad setting, are one line, exit 2, before any work."""
     args = ["--axes", "data=2,tensor=8"] if "--axes" not in argv else []
     refused(capsys, "check", "--system", "dgx-h100", "--nodes", "2", *args, *argv, says=says)
+
+
+# ---------------------------------------------------------------- every input option: files, looked at first
+
+def _model_copy(tmp_path: Path, name: str) -> Path:
+    from p2sim.workload.model_files import preset_path
+
+    f = tmp_path / name
+    f.write_text(preset_path("llama3-8b").read_text())
+    return f
+
+
+def test_csv_never_replaces_the_model_it_reads(capsys, no_work, tmp_path, monkeypatch):
+    f = _model_copy(tmp_path, "m.csv")  # a config.json by any name is read as one
+    text = f.read_text()
+    (tmp_path / "sub").mkdir()
+    job = ["--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,tensor=8"]
+    for spelling in _same_file_spellings(tmp_path, monkeypatch, f):
+        for command in ("plan", "rank", "whatif", "check"):
+            refused(capsys, command, *job, "--model", "m.csv", "--csv", spelling,
+                    says=("csv:", "an input (--model)", "--force"))
+    assert f.read_text() == text
+
+
+def test_an_input_that_is_no_regular_file_is_refused_before_it_is_opened(capsys, no_work, tmp_path):
+    fifo = tmp_path / "m.json"
+    os.mkfifo(fifo)  # nobody writes it: opening it would block for ever
+    job = ["--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,tensor=8"]
+    refused(capsys, "plan", *job, "--model", str(fifo), says=(str(fifo), "is a pipe, not a regular file"))
+    refused(capsys, "check", str(fifo), "--system", "a100", "--axes", "32",
+            says=(str(fifo), "is a pipe, not a regular file"))
+    refused(capsys, "rank", "--system", "a100", "--axes", "32", "--scheduler-file", str(fifo),
+            says=(str(fifo), "is a pipe, not a regular file"))
+    refused(capsys, "simulate", "--system", "/dev/null", "--axes", "32", says=("/dev/null: is a device",))
+    refused(capsys, "plan", *job, "--model", "/dev/zero", says=("/dev/zero: is a device",))
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["plan", "--system", "dgx-h100", "--axes", "data=2,tensor=8", "--nodes", "2", "--model", ""],
+     ("model: --model '' is empty",)),
+    (["validate", "--measurements", ""], ("measurements: --measurements '' is empty",)),
+    (["check", "", "--system", "a100", "--axes", "32"], ("logs: LOG '' is empty",)),
+    (["simulate", "--system", " ", "--axes", "32"], ("system: --system ' ' is empty",)),
+    (["rank", "--system", "a100", "--axes", "32", "--scheduler-file", ""], ("scheduler-file: --scheduler-file '' is empty",)),
+])
+def test_an_empty_input_name_is_refused_as_empty(capsys, no_work, argv, says):
+    """``Path("")`` is the current directory: an empty value was read as one (``.: is a directory``)."""
+    refused(capsys, *argv, says=says)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--axes", "data=2,tensor=8", "--reduce", "data", "--vary", "nodes=2,3"],
+     ("axes: the product of 2,8 is 16, but the hierarchy 3,8 has 24 devices (at the --vary point nodes=3)",)),
+    (["--axes", "data=2,tensor=8", "--model", "llama3-8b", "--vary", "nodes=2,3"],
+     ("(at the --vary point nodes=3)",)),
+    (["--axes", "data=*,tensor=16", "--reduce", "data", "--vary", "nodes=2,3"],
+     ("reduce: the reduction axes have size 1, so there is nothing to reduce (at the --vary point nodes=2)",)),
+    (["--axes", "data=*,tensor=8", "--reduce", "data", "--matrix", "[[2 1] [1 8]]", "--vary", "nodes=2,4"],
+     ("matrix: [[2 1] [1 8]] row 0 multiplies to 2, not axis size 4 (at the --vary point nodes=4)",)),
+])
+def test_a_whatif_point_the_axes_do_not_fit_is_named(capsys, argv, says):
+    refused(capsys, "whatif", "--system", "dgx-h100", *argv, says=says)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["plan", "--model", "llama3-8b", "--axes", "data=2,tensor=8", "--train", ""], ("train: '' gives no setting",)),
+    (["plan", "--model", "llama3-8b", "--axes", "data=2,tensor=8", "--train", " , "], ("train: ' , ' gives no setting",)),
+    (["whatif", "--axes", "data=2,tensor=8", "--reduce", "data", "--matrix", "[[2 1] [1 8]]", "--program", "",
+      "--vary", "nic.bandwidth=25,50"], ("program: '' has an empty instruction",)),
+])
+def test_an_empty_setting_is_refused_not_taken_as_the_default(capsys, no_work, argv, says):
+    refused(capsys, argv[0], "--system", "dgx-h100", *argv[1:], says=says)
+
+
+@pytest.mark.parametrize("name", ["deep.jsonl", "deep.json"])
+def test_a_measurement_log_python_cannot_parse_is_one_line(capsys, tmp_path, name):
+    f = tmp_path / name
+    f.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n")  # a RecursionError traceback before
+    refused(capsys, "validate", "--measurements", str(f), says=(f"{f}:1: record: not valid JSON (nested too deeply",))
+
+
+def test_what_no_whatif_point_decides_is_refused_without_a_point(capsys, tmp_path):
+    f = _model_copy(tmp_path, "m.json")
+    f.write_text(f.read_text().replace('"hidden_size": 4096,', '"hidden_size": 4096, "head_dim": 0,'))
+    job = ["whatif", "--system", "dgx-h100", "--axes", "data=*,tensor=8", "--vary", "nodes=2,4"]
+    line = refused(capsys, *job, "--model", str(f), says=(f"{f}: head_dim: 0 should be a positive integer",))
+    assert "--vary point" not in line
+    line = refused(capsys, *job, "--model", "llama3-8b", "--train", "seq=x", says=("train: seq: 'x' should be",))
+    assert "--vary point" not in line
+
+
+def test_a_report_page_never_replaces_an_input_of_the_same_name(capsys, tmp_path):
+    """--out DIR writes pages of fixed names; a --model file may have any name, plan.md too."""
+    out = tmp_path / "out"
+    out.mkdir()
+    f = _model_copy(out, "plan.md")
+    text = f.read_text()
+    rc, stdout, err = run(capsys, "plan", "--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,tensor=8",
+                          "--engine", "analytic", "--workers", "1", "--model", str(f), "--out", str(out))
+    lines = err.strip().splitlines()
+    assert rc == 2 and "Traceback" not in err and f"out: {f} is {f}, an input (--model)" in lines[-1], err
+    assert "the best placement" in stdout  # the answer stands
+    assert f.read_text() == text and sorted(p.name for p in out.iterdir()) == ["plan.md"]

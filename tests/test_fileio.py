@@ -67,7 +67,7 @@ def test_special_inputs_are_refused_or_read_once(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     threading.Thread(target=lambda: fifo.write_bytes(b"name = 1\n"), daemon=True).start()
-    assert read_text(fifo, "system file") == "name = 1\n"  # a pipe, read once
+    assert read_text(fifo, "system file", pipes=True) == "name = 1\n"  # a pipe, read once
     with pytest.raises(InputError, match="fifo: is a pipe, not a regular file"):
         check_input_file(fifo, "measurement file", pipes=False)
     assert check_input_file(big, "log") == "file"
@@ -79,3 +79,44 @@ def test_special_outputs_are_refused(tmp_path):
     for dev in ("/dev/null", "/dev/full"):
         with pytest.raises(OutputError, match=f"out: {dev} is not a regular file"):
             check_output_file(dev, "out")
+
+
+def test_pipes_are_refused_unless_the_reader_takes_them_and_a_silent_one_ends(tmp_path, monkeypatch):
+    import os
+    import threading
+
+    from p2sim.util import fileio
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match="fifo: is a pipe, not a regular file: a model configuration is read"):
+        fileio.read_text(fifo, "model configuration")  # refused before it is opened: no writer, no hang
+    monkeypatch.setattr(fileio, "PIPE_WAIT_S", 0.05)
+    with pytest.raises(InputError, match="fifo: is a pipe and nothing was written to it in 0.05 s"):
+        fileio.read_text(fifo, "system file", pipes=True)
+    monkeypatch.setattr(fileio, "PIPE_WAIT_S", 600)  # a writer that comes is waited for
+    threading.Thread(target=lambda: fifo.write_bytes(b"name = 1\n"), daemon=True).start()
+    assert fileio.read_text(fifo, "system file", pipes=True) == "name = 1\n"
+
+
+def test_an_empty_name_is_not_the_current_directory():
+    from p2sim.util.fileio import read_text
+
+    with pytest.raises(InputError, match="'': an empty name is no model configuration"):
+        read_text("", "model configuration")
+
+
+def test_json_that_python_cannot_read_is_a_decode_error_or_one_line():
+    import json
+
+    from p2sim.util.fileio import json_loads, parse_json
+
+    deep, long = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", '{"a": ' + "9" * 5000 + "}"
+    for text, says in ((deep, "nested too deeply"), (long, "too long to be read")):
+        with pytest.raises(json.JSONDecodeError, match=says):  # a RecursionError, a ValueError before
+            json_loads(text)
+        with pytest.raises(InputError, match=f"^f.json: .*{says}"):
+            parse_json(text, "f.json")
+    with pytest.raises(InputError, match="^f.json: a: given twice .1 and 2.: each key once$"):
+        parse_json('{"b": {"a": 1, "a": 2}}', "f.json")
+    assert parse_json('{"a": {"a": 1}}', "f.json") == {"a": {"a": 1}}

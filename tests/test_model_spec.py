@@ -115,6 +115,22 @@ def _config(**changes: object) -> dict[str, object]:
     ({"hidden_size": 4100}, "bad.json: num_attention_heads: 32 should be a divisor of hidden_size (4100)"),
     ({"moe_layer_freq": 2}, "bad.json: moe_layer_freq: 2 is not modelled"),
     ({"first_k_dense_replace": 32}, "bad.json: first_k_dense_replace: 32 should be fewer than num_layers (32)"),
+    # sizes no model has: refused, not ranked (a 401-digit one was an OverflowError in plan)
+    ({"vocab_size": 10**400}, "bad.json: vocab_size: a 401-digit number is more than 2^50: no model is that large"),
+    ({"num_hidden_layers": 10**12}, "bad.json: parameters: hidden_size 4096, num_hidden_layers 1000000000000,"),
+    ({"vocab_size": 10**15}, "vocab_size 1000000000000000, num_local_experts 8, num_experts_per_tok 2 give 8.19e+18 parameters, more than"),
+    # a width given as 0 is no width; a routed count without experts is no dense model
+    ({"head_dim": 0}, "bad.json: head_dim: 0 should be a positive integer"),
+    ({"moe_intermediate_size": 0}, "bad.json: moe_intermediate_size: 0 should be a positive integer"),
+    ({"num_local_experts": 0}, "bad.json: num_experts_per_tok: 2 with num_local_experts is 0: a dense model routes no"),
+    ({"num_local_experts": ...}, "bad.json: num_experts_per_tok: 2 with no expert count (num_local_experts or"),
+    # two spellings of one field that disagree
+    ({"n_routed_experts": 16}, "bad.json: num_local_experts 8 and n_routed_experts 16 are one field spelled twice"),
+    ({"n_embd": 2048}, "bad.json: hidden_size 4096 and n_embd 2048 are one field spelled twice"),
+    # a model's own inference config (DeepSeek's configs/config_671B.json, Meta's params.json)
+    ({"hidden_size": ..., "dim": 4096, "n_layers": 32},
+     "bad.json: dim, n_layers: the keys of a model's own inference code (its params.json or configs/*.json), not of "
+     "a Hugging Face config.json"),
 ])
 def test_a_bad_or_missing_field_is_one_line_naming_file_field_and_value(tmp_path, changes, says):
     f = tmp_path / "bad.json"
@@ -128,6 +144,11 @@ def test_a_bad_or_missing_field_is_one_line_naming_file_field_and_value(tmp_path
 @pytest.mark.parametrize("content, says", [
     ("{", "bad.json:1: not JSON: Expecting property name"),
     ("[1, 2]", "bad.json: a model configuration is a JSON object of keys, not list"),
+    # a key twice: a reader keeps the last one silently (it was refused as a divisibility error)
+    ('{"hidden_size": 64, "num_key_value_heads": 8, "num_key_value_heads": 5}',
+     "bad.json: num_key_value_heads: given twice (8 and 5): each key once"),
+    ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "bad.json: nested too deeply to be a model configuration"),
+    ('{"hidden_size": ' + "9" * 5000 + "}", "bad.json: a number in it is too long to be read"),
 ])
 def test_a_file_that_is_not_a_config_is_one_line(tmp_path, content, says):
     f = tmp_path / "bad.json"
@@ -159,6 +180,12 @@ def test_a_name_that_is_neither_preset_nor_file_lists_the_presets(tmp_path):
         load_model(str(tmp_path / "missing.json"))
     with pytest.raises(InputError, match="not a preset"):
         preset_path("llama3")
+
+
+def test_two_spellings_that_agree_read_as_one(tmp_path):
+    f = tmp_path / "ok.json"
+    f.write_text(json.dumps(_config(n_routed_experts=8, n_embd=4096)))
+    assert replace(load_model(f), source="") == replace(load_model("mixtral-8x7b"), name="ok", source="")
 
 
 def test_a_dense_model_with_expert_fields_is_refused():

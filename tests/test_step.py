@@ -153,3 +153,17 @@ def test_the_table_and_the_api():
         p2sim.step_table(model="llama3-8b", axes={"tensor": 3})
     with pytest.raises(InputError, match="should name each axis"):
         p2sim.step_table(model="llama3-8b", axes="8,4")
+
+
+@pytest.mark.parametrize("train, says", [
+    # a buffer above 1 PiB, as --bytes refuses one
+    (TrainingSpec(seq_length=10**15), "llama3-8b: the step's AllReduce over tensor (forward; b*s/c*h*B; 2*L/p*m) is "
+                                      "7.28e+03 PiB per call, more than 1 PiB"),
+    # buffers each below it, a step's count of them above it
+    (TrainingSpec(global_batch=10**15), "llama3-8b: the step's AllReduce over tensor (forward; b*s/c*h*B; 2*L/p*m) is "
+                                        "16000000000000000 calls of 32 MiB, 4.77e+08 PiB per step"),
+])
+def test_a_derived_size_above_a_pebibyte_is_refused_naming_the_settings(train, says):
+    with pytest.raises(InputError) as e:
+        step_collectives(load_model("llama3-8b"), train, {"tensor": 8, "data": 2, "pipeline": 2})
+    assert says in str(e.value) and "seq_length=" in str(e.value) and "global_batch=" in str(e.value), str(e.value)

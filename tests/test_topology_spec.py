@@ -64,6 +64,9 @@ def test_minimal_spec_parses():
         ('kind = "cpu"', 'kind = "toaster"', "node.components[0].kind"),
         ('cardinality = "nodes"', 'cardinality = "many"', "levels[0].cardinality"),
         ('name = "t"\n', "", "name: missing"),
+        # words, not a number (topo printed "t: 5" as the system's description)
+        ('name = "t"\n', 'name = "t"\ndescription = 5\n', "description: 5 should be text"),
+        ('name = "t"\n', 'name = "t"\nnotes = [1]\n', "notes: [1] should be text"),
     ],
 )
 def test_bad_spec_names_field(old, new, msg):

@@ -106,3 +106,45 @@ def test_even_stages_keep_their_layer_counts():
     f = fit(load_model("llama3-70b"), TrainingSpec(global_batch=64, virtual_stages=5, schedule="interleaved"),
             {"pipeline": 8})
     assert f.layers_per_stage == 10
+
+
+def test_moe_layers_per_stage_is_counted_as_the_stages_hold_them():
+    """The count (not a list of every layer: a model's layers may be many) against the layers listed."""
+    from dataclasses import replace
+
+    from p2sim.workload.training import Fit
+
+    base = load_model("mixtral-8x7b")
+    for layers in range(1, 25):
+        for p in (d for d in range(1, layers + 1) if layers % d == 0):
+            for v in (d for d in range(1, layers // p + 1) if layers % (p * d) == 0):
+                for dense in range(layers):
+                    f = Fit(replace(base, num_layers=layers, first_dense_layers=dense),
+                            TrainingSpec(virtual_stages=v, schedule="interleaved" if v > 1 else "1f1b"),
+                            1, 1, p, 1, 1, 1)
+                    chunk = layers // (p * v)
+                    listed = max(sum(layer >= dense for j in range(v)
+                                     for layer in range((j * p + r) * chunk, (j * p + r + 1) * chunk))
+                                 for r in range(p))
+                    assert f.moe_layers_per_stage == listed, (layers, p, v, dense)
+    # 2^40 layers of a tiny MoE: counted at once (listing them never ended)
+    tiny = replace(base, hidden_size=1, num_attention_heads=1, num_key_value_heads=1, intermediate_size=1,
+                   vocab_size=1, num_layers=2**40, first_dense_layers=3, experts=1, experts_per_token=1)
+    f = Fit(tiny, TrainingSpec(), 1, 1, 2**10, 1, 1, 1)
+    assert f.moe_layers_per_stage == 2**30
+
+
+@pytest.mark.parametrize("field", ["seq_length", "micro_batch", "global_batch", "virtual_stages"])
+def test_a_setting_no_step_has_is_refused(field):
+    with pytest.raises(InputError, match=f"training: {field}: {10**20} is more than 2\\^50: no training step"):
+        TrainingSpec(**{field: 10**20})
+
+
+def test_a_wrong_argument_is_named_by_what_it_is_not_its_repr():
+    m = load_model("llama3-8b")
+    with pytest.raises(InputError) as e:
+        fit(m, "seq=8192", {"data": 2})
+    assert str(e.value) == ("training: 'seq=8192' is no TrainingSpec (for llama3-8b; training_of reads --train's "
+                            "KEY=VALUE text)")
+    with pytest.raises(InputError, match="^model: a str is no ModelSpec"):
+        fit("llama3-8b", TrainingSpec(), {"data": 2})

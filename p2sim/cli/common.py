@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..util.errors import InputError
-from ..util.fileio import check_not_input, check_output_dir, check_output_file, replace_file
+from ..util.fileio import check_input_file, check_not_input, check_output_dir, check_output_file, replace_file
 
-__all__ = ["emit", "options", "answer", "check_csv", "write_csv", "check_outputs_not_inputs", "OUTPUT_OPTIONS",
-           "INPUT_OPTIONS"]
+__all__ = ["emit", "options", "answer", "check_csv", "write_csv", "check_outputs_not_inputs", "check_inputs",
+           "OUTPUT_OPTIONS", "INPUT_OPTIONS"]
 
 
 
@@ -34,8 +34,9 @@ R = TypeVar("R", bound=_Answer)
 # the options (argparse destinations) that name files or directories a command writes, and those naming files
 # it reads, with how the user wrote them; ``--csv -`` is stdout
 OUTPUT_OPTIONS = ("csv", "out", "trace", "draw")
+# (every option that names a file read: a new one belongs here, or --csv can replace it)
 INPUT_OPTIONS = {"measurements": "--measurements", "calibrate_on": "--calibrate-on", "system": "--system",
-                 "logs": "LOG", "scheduler_file": "--scheduler-file"}
+                 "logs": "LOG", "scheduler_file": "--scheduler-file", "model": "--model"}
 
 
 def emit(obj: Any) -> None:
@@ -77,7 +78,10 @@ def answer(args: argparse.Namespace, call: Callable[..., R], text: Callable[[R],
         print(text(result))
     if out and report is not None:
         sys.stdout.flush()  # written after the answer is printed: a late write failure loses no result
-        written = write_report(out, report(result))
+        pages = report(result)
+        for name in pages:  # a page's name is known now: none may replace an input (a --model named plan.md)
+            check_not_input(Path(out) / name, _inputs(args), "out", getattr(args, "force", False))
+        written = write_report(out, pages)
         if not (form or args.json or getattr(args, "csv", None) == "-"):
             print(f"\nreport: {', '.join(str(w) for w in written)}")
     return result
@@ -119,6 +123,58 @@ def _system_file(system: str) -> Path | None:
     return system_paths().get(system)
 
 
+def _model_file(model: str) -> Path | None:
+    """The file a ``--model`` value reads: a preset's shipped ``config.json``, else the path as given."""
+    from ..workload.model_files import PRESETS, preset_path
+
+    return preset_path(model) if model in PRESETS else Path(model) if model.strip() else None
+
+
+def _input_file(dest: str, given: str) -> Path | None:
+    """The file an input option's value reads (None: none, or not known yet: refused later)."""
+    if dest == "system":
+        return _system_file(given)
+    if dest == "model":
+        return _model_file(given)
+    return Path(given)
+
+
+# the input options that may name a directory of files (each of its files is checked as it is listed), and the
+# one that may name a pipe (a system file, ``--system <(...)``, read once)
+_DIRECTORIES = frozenset({"measurements", "calibrate_on", "logs"})
+_PIPES = frozenset({"system"})
+_WHAT = {"measurements": "measurement file", "calibrate_on": "measurement file", "logs": "measurement file",
+         "system": "system file", "scheduler_file": "Dask scheduler file", "model": "model configuration"}
+
+
+def _given(args: argparse.Namespace, dest: str) -> list[str]:
+    value = getattr(args, dest, None)
+    return [value] if isinstance(value, str) else list(value or ())
+
+
+def check_inputs(args: argparse.Namespace) -> None:
+    """Before any work: every file an input option names is there and is a regular file (a directory where one
+    may be given, a pipe for ``--system``), looked at before anything opens it -- a named pipe nobody writes
+    would block its reader for ever -- and no input option is empty (``Path("")`` is the current directory)."""
+    for dest, label in INPUT_OPTIONS.items():
+        for given in _given(args, dest):
+            if not given.strip():
+                label = "SYSTEM" if dest == "system" and args.command == "topo" else label  # topo's is positional
+                raise InputError(f"{dest.replace('_', '-')}: {label} {given!r} is empty: give a file's path"
+                                 + (" or a name" if dest in ("system", "model") else ""))
+            if dest == "system" and not (given.endswith(".toml") or os.sep in given):
+                continue  # a name: its catalogue file is read as any system file is (a pipe waited for)
+            path = _input_file(dest, given)
+            if path is None or (dest in ("system", "model") and not os.path.lexists(path)):
+                continue  # a name, or a file that is not there: the command says which names it knows
+            if dest in _DIRECTORIES and path.is_dir():
+                continue
+            try:
+                check_input_file(path, _WHAT[dest], pipes=dest in _PIPES)
+            except InputError as e:  # said as the reader would say it (the scheduler file's names its option)
+                raise type(e)(f"scheduler-file: {e}" if dest == "scheduler_file" else str(e)) from None
+
+
 def check_outputs_not_inputs(args: argparse.Namespace) -> None:
     """Before any work: no output option names a file that the same command reads (compared as files, so
     that links, ``./`` and relative or absolute spellings of it are found), unless ``--force``.
@@ -131,12 +187,17 @@ def check_outputs_not_inputs(args: argparse.Namespace) -> None:
                if isinstance(value := getattr(args, dest, None), str) and value != "-"]
     if not outputs:
         return
-    inputs: list[tuple[str, str | Path]] = []
-    for dest, label in INPUT_OPTIONS.items():
-        value = getattr(args, dest, None)
-        for given in [value] if isinstance(value, str) else value or ():
-            path = _system_file(given) if dest == "system" else Path(given)
-            if path is not None:
-                inputs.append(("SYSTEM" if dest == "system" and args.command == "topo" else label, path))
+    inputs = _inputs(args)
     for dest, value in outputs:
         check_not_input(value, inputs, dest, getattr(args, "force", False))
+
+
+def _inputs(args: argparse.Namespace) -> list[tuple[str, str | Path]]:
+    """The files the command reads, each with the option that names it: (label, path)."""
+    inputs: list[tuple[str, str | Path]] = []
+    for dest, label in INPUT_OPTIONS.items():
+        for given in _given(args, dest):
+            path = _input_file(dest, given)
+            if path is not None:
+                inputs.append(("SYSTEM" if dest == "system" and args.command == "topo" else label, path))
+    return inputs

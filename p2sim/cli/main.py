@@ -19,7 +19,7 @@ from ..util.errors import P2SimError
 from ..util.fileio import guarded_stdout
 from ..util.log import LOG, cli_handler
 from ..util.signals import EXIT_INTERRUPTED, Terminated, terminate_on_sigterm
-from .common import check_outputs_not_inputs
+from .common import check_inputs, check_outputs_not_inputs
 from .parser import EXIT_INPUT, build_parser
 
 __all__ = ["main"]
@@ -47,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             LOG.setLevel(logging.WARNING if getattr(args, "quiet", False) else
                          logging.DEBUG if getattr(args, "verbose", False) else logging.INFO)
             with terminate_on_sigterm():
+                check_inputs(args)  # every command's input files, looked at before anything opens one
                 check_outputs_not_inputs(args)  # every command's outputs, before its handler does any work
                 return _handler(name)(args)
     except P2SimError as e:

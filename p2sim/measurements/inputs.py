@@ -107,6 +107,8 @@ def _nccltests(path: Path, system: str | None, mapping: dict[str, dict[str, str]
 def _files(paths: Sequence[str | Path]) -> list[Path]:
     out: list[Path] = []
     for p in paths:
+        if isinstance(p, str) and not p.strip():  # Path("") is the current directory
+            raise MeasurementError(f"measurements: {p!r} is empty: give a file's or a directory's path")
         path = Path(p)
         if path.is_dir():
             inner = sorted(f for f in path.iterdir() if f.is_file() and not f.name.endswith(MAPPING_SUFFIX)

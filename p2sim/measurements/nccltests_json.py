@@ -58,6 +58,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..util.fileio import json_loads
 from ..util.errors import MeasurementError
 from .collective_rows import ALGO_NAMES, PROTO_NAMES, CollectiveRow
 from .nccltests_common import _PROGRAM, _Rank, _check_args, _emit, _forced, _name_collective, _point, _ranks, _shown
@@ -99,7 +100,7 @@ def _load(data: str | bytes, src: str) -> dict:
             raise MeasurementError(f"{src}:{line}: encoding: byte 0x{data[e.start]:02x} at column {col} is not UTF-8 "
                                    "(nccl-tests writes ASCII: is this its JSON?)") from None
     try:
-        doc = json.loads(data)
+        doc = json_loads(data)
     except json.JSONDecodeError as e:
         if not data[e.pos:].strip():
             raise MeasurementError(f"{src}:{e.lineno}: JSON: the file ends before its object closes (the run was cut "

@@ -25,7 +25,7 @@ from typing import Any
 from ..util.algorithms import BOTH
 from ..util.errors import MeasurementError, P2SimError
 from ..formalism.hierarchy import Lowering, Order, reduce_axes_of
-from ..util.fileio import read_text
+from ..util.fileio import json_loads, read_text
 from ..util.log import warn
 from .collective_rows import check_measured
 from ..formalism.placement import Matrix, Placement, parse_matrix
@@ -249,7 +249,7 @@ def _load_jsonl(path: Path) -> list[MeasuredRow]:
             if not text.strip():
                 continue
             try:
-                rec = json.loads(text)
+                rec = json_loads(text)
             except json.JSONDecodeError as e:
                 raise _fail(src, line, "record", f"not valid JSON ({e.msg})") from None
             if not isinstance(rec, Mapping):

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..util.errors import MeasurementError
-from ..util.fileio import read_text
+from ..util.fileio import json_loads, read_text
 from .collective_rows import ALGO_NAMES, COLLECTIVES, PROTO_NAMES, CollectiveRow, busbw_of
 
 __all__ = ["read_sweep_log", "is_sweep_log", "SWEEP_FIELDS"]
@@ -90,7 +90,7 @@ def read_sweep_log(path: str | Path, *, system: str | None = None, origin: str |
         if not text.strip():
             continue
         try:
-            rec = json.loads(text)
+            rec = json_loads(text)
         except json.JSONDecodeError as e:
             if n == len(lines):
                 break  # the record an interruption cut short
@@ -139,7 +139,7 @@ def is_sweep_log(path: str | Path) -> bool:
         with open(path, encoding="utf-8") as f:
             for text in f:
                 if text.strip():
-                    rec = json.loads(text)
+                    rec = json_loads(text)
                     return isinstance(rec, Mapping) and rec.get("kind") == "sweep"
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return False

@@ -11,7 +11,6 @@ whichever executor runs them.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -22,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
 from ..util.errors import InputError
-from ..util.fileio import read_text
+from ..util.fileio import parse_json, read_text
 from ..util.log import progress, progress_enabled
 from .pool import process_pool, stop_pool, stop_pools
 
@@ -211,9 +210,9 @@ def scheduler_from_file(path: str | os.PathLike[str], field: str = "scheduler-fi
     if not text.strip():
         raise InputError(f"{field}: {name} is empty; give {hint} (once the scheduler has started)")
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{field}: {name}:{e.lineno}: not JSON ({e.msg} at column {e.colno}); give {hint}") from None
+        doc = parse_json(text, name, "Dask scheduler file")
+    except InputError as e:
+        raise InputError(f"{field}: {e}; give {hint}") from None
     address = doc.get("address") if isinstance(doc, dict) else None
     if not isinstance(address, str) or not address.strip():
         raise InputError(f"{field}: {name} has no \"address\" text; give {hint}")

@@ -21,9 +21,9 @@ from ..formalism.placement import Matrix, count_matrices, enumerate_matrices, fo
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..util.errors import InputError
 from ..util.table import Tabular
-from ..util.units import format_seconds
+from ..util.units import format_bytes, format_int, format_seconds
 from ..util.log import announce
-from ..util.parsing import as_text, axis_indices, byte_size, positive_int
+from ..util.parsing import MAX_BYTES, as_text, axis_indices, byte_size, positive_int
 from .contexts import context_of
 from .jobsize import (Limits, StepCount, estimate, hashed, plural, program_counts, program_steps,
                       synthesis_cardinalities)
@@ -306,6 +306,10 @@ class PlanRequest:
         parsed = tuple(r if isinstance(r, Reduction) else parse_reduction(r, names) for r in reductions)
         for r in parsed:
             reduces_something(p, r.axes)
+            if not isinstance(r.count, int) or r.count < 1 or r.bytes * r.count > MAX_BYTES:
+                # as a model's step is bounded (p2sim.workload.step): its count reaches float() too
+                raise InputError(f"reduction: {format_bytes(r.bytes)} x {format_int(r.count)}"
+                                 " is more than 1 PiB in one step (or no positive count): no step reduces that much")
         if step is not None:  # equal reductions (the model's and the user's) are one, their counts added
             counts: dict[tuple[tuple[int, ...], int], int] = {}
             for axes_, nbytes, count in [*step.reductions, *((r.axes, r.bytes, r.count) for r in parsed)]:

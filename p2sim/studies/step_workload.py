@@ -30,7 +30,7 @@ from ..workload import ModelSpec, StepCollective, TrainingSpec, load_model, step
 from ..workload.model_files import preset_training
 from ..workload.train_text import given_fields, training_of
 from ..workload.training import fit
-from ..util.parsing import positive_float
+from ..util.parsing import default_axis_names, positive_float
 from ..util.units import format_seconds
 
 __all__ = ["GROUPS", "PAIRS", "ENDS", "StepPart", "StepWorkload", "PartTiming", "Overlap", "workload_axes", "step_workload",
@@ -48,6 +48,10 @@ ENDS = "ends"  # the first and the last stage of each pipeline group (the tied e
 # matrix multiplications (Narayanan et al. 2021, Efficient Large-Scale Training, section 5.1, the 3x
 # of forward + backward; Kaplan et al. 2020, section 2.1)
 BACKWARD_SHARE = 2 / 3
+
+# a layer's compute time at most 10^6 s, the bound of a measured time (docs/reliability.md); a larger one would
+# be a typo (or a number in other units) ranked as an answer
+MAX_LAYER_SECONDS = 1e6
 
 _WORKLOAD_AXIS = {"tp": "tensor", "cp": "context", "ep": "expert", "dp": "data", "pp": "pipeline"}
 
@@ -145,6 +149,8 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
         time that is not a positive number.
     """
     spec, published = load_model(model), preset_training(model)
+    if tuple(names) == default_axis_names(len(names)):
+        raise InputError(_unnamed_axes(sizes))
     # a preset's published sequence length and global batch where --train does not give them (SOURCES.md)
     defaults = {} if published is None else {k: v for k, v in published.settings().items()
                                              if k not in given_fields(train)}
@@ -165,6 +171,9 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
         compute = (float(compute_per_layer) if isinstance(compute_per_layer, (int, float))
                    and not isinstance(compute_per_layer, bool) and compute_per_layer > 0
                    else positive_float(str(compute_per_layer), "compute-per-layer"))
+        if compute > MAX_LAYER_SECONDS:
+            raise InputError(f"compute-per-layer: {compute:g} s is more than 10^6 s (the longest time a measurement "
+                             "may be): one layer's compute for a micro-batch takes milliseconds")
     reductions: dict[tuple[tuple[int, ...], int], int] = {}
     parts: dict[tuple[tuple[int, ...], str, int, str], tuple[int, tuple[str, ...]]] = {}
     overlapped = set()
@@ -192,6 +201,19 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
                         tuple(StepPart(a, op, size, n, pattern, ph) for (a, op, size, pattern), (n, ph) in parts.items()),
                         frozenset(overlapped), fit(spec, training, axis_sizes).layers_per_stage, compute,
                         _assumed(spec.name, defaults, published.source if published else ""))
+
+
+def _unnamed_axes(sizes: Sequence[int]) -> str:
+    """What to say when the job's axes have no names (no ``--axes``, or sizes only): a step's collectives differ
+    by axis, so each must be named; an example of the form over the job's GPUs."""
+    gpus = 1
+    for n in sizes:
+        gpus *= int(n)
+    example = f"data={gpus // 8},tensor=8" if gpus % 8 == 0 and gpus > 8 else f"data={gpus}"
+    given = "no --axes was given (one axis over every GPU)" if len(sizes) == 1 else "--axes gave sizes only"
+    return (f"axes: --model needs the job's axes named, and {given}: a step's collectives differ by axis; give "
+            f"--axes NAME=SIZE,.. with names tensor, context, pipeline, data, expert (or tp, cp, pp, dp, ep) and "
+            f"sizes whose product is the {gpus} GPUs, e.g. --axes {example}")
 
 
 def _assumed(name: str, defaults: dict[str, int], source: str) -> str:

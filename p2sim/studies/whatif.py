@@ -22,7 +22,7 @@ from typing import Any
 from ..collectives.binding import Binding
 from ..collectives.caches import structure_key
 from ..collectives.choice import serves
-from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_matrices, format_matrix, parse_matrix
+from ..formalism.placement import Matrix, Placement, check_sizes, count_matrices, enumerate_matrices, format_matrix, parse_matrix
 from ..formalism.program import parse_program
 from ..formalism.synthesis import DEFAULT_MAX_SIZE, placement_lowerings, validate_program
 from ..topology import find_spec
@@ -43,7 +43,9 @@ from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, defau
 from .plan import PlanRequest
 from .search import SearchStats, run_search
 from .step_plan import run_step_plan
-from .whatif_step import check_step_options, point_request, step_row
+from .whatif_step import at_point, check_step_options, point_request, step_row
+from ..workload import load_model
+from ..workload.train_text import training_of
 from .config_task import ALLREDUCE_TEXT, ConfigResult, ConfigTask
 from .variations import Point, Variation, parse_vary, points, resolve_axes, winner_key
 
@@ -87,6 +89,9 @@ class WhatifRequest:
                     raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
         else:
             check_step_options(given)
+            # what no point decides is refused as itself, before the points (whose errors name their point)
+            load_model(model)
+            training_of(train)
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         n = optional_int(nodes, "nodes")
         n = spec.default_nodes if n is None else n
@@ -99,7 +104,8 @@ class WhatifRequest:
         limits = limits_of(yes, max_matrices, max_simulations)
         mat = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str)
                                            else tuple(tuple(r) for r in matrix))
-        text = as_text(program, "program") or "all"
+        text = as_text(program, "program")
+        text = "all" if text is None else text  # an empty --program is parsed (and refused), not taken as all
         if text != "all":
             parse_program(text)  # its syntax before any point is built
         given["axes"] = as_text(axes, "axes")
@@ -252,23 +258,27 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
         else None
     shapes: dict[tuple, StepCount] = {}
     for pt in req.points:  # every point can be answered at all before any is counted (counting takes seconds)
-        ctx = context_of(pt.spec, pt.nodes)  # held here: the point's tasks find it again in this process
-        point_contexts.append(ctx)
-        topo = ctx.topo
-        req.settings.each(topo)  # each point's system and node count can run them
-        whole_groups(topo)
+        with at_point(pt):
+            ctx = context_of(pt.spec, pt.nodes)  # held here: the point's tasks find it again in this process
+            point_contexts.append(ctx)
+            topo = ctx.topo
+            req.settings.each(topo)  # each point's system and node count can run them
+            whole_groups(topo)
     for k, (pt, ctx) in enumerate(zip(req.points, point_contexts)):
         topo = ctx.topo
         if pt.nodes not in counted:
-            p = resolve_axes(req.axes, topo.devices)
-            names = axis_names_of(req.axes, len(p))
-            red = reduces_something(p, axis_indices(req.reduce, names, "reduce"))
+            with at_point(pt):
+                p = resolve_axes(req.axes, topo.devices)
+                names = axis_names_of(req.axes, len(p))
+                red = reduces_something(p, axis_indices(req.reduce, names, "reduce"))
+                check_sizes(topo.hierarchy, p)  # the axes fill this point's devices
+                if req.matrix is not None:
+                    Placement.of(topo.hierarchy, p, req.matrix)  # it fits this point's levels and axes
             if req.matrix is None:
                 req.limits.check_matrices(count_matrices(topo.hierarchy, p),
                                           f"axes {','.join(map(str, p))} on {req.spec.name} with {pt.nodes} nodes")
                 mats = enumerate_matrices(topo.hierarchy, p)
             else:
-                Placement.of(topo.hierarchy, p, req.matrix)  # it fits this point's levels and axes
                 mats = [req.matrix]
             builds = sum(1 for q in req.points if q.nodes == pt.nodes)  # each point builds its own structures
             ecmp_builds = sum(1 for q in req.points if q.nodes == pt.nodes and hashed(q.spec))
@@ -279,7 +289,8 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
                                      program_steps(mats, red, rules.profile, rules.max_size, req.limits))
             else:
                 # the given program, and the plain AllReduce beside it (given): each a simulation, each its steps
-                steps_given = _check_program(req, topo.hierarchy, p, red, mats)
+                with at_point(pt):
+                    steps_given = _check_program(req, topo.hierarchy, p, red, mats)
                 counted[pt.nodes] = (p, mats, [len(given)], [steps_given + (len(given) - 1)])
             cards += [synthesis_cardinalities(m, red) for m in mats]
         p, mats, counts, steps = counted[pt.nodes]

@@ -10,6 +10,8 @@ with its per-axis times (what bounds each, which tier it crosses), and the defau
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .contexts import context_of
@@ -18,7 +20,7 @@ from .requests import axis_names_of
 from .variations import Point, resolve_axes
 from ..util.errors import InputError
 
-__all__ = ["STEP_DECIDES", "check_step_options", "point_request", "step_row"]
+__all__ = ["STEP_DECIDES", "at_point", "check_step_options", "point_request", "step_row"]
 
 # whatif's options that the model's step decides (what is reduced, with what buffer, by which program), with
 # the value that means "not given"
@@ -34,14 +36,24 @@ def check_step_options(given: dict[str, Any]) -> None:
                              f"is searched at each point; leave --{name} out (or run whatif without --model)")
 
 
+@contextmanager
+def at_point(pt: Point) -> Iterator[None]:
+    """A point's input error says which ``--vary`` point it is (the axes may fit one node count, not another)."""
+    try:
+        yield
+    except InputError as e:
+        raise type(e)(f"{e} (at the --vary point {pt.label})") from None
+
+
 def point_request(given: dict[str, Any], pt: Point) -> PlanRequest:
     """plan --model's request at one point: its system and node count, the axes (a '*' resolved there)."""
-    p = resolve_axes(given["axes"], context_of(pt.spec, pt.nodes).topo.devices)
-    names = axis_names_of(given["axes"], len(p))
-    axes = ",".join(f"{n}={s}" for n, s in zip(names, p))
-    return PlanRequest.build(system=pt.spec, nodes=pt.nodes, axes=axes, **{k: given[k] for k in (
-        "algo", "proto", "engine", "profile", "max_size", "order", "exhaustive", "workers", "scheduler",
-        "scheduler_file", "max_matrices", "max_simulations", "yes", "model", "train", "compute_per_layer")})
+    with at_point(pt):
+        p = resolve_axes(given["axes"], context_of(pt.spec, pt.nodes).topo.devices)
+        names = axis_names_of(given["axes"], len(p))
+        axes = ",".join(f"{n}={s}" for n, s in zip(names, p))
+        return PlanRequest.build(system=pt.spec, nodes=pt.nodes, axes=axes, **{k: given[k] for k in (
+            "algo", "proto", "engine", "profile", "max_size", "order", "exhaustive", "workers", "scheduler",
+            "scheduler_file", "max_matrices", "max_simulations", "yes", "model", "train", "compute_per_layer")})
 
 
 def step_row(pt: Point, result: PlanResult) -> dict[str, Any]:

@@ -288,6 +288,9 @@ def parse_spec(doc: Mapping[str, Any], source: str) -> SystemSpec:
     if extra:
         raise TopologyError(f"{src}: {extra[0]}: unknown top-level key (known: {', '.join(TOP_LEVEL_KEYS)})")
     name = _get(src, doc, "name", "name", str)
+    for key in ("description", "notes"):  # words a reader reads: a number there is a mistake, not a description
+        if key in doc and not isinstance(doc[key], str):
+            raise TopologyError(f"{src}: {key}: {doc[key]!r} should be text (words that describe the system)")
     levels_raw = _get(src, doc, "levels", "levels", list)
     levels = []
     for i, lv in enumerate(levels_raw):
@@ -484,7 +487,7 @@ def _check_fabric_levels(src: str, levels: list[Level], fabric: FabricSpec | Non
 def load_spec(path: str | Path) -> SystemSpec:
     """Read and validate one system file."""
     p = Path(path)
-    text = read_text(p, "system file", TopologyError, limit=MAX_SYSTEM_BYTES)
+    text = read_text(p, "system file", TopologyError, limit=MAX_SYSTEM_BYTES, pipes=True)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

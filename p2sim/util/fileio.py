@@ -20,7 +20,9 @@ p2sim.util.errors.OutputError: draw: picture.txt should end in .png, .svg or .pd
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import stat
 import sys
 import tempfile
@@ -33,12 +35,15 @@ from .errors import InputError, OutputError
 from .signals import deferred_signals
 from .units import format_bytes
 
-__all__ = ["read_text", "read_bytes", "check_input_file", "decode", "check_output_dir", "check_output_file",
+__all__ = ["read_text", "read_bytes", "check_input_file", "decode", "PIPE_WAIT_S", "parse_json", "json_loads", "check_output_dir", "check_output_file",
            "check_output_target", "check_not_input", "writing", "replace_file", "guarded_stdout", "MAX_INPUT_BYTES"]
 
 # inputs larger than this are refused before they are read (the largest real measurement logs
 # are tens of MiB; /dev/zero is infinite)
 MAX_INPUT_BYTES = 512 * 2**20
+# how long a pipe that may be read (a system file, ``--system <(...)``) may stay silent before it is refused:
+# a named pipe nobody writes would otherwise block the command for ever
+PIPE_WAIT_S = 10.0
 
 
 def decode(data: bytes, source: str, what: str = "text file", error: type[InputError] = InputError) -> str:
@@ -55,9 +60,15 @@ def decode(data: bytes, source: str, what: str = "text file", error: type[InputE
 
 
 def check_input_file(path: str | Path, what: str = "text file", error: type[InputError] = InputError,
-                     limit: int = MAX_INPUT_BYTES, pipes: bool = True) -> str:
-    """What ``path`` is, ``"file"`` or ``"pipe"``, or one ``error``: missing, a directory, a device,
-    a socket, a pipe where one cannot be read (``pipes=False``), or a file larger than ``limit``."""
+                     limit: int = MAX_INPUT_BYTES, pipes: bool = False) -> str:
+    """What ``path`` is, ``"file"`` or ``"pipe"``, or one ``error``: empty, missing, a directory, a device,
+    a socket, a pipe where one cannot be read (``pipes=False``, the default), or a file larger than ``limit``.
+
+    It looks (``stat``) before anything opens the path: opening a named pipe that nobody writes, or a
+    device, can block for ever."""
+    if isinstance(path, str) and not path.strip():
+        # Path("") is ".", the current directory: say what the user gave instead
+        raise error(f"{path!r}: an empty name is no {what}: give a file's path")
     p = Path(path)
     try:
         st = os.stat(p)
@@ -77,14 +88,38 @@ def check_input_file(path: str | Path, what: str = "text file", error: type[Inpu
     raise error(f"{p}: is {kind}, not a regular file: a {what} is read from a file")
 
 
-def read_bytes(path: str | Path, what: str = "text file", error: type[InputError] = InputError,
-               limit: int = MAX_INPUT_BYTES) -> bytes:
-    """The bytes of a regular file, or of a pipe read once, at most ``limit`` of them (else ``error``)."""
-    p = Path(path)
-    kind = check_input_file(p, what, error, limit)
+def _read_pipe(p: Path, limit: int, what: str, error: type[InputError]) -> bytes:
+    """At most ``limit + 1`` bytes of a pipe, opened without waiting for a writer (a plain open of a named
+    pipe blocks until one comes), then read once something is written; silence for :data:`PIPE_WAIT_S`
+    (nobody writes it) is one ``error``."""
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        with p.open("rb") as f:
-            data = f.read(limit + 1)
+        # Linux reports no hang-up on a pipe that no writer has opened yet: poll waits for data or a writer's close
+        # (poll, not select: a descriptor above 1023 is fine)
+        waiting = select.poll()
+        waiting.register(fd, select.POLLIN)
+        if not waiting.poll(PIPE_WAIT_S * 1000):
+            raise error(f"{p}: is a pipe and nothing was written to it in {PIPE_WAIT_S:g} s: give a file, or "
+                        "start what writes the pipe first")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit + 1)
+    finally:
+        os.close(fd)
+
+
+def read_bytes(path: str | Path, what: str = "text file", error: type[InputError] = InputError,
+               limit: int = MAX_INPUT_BYTES, pipes: bool = False) -> bytes:
+    """The bytes of a regular file (or, with ``pipes``, of a pipe read once), at most ``limit`` of them (else
+    ``error``); the path is looked at before it is opened (:func:`check_input_file`)."""
+    kind = check_input_file(path, what, error, limit, pipes)
+    p = Path(path)
+    try:
+        if kind == "pipe":
+            data = _read_pipe(p, limit, what, error)
+        else:
+            with p.open("rb") as f:
+                data = f.read(limit + 1)
     except OSError as e:
         raise error(f"{p}: cannot read this {what} ({e.strerror or e})") from None
     if len(data) > limit:  # a pipe, or a file that grew meanwhile
@@ -93,10 +128,55 @@ def read_bytes(path: str | Path, what: str = "text file", error: type[InputError
 
 
 def read_text(path: str | Path, what: str = "text file", error: type[InputError] = InputError,
-              limit: int = MAX_INPUT_BYTES) -> str:
-    """The text of a UTF-8 file (or a pipe, read once); a missing, unreadable, oversized, special or
-    non-UTF-8 file is one ``error`` naming it."""
-    return decode(read_bytes(path, what, error, limit), str(Path(path)), what, error)
+              limit: int = MAX_INPUT_BYTES, pipes: bool = False) -> str:
+    """The text of a UTF-8 file (or, with ``pipes``, a pipe read once); an empty name, a missing, unreadable,
+    oversized, special or non-UTF-8 file is one ``error`` naming it."""
+    return decode(read_bytes(path, what, error, limit, pipes), str(Path(path)), what, error)
+
+
+def _no_repeats(source: str, error: type[InputError]) -> Any:
+    """A ``json.loads`` ``object_pairs_hook`` that refuses a key given twice in one object (a reader keeps the
+    last one, silently: the file says two things)."""
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        doc: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in doc:
+                raise error(f"{source}: {key}: given twice ({doc[key]!r} and {value!r}): each key once")
+            doc[key] = value
+        return doc
+    return hook
+
+
+def json_loads(text: str) -> Any:
+    """``json.loads``, with its two failures that are not a ``JSONDecodeError`` -- nesting too deep for the
+    parser (a ``RecursionError``) and a number of more than 4,300 digits (a ``ValueError``) -- raised as one, so
+    that a reader's own handler names the file and line of every bad document alike."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply (arrays or objects within each other, hundreds deep)",
+                                   text, 0) from None
+    except ValueError as e:
+        raise json.JSONDecodeError(f"a number too long to be read ({e})", text, 0) from None
+
+
+def parse_json(text: str, source: str, what: str = "JSON file", error: type[InputError] = InputError) -> Any:
+    """The JSON document ``text``, or one ``error`` naming ``source``: not JSON (with line and column), a key
+    given twice in one object, nesting too deep for the parser (a ``RecursionError``), or a number too long to
+    be one (Python's limit of 4,300 digits)."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_repeats(source, error))
+    except InputError:  # a key given twice, said by the hook
+        raise
+    except json.JSONDecodeError as e:
+        raise error(f"{source}:{e.lineno}: not JSON: {e.msg} (column {e.colno})") from None
+    except RecursionError:
+        raise error(f"{source}: nested too deeply to be a {what} (arrays or objects within each other, "
+                    "hundreds deep)") from None
+    except ValueError as e:  # int("9" * 5000): "Exceeds the limit (4300 digits) for integer string conversion"
+        raise error(f"{source}: a number in it is too long to be read ({e})") from None
 
 
 def _writable_dir(p: Path) -> bool:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["format_seconds", "format_bytes"]
+__all__ = ["format_seconds", "format_bytes", "format_int"]
 
 _TIMES = ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns"))
 _SIZES = ((2.0**40, "TiB"), (2.0**30, "GiB"), (2.0**20, "MiB"), (2.0**10, "KiB"), (1.0, "B"))
@@ -63,3 +63,14 @@ def format_bytes(size: float, digits: int = 4) -> str:
     if not math.isfinite(size) or size == 0:
         return f"{size:g} B"
     return _adaptive(size, _SIZES, digits)
+
+
+def format_int(value: int) -> str:
+    """An integer from a user's input as a message can show it: whole up to 16 digits, then ``1e+20``, and a
+    number too large for a float (a 401-digit one) by its digit count.
+
+    >>> format_int(10**12), format_int(10**20), format_int(10**400)
+    ('1000000000000', '1e+20', 'a 401-digit number')
+    """
+    return (str(value) if abs(value) < 10**16 else f"{value:.3g}" if abs(value) < 10**300
+            else f"a {len(str(abs(value)))}-digit number")

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ..util.errors import InputError
-from ..util.fileio import read_text
+from ..util.fileio import parse_json, read_text
 from .model_spec import ModelSpec
 
 __all__ = ["PRESETS", "load_model", "model_from_config", "model_from_toml", "read_model_file", "preset_path",
@@ -84,19 +84,35 @@ def _int(doc: dict[str, Any], key: str, source: str, least: int = 1) -> int:
     return value
 
 
+def _given(doc: dict[str, Any], keys: tuple[str, ...], source: str) -> str | None:
+    """The first of ``keys`` the document gives (not null); two spellings of one field given with different
+    values are refused: which one the model means cannot be told."""
+    given = [k for k in keys if doc.get(k) is not None]
+    for other in given[1:]:
+        if doc[other] != doc[given[0]]:
+            raise InputError(f"{source}: {given[0]} {doc[given[0]]!r} and {other} {doc[other]!r} are one field "
+                             "spelled twice, with different values: give one")
+    return given[0] if given else None
+
+
 def _first(doc: dict[str, Any], field: str, source: str) -> int:
-    for key in _SPELLINGS[field]:
-        if doc.get(key) is not None:
-            return _int(doc, key, source)
+    key = _given(doc, _SPELLINGS[field], source)
+    if key is not None:
+        return _int(doc, key, source)
     raise InputError(f"{source}: {field if field in _SPELLINGS[field] else _SPELLINGS[field][0]}: missing "
                      f"(spelled {' or '.join(_SPELLINGS[field])})")
 
 
-def _optional(doc: dict[str, Any], keys: tuple[str, ...], source: str, default: int = 0) -> int:
-    for key in keys:
-        if doc.get(key) is not None:
-            return _int(doc, key, source, least=0)
-    return default
+def _optional(doc: dict[str, Any], keys: tuple[str, ...], source: str, default: int = 0, least: int = 0) -> int:
+    """The value of the first of ``keys`` given, else ``default``; ``least=1`` for a width that, given, cannot
+    be 0 (a config.json means a size by it; 0 would be ModelSpec's "derive it", which the file did not say)."""
+    key = _given(doc, keys, source)
+    return default if key is None else _int(doc, key, source, least=least)
+
+
+# the keys of a model's own inference code's params.json (Meta's and DeepSeek's reference implementations,
+# ModelArgs: dim, n_layers, n_heads), which are not a Hugging Face config.json's
+_REFERENCE_KEYS = ("dim", "n_layers", "n_heads")
 
 
 def model_from_config(doc: Any, source: str, name: str | None = None) -> ModelSpec:
@@ -108,11 +124,23 @@ def model_from_config(doc: Any, source: str, name: str | None = None) -> ModelSp
     if not isinstance(doc, dict):
         raise InputError(f"{source}: a model configuration is a JSON object of keys, not {type(doc).__name__}")
     model_type = doc.get("model_type")
+    if not any(k in doc for k in _SPELLINGS["hidden_size"]) and any(k in doc for k in _REFERENCE_KEYS):
+        keys = ", ".join(k for k in _REFERENCE_KEYS if k in doc)
+        raise InputError(f"{source}: {keys}: the keys of a model's own inference code (its params.json or "
+                         "configs/*.json), not of a Hugging Face config.json: give the config.json of the model's "
+                         "Hugging Face repository (hidden_size, num_hidden_layers, ...)")
     hidden = _first(doc, "hidden_size", source)
     heads = _first(doc, "num_attention_heads", source)
-    experts = _optional(doc, ("num_local_experts", "n_routed_experts", "num_experts"), source)
-    moe_width = _optional(doc, ("moe_intermediate_size",), source)
-    intermediate = _optional(doc, ("intermediate_size", "n_inner"), source, default=4 * hidden)
+    expert_keys = _KEYS["experts"]
+    experts = _optional(doc, expert_keys, source)
+    routed = doc.get("num_experts_per_tok")
+    if not experts and routed not in (None, 0):
+        given = _given(doc, expert_keys, source)
+        said = f"{given} is 0" if given else f"no expert count ({' or '.join(expert_keys)})"
+        raise InputError(f"{source}: num_experts_per_tok: {routed!r} with {said}: a dense model routes no tokens; "
+                         "give the routed experts' count, or leave num_experts_per_tok out")
+    moe_width = _optional(doc, ("moe_intermediate_size",), source, least=1 if experts else 0)
+    intermediate = _optional(doc, ("intermediate_size", "n_inner"), source, default=4 * hidden, least=1)
     shared = _optional(doc, ("n_shared_experts",), source)
     qwen_shared = _optional(doc, ("shared_expert_intermediate_size",), source)
     if qwen_shared and experts:
@@ -140,7 +168,13 @@ def model_from_config(doc: Any, source: str, name: str | None = None) -> ModelSp
         field = text[len(prefix):].split(":")[0]
         keys = _KEYS.get(field, (field,))
         key = next((k for k in keys if k in doc), keys[0])
-        raise InputError(prefix + key + text[len(prefix) + len(field):]) from None
+        rest = text[len(prefix) + len(field):]
+        if field == "parameters":  # the sizes it lists, by the keys of this file too
+            for name, spelled in _KEYS.items():
+                given = next((k for k in spelled if k in doc), None)
+                if given is not None and given != name:
+                    rest = rest.replace(f"{name} ", f"{given} ")
+        raise InputError(prefix + key + rest) from None
     cited = doc.get("_source")  # the shipped presets cite their model card; checked under the file's name first
     return replace(spec, source=cited) if isinstance(cited, str) and cited else spec
 
@@ -156,7 +190,7 @@ def _spec(doc: dict[str, Any], source: str, name: str | None, hidden: int, heads
         moe_intermediate_size=moe_width, experts=experts, shared_experts=shared if experts else 0,
         experts_per_token=_optional(doc, ("num_experts_per_tok",), source) if experts else 0,
         first_dense_layers=_optional(doc, ("first_k_dense_replace",), source) if experts else 0,
-        tie_word_embeddings=tie, gated_mlp=not gpt_like, head_dim=_optional(doc, ("head_dim",), source),
+        tie_word_embeddings=tie, gated_mlp=not gpt_like, head_dim=_optional(doc, ("head_dim",), source, least=1),
         position_embeddings=positions, **_attention_extras(doc, source))
 
 
@@ -209,11 +243,7 @@ def read_model_file(path: str | Path, name: str | None = None) -> ModelSpec:
         except tomllib.TOMLDecodeError as e:
             raise InputError(f"{p}: not TOML: {e}") from None
         return model_from_toml(doc, str(p))
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{p}:{e.lineno}: not JSON: {e.msg} (column {e.colno})") from None
-    return model_from_config(doc, str(p), name)
+    return model_from_config(parse_json(text, str(p), "model configuration"), str(p), name)
 
 
 def preset_path(name: str) -> Path:
@@ -270,6 +300,9 @@ def load_model(model: str | Path | ModelSpec) -> ModelSpec:
     if isinstance(model, ModelSpec):
         return model
     text = str(model)
+    if not text.strip():
+        # Path("") is ".": say what was given, not that the current directory is no model
+        raise InputError(f"model: {text!r} is empty: give a preset ({', '.join(PRESETS)}) or a config.json's path")
     if text in PRESETS:
         return read_model_file(preset_path(text), name=text)
     p = Path(text)

@@ -34,8 +34,17 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass, fields
 
 from ..util.errors import InputError
+from ..util.parsing import MAX_BYTES
+from ..util.units import format_int
 
-__all__ = ["ModelSpec"]
+__all__ = ["ModelSpec", "MAX_SIZE_FIELD", "MAX_PARAMETERS"]
+
+# no size of a model is above 2^50 (the largest published: vocabularies of 256 K, widths of 64 K, hundreds
+# of layers), and a number above it would reach float() arithmetic as an overflow or as garbage
+MAX_SIZE_FIELD = 2**50
+# the fp32 gradients of every weight (4 B each) are one buffer of a data-parallel step, and no buffer is above
+# 1 PiB (as --bytes and system files bound it): 2^48 parameters, against 6.7 x 10^11 for DeepSeek-V3
+MAX_PARAMETERS = MAX_BYTES // 4
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,9 @@ class ModelSpec:
                 least = 1 if f.default is MISSING else 0  # the fields without a default must be positive
                 if isinstance(value, bool) or not isinstance(value, int) or value < least:
                     self._refuse(f.name, value, "a positive integer" if least else "a non-negative integer")
+                if value > MAX_SIZE_FIELD:
+                    raise InputError(f"{self.source}: {f.name}: {format_int(value)} is more than 2^50: no model is that "
+                                     "large")
             elif f.type == "bool" and not isinstance(value, bool):
                 self._refuse(f.name, value, "true or false")
         if self.num_attention_heads % self.num_key_value_heads:
@@ -133,6 +145,11 @@ class ModelSpec:
             for name in ("shared_experts", "experts_per_token", "first_dense_layers"):
                 if getattr(self, name):
                     self._refuse(name, getattr(self, name), "0 in a dense model (experts is 0)")
+        if self.parameter_count > MAX_PARAMETERS:
+            sizes = ", ".join(f"{f.name} {format_int(getattr(self, f.name))}" for f in fields(self)
+                              if f.type == "int" and getattr(self, f.name))
+            raise InputError(f"{self.source}: parameters: {sizes} give {self.parameter_count:.3g} parameters, more "
+                             "than 2^48: their fp32 gradients would be more than the 1 PiB a buffer may be")
 
     def _refuse(self, field: str, value: object, should: str) -> None:
         raise InputError(f"{self.source}: {field}: {value!r} should be {should}")
@@ -211,3 +228,4 @@ class ModelSpec:
         if not self.is_moe:
             return self.parameter_count
         return self.dense_parameters + self.expert_parameters * self.experts_per_token // self.experts
+

@@ -32,6 +32,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..util.errors import InputError
+from ..util.parsing import MAX_BYTES
+from ..util.units import format_bytes
 from .model_spec import ModelSpec
 from .training import Fit, TrainingSpec, fit
 
@@ -212,4 +215,26 @@ def step_collectives(model: ModelSpec, training: TrainingSpec, axis_sizes: Mappi
         The settings do not fit the model or the axes (:func:`p2sim.workload.training.fit`).
     """
     f = fit(model, training, axis_sizes)
-    return tuple(_tensor(f) + _context(f) + _pipeline(f) + _expert(f) + _data(f))
+    collectives = tuple(_tensor(f) + _context(f) + _pipeline(f) + _expert(f) + _data(f))
+    for c in collectives:
+        _bounded(c, f)
+    return collectives
+
+
+def _bounded(c: StepCollective, f: Fit) -> None:
+    """Refuse a collective whose buffer, or whose bytes in one step, is above 1 PiB, the bound ``--bytes`` and
+    system files have: a model's sizes and ``--train`` derive buffers as the user's ``--bytes`` gives one, and an
+    absurd one would be ranked with confident garbage."""
+    if c.size <= MAX_BYTES and c.total_bytes <= MAX_BYTES:
+        return
+    t, m = f.training, f.model
+    settings = (f"seq_length={t.seq_length}, micro_batch={t.micro_batch}, global_batch={t.global_batch or 'default'}"
+                f" ({f.micro_batches} micro-batches), hidden_size={m.hidden_size}, num_layers={m.num_layers}, "
+                f"vocab_size={m.vocab_size}")
+    def shown(n: int) -> str:
+        return format_bytes(n) if n <= MAX_BYTES else f"{n / 2**50:.3g} PiB"
+
+    what = (f"{shown(c.size)} per call" if c.size > MAX_BYTES
+            else f"{c.count} calls of {shown(c.size)}, {shown(c.total_bytes)} per step")
+    raise InputError(f"{m.name}: the step's {c.op} over {c.axis} ({c.phase}; {c.formula}) is {what}, more than "
+                     f"1 PiB: no GPU buffer, nor step, is that large ({settings}): check --train and the model's sizes")

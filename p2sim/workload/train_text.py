@@ -109,6 +109,9 @@ def training_of(value: str | Mapping[str, Any] | TrainingSpec | None,
         return training_from_text(",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
                                            for k, v in value.items()), defaults)
     if isinstance(value, str):
+        if not any(part.strip() for part in value.split(",")):  # --train '' would say nothing and be taken
+            raise InputError(f"train: {value!r} gives no setting: give KEY=VALUE,.. (e.g. seq=8192,micro_batch=1), "
+                             "or leave --train out for the defaults")
         return training_from_text(value, defaults)
     raise InputError(f"train: {value!r} is not KEY=VALUE text, a mapping or a TrainingSpec")
 

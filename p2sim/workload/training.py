@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..util.errors import InputError
 from ..util.parsing import axes_spec
-from .model_spec import ModelSpec
+from .model_spec import MAX_SIZE_FIELD, ModelSpec
 from .schedule import chunk_layers, stage_split
 
 __all__ = ["TrainingSpec", "Fit", "fit", "axis_sizes", "AXES", "DTYPE_BYTES", "DATA_MODES", "SCHEDULES"]
@@ -86,6 +86,8 @@ class TrainingSpec:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"training: {name}: {value!r} should be a positive integer")
+            if value > MAX_SIZE_FIELD:  # a count, or tokens, that no step has; it would reach float() as garbage
+                raise InputError(f"training: {name}: {value} is more than 2^50: no training step is that large")
         for name, allowed in (("param_dtype", tuple(DTYPE_BYTES)), ("grad_dtype", tuple(DTYPE_BYTES)),
                               ("schedule", SCHEDULES), ("data_parallel", DATA_MODES)):
             if getattr(self, name) not in allowed:
@@ -140,15 +142,14 @@ class Fit:
         model's first ``first_dense_layers`` layers are dense."""
         if not self.model.is_moe:
             return 0
-        sizes = chunk_layers(self.model.num_layers, self.pipeline, self.training.virtual_stages)
+        p, v = self.pipeline, self.training.virtual_stages
+        sizes = chunk_layers(self.model.num_layers, p, v)
         starts = [sum(sizes[:i]) for i in range(len(sizes))]
-        most = 0
-        for stage in range(self.pipeline):
-            layers = [layer for j in range(self.training.virtual_stages)
-                      for layer in range(starts[j * self.pipeline + stage],
-                                         starts[j * self.pipeline + stage] + sizes[j * self.pipeline + stage])]
-            most = max(most, sum(layer >= self.model.first_dense_layers for layer in layers))
-        return most
+        first = self.model.first_dense_layers
+        # counted per chunk, not listed (a model's layers may be many): chunk i holds layers
+        # [starts[i], starts[i] + sizes[i]), the MoE ones those from first_dense_layers on; stage r holds chunks j x p + r
+        return max(sum(max(0, starts[k] + sizes[k] - max(starts[k], first)) for k in range(r, p * v, p))
+                   for r in range(p))
 
 
 def axis_sizes(axes: str | Mapping[str, int]) -> dict[str, int]:
@@ -178,8 +179,13 @@ def fit(model: ModelSpec, training: TrainingSpec, axes: Mapping[str, int]) -> Fi
         An axis name the step does not know or a size that is not a positive integer, or a rule broken:
         one line naming the axis or setting, its value and what it should divide.
     """
-    if not isinstance(model, ModelSpec) or not isinstance(training, TrainingSpec):
-        raise InputError(f"training: {training!r} with {model!r}: a ModelSpec and a TrainingSpec are needed")
+    # named by what it is, never by its repr: a ModelSpec's is hundreds of characters
+    if not isinstance(model, ModelSpec):
+        raise InputError(f"model: a {type(model).__name__} is no ModelSpec (load_model reads a preset's name or a file)")
+    if not isinstance(training, TrainingSpec):
+        shown = repr(training) if len(repr(training)) <= 60 else f"a {type(training).__name__}"
+        raise InputError(f"training: {shown} is no TrainingSpec (for {model.name}; training_of reads --train's "
+                         "KEY=VALUE text)")
     sizes = {name: 1 for name in AXES}
     for name, size in axes.items():
         if name not in AXES:
