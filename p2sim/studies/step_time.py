@@ -67,7 +67,7 @@ class StepSettings:
     tp_overlap: bool = False  # Megatron-LM's --tp-comm-overlap (TransformerEngine's userbuffers)
 
 
-def step_settings(text: str | None) -> tuple[str, StepSettings]:
+def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
     """Split ``--train``'s text into TrainingSpec's keys and the step's own (``dtype=fp8``, ``recompute=``,
     ``zero=fsdp``, ``tp_overlap=on``).
 
@@ -97,7 +97,9 @@ def step_settings(text: str | None) -> tuple[str, StepSettings]:
             overlap = v == "on"
         else:
             kept.append(part)
-    return ",".join(kept), StepSettings(fp8, recompute, overlap)
+    # only the step's own keys: the training settings' defaults; nothing at all ('') is refused where it is read
+    rest = ",".join(kept) if kept else (text if text is not None and not text.strip() else None)
+    return rest, StepSettings(fp8, recompute, overlap)
 
 
 def job_hierarchy(hierarchy: Sequence[int], gpus: int, node_gpus: int) -> tuple[tuple[int, ...], int]:
