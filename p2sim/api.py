@@ -296,8 +296,8 @@ def simulate(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axe
 @_boundary
 def sweep(*, system: System = o.SYSTEM, nodes: Count | None = None, gpus_per_node: Count | None = None,
           collective: str = o.COLLECTIVE, minbytes: Size = o.MINBYTES, maxbytes: Size = o.MAXBYTES,
-          stepfactor: Count = o.STEPFACTOR, algo: str = o.ALGO, proto: str = o.PROTO, engine: str = o.ENGINE
-          ) -> SweepResult:
+          stepfactor: Count = o.STEPFACTOR, algo: str = o.ALGO, proto: str = o.PROTO, engine: str = o.ENGINE,
+          yes: bool = False) -> SweepResult:
     """One collective over a range of sizes, as nccl-tests runs it (``p2sim sweep``).
 
     Returns

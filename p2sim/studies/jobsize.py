@@ -58,7 +58,7 @@ from ..topology.spec import SystemSpec
 __all__ = ["Limits", "JobCost", "StepCount", "step_counts", "bounded_steps",
            "MAX_MATRICES", "MAX_SIMULATIONS", "MAX_SYNTHESIS_LEVELS", "MAX_JOB_SECONDS",
            "synthesis_cardinalities", "program_counts", "program_steps", "synthesis_cost", "estimate", "hashed", "check_job", "memory_limit",
-           "announce", "plural"]
+           "announce", "plural", "duration"]
 
 MAX_MATRICES = 10_000
 MAX_SIMULATIONS = 50_000
@@ -204,9 +204,9 @@ class Limits:
         memory = memory_limit()
         if cost.seconds <= self.seconds and cost.memory <= memory:
             return
-        over = (f"about {_duration(cost.seconds)} of CPU time" if cost.seconds > self.seconds else
+        over = (f"about {duration(cost.seconds)} of CPU time" if cost.seconds > self.seconds else
                 f"about {format_bytes(cost.memory)} of memory")
-        limit = (f"{_duration(self.seconds)}" if cost.seconds > self.seconds else
+        limit = (f"{duration(self.seconds)}" if cost.seconds > self.seconds else
                  f"{format_bytes(memory)} (half of this machine's memory, or of ulimit -v)")
         raise InputError(f"job: {what} would take {over} ({cost.text()}), more than the limit of {limit}; "
                          f"{smaller} make it smaller, --yes runs it anyway")
@@ -253,20 +253,20 @@ class JobCost:
 
     def brief(self) -> str:
         """The estimate in a few words, for the line that announces a job it let start."""
-        cpu = _duration(self.seconds)
+        cpu = duration(self.seconds)
         return (f"estimated {'' if cpu.startswith('under') else 'about '}{cpu} of CPU and "
                 f"{format_bytes(self.memory, 2)} of memory")
 
     def text(self) -> str:
         if self.steps is not None:
             return (f"{self.steps.text()}, {self.processes} {'process' if self.processes == 1 else 'processes'}, "
-                    f"and {_duration(self.synthesis_seconds)} of program synthesis")
+                    f"and {duration(self.synthesis_seconds)} of program synthesis")
         steps = f"{self.gpu_steps:,} GPU-steps of flows over {self.gpus:,} GPUs" + (
             f" in each of {self.builds} systems built" if self.builds > 1 else "") + (
             f" ({self.hashed_gpu_steps:,} of them ECMP-hashed, {ECMP_STEP_FACTOR:g}x the cost)"
             if self.hashed_gpu_steps else "")
         return (f"{steps}, {self.processes} {'process' if self.processes == 1 else 'processes'}, and "
-                f"{_duration(self.synthesis_seconds)} of program synthesis")
+                f"{duration(self.synthesis_seconds)} of program synthesis")
 
 
 @dataclass(frozen=True)
@@ -426,7 +426,7 @@ def _classes_by_volume(topo: Topology, groups: np.ndarray, volumes: Sequence[Seq
     return out
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     """``under 1 s``, ``45 s``, ``303 s``, ``12 min``, ``3.1 h``."""
     if seconds < 1:
         return "under 1 s"
