@@ -25,7 +25,8 @@ from ..util.units import format_seconds
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices, byte_size, positive_int
 from .contexts import context_of
-from .jobsize import (Limits, StepCount, bounded_steps, estimate, hashed, plural, program_counts, program_steps,
+from .jobsize import (SIMULATED_SECONDS_PER_GPU, STEP_SECONDS_PER_GPU, JobCost, Limits, StepCount, bounded_steps,
+                      estimate, hashed, plural, program_counts, program_steps, say_synthesis,
                       synthesis_cardinalities)
 from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
                        warn_memory, whole_groups)
@@ -34,7 +35,7 @@ from .config_task import ConfigResult, ConfigTask
 from .step_workload import Overlap, PartTiming, StepWorkload, axis_rows, overlap_text, step_workload
 
 __all__ = ["Reduction", "parse_reduction", "default_matrix", "default_data_axis", "DefaultPlacement", "default_placement", "PlanChoice", "Plan", "plan_tasks", "build_plans",
-           "plan_scores", "PlanRequest", "PlanResult", "run_plan"]
+           "plan_scores", "PlanRequest", "PlanResult", "plan_cost", "run_plan"]
 
 
 @dataclass(frozen=True)
@@ -396,12 +397,13 @@ class PlanResult(Tabular):
                              hidden_seconds=self.best.hidden_seconds)}
 
 
-def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix, float] | None = None
-                 ) -> tuple[list[Plan], SearchStats, DefaultPlacement]:
-    """Each matrix's best program per reduction (searched with the bounds), as plans fastest first, with the
-    default placement; ``extra`` adds each matrix's other collectives to the bound ``--top-matrices`` ranks by."""
+def plan_cost(req: PlanRequest, mats: Sequence[Matrix], more: StepCount = StepCount(),
+              again: Sequence[Reduction] = ()) -> tuple[JobCost, int]:
+    """The estimated cost of searching ``mats``' best programs per reduction, checked against the limits before
+    the synthesis (its least: the synthesis and each AllReduce) and after (what the bounds build), and the
+    programs' count.  A whole step's plan adds ``more`` (its other collectives simulated) and bounds the
+    reductions ``again`` twice (once to cut matrices, :func:`~.step_plan.cut_matrices`)."""
     job, topo = req.job, req.job.topology
-    h, p = job.hierarchy, job.axes
     settings = req.settings.each(topo)
     rules = req.settings.rules
     smaller = "fewer --nodes, fewer --reduction options or a smaller --max-size"
@@ -409,18 +411,35 @@ def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix
     cards = [synthesis_cardinalities(m, r.axes) for r in req.reductions for m in mats]
     processes = req.run.processes(len(mats) * len(req.reductions) * len(settings))
     ecmp = hashed(topo.spec)  # hashed routes: each group bounded on its own (jobsize.ECMP_STEP_FACTOR)
-    first = topo.devices * len(mats) * len(req.reductions) * len(settings)
-    req.limits.check_cost(estimate(topo.devices, 1, first, processes, cards, first if ecmp else 0), where, smaller)
+    # the other collectives simulated (more), as GPU-steps of flows cost alike (jobsize's constants)
+    extra = round(more.simulated * SIMULATED_SECONDS_PER_GPU / STEP_SECONDS_PER_GPU)
+    first = topo.devices * len(mats) * len(req.reductions) * len(settings) + extra
+    least = estimate(topo.devices, 1, first, processes, cards, first if ecmp else 0)
+    req.limits.check_cost(least, where, smaller)
+    say_synthesis(least, cards)
     programs = sum(sum(program_counts(mats, r.axes, rules.profile, rules.max_size, req.limits))
                    for r in req.reductions)
-    gpu_steps = topo.devices * len(settings) * sum(
-        sum(program_steps(mats, r.axes, rules.profile, rules.max_size, req.limits)) for r in req.reductions)
-    cost = estimate(topo.devices, 1, gpu_steps, processes, cards, gpu_steps if ecmp else 0)
+    steps_of = {r: sum(program_steps(mats, r.axes, rules.profile, rules.max_size, req.limits))
+                for r in req.reductions}
+    gpu_steps = topo.devices * len(settings) * (sum(steps_of.values()) + sum(steps_of[r] for r in again))
+    cost = estimate(topo.devices, 1, gpu_steps + extra, processes, cards, gpu_steps if ecmp else 0)
     if req.search.bounded(req.settings.engine):  # what its bounds build, counted as rank counts it
         memo = context_of(topo.spec, topo.nodes).row_counts  # filled for this process's bounds
-        cost = replace(cost, steps=sum((bounded_steps(topo, mats, r.axes, [s.order for s in settings], rules.profile,
-                                                      rules.max_size, memo) for r in req.reductions), StepCount()))
+        counted = {r: bounded_steps(topo, mats, r.axes, [s.order for s in settings], rules.profile, rules.max_size,
+                                    memo) for r in req.reductions}
+        cost = replace(cost, steps=sum(counted.values(), more) + sum((counted[r] for r in again), StepCount()))
     req.limits.check_cost(cost, where, smaller)
+    return cost, programs
+
+
+def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix, float] | None = None
+                 ) -> tuple[list[Plan], SearchStats, DefaultPlacement]:
+    """Each matrix's best program per reduction (searched with the bounds), as plans fastest first, with the
+    default placement; ``extra`` adds each matrix's other collectives to the bound ``--top-matrices`` ranks by."""
+    job, topo = req.job, req.job.topology
+    h, p = job.hierarchy, job.axes
+    settings = req.settings.each(topo)
+    cost, programs = plan_cost(req, mats)
     total = programs * len(settings)
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "
             f"{plural(programs, 'program')} in all, {plural(len(settings), 'algorithm')}")
