@@ -12,6 +12,7 @@ backward, :class:`~p2sim.studies.step_workload.Overlap`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -21,7 +22,8 @@ from ..formalism.program import parse_program
 from ..formalism.semantics import Op
 from ..sim import Simulator
 from ..util.log import announce
-from .jobsize import JobCost, StepCount, estimate, plural
+from .jobsize import SIMULATED_SECONDS_PER_GPU, JobCost, StepCount, estimate, plural
+from .size_sweep import TRANSFER_SIZE_SECONDS
 from ..sim.simulator import BOUND_SLACK
 from .config_task import ALLREDUCE_TEXT, ConfigTask, run_task
 from .executor import run_all
@@ -136,6 +138,15 @@ def _skipped(req: PlanRequest, mats: Sequence[Matrix]) -> Reduction | None:
     return max(req.reductions, key=lambda r: (costs[r] / (r.count * r.bytes), costs[r], r.axes))
 
 
+def _weight(part: StepPart, axes: Sequence[int]) -> int:
+    """A part's simulation in AllReduces simulated alike (per GPU): an AllToAll builds every pair of ranks of each
+    group, ``group - 1`` transfers a GPU (TRANSFER_SIZE_SECONDS each, size_sweep's measure), the rest one step."""
+    if part.op != "AllToAll":
+        return 1
+    group = math.prod(axes[i] for i in part.axes)
+    return max(1, math.ceil((group - 1) * TRANSFER_SIZE_SECONDS / SIMULATED_SECONDS_PER_GPU))
+
+
 def step_plan_cost(req: PlanRequest, mats: Sequence[Matrix]) -> JobCost:
     """The whole step's estimated cost, before anything is simulated (issue 43: at 14,336 SuperPOD nodes the
     other collectives and the cut's bounds ran minutes before the search's estimate was said): the other
@@ -145,7 +156,7 @@ def step_plan_cost(req: PlanRequest, mats: Sequence[Matrix]) -> JobCost:
     topo, work = req.job.topology, req.step
     assert work is not None
     settings = req.settings.each(topo)
-    simulated = topo.devices * len(mats) * len(work.parts)
+    simulated = topo.devices * len(mats) * sum(_weight(part, req.job.axes) for part in work.parts)
     if not req.reductions:
         cost = estimate(topo.devices, 1, simulated, 1, [])
         req.limits.check_cost(cost, f"plan on {topo.spec.name} with {topo.node_count} nodes "
