@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..formalism.mesh import megatron_matrix
-from ..formalism.naming import describe_placement
+from ..formalism.naming import describe_placement, is_default
 from ..formalism.placement import Matrix, count_matrices, enumerate_matrices, format_matrix
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..util.errors import InputError
@@ -279,6 +279,9 @@ class PlanRequest:
     limits: Limits
     run: RunOptions
     step: StepWorkload | None = None  # a model's whole step (--model): its AllReduces are in ``reductions``
+    # False where the axes are named, none like data and no --data-axis is given: data_axis is then only the
+    # axis the default placement puts outermost (default_data_axis), no data axis
+    has_data_axis: bool = True
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reductions: Any = (),
@@ -318,9 +321,10 @@ class PlanRequest:
         if not 0 <= axis < len(p):
             raise InputError(f"data-axis: {axis} is out of range 0..{len(p) - 1}")
         settings = Settings.of(algo, proto, engine, profile, max_size, order)
+        named = data_axis is not None or any(n.lower() in DATA_AXIS_NAMES for n in names) or is_default(names)
         return cls(job, parsed, axis, settings, SearchOptions.of(exhaustive, budget, top_matrices),
                    limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file),
-                   step)
+                   step, named)
 
 
 @dataclass(frozen=True, repr=False)
