@@ -43,6 +43,8 @@ def plan_text(result: PlanResult) -> str:
                                           "their programs were bounded (their step's lower bound above another's "
                                           "step with plain AllReduce), not listed" if result.cut else ""),
              matrix_legend(names, topo.level_names),
+             "step time: each reduction by its best program; AllReduce only: each by NCCL's plain AllReduce "
+             "(as check --model charges it)",
              f"\n{'rank':>4}  {'step time':>10}  {'AllReduce only':>14}  matrix"]
     for i, pl in enumerate(result.plans, 1):
         mark = "  <- default placement" if pl.matrix == result.default else ""
