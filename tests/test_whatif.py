@@ -282,3 +282,20 @@ def test_points_of_uplink_rates_share_their_structures_and_answer_as_alone(monke
     shared, fewer = _built_and_rows(monkeypatch, True, **job)
     alone, every = _built_and_rows(monkeypatch, False, **job)
     assert shared == alone and fewer < every / 2
+
+
+def test_whatif_model_is_estimated_and_refused_as_a_whole_before_any_point_runs(monkeypatch, tiny):
+    """Issue 43's class: each point of a what-if --model checked only its own step, so points each under the
+    limit ran one after another however many; their sum is now said and checked before the first runs."""
+    import p2sim
+    import p2sim.studies.whatif as whatif
+    import p2sim.studies.whatif_step as ws
+    from p2sim.studies.jobsize import JobCost
+
+    ran = []
+    monkeypatch.setattr(whatif, "run_step_plan", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(ws, "step_plan_cost", lambda req, mats: JobCost(16, 1, 0, 1, 150.0, 0.0))  # 150 s each
+    with pytest.raises(InputError, match=r"^job: whatif --model of 3 points would take about 450 s of CPU time \(3 "
+                                         r"points, each a whole step planned: 150 s, 150 s, 150 s of CPU\)"):
+        p2sim.whatif(**STEP_JOB, model=tiny, vary="nic.bandwidth=12.5,25,50")
+    assert not ran

@@ -39,6 +39,7 @@ import resource
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -55,7 +56,7 @@ from ..topology import Topology
 from ..formalism.synthesis import Profile, synthesize
 from ..topology.spec import SystemSpec
 
-__all__ = ["Limits", "JobCost", "StepCount", "step_counts", "bounded_steps",
+__all__ = ["Limits", "Cost", "JobCost", "StepCount", "step_counts", "bounded_steps",
            "MAX_MATRICES", "MAX_SIMULATIONS", "MAX_SYNTHESIS_LEVELS", "MAX_JOB_SECONDS",
            "synthesis_cardinalities", "program_counts", "program_steps", "synthesis_cost", "estimate", "hashed", "check_job", "memory_limit",
            "announce", "plural", "duration", "say_synthesis"]
@@ -154,6 +155,18 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}s"
 
 
+class Cost(Protocol):
+    """What :meth:`Limits.check_cost` reads of an estimate (:class:`JobCost`, a sweep's, a what-if's points')."""
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def memory(self) -> float: ...
+
+    def text(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Limits:
     """The largest job a command starts without ``--yes`` (``None``: no limit)."""
@@ -196,7 +209,7 @@ class Limits:
                              f"{self.simulations}; --max-simulations N raises it, --yes lifts every limit")
 
 
-    def check_cost(self, cost: JobCost, what: str, smaller: str) -> None:
+    def check_cost(self, cost: Cost, what: str, smaller: str) -> None:
         """Refuse a job whose estimated CPU time or memory is above the limits, with the figures and the way out.
 
         ``smaller``: the options that make this job smaller (``--matrix M``, fewer ``--nodes``, ..).

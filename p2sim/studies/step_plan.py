@@ -34,7 +34,7 @@ from .requests import warn_memory, whole_groups
 from .search import SearchStats, bound_all
 from .step_workload import ENDS, PAIRS, Overlap, PartTiming, StepPart
 
-__all__ = ["part_groups", "simulate_parts", "cut_matrices", "run_step_plan"]
+__all__ = ["part_groups", "simulate_parts", "cut_matrices", "step_matrices", "step_plan_cost", "run_step_plan"]
 
 
 def part_groups(part: StepPart, hierarchy: Sequence[int], axes: Sequence[int], matrix: Matrix,
@@ -169,18 +169,28 @@ def step_plan_cost(req: PlanRequest, mats: Sequence[Matrix]) -> JobCost:
     return plan_cost(req, mats, StepCount(simulated=simulated), again)[0]
 
 
-def run_step_plan(req: PlanRequest) -> PlanResult:
-    """Every matrix's whole step: the reductions' best programs, the other collectives, the overlap."""
-    job, topo, work = req.job, req.job.topology, req.step
-    assert work is not None, "run_step_plan needs a request with a model's step"
+def step_matrices(req: PlanRequest) -> list[Matrix]:
+    """The matrices a whole step's plan ranks (every one, counted against the limit first)."""
+    job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
     whole_groups(topo)
     req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
-    mats = enumerate_matrices(h, p)
+    return enumerate_matrices(h, p)
+
+
+def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
+    """Every matrix's whole step: the reductions' best programs, the other collectives, the overlap.
+
+    ``cost``: its :func:`step_plan_cost`, where the caller estimated (and checked) it already."""
+    job, topo, work = req.job, req.job.topology, req.step
+    assert work is not None, "run_step_plan needs a request with a model's step"
+    h, p = job.hierarchy, job.axes
+    mats = step_matrices(req)
     # the other collectives run as NCCL picks for them, whatever --algo forces on the reductions' programs
     sim = replace(req.settings.sim, algo="auto").simulator(topo, job.context)
     order = req.settings.order.value
-    cost = step_plan_cost(req, mats)  # checked against the limits before anything is simulated
+    if cost is None:
+        cost = step_plan_cost(req, mats)  # checked against the limits before anything is simulated
     announce(f"{plural(len(mats), 'matrix')}, the whole step of {work.model.name}: {cost.brief()}")
     if work.parts:
         announce(f"{plural(len(mats), 'matrix')}: {plural(len(work.parts), 'other collective')} of the step "
