@@ -219,9 +219,9 @@ class Limits:
         memory = memory_limit()
         if cost.seconds <= self.seconds and cost.memory <= memory:
             return
-        over = (f"about {duration(cost.seconds)} of CPU time" if cost.seconds > self.seconds else
+        over = (f"about {_duration(cost.seconds)} of CPU time" if cost.seconds > self.seconds else
                 f"about {format_bytes(cost.memory)} of memory")
-        limit = (f"{duration(self.seconds)}" if cost.seconds > self.seconds else
+        limit = (f"{_duration(self.seconds)}" if cost.seconds > self.seconds else
                  f"{format_bytes(memory)} (half of this machine's memory, or of ulimit -v)")
         raise InputError(f"job: {what} would take {over} ({cost.text()}), more than the limit of {limit}; "
                          f"{smaller} make it smaller, --yes runs it anyway")
@@ -268,20 +268,20 @@ class JobCost:
 
     def brief(self) -> str:
         """The estimate in a few words, for the line that announces a job it let start."""
-        cpu = duration(self.seconds)
+        cpu = _duration(self.seconds)
         return (f"estimated {'' if cpu.startswith('under') else 'about '}{cpu} of CPU and "
                 f"{format_bytes(self.memory, 2)} of memory")
 
     def text(self) -> str:
         if self.steps is not None:
             return (f"{self.steps.text()}, {self.processes} {'process' if self.processes == 1 else 'processes'}, "
-                    f"and {duration(self.synthesis_seconds)} of program synthesis")
+                    f"and {_duration(self.synthesis_seconds)} of program synthesis")
         steps = f"{self.gpu_steps:,} GPU-steps of flows over {self.gpus:,} GPUs" + (
             f" in each of {self.builds} systems built" if self.builds > 1 else "") + (
             f" ({self.hashed_gpu_steps:,} of them ECMP-hashed, {ECMP_STEP_FACTOR:g}x the cost)"
             if self.hashed_gpu_steps else "")
         return (f"{steps}, {self.processes} {'process' if self.processes == 1 else 'processes'}, and "
-                f"{duration(self.synthesis_seconds)} of program synthesis")
+                f"{_duration(self.synthesis_seconds)} of program synthesis")
 
 
 @dataclass(frozen=True)
@@ -441,7 +441,7 @@ def _classes_by_volume(topo: Topology, groups: np.ndarray, volumes: Sequence[Seq
     return out
 
 
-def duration(seconds: float) -> str:
+def _duration(seconds: float) -> str:
     """``under 1 s``, ``45 s``, ``303 s``, ``12 min``, ``3.1 h``."""
     if seconds < 1:
         return "under 1 s"
@@ -511,7 +511,7 @@ def say_synthesis(cost: JobCost, cardinalities: Iterable[tuple[int, ...]]) -> No
     if cost.synthesis_seconds >= SAY_SYNTHESIS_SECONDS:
         distinct = sum(1 for c in set(cardinalities) if math.prod(c) > 1)
         log_announce(f"counting programs first: {plural(distinct, 'synthesis hierarchy')}, estimated about "
-                     f"{duration(cost.synthesis_seconds)} of CPU and {format_bytes(cost.synthesis_bytes, 2)} of "
+                     f"{_duration(cost.synthesis_seconds)} of CPU and {format_bytes(cost.synthesis_bytes, 2)} of "
                      "memory; the job's estimate follows")
 
 
@@ -551,3 +551,8 @@ def _programs(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: P
 def announce(command: str, text: str) -> None:
     """One line on stderr, flushed at once, so that it shows before a long job even when piped."""
     print(f"p2sim {command}: {text}", file=sys.stderr, flush=True)
+
+
+def duration(seconds: float) -> str:
+    """A job's duration as its estimates say it (``under 1 s``, ``45 s``, ``12 min``, ``3.1 h``)."""
+    return _duration(seconds)
