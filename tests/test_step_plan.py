@@ -198,3 +198,16 @@ def test_a_whole_step_plan_says_its_estimate_first_and_is_refused_before_anythin
     err = capsys.readouterr().err
     assert "p2sim plan: error: job: plan on dgx-h100 with 2 nodes (3 matrices) would take about" in err
     assert "--yes runs it anyway" in err and not simulated
+
+
+def test_a_whole_step_plan_says_its_synthesis_once(capsys, monkeypatch):
+    """The synthesis is said before the whole step's estimate, and not again when the search counts its programs
+    (they are synthesized by then)."""
+    from p2sim.cli.main import main
+
+    monkeypatch.setattr("p2sim.studies.jobsize.SAY_SYNTHESIS_SECONDS", 0.0)  # every synthesis said
+    assert main(["plan", "--model", "llama3-8b", "--system", "dgx-h100", "--nodes", "2", "--axes",
+                 "data=4,pipeline=2,tensor=2", "--workers", "1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [i for i, line in enumerate(err) if "counting programs first" in line] == [0]
+    assert err[1].startswith("p2sim plan: 3 matrices, the whole step of llama3-8b: estimated")

@@ -402,11 +402,12 @@ class PlanResult(Tabular):
 
 
 def plan_cost(req: PlanRequest, mats: Sequence[Matrix], more: StepCount = StepCount(),
-              again: Sequence[Reduction] = ()) -> tuple[JobCost, int]:
+              again: Sequence[Reduction] = (), say: bool = True) -> tuple[JobCost, int]:
     """The estimated cost of searching ``mats``' best programs per reduction, checked against the limits before
     the synthesis (its least: the synthesis and each AllReduce) and after (what the bounds build), and the
     programs' count.  A whole step's plan adds ``more`` (its other collectives simulated) and bounds the
-    reductions ``again`` twice (once to cut matrices, :func:`~.step_plan.cut_matrices`)."""
+    reductions ``again`` twice (once to cut matrices, :func:`~.step_plan.cut_matrices`).  ``say``: announce a
+    long synthesis first (not where the whole step's estimate announced it already)."""
     job, topo = req.job, req.job.topology
     settings = req.settings.each(topo)
     rules = req.settings.rules
@@ -420,7 +421,8 @@ def plan_cost(req: PlanRequest, mats: Sequence[Matrix], more: StepCount = StepCo
     first = topo.devices * len(mats) * len(req.reductions) * len(settings) + extra
     least = estimate(topo.devices, 1, first, processes, cards, first if ecmp else 0)
     req.limits.check_cost(least, where, smaller)
-    say_synthesis(least, cards)
+    if say:
+        say_synthesis(least, cards)
     programs = sum(sum(program_counts(mats, r.axes, rules.profile, rules.max_size, req.limits))
                    for r in req.reductions)
     steps_of = {r: sum(program_steps(mats, r.axes, rules.profile, rules.max_size, req.limits))
@@ -443,7 +445,7 @@ def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
     settings = req.settings.each(topo)
-    cost, programs = plan_cost(req, mats)
+    cost, programs = plan_cost(req, mats, say=req.step is None)  # a whole step's said it (step_plan_cost)
     total = programs * len(settings)
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "
             f"{plural(programs, 'program')} in all, {plural(len(settings), 'algorithm')}")
