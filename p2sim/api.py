@@ -44,6 +44,7 @@ from .measurements.validation import ValidateRequest, ValidateResult, run_valida
 from .studies.plan import PlanRequest, PlanResult, Reduction, run_plan
 from .studies.step_plan import run_step_plan
 from .studies.step_time import StepResult, run_step
+from .studies.step_workload import training_for
 from .studies.rank import RankRequest, RankResult, run_rank
 from .studies.simulate import SimulateRequest, SimulateResult, run_simulate
 from .studies.size_sweep import SweepRequest, SweepResult, run_sweep
@@ -183,8 +184,8 @@ def simulate(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axe
 @_boundary
 def sweep(*, system: System = o.SYSTEM, nodes: Count | None = None, gpus_per_node: Count | None = None,
           collective: str = o.COLLECTIVE, minbytes: Size = o.MINBYTES, maxbytes: Size = o.MAXBYTES,
-          stepfactor: Count = o.STEPFACTOR, algo: str = o.ALGO, proto: str = o.PROTO, engine: str = o.ENGINE
-          ) -> SweepResult:
+          stepfactor: Count = o.STEPFACTOR, algo: str = o.ALGO, proto: str = o.PROTO, engine: str = o.ENGINE,
+          yes: bool = False) -> SweepResult:
     """One collective over a range of sizes, as nccl-tests runs it (``p2sim sweep``).
 
     Returns
@@ -367,7 +368,7 @@ def systems() -> list[dict[str, object]]:
 
 
 def step_table(*, model: str | os.PathLike[str] | ModelSpec, axes: str | Mapping[str, int],
-               training: TrainingSpec | None = None) -> str:
+               training: TrainingSpec | str | Mapping[str, object] | None = None) -> str:
     """Every collective of one training step, per rank, as a table (:mod:`p2sim.workload`).
 
     Parameters
@@ -376,8 +377,11 @@ def step_table(*, model: str | os.PathLike[str] | ModelSpec, axes: str | Mapping
         A preset's name (``llama3-8b`` ...), a Hugging Face ``config.json`` or a TOML of ModelSpec's fields.
     axes : str | Mapping[str, int]
         The sizes of tensor, context, pipeline, data and expert: ``"data=8,tensor=8"`` or a mapping.
-    training : TrainingSpec | None
-        Sequence, batches, dtypes and how each axis is used (None: ``TrainingSpec()``'s defaults).
+    training : TrainingSpec | str | Mapping[str, object] | None
+        Sequence, batches, dtypes and how each axis is used, in the forms ``plan``'s ``train`` takes: a
+        TrainingSpec, ``--train``'s text (``"seq=8192,global_batch=64"``) or a mapping of its keys; a preset's
+        published sequence length and global batch where these do not give them (as ``plan``), then
+        ``TrainingSpec()``'s defaults (None: all of them).
 
     Returns
     -------
@@ -389,4 +393,4 @@ def step_table(*, model: str | os.PathLike[str] | ModelSpec, axes: str | Mapping
     InputError
         A model that cannot be read, or an axis or setting that does not fit it: one line naming it.
     """
-    return render_step(step_collectives(load_model(model), training or TrainingSpec(), axis_sizes(axes)))
+    return render_step(step_collectives(load_model(model), training_for(model, training)[0], axis_sizes(axes)))

@@ -61,3 +61,35 @@ def test_the_bound_of_a_lone_collective_needs_no_simulator():
     c = Simulator(topo, "ring").collectives("AllReduce", [tuple(range(32))], [GIB])[0]
     assert collective_binding(c, topo.capacity, topo.edge_class, GIB).to_json()["resource"] == "nic"
     assert Binding("nvswitch", "link", 1.0, 2).to_json()["text"] == "nvswitch links shared by 2 groups"
+
+
+def _sendrecv_across_nodes(topo):
+    sim = Simulator(topo)
+    step = LoweredStep(Op("SendRecv"), ((0, 8),))
+    c = sim.expander.collective("p2p", "Simple", "SendRecv", (0, 8), 2**30)
+    return sim, step, c
+
+
+def test_cross_node_sends_on_dgx_h100_name_the_pcie_link_that_binds_them():
+    """Issue 43 asked why sends across nodes are 'bound by pcie links': NCCL counts PCIe gen5 x16 at 48 GB/s
+    (topo.cc), below the NDR NIC's 50, so the GPU's PCIe path to its NIC binds (they run at 48, not 50)."""
+    topo = load_system("dgx-h100", 2)
+    sim, step, c = _sendrecv_across_nodes(topo)
+    b = collective_binding(c, topo.capacity, topo.edge_class, 2**30)
+    assert b.text == "pcie links" and b.seconds == pytest.approx(c.latency + 2**30 / 48e9, rel=1e-9)
+    assert sim.binding(step, (2**30,)).text == "pcie links"
+
+
+def test_a_pcie_link_and_a_nic_at_one_rate_are_both_named(tmp_path):
+    """At a tie neither alone binds (raising one gains nothing): the answer names both, not whichever link
+    came first in the file (issue 43)."""
+    from p2sim.topology import system_paths
+
+    text = system_paths()["dgx-h100"].read_text()
+    assert "nic      = { bandwidth = 50.0 }" in text
+    path = tmp_path / "tied.toml"
+    path.write_text(text.replace("nic      = { bandwidth = 50.0 }", "nic      = { bandwidth = 48.0 }"))
+    topo = load_system(str(path), 2)
+    sim, step, c = _sendrecv_across_nodes(topo)
+    assert collective_binding(c, topo.capacity, topo.edge_class, 2**30).text == "pcie and nic links"
+    assert sim.binding(step, (2**30,)).text == "pcie and nic links"

@@ -168,6 +168,11 @@ def test_bad_options_are_one_line(capsys, extra, says):
 
 
 
+def p2sim_plan_text(result) -> str:
+    from p2sim.report.plan import plan_text
+    return plan_text(result)
+
+
 def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tiny, capsys):
     """Two DGX H100s, data=2,pipeline=2,tensor=4, 2048-token sequences, 64 a step (32 micro-batches a data
     rank).  By hand: tensor's AllReduce of 1 x 2048 x 1024 x 2 B = 4 MiB, 2 forward + 2 backward per layer,
@@ -195,11 +200,15 @@ def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tiny
     sends = next(pt for pt in planned.best.parts if pt.part.op == "SendRecv")
     assert next(s for s in r.steps if s.collective == "SendRecv").seconds == sends.seconds
     assert r.to_json()["steps"][0]["count"] == 256
+    # issue 43: check's total is plan's 'AllReduce only' for the placement (each AllReduce NCCL's own, as
+    # nccl-tests measures it), not plan's step time (each reduction by its best program); each says what it charges
+    assert r.seconds == pytest.approx(planned.best.allreduce_total_seconds, rel=1e-12)
+    assert "AllReduce only: each by NCCL's plain AllReduce (as check --model charges it)" in p2sim_plan_text(planned)
     from p2sim.cli import main
     assert main(["check", "--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,pipeline=2,tensor=4",
                        "--model", tiny, "--train", "seq=2048,global_batch=64", "--workers", "1"]) == 0
     out = capsys.readouterr().out
-    assert "the step of tiny (4 distinct collectives, count x time summed)" in out
+    assert "the step of tiny (4 distinct collectives, count x time summed; each AllReduce as NCCL's plain " in out
     assert "# step 1 AllReduce over tensor: AllReduce, 4 groups of 4 inside a node, 4 MiB each (at once), 256 a step" \
         in out
     assert out.count("mpirun ") == 4

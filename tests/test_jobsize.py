@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import math
 
 import pytest
@@ -276,3 +277,18 @@ def test_the_estimates_classes_are_the_simulators_moved_classes(system, width_ex
         want = [len(list(moved_classes(topo, step, [v[r % len(v)] for r in range(len(groups))]))) for v in kinds]
         assert got == want
     assert len(memo) == 1
+
+
+def test_a_long_synthesis_is_announced_with_its_estimate_before_it_starts(caplog):
+    """Issue 43: rank at 16,384 nodes counted its programs (a minute of synthesis) before any estimate was said;
+    the check before the synthesis now says what the synthesis will cost when that is long."""
+    from p2sim.studies.jobsize import check_job
+
+    caplog.set_level(logging.INFO, logger="p2sim")
+    big, small = ((16384, 8),), ((2, 8),)  # one axis over (node, gpu): synthesis hierarchies (1,16384,8), (1,2,8)
+    check_job(Limits.of(yes=True), [small], [0], 16, 1, 1, 1, "rank", "fewer")
+    assert not caplog.records
+    check_job(Limits.of(yes=True), [big], [0], 131072, 1, 1, 1, "rank", "fewer")
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("counting programs first: 1 synthesis hierarchy, estimated about ")
+    assert line.endswith("the job's estimate follows")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from p2sim.collectives import Expander
 from p2sim.collectives.p2p import channels_per_peer, p2p_collective, p2p_pairs, pxn_proxy
@@ -11,6 +13,7 @@ from p2sim.formalism.hierarchy import LoweredStep
 from p2sim.formalism.semantics import Op
 from p2sim.sim.simulator import Simulator
 from p2sim.topology import load_system
+from p2sim.topology.settings import ModelRates
 
 GIB = 2**30
 
@@ -131,3 +134,31 @@ def test_one_channel_per_peer_carries_nccls_per_channel_figure_not_the_nic():
     assert c2.channels == 8 and nic < 8 * 14e9
     r2 = Simulator(two).step(LoweredStep(Op.SEND_RECV, (tuple(range(16)),)), (float(GIB),))
     assert r2.seconds == pytest.approx(c2.latency + GIB / nic, rel=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=2, max_value=40))
+def test_alltoall_pairs_are_every_ordered_pair_in_rank_order(n):
+    """Built without the n x n pairs and their mask (issue 43), in the order of that construction."""
+    s, d, c = p2p_pairs("AllToAll", n)
+    assert list(zip(s.tolist(), d.tolist())) == [(a, b) for a in range(n) for b in range(n) if a != b]
+    assert s.dtype == d.dtype == np.int64 and c.tolist() == [1.0 / n] * (n * (n - 1))
+
+
+def test_an_alltoall_asks_the_router_per_local_pair_not_per_transfer(monkeypatch):
+    """Issue 43: at 1,024 nodes a Python list per transfer (67 M) ran out of memory; the NICs and PXN proxies
+    are looked up once per local GPU (pair) and indexed as arrays."""
+    topo = load_system("dgx-h100", nodes=4)
+    router = type(topo.router)
+    calls = {"nic_of": 0, "intra_type": 0}
+    for name in calls:
+        real = getattr(router, name)
+
+        def counted(self, *a, _real=real, _name=name):
+            calls[_name] += 1
+            return _real(self, *a)
+        monkeypatch.setattr(router, name, counted)
+    c = p2p_collective(topo, ModelRates(), "AllToAll", tuple(range(32)), GIB, 32)
+    assert len(c.flows[0].table) > 32 * 31  # every transfer is there (PXN legs besides)
+    gpn = topo.gpus_per_node
+    assert calls["nic_of"] <= gpn and calls["intra_type"] <= 2 * gpn * gpn

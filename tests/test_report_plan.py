@@ -59,3 +59,18 @@ def test_page_embeds_the_mesh_code_and_every_placement(result, files):
 
 def test_page_is_deterministic(result, files):
     assert report.plan_report(result) == files
+
+
+def test_the_header_says_there_is_no_data_axis_where_there_is_none():
+    """Issue 43: with axes pipeline and tensor the header said ``(data axis pipeline)``."""
+    from p2sim.report.plan import plan_text
+    from p2sim.studies.plan import PlanRequest, run_plan
+
+    def header(axes="pipeline=2,tensor=8", reduction="tensor:64MiB", **kw):
+        req = PlanRequest.build("dgx-h100", 2, axes, [reduction], max_size=2, workers=1, **kw)
+        return plan_text(run_plan(req)).splitlines()[0]
+
+    assert "(no data axis: pipeline outermost in the default placement)" in header()
+    assert "(data axis pipeline)" in header(data_axis="pipeline")  # given: it is the data axis
+    assert "(data axis data)" in header("data=2,tensor=8")
+    assert "(data axis 0)" in header("2,8", "1:64MiB")  # unnamed axes: the index, as before

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from p2sim.sim.sim_settings import SimSettings
-from p2sim.studies.size_sweep import SweepRequest, run_sweep, sizes, sweep_sizes
+from p2sim.studies.size_sweep import SweepRequest, run_sweep, sizes, sweep_cost, sweep_sizes
 from p2sim.util.errors import InputError
 from p2sim.topology import load_system
 
@@ -163,3 +163,29 @@ def test_alltoall_and_sendrecv_sweep_as_nccl_tests_runs_them():
     (sr,) = sweep_sizes(topo, "SendRecv", range(8), [2**30])
     assert (a2a.algo, a2a.proto) == ("p2p", "Simple") and a2a.busbw == pytest.approx(a2a.algbw * 7 / 8)
     assert sr.busbw == pytest.approx(sr.algbw)
+
+
+def test_a_large_alltoall_sweep_is_refused_up_front_with_its_estimate(capsys, monkeypatch):
+    """Issue 43: at 1,024 nodes an AllToAll (67 M transfers, each built with its route) ran out of memory part way,
+    with no estimate; now it is refused before anything is built, with the estimate and the way out."""
+    built = []
+    monkeypatch.setattr("p2sim.studies.size_sweep.sweep_sizes", lambda *a, **k: built.append(a) or [])
+    rc, out, err = run(capsys, "sweep", "-C", "alltoall", "--system", "dgx-h100", "--nodes", "1024")
+    assert rc == 2 and out == "" and not built
+    assert "67,100,672 transfers each" in err and "--yes runs it anyway" in err and "Traceback" not in err
+    req = SweepRequest.build("dgx-h100", 1024, collective="alltoall", minbytes="1G", yes=True)  # --yes lifts it
+    assert req.cost.memory > 2**35 and req.cost.seconds > 60
+
+
+def test_an_alltoall_sweep_says_its_estimate_before_it_starts(capsys):
+    rc, out, err = run(capsys, "sweep", "-C", "alltoall", "--system", "dgx-h100", "--nodes", "2", "-b", "1M", "-e", "4M")
+    assert rc == 0
+    assert "p2sim sweep: 3 sizes of AllToAll over 16 ranks: 240 transfers each" in err and "estimated" in err
+
+
+def test_sweep_costs_grow_with_what_is_built():
+    a2a = [sweep_cost("AllToAll", 8 * n, 8 * n, 3) for n in (64, 128)]
+    assert a2a[1].memory / a2a[0].memory > 3 and a2a[1].seconds / a2a[0].seconds > 3  # quadratic in ranks
+    ring = sweep_cost("AllReduce", 8 * 2048, 8 * 2048, 28)
+    assert ring.seconds < 10 and "transfers" not in ring.what
+    assert sweep_cost("SendRecv", 16, 16, 1).what.startswith("1 size of SendRecv over 16 ranks: 16 transfers")

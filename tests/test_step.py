@@ -146,8 +146,9 @@ def test_the_table_and_the_api():
     text = p2sim.step_table(model="mixtral-8x7b", axes="data=4,expert=8")
     lines = text.splitlines()
     assert lines[0].split() == ["axis", "op", "phase", "size", "count", "per", "step", "formula"]
-    assert lines[1].split()[:6] == ["expert", "AllToAll", "forward", "64", "MiB", "64"]
-    assert lines[-1] == "per step: expert 8 GiB, data+expert 5.981 GiB, data 21 GiB"
+    # Mixtral's published 32k context (its preset), as plan --model takes it
+    assert lines[1].split()[:6] == ["expert", "AllToAll", "forward", "512", "MiB", "64"]
+    assert lines[-1] == "per step: expert 64 GiB, data+expert 5.981 GiB, data 21 GiB"
     assert step_table(()).endswith("no communication (every axis has size 1)")
     with pytest.raises(InputError, match="axes: tensor=3 should divide"):
         p2sim.step_table(model="llama3-8b", axes={"tensor": 3})
@@ -167,3 +168,21 @@ def test_a_derived_size_above_a_pebibyte_is_refused_naming_the_settings(train, s
     with pytest.raises(InputError) as e:
         step_collectives(load_model("llama3-8b"), train, {"tensor": 8, "data": 2, "pipeline": 2})
     assert says in str(e.value) and "seq_length=" in str(e.value) and "global_batch=" in str(e.value), str(e.value)
+
+
+def test_the_table_counts_a_presets_step_as_plan_does_and_takes_plans_training_forms():
+    """Issue 43: step_table ignored a preset's published sequence length and batch (its counts 1,000x below
+    plan's for the same model) and refused --train's text form, which plan takes."""
+    from p2sim.studies.step_workload import step_workload
+    from p2sim.workload import render_step
+
+    work = step_workload("llama3-405b", None, ["tensor", "pipeline", "data"], [8, 2, 16])
+    assert p2sim.step_table(model="llama3-405b", axes="tensor=8,pipeline=2,data=16") == render_step(work.collectives)
+    axes = "tensor=8,pipeline=4,data=8"
+    assert work.training.seq_length == 8192 and work.training.global_batch == 2048  # the preset's published
+    spec = TrainingSpec(seq_length=8192, global_batch=64)
+    table = p2sim.step_table(model="llama3-8b", axes=axes, training=spec)
+    assert p2sim.step_table(model="llama3-8b", axes=axes, training="seq=8192,global_batch=64") == table
+    assert p2sim.step_table(model="llama3-8b", axes=axes, training={"seq": 8192, "global_batch": 64}) == table
+    with pytest.raises(InputError, match="train: 'sq' is not a training setting"):
+        p2sim.step_table(model="llama3-8b", axes=axes, training="sq=8192")

@@ -174,3 +174,40 @@ def test_matrices_that_cannot_win_are_cut_before_bounding_and_the_best_is_the_ex
     assert cut.best.matrix == every.best.matrix == ((2, 1), (2, 1), (1, 8))
     assert cut.best.total_seconds == every.best.total_seconds
     assert cut.to_json()["search"]["cut_matrices"] == 3
+
+
+def test_a_whole_step_plan_says_its_estimate_first_and_is_refused_before_anything_is_simulated(capsys, monkeypatch):
+    """Issue 43: at 14,336 SuperPOD nodes plan --model simulated every matrix's other collectives and bounded
+    its reductions (minutes) before the search said an estimate; now the whole step's is said, and checked,
+    before anything is simulated."""
+    from p2sim.cli.main import main
+
+    simulated = []
+    import p2sim.studies.step_plan as sp
+    real = sp.simulate_parts
+    monkeypatch.setattr(sp, "simulate_parts", lambda *a, **k: simulated.append(1) or real(*a, **k))
+    argv = ["plan", "--model", "llama3-8b", "--system", "dgx-h100", "--nodes", "2", "--axes",
+            "data=4,pipeline=2,tensor=2", "--workers", "1"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("p2sim plan: 3 matrices, the whole step of llama3-8b: estimated")
+    assert simulated
+    simulated.clear()
+    monkeypatch.setattr("p2sim.studies.jobsize.memory_limit", lambda: 1.0)  # any job is past the limit
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "p2sim plan: error: job: plan on dgx-h100 with 2 nodes (3 matrices) would take about" in err
+    assert "--yes runs it anyway" in err and not simulated
+
+
+def test_a_whole_step_plan_says_its_synthesis_once(capsys, monkeypatch):
+    """The synthesis is said before the whole step's estimate, and not again when the search counts its programs
+    (they are synthesized by then)."""
+    from p2sim.cli.main import main
+
+    monkeypatch.setattr("p2sim.studies.jobsize.SAY_SYNTHESIS_SECONDS", 0.0)  # every synthesis said
+    assert main(["plan", "--model", "llama3-8b", "--system", "dgx-h100", "--nodes", "2", "--axes",
+                 "data=4,pipeline=2,tensor=2", "--workers", "1"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [i for i, line in enumerate(err) if "counting programs first" in line] == [0]
+    assert err[1].startswith("p2sim plan: 3 matrices, the whole step of llama3-8b: estimated")

@@ -296,3 +296,20 @@ def test_an_nccl_environment_variable_is_a_what_if_target():
     assert apply_setting(spec, "NCCL_NVLS_ENABLE", "0").nccl.nvls is False
     with pytest.raises(InputError, match="--vary NCCL_NVLS_ENABLE: 'off' must be 0, 1 or 2"):
         parse_vary("NCCL_NVLS_ENABLE=0,off", spec)
+
+
+def test_whatif_model_is_estimated_and_refused_as_a_whole_before_any_point_runs(monkeypatch, tiny):
+    """Issue 43's class: each point of a what-if --model checked only its own step, so points each under the
+    limit ran one after another however many; their sum is now said and checked before the first runs."""
+    import p2sim
+    import p2sim.studies.whatif as whatif
+    import p2sim.studies.whatif_step as ws
+    from p2sim.studies.jobsize import JobCost
+
+    ran = []
+    monkeypatch.setattr(whatif, "run_step_plan", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(ws, "step_plan_cost", lambda req, mats: JobCost(16, 1, 0, 1, 150.0, 0.0))  # 150 s each
+    with pytest.raises(InputError, match=r"^job: whatif --model of 3 points would take about 450 s of CPU time \(3 "
+                                         r"points, each a whole step planned: 150 s, 150 s, 150 s of CPU\)"):
+        p2sim.whatif(**STEP_JOB, model=tiny, vary="nic.bandwidth=12.5,25,50")
+    assert not ran

@@ -136,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_algo(p)
     p.add_argument("--proto", default=o.PROTO, help=f"auto, LL, LL128 or Simple (default: {o.PROTO})")
     _add_engine(p, "des or analytic")
+    p.add_argument("--yes", action="store_true",
+                   help="run however large the sweep (its estimated CPU time and memory are limited as rank's; an "
+                        "AllToAll builds every pair of ranks at every size)")
     p.add_argument("--out", default=None, metavar="DIR", help="write sweep.txt, the pages sweep.html and sweep.md and the plot sweep.png into DIR")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--emit", default=None, metavar="nccl-tuner",

@@ -40,7 +40,7 @@ import numpy as np
 
 from .pattern import Collective
 
-__all__ = ["Binding", "collective_binding", "CAP_NET", "CAP_CHANNEL", "CAP_WINDOW", "CAP_STEP", "CAP_LL", "LATENCY"]
+__all__ = ["Binding", "collective_binding", "tied_classes", "CAP_NET", "CAP_CHANNEL", "CAP_WINDOW", "CAP_STEP", "CAP_LL", "LATENCY"]
 
 CAP_NET = "per-channel network rate"
 CAP_CHANNEL = "per-channel rate"
@@ -75,6 +75,25 @@ class Binding:
                 "text": self.text}
 
 
+def tied_classes(edge_class: Sequence[str], edges: np.ndarray, values: np.ndarray, k: int) -> str:
+    """The link class of ``edges[k]``, the link that binds (its rate least, or its time most, in ``values``),
+    with every other class whose links bind as much (equal to 1e-9): ``nic and pcie`` where a PCIe link and
+    the NIC it feeds run at one rate.  Raising one of them alone would gain nothing, so the answer names all;
+    where one is slower, it alone binds and is named (dgx-h100: NCCL counts a PCIe gen5 x16 link at 48 GB/s,
+    below the NDR NIC's 50, so cross-node transfers are bound by ``pcie links``; docs/answers.md).
+
+    >>> tied_classes(["nic", "pcie", "nvlink"], np.array([0, 1, 2]), np.array([50.0, 50.0, 90.0]), 0)
+    'nic and pcie'
+    >>> tied_classes(["nic", "pcie"], np.array([0, 1]), np.array([50.0, 48.0]), 1)
+    'pcie'
+    """
+    first = edge_class[int(edges[k])]
+    best = float(values[k])
+    tied = np.abs(values - best) <= 1e-9 * abs(best)
+    others = sorted({edge_class[int(e)] for e in edges[tied]} - {first})
+    return " and ".join([first, *others])
+
+
 def collective_binding(c: Collective, capacity: np.ndarray, edge_class: Sequence[str], nbytes: float) -> Binding:
     """The resource with the least rate for this collective alone, or its latency if that is larger."""
     rates: list[tuple[float, str, str]] = []
@@ -82,7 +101,7 @@ def collective_binding(c: Collective, capacity: np.ndarray, edge_class: Sequence
     if len(edges):
         per_link = capacity[edges] / coef
         k = int(np.argmin(per_link))
-        rates.append((float(per_link[k]), edge_class[int(edges[k])], "link"))
+        rates.append((float(per_link[k]), tied_classes(edge_class, edges, per_link, k), "link"))
     for f in c.flows:
         kinds = f.cap_kinds or ("cap",) * len(f.caps)
         for (cap, co), kind in zip(f.caps, kinds):

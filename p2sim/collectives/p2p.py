@@ -79,9 +79,12 @@ def p2p_pairs(op: str, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return idx, (idx + 1) % n, np.ones(n)
     if op != "AllToAll":
         raise ValueError(f"{op} is not a point-to-point collective ({', '.join(P2P_OPS)})")
-    src, dst = np.repeat(idx, n), np.tile(idx, n)
-    keep = src != dst  # a rank's own chunk is a local copy: no link carries it
-    return src[keep], dst[keep], np.full(int(keep.sum()), 1.0 / n)
+    # every rank to every other, in rank order (a rank's own chunk is a local copy: no link carries it), built
+    # without the n x n pairs and their mask: the receivers 0..n-2 of each sender, those from the sender on one up
+    src = np.repeat(idx, n - 1)
+    dst = np.tile(idx[:-1], n)
+    dst += dst >= src
+    return src, dst, np.full(n * (n - 1), 1.0 / n)
 
 
 def p2p_bus_factor(op: str, n: int) -> float:
@@ -144,6 +147,21 @@ def pxn_proxy(topo: Topology, src: int, dst: int, pxn: bool = True) -> int:
     return src - a + b
 
 
+def _local_pairs(a: np.ndarray, b: np.ndarray, gpn: int) -> list[tuple[int, int]]:
+    """The distinct (a, b) among the pairs of local indices, in order."""
+    return [divmod(int(k), gpn) for k in np.unique(a * gpn + b)]
+
+
+def _nic_indices(topo: Topology, local: np.ndarray) -> np.ndarray:
+    """Per local GPU index, its default NIC's index into ``topo.nics`` (router.nic_of), for the ``local`` asked;
+    -1 elsewhere."""
+    nic_index = {nic: i for i, nic in enumerate(topo.nics)}
+    out = np.full(topo.gpus_per_node, -1, dtype=np.int64)
+    for a in local.tolist():
+        out[a] = nic_index[topo.router.nic_of(a)]
+    return out
+
+
 def p2p_collective(topo: Topology, rates: ModelRates, op: str, members: Sequence[int], nbytes: float,
                    comm_channels: int, pxn: bool = True) -> Collective:
     """The point-to-point collective ``op`` over ``members`` with ``nbytes`` per rank (see the module docstring)."""
@@ -156,11 +174,15 @@ def p2p_collective(topo: Topology, rates: ModelRates, op: str, members: Sequence
     nodes = len({m // gpn for m in members})
     per = channels_per_peer(topo, members, comm_channels)
     inter = src // gpn != dst // gpn
-    # with PXN, the leg over NVLink to the rail-matched GPU, then that GPU's NIC (pxn_proxy)
-    proxy = np.array([pxn_proxy(topo, s, d, pxn) if x else s for s, d, x in zip(src.tolist(), dst.tolist(),
-                                                                                     inter.tolist())], dtype=np.int64)
+    # with PXN, the leg over NVLink to the rail-matched GPU, then that GPU's NIC (pxn_proxy); asked once per
+    # (local sender, local receiver) met, not per pair (an AllToAll has n x (n - 1) pairs: arrays, not lists)
+    local_src, local_dst = src % gpn, dst % gpn
+    met = _local_pairs(local_src[inter], local_dst[inter], gpn)
+    proxy_local = np.arange(gpn, dtype=np.int64)[:, None].repeat(gpn, axis=1)
+    for a, b in met:
+        proxy_local[a, b] = pxn_proxy(topo, a, b, pxn)
+    proxy = np.where(inter, src - local_src + proxy_local[local_src, local_dst], src)
     legs = inter & (proxy != src)
-    nic_index = {nic: i for i, nic in enumerate(topo.nics)}
     # each pair across nodes: `per` connections, each of the transport's queue pairs, salted apart for ECMP
     k = qps_per_connection(topo)
     split = np.where(inter, per * k, 1)
@@ -168,8 +190,8 @@ def p2p_collective(topo: Topology, rates: ModelRates, op: str, members: Sequence
     sub = np.arange(int(split.sum()), dtype=np.int64) - np.repeat(np.cumsum(split) - split, split)
     r_src, r_dst = np.where(inter[rows], proxy[rows], src[rows]), dst[rows]
     r_coef = coef[rows] / split[rows]
-    x = np.array([nic_index[topo.router.nic_of(int(p))] for p in r_src.tolist()], dtype=np.int64)
-    y = np.array([nic_index[topo.router.nic_of(int(d))] for d in r_dst.tolist()], dtype=np.int64)
+    nic = _nic_indices(topo, np.union1d(np.unique(r_src % gpn), np.unique(r_dst % gpn)))
+    x, y = nic[r_src % gpn], nic[r_dst % gpn]
     salt = rows * per * k + sub  # the pair's index in the group, then its connection and queue pair
     indptr, edges = topo.router.route_table(r_src, r_dst, x, y, salt)
     tables = [HopTable(r_src, r_dst, r_coef, inter[rows], np.ones(len(rows)), indptr, edges)]
@@ -183,8 +205,8 @@ def p2p_collective(topo: Topology, rates: ModelRates, op: str, members: Sequence
     # step per round of peers: p2pnChannels / perPeer channels groups of 8 operations each run at once (enqueue.cc)
     rounds = math.ceil((n - 1) / max(1, _p2p_channels(comm_channels) // per * P2P_PER_BATCH)) if op == "AllToAll" else 1
     route_lat = table.route_latencies(topo.latency)
-    all_nvlink = all(topo.router.intra_type(s % gpn, d % gpn) == "NVL"
-                     for s, d in zip(src.tolist(), dst.tolist()) if s // gpn == d // gpn)
+    all_nvlink = all(topo.router.intra_type(a, b) == "NVL" for a, b in _local_pairs(local_src[~inter],
+                                                                                      local_dst[~inter], gpn))
     intra_hw = "nvlink" if all_nvlink else "pci"
     nccl = topo.spec.nccl
     step = rates.step_latency if rates.step_latency is not None else nccl.step_latency

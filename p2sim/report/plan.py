@@ -28,18 +28,23 @@ def plan_text(result: PlanResult) -> str:
     req, job = result.request, result.request.job
     topo, names, s = job.topology, job.axis_names, req.settings
     data_axis = names[req.data_axis] if not is_default(names) else req.data_axis
+    # with no axis named like data (and no --data-axis), the axis only stands outermost in the default placement
+    data_text = (f"data axis {data_axis}" if req.has_data_axis
+                 else f"no data axis: {data_axis} outermost in the default placement")
 
     def reduction_text(r: Reduction) -> str:
         return f"{reduce_text(r.axes, names)} {format_bytes(r.bytes)} x {r.count}"
 
     lines = [f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} "
-             f"(data axis {data_axis}){order_label(s.order, *(r.axes for r in req.reductions))}; algo {s.algo}, "
+             f"({data_text}){order_label(s.order, *(r.axes for r in req.reductions))}; algo {s.algo}, "
              f"{s.engine} engine",
              "reductions: " + "; ".join(f"axes {reduction_text(r)}" for r in req.reductions),
              search_text(result.stats) + (f"; {result.cut} of {result.cut + len(result.plans)} matrices cut before "
                                           "their programs were bounded (their step's lower bound above another's "
                                           "step with plain AllReduce), not listed" if result.cut else ""),
              matrix_legend(names, topo.level_names),
+             "step time: each reduction by its best program; AllReduce only: each by NCCL's plain AllReduce "
+             "(as check --model charges it)",
              f"\n{'rank':>4}  {'step time':>10}  {'AllReduce only':>14}  matrix"]
     for i, pl in enumerate(result.plans, 1):
         mark = "  <- default placement" if pl.matrix == result.default else ""

@@ -38,7 +38,7 @@ from ..collectives import Collective, Expander, check_algo, check_proto, step_fr
 from ..collectives.volumes import fractions_memo, next_fractions
 from ..collectives.algorithms import FALLBACK, baseline_algorithm, forced_algorithms
 from ..collectives.choice import serves
-from ..collectives.binding import Binding, collective_binding
+from ..collectives.binding import Binding, collective_binding, tied_classes
 from ..util.errors import InputError, ProgramError, SemanticsError
 from ..formalism.hierarchy import LoweredStep, Lowering
 from ..formalism.program import Instruction, Program
@@ -366,7 +366,7 @@ class Simulator:
             return alone
         link = int(used[k])
         groups = sum(int(np.count_nonzero((m == link).any(axis=1))) for m in moved)
-        return Binding(self.topo.edge_class[link], "link", start + float(per_link[k]), groups)
+        return Binding(tied_classes(self.topo.edge_class, used, per_link, k), "link", start + float(per_link[k]), groups)
 
     def collectives(self, op: str, groups: Sequence[Sequence[int]], volumes: Sequence[float]) -> list[Collective]:
         """Each group's collective, with the algorithm and protocol NCCL would run (or the forced ones)."""

@@ -57,7 +57,8 @@ def program_bindings(context: SimulationContext, entry: RankEntry) -> tuple[Bind
 def not_bound_by(target: str, bounds: Sequence[Binding]) -> str:
     """A note when a varied link class bounds none of the steps (empty when one does, or the target is no class)."""
     cls, _, what = target.rpartition(".")
-    if what not in ("bandwidth", "latency") or not cls or any(b.kind == "link" and b.resource == cls for b in bounds):
+    if what not in ("bandwidth", "latency") or not cls or any(b.kind == "link" and cls in b.resource.split(" and ")
+                                                         for b in bounds):
         return ""
     binding = sorted({b.text for b in bounds})
     return f"{cls} bounds none of the best program's steps (bound by {', '.join(binding)})"

@@ -38,9 +38,10 @@ import resource
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..util.errors import InputError
-from ..util.log import progress
+from ..util.log import announce as log_announce, progress
 from ..util.units import format_bytes
 from ..formalism.hierarchy import SynthesisHierarchy
 from ..formalism.placement import Matrix
@@ -48,10 +49,10 @@ from ..collectives.expand import CACHE_BYTES
 from ..formalism.synthesis import Profile, synthesize
 from ..topology.spec import SystemSpec
 
-__all__ = ["Limits", "JobCost", "StepCount",
+__all__ = ["Limits", "Cost", "JobCost", "StepCount",
            "MAX_MATRICES", "MAX_SIMULATIONS", "MAX_SYNTHESIS_LEVELS", "MAX_JOB_SECONDS",
            "synthesis_cardinalities", "program_counts", "program_steps", "synthesis_cost", "estimate", "hashed", "check_job", "memory_limit",
-           "announce", "plural"]
+           "announce", "plural", "duration", "say_synthesis"]
 
 MAX_MATRICES = 10_000
 MAX_SIMULATIONS = 50_000
@@ -60,6 +61,8 @@ MAX_SYNTHESIS_LEVELS = 6  # levels of (d) below its root
 # minutes, a few times the minute the simulation limit aims at, since the estimate can err high by that much
 # on small systems (where cached steps make programs cheaper than their GPU-steps).
 MAX_JOB_SECONDS = 300.0
+# a synthesis estimated at this much CPU or more is announced before it starts (say_synthesis)
+SAY_SYNTHESIS_SECONDS = 5.0
 
 # The cost of a job's parts, measured on this machine (2 shared cores, load about 1, Python 3.11) with small
 # runs of superpod-h100 and synthesize() alone (paper profile, --max-size 5):
@@ -145,6 +148,18 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}s"
 
 
+class Cost(Protocol):
+    """What :meth:`Limits.check_cost` reads of an estimate (:class:`JobCost`, a sweep's, a what-if's points')."""
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def memory(self) -> float: ...
+
+    def text(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Limits:
     """The largest job a command starts without ``--yes`` (``None``: no limit)."""
@@ -187,7 +202,7 @@ class Limits:
                              f"{self.simulations}; --max-simulations N raises it, --yes lifts every limit")
 
 
-    def check_cost(self, cost: JobCost, what: str, smaller: str) -> None:
+    def check_cost(self, cost: Cost, what: str, smaller: str) -> None:
         """Refuse a job whose estimated CPU time or memory is above the limits, with the figures and the way out.
 
         ``smaller``: the options that make this job smaller (``--matrix M``, fewer ``--nodes``, ..).
@@ -359,8 +374,19 @@ def check_job(limits: Limits, matrices: Sequence[Matrix], reduce_axes: Sequence[
     """The check before any synthesis: what the synthesis alone and each matrix's AllReduce (one step on every
     GPU, ``simulations`` of them per system; ``hashed_builds`` of the systems on ECMP fabrics) will cost at least."""
     cards = [synthesis_cardinalities(m, reduce_axes) for m in matrices]
-    limits.check_cost(estimate(gpus, builds, simulations * gpus * builds, processes, cards,
-                               simulations * gpus * hashed_builds), what, smaller)
+    cost = estimate(gpus, builds, simulations * gpus * builds, processes, cards, simulations * gpus * hashed_builds)
+    limits.check_cost(cost, what, smaller)
+    say_synthesis(cost, cards)
+
+
+def say_synthesis(cost: JobCost, cardinalities: Iterable[tuple[int, ...]]) -> None:
+    """Before a synthesis of many devices (seconds to minutes, its progress said as it runs): what it will cost,
+    so that a large job's first line is an estimate (the job's own, counted from the programs, follows)."""
+    if cost.synthesis_seconds >= SAY_SYNTHESIS_SECONDS:
+        distinct = sum(1 for c in set(cardinalities) if math.prod(c) > 1)
+        log_announce(f"counting programs first: {plural(distinct, 'synthesis hierarchy')}, estimated about "
+                     f"{_duration(cost.synthesis_seconds)} of CPU and {format_bytes(cost.synthesis_bytes, 2)} of "
+                     "memory; the job's estimate follows")
 
 
 def synthesis_cardinalities(matrix: Matrix, reduce_axes: Sequence[int]) -> tuple[int, ...]:
@@ -399,3 +425,8 @@ def _programs(matrices: Sequence[Matrix], reduce_axes: Sequence[int], profile: P
 def announce(command: str, text: str) -> None:
     """One line on stderr, flushed at once, so that it shows before a long job even when piped."""
     print(f"p2sim {command}: {text}", file=sys.stderr, flush=True)
+
+
+def duration(seconds: float) -> str:
+    """A job's duration as its estimates say it (``under 1 s``, ``45 s``, ``12 min``, ``3.1 h``)."""
+    return _duration(seconds)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..formalism.mesh import megatron_matrix
-from ..formalism.naming import describe_placement
+from ..formalism.naming import describe_placement, is_default
 from ..formalism.placement import Matrix, count_matrices, enumerate_matrices, format_matrix
 from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..util.errors import InputError
@@ -25,7 +25,8 @@ from ..util.units import format_bytes, format_int, format_seconds
 from ..util.log import announce
 from ..util.parsing import MAX_BYTES, as_text, axis_indices, byte_size, positive_int
 from .contexts import context_of
-from .jobsize import (Limits, StepCount, estimate, hashed, plural, program_counts, program_steps,
+from .jobsize import (SIMULATED_SECONDS_PER_GPU, STEP_SECONDS_PER_GPU, JobCost, Limits, StepCount,
+                      estimate, hashed, plural, program_counts, program_steps, say_synthesis,
                       synthesis_cardinalities)
 from .step_counts import bounded_steps
 from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
@@ -35,7 +36,7 @@ from .config_task import ConfigResult, ConfigTask
 from .step_workload import Overlap, PartTiming, StepWorkload, axis_rows, overlap_text, step_workload
 
 __all__ = ["Reduction", "parse_reduction", "default_matrix", "default_data_axis", "DefaultPlacement", "default_placement", "PlanChoice", "Plan", "plan_tasks", "build_plans",
-           "plan_scores", "PlanRequest", "PlanResult", "run_plan"]
+           "plan_scores", "PlanRequest", "PlanResult", "plan_cost", "run_plan"]
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,9 @@ class PlanRequest:
     limits: Limits
     run: RunOptions
     step: StepWorkload | None = None  # a model's whole step (--model): its AllReduces are in ``reductions``
+    # False where the axes are named, none like data and no --data-axis is given: data_axis is then only the
+    # axis the default placement puts outermost (default_data_axis), no data axis
+    has_data_axis: bool = True
 
     @classmethod
     def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reductions: Any = (),
@@ -322,9 +326,10 @@ class PlanRequest:
         if not 0 <= axis < len(p):
             raise InputError(f"data-axis: {axis} is out of range 0..{len(p) - 1}")
         settings = Settings.of(algo, proto, engine, profile, max_size, order)
+        named = data_axis is not None or any(n.lower() in DATA_AXIS_NAMES for n in names) or is_default(names)
         return cls(job, parsed, axis, settings, SearchOptions.of(exhaustive, budget, top_matrices),
                    limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file),
-                   step)
+                   step, named)
 
 
 @dataclass(frozen=True, repr=False)
@@ -401,12 +406,14 @@ class PlanResult(Tabular):
                              hidden_seconds=self.best.hidden_seconds)}
 
 
-def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix, float] | None = None
-                 ) -> tuple[list[Plan], SearchStats, DefaultPlacement]:
-    """Each matrix's best program per reduction (searched with the bounds), as plans fastest first, with the
-    default placement; ``extra`` adds each matrix's other collectives to the bound ``--top-matrices`` ranks by."""
+def plan_cost(req: PlanRequest, mats: Sequence[Matrix], more: StepCount = StepCount(),
+              again: Sequence[Reduction] = (), say: bool = True) -> tuple[JobCost, int]:
+    """The estimated cost of searching ``mats``' best programs per reduction, checked against the limits before
+    the synthesis (its least: the synthesis and each AllReduce) and after (what the bounds build), and the
+    programs' count.  A whole step's plan adds ``more`` (its other collectives simulated) and bounds the
+    reductions ``again`` twice (once to cut matrices, :func:`~.step_plan.cut_matrices`).  ``say``: announce a
+    long synthesis first (not where the whole step's estimate announced it already)."""
     job, topo = req.job, req.job.topology
-    h, p = job.hierarchy, job.axes
     settings = req.settings.each(topo)
     rules = req.settings.rules
     smaller = "fewer --nodes, fewer --reduction options or a smaller --max-size"
@@ -414,18 +421,36 @@ def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix
     cards = [synthesis_cardinalities(m, r.axes) for r in req.reductions for m in mats]
     processes = req.run.processes(len(mats) * len(req.reductions) * len(settings))
     ecmp = hashed(topo.spec)  # hashed routes: each group bounded on its own (jobsize.ECMP_STEP_FACTOR)
-    first = topo.devices * len(mats) * len(req.reductions) * len(settings)
-    req.limits.check_cost(estimate(topo.devices, 1, first, processes, cards, first if ecmp else 0), where, smaller)
+    # the other collectives simulated (more), as GPU-steps of flows cost alike (jobsize's constants)
+    extra = round(more.simulated * SIMULATED_SECONDS_PER_GPU / STEP_SECONDS_PER_GPU)
+    first = topo.devices * len(mats) * len(req.reductions) * len(settings) + extra
+    least = estimate(topo.devices, 1, first, processes, cards, first if ecmp else 0)
+    req.limits.check_cost(least, where, smaller)
+    if say:
+        say_synthesis(least, cards)
     programs = sum(sum(program_counts(mats, r.axes, rules.profile, rules.max_size, req.limits))
                    for r in req.reductions)
-    gpu_steps = topo.devices * len(settings) * sum(
-        sum(program_steps(mats, r.axes, rules.profile, rules.max_size, req.limits)) for r in req.reductions)
-    cost = estimate(topo.devices, 1, gpu_steps, processes, cards, gpu_steps if ecmp else 0)
+    steps_of = {r: sum(program_steps(mats, r.axes, rules.profile, rules.max_size, req.limits))
+                for r in req.reductions}
+    gpu_steps = topo.devices * len(settings) * (sum(steps_of.values()) + sum(steps_of[r] for r in again))
+    cost = estimate(topo.devices, 1, gpu_steps + extra, processes, cards, gpu_steps if ecmp else 0)
     if req.search.bounded(req.settings.engine):  # what its bounds build, counted as rank counts it
         memo = context_of(topo.spec, topo.nodes).row_counts  # filled for this process's bounds
-        cost = replace(cost, steps=sum((bounded_steps(topo, mats, r.axes, [s.order for s in settings], rules.profile,
-                                                      rules.max_size, memo) for r in req.reductions), StepCount()))
+        counted = {r: bounded_steps(topo, mats, r.axes, [s.order for s in settings], rules.profile, rules.max_size,
+                                    memo) for r in req.reductions}
+        cost = replace(cost, steps=sum(counted.values(), more) + sum((counted[r] for r in again), StepCount()))
     req.limits.check_cost(cost, where, smaller)
+    return cost, programs
+
+
+def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix, float] | None = None
+                 ) -> tuple[list[Plan], SearchStats, DefaultPlacement]:
+    """Each matrix's best program per reduction (searched with the bounds), as plans fastest first, with the
+    default placement; ``extra`` adds each matrix's other collectives to the bound ``--top-matrices`` ranks by."""
+    job, topo = req.job, req.job.topology
+    h, p = job.hierarchy, job.axes
+    settings = req.settings.each(topo)
+    cost, programs = plan_cost(req, mats, say=req.step is None)  # a whole step's said it (step_plan_cost)
     total = programs * len(settings)
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "
             f"{plural(programs, 'program')} in all, {plural(len(settings), 'algorithm')}")

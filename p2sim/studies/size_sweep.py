@@ -30,16 +30,77 @@ from ..util.log import progress
 from ..util.parsing import as_text, nccl_tests_size, positive_int
 from ..util.table import Tabular
 from ..util.units import format_bytes
-from .requests import optional_int, topology_of
+from ..util.log import announce
+from .requests import limits_of, optional_int, topology_of
+from .jobsize import PROCESS_BYTES, STRUCTURE_BYTES_PER_GPU, Limits, duration, plural
 from ..collectives.busbw import SIMULATED, bus_factor
 
-__all__ = ["SweepPoint", "sizes", "sweep_sizes", "nccl_tests_sizes", "SweepRequest", "SweepResult", "run_sweep", "COLLECTIVE_NAMES"]
+__all__ = ["SweepPoint", "sizes", "sweep_sizes", "nccl_tests_sizes", "SweepRequest", "SweepResult", "run_sweep",
+           "COLLECTIVE_NAMES", "SweepCost", "sweep_cost"]
 
 # nccl-tests' binary names and p2sim's collective names
 COLLECTIVE_NAMES = {"allreduce": "AllReduce", "all_reduce": "AllReduce", "reducescatter": "ReduceScatter",
                     "reduce_scatter": "ReduceScatter", "allgather": "AllGather", "all_gather": "AllGather",
                     "broadcast": "Broadcast", "reduce": "Reduce", "alltoall": "AllToAll", "all_to_all": "AllToAll",
                     "sendrecv": "SendRecv", "send_recv": "SendRecv"}
+
+
+# What a sweep costs, measured on the 2-core development machine (load about 1, --workers has no say: one process),
+# CPU seconds and peak traced memory of sweep_sizes:
+# * building the system, per GPU: dgx-h100 at 16,384 nodes (131,072 GPUs), AllReduce at 3 sizes, 16.9 s and
+#   790 MB, nearly all of it the topology (the AllReduces are built once per shape and moved);
+# * a ring, tree, NVLS or CollNet collective, per GPU and size: dgx-h100 at 2,048 nodes, 28 sizes, 2.0 s;
+# * AllToAll and SendRecv build every transfer (sender, receiver) of the group with its route at every size
+#   (collectives/p2p.py; each size's own collective, its chunk and window depend on the size): an AllToAll of
+#   n ranks has n x (n - 1).  dgx-h100, AllToAll: 64 nodes (261,632 transfers) 3 sizes 0.58 s and 194 MiB peak,
+#   20 sizes 3.8 s and 780 MiB; 128 nodes (1,047,552) 3 sizes 5 s, 28 sizes 11.3 s and 3.2 GB; 256 nodes
+#   (4,190,208) 3 sizes 25 s and 3.4 GB: about 1 us a transfer and size, 520 bytes a transfer built plus 135
+#   bytes a transfer for each size built before it (the collectives the expander keeps hold their routes).
+SWEEP_GPU_SECONDS = 100e-6
+SWEEP_GPU_SIZE_SECONDS = 5e-6
+TRANSFER_SIZE_SECONDS = 1e-6
+TRANSFER_BYTES = 520
+TRANSFER_SIZE_BYTES = 135
+
+
+@dataclass(frozen=True)
+class SweepCost:
+    """A sweep's estimated CPU seconds and memory (constants above), and what they count."""
+
+    seconds: float
+    memory: float
+    what: str
+
+    def text(self) -> str:
+        return self.what
+
+    def brief(self) -> str:
+        cpu = duration(self.seconds)
+        return (f"estimated {'' if cpu.startswith('under') else 'about '}{cpu} of CPU and "
+                f"{format_bytes(self.memory, 2)} of memory")
+
+
+def sweep_cost(collective: str, gpus: int, ranks: int, points: int) -> SweepCost:
+    """What sweeping ``collective`` over ``ranks`` of a system's ``gpus`` at ``points`` sizes will cost.
+
+    Examples
+    --------
+    >>> c = sweep_cost("AllToAll", 8192, 8192, 3)
+    >>> c.what
+    '3 sizes of AllToAll over 8,192 ranks: 67,100,672 transfers each, every one built with its route'
+    >>> round(c.seconds), round(c.memory / 2**30)
+    (202, 58)
+    """
+    base = gpus * SWEEP_GPU_SECONDS
+    memory = PROCESS_BYTES + gpus * STRUCTURE_BYTES_PER_GPU
+    if collective in ("AllToAll", "SendRecv"):
+        transfers = ranks * (ranks - 1) if collective == "AllToAll" else ranks
+        return SweepCost(base + points * transfers * TRANSFER_SIZE_SECONDS,
+                         memory + transfers * (TRANSFER_BYTES + TRANSFER_SIZE_BYTES * points),
+                         f"{plural(points, 'size')} of {collective} over {ranks:,} ranks: {transfers:,} transfers each, "
+                         "every one built with its route")
+    return SweepCost(base + points * ranks * SWEEP_GPU_SIZE_SECONDS, memory,
+                     f"{plural(points, 'size')} of {collective} over {ranks:,} ranks")
 
 
 @dataclass(frozen=True)
@@ -128,11 +189,12 @@ class SweepRequest:
     gpus_per_node: int  # the first GPUs of each node take part
     sizes: tuple[int, ...]
     settings: SimSettings  # the algorithm, protocol and engine (des or analytic)
+    limits: Limits = Limits()  # its estimated cost is checked against them (--yes lifts them)
 
     @classmethod
     def build(cls, system: str | SystemSpec = "a100", nodes: Any = None, gpus_per_node: Any = None,
               collective: str = "AllReduce", minbytes: Any = "8", maxbytes: Any = "1GiB", stepfactor: Any = "2",
-              algo: str = "auto", proto: str = "auto", engine: str = "des") -> SweepRequest:
+              algo: str = "auto", proto: str = "auto", engine: str = "des", yes: bool = False) -> SweepRequest:
         topo = topology_of(system, nodes)
         coll = COLLECTIVE_NAMES.get(collective.lower().replace("-", "_").removesuffix("_perf"))
         if coll is None:
@@ -148,9 +210,19 @@ class SweepRequest:
         points = sizes(nccl_tests_size(as_text(minbytes, "minbytes"), "minbytes"),
                        nccl_tests_size(as_text(maxbytes, "maxbytes"), "maxbytes"),
                        positive_int(as_text(stepfactor, "stepfactor"), "stepfactor"))
-        req = cls(topo, coll, gpn, tuple(points), SimSettings(algo, proto, engine))
+        req = cls(topo, coll, gpn, tuple(points), SimSettings(algo, proto, engine), limits_of(yes))
         check_forced(topo, algo, proto, coll, req.members)
+        # before anything is built: an AllToAll is quadratic in its ranks (every transfer built with its route)
+        req.limits.check_cost(req.cost, f"sweep of {coll} on {topo.spec.name} with {topo.node_count} nodes",
+                              "fewer --nodes, fewer -g GPUs per node or fewer sizes (-b, -e, -f)")
         return req
+
+    @property
+    def cost(self) -> SweepCost:
+        """The estimated cost (:func:`sweep_cost`) of its points, as nccl-tests' sizes make them."""
+        ranks = self.topology.node_count * self.gpus_per_node
+        return sweep_cost(self.collective, self.topology.devices, ranks,
+                          len(nccl_tests_sizes(self.collective, ranks, self.sizes)))
 
     @property
     def members(self) -> list[int]:
@@ -184,4 +256,7 @@ class SweepResult(Tabular):
 
 
 def run_sweep(req: SweepRequest) -> SweepResult:
+    cost = req.cost
+    if req.collective == "AllToAll" or cost.seconds >= 10:  # a job that can be large says so before it starts
+        announce(f"{cost.what}: {cost.brief()}")
     return SweepResult(req, tuple(sweep_sizes(req.topology, req.collective, req.members, req.sizes, req.settings)))

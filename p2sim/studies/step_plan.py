@@ -12,6 +12,7 @@ backward, :class:`~p2sim.studies.step_workload.Overlap`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -21,17 +22,19 @@ from ..formalism.program import parse_program
 from ..formalism.semantics import Op
 from ..sim import Simulator
 from ..util.log import announce
-from .jobsize import plural
+from .jobsize import SIMULATED_SECONDS_PER_GPU, JobCost, StepCount, estimate, plural
+from .size_sweep import TRANSFER_SIZE_SECONDS
 from ..sim.simulator import BOUND_SLACK
 from .config_task import ALLREDUCE_TEXT, ConfigTask, run_task
 from .executor import run_all
 from .jobsize import program_counts
-from .plan import Plan, PlanChoice, PlanRequest, PlanResult, Reduction, default_placement, plan_tasks, search_plans
+from .plan import (Plan, PlanChoice, PlanRequest, PlanResult, Reduction, default_placement, plan_cost, plan_tasks,
+                   search_plans)
 from .requests import warn_memory, whole_groups
 from .search import SearchStats, bound_all
 from .step_workload import ENDS, PAIRS, Overlap, PartTiming, StepPart
 
-__all__ = ["part_groups", "simulate_parts", "cut_matrices", "run_step_plan"]
+__all__ = ["part_groups", "simulate_parts", "cut_matrices", "step_matrices", "step_plan_cost", "run_step_plan"]
 
 
 def part_groups(part: StepPart, hierarchy: Sequence[int], axes: Sequence[int], matrix: Matrix,
@@ -85,20 +88,13 @@ def cut_matrices(req: PlanRequest, mats: Sequence[Matrix], parts: dict[Matrix, f
     default placement) is never cut.  Only where the search is exact and bounded: the des engine, not
     ``--exhaustive``, no ``--budget`` or ``--top-matrices`` (their cuts are their own).
     """
-    search = req.search
-    if not search.bounded(req.settings.engine) or search.budget is not None or search.top_matrices is not None:
+    skip = _skipped(req, mats)
+    if skip is None:
         return list(mats)
-    if len(req.reductions) < 2:
-        return list(mats)  # one reduction: nothing is bounded here to cut by
     topo = req.job.topology
     settings = req.settings.each(topo)
-    rules = req.settings.rules
     base = ConfigTask(spec=topo.spec, nodes=topo.nodes, axes=req.job.axes, reduce_axes=(0,), bytes_per_gpu=1.0,
                       settings=settings[0])
-    costs = {r: sum(program_counts(mats, r.axes, rules.profile, rules.max_size, req.limits)) for r in req.reductions}
-    # not bounded here: the reduction with the most programs for its traffic (count x bytes), the data
-    # reduction of a large job (many programs, one call); the others are bounded on every matrix
-    skip = max(req.reductions, key=lambda r: (costs[r] / (r.count * r.bytes), costs[r], r.axes))
     upper, lower = dict(parts), dict(constant)
     with req.run.executor(len(mats) * len(settings) * len(req.reductions)) as ex:
         bounded = [r for r in req.reductions if r != skip]
@@ -126,17 +122,76 @@ def cut_matrices(req: PlanRequest, mats: Sequence[Matrix], parts: dict[Matrix, f
     return [m for m in mats if m == keep or lower[m] <= best]
 
 
-def run_step_plan(req: PlanRequest) -> PlanResult:
-    """Every matrix's whole step: the reductions' best programs, the other collectives, the overlap."""
-    job, topo, work = req.job, req.job.topology, req.step
-    assert work is not None, "run_step_plan needs a request with a model's step"
+def _skipped(req: PlanRequest, mats: Sequence[Matrix]) -> Reduction | None:
+    """The reduction :func:`cut_matrices` does not bound (the others it bounds on every matrix), None where it
+    cuts nothing: not an exact bounded search (the des engine, not ``--exhaustive``, no ``--budget`` or
+    ``--top-matrices``: their cuts are their own), or one reduction (nothing bounded to cut by)."""
+    search = req.search
+    if not search.bounded(req.settings.engine) or search.budget is not None or search.top_matrices is not None:
+        return None
+    if len(req.reductions) < 2:
+        return None
+    rules = req.settings.rules
+    costs = {r: sum(program_counts(mats, r.axes, rules.profile, rules.max_size, req.limits)) for r in req.reductions}
+    # not bounded here: the reduction with the most programs for its traffic (count x bytes), the data
+    # reduction of a large job (many programs, one call); the others are bounded on every matrix
+    return max(req.reductions, key=lambda r: (costs[r] / (r.count * r.bytes), costs[r], r.axes))
+
+
+def _weight(part: StepPart, axes: Sequence[int]) -> int:
+    """A part's simulation in AllReduces simulated alike (per GPU): an AllToAll builds every pair of ranks of each
+    group, ``group - 1`` transfers a GPU (TRANSFER_SIZE_SECONDS each, size_sweep's measure), the rest one step."""
+    if part.op != "AllToAll":
+        return 1
+    group = math.prod(axes[i] for i in part.axes)
+    return max(1, math.ceil((group - 1) * TRANSFER_SIZE_SECONDS / SIMULATED_SECONDS_PER_GPU))
+
+
+def step_plan_cost(req: PlanRequest, mats: Sequence[Matrix]) -> JobCost:
+    """The whole step's estimated cost, before anything is simulated (issue 43: at 14,336 SuperPOD nodes the
+    other collectives and the cut's bounds ran minutes before the search's estimate was said): the other
+    collectives simulated on every matrix (event-driven, every GPU), the reductions bounded to cut matrices
+    (all but the one :func:`_skipped`, whose plain AllReduce is simulated instead) and the search's own
+    (:func:`~.plan.plan_cost`, counted on every matrix: the cut is not known before).  Refused past the limits."""
+    topo, work = req.job.topology, req.step
+    assert work is not None
+    settings = req.settings.each(topo)
+    simulated = topo.devices * len(mats) * sum(_weight(part, req.job.axes) for part in work.parts)
+    if not req.reductions:
+        cost = estimate(topo.devices, 1, simulated, 1, [])
+        req.limits.check_cost(cost, f"plan on {topo.spec.name} with {topo.node_count} nodes "
+                                    f"({plural(len(mats), 'matrix')})", "fewer --nodes")
+        return cost
+    skip = _skipped(req, mats)
+    if skip is not None:
+        simulated += topo.devices * len(mats) * len(settings)  # the skipped reduction's plain AllReduce
+    again = [r for r in req.reductions if r != skip] if skip is not None else []
+    return plan_cost(req, mats, StepCount(simulated=simulated), again)[0]
+
+
+def step_matrices(req: PlanRequest) -> list[Matrix]:
+    """The matrices a whole step's plan ranks (every one, counted against the limit first)."""
+    job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
     whole_groups(topo)
     req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
-    mats = enumerate_matrices(h, p)
+    return enumerate_matrices(h, p)
+
+
+def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
+    """Every matrix's whole step: the reductions' best programs, the other collectives, the overlap.
+
+    ``cost``: its :func:`step_plan_cost`, where the caller estimated (and checked) it already."""
+    job, topo, work = req.job, req.job.topology, req.step
+    assert work is not None, "run_step_plan needs a request with a model's step"
+    h, p = job.hierarchy, job.axes
+    mats = step_matrices(req)
     # the other collectives run as NCCL picks for them, whatever --algo forces on the reductions' programs
     sim = replace(req.settings.sim, algo="auto").simulator(topo, job.context)
     order = req.settings.order.value
+    if cost is None:
+        cost = step_plan_cost(req, mats)  # checked against the limits before anything is simulated
+    announce(f"{plural(len(mats), 'matrix')}, the whole step of {work.model.name}: {cost.brief()}")
     if work.parts:
         announce(f"{plural(len(mats), 'matrix')}: {plural(len(work.parts), 'other collective')} of the step "
                  "simulated under each")

@@ -33,7 +33,7 @@ from ..workload.training import fit
 from ..util.parsing import default_axis_names, positive_float
 from ..util.units import format_seconds
 
-__all__ = ["GROUPS", "PAIRS", "ENDS", "StepPart", "StepWorkload", "PartTiming", "Overlap", "workload_axes", "step_workload",
+__all__ = ["GROUPS", "PAIRS", "ENDS", "StepPart", "StepWorkload", "PartTiming", "Overlap", "workload_axes", "training_for", "step_workload",
            "axes_label", "tier_of", "overlap_text", "axis_rows",
            "BACKWARD_SHARE"]
 
@@ -138,6 +138,29 @@ def _is_data_reduction(c: StepCollective) -> bool:
             and set(c.axes) <= {"data", "context", "expert"})
 
 
+def training_for(model: Any, train: Any) -> tuple[TrainingSpec, dict[str, int]]:
+    """The training settings of ``model``'s step as ``plan --model`` takes them: ``train`` as ``--train``'s text,
+    a mapping of its keys or a TrainingSpec (None: the defaults), a preset's published sequence length and global
+    batch where ``train`` does not give them (SOURCES.md); and those published values used.
+
+    Examples
+    --------
+    >>> t, used = training_for("llama3-405b", "global_batch=64")
+    >>> t.seq_length, t.global_batch, used
+    (8192, 64, {'seq_length': 8192})
+    """
+    published = preset_training(model)
+    defaults = {} if published is None else {k: v for k, v in published.settings().items()
+                                             if k not in given_fields(train)}
+    return training_of(train, defaults), defaults
+
+
+def _source(model: Any) -> str:
+    """Where a preset's published training settings are read from ("" for a file or a ModelSpec)."""
+    published = preset_training(model)
+    return "" if published is None else published.source
+
+
 def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[int],
                   compute_per_layer: Any = None) -> StepWorkload:
     """The step of ``model`` trained as ``train`` says on the job's axes (``names``, ``sizes``), grouped.
@@ -148,13 +171,10 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
         An axis a step does not use, a model that cannot be read, settings that do not fit, or a compute
         time that is not a positive number.
     """
-    spec, published = load_model(model), preset_training(model)
+    spec = load_model(model)
     if tuple(names) == default_axis_names(len(names)):
         raise InputError(_unnamed_axes(sizes))
-    # a preset's published sequence length and global batch where --train does not give them (SOURCES.md)
-    defaults = {} if published is None else {k: v for k, v in published.settings().items()
-                                             if k not in given_fields(train)}
-    training = training_of(train, defaults)
+    training, defaults = training_for(model, train)
     index = workload_axes(names)
     axis_sizes = {a: int(sizes[i]) for a, i in index.items()}
     try:
@@ -200,7 +220,7 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
     return StepWorkload(spec, training, collectives, tuple((a, b, n) for (a, b), n in reductions.items()),
                         tuple(StepPart(a, op, size, n, pattern, ph) for (a, op, size, pattern), (n, ph) in parts.items()),
                         frozenset(overlapped), fit(spec, training, axis_sizes).layers_per_stage, compute,
-                        _assumed(spec.name, defaults, published.source if published else ""))
+                        _assumed(spec.name, defaults, _source(model)))
 
 
 def _unnamed_axes(sizes: Sequence[int]) -> str:

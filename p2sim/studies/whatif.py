@@ -43,7 +43,7 @@ from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, defau
 from .plan import PlanRequest
 from .search import SearchStats, run_search
 from .step_plan import run_step_plan
-from .whatif_step import at_point, check_step_options, point_request, step_row
+from .whatif_step import at_point, check_step_options, point_request, points_cost, step_row
 from ..workload import load_model
 from ..workload.train_text import training_of
 from .config_task import ALLREDUCE_TEXT, ConfigResult, ConfigTask
@@ -194,10 +194,15 @@ def _run_step(req: WhatifRequest) -> WhatifResult:
     assert req.step is not None
     contexts = [preq.job.context for preq in req.step]
     order = _run_order(contexts)
+    # the whole what-if's cost (every point's whole step) said and checked before any point runs (issue 43)
+    cost = points_cost(req.step)
+    req.limits.check_cost(cost, f"whatif --model of {plural(len(req.points), 'point')}",
+                          "fewer --vary values, fewer --nodes or a smaller --max-size")
+    announce(f"whatif --model: {plural(len(req.points), 'point')}, {cost.brief()}")
     results: list[Any] = [None] * len(req.points)
     for i, k in enumerate(order):  # points of one structure key one after another, each taking the one before's
         announce(f"whatif --model at {req.points[k].label}")
-        results[k] = run_step_plan(req.step[k])
+        results[k] = run_step_plan(req.step[k], cost.costs[k])
         following = contexts[order[i + 1]] if i + 1 < len(order) else None
         if following is not None and following is not contexts[k]:
             following.adopt(contexts[k])

@@ -14,13 +14,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from .contexts import context_of
+from .jobsize import JobCost, duration, plural
+from .step_plan import step_matrices, step_plan_cost
+from ..util.units import format_bytes
 from .plan import PlanRequest, PlanResult
 from .requests import axis_names_of
 from .variations import Point, resolve_axes
 from ..util.errors import InputError
 
-__all__ = ["STEP_DECIDES", "at_point", "check_step_options", "point_request", "step_row"]
+__all__ = ["STEP_DECIDES", "at_point", "check_step_options", "point_request", "step_row", "PointsCost", "points_cost"]
 
 # whatif's options that the model's step decides (what is reduced, with what buffer, by which program), with
 # the value that means "not given"
@@ -70,3 +76,34 @@ def step_row(pt: Point, result: PlanResult) -> dict[str, Any]:
             "default_matrix": [list(r) for r in default.matrix], "default_placement": result.placement(default.matrix),
             "default_seconds": default.total_seconds, "default_axes": axes(step["default_axes"]),
             "hidden_seconds": best.hidden_seconds, "search": dict(result.stats.to_json(), cut_matrices=result.cut)}
+
+
+@dataclass(frozen=True)
+class PointsCost:
+    """A what-if's whole cost: its points' whole steps, run one after another (CPU summed, memory the most of
+    one point's: a point's caches are cleared before the next)."""
+
+    costs: tuple[JobCost, ...]
+
+    @property
+    def seconds(self) -> float:
+        return sum(c.seconds for c in self.costs)
+
+    @property
+    def memory(self) -> float:
+        return max(c.memory for c in self.costs)
+
+    def text(self) -> str:
+        return (f"{plural(len(self.costs), 'point')}, each a whole step planned: "
+                f"{', '.join(duration(c.seconds) for c in self.costs)} of CPU")
+
+    def brief(self) -> str:
+        cpu = duration(self.seconds)
+        return (f"estimated {'' if cpu.startswith('under') else 'about '}{cpu} of CPU and "
+                f"{format_bytes(self.memory, 2)} of memory")
+
+
+def points_cost(reqs: Sequence[PlanRequest]) -> PointsCost:
+    """Every point's whole-step cost (:func:`~.step_plan.step_plan_cost`, each checked on its own), before any
+    point runs, so that a what-if of many points each under the limits is said, and checked, as a whole."""
+    return PointsCost(tuple(step_plan_cost(r, step_matrices(r)) for r in reqs))
