@@ -68,7 +68,7 @@ SOCKET_TASK = 65536  # NCCL_SOCKET_MIN_TASKSIZE: the least a socket stream carri
 
 def net_rate_gbps(topo: Topology, algo: str, rates: ModelRates) -> float:
     """The per-channel network rate of ``algo`` (GB/s): calibrated or file value, else the transport's."""
-    v = rates.tree_net_rate if algorithm(algo).tree_rates else rates.ring_net_rate
+    v = algorithm(algo).net_rate(rates)
     return v if v is not None else NET_RATE_DEFAULTS[topo.spec.nccl.transport]
 
 
@@ -495,4 +495,4 @@ class Expander(ShapeMemo, Structures, Choice):
         return t / channel_count(self.topo, segs[:1], t) if math.isfinite(t) else math.inf
 
     def _channel_rate(self, algo: str) -> float | None:
-        return self.rates.tree_channel_rate if algorithm(algo).tree_rates else self.rates.ring_channel_rate
+        return algorithm(algo).channel_rate(self.rates)
