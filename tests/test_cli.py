@@ -325,7 +325,7 @@ def test_commands_that_place_nothing_run_on_a_partial_last_unit(capsys, argv):
 THROUGH_API = {
     "rank": ("rank", []), "plan": ("plan", ["--reduction", "0:1GiB"]), "whatif": ("whatif", ["--vary", "nodes=2"]),
     "simulate": ("simulate", []), "sweep": ("sweep", []), "check": ("check", []), "synth": ("synthesize", []),
-    "placements": ("placements", []), "systems": ("systems", []), "topo": ("load_system", ["a100"]),
+    "placements": ("placements", []), "systems": ("systems", []), "topo": ("topo", ["a100"]),
     "validate": ("validate", ["--measurements", "validation/data/measurements_2node.csv"]),
     "calibrate": ("calibrate", ["--measurements", "validation/data/measurements_2node.csv", "--system", "a100",
                                 "--out", "OUT.toml"]),
