@@ -5,6 +5,7 @@ import re
 import pytest
 
 from p2sim.collectives import Expander, check_algo, check_forced
+from p2sim.collectives.flows import Flows
 from p2sim.util.algorithms import COLLNET
 from p2sim.util.errors import InputError
 from p2sim.topology import load_system
@@ -139,7 +140,7 @@ def test_a_group_moved_between_nodes_expands_alike():
 def test_dropping_the_caches_changes_no_result(monkeypatch):
     # the caches of built collectives and structures are bounded (CACHE_BYTES): a search that
     # drops them again and again predicts exactly what one that keeps them does
-    import p2sim.collectives.expand as expand_module
+    import p2sim.collectives.caches as expand_module
     from p2sim.formalism.hierarchy import Lowering
     from p2sim.formalism.placement import Placement
     from p2sim.formalism.program import parse_program
@@ -220,9 +221,9 @@ def test_nvls_tree_fill_grows_with_the_trees_depth():
     topo = load_system("dgx-h100", 2)
     ex = Expander(topo)
     c = ex.collective("nvls_tree", "Simple", "AllReduce", tuple(range(16)), 2**30)
-    assert ex._fill("nvls_tree", "AllReduce", 2, c.channels, 8 * 131072, 1e11) == pytest.approx(
+    assert ex.flows.fill("nvls_tree", "AllReduce", 2, c.channels, 8 * 131072, 1e11) == pytest.approx(
         4 * 16 * 8 * 131072 / 1e11)
-    assert ex._fill("ring", "AllReduce", 2, 16, 8 * 131072, 1e11) == 0.0  # a ring's steps are NCCL's latency
+    assert ex.flows.fill("ring", "AllReduce", 2, 16, 8 * 131072, 1e11) == 0.0  # a ring's steps are NCCL's latency
 
 
 def test_a_ring_on_fewer_channels_moves_at_its_ctas_share():
@@ -233,7 +234,7 @@ def test_a_ring_on_fewer_channels_moves_at_its_ctas_share():
     full = ex.collective("ring", "Simple", "AllReduce", m, 2**30)
     small = ex.collective("ring", "Simple", "AllReduce", m, 65536)
     assert small.channels == 2 and full.channels == 24
-    per = ex._node_channel_rate(m)
+    per = ex.flows.node_channel_rate(m)
     assert per == pytest.approx(240.0 / 24)  # NVLink 3 at NCCL's 240 GB/s over 24 channels
     assert small.algbw(ex.topo.capacity) * small.bus_factor == pytest.approx(2 * per * 1e9)
     assert full.algbw(ex.topo.capacity) * full.bus_factor > 20 * per * 1e9  # all channels: the links bind
@@ -245,7 +246,7 @@ def test_a_ring_with_halved_threads_moves_at_their_share():
     m = tuple(range(8))
     c = ex.collective("ring", "Simple", "AllReduce", m, 16383)
     assert c.channels == 1
-    assert c.algbw(ex.topo.capacity) * c.bus_factor == pytest.approx(ex._node_channel_rate(m) * 128 / 512 * 1e9)
+    assert c.algbw(ex.topo.capacity) * c.bus_factor == pytest.approx(ex.flows.node_channel_rate(m) * 128 / 512 * 1e9)
 
 
 def test_the_ring_plateau_counts_the_communicators_channels():
@@ -281,16 +282,16 @@ def test_a_tree_simple_chunk_waits_behind_every_hop_that_stores_and_forwards_it(
     topo = load_system("p4d", 2)
     ex = Expander(topo)
     m = tuple(range(16))
-    assert ex._forwarded("tree", "Simple", "AllReduce", m, 2, 8, 262144, 1e15) == pytest.approx(
+    assert ex.flows.forwarded("tree", "Simple", "AllReduce", m, 2, 8, 262144, 1e15) == pytest.approx(
         15 * 8 * 262144 / 1e15)
     # at a slower rate a chain hop moves the 8 channels' chunks at the node's ring rate, the network hops at the
     # collective's pace (one of the two already counted)
-    node = ex._node_ring_rate(m) * 1e9
-    assert ex._forwarded("tree", "Simple", "AllReduce", m, 2, 8, 262144, 1e10) == pytest.approx(
+    node = ex.flows.node_ring_rate(m) * 1e9
+    assert ex.flows.forwarded("tree", "Simple", "AllReduce", m, 2, 8, 262144, 1e10) == pytest.approx(
         8 * 262144 / 1e10 + 14 * 8 * 262144 / node)
     # LL and LL128 pass NVLink lines on as they land, a ring's chunk is a 1/ranks share: nothing left out
     for algo, proto in (("tree", "LL"), ("tree", "LL128"), ("ring", "Simple")):
-        assert ex._forwarded(algo, proto, "AllReduce", m, 2, 8, 262144, 1e10) == 0.0
+        assert ex.flows.forwarded(algo, proto, "AllReduce", m, 2, 8, 262144, 1e10) == 0.0
 
 
 def test_a_medium_tree_simple_allreduce_on_p4d_pays_its_chunks_hops(monkeypatch):
@@ -300,9 +301,9 @@ def test_a_medium_tree_simple_allreduce_on_p4d_pays_its_chunks_hops(monkeypatch)
     m = tuple(range(16))
     ex = Expander(topo)
     c = ex.collective("tree", "Simple", "AllReduce", m, 2**21)
-    fill = ex._forwarded("tree", "Simple", "AllReduce", m, 2, c.channels, 2**21 // c.channels,
-                         c.tuning[1] / 0.92)
-    monkeypatch.setattr(Expander, "_forwarded", lambda *a: 0.0)
+    fill = ex.flows.forwarded("tree", "Simple", "AllReduce", m, 2, c.channels, 2**21 // c.channels,
+                              c.tuning[1] / 0.92)
+    monkeypatch.setattr(Flows, "forwarded", lambda *a: 0.0)
     without = Expander(topo).collective("tree", "Simple", "AllReduce", m, 2**21)
     assert c.channels == 8 and fill > 50e-6
     assert c.latency - without.latency == pytest.approx(fill)
@@ -319,7 +320,7 @@ def test_infiniband_trees_of_ll_and_ll128_are_unchanged_by_the_forwarded_hops():
         algo, proto = ex.choose("AllReduce", m, n)[:2]
         assert proto != "Simple"
         c = ex.collective(algo, proto, "AllReduce", m, n)
-        assert ex._forwarded(algo, proto, "AllReduce", m, 2, c.channels, 2**16, 1e10) == 0.0
+        assert ex.flows.forwarded(algo, proto, "AllReduce", m, 2, c.channels, 2**16, 1e10) == 0.0
 
 
 def test_a_collectives_kept_algorithm_bandwidth_is_its_capacity_arrays():
@@ -354,8 +355,8 @@ def test_ecmp_groups_equal_up_to_their_ports_share_one_structure_and_build_exact
     groups = [tuple(n * 8 + 3 for n in (s, s + 8, s + 16, s + 24)) for s in range(8)]
     ex = Expander(topo)
     built = []
-    build = ex._structure
-    ex._structure = lambda algo, *args: built.append(algo) or build(algo, *args)  # in place, from nothing
+    build = ex.structures.build
+    ex.structures.build = lambda algo, *args: built.append(algo) or build(algo, *args)  # in place, from nothing
     for algo, proto in (("ring", "Simple"), ("tree", "LL"), ("ring", "LL128")):
         for g in groups:
             a = ex.collective(algo, proto, "AllReduce", g, 2.0**28)
@@ -367,7 +368,7 @@ def test_ecmp_groups_equal_up_to_their_ports_share_one_structure_and_build_exact
                 assert (f.share, f.channels, f.caps) == (h.share, h.channels, h.caps)
                 assert f.table.hops() == h.table.hops()
     assert built == ["ring", "tree"]  # one each for the eight groups (they cross nodes: each its own before)
-    assert all(any(topo.hashed(e).any() for e, _ in st.loads) for st in ex._structures.values())  # ports moved
+    assert all(any(topo.hashed(e).any() for e, _ in st.loads) for st in ex.shared.structures.values())  # ports moved
 
 
 def test_settings_of_groups_alike_in_size_nodes_and_channels_are_computed_once(monkeypatch):
@@ -394,7 +395,7 @@ def test_settings_of_groups_alike_in_size_nodes_and_channels_are_computed_once(m
 @pytest.mark.parametrize("system,nodes", [("superpod-h100", 4), ("gb200-nvl72-pod", 2), ("roce-h100", 4),
                                           ("h100", 2), ("a100", 2), ("pcie-8gpu", 2)])
 def test_nvlink_only_once_per_shape_equals_the_plain_computation(system, nodes):
-    """Expander._nvlink_only given the members (kept per group shape) answers as it does from the segments alone,
+    """Structures.nvlink_only given the members (kept per group shape) answers as it does from the segments alone,
     for groups of every kind, asked in either order."""
     from p2sim.collectives.channels import segments
 
@@ -409,16 +410,16 @@ def test_nvlink_only_once_per_shape_equals_the_plain_computation(system, nodes):
         ex = Expander(topo)
         for members in order:
             segs = segments(topo, members)
-            plain = Expander(topo)._nvlink_only(segs)
-            assert ex._nvlink_only(segs, members) == plain
-            assert ex._nvlink_only(segs, members) == plain
+            plain = Expander(topo).structures.nvlink_only(segs)
+            assert ex.structures.nvlink_only(segs, members) == plain
+            assert ex.structures.nvlink_only(segs, members) == plain
 
 
 @pytest.mark.parametrize("system,nodes", [("superpod-h100", 4), ("gb200-nvl72-pod", 2), ("roce-h100", 4),
                                           ("h100", 2), ("a100", 2), ("pcie-8gpu", 2)])
 def test_mix_and_free_once_per_local_set_equal_node_by_node(system, nodes):
-    """Expander._mix_and_free (each node's ring mix and one-ring-is-free answer, looked up once per local GPU set)
-    equals _ring_mix and _free_segment asked node by node, for groups whose nodes hold the same or other GPUs."""
+    """Structures.mix_and_free (each node's ring mix and one-ring-is-free answer, looked up once per local GPU set)
+    equals ring_mix and free_segment asked node by node, for groups whose nodes hold the same or other GPUs."""
     from p2sim.collectives.channels import segments
 
     topo = load_system(system, nodes)
@@ -429,9 +430,9 @@ def test_mix_and_free_once_per_local_set_equal_node_by_node(system, nodes):
     ex = Expander(topo)
     for members in groups:
         segs = segments(topo, members)
-        mix, free = ex._mix_and_free(segs)
+        mix, free = ex.structures.mix_and_free(segs)
         plain = Expander(topo)
-        want = plain._ring_mix(segs)
+        want = plain.structures.ring_mix(segs)
         assert mix == want and list(mix) == list(want)
-        assert free == {s.node: len(want[s.node]) == 1 and plain._free_segment(s) for s in segs}
+        assert free == {s.node: len(want[s.node]) == 1 and plain.structures.free_segment(s) for s in segs}
         assert list(free) == [s.node for s in segs]
