@@ -185,3 +185,23 @@ def test_a_rate_family_reads_its_own_fields():
     assert (algorithm("ring").net_rate(rates), algorithm("ring").channel_rate(rates)) == (1.0, 3.0)
     assert (algorithm("tree").net_rate(rates), algorithm("tree").channel_rate(rates)) == (2.0, 4.0)
     assert algorithm("nvls_tree").net_rate(rates) == 2.0 and algorithm("collnet_chain").net_rate(rates) == 1.0
+
+
+def test_each_parts_contract_names_every_hook_it_defines():
+    """A part's module docstring is its contract: every method and flag the part defines is named there, and its
+    required hooks are exactly its abstract methods, listed under "Required"."""
+    import inspect
+
+    from p2sim.collectives.algorithms import availability, costs, layout, pipeline
+
+    for module, part in ((availability, availability.Availability), (layout, layout.ChannelLayout),
+                         (pipeline, pipeline.Pipeline), (costs, costs.Costs)):
+        contract = module.__doc__
+        own = [n for n in vars(part) if not n.startswith("_") and n != "name"]
+        assert own, part
+        for n in own:
+            assert f"{part.__name__}.{n}`" in contract, f"{module.__name__}'s contract does not name {n}"
+        required = contract[contract.index("Required"):contract.index("Hooks with defaults")]
+        abstract = getattr(part, "__abstractmethods__", frozenset())
+        assert {n for n in own if f"{part.__name__}.{n}`" in required} == set(abstract), part
+        assert inspect.isabstract(part) == bool(abstract)

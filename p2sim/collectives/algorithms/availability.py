@@ -13,7 +13,7 @@ Hooks with defaults (override the ones whose rule is the algorithm's own):
   simulator then checks each group).
 
 :meth:`Availability.usable` is not a hook: it joins the reasons, so what NCCL picks from and what a forced run is
-refused for cannot drift apart.
+refused for cannot drift apart; nor is :attr:`Availability.info`, the algorithm's row of the table.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Hooks with defaults:
 * :attr:`ChannelLayout.scheduled` -- NCCL's scheduler spreads the tasks, 32 KiB a channel (default True);
 * :attr:`ChannelLayout.share_in_hops` -- the link share is in the hops' overhead (default False);
 * :attr:`ChannelLayout.per_hop_bus` -- a channel moves its share times the bus factor over each hop (default False).
+
+Not hooks: :meth:`ChannelLayout.threshold` (NCCL's table, per rank where :attr:`ChannelLayout.ll_per_rank`) and
+:meth:`ChannelLayout.settings_by_count` (whether the two group hooks above are the defaults).
 """
 
 from __future__ import annotations
