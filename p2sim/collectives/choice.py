@@ -183,7 +183,7 @@ class Choice:
         return best
 
     def least(self, cands: Sequence[tuple[str, str]], op: str, members: Sequence[int], nbytes: float
-               ) -> tuple[str, str]:
+              ) -> tuple[str, str]:
         """``min(cands, key=estimate)``, without estimating the candidates that cannot win.
 
         Each candidate's :meth:`estimate_bound` is at most its estimate (see

@@ -4,8 +4,10 @@
 attaches the protocol's link share, NCCL's per-channel caps and the network's
 per-channel rate, and computes its start-up latency.  :meth:`Expander.choose` is NCCL's
 automatic choice (:mod:`.choice`): among the algorithms and protocols this group can use, the
-one whose time by NCCL's own tuning model is least.  The parts live beside it: group shapes
-(:mod:`.shapes`), the structures of each algorithm's channels (:mod:`.structure`), the choice.
+one whose time by NCCL's own tuning model is least.  It composes four stages that live beside it,
+each holding its part of the caches: group shapes (:mod:`.shapes`), the structures of each
+algorithm's channels (:mod:`.structure`), the choice (:mod:`.choice`) and a structure's flows with their
+protocol (:mod:`.flows`); it keeps each group's settings and the collectives it builds.
 ``NCCL_ALGO`` / ``NCCL_PROTO`` are ``algo`` / ``proto``: a forced algorithm that a collective does
 not have at all (a tree for an AllGather) runs it as a ring, as NCCL 2.19-2.23 did under
 ``NCCL_ALGO=Tree`` (its ring backup, tuning.cc) and P2's runs relied on; one the system or the group
@@ -193,8 +195,8 @@ class Expander:
                 hit = moved_collective(self.topo, seen, first - min(seen.members) // gpn)
             else:
                 st = self.structures.of(algo, op, members, local, where, used, share)
-                hit = self.flows.finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes, chunk,
-                                   loop, threads)
+                hit = self.flows.finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes,
+                                        chunk, loop, threads)
                 self.shared.keep(self._moved, mkey, hit)
             self.shared.keep(self._cache, key, hit)
         return hit
@@ -214,8 +216,8 @@ class Expander:
                share: float, nbytes: float) -> Collective:
         """The collective built where it is, from nothing cached but ring searches."""
         chunk, loop, threads = self._settings(algo, proto, op, members, nbytes)[3:6]
-        return self.flows.finish(self.structures.build(algo, op, members, segs, used, share), algo, proto, op, members, used,
-                            share, nbytes, chunk, loop, threads)
+        st = self.structures.build(algo, op, members, segs, used, share)
+        return self.flows.finish(st, algo, proto, op, members, used, share, nbytes, chunk, loop, threads)
 
     def tuning(self, algo: str, proto: str, op: str, members: Sequence[int], nbytes: float) -> tuple[float, float]:
         """NCCL's own (latency, bandwidth) of a collective, as :attr:`Collective.tuning`, without keeping it.

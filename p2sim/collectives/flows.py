@@ -61,7 +61,7 @@ class Flows:
         self.structures = structures
 
     def tuned(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
-               share: float, nbytes: float, chunk: int, threads: int = 0) -> tuple[Collective, float, tuple, tuple, tuple]:
+              share: float, nbytes: float, chunk: int, threads: int = 0) -> tuple[Collective, float, tuple, tuple, tuple]:
         """The collective as NCCL's model sees it (no pipeline window, no launch cost), its algorithm
         bandwidth, and what :meth:`finish` adds to it (per-step latencies, transport, latency args)."""
         topo, nodes, a = self.topo, st.nodes, algorithm(algo)
@@ -106,11 +106,11 @@ class Flows:
         return tuned, rate, steps, transport, args
 
     def finish(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
-                share: float, nbytes: float, chunk: int, loop: float = 0.0, threads: int = 0) -> Collective:
+               share: float, nbytes: float, chunk: int, loop: float = 0.0, threads: int = 0) -> Collective:
         """The collective of a structure with this protocol: link shares, caps and latency (NCCL's, plus the
         pipeline's fill where its stages pass whole loops of ``loop`` bytes per channel on: :meth:`fill`)."""
         tuned, rate, steps, transport, args = self.tuned(st, algo, proto, op, members, used, share, nbytes, chunk,
-                                                          threads)
+                                                         threads)
         flows = self.windowed(list(tuned.flows), st, algo, proto, op, chunk, steps, rate, nbytes, used)
         lat = (collective_latency(*args, *transport, self.rates.launch or 0.0)
                + self.fill(algo, op, st.nodes, used, loop, rate)
@@ -131,7 +131,7 @@ class Flows:
         return loops * used * loop / rate
 
     def forwarded(self, algo: str, proto: str, op: str, members: tuple[int, ...], nodes: int, used: int,
-                   chunk: int, rate: float) -> float:
+                  chunk: int, rate: float) -> float:
         """Seconds the last chunk waits behind the hops that store and forward whole chunks
         (:meth:`~p2sim.collectives.algorithms.base.Algorithm.forwarded_hops`) beyond its bytes at ``rate`` (the
         collective's algorithm bandwidth, bytes/s), which already count one pass through the slowest hop: a
@@ -148,7 +148,7 @@ class Flows:
         return max(0.0, net * slow + intra * hop - slow)
 
     def control_wait(self, algo: str, proto: str, members: tuple[int, ...], nodes: int, chunk: int,
-                      step_us: float | None) -> float:
+                     step_us: float | None) -> float:
         """Seconds the collective's first network step waits for the receiver's control message
         (:func:`~p2sim.collectives.transports.control_wait_us`: aws-ofi-nccl's RDMA protocol above its eager
         size); NCCL's model leaves it out (the plugin's reported latency stands for every step alike)."""
@@ -159,7 +159,7 @@ class Flows:
         return control_wait_us(nccl.transport, nccl.ofi_protocol, net_algo, proto, chunk, step_us) * 1e-6
 
     def windowed(self, flows: list[Flow], st: Structure, algo: str, proto: str, op: str, chunk: int,
-                  steps: tuple[float, float], rate: float, nbytes: float, used: int) -> list[Flow]:
+                 steps: tuple[float, float], rate: float, nbytes: float, used: int) -> list[Flow]:
         """The flows with the pipeline's limits as one more cap per connection (pipeline.py): the window of
         chunks over a slot's round trip (the transport's turn-around ``steps[1]`` at each end, the slowest
         inter-node route's latency once each way), for groups that cross nodes (inside a node a step takes
@@ -196,7 +196,7 @@ class Flows:
         return r * min(nccl.socket_streams, max(1, math.ceil(step / SOCKET_TASK)))
 
     def cta_cap(self, algo: str, proto: str, members: tuple[int, ...], used: int, threads: int,
-                 share: float) -> float:
+                share: float) -> float:
         """Bus bandwidth (GB/s) one channel's CTA moves when NCCL runs fewer channels or threads than the group's
         full count (``inf`` otherwise, or where the algorithm or a ``*channel_rate`` caps its channels): its
         share of the node's ring rate (NCCL sizes its channels to fill the NVLinks, two CTAs per NVLink:

@@ -167,7 +167,7 @@ class Structures:
         return self._by_shape[key]
 
     def build(self, algo: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
-                   share: float) -> Structure:
+              share: float) -> Structure:
         topo = self.topo
         nodes = len(segs)
         mix, free = self.mix_and_free(segs)
