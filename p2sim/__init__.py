@@ -2,7 +2,7 @@
 
 The public API (:mod:`p2sim.api`): :func:`rank`, :func:`plan`, :func:`whatif`,
 :func:`simulate`, :func:`sweep`, :func:`validate`, :func:`calibrate`, :func:`synthesize`,
-:func:`placements`, :func:`load_system`, :func:`systems` and :func:`step_table`, each taking keyword arguments and returning a
+:func:`placements`, :func:`load_system`, :func:`topo`, :func:`systems` and :func:`step_table`, each taking keyword arguments and returning a
 typed result with ``to_json()``.  They are imported on first use, so ``import p2sim`` (and
 the command line's start) stays light.
 
@@ -51,7 +51,7 @@ from typing import Any
 from .util.version import __version__
 
 _API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
-        "emit", "load_system", "systems", "step_table", "step")
+        "emit", "load_system", "topo", "systems", "step_table", "step")
 _ERRORS = ("P2SimError", "InputError")
 __all__ = [*_API, *_ERRORS, "__version__"]
 

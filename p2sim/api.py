@@ -51,13 +51,14 @@ from .studies.size_sweep import SweepRequest, SweepResult, run_sweep
 from .studies.synth import PlacementsRequest, PlacementsResult, SynthRequest, SynthResult, run_placements, run_synth
 from .studies.whatif import WhatifRequest, WhatifResult, run_whatif
 from .studies.requests import topology_of
+from .studies.topology_summary import TopologySummary, summarise
 from .topology import Topology, find_spec, system_paths
 from .topology.spec import SystemSpec
 from .util.errors import InputError
 from .workload import ModelSpec, TrainingSpec, axis_sizes, load_model, render_step, step_collectives
 
 __all__ = ["step", "rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
-           "emit", "load_system", "systems", "step_table", "Topology", "RankResult", "PlanResult", "WhatifResult", "SimulateResult",
+           "emit", "load_system", "topo", "systems", "step_table", "Topology", "TopologySummary", "RankResult", "PlanResult", "WhatifResult", "SimulateResult",
            "SweepResult", "ValidateResult", "CalibrateResult", "CheckResult", "SynthResult", "PlacementsResult"]
 
 
@@ -342,6 +343,20 @@ def load_system(system: System, nodes: Count | None = None) -> Topology:
         A bad value (TopologyError: a system file that does not hold), naming it.
     """
     return topology_of(_checked("system", system, inspect.Parameter.empty), _checked("nodes", nodes, None))
+
+
+@_boundary
+def topo(*, system: System, nodes: Count | None = None) -> TopologySummary:
+    """What ``p2sim topo`` answers of a system: its components, link classes, fabric, bisection bandwidths,
+    stated assumptions and what NCCL would build on it (:mod:`p2sim.studies.topology_summary`).
+
+    Returns
+    -------
+    TopologySummary
+        The summary; ``p2sim topo`` words it, ``--json`` prints it as a document.
+
+    """
+    return summarise(load_system(system, nodes))
 
 
 def systems() -> list[dict[str, object]]:

@@ -61,9 +61,10 @@ def test_each_algorithm_answers_the_whole_interface():
         assert a.usable(topo, "AllReduce", segs) == (a.why_not_group(topo, "AllReduce", segs) is None)
 
 
-def test_simple_only_algorithms_and_tree_rates():
+def test_simple_only_algorithms_and_rate_families():
     assert {a.name for a in REGISTRY.values() if a.simple_only} == {"nvls", "nvls_tree", *COLLNET}
-    assert {a.name for a in REGISTRY.values() if a.tree_rates} == {"tree", "nvls_tree"}
+    assert {a.name for a in REGISTRY.values() if a.rate_family() == "tree"} == {"tree", "nvls_tree"}
+    assert {a.rate_family() for a in REGISTRY.values()} == {"ring", "tree"}
     assert {a.name for a in REGISTRY.values() if a.any_group} == {"ring", "tree"}
     assert algorithm("tree").tuning_share("AllReduce") == 0.92 and algorithm("ring").tuning_share("AllReduce") == 1
     assert algorithm("nvls").channel_cap("Simple", 1, "hopper", 5.0) == math.inf
@@ -168,3 +169,39 @@ def test_an_algorithms_rules_are_stated_once_as_reasons(system, nodes):
             for a in REGISTRY.values():
                 why = a.why_not_system(topo) or a.why_not_group(topo, op, segs)
                 assert a.usable(topo, op, segs) == (op in a.info.collectives and why is None), (a.name, op, members)
+
+
+def test_the_parts_contracts_name_the_required_hooks():
+    """The four required hooks are the abstract ones; every other hook has a default (base.py's table)."""
+    from p2sim.collectives.algorithms.base import Algorithm
+    assert Algorithm.__abstractmethods__ == {"bus_factor", "structure", "latency", "link_share"}
+    for a in REGISTRY.values():
+        assert a.rate_family() in ("ring", "tree")
+
+
+def test_a_rate_family_reads_its_own_fields():
+    from p2sim.topology.settings import ModelRates
+    rates = ModelRates(ring_net_rate=1.0, tree_net_rate=2.0, ring_channel_rate=3.0, tree_channel_rate=4.0)
+    assert (algorithm("ring").net_rate(rates), algorithm("ring").channel_rate(rates)) == (1.0, 3.0)
+    assert (algorithm("tree").net_rate(rates), algorithm("tree").channel_rate(rates)) == (2.0, 4.0)
+    assert algorithm("nvls_tree").net_rate(rates) == 2.0 and algorithm("collnet_chain").net_rate(rates) == 1.0
+
+
+def test_each_parts_contract_names_every_hook_it_defines():
+    """A part's module docstring is its contract: every method and flag the part defines is named there, and its
+    required hooks are exactly its abstract methods, listed under "Required"."""
+    import inspect
+
+    from p2sim.collectives.algorithms import availability, costs, layout, pipeline
+
+    for module, part in ((availability, availability.Availability), (layout, layout.ChannelLayout),
+                         (pipeline, pipeline.Pipeline), (costs, costs.Costs)):
+        contract = module.__doc__
+        own = [n for n in vars(part) if not n.startswith("_") and n != "name"]
+        assert own, part
+        for n in own:
+            assert f"{part.__name__}.{n}`" in contract, f"{module.__name__}'s contract does not name {n}"
+        required = contract[contract.index("Required"):contract.index("Hooks with defaults")]
+        abstract = getattr(part, "__abstractmethods__", frozenset())
+        assert {n for n in own if f"{part.__name__}.{n}`" in required} == set(abstract), part
+        assert inspect.isabstract(part) == bool(abstract)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from p2sim.collectives import structure
 from p2sim.collectives.algorithms import algorithm
-from p2sim.collectives.choice import MARGIN
+from p2sim.collectives.choice import MARGIN, Choice
 from p2sim.collectives.expand import Expander
 from p2sim.topology import load_system
 
@@ -65,23 +65,23 @@ def test_ties_go_to_the_first_candidate(monkeypatch: pytest.MonkeyPatch) -> None
     ex = Expander(_topo("h100", 4))
     members = tuple(range(8))
     cands = ex.available("AllReduce", members)
-    monkeypatch.setattr(Expander, "estimate", lambda self, *a: 1.0)
+    monkeypatch.setattr(Choice, "estimate", lambda self, *a: 1.0)
     # the last candidate's bound is the least: it is estimated first, and still loses the tie
-    monkeypatch.setattr(Expander, "estimate_bound", lambda self, a, p, *r: 0.5 if (a, p) == cands[-1] else 0.9)
-    assert ex._least(cands, "AllReduce", members, 2.0**20) == cands[0]
+    monkeypatch.setattr(Choice, "estimate_bound", lambda self, a, p, *r: 0.5 if (a, p) == cands[-1] else 0.9)
+    assert ex.choice.least(cands, "AllReduce", members, 2.0**20) == cands[0]
 
 
 def test_candidates_that_cannot_win_are_not_built(monkeypatch: pytest.MonkeyPatch) -> None:
     """A 64 MiB AllReduce over 8 nodes of a SuperPOD: CollNet's chain wins, and the trees' LL and LL128 (their
     channel and LL caps) are not built; the choice is the same as with every candidate built."""
     built: list[str] = []
-    real = structure.Structures._structure
+    real = structure.Structures.build
 
     def counted(self, algo, *args):
         built.append(algo)
         return real(self, algo, *args)
 
-    monkeypatch.setattr(structure.Structures, "_structure", counted)
+    monkeypatch.setattr(structure.Structures, "build", counted)
     topo = _topo("superpod-h100", 8)
     members = tuple(range(0, 64, 8))
     args = ("AllReduce", members, 2.0**26)
@@ -89,7 +89,7 @@ def test_candidates_that_cannot_win_are_not_built(monkeypatch: pytest.MonkeyPatc
     pruned_builds = len(built)
     built.clear()
     ex = Expander(topo)
-    ex._prune = False
+    ex.choice.prune = False
     assert ex.choose(*args) == pruned == ("collnet_chain", "Simple")
     assert pruned_builds < len(built)
 

@@ -326,7 +326,7 @@ THROUGH_API = {
     "rank": ("rank", []), "plan": ("plan", ["--reduction", "0:1GiB"]), "whatif": ("whatif", ["--vary", "nodes=2"]),
     "simulate": ("simulate", []), "sweep": ("sweep", []),
     "step": ("step", ["--model", "llama3-8b", "--axes", "data=8", "--nodes", "1"]), "check": ("check", []), "synth": ("synthesize", []),
-    "placements": ("placements", []), "systems": ("systems", []), "topo": ("load_system", ["a100"]),
+    "placements": ("placements", []), "systems": ("systems", []), "topo": ("topo", ["a100"]),
     "validate": ("validate", ["--measurements", "validation/data/measurements_2node.csv"]),
     "calibrate": ("calibrate", ["--measurements", "validation/data/measurements_2node.csv", "--system", "a100",
                                 "--out", "OUT.toml"]),

@@ -139,7 +139,7 @@ def test_a_group_moved_between_nodes_expands_alike():
 def test_dropping_the_caches_changes_no_result(monkeypatch):
     # the caches of built collectives and structures are bounded (CACHE_BYTES): a search that
     # drops them again and again predicts exactly what one that keeps them does
-    import p2sim.collectives.expand as expand_module
+    import p2sim.collectives.caches as expand_module
     from p2sim.formalism.hierarchy import Lowering
     from p2sim.formalism.placement import Placement
     from p2sim.formalism.program import parse_program
@@ -204,50 +204,6 @@ def test_a_ring_of_many_ranks_pays_its_wire_as_nccl_does():
     assert slow < 0.8 * none
 
 
-def test_nvls_latency_adds_two_loops_of_its_pipeline_fill():
-    """all_reduce.h (NVLS): scatter, the heads' reduce + multicast and gather hand whole loops of a chunk per head
-    on, so the last loop leaves two loops after its bytes.  8 H100s: 16 channels x 8 heads x 128 KiB (1 GiB is
-    not below 64 x 16 x 8 x 128 KiB) = 16 MiB a loop; NCCL's own latency (25 us) leaves the fill out."""
-    topo = load_system("dgx-h100", 1)
-    c = Expander(topo).collective("nvls", "Simple", "AllReduce", tuple(range(8)), 2**30)
-    assert c.channels == 16 and c.tuning[0] == pytest.approx(25e-6)
-    assert c.latency - c.tuning[0] == pytest.approx(2 * 16 * 8 * 131072 / c.algbw(topo.capacity))
-
-
-def test_nvls_tree_fill_grows_with_the_trees_depth():
-    """NVLS Tree: NVLS's two loops plus one per tree hop up and down; 2 DGX H100s: depth 1, 4 loops of
-    16 channels x 8 heads x 128 KiB (NVLSTREE_MAX_CHUNKSIZE caps at 64 KiB only from 4 nodes)."""
-    topo = load_system("dgx-h100", 2)
-    ex = Expander(topo)
-    c = ex.collective("nvls_tree", "Simple", "AllReduce", tuple(range(16)), 2**30)
-    assert ex._fill("nvls_tree", "AllReduce", 2, c.channels, 8 * 131072, 1e11) == pytest.approx(
-        4 * 16 * 8 * 131072 / 1e11)
-    assert ex._fill("ring", "AllReduce", 2, 16, 8 * 131072, 1e11) == 0.0  # a ring's steps are NCCL's latency
-
-
-def test_a_ring_on_fewer_channels_moves_at_its_ctas_share():
-    """Medium-size ramp: at 64 KiB NCCL runs 2 of the 24 channels of 8 A100s (64 KiB / (512 threads x 64 B));
-    each CTA moves the node's ring rate over 24 channels, not all of NVLink."""
-    ex = Expander(load_system("dgx-a100", nodes=1))
-    m = tuple(range(8))
-    full = ex.collective("ring", "Simple", "AllReduce", m, 2**30)
-    small = ex.collective("ring", "Simple", "AllReduce", m, 65536)
-    assert small.channels == 2 and full.channels == 24
-    per = ex._node_channel_rate(m)
-    assert per == pytest.approx(240.0 / 24)  # NVLink 3 at NCCL's 240 GB/s over 24 channels
-    assert small.algbw(ex.topo.capacity) * small.bus_factor == pytest.approx(2 * per * 1e9)
-    assert full.algbw(ex.topo.capacity) * full.bus_factor > 20 * per * 1e9  # all channels: the links bind
-
-
-def test_a_ring_with_halved_threads_moves_at_their_share():
-    """Below 32 KiB a Simple ring runs 1 channel with 512 threads halved (enqueue.cc): 16 KiB - 1 gets 128."""
-    ex = Expander(load_system("dgx-a100", nodes=1))
-    m = tuple(range(8))
-    c = ex.collective("ring", "Simple", "AllReduce", m, 16383)
-    assert c.channels == 1
-    assert c.algbw(ex.topo.capacity) * c.bus_factor == pytest.approx(ex._node_channel_rate(m) * 128 / 512 * 1e9)
-
-
 def test_the_ring_plateau_counts_the_communicators_channels():
     """ncclTopoGetAlgoTime: nBytes / (comm->nChannels x nRanks) >= 64, with every channel of the communicator."""
     ex = Expander(load_system("dgx-a100", nodes=2))
@@ -272,54 +228,6 @@ def test_a_collective_does_not_depend_on_the_sizes_built_before_it():
     after = ex.collective("tree", "Simple", "AllReduce", members, 56 * 2**20)
     assert [f.caps for f in after.flows] == [f.caps for f in fresh.flows]
     assert after.latency == fresh.latency
-
-
-def test_a_tree_simple_chunk_waits_behind_every_hop_that_stores_and_forwards_it():
-    """Tree Simple (ProtoSimple<1, 1>, all_reduce.h) hands each chunk on whole at each of its 2 x 7 chain hops
-    and 2 network hops (2 nodes of 8); the bytes at the collective's rate count one pass through the slowest
-    hop.  With a rate far above the node's links every hop takes the chunk at the slowest pace: 15 more."""
-    topo = load_system("p4d", 2)
-    ex = Expander(topo)
-    m = tuple(range(16))
-    assert ex._forwarded("tree", "Simple", "AllReduce", m, 2, 8, 262144, 1e15) == pytest.approx(
-        15 * 8 * 262144 / 1e15)
-    # at a slower rate a chain hop moves the 8 channels' chunks at the node's ring rate, the network hops at the
-    # collective's pace (one of the two already counted)
-    node = ex._node_ring_rate(m) * 1e9
-    assert ex._forwarded("tree", "Simple", "AllReduce", m, 2, 8, 262144, 1e10) == pytest.approx(
-        8 * 262144 / 1e10 + 14 * 8 * 262144 / node)
-    # LL and LL128 pass NVLink lines on as they land, a ring's chunk is a 1/ranks share: nothing left out
-    for algo, proto in (("tree", "LL"), ("tree", "LL128"), ("ring", "Simple")):
-        assert ex._forwarded(algo, proto, "AllReduce", m, 2, 8, 262144, 1e10) == 0.0
-
-
-def test_a_medium_tree_simple_allreduce_on_p4d_pays_its_chunks_hops(monkeypatch):
-    """2 x p4d (NCCL_PROTO=simple), 2 MiB: 8 channels of one 256 KiB chunk each; the chunk's 16 hops are
-    time NCCL's model leaves out, and p2sim's latency holds them beyond what it had without them."""
-    topo = load_system("p4d", 2)
-    m = tuple(range(16))
-    ex = Expander(topo)
-    c = ex.collective("tree", "Simple", "AllReduce", m, 2**21)
-    fill = ex._forwarded("tree", "Simple", "AllReduce", m, 2, c.channels, 2**21 // c.channels,
-                         c.tuning[1] / 0.92)
-    monkeypatch.setattr(Expander, "_forwarded", lambda *a: 0.0)
-    without = Expander(topo).collective("tree", "Simple", "AllReduce", m, 2**21)
-    assert c.channels == 8 and fill > 50e-6
-    assert c.latency - without.latency == pytest.approx(fill)
-    assert c.tuning == without.tuning  # NCCL's choice does not see it
-
-
-def test_infiniband_trees_of_ll_and_ll128_are_unchanged_by_the_forwarded_hops():
-    """2 DGX H100 over InfiniBand: from 64 KiB to 4 MiB NCCL runs trees of LL and LL128, whose NVLink hops stream:
-    no hop of theirs is added."""
-    topo = load_system("dgx-h100", 2)
-    ex = Expander(topo)
-    m = tuple(range(16))
-    for n in (2**16, 2**20, 2**22):
-        algo, proto = ex.choose("AllReduce", m, n)[:2]
-        assert proto != "Simple"
-        c = ex.collective(algo, proto, "AllReduce", m, n)
-        assert ex._forwarded(algo, proto, "AllReduce", m, 2, c.channels, 2**16, 1e10) == 0.0
 
 
 def test_a_collectives_kept_algorithm_bandwidth_is_its_capacity_arrays():
@@ -354,8 +262,8 @@ def test_ecmp_groups_equal_up_to_their_ports_share_one_structure_and_build_exact
     groups = [tuple(n * 8 + 3 for n in (s, s + 8, s + 16, s + 24)) for s in range(8)]
     ex = Expander(topo)
     built = []
-    build = ex._structure
-    ex._structure = lambda algo, *args: built.append(algo) or build(algo, *args)  # in place, from nothing
+    build = ex.structures.build
+    ex.structures.build = lambda algo, *args: built.append(algo) or build(algo, *args)  # in place, from nothing
     for algo, proto in (("ring", "Simple"), ("tree", "LL"), ("ring", "LL128")):
         for g in groups:
             a = ex.collective(algo, proto, "AllReduce", g, 2.0**28)
@@ -367,7 +275,7 @@ def test_ecmp_groups_equal_up_to_their_ports_share_one_structure_and_build_exact
                 assert (f.share, f.channels, f.caps) == (h.share, h.channels, h.caps)
                 assert f.table.hops() == h.table.hops()
     assert built == ["ring", "tree"]  # one each for the eight groups (they cross nodes: each its own before)
-    assert all(any(topo.hashed(e).any() for e, _ in st.loads) for st in ex._structures.values())  # ports moved
+    assert all(any(topo.hashed(e).any() for e, _ in st.loads) for st in ex.shared.structures.values())  # ports moved
 
 
 def test_settings_of_groups_alike_in_size_nodes_and_channels_are_computed_once(monkeypatch):
@@ -389,49 +297,3 @@ def test_settings_of_groups_alike_in_size_nodes_and_channels_are_computed_once(m
     assert len(calls) == 2  # once per algorithm
     assert got == [Expander(topo)._settings(algo, "Simple", "AllReduce", g, 2.0**30)
                    for algo in ("ring", "tree") for g in groups]
-
-
-@pytest.mark.parametrize("system,nodes", [("superpod-h100", 4), ("gb200-nvl72-pod", 2), ("roce-h100", 4),
-                                          ("h100", 2), ("a100", 2), ("pcie-8gpu", 2)])
-def test_nvlink_only_once_per_shape_equals_the_plain_computation(system, nodes):
-    """Expander._nvlink_only given the members (kept per group shape) answers as it does from the segments alone,
-    for groups of every kind, asked in either order."""
-    from p2sim.collectives.channels import segments
-
-    topo = load_system(system, nodes)
-    gpn = topo.gpus_per_node
-    groups = []
-    for local in (range(gpn), range(0, gpn, 2), range(1, gpn, 4), range(gpn // 2), (0, gpn - 1), (0,)):
-        for span in (1, nodes):
-            groups.append(tuple(n * gpn + g for n in range(span) for g in local))
-            groups.append(tuple((nodes - 1 - n) * gpn + g for n in range(span) for g in local)[::-1])
-    for order in (groups, groups[::-1]):
-        ex = Expander(topo)
-        for members in order:
-            segs = segments(topo, members)
-            plain = Expander(topo)._nvlink_only(segs)
-            assert ex._nvlink_only(segs, members) == plain
-            assert ex._nvlink_only(segs, members) == plain
-
-
-@pytest.mark.parametrize("system,nodes", [("superpod-h100", 4), ("gb200-nvl72-pod", 2), ("roce-h100", 4),
-                                          ("h100", 2), ("a100", 2), ("pcie-8gpu", 2)])
-def test_mix_and_free_once_per_local_set_equal_node_by_node(system, nodes):
-    """Expander._mix_and_free (each node's ring mix and one-ring-is-free answer, looked up once per local GPU set)
-    equals _ring_mix and _free_segment asked node by node, for groups whose nodes hold the same or other GPUs."""
-    from p2sim.collectives.channels import segments
-
-    topo = load_system(system, nodes)
-    gpn = topo.gpus_per_node
-    groups = [tuple(n * gpn + g for n in range(nodes) for g in local)
-              for local in (range(gpn), range(0, gpn, 2), range(gpn // 2), (0, gpn - 1), (1,))]
-    groups.append(tuple(range(gpn)) + tuple(n * gpn + g for n in range(1, nodes) for g in range(0, gpn, 3)))
-    ex = Expander(topo)
-    for members in groups:
-        segs = segments(topo, members)
-        mix, free = ex._mix_and_free(segs)
-        plain = Expander(topo)
-        want = plain._ring_mix(segs)
-        assert mix == want and list(mix) == list(want)
-        assert free == {s.node: len(want[s.node]) == 1 and plain._free_segment(s) for s in segs}
-        assert list(free) == [s.node for s in segs]

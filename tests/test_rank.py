@@ -41,16 +41,16 @@ def test_rank_model_on_the_command_line_answers_by_axis(capsys, tiny):
 
 def _structure_builds(monkeypatch) -> list[tuple]:
     """Each structure built, by the caches it went to and what it was built of."""
-    from p2sim.collectives import expand
+    from p2sim.collectives import structure
 
     built: list[tuple] = []
-    structure = expand.Expander._structure
+    build = structure.Structures.build
 
     def counted(self, algo, op, members, segs, used, share):
         built.append((id(self._structures), algo, op, tuple(members), used, share))
-        return structure(self, algo, op, members, segs, used, share)
+        return build(self, algo, op, members, segs, used, share)
 
-    monkeypatch.setattr(expand.Expander, "_structure", counted)
+    monkeypatch.setattr(structure.Structures, "build", counted)
     return built
 
 

@@ -188,7 +188,7 @@ def test_ring_tables_from_the_cyclic_ones_equal_each_collective_routed_alone(cas
     ex = Expander(topo)
     segs = segments(topo, members)
     mix = {s.node: ex.rings(s.local(topo)) for s in segs}
-    free = {s.node: len(mix[s.node]) == 1 and ex._free_segment(s) for s in segs}
+    free = {s.node: len(mix[s.node]) == 1 and ex.structures.free_segment(s) for s in segs}
     for kept in (None, ex.caches, ex.caches):  # built afresh, built and kept, then taken from what is kept
         got = ring_tables(topo, op, members, segs, mix, free, pairs, kept)
         want = _per_op_tables(topo, op, members, segs, mix, free, pairs)
@@ -211,7 +211,7 @@ def test_a_groups_five_collectives_route_its_ring_once_per_channel_pair(monkeypa
     ex = Expander(topo)
     segs = segments(topo, members)
     mix = {s.node: ex.rings(s.local(topo)) for s in segs}
-    free = {s.node: len(mix[s.node]) == 1 and ex._free_segment(s) for s in segs}
+    free = {s.node: len(mix[s.node]) == 1 and ex.structures.free_segment(s) for s in segs}
     calls = []
     route_table = topo.router.route_table
     monkeypatch.setattr(topo.router, "route_table", lambda *a, **k: calls.append(1) or route_table(*a, **k))
@@ -235,7 +235,7 @@ def test_the_cyclic_tables_ledger_counts_every_array_they_keep():
     ex = Expander(topo)
     segs = segments(topo, members)
     mix = {s.node: ex.rings(s.local(topo)) for s in segs}
-    free = {s.node: len(mix[s.node]) == 1 and ex._free_segment(s) for s in segs}
+    free = {s.node: len(mix[s.node]) == 1 and ex.structures.free_segment(s) for s in segs}
     caches = CollectiveCaches(topo)
     ring_tables(topo, "AllReduce", members, segs, mix, free, 4, caches)
     memo, held = caches.cyclic, caches.cyclic_bytes

@@ -232,16 +232,16 @@ def test_whatif_model_refuses_what_the_step_decides(tiny):
 
 def _built_and_rows(monkeypatch, share: bool, **request):
     """A what-if's rows and the structures it built, with or without points taking the one before's."""
-    from p2sim.collectives import caches, expand
+    from p2sim.collectives import caches, structure as structure_module
 
     built = [0]
-    structure = expand.Expander._structure
+    structure = structure_module.Structures.build
 
     def counted(self, *args, **kwargs):
         built[0] += 1
         return structure(self, *args, **kwargs)
 
-    monkeypatch.setattr(expand.Expander, "_structure", counted)
+    monkeypatch.setattr(structure_module.Structures, "build", counted)
     if not share:
         monkeypatch.setattr(caches.CollectiveCaches, "adopt", lambda self, other: False)
     result = run_whatif(WhatifRequest.build(workers=1, **request))

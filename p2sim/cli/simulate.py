@@ -26,13 +26,13 @@ def cmd_systems(args: argparse.Namespace) -> int:
 def cmd_topo(args: argparse.Namespace) -> int:
     if args.draw:
         check_output_file(args.draw, "draw", DRAW_SUFFIXES)
-    topo = api.load_system(args.system, args.nodes)
+    summary = api.topo(system=args.system, nodes=args.nodes)
     if args.json:
-        emit(topology_json(topo))
+        emit(topology_json(summary))
     else:
-        print(topology_text(topo), flush=True)
+        print(topology_text(summary), flush=True)
     if args.draw:
-        draw_topology(topo, args.draw)
+        draw_topology(summary.topology, args.draw)
         if not args.json:
             print(f"  picture    {args.draw}")
     return 0

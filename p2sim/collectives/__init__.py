@@ -6,8 +6,8 @@ baseline), :mod:`.channels` (how many, which NIC), :mod:`.hops` (the hops of eac
 traffic: rings, trees, NVLS, CollNet, and the ring search inside a node), :mod:`.protocols` (LL, LL128, Simple), :mod:`.pipeline`
 (chunks and windows), :mod:`.latency`, :mod:`.transports` and :mod:`.nccl_tables` (NCCL's
 tuning model, its figures and the network step), :mod:`.pattern` (the flows),
-:mod:`.volumes` (buffer sizes), :mod:`.shapes`, :mod:`.structure`, :mod:`.choice` and
-:mod:`.expand` (putting them together, and NCCL's automatic choice), :mod:`.caches` (what the
+:mod:`.volumes` (buffer sizes), :mod:`.expand` (the :class:`Expander`, composing four stages:
+:mod:`.shapes`, :mod:`.structure`, :mod:`.choice` -- NCCL's automatic choice -- and :mod:`.flows`), :mod:`.caches` (what the
 expanders of one topology keep, and how to drop it), :mod:`.baseline` (the
 link-bottleneck reference).  Imports the formalism, the topology and the utilities.
 
@@ -29,6 +29,8 @@ Modules
     NCCL's automatic choice: which algorithm and protocol a collective runs.
 :mod:`.expand`
     From (algorithm, protocol, collective, group) to a :class:`~p2sim.collectives.pattern.Collective`.
+:mod:`.flows`
+    The flows stage: a collective's structure with its protocol -- link shares, caps, pipeline and latency.
 :mod:`.hops`
     The hop builders: the hops each NCCL algorithm's channels take through a group's GPUs, NICs and switches.
 :mod:`.latency`

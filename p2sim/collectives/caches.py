@@ -20,8 +20,8 @@ Two ways to drop what is kept, and no other:
 * :meth:`CollectiveCaches.clear` drops everything (memory; results never change).
 
 The built collectives and structures of one :class:`Expansions` hold at most
-:data:`~p2sim.collectives.expand.CACHE_BYTES` of arrays; past it the expander drops the least
-recently used.
+:data:`CACHE_BYTES` of arrays; past it the expander drops the least
+recently used (:meth:`Expansions.keep`, :meth:`Expansions.touch`: one ledger for every stage's cache).
 Imports the topology and formalism layers only.
 """
 
@@ -34,9 +34,29 @@ from ..topology import Topology
 from ..topology.settings import ModelRates
 from .pattern import Collective
 
-__all__ = ["CollectiveCaches", "Expansions", "structure_key"]
+__all__ = ["CollectiveCaches", "Expansions", "structure_key", "CACHE_BYTES"]
 
-_PER_SHAPE = ("channels", "available", "estimate")  # Expander._memo's decisions, one per group shape
+_PER_SHAPE = ("channels", "available", "estimate")  # Shapes.memo's decisions, one per group shape
+
+
+# bytes of arrays the built collectives and structures of one topology may hold before the least
+# recently used are dropped (a design figure, not a model one: unbounded, a 16,384-GPU rank on the
+# 3-tier SuperPOD reached 5 GiB; at 128 MiB it stays near 0.5 GiB but rebuilds enough to run over
+# twice as long, while 2,048-node sweeps on h100 and p5 stay at 265-266 MiB, 366 MiB at 384 MiB;
+# dropping only costs rebuilding, never a result)
+CACHE_BYTES = 128 * 2**20
+
+
+def _arrays_nbytes(obj: object) -> int:
+    """Bytes of the numpy arrays a collective's flows or a structure's tables hold (one level deep)."""
+    raw = getattr(obj, "raw", None) or ((),)
+    parts = (list(getattr(obj, "flows", ())) + list(getattr(obj, "tables", ())) + list(getattr(obj, "loads", ()))
+             + [t for t in raw[0] if t not in getattr(obj, "tables", ())])
+    total = 0
+    for p in parts:
+        values = p if isinstance(p, tuple) else vars(p).values() if hasattr(p, "__dict__") else ()
+        total += sum(v.nbytes for v in values if isinstance(v, np.ndarray))
+    return total
 
 
 class Expansions:
@@ -55,9 +75,31 @@ class Expansions:
         self.held: dict[tuple, tuple[dict, int]] = {}
         self.held_bytes = [0]
 
+    def keep(self, cache: dict, key: tuple, built: object) -> None:
+        """Cache ``built`` and count what it holds; past :data:`CACHE_BYTES`, the least recently used
+        collectives and structures are dropped (NCCL's per-shape decisions stay: they make results
+        independent of what was built).  The arrays count, and the group's members as Python ints in
+        the entry's key (about 40 bytes each)."""
+        cache[key] = built
+        size = _arrays_nbytes(built) + 40 * len(getattr(built, "members", ()) or ())
+        ledger = self.held
+        ledger[(id(cache), key)] = (cache, size)
+        self.held_bytes[0] += size
+        while self.held_bytes[0] > CACHE_BYTES and len(ledger) > 1:
+            (_, old), (owner, old_size) = next(iter(ledger.items()))
+            del ledger[(id(owner), old)]
+            owner.pop(old, None)
+            self.held_bytes[0] -= old_size
+
+    def touch(self, cache: dict, key: tuple) -> None:
+        """A cache hit: its entry becomes the most recently used."""
+        entry = self.held.pop((id(cache), key), None)
+        if entry is not None:
+            self.held[(id(cache), key)] = entry
+
     def adopt_structures(self, other: Expansions) -> None:
         """Keep ``other``'s structures too (least recently used first, as it held them), counted in this
-        ledger (``other`` held them within :data:`~p2sim.collectives.expand.CACHE_BYTES`)."""
+        ledger (``other`` held them within :data:`CACHE_BYTES`)."""
         for (owner_id, key), (owner, size) in other.held.items():
             if owner is other.structures and key not in self.structures:
                 self.structures[key] = owner[key]
@@ -95,7 +137,7 @@ def structure_key(topo: Topology) -> tuple:
       (:func:`~p2sim.topology.paths.hop_weight`: a tie-break by bandwidth), so the chosen NIC-to-NIC routes
       themselves are part of the key; a fabric's by arithmetic over its sizes and, under ECMP, its ports;
     * the routes' latencies (kept in full);
-    * a channel count (NVLS Tree's by NIC speed, ``Expander._channels`` by the ring's throughput): not read by the
+    * a channel count (NVLS Tree's by NIC speed, ``Structures.channels`` by the ring's throughput): not read by the
       structure but passed to it, in the structure's own cache key.
 
     So the key is the system file with every link rate and the tiers' oversubscription (or uplink ports) left out,

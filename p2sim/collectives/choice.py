@@ -6,20 +6,27 @@ p2sim's expansion with NCCL's own figures (:attr:`Collective.tuning
 <p2sim.collectives.pattern.Collective.tuning>`).  Which pairs a group may use follows NCCL's
 rules, each algorithm's own (:mod:`p2sim.collectives.algorithms`: trees reduce only, NVLS needs a
 Hopper-or-later NVSwitch, CollNet a SHARP fabric), LL128 NVLink inside nodes, and ``NCCL_ALGO`` /
-``NCCL_PROTO`` (``[nccl] algorithms``, ``protocols``) restrict them.  A mixin of :class:`~p2sim.collectives.expand.Expander`.
+``NCCL_PROTO`` (``[nccl] algorithms``, ``protocols``) restrict them.  A stage of
+:class:`~p2sim.collectives.expand.Expander`: it holds the choices of its
+:class:`~p2sim.collectives.caches.Expansions` (per group shape, and per group), and asks the expander's
+settings and NCCL's figures through the callables it is given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ..util.algorithms import ALGO_CHOICES, ALGORITHMS, COLLNET, algorithm as info_of, forced
 from ..util.errors import InputError
+from ..topology import Topology
 from .algorithms import FALLBACK, Algorithm, algorithm, forced_algorithms
+from .caches import CollectiveCaches, Expansions
 from .channels import segments
 from .nccl_tables import ALGOS, PROTOS
 from .p2p import P2P_ALGO, P2P_OPS, P2P_PROTO
 from .pattern import Collective
+from .shapes import Shapes
+from .structure import Structures
 
 __all__ = ["Choice", "ALGORITHMS", "ALGO_CHOICES", "COLLNET", "check_algo", "serves"]
 
@@ -47,13 +54,30 @@ def _first(reasons: Sequence[str | None]) -> str | None:
 MARGIN = 1e-9
 
 
-class Choice:
-    """Choice methods of :class:`~p2sim.collectives.expand.Expander` (a mixin: it uses the
-    expander's ``topo``, ``arch``, ``collective`` and caches); what each algorithm allows is the
-    algorithm's (:mod:`p2sim.collectives.algorithms`)."""
+# what the choice asks of the expander: (algo, proto, op, members, nbytes) -> its settings, NCCL's
+# (latency, bandwidth), and a bound on them
+Figures = Callable[[str, str, str, tuple, float], tuple]
 
-    #: :meth:`choose` leaves unbuilt the candidates whose bound shows they cannot win (:meth:`_least`)
-    _prune: bool = True
+
+class Choice:
+    """The choice stage of an :class:`~p2sim.collectives.expand.Expander`; what each algorithm allows is the
+    algorithm's (:mod:`p2sim.collectives.algorithms`).  ``settings``, ``tuning`` and ``tuning_bound`` are the
+    expander's (:meth:`~p2sim.collectives.expand.Expander.tuning`, ``tuning_bound``)."""
+
+    #: :meth:`choose` leaves unbuilt the candidates whose bound shows they cannot win (:meth:`least`)
+    prune: bool = True
+
+    def __init__(self, topo: Topology, caches: CollectiveCaches, shared: Expansions, shapes: Shapes,
+                 structures: Structures, settings: Figures, tuning: Figures, tuning_bound: Figures) -> None:
+        self.topo = topo
+        self.caches = caches
+        self.shapes = shapes
+        self.structures = structures
+        self._choice = shared.choice
+        self._chosen = shared.chosen
+        self._settings = settings
+        self.tuning = tuning
+        self.tuning_bound = tuning_bound
 
     def available(self, op: str, members: Sequence[int], proto: str = "auto") -> list[tuple[str, str]]:
         """The (algorithm, protocol) pairs NCCL may use for this collective, in NCCL's order.
@@ -63,7 +87,7 @@ class Choice:
         user set none: aws-ofi-nccl's platform-aws), and LL128 also where NCCL would not enable it by
         default (tuning.cc applies the NVLink-only rule to a default-enabled LL128 alone).
         """
-        return self._memo("available", members, (op, proto), lambda: self._available(op, members, proto))
+        return self.shapes.memo("available", members, (op, proto), lambda: self._available(op, members, proto))
 
     def _available(self, op: str, members: Sequence[int], proto: str = "auto") -> list[tuple[str, str]]:
         segs = segments(self.topo, members)
@@ -81,7 +105,7 @@ class Choice:
                     continue  # NCCL_PROTO (a network plugin may set it: aws-ofi-nccl on p4d)
                 if a.simple_only and p != "Simple":
                     continue
-                if p == "LL128" and proto == "auto" and not self._nvlink_only(segs):
+                if p == "LL128" and proto == "auto" and not self.structures.nvlink_only(segs):
                     continue  # NCCL enables LL128 by default only over NVLink
                 out.append((name, p))
         return out
@@ -118,7 +142,7 @@ class Choice:
         # (the CTA cap) and whether the chunks fit in flight (the window) shape p2sim's time only, so they do
         # not split the estimate's memo
         settings = self._settings(algo, proto, op, members, nbytes)[:4]
-        lat, bw = self._memo("estimate", members, (algo, proto, op) + settings, lambda: self._estimate(
+        lat, bw = self.shapes.memo("estimate", members, (algo, proto, op) + settings, lambda: self._estimate(
             algo, proto, op, members, nbytes))
         return lat + nbytes / bw
 
@@ -138,7 +162,7 @@ class Choice:
         hit = self._chosen.get(direct)
         if hit is not None:
             return hit
-        key = (op, self.shape(members), nbytes, algo, proto)  # groups of one shape choose alike
+        key = (op, self.shapes.shape(members), nbytes, algo, proto)  # groups of one shape choose alike
         hit = self._choice.get(key)
         if hit is not None:
             self._chosen[direct] = hit
@@ -154,12 +178,12 @@ class Choice:
             cands = [(a, p) for a, p in avail if a == FALLBACK.name]
         if not cands:
             cands = [(FALLBACK.name, "Simple")]
-        best = self._least(cands, op, members, nbytes)
+        best = self.least(cands, op, members, nbytes)
         self._choice[key] = self._chosen[direct] = best
         return best
 
-    def _least(self, cands: Sequence[tuple[str, str]], op: str, members: Sequence[int], nbytes: float
-               ) -> tuple[str, str]:
+    def least(self, cands: Sequence[tuple[str, str]], op: str, members: Sequence[int], nbytes: float
+              ) -> tuple[str, str]:
         """``min(cands, key=estimate)``, without estimating the candidates that cannot win.
 
         Each candidate's :meth:`estimate_bound` is at most its estimate (see
@@ -168,8 +192,8 @@ class Choice:
         more than :data:`MARGIN`, for the bound's sums rounded otherwise than the estimate's) is left
         unbuilt: its estimate would be larger still.  Every candidate that can tie the least is estimated,
         and ties go to the first in ``cands``' order, as :func:`min` gives them: the same choice, exactly.
-        ``_prune = False`` estimates them all (the tests compare the two)."""
-        if not self._prune or len(cands) == 1:
+        ``prune = False`` estimates them all (the tests compare the two)."""
+        if not self.prune or len(cands) == 1:
             return min(cands, key=lambda ap: self.estimate(*ap, op, members, nbytes))
         bounds = [self.estimate_bound(*ap, op, members, nbytes) for ap in cands]
         best: tuple[float, int] | None = None

@@ -1,10 +1,12 @@
 """Groups up to the topology's symmetries: what decides how a collective expands, not where it is.
 
-:meth:`ShapeMemo.shape` names a group by its members' node offsets, their GPUs' classes in the
+:meth:`Shapes.shape` names a group by its members' node offsets, their GPUs' classes in the
 node's graph (Weisfeiler-Lehman) and how they relate to each other; NCCL's choice, channel counts
-and estimates are decided once per shape (:meth:`ShapeMemo._memo`) and shared by every expander
-given the same caches and rates (:class:`~p2sim.collectives.caches.Expansions`).  A mixin of
-:class:`~p2sim.collectives.expand.Expander`; imports nothing of p2sim.
+and estimates are decided once per shape (:meth:`Shapes.memo`) and shared by every expander
+given the same caches and rates (:class:`~p2sim.collectives.caches.Expansions`).  The first stage
+:class:`~p2sim.collectives.expand.Expander` composes; it holds the shapes and per-shape decisions of its
+:class:`~p2sim.collectives.caches.Expansions` and the GPU classes of its
+:class:`~p2sim.collectives.caches.CollectiveCaches`.
 """
 
 from __future__ import annotations
@@ -15,14 +17,23 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-__all__ = ["ShapeMemo"]
+from ..topology import Topology
+from .caches import CollectiveCaches, Expansions
+
+__all__ = ["Shapes"]
 
 _PORTS_SEEN = ("estimate",)  # memos whose value depends on an ECMP fabric's ports (the rest: on the shape alone)
 
 
-class ShapeMemo:
-    """Shape methods of :class:`~p2sim.collectives.expand.Expander` (a mixin: it uses the
-    expander's ``topo``, ``caches`` and ``_shapes`` / ``_by_shape`` caches)."""
+class Shapes:
+    """The shape stage of an :class:`~p2sim.collectives.expand.Expander`: groups named up to the topology's
+    symmetries, and what is decided once per shape (:meth:`memo`), kept in ``shared``."""
+
+    def __init__(self, topo: Topology, caches: CollectiveCaches, shared: Expansions) -> None:
+        self.topo = topo
+        self.caches = caches
+        self._shapes = shared.shapes
+        self._by_shape = shared.by_shape
 
     def shape(self, members: Sequence[int]) -> tuple:
         """A group up to the topology's symmetries: what decides how it expands, not where it is.
@@ -98,7 +109,7 @@ class ShapeMemo:
                                    self.topo.router.local_nics(a) == self.topo.router.local_nics(b))
         return self._by_shape[key]
 
-    def _memo(self, what: str, members: Sequence[int], extra: tuple, compute):
+    def memo(self, what: str, members: Sequence[int], extra: tuple, compute):
         """``compute()`` once per shape: up to ECMP's ports, but for NCCL's estimate, whose algorithm
         bandwidth is the links' the ports load (two channels hashed onto one port halve it)."""
         shape = self.shape(members)

@@ -3,9 +3,11 @@
 :class:`Structure` is what an algorithm's channels put on the links of one group -- per flow its
 hop table, link loads, channels and the most bytes a node sends into the network, and the
 slowest routes inside and between nodes -- built once per algorithm and shared by the three
-protocols.  :class:`Structures` is the part of :class:`~p2sim.collectives.expand.Expander` that
-builds them (ring searches and mixes; each algorithm's hops are its object's
-:meth:`~p2sim.collectives.algorithms.base.Algorithm.structure`), and :func:`moved_collective`,
+protocols.  :class:`Structures` is the stage of :class:`~p2sim.collectives.expand.Expander` that
+builds and keeps them (ring searches and mixes, the group's channel count; each algorithm's hops are its
+object's :meth:`~p2sim.collectives.algorithms.base.Algorithm.structure`), holding the ring searches and
+one-switch answers of its :class:`~p2sim.collectives.caches.CollectiveCaches` and the structures of its
+:class:`~p2sim.collectives.caches.Expansions`; :func:`moved_collective`,
 :func:`merge_flows` the helpers that move a collective between nodes and merge identical
 channels.  Imports the topology layer, the collectives' pattern modules and the algorithms.
 """
@@ -20,9 +22,11 @@ import numpy as np
 
 from ..topology import Topology
 from .algorithms import algorithm
-from .channels import Segment
+from .caches import CollectiveCaches, Expansions
+from .channels import Segment, channel_count, segments
 from .pattern import Collective, Flow, HopTable, MovedHops
 from .hops.ringsearch import best_rings, ring_throughput
+from .shapes import Shapes
 
 __all__ = ["Structure", "Structures", "max_sent_to_net", "moved_collective", "merge_flows", "free_segment"]
 
@@ -81,8 +85,23 @@ class Structure:
 
 
 class Structures:
-    """Structure-building methods of :class:`~p2sim.collectives.expand.Expander` (a mixin: it uses
-    the expander's ``topo``, ``arch``, its :class:`~p2sim.collectives.caches.CollectiveCaches` and caches)."""
+    """The structure stage of an :class:`~p2sim.collectives.expand.Expander`: ring searches and mixes, channel
+    counts and each group's :class:`Structure`, kept in the caches it is given (see the module's text)."""
+
+    def __init__(self, topo: Topology, caches: CollectiveCaches, shared: Expansions, shapes: Shapes) -> None:
+        self.topo, self.caches, self.shared, self.shapes = topo, caches, shared, shapes
+        # what it keeps: per-shape answers (NVLink only) and the structures, in the ledger of ``shared``
+        self._by_shape, self._structures = shared.by_shape, shared.structures
+
+    def channels(self, members: Sequence[int]) -> int:
+        """Ring channels NCCL would build for this group."""
+        return self.shapes.memo("channels", members, (), lambda: self._channels(members))
+
+    def _channels(self, members: Sequence[int]) -> int:
+        segs = segments(self.topo, members)
+        mix = self.ring_mix(segs)
+        t = self.mix_throughput(mix[segs[0].node]) if len(segs) == 1 else math.inf
+        return channel_count(self.topo, segs, t)
 
     def rings(self, local: tuple[int, ...]) -> tuple[tuple[tuple[int, ...], float], ...]:
         rings = self.caches.rings  # a property of the topology: shared by every expander given these caches
@@ -91,10 +110,10 @@ class Structures:
             hit = rings[local] = best_rings(self.topo, local)
         return hit
 
-    def _ring_mix(self, segs: Sequence[Segment]) -> dict[int, tuple]:
+    def ring_mix(self, segs: Sequence[Segment]) -> dict[int, tuple]:
         return {s.node: self.rings(s.local(self.topo)) for s in segs}
 
-    def _mix_throughput(self, mix: tuple) -> float:
+    def mix_throughput(self, mix: tuple) -> float:
         """GB/s per ring hop of a ring mix (the LP's optimum; one ring for two GPUs)."""
         if len(mix) == 1:
             order = mix[0][0]
@@ -109,8 +128,8 @@ class Structures:
                         loads[e] = loads.get(e, 0.0) + 0.5 * w
         return min(self.topo.capacity[e] / v for e, v in loads.items()) / GB
 
-    def _mix_and_free(self, segs: Sequence[Segment]) -> tuple[dict[int, tuple], dict[int, bool]]:
-        """:meth:`_ring_mix`, and per node whether any ring order is as good (one ring, :meth:`_free_segment`):
+    def mix_and_free(self, segs: Sequence[Segment]) -> tuple[dict[int, tuple], dict[int, bool]]:
+        """:meth:`ring_mix`, and per node whether any ring order is as good (one ring, :meth:`free_segment`):
         both read a node only through its local GPUs, so each local set is looked up once per group (a group
         may span thousands of nodes, most of them alike)."""
         topo, mix, free = self.topo, {}, {}
@@ -120,11 +139,11 @@ class Structures:
             hit = seen.get(local)
             if hit is None:
                 rings = self.rings(local)
-                hit = seen[local] = (rings, len(rings) == 1 and self._free_segment(s))
+                hit = seen[local] = (rings, len(rings) == 1 and self.free_segment(s))
             mix[s.node], free[s.node] = hit
         return mix, free
 
-    def _free_segment(self, seg: Segment) -> bool:
+    def free_segment(self, seg: Segment) -> bool:
         """:func:`free_segment`, kept per local GPU set."""
         local = seg.local(self.topo)
         hit = self.caches.one_switch.get(local)
@@ -132,14 +151,14 @@ class Structures:
             hit = self.caches.one_switch[local] = free_segment(self.topo, seg)
         return hit
 
-    def _nvlink_only(self, segs: Sequence[Segment], members: Sequence[int] | None = None) -> bool:
+    def nvlink_only(self, segs: Sequence[Segment], members: Sequence[int] | None = None) -> bool:
         """Every intra-node path of the group is NVLink or one NVSwitch (NCCL's typeIntra <= NVB).
 
         Given the group's ``members``, once per shape: the shape's relations name every same-node pair's path
-        type (:meth:`~p2sim.collectives.shapes.ShapeMemo.shape`), so groups of one shape answer alike, and the
+        type (:meth:`~p2sim.collectives.shapes.Shapes.shape`), so groups of one shape answer alike, and the
         answer is asked of every candidate NCCL's choice bounds (otherwise each node's GPU set, every time)."""
         if members is not None:
-            return self._memo("nvlink only", members, (), lambda: self._nvlink_only(segs))
+            return self.shapes.memo("nvlink only", members, (), lambda: self.nvlink_only(segs))
         locals_ = frozenset(s.local(self.topo) for s in segs)
         key = ("nvlink", locals_)
         if key not in self._by_shape:
@@ -147,11 +166,11 @@ class Structures:
                                       for b in loc if a != b)
         return self._by_shape[key]
 
-    def _structure(self, algo: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
-                   share: float) -> Structure:
+    def build(self, algo: str, op: str, members: tuple[int, ...], segs: list[Segment], used: int,
+              share: float) -> Structure:
         topo = self.topo
         nodes = len(segs)
-        mix, free = self._mix_and_free(segs)
+        mix, free = self.mix_and_free(segs)
         bus, raw, raw_flow, raw_graph = algorithm(algo).structure(topo, op, members, segs, mix, free, used, share,
                                                                   self.caches)
         groups, per_flow, graph = merge_flows(raw, raw_flow, raw_graph)
@@ -164,7 +183,31 @@ class Structures:
         return Structure(tuple(groups), tuple(t.load() for t in groups), tuple(per_flow), tuple(graph),
                           tuple(max_sent_to_net(t, topo) for t in groups),
                           max(x[0] for x in lats), max(x[1] for x in lats), bus,
-                          min(members) // topo.gpus_per_node, nodes, self._nvlink_only(segs, members), kept)
+                          min(members) // topo.gpus_per_node, nodes, self.nvlink_only(segs, members), kept)
+
+    def of(self, algo: str, op: str, members: tuple[int, ...], local: tuple[int, ...], where: object,
+           used: int, share: float) -> Structure:
+        """The structure of ``algo``'s channels for this group, built once and kept (moved to where the group is,
+        from a group equal up to its nodes: ``local`` its members in its first node, ``where`` its fabric key)."""
+        skey = (algo, op, local, where, used, share if algorithm(algo).share_in_hops else None)
+        # on an ECMP fabric, groups equal up to their ports share a structure that keeps its ports' routes
+        # (Structure.raw): moved, they are re-hashed; a structure without them is only its group's
+        fabric = self.topo.fabric
+        free = (self.topo.move_key(np.asarray(members, dtype=np.int64) // self.topo.gpus_per_node, ports=False)
+                if fabric is not None and fabric.ecmp else where)
+        fkey = skey[:3] + (free,) + skey[4:]
+        for k in dict.fromkeys((skey, fkey)):
+            st = self._structures.get(k)
+            if st is not None:
+                self.shared.touch(self._structures, k)
+                if k != skey:  # moved here once (the re-hash), for this group's protocols and algorithms
+                    st = st.moved(self.topo, min(members) // self.topo.gpus_per_node)
+                    self.shared.keep(self._structures, skey, st)
+                return st
+        # the hops do not depend on the protocol: built once for all three
+        st = self.build(algo, op, members, segments(self.topo, members), used, share)
+        self.shared.keep(self._structures, fkey if self.movable(st) else skey, st)
+        return st
 
     def movable(self, st: Structure) -> bool:
         """Whether ``st`` moves exactly between groups equal up to an ECMP fabric's ports: it has none,

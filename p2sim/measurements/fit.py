@@ -374,8 +374,8 @@ def calibrated_specs(systems: Sequence[str], executor: Executor, engine: str, ro
 
 def _rates_read(algo: str, auto: str = "ring") -> str:
     """Whose calibrated rates (``tree_*`` or ``ring_*``) runs of setting ``algo`` read: the forced algorithm's
-    (:attr:`Algorithm.tree_rates <p2sim.collectives.algorithms.base.Algorithm.tree_rates>`), ``auto``'s for
+    (:meth:`Algorithm.rate_family <p2sim.collectives.algorithms.costs.Costs.rate_family>`), ``auto``'s for
     NCCL's own choice, the ring's for anything else (``collnet``)."""
     if algo in REGISTRY:
-        return "tree" if REGISTRY[algo].tree_rates else "ring"
+        return REGISTRY[algo].rate_family()
     return auto if algo == "auto" else "ring"

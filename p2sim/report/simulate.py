@@ -15,8 +15,9 @@ from ..util.fileio import replace_file
 from ..formalism.placement import Matrix, format_matrix
 from ..formalism.program import Program
 from ..sim import ProgramResult
-from ..sim.nccl_plan import PLAN_BYTES, AlgorithmPlan, nccl_plan
-from ..topology import Topology, bisection
+from ..sim.nccl_plan import PLAN_BYTES, AlgorithmPlan
+from ..studies.topology_summary import TopologySummary
+from ..topology import Topology
 from ..topology.bisection import MAX_BISECTION_LINKS
 from ..util.units import format_bytes, format_seconds
 
@@ -70,38 +71,28 @@ def _shown_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def topology_json(topo: Topology) -> dict[str, Any]:
-    kinds = Counter(d["kind"] for _, d in topo.graph.nodes(data=True))
-    links: dict[str, dict[str, Any]] = {}
-    for k, (u, v) in enumerate(topo.edges):
-        c = topo.edge_class[k]
-        entry = links.setdefault(c, {"directed_edges": 0, "bandwidth_GBps": set(), "latency_us": set()})
-        entry["directed_edges"] += 1
-        entry["bandwidth_GBps"].add(round(topo.capacity[k] / 1e9, 6))
-        entry["latency_us"].add(round(topo.latency[k] * 1e6, 6))
-    for c, entry in links.items():
-        entry["bandwidth_GBps"] = sorted(entry["bandwidth_GBps"])
-        entry["latency_us"] = sorted(entry["latency_us"])
-        entry["efficiency"] = topo.spec.classes[c].efficiency  # bandwidth_GBps is data sheet x efficiency
+def topology_json(summary: TopologySummary) -> dict[str, Any]:
+    """``p2sim topo --json``: the summary as a document (the system file's path relative to here)."""
     return {
-        "system": topo.spec.name,
-        "description": topo.spec.description,
-        "file": _shown_path(topo.spec.source),
-        "nodes": topo.node_count,
-        "hierarchy": [{"name": n, "cardinality": c} for n, c in zip(topo.level_names, topo.hierarchy)],
-        "devices": topo.devices,
-        "components": dict(sorted(kinds.items())),
-        "links": dict(sorted(links.items())),
-        "fabric": None if topo.fabric is None else {
-            "routing": topo.fabric.spec.routing, "rails": topo.fabric.spec.rails, "tiers": topo.fabric.summary()},
-        "bisection_GBps": bisection(topo),
-        "assumed": list(topo.spec.assumed),
-        "nccl": [dataclasses.asdict(p) for p in nccl_plan(topo)],
+        "system": summary.system,
+        "description": summary.description,
+        "file": _shown_path(summary.source),
+        "nodes": summary.nodes,
+        "hierarchy": [{"name": n, "cardinality": c} for n, c in summary.hierarchy],
+        "devices": summary.devices,
+        "components": dict(summary.components),
+        "links": {c.name: {"directed_edges": c.directed_edges, "bandwidth_GBps": list(c.bandwidth_gbps),
+                           "latency_us": list(c.latency_us), "efficiency": c.efficiency} for c in summary.links},
+        "fabric": summary.fabric,
+        "bisection_GBps": summary.bisection_gbps,
+        "assumed": list(summary.assumed),
+        "nccl": [dataclasses.asdict(p) for p in summary.nccl],
     }
 
 
-def topology_text(topo: Topology) -> str:
-    d = topology_json(topo)
+def topology_text(summary: TopologySummary) -> str:
+    """``p2sim topo``'s answer in words."""
+    d = topology_json(summary)
     lines = [
         f"{d['system']}: {d['description']}",
         f"  file       {d['file']}",

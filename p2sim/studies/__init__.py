@@ -49,6 +49,8 @@ Modules
     A training model's step as a plan's inputs: its AllReduces as reductions, its other collectives as parts.
 :mod:`.synth`
     Placements and synthesis as requests: every matrix of axes over a hierarchy, and every program of each.
+:mod:`.topology_summary`
+    What ``p2sim topo`` answers of a system: :class:`TopologySummary`, computed once, worded by the report.
 :mod:`.tuner`
     Where NCCL's own choice loses: size ranges and the algorithm and protocol to set instead.
 :mod:`.variations`

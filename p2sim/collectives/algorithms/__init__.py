@@ -8,16 +8,24 @@ p2sim asks the objects, never tests a name.  Adding an algorithm: docs/architect
 
 Modules
 -------
+:mod:`.availability`
+    Whether an algorithm can run: the part of :class:`~.base.Algorithm` NCCL's choice and a forced run ask first.
 :mod:`.base`
-    The interface every NCCL algorithm implements: :class:`Algorithm`.
+    The interface every NCCL algorithm implements: :class:`Algorithm`, the union of its four parts.
 :mod:`.collnet_chain`
     NCCL's CollNet Chain (``NCCL_ALGO=CollNetChain``): SHARP in the network, each node's GPUs chained to one head.
 :mod:`.collnet_direct`
     NCCL's CollNet Direct (``NCCL_ALGO=CollNetDirect``): SHARP in the network, every GPU of a node a head.
+:mod:`.costs`
+    An algorithm's latency and caps: the part of :class:`~.base.Algorithm` NCCL's tuning model and the caps read.
+:mod:`.layout`
+    An algorithm's channels and their structure: the part of :class:`~.base.Algorithm` that puts its hops on links.
 :mod:`.nvls`
     NCCL's NVLS (``NCCL_ALGO=NVLS``): NVLink SHARP reductions inside one NVLink domain.
 :mod:`.nvls_tree`
     NCCL's NVLS Tree (``NCCL_ALGO=NVLSTree``): NVLink SHARP in each node, trees across nodes.
+:mod:`.pipeline`
+    An algorithm's pipeline: the part of :class:`~.base.Algorithm` that says how its chunks move.
 :mod:`.ring`
     NCCL's ring (``NCCL_ALGO=Ring``): every collective, on any group.
 :mod:`.tree`
@@ -25,8 +33,8 @@ Modules
 
 Examples
 --------
->>> algorithm("tree").tree_rates, algorithm("nvls").simple_only, [a.name for a in forced_algorithms("collnet")]
-(True, True, ['collnet_direct', 'collnet_chain'])
+>>> algorithm("tree").rate_family(), algorithm("nvls").simple_only, [a.name for a in forced_algorithms("collnet")]
+('tree', True, ['collnet_direct', 'collnet_chain'])
 >>> FALLBACK.name, forced_algorithms("auto")
 ('ring', ())
 """

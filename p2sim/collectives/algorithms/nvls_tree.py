@@ -56,7 +56,6 @@ class NvlsTree(Nvls):
     """NCCL's NVLS Tree: what NVLS needs of each node, across two nodes or more."""
 
     name = "nvls_tree"
-    tree_rates = True
     # calcCollChunking (enqueue.cc): NVLS Tree's chunk halves below 32, 16, 4 and 1 chunks per head
     shrink = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
 
@@ -112,3 +111,6 @@ class NvlsTree(Nvls):
     def channel_cap(self, proto: str, nodes: int, arch: str, configured: float | None) -> float:
         cap = per_channel_nvls_tree_bw(arch, nodes)
         return cap if cap > 0 else math.inf
+
+    def rate_family(self) -> str:
+        return "tree"  # its network half is a tree: tree_net_rate, tree_channel_rate

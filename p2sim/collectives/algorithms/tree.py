@@ -34,7 +34,6 @@ class Tree(Algorithm):
 
     name = "tree"
     any_group = True
-    tree_rates = True
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
@@ -81,6 +80,9 @@ class Tree(Algorithm):
         if proto == "LL128":
             return per_channel_tree_ll128_bw(arch, nodes)
         return configured if configured is not None else per_channel_tree_bw(arch, nodes)
+
+    def rate_family(self) -> str:
+        return "tree"  # tree_net_rate, tree_channel_rate
 
     def baseline(self, topo: Topology, op: str, members: Sequence[int], nbytes: float) -> tuple[float, str]:
         if op == "AllReduce":
