@@ -207,6 +207,7 @@ def test_simulations_are_counted_before_they_start_and_limited(capsys):
                     f"estimated under 1 s of CPU and {100 * min(cores, 2)} MiB of memory")
 
 
+@pytest.mark.slow  # estimates a whatif on a fabric of 16,384 nodes
 def test_an_ecmp_whatif_is_refused_up_front_with_its_estimate(capsys, monkeypatch):
     from p2sim.studies import whatif
 
