@@ -3,8 +3,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# pytest-xdist's workers: one per CPU core (`make test JOBS=1` runs the tests in one process)
+JOBS ?= auto
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-all bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +19,13 @@ $(BIN)/.installed: pyproject.toml
 demo: $(BIN)/.installed
 	$(BIN)/p2sim rank --system a100 --axes data=4,tensor=8 --reduce data --algo both --top 5
 
+# the fast tier: every test but those marked slow (tests/conftest.py)
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal
+
+# every test, the slow ones too: what .ci/run runs
+test-all: $(BIN)/.installed
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal --runslow
 
 bench: $(BIN)/.installed
 	$(BIN)/python benchmarks/synth_appendix.py

@@ -55,6 +55,7 @@ def test_rank_serial_and_parallel_agree(capsys):
     assert json.loads(out) == a
 
 
+@pytest.mark.slow  # ranks the same job under every device order
 def test_rank_compare_orders(capsys, tmp_path):
     args = ["--system", "a100", "--nodes", "4", "--axes", "8,2,4", "--reduce", "0,2", "--algo", "ring"]
     doc = rank_json(capsys, *args, "--matrix", "[[2 4] [1 2] [2 2]]", "--compare-orders", "--out", str(tmp_path))
@@ -208,6 +209,7 @@ def test_validate_bad_file_writes_nothing(capsys, tmp_path):
     assert rc != 0 and f"{bad}:2: optimal_s" in err and not out_dir.exists()
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_calibrate_cli_writes_a_loadable_system(capsys, tmp_path):
     f = subset(tmp_path, lambda r: r["gpu"] == "A100" and r["axes"] == "2 16" and r["algo"] == "ring")
     toml = tmp_path / "a100-cal.toml"
@@ -222,6 +224,7 @@ def test_calibrate_cli_writes_a_loadable_system(capsys, tmp_path):
     assert json.loads(out)["programs"][0]["total_seconds"] > 3.0  # about 4.7 s measured
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_calibrate_never_overwrites_its_system_file_unless_forced(capsys, tmp_path):
     from p2sim.topology import find_spec
 

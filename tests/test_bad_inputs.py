@@ -207,6 +207,7 @@ def test_simulations_are_counted_before_they_start_and_limited(capsys):
                     f"estimated under 1 s of CPU and {100 * min(cores, 2)} MiB of memory")
 
 
+@pytest.mark.slow  # estimates a whatif on a fabric of 16,384 nodes
 def test_an_ecmp_whatif_is_refused_up_front_with_its_estimate(capsys, monkeypatch):
     from p2sim.studies import whatif
 
@@ -218,6 +219,8 @@ def test_an_ecmp_whatif_is_refused_up_front_with_its_estimate(capsys, monkeypatc
         raise AssertionError("the search started")
 
     monkeypatch.setattr(whatif, "run_search", no_search)
+    # on a loaded machine the count of programs takes long enough for a progress line before the refusal
+    monkeypatch.setenv("P2SIM_PROGRESS_S", "3600")
     line = refused(capsys, "whatif", "--system", "roce-h100", "--nodes", "1024", "--axes", "data=256,pipeline=4,tensor=8",
                    "--reduce", "data", "--bytes", "4GiB", "--vary", "routing=ecmp,adaptive", "--workers", "1",
                    says=("job: whatif on roce-h100 over 2 points (1024 nodes at the largest) would take about 485 s "

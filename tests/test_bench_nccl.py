@@ -41,6 +41,7 @@ def strip(records):
     return [{k: v for k, v in r.items() if k not in TIMING} for r in records]
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_two_level_configuration_every_program_verified(tmp_path):
     log = tmp_path / "run.jsonl"
     r = bench("run", "--system", "p2-16gpu", "--nodes", "1", "--backend", "numpy", "--bytes", "1KiB",
@@ -65,6 +66,7 @@ def test_two_level_configuration_every_program_verified(tmp_path):
     assert "PASS (emulated)" in s.stdout
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_three_level_configuration_every_program_verified(tmp_path):
     log = tmp_path / "run3.jsonl"
     bench("run", "--system", TINY3, "--backend", "numpy", "--bytes", "512B", "--warmup", "0", "--iters", "1",
@@ -74,6 +76,7 @@ def test_three_level_configuration_every_program_verified(tmp_path):
     assert {x["system"] for x in records} == {str(Path(TINY3).resolve())}  # found again by its path
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_logs_record_their_device_order_and_validate_reads_it_back(tmp_path):
     # axes 2,2,2 on 2 CPUs x 4 GPUs, reduce 0 and 2: axis 2 across the CPUs, axis 0 inside, so the orders differ
     args = ["run", "--system", "p2-16gpu", "--nodes", "1", "--axes", "2,2,2", "--reduce", "0,2",
@@ -102,6 +105,7 @@ def test_logs_without_an_order_were_run_in_the_aligned_order():
     assert completed([rec]) == {record_key(dict(rec, order="aligned")): {0}}
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_interrupted_run_resumes_to_the_same_log(tmp_path):
     args = ["run", "--system", "v100", "--nodes", "1", "--axes", "2,4", "--reduce", "1", "--backend", "numpy",
             "--bytes", "2KiB", "--warmup", "1", "--iters", "3", "--algo", "tree"]
@@ -118,6 +122,7 @@ def test_interrupted_run_resumes_to_the_same_log(tmp_path):
     assert len(read_log(part)) == len(read_log(full))
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_a_dying_rank_stops_the_others_and_the_log_keeps_its_records(tmp_path):
     log = tmp_path / "dead.jsonl"
     r = bench("run", "--system", "v100", "--nodes", "1", "--axes", "8", "--backend", "numpy", "--bytes", "1KiB",
@@ -132,6 +137,7 @@ def test_a_dying_rank_stops_the_others_and_the_log_keeps_its_records(tmp_path):
     assert len(records) == 4 and all(x["pass"] for x in records)
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_missing_cupy_says_how_to_install_it(tmp_path):
     block = tmp_path / "block"
     block.mkdir()
@@ -143,6 +149,7 @@ def test_missing_cupy_says_how_to_install_it(tmp_path):
         assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_bad_arguments_are_one_line(tmp_path):
     for args, msg in [
         (["run", "--system", "v100", "--nodes", "1", "--axes", "3,3", "--backend", "numpy"], "axes"),
@@ -207,6 +214,7 @@ def test_plans_keep_chunks_packed_in_order():
 FAKEGPU = str(ROOT / "tests" / "fakegpu")
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 @pytest.mark.parametrize("split", ["1", "0"])
 def test_nccl_backend_bookkeeping_with_a_stand_in_for_cupy(tmp_path, monkeypatch, split):
     """The nccl backend's calls, counts, roots and communicators, checked against a fake NCCL."""
@@ -279,6 +287,7 @@ def test_single_goes_through_the_backend_on_one_gpu(tmp_path):
     assert "commSplit" not in calls.read_text()
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_comm_split_only_with_nccl_2_18_at_build_and_run_time(tmp_path):
     """F4: CuPy 14 built against NCCL < 2.18 raises from commSplit: the per-group path runs instead."""
     for build, runtime in (("21703", "22703"), ("22703", "21703")):
@@ -291,6 +300,7 @@ def test_comm_split_only_with_nccl_2_18_at_build_and_run_time(tmp_path):
         assert "commSplit" not in calls.read_text()
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_slurm_one_gpu_per_task(tmp_path):
     """F2: under srun --gpus-per-task 1 each task sees one GPU; local ranks 0 and 1 both use device 0."""
     log = tmp_path / "slurm.jsonl"
@@ -305,6 +315,7 @@ def test_slurm_one_gpu_per_task(tmp_path):
     assert len(rows) == 6 and all(x["wrong"] == 0 and x["ranks"] == 2 for x in rows)
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_torchrun_keeps_its_master_port(tmp_path):
     """F3: torchrun's store listens on MASTER_PORT; bench_nccl's store takes P2SIM_BENCH_PORT, else the next port."""
     held = socket.socket()
@@ -356,6 +367,7 @@ def test_store_address_variables(monkeypatch):
         store_address()
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_gpu_failures_are_one_message(tmp_path):
     """F5: no usable driver, no NCCL, too few GPUs: one line from the preflight, no CUDA traceback."""
     driver = "cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version"
@@ -373,6 +385,7 @@ def test_gpu_failures_are_one_message(tmp_path):
     one_line_error(r, "rank 0: CUDARuntimeError", "driver")
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_tree_on_old_nccl(tmp_path):
     """F7: before NCCL 2.19, NCCL_ALGO=Tree breaks every collective but AllReduce: refused with one message."""
     args = ["run", "--system", "v100", "--nodes", "1", "--axes", "2,4", "--reduce", "1", "--bytes", "1KiB",
@@ -387,6 +400,7 @@ def test_tree_on_old_nccl(tmp_path):
 
 # --- the sweep ------------------------------------------------------------------------------------------------
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_sweep_prints_nccl_tests_table_and_logs_rows(tmp_path):
     from p2sim.collectives.busbw import bus_factor
     from p2sim.measurements.nccltests import parse_nccltests
@@ -408,6 +422,7 @@ def test_sweep_prints_nccl_tests_table_and_logs_rows(tmp_path):
     assert "sweep ReduceScatter" in bench("summary", str(log)).stdout
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_sweep_numpy_and_nccl_agree(tmp_path):
     """Every collective, in place and out of place: the stand-in NCCL and the numpy executor give equal results."""
     for coll in ("AllReduce", "ReduceScatter", "AllGather", "Broadcast", "Reduce"):
@@ -424,6 +439,7 @@ def test_sweep_numpy_and_nccl_agree(tmp_path):
     assert r.returncode == 1 and "DIFFERENT" in r.stdout
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_sweep_catches_wrong_results(tmp_path):
     from p2sim.measurements.sweep_log import read_sweep_log
     from p2sim.util.errors import MeasurementError
@@ -437,6 +453,7 @@ def test_sweep_catches_wrong_results(tmp_path):
         read_sweep_log(log, system="h100")
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_sweep_with_a_system_and_bad_arguments(tmp_path):
     log = tmp_path / "s.jsonl"
     # -b/-e as nccl-tests reads them: 1KB is 1024 bytes (parsesize reads the K only)
@@ -459,6 +476,7 @@ def test_sweep_with_a_system_and_bad_arguments(tmp_path):
         one_line_error(r, msg)
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_program_log_has_per_step_bandwidths(tmp_path):
     from p2sim.collectives.busbw import bus_factor
 
@@ -476,6 +494,7 @@ def test_program_log_has_per_step_bandwidths(tmp_path):
             assert [(s["op"], s["group_size"], s["groups"], s["bytes"]) for s in steps] == [("AllReduce", 4, 2, 4096)]
 
 
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_sweep_and_single_need_no_simulator(tmp_path):
     """The GPU smoke test runs where simpy is missing: sweep and single never import it."""
     block = tmp_path / "block"

@@ -90,6 +90,7 @@ def test_console_entry_point_exit_status():
 FULL = "/dev/full"
 
 
+@pytest.mark.slow  # a p2sim subprocess per command
 @pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full here")
 @pytest.mark.parametrize("argv", [
     ["p2sim", "systems"],
@@ -358,6 +359,7 @@ def test_every_command_goes_through_the_api(capsys, monkeypatch, tmp_path):
     capsys.readouterr()
 
 
+@pytest.mark.slow  # validates every published point
 def test_validate_csv_on_stdout_is_the_csv_only(capsys, tmp_path):
     """``--csv -`` prints the table as CSV and nothing else, --out's report line included (as rank, plan,
     whatif and sweep do)."""

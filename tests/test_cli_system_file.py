@@ -52,6 +52,7 @@ def test_system_ref_names_catalogue_systems_by_name_and_files_by_path(tmp_path):
     assert system_ref(find_spec(mine)) == str((tmp_path / "elsewhere" / "p5-cluster.toml").resolve())
 
 
+@pytest.mark.slow  # every command, a calibration fit among them
 @pytest.mark.parametrize("name", ["mycluster", "p5"])
 def test_every_command_reads_the_users_file(capsys, tmp_path, name):
     system = own_file(tmp_path, name)
@@ -92,6 +93,7 @@ def test_every_command_reads_the_users_file(capsys, tmp_path, name):
     assert json.loads(out)["rms_log_error_before"] < 0.02  # the file itself predicted its own log
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_calibration_fits_the_file_not_the_catalogue(capsys, tmp_path):
     """Calibrated on a log of a slower cluster, an edited copy named ``p5`` (its NIC a tenth of the shipped
     one's) moves its NIC down to the log's: its rows name it by path, and the fit's trials must be what
@@ -117,6 +119,7 @@ def test_calibration_fits_the_file_not_the_catalogue(capsys, tmp_path):
     assert fit["rms_log_error_after"] < 0.2 < fit["rms_log_error_before"]
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_a_system_held_in_memory_is_what_check_and_calibrate_predict_with(capsys, tmp_path):
     """Through the API a system may be a SystemSpec changed in memory, its file gone or never there: the
     logs' rows are checked and predicted with it, not with a file found again by name or path."""

@@ -78,6 +78,7 @@ def test_nccltests_log_with_system_flag_and_with_systems_csv(capsys, tmp_path):
     assert len({r["size_bytes"] for r in rows}) * 2 == len(rows)
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_calibrate_on_nccltests_log_writes_a_loadable_system(capsys, tmp_path):
     out = tmp_path / "h100-cal.toml"
     rc, text, err = run(capsys, "calibrate", "--measurements", str(DATA / "all_reduce_perf_2node_h100.txt"),
@@ -93,6 +94,7 @@ def test_calibrate_on_nccltests_log_writes_a_loadable_system(capsys, tmp_path):
     assert after["metrics"]["all"]["des"]["all"]["gsd"] <= before["metrics"]["all"]["des"]["all"]["gsd"] + 1e-9
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_calibrate_on_rows_scores_in_sample(capsys, tmp_path):
     log = DATA / "all_reduce_perf_1node_h100.txt"
     doc = validate_json(capsys, "--measurements", str(log), "--system", "h100", "--calibrate-on", str(log))
@@ -110,6 +112,7 @@ def test_bad_systems_csv(capsys, tmp_path, text, field):
     assert rc == 2 and out == "" and field in err and "Traceback" not in err
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_validate_splits_by_size_calibrating_on_every_other_size(capsys):
     log = DATA / "all_reduce_perf_2node_h100.txt"
     doc = validate_json(capsys, "--measurements", str(log), "--system", "h100", "--calibrate-on", str(log),

@@ -73,6 +73,7 @@ _JAX_RUNNER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # runs the emitted JAX program in a subprocess
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_jax_program_reduces_over_p2sims_groups(case):
     pytest.importorskip("jax")
@@ -107,6 +108,7 @@ def test_jax_program_reduces_over_p2sims_groups(case):
             assert got["out"][r] == total, (case, r)
 
 
+@pytest.mark.slow  # runs the emitted PyTorch program
 def test_torch_program_runs_on_the_fake_process_group():
     torch = pytest.importorskip("torch")
     import torch.distributed as dist

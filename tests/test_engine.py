@@ -106,6 +106,7 @@ def scenarios(draw):
 
 
 # the fixture only picks the solver: the same for every generated input
+@pytest.mark.slow  # hypothesis: hundreds of simulations on two engines
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(scenarios())
 def test_results_equal_the_dense_engine(solver_mode, scenario):

@@ -138,6 +138,7 @@ def _timed_run(capsys, *argv: str) -> tuple[str, float]:
     return _one_line_error(rc, out, err), time.monotonic() - start
 
 
+@pytest.mark.slow  # waits out the scheduler's limit
 def test_scheduler_without_workers_fails_within_the_limit():
     """The command line itself (another process): one line on stderr, no Dask log lines, exit status 2."""
     with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://", dashboard_address=":0",

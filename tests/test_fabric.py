@@ -282,6 +282,7 @@ def test_moved_groups_get_the_routes_built_in_place(span, first, routing, shift,
                 assert np.array_equal(topo.move_edges(here, nodes[0], np.array([d]))[0], there)
 
 
+@pytest.mark.slow  # a fabric of 16,384 GPUs
 def test_superpod_simulates_16384_gpus():
     topo = load_system("superpod-h100", 2048)
     assert topo.hierarchy == (64, 32, 8) and topo.devices == 16384
@@ -400,7 +401,7 @@ def _shape_classes_against_flows(system: str, nodes: int, axes: tuple[int, ...],
     ("superpod-h100", 64, (16, 4, 8)),
     ("superpod-h100", 512, (128, 4, 8)),
     ("roce-h100", 64, (16, 4, 8)),
-    ("gb200-nvl72-pod", 64, (64, 8, 9)),
+    pytest.param("gb200-nvl72-pod", 64, (64, 8, 9), marks=pytest.mark.slow),  # 4,608 GPUs
     ("perlmutter", 256, (64, 4, 4)),
     ("dgx-b200", 64, (16, 4, 8)),
 ])

@@ -23,6 +23,7 @@ def full_fit() -> tuple[list, Calibration]:
     return rows, calibrate([], "dgx-h100", SerialExecutor(), "des", collectives=rows)
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_a_full_range_log_fits_latencies_beside_bandwidths_and_keeps_its_large_sizes(full_fit):
     rows, fit = full_fit
     lat = fit.to_json()["latencies_us"]
@@ -41,12 +42,14 @@ def test_a_full_range_log_fits_latencies_beside_bandwidths_and_keeps_its_large_s
     "issue 33, left open: fitted, NCCL's model sits on a knife-edge at 1 MiB on one DGX H100 (ring/LL 28.01 us "
     "against nvls/Simple 28.28 us), it runs ring/LL there, and p2sim's ring/LL at 512 KiB - 1 MiB is about 1.4x "
     "faster than the log: a ramp mechanism the model lacks, which no bounded parameter bends"))
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_a_full_range_log_fits_within_1_3x_at_every_size(full_fit):
     rows, fit = full_fit
     ratios = [p.ratio for p in predict_collectives(rows, {"dgx-h100": fit.after})]
     assert all(1 / 1.3 <= r <= 1.3 for r in ratios), sorted(ratios)
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_large_sizes_alone_fit_no_latency():
     rows = [r for r in read_nccltests(FULL, system="dgx-h100") if r.size_bytes >= 2**28]
     fit = calibrate([], "dgx-h100", SerialExecutor(), "des", collectives=rows, max_evaluations=20)
@@ -93,6 +96,7 @@ def _times(fit: Calibration, rows: list) -> list[float]:
     return [p.seconds for p in predict_collectives(rows, {"dgx-h100": fit.after})]
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_a_synthetic_log_is_fitted_and_its_other_sizes_predicted():
     # launch and the network step both add a constant to every 2-node row of this log: their sum is what the
     # rows determine, not each (the fit may trade one for the other), so the test is on times, not values
@@ -106,6 +110,7 @@ def test_a_synthetic_log_is_fitted_and_its_other_sizes_predicted():
     assert all(abs(fit.ratio(c) - 1.0) < 0.02 for c in ("nic", "spine")), fit.to_json()["classes"]
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_one_outlier_row_hardly_moves_the_fit():
     made = _synthetic(KNOWN)
     clean = calibrate([], "dgx-h100", SerialExecutor(), "des", collectives=made)
@@ -116,6 +121,7 @@ def test_one_outlier_row_hardly_moves_the_fit():
             assert abs(b / a - 1.0) < 0.05, (r.size_bytes, a, b)
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_the_fit_stays_within_every_parameters_bounds():
     slow = [replace(r, seconds=r.seconds * (50.0 if r.size_bytes < 2**20 else 1.0)) for r in _synthetic({})]
     fit = calibrate([], "dgx-h100", SerialExecutor(), "des", collectives=slow)
@@ -140,6 +146,7 @@ def test_the_parameter_table_names_where_each_lives_and_its_bounds_source():
     assert "model.stream_rate" not in [p.path for p in applicable(find_spec("dgx-h100"), ("tree",), True)]
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_the_fit_is_deterministic():
     rows = _synthetic(KNOWN)[::2]
     a = calibrate([], "dgx-h100", SerialExecutor(), "des", collectives=rows, max_evaluations=10)

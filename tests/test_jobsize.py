@@ -68,6 +68,7 @@ def _p2sim(*argv: str, env: dict[str, str] | None = None, timeout: float = 60):
                           env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow  # 2,048 racks, in a subprocess
 def test_a_job_estimated_too_big_is_refused_before_any_synthesis():
     # one axis over 2048 racks of gb200-nvl72-pod: one matrix whose synthesis hierarchy (1, 256, 8, 18, 4) has
     # 4 levels below its root and 147,456 devices; its synthesis alone is 1.4 s + 147,456 x 3.1 ms x
@@ -156,6 +157,7 @@ def test_ecmp_gpu_steps_cost_more_and_say_so():
     assert "ECMP" not in plain.text()
 
 
+@pytest.mark.slow  # bounds of 512-GPU fabrics
 @pytest.mark.parametrize("system, nodes, axes", [("superpod-h100", 64, "data=16,pipeline=4,tensor=8"),
                                                 ("roce-h100", 16, "data=4,pipeline=4,tensor=8")])
 def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypatch, system, nodes, axes):
@@ -218,6 +220,7 @@ def test_the_estimate_counts_the_steps_and_collectives_the_bounds_build(monkeypa
     assert seen.program_steps < counted_all.program_steps
 
 
+@pytest.mark.slow  # bounds of a 512-GPU fabric
 def test_whatif_and_plan_estimate_their_bounds_as_rank_does(monkeypatch):
     # issue 34: whatif and plan estimated by GPU-steps (42 min and 17 min for SuperPOD jobs of a few minutes);
     # a bounded search of theirs now counts what its bounds build, as rank's: two what-if points build two
@@ -247,6 +250,7 @@ def test_whatif_and_plan_estimate_their_bounds_as_rank_does(monkeypatch):
     assert isinstance(one, StepCount) and one.classes > 0
 
 
+@pytest.mark.slow  # hypothesis over fabrics
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(["superpod-h100", "a100", "gb200-nvl72-pod"]), st.integers(1, 4), st.integers(0, 2**31),
        st.sampled_from([1, 2, 3]))

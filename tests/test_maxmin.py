@@ -38,6 +38,7 @@ def assert_same_rates(got: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_allclose(got[fin], want[fin], rtol=1e-9, atol=0.0)
 
 
+@pytest.mark.slow  # hypothesis against the dense solver
 @settings(max_examples=200, deadline=None)
 @given(problems())
 def test_max_min_is_feasible_and_every_flow_is_bottlenecked(problem):
@@ -82,6 +83,7 @@ def histories(draw):
     return usage, cap, steps
 
 
+@pytest.mark.slow  # hypothesis against the dense solver
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(histories())
 @pytest.mark.parametrize("dense", [False, True, None])

@@ -119,6 +119,7 @@ def test_nvls_tree_each_head_nic_carries_one_over_heads_of_the_network_traffic()
     assert len(c.flows) == 32 and all(f.channels == 32 and f.share == pytest.approx(1 / 32) for f in c.flows)
 
 
+@pytest.mark.slow  # fabrics of up to 2,304 GPUs
 def test_nvls_tree_busbw_falls_as_racks_are_added_once_the_network_binds(tmp_path):
     # 50 Gb/s NICs (6.25 GB/s): 32 heads' NICs bind.  At 2 racks a head sends its slice (S/32) once
     # (half on each tree, up as a child and down as the root): algbw 32 x 6.25 = 200 GB/s; from 4 racks an

@@ -16,6 +16,8 @@ import tomllib
 import venv
 from pathlib import Path
 
+import pytest
+
 from p2sim.topology import builtin_dir, system_paths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,6 +54,7 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
     return proc.stdout
 
 
+@pytest.mark.slow  # builds the wheel and installs it in a new venv
 def test_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     src = tmp_path / "src"
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(

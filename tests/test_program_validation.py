@@ -71,6 +71,7 @@ def test_validation_end_to_end_on_a_subset(tmp_path):
         assert key in row
 
 
+@pytest.mark.slow  # a calibration fit (scipy least squares)
 def test_calibration_fits_the_nic_and_improves_the_error(tmp_path):
     f = subset(tmp_path, lambda r: r["gpu"] == "A100" and r["axes"] in ("2 16", "32") and r["algo"] == "ring")
     rows = load_measurements(f)

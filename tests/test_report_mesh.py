@@ -71,6 +71,7 @@ def test_bad_emit_is_one_line(capsys, extra):
     assert rc == 2 and out == "" and len(err.splitlines()) == 1 and "emit" in err
 
 
+@pytest.mark.slow  # runs the emitted JAX program
 def test_jax_program_builds_the_mesh_with_real_jax(capsys, tmp_path):
     pytest.importorskip("jax")
     matrix, _ = _best(capsys)

@@ -105,6 +105,7 @@ def test_html_is_rendered_not_markdown(report):
         assert base64.b64decode(src.split(",", 1)[1])[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow  # writes the pages
 def test_a_new_column_appears_in_both_reports(capsys, tmp_path, monkeypatch):
     # how a column is added (e.g. each step's algorithm and protocol): one more Column in RANK_COLUMNS
     extra = Column("steps", "number of steps of the program", lambda r: str(len(r[1].timing.steps)), numeric=True)
@@ -200,6 +201,7 @@ def test_tables_and_plots_name_the_axes(result, files, monkeypatch):
     assert "reduction group over data" in title and "(data, tensor) coordinates" in title and "axis" not in title
 
 
+@pytest.mark.slow  # writes the pages twice
 def test_pages_are_deterministic_and_markdown_columns_line_up(result, files):
     again = rank_report.rank_report(result)
     assert again.keys() == files.keys() and all(again[k] == files[k] for k in files)

@@ -22,6 +22,7 @@ CASES = [("a100", 2, (4, 8), (0,), 2.0**32), ("a100", 4, (4, 2, 8), (0, 2), 2.0*
          ("h100", 2, (2, 8), (1,), 2.0**32), ("dgx-h100", 2, (4, 2, 2), (0, 2), 2.0**24), ("p2-16gpu", 2, (4, 4), (0,), 2.0**30)]
 
 
+@pytest.mark.slow  # simulates every program
 @pytest.mark.parametrize("system,nodes,axes,reduce,nbytes", CASES)
 def test_the_bound_is_below_every_simulated_time_and_the_analytic_model_too(system, nodes, axes, reduce, nbytes):
     topo = load_system(system, nodes)
@@ -88,6 +89,7 @@ def _json(capsys, argv):
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow  # every command twice
 @pytest.mark.parametrize("argv", [
     ["rank", "--system", "a100", "--axes", "4,8", "--reduce", "0", "--algo", "both", "--top", "5"],
     ["rank", "--system", "a100", "--nodes", "4", "--axes", "8,2,4", "--reduce", "0,2", "--compare-orders", "--top", "3"],

@@ -222,6 +222,7 @@ def _same(compact, reference) -> None:
         assert np.array_equal(compact.matrix(d), reference.matrix(d)), f"device {d}"
 
 
+@pytest.mark.slow  # hypothesis on the reference semantics
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(hierarchies(), st.data())
 def test_compact_and_reference_agree_on_random_programs(levels, data):

@@ -79,6 +79,7 @@ def _start_long_rank() -> tuple[subprocess.Popen, list[int]]:
     return proc, workers
 
 
+@pytest.mark.slow  # signals a p2sim run in a subprocess
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sig,status,word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
 def test_a_signal_ends_the_whole_run_with_one_line(sig, status, word):
@@ -159,6 +160,7 @@ def test_a_signal_while_the_workers_fork_is_not_lost(tmp_path):
     assert (r.stdout, r.stderr) == ("terminated\n", "")
 
 
+@pytest.mark.slow  # signals seven p2sim runs in subprocesses
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("sig,status,word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
 def test_a_signal_at_any_moment_of_a_run_ends_it_with_one_line(sig, status, word):

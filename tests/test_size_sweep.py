@@ -130,6 +130,7 @@ def _point(system: str, nodes: int, algo: str = "auto"):
     return run_sweep(SweepRequest.build(system, nodes, minbytes="1GiB", maxbytes="1GiB", algo=algo)).points[0]
 
 
+@pytest.mark.slow  # sweeps fabrics of up to 1,984 GPUs
 @pytest.mark.parametrize(("system", "partial", "below", "above", "algo"), [
     ("superpod-h100", 248, 224, 256, "collnet_chain"),  # 7 scalable units of 32 nodes and one of 24
     ("gb200-nvl72-pod", 20, 16, 24, "nvls_tree"),  # 2 scalable units of 8 racks and one of 4

@@ -15,6 +15,8 @@ from p2sim.measurements.sweep_log import is_sweep_log, read_sweep_log
 from p2sim.util.errors import MeasurementError
 
 ROOT = Path(__file__).resolve().parents[1]
+# every test reads the log of a bench_nccl sweep that the module's fixture runs in a subprocess
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

@@ -184,6 +184,7 @@ STEP_JOB = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", t
                 workers=1)
 
 
+@pytest.mark.slow  # a model's step at each point
 def test_whatif_model_charges_the_whole_step_at_each_nic_speed_as_plan_model_does(tiny):
     """Two NIC speeds: each point's step (best and default placement, per axis) equals plan --model's on that
     point's system; the data reduction crosses the nodes, so the slower NIC gives the slower step."""
@@ -249,6 +250,7 @@ def _built_and_rows(monkeypatch, share: bool, **request):
     return json.dumps(result.to_json(), sort_keys=True), built[0]
 
 
+@pytest.mark.slow  # every point twice
 def test_points_of_nic_rates_share_their_structures_and_answer_as_alone(monkeypatch):
     # issue 34 item 2: a flat network's NIC rate changes no structure (structure_key); the points take the one
     # before's and build fewer, with the same answer to the bit; a PCIe rate (a node link) shares nothing
@@ -274,6 +276,7 @@ def test_points_that_build_the_same_structures_run_one_after_another(monkeypatch
     assert labels[:2] == ["nvswitch.bandwidth=200, nic.bandwidth=25", "nvswitch.bandwidth=450, nic.bandwidth=25"]
 
 
+@pytest.mark.slow  # every point twice
 def test_points_of_uplink_rates_share_their_structures_and_answer_as_alone(monkeypatch):
     # issue 34 item 2: leaf oversubscription 1, 2, 4 under adaptive routing changes no structure; each point takes
     # the one before's (CollectiveCaches.adopt) and builds a third as many, with the same rows to the bit
