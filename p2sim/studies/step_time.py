@@ -46,13 +46,14 @@ from ..workload.op_time import DEFAULT, EfficiencyParams, OpTimer
 from ..workload.schedule import bubble_seconds, chunk_layers
 from ..workload.step import StepCollective
 from ..workload.train_text import given_fields, training_of
-from ..workload.training import AXES, fit
+from ..workload.model_spec import ModelSpec
+from ..workload.training import AXES, TrainingSpec, fit
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from .step_plan import part_groups
 from .step_workload import ENDS, GROUPS, PAIRS, StepPart
 
-__all__ = ["StepSettings", "StepResult", "run_step", "step_settings", "job_hierarchy", "RECOMPUTE"]
+__all__ = ["StepSettings", "StepResult", "StepJob", "PreparedStep", "run_step", "step_job", "prepare_step", "finish_step", "step_settings", "job_hierarchy", "RECOMPUTE"]
 
 RECOMPUTE = ("none", "selective", "full")
 COMM_AXES = ("tensor", "context", "expert", "pipeline", "data")
@@ -225,18 +226,23 @@ def _axis_of(c: StepCollective) -> str:
     return "data"
 
 
-_SIMULATED: dict[tuple[Any, ...], dict[StepCollective, float]] = {}
+_SIMULATED: dict[tuple[Any, ...], float] = {}
 _TOPOLOGIES: dict[tuple[str, int], Topology] = {}
 
 
 def _simulate(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
               collectives: Sequence[StepCollective], engine: str) -> dict[StepCollective, float]:
-    """One call's seconds of each collective under Megatron-LM's default rank order (kept for the process: the
-    same job's collectives take the same time whatever the compute's parameters)."""
-    key = (id(topo), hierarchy, per_node, node_gpus, tuple(sorted(sizes.items())), tuple(collectives), engine)
-    if key not in _SIMULATED:
-        _SIMULATED[key] = _simulate_now(topo, hierarchy, per_node, node_gpus, sizes, collectives, engine)
-    return _SIMULATED[key]
+    """One call's seconds of each collective under Megatron-LM's default rank order.
+
+    Each is kept for the process by what its time depends on: the job, the axes' sizes (its groups), its
+    operation, axes and size -- not its count or phase, nor the compute's parameters -- so that the
+    configurations a search tries share the collectives their groups and sizes share."""
+    job = (id(topo), hierarchy, per_node, node_gpus, tuple(sorted(sizes.items())), engine)
+    missing = [c for c in collectives if job + (c.op, c.axes, c.size) not in _SIMULATED]
+    if missing:
+        for c, s in _simulate_now(topo, hierarchy, per_node, node_gpus, sizes, missing, engine).items():
+            _SIMULATED[job + (c.op, c.axes, c.size)] = s
+    return {c: _SIMULATED[job + (c.op, c.axes, c.size)] for c in collectives}
 
 
 def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
@@ -266,6 +272,75 @@ def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, nod
     return out
 
 
+@dataclass(frozen=True)
+class StepJob:
+    """What every configuration of one job shares: the model, the system built, its GPUs, the timer."""
+
+    model: ModelSpec
+    topo: Topology
+    gpus: int
+    nodes: int | None
+    hierarchy: tuple[int, ...]
+    used: int  # GPUs the job uses on each node
+    per_node: int  # the system's GPUs per node
+    timer: OpTimer
+    engine: str = "des"
+    layers: dict[tuple[Any, ...], tuple[float, float, float, float]] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class PreparedStep:
+    """One configuration before its collectives are simulated: its memory, each stage's compute, and the
+    step's least time (:attr:`bound`), which the collectives can only lengthen."""
+
+    job: StepJob
+    sizes: dict[str, int]
+    training: TrainingSpec
+    extra: StepSettings
+    micro_batches: int
+    memory: MemoryUse
+    stage_compute: tuple[float, ...]
+    stage_attention: tuple[float, ...]
+    stage_matmul: tuple[float, ...]
+    stage_layers: tuple[int, ...]
+    optimizer: float
+
+    @property
+    def fits(self) -> bool:
+        capacity = self.job.topo.spec.nccl.memory_gib
+        return capacity is None or self.memory.total <= capacity * GIB
+
+    @property
+    def bound(self) -> float:
+        """At most the step: ``m`` micro-batches of the slowest stage's compute, the bubble of the stages' compute
+        and the optimizer.  Exposed communication only adds to a stage's time (and the bubble grows with every
+        stage's: ``(sum - max) / v``), and pipeline and data exposure are added to the step, so the step
+        :func:`finish_step` finds is never below it."""
+        stages = self.stage_compute
+        return self.micro_batches * max(stages) + bubble_seconds(stages, self.training.virtual_stages) + self.optimizer
+
+
+def step_job(model: Any, system: Any, nodes: int | None, gpus: int | None, params: EfficiencyParams = DEFAULT,
+             engine: str = "des") -> StepJob:
+    """The job's shared parts: the model loaded, the system built for its GPUs, the operations' timer."""
+    spec_model = model if isinstance(model, ModelSpec) else load_model(model)
+    spec = find_spec(system) if not hasattr(system, "hierarchy") else system
+    per_node = math.prod(spec.hierarchy(1)[spec.node_level + 1:])
+    if gpus is None and nodes is None:
+        raise InputError("step: give --nodes or --gpus")
+    if gpus is None:
+        gpus = nodes * per_node
+    if gpus < 1:
+        raise InputError(f"gpus: {gpus} should be a positive integer")
+    count = max(nodes or 0, -(-gpus // per_node))
+    if isinstance(system, str):
+        topo = _TOPOLOGIES.get((system, count)) or _TOPOLOGIES.setdefault((system, count), load_system(spec, count))
+    else:
+        topo = load_system(spec, count)
+    hierarchy, used = job_hierarchy(topo.hierarchy, gpus, per_node)
+    return StepJob(spec_model, topo, gpus, nodes, hierarchy, used, per_node, _timer(topo, params), engine)
+
+
 def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | None = None,
              axes: Mapping[str, int], train: str | None = None, params: EfficiencyParams = DEFAULT,
              engine: str = "des", check_memory: bool = True) -> StepResult:
@@ -288,25 +363,23 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
         if a not in AXES:
             raise InputError(f"axes: {a!r} is not an axis a training step uses (one of {', '.join(AXES)})")
         sizes[a] = v
-    spec = find_spec(system) if not hasattr(system, "hierarchy") else system
-    per_node = math.prod(spec.hierarchy(1)[spec.node_level + 1:])
-    if gpus is None and nodes is None:
-        raise InputError("step: give --nodes or --gpus")
-    if gpus is None:
-        gpus = nodes * per_node
-    if gpus < 1:
-        raise InputError(f"gpus: {gpus} should be a positive integer")
-    if math.prod(sizes.values()) != gpus:
+    job = step_job(spec_model, system, nodes, gpus, params, engine)
+    if math.prod(sizes.values()) != job.gpus:
         raise InputError(f"axes: {' x '.join(str(sizes[a]) for a in AXES)} = {math.prod(sizes.values())} GPUs, but the "
-                         f"job has {gpus}")
+                         f"job has {job.gpus}")
+    prepared = prepare_step(job, sizes, training, extra)
+    if check_memory:
+        check_fits(prepared.memory, job.topo.spec.nccl.memory_gib,
+                   f"{spec_model.name} on {job.gpus} {job.topo.spec.nccl.gpu_model or 'GPUs'}")
+    return finish_step(prepared)
+
+
+def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec, extra: StepSettings) -> PreparedStep:
+    """A configuration's memory and compute per stage (checked by :func:`~p2sim.workload.training.fit`); one
+    layer's times are kept in the job for every configuration with the same layer shape."""
+    spec_model, timer = job.model, job.timer
+    sizes = {a: sizes.get(a, 1) for a in AXES}
     f = fit(spec_model, training, sizes)
-    count = max(nodes or 0, -(-gpus // per_node))
-    if isinstance(system, str):
-        topo = _TOPOLOGIES.get((system, count)) or _TOPOLOGIES.setdefault((system, count), load_system(spec, count))
-    else:
-        topo = load_system(spec, count)
-    hierarchy, used = job_hierarchy(topo.hierarchy, gpus, per_node)
-    timer = _timer(topo, params)
     t, c, p, d, e = (sizes[a] for a in AXES)
     v = training.virtual_stages
     m = f.micro_batches
@@ -315,20 +388,18 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
                          sp=training.sequence_parallel, recompute=extra.recompute,
                          data_parallel=training.data_parallel,
                          grad_bytes=training.grad_bytes, fp8=extra.fp8)
-    capacity = topo.spec.nccl.memory_gib
-    if check_memory:
-        check_fits(mem, capacity, f"{spec_model.name} on {gpus} {topo.spec.nccl.gpu_model or 'GPUs'}")
     # ------------------------------------------------------------------ compute per stage, per micro-batch
     kinds = layer_kinds(spec_model)
     tokens = f.tokens
     common = dict(tokens=tokens, seq_length=training.seq_length, tensor=t, context=c, expert=e,
                   sequence_parallel=training.sequence_parallel, dtype_bytes=1.0 if extra.fp8 else 2.0)
-    cache: dict[tuple[str, bool], tuple[float, float, float, float]] = {}
+    cache = job.layers
+    shape = (tokens, training.seq_length, t, c, e, training.sequence_parallel, extra.fp8, extra.recompute)
 
     def layer(i: int) -> tuple[float, float, float, float]:
         # GPT-OSS alternates sliding-window and full attention, sliding first (its layer_types)
         sliding = spec_model.sliding_window_layers > 0 and i % 2 == 0
-        key = (kinds[i], sliding)
+        key = (kinds[i], sliding) + shape
         if key not in cache:
             cache[key] = _layer_seconds(timer, layer_ops(spec_model, kinds[i], sliding=sliding, **common),
                                         extra.fp8, extra.recompute)
@@ -359,9 +430,25 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
         stage_attention.append(attention)
         stage_matmul.append(matmuls)
         stage_layers.append(count)
+    # the optimizer: Adam over this GPU's shard of the parameters, memory-bound: FP32 master, momentum,
+    # variance and gradient read, the three written back and the BF16 weight (30 bytes a parameter)
+    optimizer = 30.0 * (mem.optimizer / 12.0) / (timer.hbm_tb_per_s * 1e12 * timer.params.memory)
+    return PreparedStep(job, sizes, training, extra, m, mem, tuple(stage_compute), tuple(stage_attention),
+                        tuple(stage_matmul), tuple(stage_layers), optimizer)
+
+
+def finish_step(prep: PreparedStep) -> StepResult:
+    """The step of a prepared configuration: its collectives simulated (or found kept), the overlap, the step."""
+    job, training, extra, sizes = prep.job, prep.training, prep.extra, prep.sizes
+    spec_model, topo, timer, gpus = job.model, job.topo, job.timer, job.gpus
+    t, c, p, d, e = (sizes[a] for a in AXES)
+    v, m, mem = training.virtual_stages, prep.micro_batches, prep.memory
+    stage_compute, stage_attention = prep.stage_compute, prep.stage_attention
+    stage_matmul, stage_layers = prep.stage_matmul, prep.stage_layers
+    capacity = topo.spec.nccl.memory_gib
     # ------------------------------------------------------------------ communication
     collectives = step_collectives(spec_model, training, sizes)
-    seconds = _simulate(topo, hierarchy, used, per_node, sizes, collectives, engine) if collectives else {}
+    seconds = _simulate(topo, job.hierarchy, job.used, job.per_node, sizes, collectives, job.engine) if collectives else {}
     comm = {a: 0.0 for a in COMM_AXES}
     for col, s in seconds.items():
         comm[_axis_of(col)] += s * col.count
@@ -407,10 +494,7 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
         exposed["data"] = (max(grads / buckets, grads - backward) if grads else 0.0) + \
                           (max(gathers / buckets, gathers - forward) if gathers else 0.0)
     exposed["pipeline"] += other
-    # the optimizer: Adam over this GPU's shard of the parameters, memory-bound: FP32 master, momentum,
-    # variance and gradient read, the three written back and the BF16 weight (30 bytes a parameter)
-    sharded = mem.optimizer / 12.0
-    optimizer = 30.0 * sharded / (timer.hbm_tb_per_s * 1e12 * params.memory)
+    optimizer = prep.optimizer
     compute = m * parts_of[slowest][0]
     step = compute + bubble + sum(exposed.values()) + optimizer
     tokens_step = training.seq_length * m * training.micro_batch * d * e
