@@ -121,8 +121,10 @@ class Ranked:
 
 def loses_because(entry: Ranked, best: Ranked) -> str:
     """Why ``entry``'s step is longer than ``best``'s: the part that grew most, and a recompute memory forced."""
-    if entry is best or entry.step_seconds <= best.step_seconds:
+    if entry is best:
         return "the best"
+    if entry.step_seconds <= best.step_seconds:
+        return "as fast as the best"
     mine, theirs = entry.parts(), best.parts()
     part = max(mine, key=lambda k: (mine[k] - theirs[k], k))
     grew = mine[part] - theirs[part]
@@ -137,7 +139,7 @@ def loses_because(entry: Ranked, best: Ranked) -> str:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.1f} ms" if seconds < 10 else f"{seconds:.2f} s"
+    return f"{seconds * 1e3:.3g} ms" if seconds < 1 else f"{seconds:.3g} s"
 
 
 @dataclass(frozen=True)
