@@ -30,7 +30,7 @@ CASES = {
                                   train="global_batch=128,dtype=fp8,zero=1",
                                   compare="tensor=4,pipeline=8,data=2,vp=5,mbs=1"),
     "llama3-405b@1024xsuperpod-h100": dict(model="llama3-405b", system="superpod-h100", nodes=1024,
-                                           train=None, compare="tensor=8,pipeline=16,data=64,mbs=1"),
+                                           train=None, compare="tensor=8,pipeline=16,data=64,vp=8,mbs=1"),
 }
 
 
