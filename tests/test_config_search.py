@@ -110,3 +110,22 @@ def test_cli(capsys):
     assert len(doc["ranked"]) == 1 and doc["ranked"][0]["loses_because"] == "the best"
     assert main(["plan", "--model", "llama3-8b", "--system", "dgx-h100", "--nodes", "1", "--out", "x"]) != 0
     assert "--out is for a plan of given --axes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--top", "0"], "top: "),
+    (["--top", "2", "--axes", "data=8"], "top: --top and --compare are the configuration search's"),
+    (["--compare", "tensor=3,data=2"], "compare: "),
+    (["--compare", "vp=2"], "compare: 'vp=2' names no axis"),
+    (["--train", "seq=4096,global_batch=16,micro=2"], "train: 'micro' is not a training setting"),
+    (["--emit", "megatron"], "emit: --emit is for a plan of given --axes"),
+])
+def test_cli_refuses_bad_search_inputs(capsys, argv, says):
+    from p2sim.cli.main import main
+
+    base = ["plan", "--model", "llama3-8b", "--system", "dgx-h100", "--nodes", "1"]
+    if "--train" not in argv:
+        base += ["--train", "seq=4096,global_batch=16"]
+    rc = main(base + argv)
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("p2sim plan: ") or "error" in line]
+    assert rc == 2 and len(err) == 1 and says in err[0], err
