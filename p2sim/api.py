@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 
 from . import options as o
@@ -43,6 +44,7 @@ from .measurements.check import CheckRequest, CheckResult, run_check
 from .measurements.validation import ValidateRequest, ValidateResult, run_validate
 from .studies.plan import PlanRequest, PlanResult, Reduction, run_plan
 from .studies.step_plan import run_step_plan
+from .studies.step_placements import placement_steps
 from .studies.step_time import StepResult, run_step
 from .studies.config_search import DEFAULT_TOP, SearchResult, run_search
 from .studies.jobsize import Limits
@@ -132,7 +134,10 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
     options.pop("top")
     options.pop("compare")
     req = PlanRequest.build(reductions=options.pop("reduction"), **options)
-    return run_plan(req) if req.step is None else run_step_plan(req)
+    if req.step is None:
+        return run_plan(req)
+    result = run_step_plan(req)
+    return replace(result, step_times=placement_steps(result))
 
 
 @_boundary

@@ -129,3 +129,19 @@ def test_cli_refuses_bad_search_inputs(capsys, argv, says):
     rc = main(base + argv)
     err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("p2sim plan: ") or "error" in line]
     assert rc == 2 and len(err) == 1 and says in err[0], err
+
+
+def test_plan_with_axes_ranks_placements_by_step_time():
+    import p2sim
+
+    r = p2sim.plan(model="llama3-8b", system="dgx-h100", axes="data=2,pipeline=2,tensor=4",
+                   train="seq=8192,global_batch=64", workers=1)
+    steps = [p.step_seconds for p in r.step_times]
+    assert steps == sorted(steps) and len(steps) == len(r.plans)
+    names = [o for p in r.step_times for o in p.orders]
+    assert any("Meta's Llama 3 order" in o for o in names) and any("default tp-cp-ep-dp-pp" in o for o in names)
+    # pipeline inside a node (Meta's order) beats pipeline across the nodes: its sends are on the critical path
+    fastest = r.step_times[0]
+    assert "Meta's" in " ".join(fastest.orders)
+    assert fastest.step.exposed_comm_seconds["pipeline"] < r.step_times[-1].step.exposed_comm_seconds["pipeline"]
+    assert r.to_json()["step"]["by_step_time"][0]["step_seconds"] == fastest.step_seconds

@@ -183,25 +183,28 @@ _SIMULATED: dict[tuple[Any, ...], float] = {}
 
 
 def _simulate(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
-              collectives: Sequence[StepCollective], engine: str) -> dict[StepCollective, float]:
+              collectives: Sequence[StepCollective], engine: str, matrix: Any = None) -> dict[StepCollective, float]:
     """One call's seconds of each collective under Megatron-LM's default rank order.
 
     Each is kept for the process by what its time depends on: the job, the axes' sizes (its groups), its
     operation, axes and size -- not its count or phase, nor the compute's parameters -- so that the
     configurations a search tries share the collectives their groups and sizes share."""
-    job = (id(topo), hierarchy, per_node, node_gpus, tuple(sorted(sizes.items())), engine)
+    job = (id(topo), hierarchy, per_node, node_gpus, tuple(sorted(sizes.items())), engine, matrix)
     missing = [c for c in collectives if job + (c.op, c.axes, c.size) not in _SIMULATED]
     if missing:
-        for c, s in _simulate_now(topo, hierarchy, per_node, node_gpus, sizes, missing, engine).items():
+        for c, s in _simulate_now(topo, hierarchy, per_node, node_gpus, sizes, missing, engine, matrix).items():
             _SIMULATED[job + (c.op, c.axes, c.size)] = s
     return {c: _SIMULATED[job + (c.op, c.axes, c.size)] for c in collectives}
 
 
 def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
-                  collectives: Sequence[StepCollective], engine: str) -> dict[StepCollective, float]:
+                  collectives: Sequence[StepCollective], engine: str, matrix: Any = None) -> dict[StepCollective, float]:
+    """``matrix``: the placement, rows the axes of size > 1 in :data:`AXES` order (None: Megatron-LM's default)."""
     names = [a for a in AXES if sizes[a] > 1] or ["data"]
     axis_sizes = [sizes[a] for a in names]
-    matrix, why = megatron_matrix(hierarchy, axis_sizes, names)
+    why = ""
+    if matrix is None:
+        matrix, why = megatron_matrix(hierarchy, axis_sizes, names)
     if matrix is None:
         raise InputError(f"axes: {','.join(f'{a}={sizes[a]}' for a in names)} on {topo.spec.name}: no placement in "
                          f"Megatron-LM's rank order ({why})")
@@ -352,8 +355,11 @@ def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec,
                         tuple(stage_matmul), tuple(stage_layers), optimizer)
 
 
-def finish_step(prep: PreparedStep) -> StepResult:
-    """The step of a prepared configuration: its collectives simulated (or found kept), the overlap, the step."""
+def finish_step(prep: PreparedStep, matrix: Any = None) -> StepResult:
+    """The step of a prepared configuration: its collectives simulated (or found kept), the overlap, the step.
+
+    ``matrix``: the placement (rows the axes of size > 1 in :data:`~p2sim.workload.training.AXES` order, columns
+    the job's levels); None: Megatron-LM's default rank order."""
     job, training, extra, sizes = prep.job, prep.training, prep.extra, prep.sizes
     spec_model, topo, timer, gpus = job.model, job.topo, job.timer, job.gpus
     t, c, p, d, e = (sizes[a] for a in AXES)
@@ -363,7 +369,7 @@ def finish_step(prep: PreparedStep) -> StepResult:
     capacity = topo.spec.nccl.memory_gib
     # ------------------------------------------------------------------ communication
     collectives = step_collectives(spec_model, training, sizes)
-    seconds = _simulate(topo, job.hierarchy, job.used, job.per_node, sizes, collectives, job.engine) if collectives else {}
+    seconds = _simulate(topo, job.hierarchy, job.used, job.per_node, sizes, collectives, job.engine, matrix) if collectives else {}
     comm = {a: 0.0 for a in COMM_AXES}
     for col, s in seconds.items():
         comm[_axis_of(col)] += s * col.count
