@@ -145,3 +145,14 @@ def test_plan_with_axes_ranks_placements_by_step_time():
     assert "Meta's" in " ".join(fastest.orders)
     assert fastest.step.exposed_comm_seconds["pipeline"] < r.step_times[-1].step.exposed_comm_seconds["pipeline"]
     assert r.to_json()["step"]["by_step_time"][0]["step_seconds"] == fastest.step_seconds
+
+
+def test_plan_says_when_a_named_order_is_not_listed():
+    import p2sim
+    from p2sim.report.step_plan import step_text
+
+    # tensor listed first nests outside pipeline inside the node: no matrix of these rows is Meta's order
+    r = p2sim.plan(model="llama3-8b", system="dgx-h100", axes="tensor=4,pipeline=2,data=2",
+                   train="seq=8192,global_batch=64", workers=1)
+    text = "\n".join(step_text(r))
+    assert "not among the placements listed: " in text and "Meta's order (axes sharing a level nest" in text

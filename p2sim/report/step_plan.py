@@ -82,6 +82,13 @@ def _step_time_lines(result: PlanResult) -> list[str]:
     if not first.fits:
         lines.append(f"  (the configuration needs {first.step.memory_gib_per_gpu:.1f} GiB per GPU, more than the "
                      "GPU has: p2sim step refuses it; the times are its step had it fitted)")
+    named = " ".join(o for p in result.step_times for o in p.orders)
+    missing = [o for o in ("Megatron-LM's default", "Meta's") if o not in named]
+    if missing:
+        # a matrix fixes each level's share, and axes sharing a level nest in --axes' order (the first outermost)
+        lines.append(f"  not among the placements listed: {' and '.join(missing)} order (axes sharing a level nest "
+                     "in --axes' order, the first outermost: list them data, pipeline, context, tensor for Meta's; "
+                     "and a matrix cut above is not listed)")
     if first.matrix != result.best.matrix:
         lines.append(f"  the fastest step's placement differs from the least communication's ({format_matrix(result.best.matrix)})")
     return lines
