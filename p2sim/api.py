@@ -123,7 +123,11 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
         Every matrix's plan, fastest first, beside the default placement's; or the search's top configurations.
     """
     if model is not None and axes is None:
-        # the configuration search; the placement options (--reduction, --matrix's search) are for given axes
+        # the configuration search; the placement options (--reduction, --data-axis, ..) are for given axes
+        for name, value in (("reduction", reduction), ("data_axis", data_axis), ("compute_per_layer", compute_per_layer)):
+            if value not in (None, (), []):
+                raise InputError(f"{name.replace('_', '-')}: --{name.replace('_', '-')} is for a plan of given --axes; "
+                                 "the configuration search (--model without --axes) times every collective itself")
         return run_search(model=model, system=system, nodes=None if nodes is None else positive_int(str(nodes), "nodes"),
                           train=None if train is None else str(train),
                           top=DEFAULT_TOP if top is None else positive_int(str(top), "top"), compare=compare,

@@ -34,16 +34,21 @@ def test_tiny_model_trains_data_parallel_with_the_largest_micro_batch():
 
 
 def _exhaustive(model, system, nodes, train):
-    """Every configuration x recompute that fits, finished: (step, bound, label)."""
+    """Every configuration x recompute that fits, finished: (step, bound, label), the lightest recompute that fits
+    of each configuration only -- after checking that a heavier one is never faster (the search cuts them)."""
     text, extra = step_settings(train)
     training = training_of(text)
     job = step_job(model, system, nodes, None)
     out = []
     for cfg in candidates(job.model, job.gpus, training, tensor_limit=job.used):
+        mine = []
         for rc in RECOMPUTE:
             prep = prepare_step(job, cfg.axes, cfg.training, replace(extra, recompute=rc))
             if prep.fits:
-                out.append((finish_step(prep).step_seconds, prep.bound, f"{cfg.label} recompute={rc}"))
+                mine.append((finish_step(prep).step_seconds, prep.bound, f"{cfg.label} recompute={rc}"))
+        assert all(mine[0][0] <= m[0] for m in mine[1:]), mine  # more recompute never shortens the step
+        assert all(bound <= step for step, bound, _ in mine)  # the bound is below every step
+        out += mine[:1]  # the search keeps the lightest recompute that fits
     return out
 
 
@@ -119,6 +124,7 @@ def test_cli(capsys):
     (["--compare", "vp=2"], "compare: 'vp=2' names no axis"),
     (["--train", "seq=4096,global_batch=16,micro=2"], "train: 'micro' is not a training setting"),
     (["--emit", "megatron"], "emit: --emit is for a plan of given --axes"),
+    (["--reduction", "data:1GiB"], "reduction: --reduction is for a plan of given --axes"),
 ])
 def test_cli_refuses_bad_search_inputs(capsys, argv, says):
     from p2sim.cli.main import main
@@ -156,3 +162,19 @@ def test_plan_says_when_a_named_order_is_not_listed():
                    train="seq=8192,global_batch=64", workers=1)
     text = "\n".join(step_text(r))
     assert "not among the placements listed: " in text and "Meta's order (axes sharing a level nest" in text
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=6, deadline=None)
+@given(seq=st.sampled_from([1024, 2048, 8192]), batch=st.sampled_from([8, 16, 48, 64]), top=st.integers(1, 4),
+       layers=st.sampled_from([2, 4, 6]))
+def test_the_search_top_is_the_exhaustive_top(seq, batch, top, layers):
+    model = replace(TINY, num_layers=layers)
+    train = f"seq={seq},global_batch={batch}"
+    every = _exhaustive(model, "dgx-h100", 1, train)
+    assert all(bound <= step for step, bound, _ in every)
+    r = run_search(model=model, system="dgx-h100", nodes=1, train=train, top=top)
+    assert [x.step_seconds for x in r.ranked] == sorted(step for step, _, _ in every)[:top]
