@@ -94,11 +94,10 @@ def placement_steps(result: Any, extra: StepSettings = StepSettings()) -> tuple[
     sj = StepJob(work.model, topo, gpus, topo.nodes, hierarchy, used, per_node, _timer(topo, DEFAULT),
                  req.settings.engine)
     prep = prepare_step(sj, sizes, work.training, extra)
-    # the step's matrix rows: the axes of size > 1 in AXES order (finish_step's), from the plan's rows
-    rows = [names.index(a) for a in AXES if sizes[a] > 1]
     out = []
     for pl in result.plans:
-        matrix = tuple(tuple(pl.matrix[i]) for i in rows)
+        # the plan's rows in its order: axes sharing a level nest in it, so reordering them would move groups
+        matrix = (names, tuple(tuple(r) for r in pl.matrix))
         placement = Placement.of(job.hierarchy, job.axes, pl.matrix)
         out.append(PlacementStep(pl.matrix, finish_step(prep, matrix),
                                  order_names(placement, tuple(job.axis_names), sizes["expert"]), prep.fits))

@@ -199,11 +199,15 @@ def _simulate(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gp
 
 def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
                   collectives: Sequence[StepCollective], engine: str, matrix: Any = None) -> dict[StepCollective, float]:
-    """``matrix``: the placement, rows the axes of size > 1 in :data:`AXES` order (None: Megatron-LM's default)."""
-    names = [a for a in AXES if sizes[a] > 1] or ["data"]
-    axis_sizes = [sizes[a] for a in names]
+    """``matrix``: ``(row names, rows)``, the placement as a plan lists it (axes sharing a level nest in the rows'
+    order, the first outermost); None: Megatron-LM's default, rows the axes of size > 1 in :data:`AXES` order."""
     why = ""
-    if matrix is None:
+    if matrix is not None:
+        names, matrix = list(matrix[0]), matrix[1]
+        axis_sizes = [sizes[a] for a in names]
+    else:
+        names = [a for a in AXES if sizes[a] > 1] or ["data"]
+        axis_sizes = [sizes[a] for a in names]
         matrix, why = megatron_matrix(hierarchy, axis_sizes, names)
     if matrix is None:
         raise InputError(f"axes: {','.join(f'{a}={sizes[a]}' for a in names)} on {topo.spec.name}: no placement in "
@@ -358,8 +362,8 @@ def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec,
 def finish_step(prep: PreparedStep, matrix: Any = None) -> StepResult:
     """The step of a prepared configuration: its collectives simulated (or found kept), the overlap, the step.
 
-    ``matrix``: the placement (rows the axes of size > 1 in :data:`~p2sim.workload.training.AXES` order, columns
-    the job's levels); None: Megatron-LM's default rank order."""
+    ``matrix``: the placement as ``(row names, rows)`` (a plan's matrix with its axis names; columns the job's
+    levels); None: Megatron-LM's default rank order."""
     job, training, extra, sizes = prep.job, prep.training, prep.extra, prep.sizes
     spec_model, topo, timer, gpus = job.model, job.topo, job.timer, job.gpus
     t, c, p, d, e = (sizes[a] for a in AXES)
