@@ -197,6 +197,26 @@ def _simulate(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gp
     return {c: _SIMULATED[job + (c.op, c.axes, c.size)] for c in collectives}
 
 
+# Megatron-LM's default order tp-cp-ep-dp-pp, outermost first: a matrix's axes that share a level nest in its
+# rows' order, the first outermost, so the rows go pipeline first and tensor last (tensor on consecutive GPUs)
+_OUTERMOST_FIRST = ("pipeline", "data", "expert", "context", "tensor")
+
+
+def default_placement_rows(hierarchy: Sequence[int], sizes: Mapping[str, int]) -> tuple[list[str], Any, str]:
+    """Megatron-LM's default rank order as (row names, matrix, why not): the rows outermost first, so that axes
+    sharing a level nest as Megatron numbers ranks (tensor fastest).
+
+    >>> from p2sim.formalism.mesh import megatron_match
+    >>> from p2sim.formalism.placement import Placement
+    >>> names, m, _ = default_placement_rows((8, 8), {"tensor": 4, "context": 1, "pipeline": 8, "data": 2, "expert": 1})
+    >>> names, m, megatron_match(Placement.of((8, 8), [8, 2, 4], m), names)
+    (['pipeline', 'data', 'tensor'], ((8, 1), (1, 2), (1, 4)), 'rank order tp-cp-ep-dp-pp matches this placement')
+    """
+    names = [a for a in _OUTERMOST_FIRST if sizes[a] > 1] or ["data"]
+    matrix, why = megatron_matrix(hierarchy, [sizes[a] for a in names], names)
+    return names, matrix, why
+
+
 def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
                   collectives: Sequence[StepCollective], engine: str, matrix: Any = None) -> dict[StepCollective, float]:
     """``matrix``: ``(row names, rows)``, the placement as a plan lists it (axes sharing a level nest in the rows'
@@ -206,9 +226,8 @@ def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, nod
         names, matrix = list(matrix[0]), matrix[1]
         axis_sizes = [sizes[a] for a in names]
     else:
-        names = [a for a in AXES if sizes[a] > 1] or ["data"]
+        names, matrix, why = default_placement_rows(hierarchy, sizes)
         axis_sizes = [sizes[a] for a in names]
-        matrix, why = megatron_matrix(hierarchy, axis_sizes, names)
     if matrix is None:
         raise InputError(f"axes: {','.join(f'{a}={sizes[a]}' for a in names)} on {topo.spec.name}: no placement in "
                          f"Megatron-LM's rank order ({why})")
