@@ -17,16 +17,16 @@ _PARTS = ("compute", "bubble", "exposed tensor", "exposed context", "exposed exp
 
 def _row(place: str, r: Ranked) -> list[str]:
     parts = r.parts()
-    return ([place, r.configuration.label, r.recompute, format_seconds(r.step_seconds),
+    return ([place, r.configuration.label, r.recompute, r.order, format_seconds(r.step_seconds),
              f"{r.step.tokens_per_s_per_gpu:,.0f}", f"{r.step.mfu * 100:.1f}", f"{r.step.memory_gib_per_gpu:.1f}"]
             + [format_seconds(parts[p]) for p in _PARTS])
 
 
 def _table(rows: list[list[str]]) -> list[str]:
-    head = ["#", "configuration", "recompute", "step", "tok/s/GPU", "MFU %", "GiB", "compute", "bubble",
+    head = ["#", "configuration", "recompute", "rank order", "step", "tok/s/GPU", "MFU %", "GiB", "compute", "bubble",
             "tensor", "context", "expert", "pipeline", "data", "optimizer"]
     widths = [max(len(x[i]) for x in [head] + rows) for i in range(len(head))]
-    fmt = lambda cells: "  ".join(c.ljust(w) if i in (1, 2) else c.rjust(w)  # noqa: E731
+    fmt = lambda cells: "  ".join(c.ljust(w) if i in (1, 2, 3) else c.rjust(w)  # noqa: E731
                                   for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
     return [fmt(head)] + [fmt(r) for r in rows]
 
@@ -46,7 +46,8 @@ def search_text(result: SearchResult) -> str:
         rows.append(_row(f"({place})", result.compared))
     lines += _table(rows)
     lines += ["", "step by part: compute of the slowest stage, pipeline bubble, exposed communication by axis, "
-              "optimizer (they sum to the step)", ""]
+              "optimizer (they sum to the step); rank order: the faster of Megatron-LM's default tp-cp-ep-dp-pp "
+              "and tp-cp-ep-pp-dp (Meta's Llama 3 order: data outermost)", ""]
     best = result.best
     lines.append(f"best: {best.label}")
     for i, r in enumerate(result.ranked[1:], start=2):

@@ -11,7 +11,9 @@ collective; the configurations are finished (collectives simulated, the overlap,
 :func:`~p2sim.studies.step_time.finish_step`) in order of that bound, and the search stops at the first
 whose bound is above the ``top``-th best step found: no configuration after it can enter the top.  The
 collectives are kept by (axes' sizes, operation, axes, size), so configurations that differ in virtual
-stages, recompute or (for the data reduction) micro-batch share them.
+stages, recompute or (for the data reduction) micro-batch share them.  Each configuration finished is timed
+under Megatron-LM's two rank orders (:data:`ORDERS`: its default, data inside pipeline, and pipeline inside
+data, Meta's Llama 3 order) and keeps the faster; the bound holds for both.
 
 Each configuration after the best is told apart from the best by the part of the step that grew most
 (compute, bubble, the exposed communication of an axis, the optimizer), and a recompute that memory forced
@@ -42,11 +44,16 @@ from ..workload.model_files import preset_training
 from ..workload.train_text import given_fields, training_of
 from ..workload.training import AXES
 from .jobsize import Limits, _duration, plural
-from .step_time import RECOMPUTE, PreparedStep, StepResult, finish_step, prepare_step, step_job, step_settings
+from .step_time import (RECOMPUTE, PreparedStep, StepResult, default_placement_rows, finish_step, order_rows,
+                        prepare_step, step_job, step_settings)
 
 __all__ = ["SearchResult", "SearchCost", "Ranked", "run_search", "search_cost", "loses_because", "DEFAULT_TOP"]
 
 DEFAULT_TOP = 5
+# the placements each configuration finished is timed under: Megatron-LM's two rank orders (parallel_state.py:
+# its default, and --use-tp-pp-dp-mapping's), the second with no expert axis Meta's Llama 3 order (TP, CP, PP,
+# DP: data outermost; Dubey et al. 2024, section 3.3.2); its step is the faster
+ORDERS = ("tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp")
 # The search's cost, measured on the 2-core development machine (load about 2, CPU s): preparing one
 # configuration (fit, memory, each stage's compute) 0.4 ms (llama3-405b, 13,485 of them: 5.1 s); finishing one
 # whose collectives are not yet kept, a collective simulated event-driven per GPU of the job at
@@ -72,7 +79,8 @@ class SearchCost:
     @property
     def seconds(self) -> float:
         return (self.configurations * PREPARE_SECONDS
-                + min(self.configurations, FINISHED_GUESS) * COLLECTIVES_GUESS * self.gpus * SIMULATED_PER_GPU)
+                + min(self.configurations, FINISHED_GUESS) * len(ORDERS) * COLLECTIVES_GUESS * self.gpus
+                * SIMULATED_PER_GPU)
 
     @property
     def memory(self) -> float:
@@ -80,7 +88,7 @@ class SearchCost:
 
     def text(self) -> str:
         return (f"{self.configurations:,} configurations prepared, up to {FINISHED_GUESS} finished with their "
-                f"collectives simulated over {self.gpus:,} GPUs")
+                f"collectives simulated over {self.gpus:,} GPUs under {len(ORDERS)} rank orders")
 
     def brief(self) -> str:
         cpu = _duration(self.seconds)
@@ -100,6 +108,7 @@ class Ranked:
     recompute: str
     step: StepResult
     forced: str | None = None  # the recompute memory forced: "selective needs 90.1 GiB" (None: chosen)
+    order: str = ORDERS[0]  # the Megatron-LM rank order of its placement (the faster of ORDERS)
 
     @property
     def step_seconds(self) -> float:
@@ -116,7 +125,8 @@ class Ranked:
                 **{f"exposed {a}": v for a, v in s.exposed_comm_seconds.items()}, "optimizer": s.optimizer_seconds}
 
     def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "axes": dict(self.step.axes), "virtual_stages": self.configuration.virtual_stages,
+        return {"label": self.label, "rank_order": self.order, "axes": dict(self.step.axes),
+                "virtual_stages": self.configuration.virtual_stages,
                 "micro_batch": self.configuration.micro_batch, "recompute": self.recompute,
                 "recompute_forced_by_memory": self.forced, **self.step.to_json()}
 
@@ -262,9 +272,9 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
     for bound, _, cfg, rc, prep in prepared:
         if len(kept) >= top and bound > kept[top - 1]:
             break
-        result = finish_step(prep)
+        result, order = _placed(prep)
         finished += 1
-        done.append(Ranked(cfg, rc, result, _forced(fits, cfg.label, rc, capacity)))
+        done.append(Ranked(cfg, rc, result, _forced(fits, cfg.label, rc, capacity), order))
         kept = sorted(kept + [result.step_seconds])
     done.sort(key=lambda r: (r.step_seconds, r.label))
     compared, place = None, None
@@ -284,6 +294,21 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
     return SearchResult(spec_model.name, job.topo.spec.name, job.gpus, settings, tuple(done[:top]),
                         len(space) * len(recomputes), len(unfit), len(prepared) - finished, dominated, finished, tightest,
                         compared, place)
+
+
+def _placed(prep: PreparedStep) -> tuple[StepResult, str]:
+    """The configuration's step under the faster of Megatron-LM's rank orders, and that order (ties: the default)."""
+    job, sizes = prep.job, prep.sizes
+    best, order = finish_step(prep), ORDERS[0]
+    default = default_placement_rows(job.hierarchy, sizes)
+    for other in ORDERS[1:]:
+        names, matrix, _ = order_rows(job.hierarchy, sizes, other)
+        if matrix is None or (names, matrix) == default[:2]:
+            continue  # no such placement, or the same as the default's
+        result = finish_step(prep, (names, matrix))
+        if result.step_seconds < best.step_seconds:
+            best, order = result, other
+    return best, order
 
 
 def _forced(fits: Mapping[tuple[str, str], float], label: str, recompute: str, capacity: float | None) -> str | None:
@@ -326,5 +351,6 @@ def _compared(job, spec_model, training, extra, text: str, fits, capacity) -> Ra
     if not prep.fits:
         raise InputError(f"compare: {text}: needs {prep.memory.total / GIB:.1f} GiB per GPU with recompute={rc}, "
                          f"more than the GPU's {capacity:.1f} GiB")
-    return Ranked(cfg, rc, finish_step(prep), _forced(fits, cfg.label, rc, capacity))
+    result, order = _placed(prep)
+    return Ranked(cfg, rc, result, _forced(fits, cfg.label, rc, capacity), order)
 

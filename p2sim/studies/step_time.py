@@ -189,6 +189,8 @@ def _simulate(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gp
     Each is kept for the process by what its time depends on: the job, the axes' sizes (its groups), its
     operation, axes and size -- not its count or phase, nor the compute's parameters -- so that the
     configurations a search tries share the collectives their groups and sizes share."""
+    if matrix is not None:
+        matrix = (tuple(matrix[0]), tuple(tuple(r) for r in matrix[1]))
     job = (id(topo), hierarchy, per_node, node_gpus, tuple(sorted(sizes.items())), engine, matrix)
     missing = [c for c in collectives if job + (c.op, c.axes, c.size) not in _SIMULATED]
     if missing:
@@ -215,6 +217,38 @@ def default_placement_rows(hierarchy: Sequence[int], sizes: Mapping[str, int]) -
     names = [a for a in _OUTERMOST_FIRST if sizes[a] > 1] or ["data"]
     matrix, why = megatron_matrix(hierarchy, [sizes[a] for a in names], names)
     return names, matrix, why
+
+
+def order_rows(hierarchy: Sequence[int], sizes: Mapping[str, int], order: str) -> tuple[list[str], Any, str]:
+    """The placement of a Megatron-LM rank order (``"tp-cp-ep-pp-dp"``: tensor fastest) as (row names, matrix,
+    why not), rows outermost first; consecutive ranks on consecutive GPUs, as :func:`megatron_matrix` fills them.
+
+    >>> from p2sim.formalism.mesh import megatron_match
+    >>> from p2sim.formalism.placement import Placement
+    >>> sizes = {"tensor": 8, "context": 1, "pipeline": 4, "data": 4, "expert": 1}
+    >>> names, m, _ = order_rows((16, 8), sizes, "tp-cp-ep-pp-dp")
+    >>> names, m, megatron_match(Placement.of((16, 8), [4, 4, 8], m), names)
+    (['data', 'pipeline', 'tensor'], ((4, 1), (4, 1), (1, 8)), 'rank order tp-cp-ep-pp-dp matches this placement')
+    """
+    full = {"tp": "tensor", "cp": "context", "ep": "expert", "pp": "pipeline", "dp": "data"}
+    inner_first = [full[d] for d in order.split("-") if sizes[full[d]] > 1] or ["data"]
+    left = {a: int(sizes[a]) for a in inner_first}
+    rows = {a: [1] * len(hierarchy) for a in inner_first}
+    for j in reversed(range(len(hierarchy))):  # innermost level first: it holds the fastest ranks
+        room = int(hierarchy[j])
+        for a in inner_first:
+            if room == 1:
+                break
+            share = math.gcd(left[a], room)
+            if share not in (left[a], room):
+                return inner_first[::-1], None, f"{a} {sizes[a]} does not divide evenly into the levels left for it"
+            rows[a][j] = share
+            left[a] //= share
+            room //= share
+            if left[a] > 1:
+                break
+    names = inner_first[::-1]
+    return names, tuple(tuple(rows[a]) for a in names), f"Megatron-LM's rank order {order}"
 
 
 def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
