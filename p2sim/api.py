@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 
 from . import options as o
@@ -43,8 +44,12 @@ from .measurements.check import CheckRequest, CheckResult, run_check
 from .measurements.validation import ValidateRequest, ValidateResult, run_validate
 from .studies.plan import PlanRequest, PlanResult, Reduction, run_plan
 from .studies.step_plan import run_step_plan
+from .studies.step_placements import placement_steps
 from .studies.step_time import StepResult, run_step
 from .studies.step_workload import training_for
+from .studies.config_search import DEFAULT_TOP, SearchResult, run_search
+from .studies.jobsize import Limits
+from .util.parsing import positive_int
 from .studies.rank import RankRequest, RankResult, run_rank
 from .studies.simulate import SimulateRequest, SimulateResult, run_simulate
 from .studies.size_sweep import SweepRequest, SweepResult, run_sweep
@@ -107,18 +112,38 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
          top_matrices: Count | None = None, workers: Count | None = None, scheduler: str | None = None,
          scheduler_file: File | None = None, max_matrices: Count | None = None,
          max_simulations: Count | None = None, yes: bool = False, model: ModelLike | None = None,
-         train: Training | None = None, compute_per_layer: Number | None = None) -> PlanResult:
+         train: Training | None = None, compute_per_layer: Number | None = None, top: Count | None = None,
+         compare: str | None = None) -> PlanResult | SearchResult:
     """Rank placements by a whole training step's communication (``p2sim plan``): the reductions given, or
-    with ``model`` every collective of the model's step.
+    with ``model`` every collective of the model's step; with ``model`` and no ``axes``, the configuration
+    search (:mod:`p2sim.studies.config_search`): every configuration that divides and fits, ranked by step
+    time, the ``top`` (default 5) returned, ``compare`` (``"tensor=8,pipeline=16,data=64,vp=8"``) beside them.
 
     Returns
     -------
-    PlanResult
-        Every matrix's plan, fastest first, beside the default placement's.
+    PlanResult | SearchResult
+        Every matrix's plan, fastest first, beside the default placement's; or the search's top configurations.
     """
+    if model is not None and axes is None:
+        # the configuration search; the placement options (--reduction, --data-axis, ..) are for given axes
+        for name, value in (("reduction", reduction), ("data_axis", data_axis), ("compute_per_layer", compute_per_layer)):
+            if value not in (None, (), []):
+                raise InputError(f"{name.replace('_', '-')}: --{name.replace('_', '-')} is for a plan of given --axes; "
+                                 "the configuration search (--model without --axes) times every collective itself")
+        return run_search(model=model, system=system, nodes=None if nodes is None else positive_int(str(nodes), "nodes"),
+                          train=None if train is None else str(train),
+                          top=DEFAULT_TOP if top is None else positive_int(str(top), "top"), compare=compare,
+                          engine=engine, limits=Limits.of(yes=yes))
+    if top is not None or compare is not None:
+        raise InputError("top: --top and --compare are the configuration search's: give --model without --axes")
     options = locals()
+    options.pop("top")
+    options.pop("compare")
     req = PlanRequest.build(reductions=options.pop("reduction"), **options)
-    return run_plan(req) if req.step is None else run_step_plan(req)
+    if req.step is None:
+        return run_plan(req)
+    result = run_step_plan(req)
+    return replace(result, step_times=placement_steps(result))
 
 
 @_boundary

@@ -69,6 +69,10 @@ DESCRIPTIONS = MappingProxyType({
              "those keys or a TrainingSpec (default: TrainingSpec()'s)",
     "compute_per_layer": "seconds of one layer's forward and backward compute for one micro-batch: the data "
                          "reduction then overlaps the last backward (default: no overlap)",
+    "top": "with a model and no axes (the configuration search): how many of the fastest configurations to "
+           "return (default 5)",
+    "compare": "with a model and no axes: a configuration to place beside the search's pick, "
+               "``'tensor=8,pipeline=16,data=64,vp=8,mbs=1'`` (recompute: the least that fits unless given)",
     "vary": "what to vary, ``'CLASS.bandwidth=V1,V2'``, ``'nodes=2,4'``, ... (one text or several)",
     "matrix": "one parallelism matrix, ``'[[2 2] [2 8]]'`` or ``[[2, 2], [2, 8]]`` (default: every matrix)",
     "program": "a program in text form",

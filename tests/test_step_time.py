@@ -68,3 +68,19 @@ def test_the_command_prints_the_json_keys():
 def test_the_api_answers_as_the_command():
     r = api.step(model="llama3-8b", system="dgx-h100", nodes=1, axes="data=8", train="seq=4096,global_batch=16,zero=1")
     assert r.to_json()["gpus"] == 8
+
+
+def test_default_placement_is_megatron_rank_order_where_axes_share_a_level():
+    # tensor 4 beside data or context 2 on 8-GPU nodes: tensor must take consecutive GPUs (before, the rows went
+    # in AXES order, tensor outermost in the level, and its groups strode over the node)
+    from p2sim.formalism.mesh import megatron_match
+    from p2sim.formalism.placement import Placement
+    from p2sim.studies.step_time import default_placement_rows
+
+    for sizes in ({"tensor": 4, "context": 2, "pipeline": 8, "data": 2, "expert": 1},
+                  {"tensor": 2, "context": 1, "pipeline": 4, "data": 8, "expert": 1},
+                  {"tensor": 4, "context": 1, "pipeline": 2, "data": 8, "expert": 1}):
+        hierarchy = (16, 8) if sizes["context"] * sizes["tensor"] * sizes["pipeline"] * sizes["data"] == 128 else (8, 8)
+        names, matrix, _ = default_placement_rows(hierarchy, sizes)
+        placement = Placement.of(hierarchy, [sizes[a] for a in names], matrix)
+        assert megatron_match(placement, names).startswith("rank order tp-cp-ep-dp-pp"), (sizes, matrix)

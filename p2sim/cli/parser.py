@@ -181,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-axis", default=None,
                    help="the data-parallel axis, by index or name, placed outermost by the default placement "
                         "(default: the axis named data, dp, ddp or fsdp, else the first)")
+    p.add_argument("--top", default=None, metavar="K",
+                   help="with --model and no --axes (the configuration search): the K fastest configurations "
+                        "printed, each with why it loses to the best (default: 5)")
+    p.add_argument("--compare", default=None, metavar="AXES,vp=..,mbs=..",
+                   help="with --model and no --axes: a configuration to place beside the search's pick, e.g. "
+                        "tensor=8,pipeline=16,data=64,vp=8,mbs=1[,recompute=full] (default recompute: the least "
+                        "that fits)")
     p.add_argument("--out", default=None, metavar="DIR", help="write plan.md and plan.html into DIR")
     _add_emit(p)
     _add_settings_options(p)

@@ -6,6 +6,7 @@ import argparse
 
 from .. import api
 from ..report.mesh import check_emit
+from ..report.config_search import search_text
 from ..report.plan import plan_report, plan_text
 from ..report.rank import rank_report, rank_text
 from ..report.step_time import step_text
@@ -28,6 +29,14 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    if args.model is not None and args.axes is None:
+        # the configuration search: its answer is a table of configurations, no placement to emit or page to write
+        for flag, value in (("--out", args.out), ("--emit", args.emit), ("--csv", args.csv)):
+            if value is not None:
+                raise InputError(f"{flag.lstrip('-')}: {flag} is for a plan of given --axes; the configuration "
+                                 "search (--model without --axes) prints its table, or --json")
+        answer(args, api.plan, search_text)
+        return 0
     answer(args, api.plan, plan_text, report=plan_report, forms=_forms(args))
     return 0
 

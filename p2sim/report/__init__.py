@@ -14,6 +14,8 @@ Modules
     ``p2sim check`` as text: the nccl-tests command of each step with its prediction, then each log row's verdict.
 :mod:`.collectives`
     Rendering of single-collective validation: per-row table, metrics, plots (text, Markdown, HTML).
+:mod:`.config_search`
+    The configuration search's answer, as ``p2sim plan --model`` (no ``--axes``) prints it.
 :mod:`.emit_code`
     ``--emit jax|torch``: the chosen placement and program as code a framework runs.
 :mod:`.emit_megatron`

@@ -64,6 +64,33 @@ def step_text(result: PlanResult) -> list[str]:
                      f"placement's {format_seconds(default.total_seconds)} ({result.default_basis})")
     else:
         lines.append(f"\nthe best placement is the default ({result.default_basis})")
+    return lines + _step_time_lines(result)
+
+
+def _step_time_lines(result: PlanResult) -> list[str]:
+    """The placements by the step's time (``p2sim step``'s model), Megatron-LM's and Meta's orders named."""
+    if not result.step_times:
+        return []
+    first = result.step_times[0]
+    lines = ["", "by step time (p2sim step: compute, bubble, exposed communication by axis, optimizer):"]
+    for i, p in enumerate(result.step_times, start=1):
+        exposed = ", ".join(f"{a} {format_seconds(v)}" for a, v in p.step.exposed_comm_seconds.items() if v > 0)
+        slower = "" if p is first else f" (+{100 * (p.step_seconds / first.step_seconds - 1):.1f} %)"
+        lines.append(f"  {i}. {format_matrix(p.matrix)}: {format_seconds(p.step_seconds)}{slower}; bubble "
+                     f"{format_seconds(p.step.bubble_seconds)}, exposed {exposed or 'none'}"
+                     + (f"  <- {'; '.join(p.orders)}" if p.orders else ""))
+    if not first.fits:
+        lines.append(f"  (the configuration needs {first.step.memory_gib_per_gpu:.1f} GiB per GPU, more than the "
+                     "GPU has: p2sim step refuses it; the times are its step had it fitted)")
+    named = " ".join(o for p in result.step_times for o in p.orders)
+    missing = [o for o in ("Megatron-LM's default", "Meta's") if o not in named]
+    if missing:
+        # a matrix fixes each level's share, and axes sharing a level nest in --axes' order (the first outermost)
+        lines.append(f"  not among the placements listed: {' and '.join(missing)} order (axes sharing a level nest "
+                     "in --axes' order, the first outermost: list them data, pipeline, context, tensor for Meta's; "
+                     "and a matrix cut above is not listed)")
+    if first.matrix != result.best.matrix:
+        lines.append(f"  the fastest step's placement differs from the least communication's ({format_matrix(result.best.matrix)})")
     return lines
 
 

@@ -346,6 +346,8 @@ class PlanResult(Tabular):
     default_basis: str = ""  # why that placement is the default (Megatron-LM's order, or the fallback and why)
     warnings: tuple[str, ...] = ()
     cut: int = 0  # matrices of a model's step cut before their programs were bounded (step_plan.cut_matrices)
+    # with a model: each placement listed by its step's time (step_placements.placement_steps), fastest first
+    step_times: tuple[Any, ...] = ()
 
     @property
     def best(self) -> Plan:
@@ -403,7 +405,8 @@ class PlanResult(Tabular):
                 for pl in (self.best, self.default_plan)]
         return {"step": dict(work.to_json(), overlap=overlap_text(work), best_axes=rows[0], default_axes=rows[1],
                              best_seconds=self.best.total_seconds, default_seconds=self.default_plan.total_seconds,
-                             hidden_seconds=self.best.hidden_seconds)}
+                             hidden_seconds=self.best.hidden_seconds,
+                             by_step_time=[p.to_json() for p in self.step_times])}
 
 
 def plan_cost(req: PlanRequest, mats: Sequence[Matrix], more: StepCount = StepCount(),

@@ -35,8 +35,7 @@ from typing import Any
 
 from ..formalism.mesh import megatron_matrix
 from ..sim.sim_settings import SimSettings
-from ..topology import Topology, find_spec, load_system
-from ..topology.gpus import gpu_compute
+from ..topology import Topology
 from ..util.errors import InputError
 from ..workload import load_model, step_collectives
 from ..workload.compute import BACKWARD_ATTENTION, BACKWARD_MATMUL, head_ops, layer_kinds, layer_ops, model_flops
@@ -46,13 +45,14 @@ from ..workload.op_time import DEFAULT, EfficiencyParams, OpTimer
 from ..workload.schedule import bubble_seconds, chunk_layers
 from ..workload.step import StepCollective
 from ..workload.train_text import given_fields, training_of
-from ..workload.training import AXES, fit
+from ..workload.training import AXES, TrainingSpec, fit
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
+from .step_job import StepJob, job_hierarchy, step_job
 from .step_plan import part_groups
 from .step_workload import ENDS, GROUPS, PAIRS, StepPart
 
-__all__ = ["StepSettings", "StepResult", "run_step", "step_settings", "job_hierarchy", "RECOMPUTE"]
+__all__ = ["StepSettings", "StepResult", "StepJob", "PreparedStep", "run_step", "step_job", "prepare_step", "finish_step", "step_settings", "job_hierarchy", "RECOMPUTE"]
 
 RECOMPUTE = ("none", "selective", "full")
 COMM_AXES = ("tensor", "context", "expert", "pipeline", "data")
@@ -102,39 +102,6 @@ def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
     return rest, StepSettings(fp8, recompute, overlap)
 
 
-def job_hierarchy(hierarchy: Sequence[int], gpus: int, node_gpus: int) -> tuple[tuple[int, ...], int]:
-    """The levels a job of ``gpus`` GPUs spans, and the GPUs it uses on each node: a job on whole nodes spans the
-    system's levels; one on part of a node its first GPUs (64 of a 72-GPU rack: 16 trays of 4); one over
-    several nodes that it does not fill takes the same share of each (256 GPUs on 72-GPU racks: 64 on each of
-    4 racks, as NVL72 jobs run on 16 of the 18 trays).
-
-    Examples
-    --------
-    >>> job_hierarchy((4, 18, 4), 64, 72), job_hierarchy((4, 18, 4), 288, 72), job_hierarchy((16, 8), 64, 8)
-    (((16, 4), 64), ((4, 18, 4), 72), ((8, 8), 8))
-    >>> job_hierarchy((4, 18, 4), 256, 72)
-    ((4, 16, 4), 64)
-    """
-    if math.prod(hierarchy) == gpus:
-        return tuple(hierarchy), node_gpus
-    nodes = -(-gpus // node_gpus)
-    if gpus % nodes:
-        raise InputError(f"gpus: {gpus} do not spread evenly over the {nodes} nodes of {node_gpus} GPUs they need")
-    per_node = gpus // nodes
-    inner: list[int] = []
-    levels = list(hierarchy)
-    while levels and math.prod(levels) > node_gpus:
-        levels.pop(0)  # the levels above a node
-    for size in reversed(levels):
-        if per_node % (math.prod(inner) * size) == 0 and math.prod(inner) * size < per_node:
-            inner.insert(0, size)
-        else:
-            break
-    rest = per_node // math.prod(inner)
-    node_levels = ([rest] if rest > 1 else []) + inner
-    return tuple(([nodes] if nodes > 1 else []) + node_levels), per_node
-
-
 @dataclass(frozen=True)
 class StepResult:
     """One configuration's step: time by part, throughput, memory, and what it was computed from."""
@@ -173,19 +140,6 @@ class StepResult:
                 "compute_seconds": self.compute_seconds, "bubble_seconds": self.bubble_seconds,
                 "optimizer_seconds": self.optimizer_seconds,
                 "exposed_comm_seconds": dict(self.exposed_comm_seconds), "comm_seconds": dict(self.comm_seconds)}
-
-
-def _timer(topo: Topology, params: EfficiencyParams) -> OpTimer:
-    nc = topo.spec.nccl
-    sheet = gpu_compute(nc.gpu_model)
-    figures = {k: getattr(nc, k) if getattr(nc, k) is not None else (getattr(sheet, k) if sheet else None)
-               for k in ("bf16_tflops", "fp8_tflops", "hbm_tb_per_s")}
-    missing = [k for k, v in figures.items() if v is None]
-    if missing:
-        raise InputError(f"{topo.spec.name}: [gpu] {', '.join(missing)}: not given, and the GPU "
-                         f"{nc.gpu_model or nc.arch!r} has no data-sheet figures in p2sim: give them in the system file")
-    return OpTimer(figures["bf16_tflops"], figures["fp8_tflops"], figures["hbm_tb_per_s"], params,
-                   sheet.sms if sheet else 132)
 
 
 def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[float, float, float, float]:
@@ -227,25 +181,89 @@ def _axis_of(c: StepCollective) -> str:
     return "data"
 
 
-_SIMULATED: dict[tuple[Any, ...], dict[StepCollective, float]] = {}
-_TOPOLOGIES: dict[tuple[str, int], Topology] = {}
+_SIMULATED: dict[tuple[Any, ...], float] = {}
 
 
 def _simulate(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
-              collectives: Sequence[StepCollective], engine: str) -> dict[StepCollective, float]:
-    """One call's seconds of each collective under Megatron-LM's default rank order (kept for the process: the
-    same job's collectives take the same time whatever the compute's parameters)."""
-    key = (id(topo), hierarchy, per_node, node_gpus, tuple(sorted(sizes.items())), tuple(collectives), engine)
-    if key not in _SIMULATED:
-        _SIMULATED[key] = _simulate_now(topo, hierarchy, per_node, node_gpus, sizes, collectives, engine)
-    return _SIMULATED[key]
+              collectives: Sequence[StepCollective], engine: str, matrix: Any = None) -> dict[StepCollective, float]:
+    """One call's seconds of each collective under Megatron-LM's default rank order.
+
+    Each is kept for the process by what its time depends on: the job, the axes' sizes (its groups), its
+    operation, axes and size -- not its count or phase, nor the compute's parameters -- so that the
+    configurations a search tries share the collectives their groups and sizes share."""
+    if matrix is not None:
+        matrix = (tuple(matrix[0]), tuple(tuple(r) for r in matrix[1]))
+    job = (id(topo), hierarchy, per_node, node_gpus, tuple(sorted(sizes.items())), engine, matrix)
+    missing = [c for c in collectives if job + (c.op, c.axes, c.size) not in _SIMULATED]
+    if missing:
+        for c, s in _simulate_now(topo, hierarchy, per_node, node_gpus, sizes, missing, engine, matrix).items():
+            _SIMULATED[job + (c.op, c.axes, c.size)] = s
+    return {c: _SIMULATED[job + (c.op, c.axes, c.size)] for c in collectives}
+
+
+# Megatron-LM's default order tp-cp-ep-dp-pp, outermost first: a matrix's axes that share a level nest in its
+# rows' order, the first outermost, so the rows go pipeline first and tensor last (tensor on consecutive GPUs)
+_OUTERMOST_FIRST = ("pipeline", "data", "expert", "context", "tensor")
+
+
+def default_placement_rows(hierarchy: Sequence[int], sizes: Mapping[str, int]) -> tuple[list[str], Any, str]:
+    """Megatron-LM's default rank order as (row names, matrix, why not): the rows outermost first, so that axes
+    sharing a level nest as Megatron numbers ranks (tensor fastest).
+
+    >>> from p2sim.formalism.mesh import megatron_match
+    >>> from p2sim.formalism.placement import Placement
+    >>> names, m, _ = default_placement_rows((8, 8), {"tensor": 4, "context": 1, "pipeline": 8, "data": 2, "expert": 1})
+    >>> names, m, megatron_match(Placement.of((8, 8), [8, 2, 4], m), names)
+    (['pipeline', 'data', 'tensor'], ((8, 1), (1, 2), (1, 4)), 'rank order tp-cp-ep-dp-pp matches this placement')
+    """
+    names = [a for a in _OUTERMOST_FIRST if sizes[a] > 1] or ["data"]
+    matrix, why = megatron_matrix(hierarchy, [sizes[a] for a in names], names)
+    return names, matrix, why
+
+
+def order_rows(hierarchy: Sequence[int], sizes: Mapping[str, int], order: str) -> tuple[list[str], Any, str]:
+    """The placement of a Megatron-LM rank order (``"tp-cp-ep-pp-dp"``: tensor fastest) as (row names, matrix,
+    why not), rows outermost first; consecutive ranks on consecutive GPUs, as :func:`megatron_matrix` fills them.
+
+    >>> from p2sim.formalism.mesh import megatron_match
+    >>> from p2sim.formalism.placement import Placement
+    >>> sizes = {"tensor": 8, "context": 1, "pipeline": 4, "data": 4, "expert": 1}
+    >>> names, m, _ = order_rows((16, 8), sizes, "tp-cp-ep-pp-dp")
+    >>> names, m, megatron_match(Placement.of((16, 8), [4, 4, 8], m), names)
+    (['data', 'pipeline', 'tensor'], ((4, 1), (4, 1), (1, 8)), 'rank order tp-cp-ep-pp-dp matches this placement')
+    """
+    full = {"tp": "tensor", "cp": "context", "ep": "expert", "pp": "pipeline", "dp": "data"}
+    inner_first = [full[d] for d in order.split("-") if sizes[full[d]] > 1] or ["data"]
+    left = {a: int(sizes[a]) for a in inner_first}
+    rows = {a: [1] * len(hierarchy) for a in inner_first}
+    for j in reversed(range(len(hierarchy))):  # innermost level first: it holds the fastest ranks
+        room = int(hierarchy[j])
+        for a in inner_first:
+            if room == 1:
+                break
+            share = math.gcd(left[a], room)
+            if share not in (left[a], room):
+                return inner_first[::-1], None, f"{a} {sizes[a]} does not divide evenly into the levels left for it"
+            rows[a][j] = share
+            left[a] //= share
+            room //= share
+            if left[a] > 1:
+                break
+    names = inner_first[::-1]
+    return names, tuple(tuple(rows[a]) for a in names), f"Megatron-LM's rank order {order}"
 
 
 def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
-                  collectives: Sequence[StepCollective], engine: str) -> dict[StepCollective, float]:
-    names = [a for a in AXES if sizes[a] > 1] or ["data"]
-    axis_sizes = [sizes[a] for a in names]
-    matrix, why = megatron_matrix(hierarchy, axis_sizes, names)
+                  collectives: Sequence[StepCollective], engine: str, matrix: Any = None) -> dict[StepCollective, float]:
+    """``matrix``: ``(row names, rows)``, the placement as a plan lists it (axes sharing a level nest in the rows'
+    order, the first outermost); None: Megatron-LM's default, rows the axes of size > 1 in :data:`AXES` order."""
+    why = ""
+    if matrix is not None:
+        names, matrix = list(matrix[0]), matrix[1]
+        axis_sizes = [sizes[a] for a in names]
+    else:
+        names, matrix, why = default_placement_rows(hierarchy, sizes)
+        axis_sizes = [sizes[a] for a in names]
     if matrix is None:
         raise InputError(f"axes: {','.join(f'{a}={sizes[a]}' for a in names)} on {topo.spec.name}: no placement in "
                          f"Megatron-LM's rank order ({why})")
@@ -266,6 +284,38 @@ def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, nod
         groups = tuple(tuple(device(r) for r in g) for g in part_groups(part, hierarchy, axis_sizes, matrix, "aligned"))
         out[c] = sim.step(LoweredStep(Op(c.op), groups), (float(c.size),) * len(groups)).seconds
     return out
+
+
+@dataclass(frozen=True)
+class PreparedStep:
+    """One configuration before its collectives are simulated: its memory, each stage's compute, and the
+    step's least time (:attr:`bound`), which the collectives can only lengthen."""
+
+    job: StepJob
+    sizes: dict[str, int]
+    training: TrainingSpec
+    extra: StepSettings
+    micro_batches: int
+    memory: MemoryUse
+    stage_compute: tuple[float, ...]
+    stage_attention: tuple[float, ...]
+    stage_matmul: tuple[float, ...]
+    stage_layers: tuple[int, ...]
+    optimizer: float
+
+    @property
+    def fits(self) -> bool:
+        capacity = self.job.topo.spec.nccl.memory_gib
+        return capacity is None or self.memory.total <= capacity * GIB
+
+    @property
+    def bound(self) -> float:
+        """At most the step: ``m`` micro-batches of the slowest stage's compute, the bubble of the stages' compute
+        and the optimizer.  Exposed communication only adds to a stage's time (and the bubble grows with every
+        stage's: ``(sum - max) / v``), and pipeline and data exposure are added to the step, so the step
+        :func:`finish_step` finds is never below it."""
+        stages = self.stage_compute
+        return self.micro_batches * max(stages) + bubble_seconds(stages, self.training.virtual_stages) + self.optimizer
 
 
 def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | None = None,
@@ -290,25 +340,23 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
         if a not in AXES:
             raise InputError(f"axes: {a!r} is not an axis a training step uses (one of {', '.join(AXES)})")
         sizes[a] = v
-    spec = find_spec(system) if not hasattr(system, "hierarchy") else system
-    per_node = math.prod(spec.hierarchy(1)[spec.node_level + 1:])
-    if gpus is None and nodes is None:
-        raise InputError("step: give --nodes or --gpus")
-    if gpus is None:
-        gpus = nodes * per_node
-    if gpus < 1:
-        raise InputError(f"gpus: {gpus} should be a positive integer")
-    if math.prod(sizes.values()) != gpus:
+    job = step_job(spec_model, system, nodes, gpus, params, engine)
+    if math.prod(sizes.values()) != job.gpus:
         raise InputError(f"axes: {' x '.join(str(sizes[a]) for a in AXES)} = {math.prod(sizes.values())} GPUs, but the "
-                         f"job has {gpus}")
+                         f"job has {job.gpus}")
+    prepared = prepare_step(job, sizes, training, extra)
+    if check_memory:
+        check_fits(prepared.memory, job.topo.spec.nccl.memory_gib,
+                   f"{spec_model.name} on {job.gpus} {job.topo.spec.nccl.gpu_model or 'GPUs'}")
+    return finish_step(prepared)
+
+
+def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec, extra: StepSettings) -> PreparedStep:
+    """A configuration's memory and compute per stage (checked by :func:`~p2sim.workload.training.fit`); one
+    layer's times are kept in the job for every configuration with the same layer shape."""
+    spec_model, timer = job.model, job.timer
+    sizes = {a: sizes.get(a, 1) for a in AXES}
     f = fit(spec_model, training, sizes)
-    count = max(nodes or 0, -(-gpus // per_node))
-    if isinstance(system, str):
-        topo = _TOPOLOGIES.get((system, count)) or _TOPOLOGIES.setdefault((system, count), load_system(spec, count))
-    else:
-        topo = load_system(spec, count)
-    hierarchy, used = job_hierarchy(topo.hierarchy, gpus, per_node)
-    timer = _timer(topo, params)
     t, c, p, d, e = (sizes[a] for a in AXES)
     v = training.virtual_stages
     m = f.micro_batches
@@ -317,20 +365,18 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
                          sp=training.sequence_parallel, recompute=extra.recompute,
                          data_parallel=training.data_parallel,
                          grad_bytes=training.grad_bytes, fp8=extra.fp8)
-    capacity = topo.spec.nccl.memory_gib
-    if check_memory:
-        check_fits(mem, capacity, f"{spec_model.name} on {gpus} {topo.spec.nccl.gpu_model or 'GPUs'}")
     # ------------------------------------------------------------------ compute per stage, per micro-batch
     kinds = layer_kinds(spec_model)
     tokens = f.tokens
     common = dict(tokens=tokens, seq_length=training.seq_length, tensor=t, context=c, expert=e,
                   sequence_parallel=training.sequence_parallel, dtype_bytes=1.0 if extra.fp8 else 2.0)
-    cache: dict[tuple[str, bool], tuple[float, float, float, float]] = {}
+    cache = job.layers
+    shape = (tokens, training.seq_length, t, c, e, training.sequence_parallel, extra.fp8, extra.recompute)
 
     def layer(i: int) -> tuple[float, float, float, float]:
         # GPT-OSS alternates sliding-window and full attention, sliding first (its layer_types)
         sliding = spec_model.sliding_window_layers > 0 and i % 2 == 0
-        key = (kinds[i], sliding)
+        key = (kinds[i], sliding) + shape
         if key not in cache:
             cache[key] = _layer_seconds(timer, layer_ops(spec_model, kinds[i], sliding=sliding, **common),
                                         extra.fp8, extra.recompute)
@@ -361,9 +407,28 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
         stage_attention.append(attention)
         stage_matmul.append(matmuls)
         stage_layers.append(count)
+    # the optimizer: Adam over this GPU's shard of the parameters, memory-bound: FP32 master, momentum,
+    # variance and gradient read, the three written back and the BF16 weight (30 bytes a parameter)
+    optimizer = 30.0 * (mem.optimizer / 12.0) / (timer.hbm_tb_per_s * 1e12 * timer.params.memory)
+    return PreparedStep(job, sizes, training, extra, m, mem, tuple(stage_compute), tuple(stage_attention),
+                        tuple(stage_matmul), tuple(stage_layers), optimizer)
+
+
+def finish_step(prep: PreparedStep, matrix: Any = None) -> StepResult:
+    """The step of a prepared configuration: its collectives simulated (or found kept), the overlap, the step.
+
+    ``matrix``: the placement as ``(row names, rows)`` (a plan's matrix with its axis names; columns the job's
+    levels); None: Megatron-LM's default rank order."""
+    job, training, extra, sizes = prep.job, prep.training, prep.extra, prep.sizes
+    spec_model, topo, timer, gpus = job.model, job.topo, job.timer, job.gpus
+    t, c, p, d, e = (sizes[a] for a in AXES)
+    v, m, mem = training.virtual_stages, prep.micro_batches, prep.memory
+    stage_compute, stage_attention = prep.stage_compute, prep.stage_attention
+    stage_matmul, stage_layers = prep.stage_matmul, prep.stage_layers
+    capacity = topo.spec.nccl.memory_gib
     # ------------------------------------------------------------------ communication
     collectives = step_collectives(spec_model, training, sizes)
-    seconds = _simulate(topo, hierarchy, used, per_node, sizes, collectives, engine) if collectives else {}
+    seconds = _simulate(topo, job.hierarchy, job.used, job.per_node, sizes, collectives, job.engine, matrix) if collectives else {}
     comm = {a: 0.0 for a in COMM_AXES}
     for col, s in seconds.items():
         comm[_axis_of(col)] += s * col.count
@@ -409,10 +474,7 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
         exposed["data"] = (max(grads / buckets, grads - backward) if grads else 0.0) + \
                           (max(gathers / buckets, gathers - forward) if gathers else 0.0)
     exposed["pipeline"] += other
-    # the optimizer: Adam over this GPU's shard of the parameters, memory-bound: FP32 master, momentum,
-    # variance and gradient read, the three written back and the BF16 weight (30 bytes a parameter)
-    sharded = mem.optimizer / 12.0
-    optimizer = 30.0 * sharded / (timer.hbm_tb_per_s * 1e12 * params.memory)
+    optimizer = prep.optimizer
     compute = m * parts_of[slowest][0]
     step = compute + bubble + sum(exposed.values()) + optimizer
     tokens_step = training.seq_length * m * training.micro_batch * d * e
