@@ -13,6 +13,8 @@ Modules
 -------
 :mod:`.bindings`
     What bounds each step of an answer's program: for the results that are shown, not for every simulation.
+:mod:`.config_search`
+    The configuration search: every way to train a model on a job's GPUs, ranked by step time.
 :mod:`.config_task`
     Simulating every (matrix, program) of a configuration as one picklable task.
 :mod:`.contexts`
@@ -41,6 +43,10 @@ Modules
     A collective over a range of sizes, as ``nccl-tests`` would run it: what NCCL picks and how long it takes.
 :mod:`.step_counts`
     What a rank, plan or what-if will bound, counted before it starts: the steps, distinct steps and collectives.
+:mod:`.step_job`
+    One training job's shared parts for the step: the GPUs it spans on the system, the system built, the timer.
+:mod:`.step_placements`
+    A model-driven plan's placements ranked by the step's time, with Megatron-LM's and Meta's orders named.
 :mod:`.step_plan`
     A model-driven plan: every matrix charged with every collective of a training step (``plan --model``).
 :mod:`.step_time`

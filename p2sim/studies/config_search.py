@@ -1,5 +1,6 @@
-"""The configuration search: every way to train a model on a job's GPUs, ranked by step time (``plan --model``
-without ``--axes``).
+"""The configuration search: every way to train a model on a job's GPUs, ranked by step time.
+
+It answers ``plan --model`` without ``--axes``.
 
 The space is :func:`p2sim.workload.configurations.candidates` (tensor within the system's NVLink domain,
 context, pipeline, expert, data, virtual stages, micro-batch) times the recompute choices (none, selective,
