@@ -132,6 +132,20 @@ def test_a_dying_rank_stops_the_others_and_the_log_keeps_its_records(tmp_path):
     assert len(records) == 4 and all(x["pass"] for x in records)
 
 
+@pytest.mark.parametrize("slow", [0, 1, 3])
+def test_a_record_every_rank_measured_is_kept_when_a_rank_dies_before_it_is_logged(tmp_path, slow):
+    # as on a loaded machine: one rank (rank 0, which logs, or another) reports its results late, after rank 3
+    # has reported its last one and failed; what every rank measured must still reach the log
+    log = tmp_path / "dead.jsonl"
+    r = bench("run", "--system", "v100", "--nodes", "1", "--axes", "8", "--backend", "numpy", "--bytes", "1KiB",
+              "--warmup", "0", "--iters", "2", "--log", str(log), "--timeout", "20", "--inject-failure", "3:4",
+              "--inject-slow", f"{slow}:1.5", check=False)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("bench_nccl: error: rank 3 failed"), r.stderr
+    records = read_log(log)
+    assert len(records) == 4 and all(x["pass"] for x in records)
+
+
 def test_missing_cupy_says_how_to_install_it(tmp_path):
     block = tmp_path / "block"
     block.mkdir()
@@ -172,6 +186,44 @@ def test_store_serves_only_its_token_on_loopback():
         server.close()
     with pytest.raises(BenchError, match="token"):
         StoreServer("127.0.0.1", 0, "")
+
+
+def test_after_a_failure_a_wait_ends_only_when_no_rank_can_set_what_it_waits_for():
+    import threading
+
+    from bench_nccl.errors import StoppedByPeer
+
+    server = StoreServer("127.0.0.1", 0, "t").start()
+    try:
+        waiter, worker = (StoreClient("127.0.0.1", server.port, "t") for _ in range(2))
+        worker.set("b/start/1", "1")  # both take part
+        got: list = []
+        thread = threading.Thread(target=lambda: got.append(waiter.wait(["r/1"], 30)))
+        thread.start()
+        StoreClient("127.0.0.1", server.port, "t").set("abort", "rank 2: failed")
+        thread.join(0.5)
+        assert thread.is_alive()  # the worker still works: what it sets may be what the waiter waits for
+        worker.set("r/1", "late")  # a result reported late, after the failure
+        thread.join(10)
+        assert got == [["late"]]
+        # now both wait for what no one will set: both stop at once, not at their timeout
+        done: list = []
+        threads = [threading.Thread(target=lambda c=c: done.append(_stopped(c, StoppedByPeer))) for c in (waiter, worker)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert done == ["stopping: rank 2: failed"] * 2
+    finally:
+        server.close()
+
+
+def _stopped(client, error) -> str:
+    try:
+        client.wait(["never"], 30)
+    except error as e:
+        return str(e)
+    return "not stopped"
 
 
 def test_rank_from_launcher_variables(monkeypatch):
@@ -453,6 +505,8 @@ def test_sweep_with_a_system_and_bad_arguments(tmp_path):
                       (["-C", "AllGather", "--algo", "tree"], "NCCL has a tree only for AllReduce"),
                       (["-b", "2KiB", "-e", "1KiB"], "minbytes: 2KiB is above maxbytes 1KiB"),
                       (["-e", "1TiB"], "maxbytes: '1TiB' is not a size nccl-tests reads"),
+                      # measured only the first size, with exit 0, before
+                      (["-b", "1KiB", "-e", "64KiB", "-f", "1", "--ranks", "2"], "stepfactor: 1 must be at least 2"),
                       ([], "--backend numpy needs --ranks"),
                       (["--system", "v100", "--ranks", "4"], "ranks: 4, but system v100 has 16 GPUs")]:
         r = bench("sweep", "--backend", "numpy", *args, "--log", str(log), check=False)
