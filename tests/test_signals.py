@@ -228,3 +228,12 @@ def test_answering_signals_leaves_the_handlers_as_they_were():
         os.kill(os.getpid(), signal.SIGINT)  # ignored once the run has said how it ends
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
     assert ended_by(ValueError()) is None
+
+
+def test_the_entry_stays_the_function_whoever_loads_the_command_line_first():
+    # p2sim.cli.main (the module) is loaded on the first run, after the package: loading it must not turn
+    # p2sim.cli.main (the package's attribute, the p2sim script's entry) into the module
+    code = ("import importlib, p2sim.cli.main\nfrom p2sim.cli import main\n"
+            "print(callable(main), importlib.import_module('p2sim.cli.main').__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout
+    assert out.split() == ["True", "p2sim.cli.main"]

@@ -31,6 +31,7 @@ Modules
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Sequence
 
 # light (the standard library's signal and threading): imported before anything heavy
@@ -69,3 +70,17 @@ def _prog(argv: Sequence[str] | None) -> str:
     """
     args = list(sys.argv[1:] if argv is None else argv)
     return f"p2sim {args[0]}" if args and args[0].isalpha() and args[0].islower() else "p2sim"
+
+
+class _Package(types.ModuleType):
+    """This package, whose ``main`` stays the function above: Python sets a package's attribute to a submodule
+    when it first loads it, and :mod:`.main` is loaded late (on the first run, or by whoever imports it), after
+    which ``from p2sim.cli import main`` would give the module."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "main" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
