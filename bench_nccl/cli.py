@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from p2sim.util.errors import InputError, P2SimError
 from p2sim.util.parsing import byte_size, int_list, nccl_tests_size, positive_int
 from p2sim.util.fileio import check_not_input, check_output_file, guarded_stdout
+from p2sim.util.signals import answering_signals, ended_by, ending
 
 from .env import Placement, from_environment
-from .errors import STOPPED_BY_PEER, BenchError, PeerLost
+from .errors import STOPPED_BY_PEER, BenchError, PeerLost, Signalled
 from .gpu import gpu_message, is_gpu_error, preflight
 from .launch import LAUNCHED_VAR, launch_local
 from .logfile import compare_lines, read_log, repeated_records, summary_lines
@@ -273,6 +274,22 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bench_nccl``: Ctrl-C and ``SIGTERM`` end it in one line (exit 130 or 143), never a traceback;
+    a rank that the local launcher started stops quietly (the launcher says it once, for every rank)."""
+    with answering_signals():
+        try:
+            return _main(argv)
+        except BaseException as e:
+            how = ended_by(e)
+            if how is None:
+                raise
+            ending()
+            if not os.environ.get(LAUNCHED_VAR):
+                print(f"bench_nccl: {how[0]}", file=sys.stderr)
+            return how[1]
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -286,6 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench_nccl: error: {e}", file=sys.stderr)
         if isinstance(e, PeerLost):
             return STOPPED_BY_PEER  # so the launcher blames the rank that failed first
+        if isinstance(e, Signalled):
+            return e.exit_status
         return 1 if isinstance(e, BenchError) else 2
     except BrokenPipeError:  # the reader of stdout left (| head): as p2sim, not an error
         return 0

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from p2sim.util.signals import ended_by
+
 from .env import Placement
 from .errors import STOPPED_BY_PEER, BenchError, PeerLost
 from .store import ABORT, StoreClient, StoreServer
@@ -69,11 +71,12 @@ def run_session(p: Placement, body: Callable[[StoreClient, list[Any]], int]) -> 
     threading.Thread(target=_watchdog, args=(p, store, backend_ref, stop), daemon=True).start()
     try:
         return body(store, backend_ref)
-    except Exception as e:
+    except BaseException as e:  # an error, or a signal (Ctrl-C, SIGTERM from a launcher or a scheduler)
         if not isinstance(e, PeerLost):  # this rank's own failure (a stopped one only repeats another's)
+            how = ended_by(e)
             try:
                 if not store.get(ABORT):  # the first failure is the one the others are told
-                    store.set(ABORT, f"rank {p.rank}: {e}")
+                    store.set(ABORT, f"rank {p.rank}: {e if how is None else how[0]}")
             except BenchError:
                 pass
         raise

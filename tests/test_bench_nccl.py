@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -144,6 +146,35 @@ def test_a_record_every_rank_measured_is_kept_when_a_rank_dies_before_it_is_logg
     assert r.stderr.strip().splitlines()[-1].startswith("bench_nccl: error: rank 3 failed"), r.stderr
     records = read_log(log)
     assert len(records) == 4 and all(x["pass"] for x in records)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups, prctl")
+@pytest.mark.parametrize("sig,status,word,group", [(signal.SIGTERM, 143, "terminated", False),
+                                                   (signal.SIGINT, 130, "interrupted", True)])
+def test_a_signal_stops_every_rank_in_one_line(tmp_path, sig, status, word, group):
+    # SIGTERM to the launcher (a scheduler's time limit) killed it silently and left its ranks running to the end,
+    # still writing the log; Ctrl-C (the whole process group) printed a KeyboardInterrupt traceback per rank
+    log = tmp_path / "long.jsonl"
+    base = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench_nccl", "run", "--system", "v100", "--nodes", "1", "--axes", "8", "--backend",
+         "numpy", "--bytes", "1KiB", "--warmup", "0", "--iters", "100000", "--log", str(log)],
+        cwd=ROOT, env=base, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: (os.setsid(), signal.signal(signal.SIGINT, signal.SIG_DFL)))  # as a terminal's job
+    try:
+        while not (log.exists() and log.read_text().count("\n") >= 1):  # the ranks are measuring
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.1)
+        os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == status, err
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert err == f"bench_nccl: error: {word}; stopped every rank; the log keeps every completed record\n"
+    kept = log.read_text()
+    time.sleep(1)
+    assert log.read_text() == kept  # no rank goes on writing
 
 
 def test_missing_cupy_says_how_to_install_it(tmp_path):
