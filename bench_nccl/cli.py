@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from p2sim.util.errors import InputError, P2SimError
 from p2sim.util.parsing import byte_size, int_list, nccl_tests_size, positive_int
 from p2sim.util.fileio import check_not_input, check_output_file, guarded_stdout
+from p2sim.util.signals import answering_signals, ended_by, ending
 
 from .env import Placement, from_environment
-from .errors import STOPPED_BY_PEER, BenchError, PeerLost
+from .errors import STOPPED_BY_PEER, BenchError, PeerLost, Signalled
 from .gpu import gpu_message, is_gpu_error, preflight
 from .launch import LAUNCHED_VAR, launch_local
 from .logfile import compare_lines, read_log, repeated_records, summary_lines
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--order", default="aligned", choices=["aligned", "p2"],
                    help="device order of a reduction group over several axes (default: aligned; p2: as P2/XLA)")
     r.add_argument("--inject-failure", default=None, metavar="RANK:RECORD", help=argparse.SUPPRESS)
+    r.add_argument("--inject-slow", default=None, metavar="RANK:SECONDS", help=argparse.SUPPRESS)
     w = sub.add_parser("sweep", help="time one collective over a range of sizes (nccl-tests' table)",
                        description="Time one collective from --minbytes to --maxbytes like nccl-tests' "
                                    "all_reduce_perf and friends: out of place and in place, back-to-back calls "
@@ -80,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="smallest size, as nccl-tests reads -b: a number with K, M or G, 1024-based, of which only "
                         "the first letter counts (1MB is 1 MiB) (default: 1KiB)")
     w.add_argument("-e", "--maxbytes", default="256MiB", help="largest size (default: 256MiB)")
-    w.add_argument("-f", "--stepfactor", default="2", help="each size this many times the last (default: 2)")
+    w.add_argument("-f", "--stepfactor", default="2", help="each size this many times the last, at least 2 (default: 2)")
     w.add_argument("-w", "--warmup", default="5", help="untimed calls per size (default: 5, as nccl-tests)")
     w.add_argument("-n", "--iters", default="20", help="timed calls per size (default: 20, as nccl-tests)")
     w.add_argument("-c", "--check", default="1", choices=["0", "1"], help="check the results (default: 1)")
@@ -120,6 +122,10 @@ def config_of(args: argparse.Namespace):
     if args.inject_failure:
         a, b = args.inject_failure.split(":")
         fail = (int(a), int(b))
+    slow = None
+    if args.inject_slow:
+        a, b = args.inject_slow.split(":")
+        slow = (int(a), float(b))
     return RunConfig(
         system=args.system,
         nodes=None if args.nodes is None else positive_int(args.nodes, "nodes"),
@@ -129,7 +135,7 @@ def config_of(args: argparse.Namespace):
         warmup=int_list(args.warmup, "warmup")[0], iters=positive_int(args.iters, "iters"), log=args.log,
         resume=args.resume, backend=args.backend, timeout=float(positive_int(args.timeout, "timeout")),
         max_records=None if args.max_records is None else positive_int(args.max_records, "max-records"),
-        inject_failure=fail, profile=args.profile, order=args.order,
+        inject_failure=fail, inject_slow=slow, profile=args.profile, order=args.order,
     )
 
 
@@ -207,7 +213,11 @@ def cmd_sweep(args: argparse.Namespace, argv: Sequence[str]) -> int:
     lo, hi = nccl_tests_size(args.minbytes, "minbytes"), nccl_tests_size(args.maxbytes, "maxbytes")
     if lo > hi:
         raise InputError(f"minbytes: {args.minbytes} is above maxbytes {args.maxbytes}")
-    cfg = SweepConfig(collective=name, minbytes=lo, maxbytes=hi, factor=positive_int(args.stepfactor, "stepfactor"),
+    factor = positive_int(args.stepfactor, "stepfactor")
+    if factor < 2:  # nccl-tests' -f 1 steps by -i bytes instead, which bench_nccl does not do; 1 would never advance
+        raise InputError(f"stepfactor: {factor} must be at least 2 (each size is -f times the last; for one size "
+                         "give -b and -e the same)")
+    cfg = SweepConfig(collective=name, minbytes=lo, maxbytes=hi, factor=factor,
                       warmup=int_list(args.warmup, "warmup")[0], iters=positive_int(args.iters, "iters"),
                       check=args.check == "1", algo=args.algo, log=args.log, backend=args.backend,
                       timeout=float(positive_int(args.timeout, "timeout")), system=args.system,
@@ -264,6 +274,22 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bench_nccl``: Ctrl-C and ``SIGTERM`` end it in one line (exit 130 or 143), never a traceback;
+    a rank that the local launcher started stops quietly (the launcher says it once, for every rank)."""
+    with answering_signals():
+        try:
+            return _main(argv)
+        except BaseException as e:
+            how = ended_by(e)
+            if how is None:
+                raise
+            ending()
+            if not os.environ.get(LAUNCHED_VAR):
+                print(f"bench_nccl: {how[0]}", file=sys.stderr)
+            return how[1]
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -277,6 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench_nccl: error: {e}", file=sys.stderr)
         if isinstance(e, PeerLost):
             return STOPPED_BY_PEER  # so the launcher blames the rank that failed first
+        if isinstance(e, Signalled):
+            return e.exit_status
         return 1 if isinstance(e, BenchError) else 2
     except BrokenPipeError:  # the reader of stdout left (| head): as p2sim, not an error
         return 0

@@ -3,21 +3,25 @@
 It picks a free port on the loopback address, makes the run's random token, and
 starts ``world`` copies of the command with the torchrun-style variables set.  If a
 rank dies, the launcher tells the others through the store, gives them a few
-seconds to stop, ends whatever is left, and says which rank failed.
+seconds to stop, ends whatever is left, and says which rank failed.  Ctrl-C or ``SIGTERM``
+stops every rank (and a rank dies with the launcher even if the launcher is killed outright).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
 
+from p2sim.util.signals import Terminated, ended_by, ending
+
 from .env import ADDR_VAR, PORT_VAR, TOKEN_VAR
-from .errors import STOPPED_BY_PEER, BenchError
+from .errors import STOPPED_BY_PEER, BenchError, Signalled
 from .store import StoreClient
 
 __all__ = ["launch_local", "free_port", "LAUNCHED_VAR"]
@@ -40,7 +44,7 @@ def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", gr
                    MASTER_ADDR=address, MASTER_PORT=str(port), **{TOKEN_VAR: token, ADDR_VAR: address,
                                                                    PORT_VAR: str(port), LAUNCHED_VAR: "1"})
         env.pop("TORCHELASTIC_RUN_ID", None)  # these ranks are ours, not torchrun's
-        procs.append(subprocess.Popen([sys.executable, "-m", "bench_nccl", *argv], env=env))
+        procs.append(subprocess.Popen([sys.executable, "-m", "bench_nccl", *argv], env=env, preexec_fn=_rank_init))
     failed: tuple[int, int] | None = None
     try:
         while any(p.poll() is None for p in procs):
@@ -56,10 +60,14 @@ def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", gr
                         if q.poll() is None:
                             q.kill()
             time.sleep(0.05)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Terminated) as e:  # Ctrl-C, or SIGTERM (kill, a scheduler's time limit)
+        ending()  # a second signal must not leave ranks running
         for p in procs:
             p.kill()
-        raise BenchError("interrupted; the log keeps every completed record") from None
+        for p in procs:
+            p.wait()
+        word, status = ended_by(e)  # type: ignore[misc]
+        raise Signalled(f"{word}; stopped every rank; the log keeps every completed record", status) from None
     for p in procs:
         p.wait()
     # the rank to blame: one that failed on its own, not one stopped by its peers (or killed
@@ -71,6 +79,18 @@ def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", gr
         raise BenchError(f"rank {failed[0]} failed (exit code {failed[1]}); stopped the other ranks; "
                          "the log keeps every completed record")
     return 0
+
+
+def _rank_init() -> None:
+    """In each rank before it runs: it dies with the launcher even if the launcher is killed outright (Linux's
+    ``PR_SET_PDEATHSIG``), and a signal the launcher dies of without stopping the ranks cannot orphan them."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG, <linux/prctl.h>
+        except (OSError, AttributeError):  # no prctl: the launcher's own stop still ends the ranks
+            pass
 
 
 def _tell_others(address: str, port: int, token: str, msg: str) -> None:

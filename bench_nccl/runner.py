@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,8 @@ class RunConfig:
     timeout: float = 300.0
     max_records: int | None = None
     inject_failure: tuple[int, int] | None = None  # (rank, record number): for testing failure handling
+    # (rank, seconds): that rank waits this long before it reports each result, as on a loaded machine (for testing)
+    inject_slow: tuple[int, float] | None = None
     profile: str = "paper"
     order: str = "aligned"  # device order of reduction groups (p2sim.formalism.hierarchy.Order), recorded in the log
 
@@ -118,17 +121,20 @@ def _run(cfg: RunConfig, p: Placement, store: StoreClient, backend_ref: list[Any
             ok = bool(out.shape == want.shape and bool((out == want).all()))
             if it is None:
                 continue
+            if cfg.inject_slow is not None and cfg.inject_slow[0] == p.rank:
+                time.sleep(cfg.inject_slow[1])
             store.set(f"r/{pid}/{it}/{p.rank}", json.dumps([seconds, ok, backend.marks()]))
             if writer is not None:
                 got = [json.loads(v) for v in store.wait([f"r/{pid}/{it}/{r}" for r in range(p.world)],
                                                          cfg.timeout, "the ranks' results")]
-                writer.write(dict(
-                    base, run_id=run_id, iteration=it, seconds=max(g[0] for g in got),
-                    fastest_rank_seconds=min(g[0] for g in got), **{"pass": all(g[1] for g in got)},
-                    steps=step_records(plan, chunk * xp.dtype(dtype).itemsize, [g[2] for g in got]),
-                    emulated=backend.emulated, world_size=p.world, warmup=cfg.warmup, **versions,
-                    time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                ))
+                with store.active():  # a record measured by every rank is logged, whatever fails meanwhile
+                    writer.write(dict(
+                        base, run_id=run_id, iteration=it, seconds=max(g[0] for g in got),
+                        fastest_rank_seconds=min(g[0] for g in got), **{"pass": all(g[1] for g in got)},
+                        steps=step_records(plan, chunk * xp.dtype(dtype).itemsize, [g[2] for g in got]),
+                        emulated=backend.emulated, world_size=p.world, warmup=cfg.warmup, **versions,
+                        time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                    ))
             records += 1
             if cfg.max_records is not None and records >= cfg.max_records:
                 break

@@ -71,7 +71,7 @@ class SweepConfig:
 def sizes(op: Op, ranks: int, minbytes: int, maxbytes: int, factor: int) -> list[tuple[int, int]]:
     """(size in bytes, NCCL count) of each step of a sweep, as nccl-tests computes them.
 
-    Sizes that leave no element (a count of 0) are dropped.
+    Sizes that leave no element (a count of 0) are dropped; ``factor`` is at least 2.
 
     Examples
     --------
@@ -80,6 +80,8 @@ def sizes(op: Op, ranks: int, minbytes: int, maxbytes: int, factor: int) -> list
     >>> sizes(Op.ALL_REDUCE, 8, 8, 64, 4)
     [(8, 2), (32, 8)]
     """
+    if factor < 2:
+        raise InputError(f"stepfactor: {factor} must be at least 2 (each size is -f times the last)")
     out = []
     size = minbytes
     while size <= maxbytes:
@@ -87,7 +89,7 @@ def sizes(op: Op, ranks: int, minbytes: int, maxbytes: int, factor: int) -> list
         per = count // ranks if op in (Op.REDUCE_SCATTER, Op.ALL_GATHER) else count
         if per:
             out.append((per * ITEM * (ranks if op in (Op.REDUCE_SCATTER, Op.ALL_GATHER) else 1), per))
-        size = size * factor if factor > 1 else size + maxbytes  # -f 1: one size
+        size *= factor  # at least 2 (the command line refuses less)
     return out
 
 
@@ -295,16 +297,17 @@ def _sweep(cfg: SweepConfig, p: Placement, store: Any, backend_ref: list[Any]) -
                 bus = alg * bus_factor(op.value, p.world)
                 total_bus.append(bus)
                 wrong_total += wrongs or 0
-                writer.write(dict(
-                    kind="sweep", collective=cfg.collective, size=size, count=count, type="float",
-                    redop="none" if op in (Op.ALL_GATHER, Op.BROADCAST) else "sum",
-                    root=0 if op in (Op.BROADCAST, Op.REDUCE) else -1, in_place=place, seconds=mean,
-                    max_rank_seconds=max(g[0] for g in got), algbw_GBps=alg, busbw_GBps=bus, wrong=wrongs,
-                    checksum=None if wrongs is None else sum(g[2] for g in got), ranks=p.world, nodes=nodes,
-                    gpus_per_node=per_node, hosts=hosts, system=system, algo=cfg.algo, backend=backend.name,
-                    emulated=backend.emulated, warmup=cfg.warmup, iters=cfg.iters, run_id=run_id,
-                    **{**versions, "nccl_algo": algo_env, "nccl_proto": os.environ.get("NCCL_PROTO")},
-                    time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")))
+                with store.active():  # a size measured by every rank is logged, whatever fails meanwhile
+                    writer.write(dict(
+                        kind="sweep", collective=cfg.collective, size=size, count=count, type="float",
+                        redop="none" if op in (Op.ALL_GATHER, Op.BROADCAST) else "sum",
+                        root=0 if op in (Op.BROADCAST, Op.REDUCE) else -1, in_place=place, seconds=mean,
+                        max_rank_seconds=max(g[0] for g in got), algbw_GBps=alg, busbw_GBps=bus, wrong=wrongs,
+                        checksum=None if wrongs is None else sum(g[2] for g in got), ranks=p.world, nodes=nodes,
+                        gpus_per_node=per_node, hosts=hosts, system=system, algo=cfg.algo, backend=backend.name,
+                        emulated=backend.emulated, warmup=cfg.warmup, iters=cfg.iters, run_id=run_id,
+                        **{**versions, "nccl_algo": algo_env, "nccl_proto": os.environ.get("NCCL_PROTO")},
+                        time=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")))
             else:
                 results.append((t, wrong))
         if writer is not None:

@@ -46,8 +46,8 @@ Modules
 
 from __future__ import annotations
 
-from typing import Any
-
+# nothing else imported here (not even typing): a Ctrl-C in the command line's first milliseconds, before its
+# entry (p2sim.cli.main) answers signals, should find as little as possible to interrupt (util.version is one line)
 from .util.version import __version__
 
 _API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
@@ -56,7 +56,7 @@ _ERRORS = ("P2SimError", "InputError")
 __all__ = [*_API, *_ERRORS, "__version__"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _API:
         from . import api
 

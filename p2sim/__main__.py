@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli.main import main
+from .cli import main  # light: signals are answered before the heavy imports
 
 sys.exit(main())

@@ -225,7 +225,7 @@ def sweep(*, system: System = o.SYSTEM, nodes: Count | None = None, gpus_per_nod
 
 @_boundary
 def validate(*, measurements: Paths, calibrate_on: Paths | None = None, system: str | None = None,
-             folds: Count = o.FOLDS, split: str = o.SPLIT, engine: str = o.ENGINE, allow_emulated: bool = False,
+             folds: Count | None = o.FOLDS, split: str = o.SPLIT, engine: str = o.ENGINE, allow_emulated: bool = False,
              workers: Count | None = None, scheduler: str | None = None, scheduler_file: File | None = None,
              max_matrices: Count | None = None, max_simulations: Count | None = None, yes: bool = False
              ) -> ValidateResult:

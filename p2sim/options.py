@@ -36,7 +36,7 @@ COLLECTIVE = "AllReduce"  # sweep: nccl-tests' all_reduce_perf
 MINBYTES = "8"
 MAXBYTES = "1GiB"
 STEPFACTOR = "2"
-FOLDS = 1  # validate: no cross-validation
+FOLDS = None  # validate: no cross-validation (folds are 2 or more: one fold would score its own calibration rows)
 SPLIT = "none"  # validate: no cross-validation by size
 TOLERANCE = VERDICT_TOLERANCE  # check: a verdict's band (p2sim.measurements.verdict says why)
 LIMIT = 20  # synth: programs shown per matrix in the table
@@ -97,7 +97,8 @@ DESCRIPTIONS = MappingProxyType({
     "stepfactor": "size factor between points",
     "measurements": "measurement files or directories (P2's CSV, single-collective CSV, bench_nccl logs)",
     "calibrate_on": "calibrate each system on these measurements first",
-    "folds": "with calibrate_on: k-fold cross-validation over groups",
+    "folds": "with calibrate_on: k-fold cross-validation over the program rows' configurations, k at least 2 "
+             "(default: none, calibrated on every row and scored in sample)",
     "split": "with calibrate_on: ``sizes`` calibrates on every other size of the single-collective rows and scores "
              "the sizes between (cross-validation by size); ``none`` (default) scores every row",
     "allow_emulated": "use bench_nccl's CPU emulations (--backend numpy) too",

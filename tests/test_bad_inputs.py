@@ -2,13 +2,15 @@
 
 The commands run in this process through ``main``: an exception that escapes them (a
 traceback) fails the test instead of passing it, and every case also checks that
-stderr holds exactly one line without "Traceback".
+stderr holds exactly one line without "Traceback" -- besides the progress lines a command prints
+while it works (every few seconds: on a loaded machine, a count that takes 0.1 s alone prints some).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -24,10 +26,14 @@ BAD_BYTES = b"\xff\xfe"
 
 
 
+# a progress line (p2sim.util.log.progress): "p2sim whatif: counting ...: 3/7 (42%), 5 s" or "...: 5 s"
+PROGRESS = re.compile(r"p2sim \w+: .+: (\d+/\d+ \(\d+%\), )?\d+ s")
+
+
 def refused(capsys, *argv: str, says: tuple[str, ...]) -> str:
-    """Run a command that must be refused; return its one error line."""
+    """Run a command that must be refused; return its one error line (progress lines aside)."""
     rc, out, err = run(capsys, *argv)
-    lines = err.strip().splitlines()
+    lines = [line for line in err.strip().splitlines() if not PROGRESS.fullmatch(line)]
     assert rc == 2 and "Traceback" not in err and len(lines) == 1, err
     for s in says:
         assert s in lines[0], lines[0]
@@ -58,21 +64,50 @@ def a_file(tmp_path) -> Path:
 @pytest.fixture
 def no_work(monkeypatch):
     """Every simulation and fit fails the test: output checks must come before any work."""
+    refuse_work(monkeypatch)
+
+
+def refuse_work(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("work started before the output path was checked")
 
-    import p2sim.measurements.fit as calibrate
+    import p2sim.measurements.calibration as calibration
+    import p2sim.measurements.fit as fit
     import p2sim.studies.executor as executor
     import p2sim.measurements.program_predict as predict
     import p2sim.studies.ranking as rank
     import p2sim.studies.search as search
     import p2sim.studies.step_plan as step_plan
 
-    # every module that bound run_all by name at import time gets the refusal too (imported
-    # here first, so that none binds it while it is patched and keeps it after the test)
+    # every module that bound run_all or calibrate by name at import time gets the refusal too (imported here
+    # first, so that none binds it while it is patched and keeps it after the test: calibration, imported first
+    # under this fixture, kept the refusal, and a later test's calibrate failed with it)
     for module in (executor, predict, rank, search, step_plan):
         monkeypatch.setattr(module, "run_all", refuse)
-    monkeypatch.setattr(calibrate, "calibrate", refuse)  # calibrated_specs calls it through its module
+    for module in (fit, calibration):  # calibrated_specs calls fit's through its module; run_calibrate its own
+        monkeypatch.setattr(module, "calibrate", refuse)
+
+
+def test_no_work_leaves_no_refusal_behind():
+    # a command run under no_work imported p2sim.measurements.calibration first, which bound the patched calibrate
+    # by name and kept it: a later test's calibrate failed with "work started before ..." (its order decided)
+    import importlib
+    import sys
+
+    import p2sim.measurements as package
+    import p2sim.measurements.fit as fit
+
+    name = "p2sim.measurements.calibration"
+    old = importlib.import_module(name)
+    del sys.modules[name]  # as if no test had imported it yet
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            refuse_work(mp)
+            importlib.import_module(name)  # as the first command to calibrate under the fixture does
+        assert sys.modules[name].calibrate is fit.calibrate
+    finally:
+        sys.modules[name] = old
+        package.calibration = old
 
 
 @pytest.mark.parametrize("command", [
@@ -210,6 +245,10 @@ def test_simulations_are_counted_before_they_start_and_limited(capsys):
 @pytest.mark.slow  # estimates a whatif on a fabric of 16,384 nodes
 def test_an_ecmp_whatif_is_refused_up_front_with_its_estimate(capsys, monkeypatch):
     from p2sim.studies import whatif
+
+    # a progress line every 0.01 s, as a loaded machine's count taking over 5 s prints them: the refusal is still
+    # the one line that is not progress (the test failed under load when it counted every line)
+    monkeypatch.setenv("P2SIM_PROGRESS_S", "0.01")
 
     # issue 34: 2:1 ECMP against adaptive routing.  At 256 nodes its estimate was once 142 s (ECMP's GPU-steps at
     # adaptive's cost, though hashed routes leave no two groups alike) and it ran > 8 min; its bounded search is

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -138,6 +140,51 @@ def test_a_dying_rank_stops_the_others_and_the_log_keeps_its_records(tmp_path):
 
 
 @pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
+@pytest.mark.parametrize("slow", [0, 1, 3])
+def test_a_record_every_rank_measured_is_kept_when_a_rank_dies_before_it_is_logged(tmp_path, slow):
+    # as on a loaded machine: one rank (rank 0, which logs, or another) reports its results late, after rank 3
+    # has reported its last one and failed; what every rank measured must still reach the log
+    log = tmp_path / "dead.jsonl"
+    r = bench("run", "--system", "v100", "--nodes", "1", "--axes", "8", "--backend", "numpy", "--bytes", "1KiB",
+              "--warmup", "0", "--iters", "2", "--log", str(log), "--timeout", "20", "--inject-failure", "3:4",
+              "--inject-slow", f"{slow}:1.5", check=False)
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("bench_nccl: error: rank 3 failed"), r.stderr
+    records = read_log(log)
+    assert len(records) == 4 and all(x["pass"] for x in records)
+
+
+@pytest.mark.slow  # bench_nccl in subprocesses, signalled
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process groups, prctl")
+@pytest.mark.parametrize("sig,status,word,group", [(signal.SIGTERM, 143, "terminated", False),
+                                                   (signal.SIGINT, 130, "interrupted", True)])
+def test_a_signal_stops_every_rank_in_one_line(tmp_path, sig, status, word, group):
+    # SIGTERM to the launcher (a scheduler's time limit) killed it silently and left its ranks running to the end,
+    # still writing the log; Ctrl-C (the whole process group) printed a KeyboardInterrupt traceback per rank
+    log = tmp_path / "long.jsonl"
+    base = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bench_nccl", "run", "--system", "v100", "--nodes", "1", "--axes", "8", "--backend",
+         "numpy", "--bytes", "1KiB", "--warmup", "0", "--iters", "100000", "--log", str(log)],
+        cwd=ROOT, env=base, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: (os.setsid(), signal.signal(signal.SIGINT, signal.SIG_DFL)))  # as a terminal's job
+    try:
+        while not (log.exists() and log.read_text().count("\n") >= 1):  # the ranks are measuring
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(0.1)
+        os.killpg(proc.pid, sig) if group else proc.send_signal(sig)
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == status, err
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert err == f"bench_nccl: error: {word}; stopped every rank; the log keeps every completed record\n"
+    kept = log.read_text()
+    time.sleep(1)
+    assert log.read_text() == kept  # no rank goes on writing
+
+
+@pytest.mark.slow  # bench_nccl in subprocesses on the stand-in GPUs
 def test_missing_cupy_says_how_to_install_it(tmp_path):
     block = tmp_path / "block"
     block.mkdir()
@@ -179,6 +226,44 @@ def test_store_serves_only_its_token_on_loopback():
         server.close()
     with pytest.raises(BenchError, match="token"):
         StoreServer("127.0.0.1", 0, "")
+
+
+def test_after_a_failure_a_wait_ends_only_when_no_rank_can_set_what_it_waits_for():
+    import threading
+
+    from bench_nccl.errors import StoppedByPeer
+
+    server = StoreServer("127.0.0.1", 0, "t").start()
+    try:
+        waiter, worker = (StoreClient("127.0.0.1", server.port, "t") for _ in range(2))
+        worker.set("b/start/1", "1")  # both take part
+        got: list = []
+        thread = threading.Thread(target=lambda: got.append(waiter.wait(["r/1"], 30)))
+        thread.start()
+        StoreClient("127.0.0.1", server.port, "t").set("abort", "rank 2: failed")
+        thread.join(0.5)
+        assert thread.is_alive()  # the worker still works: what it sets may be what the waiter waits for
+        worker.set("r/1", "late")  # a result reported late, after the failure
+        thread.join(10)
+        assert got == [["late"]]
+        # now both wait for what no one will set: both stop at once, not at their timeout
+        done: list = []
+        threads = [threading.Thread(target=lambda c=c: done.append(_stopped(c, StoppedByPeer))) for c in (waiter, worker)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        assert done == ["stopping: rank 2: failed"] * 2
+    finally:
+        server.close()
+
+
+def _stopped(client, error) -> str:
+    try:
+        client.wait(["never"], 30)
+    except error as e:
+        return str(e)
+    return "not stopped"
 
 
 def test_rank_from_launcher_variables(monkeypatch):
@@ -470,6 +555,8 @@ def test_sweep_with_a_system_and_bad_arguments(tmp_path):
                       (["-C", "AllGather", "--algo", "tree"], "NCCL has a tree only for AllReduce"),
                       (["-b", "2KiB", "-e", "1KiB"], "minbytes: 2KiB is above maxbytes 1KiB"),
                       (["-e", "1TiB"], "maxbytes: '1TiB' is not a size nccl-tests reads"),
+                      # measured only the first size, with exit 0, before
+                      (["-b", "1KiB", "-e", "64KiB", "-f", "1", "--ranks", "2"], "stepfactor: 1 must be at least 2"),
                       ([], "--backend numpy needs --ranks"),
                       (["--system", "v100", "--ranks", "4"], "ranks: 4, but system v100 has 16 GPUs")]:
         r = bench("sweep", "--backend", "numpy", *args, "--log", str(log), check=False)

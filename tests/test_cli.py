@@ -116,6 +116,21 @@ def test_a_full_disk_behind_stdout_is_one_line(argv, tmp_path):
         r.stderr
 
 
+def _close_stdout() -> None:
+    os.close(1)  # as a shell's >&- does: Python then starts with sys.stdout None
+
+
+@pytest.mark.parametrize("argv", [["p2sim", "systems"], ["p2sim", "--help"], ["p2sim", "nosuch"],
+                                  ["p2sim", "placements", "--hierarchy", "2,4", "--axes", "8", "--json"],
+                                  ["bench_nccl", "summary", "LOG"]])
+def test_a_closed_stdout_is_refused_in_one_line_before_any_work(argv, tmp_path):
+    r = subprocess.run([sys.executable, "-m", *(str(tmp_path / "no.jsonl") if a == "LOG" else a for a in argv)],
+                       stderr=subprocess.PIPE, text=True, preexec_fn=_close_stdout)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.endswith("error: stdout: is closed (started with >&-?): the answer is printed there; send it to "
+                             "a file (or to /dev/null to drop it)\n") and len(r.stderr.splitlines()) == 1, r.stderr
+
+
 def test_stdout_failing_only_when_flushed_is_one_line(capsys, monkeypatch):
     """A file on a full disk takes writes into its buffer and fails when it is flushed: at the end of the
     command, not at the interpreter's exit (where Python prints "Exception ignored" and exits 120)."""

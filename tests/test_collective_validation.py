@@ -223,3 +223,51 @@ def test_validate_scores_published_alltoall_rows_as_grouped_sends(capsys, tmp_pa
     # every row scored: a finite ratio, within the factor 3 these rows' model and data sheets leave
     assert all(1 / 3 < r["ratio"] < 3 for r in rows)
     assert doc["metrics"]["all"]["des"]["all"]["rows"] == len(rows)
+
+
+def _log_of_sizes(tmp_path, *keep: int) -> Path:
+    """The 2-node H100 nccl-tests log cut to the sizes kept."""
+    out = []
+    for line in (DATA / "all_reduce_perf_2node_h100.txt").read_text(encoding="utf-8").splitlines(keepends=True):
+        first = line.split(":", 1)[-1].split()[:1]
+        if not (first and first[0].isdigit()) or int(first[0]) in keep:
+            out.append(line)
+    path = tmp_path / f"sizes_{len(keep)}.txt"
+    path.write_text("".join(out), encoding="utf-8")
+    return path
+
+
+def test_cross_validation_that_cannot_mean_anything_is_refused_before_any_work(capsys, tmp_path):
+    # each was accepted without a word before: --split sizes fitted one size and scored the other; --folds, which
+    # deals program rows into folds, was ignored on single-collective rows; --folds 1 ran the in-sample calibration
+    two = _log_of_sizes(tmp_path, 2**20, 2**30)
+    full = DATA / "all_reduce_perf_2node_h100.txt"
+    for argv, says in [
+        (["--measurements", str(two), "--calibrate-on", str(two), "--split", "sizes"],
+         "split: 'sizes' calibrates on every other size and scores the sizes between, and the calibration rows of "
+         "h100 measure 2 sizes (1 MiB, 1 GiB): it needs at least 3 (two to fit, one between them to score)"),
+        (["--measurements", str(full), "--calibrate-on", str(full), "--split", "sizes", "--folds", "3"],
+         f"folds: cross-validation by folds deals program measurements into folds, and {full} has none "
+         "(single-collective rows cross-validate by size: --split sizes)"),
+        (["--measurements", str(full), "--calibrate-on", str(full), "--folds", "1"],
+         "folds: 1 fold is no cross-validation"),
+        (["--measurements", str(full), "--calibrate-on", str(_log_of_sizes(tmp_path, 2**20))],
+         "calibrate: "),  # one size, below 64 MiB: as calibrate refuses it (the test below)
+    ]:
+        rc, out, err = run(capsys, "validate", "--system", "h100", "--workers", "1", *argv)
+        assert (rc, out) == (2, ""), err
+        assert err.startswith(f"p2sim validate: error: {says}") and len(err.splitlines()) == 1, err
+    three = _log_of_sizes(tmp_path, 2**20, 2**25, 2**30)  # two to fit, one between: accepted
+    doc = validate_json(capsys, "--measurements", str(three), "--system", "h100", "--calibrate-on", str(three),
+                        "--split", "sizes", "--engine", "analytic")
+    assert doc["split"]["calibrated_sizes"]["h100"] == [2**20, 2**30]
+
+
+def test_calibrate_on_one_size_is_refused_below_64_mib(capsys, tmp_path):
+    one = _log_of_sizes(tmp_path, 2**20)
+    rc, out, err = run(capsys, "calibrate", "--measurements", str(one), "--system", "h100", "--workers", "1",
+                       "--out", str(tmp_path / "cal.toml"))
+    assert (rc, out) == (2, "") and not (tmp_path / "cal.toml").exists()
+    assert err == (f"p2sim calibrate: error: calibrate: {one}: h100: every single-collective row measures one size "
+                   "(1 MiB): one size cannot tell the fixed costs from the rates that a fit below 64 MiB sets; measure "
+                   "a range of sizes (nccl-tests -b 8 -e 8G -f 2, or python -m bench_nccl sweep)\n")

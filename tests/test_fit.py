@@ -152,3 +152,20 @@ def test_the_fit_is_deterministic():
     a = calibrate([], "dgx-h100", SerialExecutor(), "des", collectives=rows, max_evaluations=10)
     b = calibrate([], "dgx-h100", SerialExecutor(), "des", collectives=rows, max_evaluations=10)
     assert a.to_json() == b.to_json()
+
+
+def test_one_small_size_is_refused_and_one_large_size_warned():
+    from p2sim.util.errors import MeasurementError
+
+    rows = read_nccltests(FULL, system="dgx-h100")
+    small = [r for r in rows if r.size_bytes == 2**20]
+    # one size cannot tell a fixed cost from a rate: the fit took it without a word before
+    with pytest.raises(MeasurementError, match=r"every single-collective row measures one size \(1 MiB\): one size "
+                                               "cannot tell the fixed costs from the rates"):
+        calibrate([], "dgx-h100", SerialExecutor(), "des", collectives=small)
+    large = [r for r in rows if r.size_bytes == 2**30]
+    fit = calibrate([], "dgx-h100", SerialExecutor(), "des", collectives=large, max_evaluations=10)
+    assert fit.warnings()[0].endswith("every single-collective row measures one size (1 GiB): the fit sets the link "
+                                      "rates only; the terms of smaller sizes keep the system file's figures "
+                                      "(measure a range of sizes to fit them)")
+    assert fit.to_json()["latencies_us"] == {}

@@ -186,3 +186,56 @@ def test_a_signal_at_any_moment_of_a_run_ends_it_with_one_line(sig, status, word
         assert code == status, f"{sig.name} {delay} s after {after!r}: exit {code}, last lines {lines[-4:]!r}"
         assert [line for line in lines if not line.startswith(("p2sim rank: counting", "p2sim rank: bounding"))
                 ][-1] == f"p2sim rank: {word}\n", (after, delay, lines)
+
+
+_SIGNAL_ON_IMPORT = """
+import os, signal, sys
+sig, name = getattr(signal, sys.argv[1]), sys.argv[2]
+
+class SignalOnImport:  # the signal comes as the module named is imported, as a Ctrl-C in a run's first second does
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == name:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), sig)
+        return None
+
+sys.meta_path.insert(0, SignalOnImport())
+from p2sim.cli import main
+sys.exit(main(["rank", "--system", "v100", "--nodes", "1", "--axes", "8", "--reduce", "0", "--workers", "2"]))
+"""
+
+
+@pytest.mark.parametrize("module", ["numpy", "datetime"])
+@pytest.mark.parametrize("sig,status,word", [(signal.SIGTERM, 143, "terminated"), (signal.SIGINT, 130, "interrupted")])
+def test_a_signal_while_the_command_line_imports_is_one_line(tmp_path, module, sig, status, word):
+    # numpy: the first heavy import (a 28-line KeyboardInterrupt, or a silent SIGTERM death before);
+    # datetime: imported by numpy's C extension, which turns the signal's exception into an ImportError
+    script = tmp_path / "early.py"
+    script.write_text(_SIGNAL_ON_IMPORT)
+    r = subprocess.run([sys.executable, str(script), sig.name, module], capture_output=True, text=True, cwd=ROOT,
+                       timeout=120, preexec_fn=_as_from_a_terminal)
+    assert (r.returncode, r.stderr) == (status, f"p2sim rank: {word}\n")
+
+
+def test_answering_signals_leaves_the_handlers_as_they_were():
+    from p2sim.util.signals import answering_signals, ended_by, ending
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with answering_signals():
+        with pytest.raises(Terminated):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+        assert ended_by(ValueError("raised by a library that was interrupted")) == ("terminated", 143)
+        ending()
+        os.kill(os.getpid(), signal.SIGINT)  # ignored once the run has said how it ends
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+    assert ended_by(ValueError()) is None
+
+
+def test_the_entry_stays_the_function_whoever_loads_the_command_line_first():
+    # p2sim.cli.main (the module) is loaded on the first run, after the package: loading it must not turn
+    # p2sim.cli.main (the package's attribute, the p2sim script's entry) into the module
+    code = ("import importlib, p2sim.cli.main\nfrom p2sim.cli import main\n"
+            "print(callable(main), importlib.import_module('p2sim.cli.main').__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout
+    assert out.split() == ["True", "p2sim.cli.main"]

@@ -4,6 +4,10 @@
 its command's options into an API call and prints the result with :mod:`p2sim.report`.
 Nothing here decides anything about the model or the search.
 
+:func:`main` (the ``p2sim`` script's entry) answers Ctrl-C and ``SIGTERM`` from its first line,
+before it imports the rest (numpy, networkx and SimPy take a second or more to import): a signal
+at any moment of a run is one line and exit status 130 or 143, never a traceback.
+
 Modules
 -------
 :mod:`.common`
@@ -24,6 +28,59 @@ Modules
     ``p2sim sweep``: one collective over a range of sizes, in nccl-tests' layout.
 """
 
-from .main import main
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Sequence
+
+# light (the standard library's signal and threading): imported before anything heavy
+from ..util.signals import answering_signals, ended_by, ending
 
 __all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``p2sim`` with ``argv`` (default ``sys.argv[1:]``); return its exit status.
+
+    Signals are answered before :mod:`.main` and everything it needs is imported: a Ctrl-C while
+    numpy loads is ``p2sim COMMAND: interrupted`` and 130, as it is later in the run.
+    """
+    with answering_signals():
+        try:
+            from .main import main as run  # numpy, networkx, SimPy: the first second or more of every run
+
+            return run(argv)
+        except BaseException as e:  # a signal before the command's own handling began (the imports above)
+            how = ended_by(e)
+            if how is None:
+                raise
+            ending()
+            print(f"{_prog(argv)}: {how[0]}", file=sys.stderr)
+            return how[1]
+
+
+def _prog(argv: Sequence[str] | None) -> str:
+    """``p2sim COMMAND`` as the command's own messages name it, guessed without the parser (not imported yet).
+
+    Examples
+    --------
+    >>> _prog(["rank", "--system", "v100"]), _prog(["--help"]), _prog([])
+    ('p2sim rank', 'p2sim', 'p2sim')
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    return f"p2sim {args[0]}" if args and args[0].isalpha() and args[0].islower() else "p2sim"
+
+
+class _Package(types.ModuleType):
+    """This package, whose ``main`` stays the function above: Python sets a package's attribute to a submodule
+    when it first loads it, and :mod:`.main` is loaded late (on the first run, or by whoever imports it), after
+    which ``from p2sim.cli import main`` would give the module."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "main" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -18,7 +18,7 @@ from ..studies.pool import stop_pools
 from ..util.errors import P2SimError
 from ..util.fileio import guarded_stdout
 from ..util.log import LOG, cli_handler
-from ..util.signals import EXIT_INTERRUPTED, Terminated, terminate_on_sigterm
+from ..util.signals import ended_by, ending, terminate_on_sigterm
 from .common import check_inputs, check_outputs_not_inputs
 from .parser import EXIT_INPUT, build_parser
 
@@ -50,17 +50,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 check_inputs(args)  # every command's input files, looked at before anything opens one
                 check_outputs_not_inputs(args)  # every command's outputs, before its handler does any work
                 return _handler(name)(args)
-    except P2SimError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return EXIT_INPUT
-    except BrokenPipeError:
-        return 0
-    except KeyboardInterrupt:  # Ctrl-C: the workers are stopped and temporary files gone by now
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except Terminated as e:  # SIGTERM (kill, a scheduler's time limit)
-        print(f"{prog}: terminated", file=sys.stderr)
-        return e.exit_status
+    except BaseException as e:
+        # Ctrl-C (the workers are stopped and temporary files gone by now), SIGTERM (kill, a scheduler's
+        # time limit), or what a library raised once one came (numpy's import turns it into an ImportError)
+        how = ended_by(e)
+        if how is not None:
+            ending()  # a second signal must not print a second line, nor cut the pools' stop below short
+            print(f"{prog}: {how[0]}", file=sys.stderr)
+            return how[1]
+        if isinstance(e, P2SimError):
+            print(f"{prog}: error: {e}", file=sys.stderr)
+            return EXIT_INPUT
+        if isinstance(e, BrokenPipeError):
+            return 0
+        raise
     finally:
         # whatever ended the command, no worker pool outlives it into the interpreter's exit hooks (whose
         # join of a pool's thread can race with that thread and print a traceback after the last line)

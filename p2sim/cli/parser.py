@@ -255,8 +255,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", default=None,
                    help="the p2sim system of nccl-tests logs (and of bench_nccl sweep logs that name none) that a "
                         "directory's systems.csv does not map")
-    p.add_argument("--folds", default=str(o.FOLDS),
-                   help=f"with --calibrate-on: k-fold cross-validation over groups (default: {o.FOLDS})")
+    p.add_argument("--folds", default=o.FOLDS,
+                   help="with --calibrate-on: k-fold cross-validation over the program rows' configurations, k at "
+                        "least 2 (default: none: calibrated on every row, scored in sample)")
     p.add_argument("--split", default=o.SPLIT, metavar="none|sizes",
                    help="with --calibrate-on: 'sizes' calibrates on every other size of the single-collective rows "
                         f"and scores the sizes between, per size class (default: {o.SPLIT})")

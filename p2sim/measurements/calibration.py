@@ -20,7 +20,7 @@ from ..topology.spec import SystemSpec
 from ..topology.toml_out import spec_to_toml
 from ..util.log import announce
 from ..util.table import HEAD_ROWS, Result
-from .fit import Calibration, calibrate
+from .fit import Calibration, calibrate, one_size
 from .emulated import refuse_emulated
 from .inputs import Measurements, load_inputs
 from .program_predict import P2, groups_of
@@ -51,6 +51,7 @@ class CalibrateRequest:
                   RunOptions.of(workers, scheduler, scheduler_file))
         if not allow_emulated:
             refuse_emulated(list(req.program_rows) + list(req.collective_rows), "calibrates on them")
+        one_size(req.collective_rows, req.program_rows, spec.name)  # refused here, before any work
         return req
 
     @property

@@ -47,6 +47,7 @@ from ..collectives.algorithms import REGISTRY
 from ..collectives.expand import TCP_TRANSPORTS
 from ..topology.settings import LATENCY_FIELDS
 from ..util.log import announce
+from ..util.units import format_bytes
 from ..topology.spec import SystemSpec
 from ..studies.executor import Executor
 from .collective_predict import predict_collectives
@@ -56,7 +57,7 @@ from .program_predict import groups_of, predict_groups
 from ..studies.config_task import ALLREDUCE_TEXT
 from .fit_params import Param, applicable, apply
 
-__all__ = ["Calibration", "calibrate", "calibrated_specs", "robust_cost", "PRIOR_WEIGHT", "PLAUSIBLE",
+__all__ = ["Calibration", "calibrate", "calibrated_specs", "one_size", "robust_cost", "PRIOR_WEIGHT", "PLAUSIBLE",
            "PLAUSIBLE_LATENCY_US", "ROBUST_SCALE", "LARGE_FROM"]
 
 PRIOR_WEIGHT = 0.1  # per parameter, in units of log residuals
@@ -103,6 +104,7 @@ class Calibration:
     evaluations: int
     rows: int
     fitted: tuple[tuple[Param, float | None], ...] = ()  # each fitted parameter and its value (None: unset)
+    notes: tuple[str, ...] = ()  # what the measurements could not show the fit (warned with the figures)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -133,8 +135,9 @@ class Calibration:
 
     def warnings(self) -> list[str]:
         """Fitted link rates implausibly far from the file's figures (see :data:`PLAUSIBLE`), per-channel
-        rates below :data:`PLAUSIBLE_RATE_GBPS` and latencies outside :data:`PLAUSIBLE_LATENCY_US`."""
-        out = []
+        rates below :data:`PLAUSIBLE_RATE_GBPS` and latencies outside :data:`PLAUSIBLE_LATENCY_US`, after
+        what the measurements could not show (:attr:`notes`)."""
+        out = list(self.notes)
         fitted = self.after.rates.to_dict()
         for k, v in sorted(fitted.items()):
             if k in LATENCY_FIELDS:
@@ -233,6 +236,7 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, engi
     if not mine and not singles:
         raise MeasurementError(f"calibrate: no measurements of system {system!r}")
     spec = base if base is not None else find_spec(system)
+    notes = one_size(singles, mine, spec.name)
     algos = sorted({_rates_read(r.algo) for r in mine} | {_rates_read(r.algo, auto="tree") for r in singles}
                    | ({"ring"} if singles else set()))
     crosses = any(r.nodes > 1 for r in (*mine, *singles))
@@ -281,7 +285,24 @@ def calibrate(rows: Sequence[MeasuredRow], system: str, executor: Executor, engi
                                    f"{(mine or singles)[0].source}"),
         rms_log_before=float(np.sqrt(np.mean(before ** 2))), rms_log_after=float(np.sqrt(np.mean(final ** 2))),
         residuals=len(final), evaluations=count[0], rows=len(mine) + len(singles),
-        fitted=tuple((p, fitted.get(p.path, p.file)) for p in params))
+        fitted=tuple((p, fitted.get(p.path, p.file)) for p in params), notes=notes)
+
+
+def one_size(singles: Sequence[CollectiveRow], programs: Sequence[MeasuredRow], name: str) -> tuple[str, ...]:
+    """What a fit on single-collective rows of one size (and no program rows) can be: below :data:`LARGE_FROM`
+    nothing (refused: one size cannot tell a fixed cost from a rate, and the fit would set both); at or above
+    it, a warning (the link rates are fitted; the small sizes' terms keep the file's figures)."""
+    sizes = {r.size_bytes for r in singles}
+    if programs or len(sizes) != 1:
+        return ()
+    size = format_bytes(next(iter(sizes)))
+    where = f"{singles[0].source}: {name}"
+    if next(iter(sizes)) < LARGE_FROM:
+        raise MeasurementError(f"calibrate: {where}: every single-collective row measures one size ({size}): one "
+                               "size cannot tell the fixed costs from the rates that a fit below 64 MiB sets; "
+                               "measure a range of sizes (nccl-tests -b 8 -e 8G -f 2, or python -m bench_nccl sweep)")
+    return (f"{where}: every single-collective row measures one size ({size}): the fit sets the link rates only; "
+            "the terms of smaller sizes keep the system file's figures (measure a range of sizes to fit them)",)
 
 
 def _fit_stage(residuals, spec: SystemSpec, params: Sequence[Param], max_evaluations: int,

@@ -27,8 +27,10 @@ from ..util.table import Tabular
 from ..util.errors import InputError
 from ..util.log import announce, warn
 from ..util.parsing import as_text, positive_int
+from ..util.units import format_bytes
 from .collective_validation import SPLITS, validate_collectives
 from .emulated import emulated_warnings, refuse_emulated
+from .fit import one_size
 from .inputs import Measurements, load_inputs
 from .program_predict import P2, groups_of
 from .program_rows import MeasuredRow
@@ -81,7 +83,7 @@ class ValidateRequest:
     run: RunOptions
 
     @classmethod
-    def build(cls, measurements: Any, calibrate_on: Any = None, system: str | None = None, folds: Any = 1,
+    def build(cls, measurements: Any, calibrate_on: Any = None, system: str | None = None, folds: Any = None,
               split: Any = "none", engine: str = "des", allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
               scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
               yes: bool = False) -> ValidateRequest:
@@ -93,13 +95,21 @@ class ValidateRequest:
         data = load_inputs(measurements, system)
         cal = None if calibrate_on is None else load_inputs(calibrate_on, system)
         engine = fitted_engine(engine, "the baseline is scored beside the engine anyway")
-        k = positive_int(as_text(folds, "folds"), "folds")
+        k = 1 if folds is None else positive_int(as_text(folds, "folds"), "folds")
+        if folds is not None and k < 2:
+            raise InputError(f"folds: {k} fold is no cross-validation (one fold calibrates on every row and scores "
+                             "the same rows: leave --folds out for that, which says it is in sample); give 2 or more")
+        if k > 1 and not data.programs:
+            raise InputError(f"folds: cross-validation by folds deals program measurements into folds, and "
+                             f"{measurements} has none (single-collective rows cross-validate by size: --split sizes)")
         split = as_text(split, "split")
         if split not in SPLITS:
             raise InputError(f"split: {split!r} is not one of {', '.join(SPLITS)}")
         if split == "sizes" and (cal is None or not cal.collectives or not data.collectives):
             raise InputError("split: 'sizes' cross-validates single-collective rows by size: it needs --calibrate-on "
                              "single-collective measurements, and such measurements to score")
+        if split == "sizes":
+            _check_split_sizes(cal.collectives)  # type: ignore[union-attr]
         if data.programs:
             if k > 1 and cal is None:
                 raise InputError("folds: cross-validation needs --calibrate-on")
@@ -110,8 +120,29 @@ class ValidateRequest:
             raise InputError("calibrate-on: no single-collective measurements to calibrate the collectives on")
         if cal is not None and not allow_emulated:
             refuse_emulated(cal.programs + cal.collectives, "calibrates on them")
+        if cal is not None and split == "none":  # refused here, before any work (the fit itself would, later)
+            for name in sorted({r.system for r in cal.collectives}):
+                one_size([r for r in cal.collectives if r.system == name], [r for r in cal.programs if r.system == name],
+                         name)
         return cls(str(measurements), data, cal, engine, k, bool(allow_emulated), split,
                    limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file))
+
+
+def _check_split_sizes(rows: Sequence[Any]) -> None:
+    """``--split sizes`` fits on every other size and scores the sizes between: a system needs at least
+    :data:`SPLIT_SIZES` sizes (two to fit, one between them to score)."""
+    sizes: dict[str, set[float]] = {}
+    for r in rows:
+        sizes.setdefault(r.system, set()).add(r.size_bytes)
+    for system, got in sorted(sizes.items()):
+        if len(got) < SPLIT_SIZES:
+            raise InputError(
+                f"split: 'sizes' calibrates on every other size and scores the sizes between, and the calibration rows "
+                f"of {system} measure {plural(len(got), 'size')} ({', '.join(format_bytes(b) for b in sorted(got))}): "
+                f"it needs at least {SPLIT_SIZES} (two to fit, one between them to score)")
+
+
+SPLIT_SIZES = 3  # validate --split sizes: the fewest sizes per system (two calibration sizes, one scored between)
 
 
 @dataclass(frozen=True, repr=False)

@@ -343,8 +343,12 @@ def guarded_stdout() -> Iterator[None]:
     """Inside: a failure to write ``sys.stdout`` is one :class:`OutputError` (``stdout: cannot write
     (No space left on device)``), not an ``OSError`` traceback.  Stdout is flushed on the way out, so that a
     failure shows here rather than at the interpreter's exit; after a failure the rest of the output is
-    dropped (the answer is lost anyway, and a second report of it would only repeat the first)."""
+    dropped (the answer is lost anyway, and a second report of it would only repeat the first).  A closed
+    stdout (``>&-``: Python's ``sys.stdout`` is ``None``) is refused here, before any work."""
     real = sys.stdout
+    if real is None:
+        raise OutputError("stdout: is closed (started with >&-?): the answer is printed there; send it to a file "
+                          "(or to /dev/null to drop it)")
     guard = _GuardedStream(real, "stdout")
     sys.stdout = guard  # type: ignore[assignment]
     try:

@@ -8,6 +8,9 @@
   of the group, and only the main process should answer it (no traceback per worker); and a
   worker dies with its parent even when the parent is killed outright (``SIGKILL``: Linux's
   ``PR_SET_PDEATHSIG``).
+* :func:`answering_signals` is the command line's whole run: from its first line (before the heavy
+  imports) ``SIGINT`` and ``SIGTERM`` raise; :func:`ending` ignores any further one once the run has
+  said how it ends, so a second Ctrl-C cannot cut the clean-up short or print a second line.
 * :func:`deferred_signals` holds ``SIGINT`` and ``SIGTERM`` back during a few renames, so a
   report is replaced as a whole or not at all; they are delivered right after.
 
@@ -23,7 +26,6 @@ Examples
 
 from __future__ import annotations
 
-import ctypes
 import os  # noqa: F401 (the example above uses it)
 import signal
 import sys
@@ -31,8 +33,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["Terminated", "terminate_on_sigterm", "worker_init", "deferred_signals", "EXIT_INTERRUPTED",
-           "EXIT_TERMINATED"]
+__all__ = ["Terminated", "terminate_on_sigterm", "answering_signals", "ended_by", "ending", "worker_init", "deferred_signals",
+           "EXIT_INTERRUPTED", "EXIT_TERMINATED"]
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -48,6 +50,8 @@ class Terminated(BaseException):
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
+    if _ANSWERING:
+        _RECEIVED.append(signum)
     raise Terminated()
 
 
@@ -64,11 +68,79 @@ def terminate_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def answering_signals() -> Iterator[None]:
+    """A command line's run: within the block ``SIGTERM`` raises :class:`Terminated` and ``SIGINT``
+    :class:`KeyboardInterrupt` (unless the process was started with it ignored, as a shell starts a
+    background job), and :func:`ended_by` knows that one came; on the way out the handlers are as they
+    were (main thread only; elsewhere a no-op).
+
+    A library may turn the signal's exception into one of its own (numpy's import, interrupted, raises
+    an ``ImportError`` that no longer holds it): :func:`ended_by` knows it for the signal's.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signal.SIGINT: signal.getsignal(signal.SIGINT), signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
+    _RECEIVED.clear()
+    _ANSWERING.append(True)
+    if previous[signal.SIGINT] is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _raise_interrupted)
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+        _ANSWERING.pop()
+        _RECEIVED.clear()
+
+
+def ended_by(e: BaseException) -> tuple[str, int] | None:
+    """How a run that raised ``e`` ends: ``("interrupted", 130)``, ``("terminated", 143)``, or ``None`` when
+    no signal ended it.  Within :func:`answering_signals` any exception after a signal came counts as
+    the signal's (the library that raised it was interrupted).
+
+    Examples
+    --------
+    >>> ended_by(KeyboardInterrupt()), ended_by(Terminated()), ended_by(ValueError())
+    (('interrupted', 130), ('terminated', 143), None)
+    """
+    if isinstance(e, KeyboardInterrupt):
+        return "interrupted", EXIT_INTERRUPTED
+    if isinstance(e, Terminated):
+        return "terminated", EXIT_TERMINATED
+    if _ANSWERING and _RECEIVED:
+        return ("interrupted", EXIT_INTERRUPTED) if _RECEIVED[0] == signal.SIGINT else ("terminated", EXIT_TERMINATED)
+    return None
+
+
+def ending() -> None:
+    """The run has said how it ends (``interrupted``, ``terminated``): within :func:`answering_signals`,
+    further ``SIGINT`` and ``SIGTERM`` are ignored until its block ends (outside it, a no-op: a library
+    caller's handlers are its own)."""
+    if _ANSWERING and threading.current_thread() is threading.main_thread():
+        for s in _HELD:
+            signal.signal(s, signal.SIG_IGN)
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    if _ANSWERING:
+        _RECEIVED.append(signum)
+    raise KeyboardInterrupt
+
+
+_ANSWERING: list[bool] = []  # answering_signals blocks open (the command line's run)
+_RECEIVED: list[int] = []  # the signals that came within them
+
+
 def worker_init() -> None:
     """Run first in every worker process (a process pool's ``initializer``)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process answers Ctrl-C and stops the workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a worker told to stop, stops
     if sys.platform.startswith("linux"):
+        import ctypes  # here, not at import: the command line imports this module first, before anything else
+
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         except (OSError, AttributeError):  # no prctl: the pool's shutdown still stops the workers
