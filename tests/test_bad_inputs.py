@@ -626,9 +626,6 @@ def test_bench_nccl_log_never_appends_to_its_system_file(capsys, tmp_path, monke
     (["--axes", "data=2,foo=8"], ("axes: 'foo' is not an axis a training step uses with --model",)),
     (["--axes", "2,8"], ("axes: --model needs the job's axes named, and --axes gave sizes only",
                          "e.g. --axes data=2,tensor=8")),
-    # no --axes, what a newcomer types first: not blamed on 'axis0', an axis the user never typed
-    ([], ("axes: --model needs the job's axes named, and no --axes was given (one axis over every GPU)",
-          "product is the 16 GPUs, e.g. --axes data=2,tensor=8")),
     (["--axes", "data=2,tensor=8", "--train", "seq=8192,micro=2"], ("train: 'micro' is not a training setting",)),
     (["--axes", "data=2,tensor=8", "--train", "sp=maybe"], ("train: sp: 'maybe' should be on or off",)),
     (["--axes", "data=2,tensor=8", "--train", "schedule=interleaved"], ("train: schedule: interleaved",)),
@@ -646,6 +643,14 @@ def test_bench_nccl_log_never_appends_to_its_system_file(capsys, tmp_path, monke
 def test_plan_model_inputs(capsys, argv, says):
     """plan --model: each bad axis name, training setting or compute time is one line, exit 2, before any work."""
     refused(capsys, "plan", "--system", "dgx-h100", "--model", "llama3-8b", *argv, says=says)
+
+
+def test_plan_model_without_axes_searches_the_configuration_on_the_systems_nodes(capsys):
+    """No --axes, what a newcomer types first: once blamed on 'axis0', an axis the user never typed; now the
+    configuration search, on the system file's node count as every command's --nodes."""
+    rc, out, err = run(capsys, "plan", "--system", "dgx-h100", "--model", "llama3-8b", "--top", "1")
+    assert rc == 0 and "Traceback" not in err and "axis0" not in out + err
+    assert "llama3-8b on 16 GPUs of dgx-h100" in out and "best: " in out
 
 
 def test_train_needs_a_model(capsys):

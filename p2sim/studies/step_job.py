@@ -94,7 +94,7 @@ def step_job(model: Any, system: Any, nodes: int | None, gpus: int | None, param
     spec = find_spec(system) if not hasattr(system, "hierarchy") else system
     per_node = math.prod(spec.hierarchy(1)[spec.node_level + 1:])
     if gpus is None and nodes is None:
-        raise InputError("step: give --nodes or --gpus")
+        nodes = spec.default_nodes  # as every command's --nodes: the system file's node count
     if gpus is None:
         gpus = nodes * per_node
     if gpus < 1:
