@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a preset (llama3-8b, llama3-70b, llama3-405b, deepseek-v3, gpt-oss-120b, qwen3-30b-a3b, "
                         "qwen3-235b-a22b, ...), a Hugging Face config.json or a TOML of its fields")
     p.add_argument("--system", default=o.SYSTEM, help=f"system name or .toml file (default: {o.SYSTEM})")
-    p.add_argument("--nodes", default=None, help="node count (the job on all their GPUs)")
+    p.add_argument("--nodes", default=None, help="node count (the job on all their GPUs; default: the system file's)")
     p.add_argument("--gpus", default=None, help="GPU count, on part of the system's nodes (64 of a 72-GPU rack)")
     p.add_argument("--axes", required=True, metavar="NAME=SIZE,..",
                    help="tensor, pipeline, context, expert and data sizes (their product the job's GPUs; data is "
