@@ -17,7 +17,7 @@ from ..util.algorithms import ALGO_CHOICES, ALGORITHMS, COLLNET, algorithm as in
 from ..util.errors import InputError
 from .algorithms import FALLBACK, Algorithm, algorithm, forced_algorithms
 from .channels import segments
-from .nccl_tables import ALGOS, PROTOS
+from .nccl_tables import ALGOS, PROTOS, ll128_over_network
 from .p2p import P2P_ALGO, P2P_OPS, P2P_PROTO
 from .pattern import Collective
 
@@ -83,6 +83,9 @@ class Choice:
                     continue
                 if p == "LL128" and proto == "auto" and not self._nvlink_only(segs):
                     continue  # NCCL enables LL128 by default only over NVLink
+                if p == "LL128" and proto == "auto" and len(segs) > 1 and not ll128_over_network(
+                        self.topo.router.net_path_type, self.arch, self.topo.spec.nccl.version_at_least(2, 27, 3)):
+                    continue  # ... and only through NICs near the GPUs (tuning.cc's typeInter rule)
                 out.append((name, p))
         return out
 

@@ -26,7 +26,7 @@ __all__ = [
     "LL128_STEP_DATA", "NVLS_CHANNELS_ONE_DOMAIN", "NVLS_MAX_ARITY", "nvls_tree_channels", "nvls_head_speed",
     "COLLNET_THREADS", "COLLNET_THREAD_THRESHOLD", "COLLNET_CHAIN_CHUNK", "collnet_channels", "collnet_chain_channels",
     "collnet_direct_channels", "collnet_chunk",
-    "MAX_THREADS", "THREAD_THRESHOLD", "WARP", "MIN_TRAFFIC_PER_CHANNEL", "traffic_per_byte",
+    "MAX_THREADS", "THREAD_THRESHOLD", "WARP", "MIN_TRAFFIC_PER_CHANNEL", "traffic_per_byte", "ll128_over_network",
 ]
 
 # NCCL's order of the algorithms p2sim models (NCCL_ALGO_TREE .. NCCL_ALGO_NVLS_TREE in src/include/device.h)
@@ -143,6 +143,27 @@ def traffic_per_byte(op: str, ranks: int, proto: str) -> int:
     scheduleCollTasksToPlan)."""
     t = 2 if op == "AllReduce" else ranks if op in ("AllGather", "ReduceScatter") else 1
     return 4 * t if proto == "LL" else t
+
+
+def ll128_over_network(path: str | None, arch: str, p2c: bool) -> bool:
+    """Whether NCCL enables LL128 by default across nodes whose GPUs reach a NIC by a ``path`` of this type (the
+    graph's typeInter; None: no NIC), ``p2c`` whether the job's NCCL knows Grace's C2C path (2.27.3 and later).
+
+    tuning.cc (2.26.2): ``typeInter <= PATH_PXB || (minCompCap >= 90 && typeInter <= PATH_PXN)``; through a CPU
+    (PHB, SYS) never.  2.27.3 added PATH_P2C, a GPU's C2C link to its Grace and that CPU's PCIe to the NIC, and
+    LL128 up to it on Hopper and later (NCCL_LL128_C2C, default 1; release notes: "Add support for P2C (PXN over
+    C2C) and the LL128 protocol"); before, that path was PHB (paths.cc), so a GB200 rack's NICs behind its Grace
+    CPUs left LL128 off between racks.  (PXN, a peer's NIC over NVLink, is never a node's nearest path: a GPU
+    nearer that NIC has it at PIX or PXB.)
+
+    >>> ll128_over_network("PXB", "ampere", False), ll128_over_network("PHB", "hopper", True)
+    (True, False)
+    >>> ll128_over_network("P2C", "blackwell", False), ll128_over_network("P2C", "blackwell", True)
+    (False, True)
+    """
+    if path is None or path in ("NVL", "PIX", "PXB"):
+        return True
+    return path == "P2C" and p2c and _ARCH[arch] >= _ARCH["hopper"]
 
 
 def _proto(proto: str) -> int:

@@ -24,6 +24,7 @@ p2sim.util.errors.TopologyError: x.toml: gpu: no [gpu] arch or model: give [gpu]
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -146,6 +147,28 @@ class NcclSettings:
     # time (src/net_tcpx.cc, isend: send_size = min(kDynamicChunkSize, ...)); None: the plugin's default, 128 KiB
     # (src/flags.cc kDynamicChunkSize)
     dynamic_chunksize: int | None = None
+    # the NCCL release the job loaded, "MAJOR.MINOR.PATCH" as NCCL's log prints it ("NCCL version 2.26.2"); "" (the
+    # default) is the newest p2sim follows (its tables: src/graph/tuning.cc of 2.30).  Only the rules that changed
+    # between releases read it (:func:`~p2sim.collectives.nccl_tables.ll128_over_network`: LL128 over a NIC behind
+    # Grace's C2C link from 2.27.3)
+    version: str = ""
+
+    def version_at_least(self, *release: int) -> bool:
+        """Whether the job's NCCL is ``release`` or newer (the default, "", is the newest)."""
+        if not self.version:
+            return True
+        return tuple(int(x) for x in self.version.split(".")) >= release
+
+
+# NCCL releases are MAJOR.MINOR.PATCH (src/include/nccl.h.in NCCL_VERSION_CODE), all of them 2.x
+_VERSION = re.compile(r"2\.\d{1,2}\.\d{1,2}")
+
+
+def check_version(src: str, field: str, value: Any) -> str:
+    """An NCCL release as ``[nccl] version`` takes it: "" or MAJOR.MINOR.PATCH, 2.x."""
+    if not isinstance(value, str) or (value and _VERSION.fullmatch(value) is None):
+        raise _fail(src, field, f"{value!r} must be an NCCL release such as \"2.26.2\" (as NCCL's log prints it)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -289,7 +312,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
                                  "collnet", "gdr_level", "protocols", "buffsize", "algorithms",
                                  "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
                                  "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol",
-                                 "dynamic_chunksize"})
+                                 "dynamic_chunksize", "version"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
     if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
@@ -353,6 +376,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
                                      nccl.get("ib_qps_per_connection", d.ib_qps_per_connection), 1, MAX_QPS),
         ib_split_data_on_qps=split,
         ofi_protocol=_choice(src, "nccl.ofi_protocol", nccl.get("ofi_protocol", d.ofi_protocol), OFI_PROTOCOLS),
+        version=check_version(src, "nccl.version", nccl.get("version", d.version)),
         **chunks,
     )
     if out.min_channels > out.max_channels:
