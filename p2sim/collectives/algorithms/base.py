@@ -207,6 +207,12 @@ class Algorithm(ABC):
         ``configured`` is the system file's (or calibration's) ``*_channel_rate``."""
         return math.inf
 
+    def tuning_channel_cap(self, proto: str, nodes: int, arch: str, configured: float | None,
+                           nccl: NcclSettings) -> float:
+        """The per-channel cap NCCL's own model (its choice) reads under the job's release (``nccl.version``):
+        :meth:`channel_cap` unless that release had other figures (a tree on Blackwell before 2.28.3)."""
+        return self.channel_cap(proto, nodes, arch, configured)
+
     # -- analytic baseline -----------------------------------------------------------
     def baseline(self, topo: Topology, op: str, members: Sequence[int], nbytes: float) -> tuple[float, str]:
         """The link-bottleneck reference (:mod:`p2sim.collectives.baseline`) and which formula gave it: a ring's,
