@@ -63,7 +63,7 @@ def test_each_algorithm_answers_the_whole_interface():
 
 def test_simple_only_algorithms_and_tree_rates():
     assert {a.name for a in REGISTRY.values() if a.simple_only} == {"nvls", "nvls_tree", *COLLNET}
-    assert {a.name for a in REGISTRY.values() if a.tree_rates} == {"tree", "nvls_tree"}
+    assert {a.name for a in REGISTRY.values() if a.tree_rates} == {"tree", "nvls_tree", "collnet_chain"}  # Chain runs the tree's kernel
     assert {a.name for a in REGISTRY.values() if a.any_group} == {"ring", "tree"}
     assert algorithm("tree").tuning_share("AllReduce") == 0.92 and algorithm("ring").tuning_share("AllReduce") == 1
     assert algorithm("nvls").channel_cap("Simple", 1, "hopper", 5.0) == math.inf

@@ -87,3 +87,12 @@ def test_nccl_version() -> None:
     for bad in ("2.26", "v2.26.2", 2.26):
         with pytest.raises(TopologyError, match=r"x.toml: nccl.version: .* must be an NCCL release"):
             parse_nccl({"version": bad}, {}, {"arch": "blackwell"}, "x.toml")
+
+
+def test_nvls_efficiency_is_a_share():
+    """[model] nvls_efficiency: NVLS's share of NVLink, in (0, 1] (a system's stated assumption)."""
+    assert parse_rates({"nvls_efficiency": 0.62}, "x.toml").nvls_efficiency == 0.62
+    assert parse_rates({}, "x.toml").nvls_efficiency is None
+    for bad in (0, 1.5, "0.6", True):
+        with pytest.raises(TopologyError, match=r"x.toml: model.nvls_efficiency: .* must be a share"):
+            parse_rates({"nvls_efficiency": bad}, "x.toml")

@@ -202,12 +202,17 @@ class ModelRates:
     launch: float | None = None
     step_cost: float | None = None
     stream_rate: float | None = None
+    # the share of its NVLink an NVLink SHARP reduction reaches (NVLS and NVLS-Tree's hops), in (0, 1]; None:
+    # NCCL's nvlsEfficiency (tuning.cc: 0.85 Hopper, 0.74 Blackwell).  No public figure for NVL72 (nccl-facts-2
+    # 1f): an assumption a system file states with its source, and calibration fits
+    nvls_efficiency: float | None = None
 
     def to_dict(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
 LATENCY_FIELDS = ("step_latency", "launch", "step_cost")  # ModelRates' latencies (us), not rates
+SHARE_FIELDS = ("nvls_efficiency",)  # ModelRates' shares of a link's rate, in (0, 1]
 
 
 def _fail(src: str, field: str, msg: str) -> TopologyError:
@@ -401,7 +406,13 @@ def parse_rates(model: Mapping[str, Any], src: str) -> ModelRates:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_LATENCY_US:
                 raise _fail(src, f"model.{k}", f"{v!r} must be a number of microseconds in [0, {MAX_LATENCY_US:g}]")
             values[k] = float(v)
-    for k in known - set(LATENCY_FIELDS):
+    for k in SHARE_FIELDS:
+        if k in model:
+            v = model[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise _fail(src, f"model.{k}", f"{v!r} must be a share of the link's rate in (0, 1]")
+            values[k] = float(v)
+    for k in known - set(LATENCY_FIELDS) - set(SHARE_FIELDS):
         if k in model:
             v = model[k]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:

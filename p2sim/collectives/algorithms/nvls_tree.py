@@ -75,6 +75,7 @@ class NvlsTree(Nvls):
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
+        share = topo.spec.rates.nvls_efficiency or share  # [model] nvls_efficiency: a system's assumption
         groups = nvls_tree_tables(topo, segs, nvls_switches(topo, segs), share, caches)
         # every channel runs through every head (all_reduce.h, NVLS_TREE: nHeads chunks per loop): each
         # head's flow has all the channels' connections; one graph channel (NCCL's per-channel cap) per head
