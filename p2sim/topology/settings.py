@@ -35,7 +35,7 @@ from .gpus import gpu_info
 from .ranges import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, MIN_BANDWIDTH_GBPS  # the links' ranges, one rule for all
 
 __all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "UNPACK_TRANSPORTS", "ASSUMED_TRANSPORTS", "TRANSPORT_ASSUMPTIONS", "REPORTING_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "OFI_PROTOCOLS", "NcclSettings", "ModelRates",
-           "parse_nccl", "parse_rates", "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
+           "parse_nccl", "parse_rates", "LATENCY_FIELDS", "SHARE_FIELDS", "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
 
 # NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
