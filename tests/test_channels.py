@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from p2sim.collectives import Expander
@@ -74,3 +76,15 @@ def test_threads_halve_below_the_threshold_to_64():
     assert threads_used("Simple", 8191, 1, 64) == 64
     assert threads_used("Simple", 8, 1, 64) == 64  # 64 is no multiple of 128
     assert threads_used("LL128", 8, 1, 8) == 320
+
+
+def test_across_racks_the_nvlink_budget_bounds_the_channels():
+    """A GB200 rack has 72 NICs, but NCCL's ring search charges every channel's speed on each GPU's NVLink
+    (search.cc): 18 x 40.1 GB/s holds 16 channels at 45.1 GB/s (15 at 48), doubled by connect.cc to 32 -- not
+    two per NIC (64).  A DGX H100's 8 NICs bind before its NVLink does (8 at 45 GB/s): 16, as before."""
+    from p2sim.collectives.channels import channel_count, segments
+
+    gb = load_system("gb200-nvl72-pod", nodes=4)
+    assert channel_count(gb, segments(gb, tuple(range(288))), math.inf) == 32
+    h = load_system("dgx-h100", nodes=2)
+    assert channel_count(h, segments(h, tuple(range(16))), math.inf) == 16

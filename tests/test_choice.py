@@ -103,3 +103,32 @@ def test_bus_factor_is_the_structures() -> None:
             for a, p in ex.available(op, members):
                 c = ex.collective(a, p, op, members, 2.0**24)
                 assert algorithm(a).bus_factor(op, len(members)) == c.bus_factor
+
+
+def _versioned(name: str, nodes: int, version: str):
+    from dataclasses import replace
+
+    from p2sim.topology import find_spec
+    spec = find_spec(name)
+    return load_system(replace(spec, nccl=replace(spec.nccl, version=version)), nodes=nodes)
+
+
+def test_ll128_across_nodes_needs_a_nic_near_the_gpus() -> None:
+    """tuning.cc enables LL128 by default only where the graph's GPU-NIC path (typeInter) is at most PXB, or on
+    Hopper and later at most PXN -- and from 2.27.3 P2C, a NIC behind the GPU's own Grace.  A GB200 rack's NICs
+    hang off its Grace CPUs: NCCL 2.26.2 (the 20-rack rows') ran no LL128 between racks, 2.27.3 and later do;
+    inside one rack (no network) LL128 stays.  A DGX H100's NICs share PCIe switches with the GPUs (PIX): LL128
+    on; P2's A100 VMs reach their NIC through the CPU (PHB): off across nodes, on inside one."""
+    members = tuple(range(144))
+    old = Expander(_versioned("gb200-nvl72-pod", 2, "2.26.2")).available("AllReduce", members)
+    assert ("tree", "LL128") not in old and ("ring", "LL128") not in old and ("tree", "Simple") in old
+    new = Expander(_versioned("gb200-nvl72-pod", 2, "2.27.3")).available("AllReduce", members)
+    assert ("tree", "LL128") in new and ("ring", "LL128") in new
+    assert ("ring", "LL128") in Expander(_topo("gb200-nvl72-pod", 2)).available("AllReduce", members)  # newest
+    assert ("ring", "LL128") in Expander(_versioned("gb200-nvl72-pod", 2, "2.26.2")).available(
+        "AllReduce", tuple(range(72)))  # one rack: NVLink only
+    assert ("ring", "LL128") in Expander(_topo("dgx-h100", 4)).available("AllReduce", tuple(range(16)))
+    assert ("ring", "LL128") not in Expander(_topo("a100", 4)).available("AllReduce", tuple(range(32)))
+    assert ("ring", "LL128") in Expander(_topo("a100", 4)).available("AllReduce", tuple(range(16)))
+    # forced, NCCL enables it anyway (NCCL_PROTO=LL128 sets the protocol on, not "on by default")
+    assert ("ring", "LL128") in Expander(_topo("a100", 4)).available("AllReduce", tuple(range(32)), "LL128")

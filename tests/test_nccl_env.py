@@ -91,3 +91,14 @@ def test_the_tcpx_recipes_chunk_is_an_nccl_setting():
     assert spec.nccl.dynamic_chunksize == 131072
     with pytest.raises(InputError, match="NCCL_DYNAMIC_CHUNK_SIZE: 12 must be a whole number of bytes"):
         with_env(find_spec("a3-high"), (("NCCL_DYNAMIC_CHUNK_SIZE", "12"),), "x")
+
+
+def test_nccl_version_is_recorded_and_checked() -> None:
+    """NCCL_VERSION (the release the job loaded, not a variable NCCL reads) sets [nccl] version; a release is
+    MAJOR.MINOR.PATCH."""
+    spec = with_env(find_spec("gb200-nvl72-pod"), parse_env("NCCL_VERSION=2.26.2", WHERE), WHERE)
+    assert spec.nccl.version == "2.26.2"
+    assert not spec.nccl.version_at_least(2, 27, 3) and spec.nccl.version_at_least(2, 26, 2)
+    assert find_spec("gb200-nvl72-pod").nccl.version_at_least(2, 27, 3)  # unset: the newest
+    with pytest.raises(InputError, match=r"NCCL_VERSION: '2.26' must be an NCCL release"):
+        parse_env("NCCL_VERSION=2.26", WHERE)

@@ -154,3 +154,22 @@ def test_nvls_tree_two_trees_hash_apart_under_ecmp():
     assert len(pairs) == 2 * len(c.flows)  # per head slot: head to head, each way
     apart = sum(len(v) == 2 for v in pairs.values())
     assert apart >= len(pairs) // 2  # one salt for both trees: never apart
+
+
+def test_nvls_plateau_follows_the_systems_stated_efficiency():
+    """One GB200 NVL72 rack: the NVLS AllReduce is link-bound at 8 GiB, so its rate scales with the share of
+    NVLink the reduction reaches -- the file's assumed 0.62 against NCCL's nvlsEfficiency 0.74, by hand
+    0.62 / 0.74 of it."""
+    from dataclasses import replace
+
+    from p2sim.collectives import Expander
+    from p2sim.topology import find_spec, load_system
+
+    spec = find_spec("gb200-nvl72")
+    assert spec.rates.nvls_efficiency == 0.62
+    members, nbytes = tuple(range(72)), 2.0**33
+    rates = []
+    for s in (spec, replace(spec, rates=replace(spec.rates, nvls_efficiency=None))):
+        topo = load_system(s, nodes=1)
+        rates.append(Expander(topo).collective("nvls", "Simple", "AllReduce", members, nbytes).algbw(topo.capacity))
+    assert rates[0] / rates[1] == pytest.approx(0.62 / 0.74, rel=1e-9)

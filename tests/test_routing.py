@@ -111,3 +111,13 @@ def test_a_few_new_routes_across_a_fabric_take_one_pass_of_its_arithmetic(monkey
     monkeypatch.setattr(t.fabric, "mids", lambda *a: calls.append(len(a[0])) or mids(*a))
     t.router.route_table(*_fabric_pairs(t, 60, 3))
     assert calls == [60]
+
+
+def test_net_path_type_is_the_nearest_gpu_nic_path() -> None:
+    """NCCL's typeInter: PIX where a NIC shares a PCIe switch with a GPU, PHB through a CPU, P2C through the
+    GPU's own Grace over C2C (paths.cc, 2.27's PATH_P2C)."""
+    from p2sim.topology import load_system
+
+    assert load_system("dgx-h100", nodes=2).router.net_path_type == "PIX"
+    assert load_system("a100", nodes=2).router.net_path_type == "PHB"
+    assert load_system("gb200-nvl72-pod", nodes=2).router.net_path_type == "P2C"

@@ -78,3 +78,21 @@ def test_ofi_protocol_is_the_plugins_setting():
     assert parse_nccl({"ofi_protocol": "RDMA"}, {}, {"arch": "hopper"}, "x.toml").ofi_protocol == "RDMA"
     with pytest.raises(TopologyError, match="x.toml: nccl[.]ofi_protocol: 'rdma' is not one of SENDRECV, RDMA"):
         parse_nccl({"ofi_protocol": "rdma"}, {}, {"arch": "hopper"}, "x.toml")
+
+
+def test_nccl_version() -> None:
+    """[nccl] version: the NCCL release the job ran ("" the newest p2sim follows); anything else refused."""
+    assert parse_nccl({"version": "2.26.2"}, {}, {"arch": "blackwell"}, "x.toml").version == "2.26.2"
+    assert parse_nccl({}, {}, {"arch": "blackwell"}, "x.toml").version == ""
+    for bad in ("2.26", "v2.26.2", 2.26):
+        with pytest.raises(TopologyError, match=r"x.toml: nccl.version: .* must be an NCCL release"):
+            parse_nccl({"version": bad}, {}, {"arch": "blackwell"}, "x.toml")
+
+
+def test_nvls_efficiency_is_a_share():
+    """[model] nvls_efficiency: NVLS's share of NVLink, in (0, 1] (a system's stated assumption)."""
+    assert parse_rates({"nvls_efficiency": 0.62}, "x.toml").nvls_efficiency == 0.62
+    assert parse_rates({}, "x.toml").nvls_efficiency is None
+    for bad in (0, 1.5, "0.6", True):
+        with pytest.raises(TopologyError, match=r"x.toml: model.nvls_efficiency: .* must be a share"):
+            parse_rates({"nvls_efficiency": bad}, "x.toml")

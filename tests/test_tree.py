@@ -81,3 +81,31 @@ def test_the_double_trees_two_trees_are_connections_of_their_own_under_ecmp():
     c = Expander(topo).collective("tree", "Simple", "AllReduce", (0, 2), 2**30)
     assert _ports(topo, c.flows[0]) == {f"leaf {g} port {j} {d}" for g in (0, 1) for j in (0, 1)
                                         for d in ("up", "down")}
+
+
+def _gb200(nodes: int, version: str):
+    from dataclasses import replace
+
+    from p2sim.topology import find_spec
+    spec = find_spec("gb200-nvl72-pod")
+    return load_system(replace(spec, nccl=replace(spec.nccl, version=version, nvls=False, collnet=False)), nodes=nodes)
+
+
+def test_a_tree_across_racks_runs_at_the_newest_per_channel_figure_and_chooses_by_its_releases():
+    """Twenty GB200 racks, NVLS and CollNet off (the published rows of 1,440 GPUs).  NCCL 2.26.2 chose by its tuning.cc's Blackwell rows, twice
+    Hopper's (72 GB/s a tree channel from 4 nodes): a Simple tree at 16 GiB (its LL128 off: the NICs sit
+    behind Grace, PHB before 2.27.3).  Its time is bound by the newest figure, 2.28.3's 24 GB/s per graph
+    channel: 16 graph channels (32 channels, a pair per graph channel) x 24 GB/s = 384 GB/s of bus bandwidth,
+    192 GB/s of algorithm bandwidth -- by hand, 16 GiB in at least 89.5 ms."""
+    old = _gb200(20, "2.26.2")
+    ex = Expander(old)
+    members = tuple(range(1440))
+    nbytes = float(2**34)
+    assert ex.choose("AllReduce", members, nbytes) == ("tree", "Simple")
+    coll = ex.collective("tree", "Simple", "AllReduce", members, nbytes)
+    assert coll.algbw(old.capacity) == pytest.approx(16 * 24e9 / 2, rel=1e-6)
+    assert ex.analytic_seconds(coll, nbytes) >= nbytes / 192e9
+    # NCCL's own estimate (its choice) still counts 2.26.2's 72 GB/s a channel: above the time's
+    assert coll.tuning[1] > coll.algbw(old.capacity)
+    # the newest release's 24 GB/s make its own model pick the ring there (its latency, 2,878 steps, paid off)
+    assert Expander(_gb200(20, "")).choose("AllReduce", members, nbytes)[0] == "ring"

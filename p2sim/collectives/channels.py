@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from ..topology import Topology
-from .nccl_tables import MAX_THREADS, MIN_TRAFFIC_PER_CHANNEL, WARP, top_channel_speed, traffic_per_byte
+from .nccl_tables import MAX_THREADS, MIN_TRAFFIC_PER_CHANNEL, WARP, net_graph_channels, top_channel_speed, traffic_per_byte
 
 __all__ = ["Segment", "segments", "node_nics", "channel_count", "entry_gpus", "ring_channel_pairs",
-           "scheduled_channels", "threads_used", "channel_nics", "channel_entry"]
+           "scheduled_channels", "threads_used", "channel_nics", "channel_entry", "nic_gbps", "nvls_switch", "nvlink_gbps"]
 
 
 # NCCL doubles an unpack network's channels only below this count ("We won't automatically double past 16
@@ -91,7 +91,7 @@ def channel_count(topo: Topology, segs: Sequence[Segment], intra_throughput: flo
     nccl = topo.spec.nccl
     if len(segs) > 1:
         nics = min(len(node_nics(topo, s)) for s in segs)
-        count = nccl.channels_per_nic * max(nics, 1)
+        count = nccl.channels_per_nic * _net_graph(topo, segs, nics)
         if nccl.net_unpack and count < UNPACK_DOUBLE_BELOW:
             count = min(MAX_CHANNELS, 2 * count)  # v2.28.9 src/graph/connect.cc: unpack networking, nNodes > 1
         return _clamp(topo, count)
@@ -101,6 +101,43 @@ def channel_count(topo: Topology, segs: Sequence[Segment], intra_throughput: flo
     if speed >= 25.0 and not (fast_arch and speed < 50.0 and graph > 4):
         graph *= 2  # ncclTopoDupChannels
     return _clamp(topo, 2 * graph)  # connect.cc duplicates every channel
+
+
+def _net_graph(topo: Topology, segs: Sequence[Segment], nics: int) -> int:
+    """Graph channels across nodes: one a NIC, as many as the GPUs' NVLink to their switch holds at the search's
+    speed (:func:`~p2sim.collectives.nccl_tables.net_graph_channels`; binds where a node has more NICs than its
+    NVLink carries at the NICs' speed: a GB200 rack's 72)."""
+    link = min(nvlink_gbps(topo, s) for s in segs)
+    return net_graph_channels(topo.spec.nccl.arch, max(nics, 1), nic_gbps(topo), link)
+
+
+def nic_gbps(topo: Topology) -> float:
+    """The slowest NIC's link to the network, GB/s (NCCL's minNetBw, the NIC's reported speed)."""
+    caps = [float(topo.capacity[e]) for nic in topo.nics for e in topo.network_edges_of(0, nic)]
+    return min(caps) / 1e9 if caps else math.inf
+
+
+def nvls_switch(topo: Topology, seg: Segment) -> str | None:
+    """The NVLS-capable NVSwitch every member of the segment is attached to, if any."""
+    g = topo.template  # every node is node 0's template
+    common = None
+    for m in seg.members:
+        gpu = topo.gpu_names[m % topo.gpus_per_node]
+        switches = {s.split("/", 1)[1] for s in g.successors(gpu) if g.nodes[s]["kind"] == "nvswitch"
+                    and s.split("/", 1)[1] in topo.spec.nvls_switches}
+        common = switches if common is None else common & switches
+    return f"n{seg.node}/{min(common)}" if common else None
+
+
+def nvlink_gbps(topo: Topology, seg: Segment) -> float:
+    """The NVLink of the segment's slowest member to its NVLS switch, GB/s as NCCL counts it (the link's
+    capacity: data-sheet rate x NCCL's share, topology/efficiency.py)."""
+    sw = nvls_switch(topo, seg)
+    if sw is None:
+        return math.inf
+    ups = topo.router.switch_ports(sw.split("/", 1)[1])[0]
+    ports = [int(ups[m % topo.gpus_per_node]) for m in seg.members]
+    return min(float(topo.capacity[p]) for p in ports if p >= 0) / 1e9
 
 
 def scheduled_channels(op: str, proto: str, nbytes: float, ranks: int, channels: int) -> int:

@@ -22,7 +22,7 @@ from ..topology import Topology
 from .algorithms import FALLBACK, Algorithm, algorithm, forced_algorithms
 from .caches import CollectiveCaches, Expansions
 from .channels import segments
-from .nccl_tables import ALGOS, PROTOS
+from .nccl_tables import ALGOS, PROTOS, ll128_over_network
 from .p2p import P2P_ALGO, P2P_OPS, P2P_PROTO
 from .pattern import Collective
 from .shapes import Shapes
@@ -107,6 +107,9 @@ class Choice:
                     continue
                 if p == "LL128" and proto == "auto" and not self.structures.nvlink_only(segs):
                     continue  # NCCL enables LL128 by default only over NVLink
+                if p == "LL128" and proto == "auto" and len(segs) > 1 and not ll128_over_network(
+                        self.topo.router.net_path_type, self.topo.spec.nccl.arch, self.topo.spec.nccl.version_at_least(2, 27, 3)):
+                    continue  # ... and only through NICs near the GPUs (tuning.cc's typeInter rule)
                 out.append((name, p))
         return out
 

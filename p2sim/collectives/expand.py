@@ -272,7 +272,7 @@ class Expander:
         if math.isfinite(coll_cap) and bus > 0:
             rate = min(rate, coll_cap / bus)
         graph = a.graph_channels(used)
-        ch_cap = a.channel_cap(proto, nodes, self.arch, self.flows.channel_rate(algo)) * GB
+        ch_cap = a.tuning_channel_cap(proto, nodes, self.arch, self.flows.channel_rate(algo), self.topo.spec.nccl) * GB
         if graph is not None and math.isfinite(ch_cap) and bus > 0:
             rate = min(rate, graph * ch_cap / bus)
         return lat, rate * tuning_share(algo, op)

@@ -67,7 +67,7 @@ class Flows:
         if a.share_in_hops:
             share = 1.0  # NVLS's efficiency is in its hops' overhead
         net = min(net_rate_gbps(topo, algo, self.rates), self.stream_cap(algo, proto, op, chunk)) * GB
-        ch_cap = a.channel_cap(proto, nodes, self.arch, self.channel_rate(algo)) * GB
+        ch_cap = a.tuning_channel_cap(proto, nodes, self.arch, self.channel_rate(algo), topo.spec.nccl) * GB
         cta = self.cta_cap(algo, proto, members, used, threads, share) * GB
         nccl = topo.spec.nccl
         transport = (nccl.transport, self.rates.step_latency if self.rates.step_latency is not None
@@ -98,10 +98,11 @@ class Flows:
         nccl_args = args if told == 0.0 else args[:7] + (st.inter + told,) + args[8:]
         tuned = Collective(algo, proto, op, members, nodes, used, tuple(flows), collective_latency(*nccl_args), st.bus,
                            shared)
-        rate = tuned.algbw(topo.capacity)  # NCCL's model has no CTA cap: its choice does not see one
-        if math.isfinite(cta):  # each of the flow's CTAs at its share of the node's links (p2sim's time only)
-            tuned = replace(tuned, flows=tuple(replace(f, caps=f.caps + ((f.channels * cta, st.bus),),
-                                                       cap_kinds=f.cap_kinds + (CAP_CHANNEL,)) for f in tuned.flows))
+        rate = tuned.algbw(topo.capacity)  # NCCL's model has no CTA cap, nor the newest per-channel figure (t)
+        caps = (([lambda f, g: f.channels * cta] if math.isfinite(cta) else [])
+                + ([lambda f, g: g * t] if (t := a.channel_cap(proto, nodes, self.arch, self.channel_rate(algo)) * GB) < ch_cap else []))
+        tuned = replace(tuned, flows=tuple(replace(f, caps=f.caps + tuple((c(f, g), st.bus) for c in caps),  # time only
+                        cap_kinds=f.cap_kinds + (CAP_CHANNEL,) * len(caps)) for f, g in zip(tuned.flows, st.graph)))
         return tuned, rate, steps, transport, args
 
     def finish(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,

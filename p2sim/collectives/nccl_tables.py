@@ -16,6 +16,8 @@ Examples
 
 from __future__ import annotations
 
+import math
+
 from ..util.algorithms import NCCL_ORDER
 
 __all__ = [
@@ -26,7 +28,8 @@ __all__ = [
     "LL128_STEP_DATA", "NVLS_CHANNELS_ONE_DOMAIN", "NVLS_MAX_ARITY", "nvls_tree_channels", "nvls_head_speed",
     "COLLNET_THREADS", "COLLNET_THREAD_THRESHOLD", "COLLNET_CHAIN_CHUNK", "collnet_channels", "collnet_chain_channels",
     "collnet_direct_channels", "collnet_chunk",
-    "MAX_THREADS", "THREAD_THRESHOLD", "WARP", "MIN_TRAFFIC_PER_CHANNEL", "traffic_per_byte",
+    "MAX_THREADS", "THREAD_THRESHOLD", "WARP", "MIN_TRAFFIC_PER_CHANNEL", "traffic_per_byte", "ll128_over_network",
+    "net_graph_channels",
 ]
 
 # NCCL's order of the algorithms p2sim models (NCCL_ALGO_TREE .. NCCL_ALGO_NVLS_TREE in src/include/device.h)
@@ -77,6 +80,10 @@ _LL_MAX = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (282.0, 
 _RING_LL128 = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7), (40.0, 40.0, 40.0))
 _TREE_LL128 = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
 _TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
+# Blackwell's rows before NCCL 2.28.3, twice Hopper's (tuning.cc of 2.26.2 .. 2.27.7: {2*38.7, 2*41.4, 2*36.0},
+# {2*36.7, 2*36.7, 2*29.0}); 2.28.3 replaced them with the rows above, a third of them at 4 nodes and more
+_TREE_BLACKWELL_BEFORE_2_28 = (77.4, 82.8, 72.0)
+_TREE_LL128_BLACKWELL_BEFORE_2_28 = (73.4, 73.4, 58.0)
 _NVLS_TREE = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5), (0.0, 96.0, 80.0))
 
 # nvlsEfficiency: the share of NVLink bandwidth NVLink SHARP reductions achieve
@@ -145,6 +152,27 @@ def traffic_per_byte(op: str, ranks: int, proto: str) -> int:
     return 4 * t if proto == "LL" else t
 
 
+def ll128_over_network(path: str | None, arch: str, p2c: bool) -> bool:
+    """Whether NCCL enables LL128 by default across nodes whose GPUs reach a NIC by a ``path`` of this type (the
+    graph's typeInter; None: no NIC), ``p2c`` whether the job's NCCL knows Grace's C2C path (2.27.3 and later).
+
+    tuning.cc (2.26.2): ``typeInter <= PATH_PXB || (minCompCap >= 90 && typeInter <= PATH_PXN)``; through a CPU
+    (PHB, SYS) never.  2.27.3 added PATH_P2C, a GPU's C2C link to its Grace and that CPU's PCIe to the NIC, and
+    LL128 up to it on Hopper and later (NCCL_LL128_C2C, default 1; release notes: "Add support for P2C (PXN over
+    C2C) and the LL128 protocol"); before, that path was PHB (paths.cc), so a GB200 rack's NICs behind its Grace
+    CPUs left LL128 off between racks.  (PXN, a peer's NIC over NVLink, is never a node's nearest path: a GPU
+    nearer that NIC has it at PIX or PXB.)
+
+    >>> ll128_over_network("PXB", "ampere", False), ll128_over_network("PHB", "hopper", True)
+    (True, False)
+    >>> ll128_over_network("P2C", "blackwell", False), ll128_over_network("P2C", "blackwell", True)
+    (False, True)
+    """
+    if path is None or path in ("NVL", "PIX", "PXB"):
+        return True
+    return path == "P2C" and p2c and _ARCH[arch] >= _ARCH["hopper"]
+
+
 def _proto(proto: str) -> int:
     return PROTOS.index(proto)
 
@@ -173,12 +201,23 @@ def per_channel_ring_ll128_bw(arch: str, nodes: int) -> float:
     return _RING_LL128[_ARCH[arch]][_nodes(nodes)]
 
 
-def per_channel_tree_ll128_bw(arch: str, nodes: int) -> float:
+def per_channel_tree_ll128_bw(arch: str, nodes: int, before_2_28: bool = False) -> float:
+    """Bus bandwidth (GB/s) one tree channel reaches with LL128 (``before_2_28``: the figure NCCL before 2.28.3
+    had for Blackwell)."""
+    if before_2_28 and arch == "blackwell":
+        return _TREE_LL128_BLACKWELL_BEFORE_2_28[_nodes(nodes)]
     return _TREE_LL128[_ARCH[arch]][_nodes(nodes)]
 
 
-def per_channel_tree_bw(arch: str, nodes: int) -> float:
-    """Bus bandwidth (GB/s) one tree channel (both of its trees) reaches with Simple."""
+def per_channel_tree_bw(arch: str, nodes: int, before_2_28: bool = False) -> float:
+    """Bus bandwidth (GB/s) one tree channel (both of its trees) reaches with Simple (``before_2_28``: the
+    figure NCCL before 2.28.3 had for Blackwell, three times today's from 4 nodes).
+
+    >>> per_channel_tree_bw("blackwell", 20), per_channel_tree_bw("blackwell", 20, before_2_28=True)
+    (24.0, 72.0)
+    """
+    if before_2_28 and arch == "blackwell":
+        return _TREE_BLACKWELL_BEFORE_2_28[_nodes(nodes)]
     return _TREE[_ARCH[arch]][_nodes(nodes)]
 
 
@@ -205,6 +244,47 @@ def nvls_head_speed(arch: str, heads: int, nvlink_gbps: float) -> tuple[int, flo
         if (heads + 1) * s <= nvlink_gbps + 1e-9:
             return heads, s
     return max(0, min(heads, int(nvlink_gbps / speeds[-1]) - 1)), speeds[-1]
+
+
+# speedArrayInter (src/graph/search.cc): the speeds the search walks down across nodes before Hopper
+_INTER_SPEEDS = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24,
+                 0.12)
+
+
+def net_graph_channels(arch: str, nics: int, nic_gbps: float, nvlink_gbps: float) -> int:
+    """Graph channels NCCL's ring (and tree) search finds across nodes whose ``nics`` NICs run ``nic_gbps`` and
+    whose GPUs have ``nvlink_gbps`` of NVLink to their switch (NCCL's count: topo.h), one channel a NIC.
+
+    ncclTopoCompute (src/graph/search.cc) starts at the fastest of the generation's inter-node speeds the
+    path to a NIC carries (``maxBw``), sets ``bwIntra = bwInter`` to it, and a ring channel charges that
+    speed on every GPU's NVLink (ncclTopoFollowPath), so a speed fits at most ``nvlink / speed`` channels;
+    it keeps the graph of the most ``nChannels x bw`` (the first among equals: ncclTopoCompareGraphs) while
+    the next speed is above 0.49 of the best's.  An 8-GPU node with 8 NICs keeps one channel a NIC (a DGX
+    H100 at 45 GB/s: 8 fit, 7 at 48); a GB200 rack with 72 NICs fits 16 at 45.1 GB/s on 18 x 40.1 GB/s of
+    NVLink -- not 72: ncclTopoDupChannels does not double them (below 50 GB/s, more than 4 channels, SM90 and
+    later), connect.cc does (32 channels).  (NCCL 2.26 counted 40.0 GB/s a link and walked 48, 45: 15 at 48,
+    and 16 x 45 no more, a tie that keeps the first; 2.27.3 starts at 47.9 (15 x 47.9 < 16 x 45) and later
+    releases count 40.1 and walk 45.1: 16 -- 2.27.3's release notes' "Increase to 16 the number of NICs used
+    to communicate between MNNVL domains on GB200 systems".  p2sim follows the newest.)
+
+    >>> net_graph_channels("blackwell", 72, 50.0, 18 * 40.1), net_graph_channels("hopper", 8, 50.0, 18 * 20.6)
+    (16, 8)
+    >>> net_graph_channels("blackwell", 8, 50.0, 18 * 40.1), net_graph_channels("ampere", 8, 25.0, 12 * 20.0)
+    (8, 8)
+    """
+    if nics <= 0 or not math.isfinite(nvlink_gbps):
+        return max(nics, 1)
+    speeds = _NVLS_SPEEDS.get(arch, _INTER_SPEEDS)
+    best_n, best_bw = 0, 0.0
+    for s in speeds:
+        if s > nic_gbps + 1e-9:
+            continue  # maxBw: the path to a NIC carries no more
+        if best_n and not s / best_bw > 0.49:
+            break
+        n = min(nics, int(nvlink_gbps / s + 1e-9))
+        if n * s > best_n * best_bw + 1e-9:
+            best_n, best_bw = n, s
+    return max(best_n, 1)
 
 
 def nvls_tree_channels(arch: str, nodes: int, ppn: int, nic_gbps: float) -> int:

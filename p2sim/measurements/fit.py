@@ -45,7 +45,7 @@ from ..util.errors import MeasurementError
 from ..topology import find_spec
 from ..collectives.algorithms import REGISTRY
 from ..collectives.expand import TCP_TRANSPORTS
-from ..topology.settings import LATENCY_FIELDS
+from ..topology.settings import LATENCY_FIELDS, SHARE_FIELDS
 from ..util.log import announce
 from ..util.units import format_bytes
 from ..topology.spec import SystemSpec
@@ -121,7 +121,8 @@ class Calibration:
                 for c in sorted(self.before.classes)
             },
             "rates_GBps": {k: (None if math.isinf(v) else v) for k, v in self.after.rates.to_dict().items()
-                           if k not in LATENCY_FIELDS},
+                           if k not in LATENCY_FIELDS and k not in SHARE_FIELDS},
+            "shares": {k: v for k, v in self.after.rates.to_dict().items() if k in SHARE_FIELDS},
             "latencies_us": {k: v for k, v in self.after.rates.to_dict().items() if k in LATENCY_FIELDS},
             "parameters": [{"name": p.name, "where": p.path, "stage": p.row.stage, "unit": p.row.unit,
                             "file": p.file, "fitted": v, "lower": p.lower, "upper": p.upper, "bounds_source": p.row.source}
@@ -145,6 +146,8 @@ class Calibration:
                 if not lo <= v <= hi:
                     out.append(f"{self.system} ({self.engine}): {k} fitted to {v:.3g} us, outside the plausible "
                                f"{lo:g}-{hi:g} us: the model likely misses a cost elsewhere")
+            elif k in SHARE_FIELDS:
+                continue  # a share of a link's rate, bounded by the fit itself (fit_params)
             elif (v < PLAUSIBLE_RATE_GBPS and v != self.before.rates.to_dict().get(k)
                   and (k.endswith("channel_rate") or self.before.nccl.transport not in TCP_TRANSPORTS)):
                 # a TCP connection's few streams may well carry under 1 GB/s; a GPU's channel may not

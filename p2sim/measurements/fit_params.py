@@ -42,6 +42,7 @@ from ..topology.spec import SystemSpec
 __all__ = ["FitParameter", "Param", "PARAMETERS", "STAGES", "applicable", "apply", "network_class"]
 
 STAGES = ("large", "ramp")
+_NVLS_EFF = {"hopper": 0.85, "blackwell": 0.74}  # NCCL's nvlsEfficiency (tuning.cc), where NVLS runs
 Rule = Callable[[SystemSpec, str], float]  # on the system and the class or algorithm a row expands to
 
 
@@ -85,7 +86,7 @@ class FitParameter:
     ``where`` may hold ``{cls}`` (one parameter per link class: a factor on the file's bandwidth)
     or ``{algo}`` (one per measured algorithm family, ``ring`` or ``tree``).  ``needs``: when it
     applies -- ``always``, ``crosses`` (a row spans nodes), ``tcp`` (and the transport runs over
-    TCP).  ``unset_above``: at its upper bound it binds nothing, and is then reported unset.
+    TCP), ``nvls`` (the system has NVLink SHARP switches).  ``unset_above``: at its upper bound it binds nothing, and is then reported unset.
     ``prior``: a weak pull towards the file's figure (a data sheet's), so a class the rows
     cannot see keeps it.  ``default``: the value the model uses when the file states none.
     """
@@ -133,6 +134,12 @@ PARAMETERS: tuple[FitParameter, ...] = (
     FitParameter("model.step_cost", "us", "linear", 0.0, 20.0,
                  "0-20 us: NCCL's slowest per-step figure inside a node is 5.7 us (tuning.cc, PCIe Simple)", "ramp",
                  default=0.0, unit_step=10.0),
+    # NVLS's share of NVLink (the hops' efficiency): at most the link's rate, at least 0.3, below any published
+    # NVLS figure (8-GPU Hopper boards 0.85 of NCCL's NVLink count: tuning.cc nvlsEfficiency; one NVL72 rack about
+    # 0.62: nccl-facts-2 1f); only on systems with NVLink SHARP switches
+    FitParameter("model.nvls_efficiency", "x", "log", 0.3, 1.0,
+                 "0.3-1 of NVLink: NCCL's nvlsEfficiency 0.74-0.85 (tuning.cc); one NVL72 rack measured about 0.62",
+                 "large", needs="nvls", default=lambda spec, _: _NVLS_EFF.get(spec.nccl.arch, 1.0)),
     FitParameter("model.step_latency", "us", "linear", 1.0, 200.0,
                  "1-200 us: NCCL's network steps 2.7-31 us (tuning.cc hwLat), EFA 20 us, early EFA 75 us "
                  "(aws-ofi-nccl)", "ramp", needs="crosses", default=_step_default, unit_step=10.0),
@@ -186,7 +193,8 @@ def applicable(spec: SystemSpec, algos: Sequence[str], crosses: bool, stages: Se
     out = []
     for row in PARAMETERS:
         if row.stage not in stages or (links_only and not row.links_only) or \
-                (row.needs == "crosses" and not crosses) or (row.needs == "tcp" and not tcp):
+                (row.needs == "crosses" and not crosses) or (row.needs == "tcp" and not tcp) or \
+                (row.needs == "nvls" and not (spec.nvls_switches and spec.nccl.arch in _NVLS_EFF)):
             continue
         names = ([("{cls}", c) for c in sorted(spec.classes)] if "{cls}" in row.where
                  else [("{algo}", a) for a in algos] if "{algo}" in row.where else [("", "")])

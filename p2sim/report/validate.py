@@ -34,6 +34,7 @@ def calibration_lines(cals: list[dict[str, Any]]) -> list[str]:
         rates = c["rates_GBps"]
         caps = ", ".join(f"{k} {'none' if v is None else f'{v:.3g}'}" for k, v in rates.items()) or "none"
         lats = "".join(f"; {k} {v:.3g} us" for k, v in c.get("latencies_us", {}).items())
+        lats += "".join(f"; {k} {v:.3g}" for k, v in c.get("shares", {}).items())
         lines.append(f"{c['system']} ({c['model']}){fold}: {classes}; per-channel rates (GB/s) {caps}{lats}; rms log error "
                      f"{c['rms_log_error_before']:.3f} -> {c['rms_log_error_after']:.3f} over {c['residuals']} "
                      f"times, {c['evaluations']} evaluations")

@@ -124,6 +124,9 @@ ENV_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     # the GPUDirect-TCPX plugin's per-socket chunk (google/nccl-plugin-gpudirecttcpx src/net_tcpx.cc, read as
     # NCCL_DYNAMIC_CHUNK_SIZE through its NCCL adapter)
     "NCCL_DYNAMIC_CHUNK_SIZE": ("dynamic_chunksize", _int),
+    # not a variable NCCL reads: the release the job's image loaded ("NCCL version 2.26.2" in its log), which a
+    # mapping file records here beside the variables ([nccl] version); rules that changed between releases read it
+    "NCCL_VERSION": ("version", _text),
 }
 
 # Variables a published job sets that change nothing p2sim models, with the reason: recorded, not refused.

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..util.errors import TopologyError
 from .fabric import Fabric
-from .paths import NodeView, gpu_gpu_path, gpu_nic_path, hop_weight, local_nics, nic_gpu_path, path_type
+from .paths import NodeView, gpu_gpu_path, gpu_nic_path, hop_weight, host_path, local_nics, nic_gpu_path, path_type
 from .spec import SystemSpec
 
 __all__ = ["Route", "Router"]
@@ -147,6 +147,28 @@ class Router:
             hit = tuple(n[3:] for n in near)
             self._local[local] = hit
         return hit
+
+    @cached_property
+    def net_path_type(self) -> str | None:
+        """NCCL's ``typeInter`` of a node's graphs: the best path type between any GPU and a NIC (the search
+        starts at the nearest, ``ncclTopoGetGpuMinPath(NET)``, and every GPU of a node has one); ``P2C`` where it
+        runs through the GPU's own CPU over a C2C link (Grace: NCCL 2.27's PATH_P2C, src/graph/paths.cc
+        mergePathType; ``PHB`` before); None without NICs.  A farther GPU's PXN path never beats the
+        nearest GPU's own, so it does not enter the minimum."""
+        order = ("NVL", "PIX", "PXB", "P2C", "PHB", "SYS")
+        best: str | None = None
+        for a, name in enumerate(self.gpu_names):
+            for nic in self.local_nics(a):
+                path = host_path(self.node_view, name, f"n0/{nic}")
+                if path is None:
+                    continue
+                t = path_type(self.node_view, path)
+                first = self.spec.classes.get(self.node_view.graph.edges[path[0], path[1]]["cls"])
+                if t == "PHB" and first is not None and first.kind == "c2c":
+                    t = "P2C"
+                if best is None or order.index(t) < order.index(best):
+                    best = t
+        return best
 
     @cached_property
     def _nic_assignment(self) -> dict[int, str]:

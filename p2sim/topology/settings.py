@@ -24,6 +24,7 @@ p2sim.util.errors.TopologyError: x.toml: gpu: no [gpu] arch or model: give [gpu]
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -34,7 +35,7 @@ from .gpus import gpu_info
 from .ranges import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, MIN_BANDWIDTH_GBPS  # the links' ranges, one rule for all
 
 __all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "UNPACK_TRANSPORTS", "ASSUMED_TRANSPORTS", "TRANSPORT_ASSUMPTIONS", "REPORTING_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "OFI_PROTOCOLS", "NcclSettings", "ModelRates",
-           "parse_nccl", "parse_rates", "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
+           "parse_nccl", "parse_rates", "LATENCY_FIELDS", "SHARE_FIELDS", "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
 
 # NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
@@ -151,6 +152,28 @@ class NcclSettings:
     # time (src/net_tcpx.cc, isend: send_size = min(kDynamicChunkSize, ...)); None: the plugin's default, 128 KiB
     # (src/flags.cc kDynamicChunkSize)
     dynamic_chunksize: int | None = None
+    # the NCCL release the job loaded, "MAJOR.MINOR.PATCH" as NCCL's log prints it ("NCCL version 2.26.2"); "" (the
+    # default) is the newest p2sim follows (its tables: src/graph/tuning.cc of 2.30).  Only the rules that changed
+    # between releases read it (:func:`~p2sim.collectives.nccl_tables.ll128_over_network`: LL128 over a NIC behind
+    # Grace's C2C link from 2.27.3)
+    version: str = ""
+
+    def version_at_least(self, *release: int) -> bool:
+        """Whether the job's NCCL is ``release`` or newer (the default, "", is the newest)."""
+        if not self.version:
+            return True
+        return tuple(int(x) for x in self.version.split(".")) >= release
+
+
+# NCCL releases are MAJOR.MINOR.PATCH (src/include/nccl.h.in NCCL_VERSION_CODE), all of them 2.x
+_VERSION = re.compile(r"2\.\d{1,2}\.\d{1,2}")
+
+
+def check_version(src: str, field: str, value: Any) -> str:
+    """An NCCL release as ``[nccl] version`` takes it: "" or MAJOR.MINOR.PATCH, 2.x."""
+    if not isinstance(value, str) or (value and _VERSION.fullmatch(value) is None):
+        raise _fail(src, field, f"{value!r} must be an NCCL release such as \"2.26.2\" (as NCCL's log prints it)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -184,12 +207,17 @@ class ModelRates:
     launch: float | None = None
     step_cost: float | None = None
     stream_rate: float | None = None
+    # the share of its NVLink an NVLink SHARP reduction reaches (NVLS and NVLS-Tree's hops), in (0, 1]; None:
+    # NCCL's nvlsEfficiency (tuning.cc: 0.85 Hopper, 0.74 Blackwell).  No public figure for NVL72 (nccl-facts-2
+    # 1f): an assumption a system file states with its source, and calibration fits
+    nvls_efficiency: float | None = None
 
     def to_dict(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
 
 LATENCY_FIELDS = ("step_latency", "launch", "step_cost")  # ModelRates' latencies (us), not rates
+SHARE_FIELDS = ("nvls_efficiency",)  # ModelRates' shares of a link's rate, in (0, 1]
 
 
 def _fail(src: str, field: str, msg: str) -> TopologyError:
@@ -298,7 +326,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
                                  "collnet", "gdr_level", "protocols", "buffsize", "algorithms",
                                  "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
                                  "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol",
-                                 "dynamic_chunksize"})
+                                 "dynamic_chunksize", "version"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
     if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
@@ -370,6 +398,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
                                      nccl.get("ib_qps_per_connection", d.ib_qps_per_connection), 1, MAX_QPS),
         ib_split_data_on_qps=split,
         ofi_protocol=_choice(src, "nccl.ofi_protocol", nccl.get("ofi_protocol", d.ofi_protocol), OFI_PROTOCOLS),
+        version=check_version(src, "nccl.version", nccl.get("version", d.version)),
         **chunks,
     )
     if out.min_channels > out.max_channels:
@@ -394,7 +423,13 @@ def parse_rates(model: Mapping[str, Any], src: str) -> ModelRates:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= MAX_LATENCY_US:
                 raise _fail(src, f"model.{k}", f"{v!r} must be a number of microseconds in [0, {MAX_LATENCY_US:g}]")
             values[k] = float(v)
-    for k in known - set(LATENCY_FIELDS):
+    for k in SHARE_FIELDS:
+        if k in model:
+            v = model[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+                raise _fail(src, f"model.{k}", f"{v!r} must be a share of the link's rate in (0, 1]")
+            values[k] = float(v)
+    for k in known - set(LATENCY_FIELDS) - set(SHARE_FIELDS):
         if k in model:
             v = model[k]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:

@@ -12,6 +12,8 @@ Hooks with defaults:
 * :meth:`Costs.network_step` -- whose network step NCCL charges (default: the tree's with one GPU per node);
 * :meth:`Costs.tuning_share` -- an extra share in NCCL's model only (default 1);
 * :meth:`Costs.channel_cap` -- a graph channel's GPU-side bus bandwidth (default: no cap);
+* :meth:`Costs.tuning_channel_cap` -- the cap NCCL's own model reads under the job's release (default:
+  :meth:`Costs.channel_cap`);
 * :attr:`Costs.cta_protos` -- protocols capped at a CTA's share of the node's links (default: none);
 * :meth:`Costs.rate_family` -- whose calibrated rates it reads, ``ring_*`` or ``tree_*`` (default ``"ring"``).
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 
-from ...topology.settings import ModelRates
+from ...topology.settings import ModelRates, NcclSettings
 
 __all__ = ["Costs", "RATE_FAMILIES"]
 
@@ -61,6 +63,12 @@ class Costs(ABC):
         """Bus bandwidth (GB/s) one graph channel can reach on the GPU side (``inf``: no cap);
         ``configured`` is the system file's (or calibration's) ``*_channel_rate`` (:meth:`channel_rate`)."""
         return math.inf
+
+    def tuning_channel_cap(self, proto: str, nodes: int, arch: str, configured: float | None,
+                           nccl: NcclSettings) -> float:
+        """The per-channel cap NCCL's own model (its choice) reads under the job's release (``nccl.version``):
+        :meth:`channel_cap` unless that release had other figures (a tree on Blackwell before 2.28.3)."""
+        return self.channel_cap(proto, nodes, arch, configured)
 
     def rate_family(self) -> str:
         """Whose calibrated per-channel rates it reads (a key of :data:`RATE_FAMILIES`): a ring's."""

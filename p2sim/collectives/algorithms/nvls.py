@@ -97,6 +97,7 @@ class Nvls(Algorithm):
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
+        share = topo.spec.rates.nvls_efficiency or share  # [model] nvls_efficiency: a system's assumption
         groups = [nvls_table(topo, op, segs[0], nvls_switches(topo, segs)[0], share)]
         return self.bus_factor(op, len(members)), groups, [used], [used]
 

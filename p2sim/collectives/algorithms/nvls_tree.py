@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from ...topology import Topology
 from ...topology.settings import NcclSettings
 from ..caches import CollectiveCaches
-from ..channels import Segment, segments
+from ..channels import Segment, nic_gbps, segments
 from ..nccl_tables import base_latency, nvls_tree_channels, per_channel_nvls_tree_bw
 from ..hops.nvls import nvls_tree_tables
 from ..hops.tree import double_tree_arrays
@@ -26,12 +26,6 @@ from .nvls import NVLS_STAGES, Nvls, _too_many, nvls_switches
 __all__ = ["NvlsTree", "tree_depth"]
 
 US = 1e-6
-
-
-def _nic_gbps(topo: Topology) -> float:
-    """The slowest NIC's link to the network, GB/s (NCCL's minNetBw, the NIC's reported speed)."""
-    caps = [float(topo.capacity[e]) for nic in topo.nics for e in topo.network_edges_of(0, nic)]
-    return min(caps) / 1e9 if caps else math.inf
 
 
 @lru_cache(maxsize=None)  # a pure function of the node count, asked for every size of every group
@@ -76,10 +70,11 @@ class NvlsTree(Nvls):
                       caches: CollectiveCaches | None = None) -> int:
         segs = segments(topo, members)
         ppn = min(len(s.members) for s in segs)  # NCCL's minLocalRanks
-        return nvls_tree_channels(topo.spec.nccl.arch, len(segs), ppn, _nic_gbps(topo))
+        return nvls_tree_channels(topo.spec.nccl.arch, len(segs), ppn, nic_gbps(topo))
 
     def structure(self, topo: Topology, op: str, members: tuple[int, ...], segs: Sequence[Segment], mix: dict,
                   free: dict, used: int, share: float, caches: CollectiveCaches | None = None) -> Layout:
+        share = topo.spec.rates.nvls_efficiency or share  # [model] nvls_efficiency: a system's assumption
         groups = nvls_tree_tables(topo, segs, nvls_switches(topo, segs), share, caches)
         # every channel runs through every head (all_reduce.h, NVLS_TREE: nHeads chunks per loop): each
         # head's flow has all the channels' connections; one graph channel (NCCL's per-channel cap) per head

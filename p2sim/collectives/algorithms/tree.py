@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 
 from ...topology import Topology
+from ...topology.settings import NcclSettings
 from ..baseline import tree_baseline
 from ..caches import CollectiveCaches
 from ..channels import Segment
@@ -77,12 +78,26 @@ class Tree(Algorithm):
         return TREE_SHARE if op == "AllReduce" else 1.0
 
     def channel_cap(self, proto: str, nodes: int, arch: str, configured: float | None) -> float:
+        """NCCL's newest per-channel figures (``perChMaxTreeBw``, ``perChMaxTreeLL128Bw``) as what a tree channel's
+        thread block reaches, in p2sim's time whatever the release (2.28.3 lowered Blackwell's from 72 to 24 GB/s
+        at 4 nodes and more: the older figures were twice Hopper's, the new ones NVIDIA's own revision)."""
         if proto == "LL128":
             return per_channel_tree_ll128_bw(arch, nodes)
         return configured if configured is not None else per_channel_tree_bw(arch, nodes)
 
     def rate_family(self) -> str:
         return "tree"  # tree_net_rate, tree_channel_rate
+
+    def tuning_channel_cap(self, proto: str, nodes: int, arch: str, configured: float | None,
+                           nccl: NcclSettings) -> float:
+        """The figures the job's release chose by: before 2.28.3, Blackwell's were twice Hopper's (tuning.cc of
+        2.26.2: ``{2*38.7, 2*41.4, 2*36.0}``), so NCCL 2.26.2 across 20 GB200 racks counted a tree channel at
+        72 GB/s and ran a tree at every size up to 16 GiB, where 2.28's 24 GB/s would have it pick a ring
+        from about 5 GB (nccl-facts-2.md 1c)."""
+        old = not nccl.version_at_least(2, 28, 3)
+        if proto == "LL128":
+            return per_channel_tree_ll128_bw(arch, nodes, old)
+        return configured if configured is not None else per_channel_tree_bw(arch, nodes, old)
 
     def baseline(self, topo: Topology, op: str, members: Sequence[int], nbytes: float) -> tuple[float, str]:
         if op == "AllReduce":

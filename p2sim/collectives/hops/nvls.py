@@ -36,7 +36,7 @@ import numpy as np
 
 from ...topology import Topology
 from ..caches import CollectiveCaches
-from ..channels import Segment, channel_nics, entry_gpus
+from ..channels import Segment, channel_nics, entry_gpus, nvlink_gbps, nvls_switch  # re-exported here
 from ..nccl_tables import NVLS_MAX_ARITY, nvls_head_speed
 from ..pattern import Hop, HopTable
 from .tree import double_tree_arrays
@@ -45,18 +45,6 @@ __all__ = ["SWITCH", "nvls_switch", "nvls_hops", "nvls_table", "nvls_tree_hops",
            "fewest_nvls_heads", "port_table", "nvls_head_count", "nvlink_gbps"]
 
 SWITCH = -1  # the NVSwitch as a hop's source or destination
-
-
-def nvls_switch(topo: Topology, seg: Segment) -> str | None:
-    """The NVLS-capable NVSwitch every member of the segment is attached to, if any."""
-    g = topo.template  # every node is node 0's template
-    common = None
-    for m in seg.members:
-        gpu = topo.gpu_names[m % topo.gpus_per_node]
-        switches = {s.split("/", 1)[1] for s in g.successors(gpu) if g.nodes[s]["kind"] == "nvswitch"
-                    and s.split("/", 1)[1] in topo.spec.nvls_switches}
-        common = switches if common is None else common & switches
-    return f"n{seg.node}/{min(common)}" if common else None
 
 
 def port_table(topo: Topology, members: Sequence[int], switch: str, up: float | np.ndarray,
@@ -103,17 +91,6 @@ def nvls_table(topo: Topology, op: str, seg: Segment, switch: str, efficiency: f
     up, down = {"AllReduce": (1 + 1 / n, 1 + 1 / n), "ReduceScatter": (1.0, 1 / n),
                 "AllGather": (1 / n, 1.0)}[op]
     return port_table(topo, seg.members, switch, up, down, efficiency)
-
-
-def nvlink_gbps(topo: Topology, seg: Segment) -> float:
-    """The NVLink of the segment's slowest member to its NVLS switch, GB/s as NCCL counts it (the link's
-    capacity: data-sheet rate x NCCL's share, topology/efficiency.py)."""
-    sw = nvls_switch(topo, seg)
-    if sw is None:
-        return math.inf
-    ups = topo.router.switch_ports(sw.split("/", 1)[1])[0]
-    ports = [int(ups[m % topo.gpus_per_node]) for m in seg.members]
-    return min(float(topo.capacity[p]) for p in ports if p >= 0) / 1e9
 
 
 def nvls_head_count(topo: Topology, seg: Segment, wanted: int) -> int:
