@@ -184,7 +184,8 @@ def test_a_rate_family_reads_its_own_fields():
     rates = ModelRates(ring_net_rate=1.0, tree_net_rate=2.0, ring_channel_rate=3.0, tree_channel_rate=4.0)
     assert (algorithm("ring").net_rate(rates), algorithm("ring").channel_rate(rates)) == (1.0, 3.0)
     assert (algorithm("tree").net_rate(rates), algorithm("tree").channel_rate(rates)) == (2.0, 4.0)
-    assert algorithm("nvls_tree").net_rate(rates) == 2.0 and algorithm("collnet_chain").net_rate(rates) == 1.0
+    assert algorithm("nvls_tree").net_rate(rates) == 2.0 and algorithm("collnet_chain").net_rate(rates) == 2.0
+    assert algorithm("collnet_direct").net_rate(rates) == 1.0
 
 
 def test_each_parts_contract_names_every_hook_it_defines():

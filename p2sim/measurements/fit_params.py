@@ -86,7 +86,7 @@ class FitParameter:
     ``where`` may hold ``{cls}`` (one parameter per link class: a factor on the file's bandwidth)
     or ``{algo}`` (one per measured algorithm family, ``ring`` or ``tree``).  ``needs``: when it
     applies -- ``always``, ``crosses`` (a row spans nodes), ``tcp`` (and the transport runs over
-    TCP), ``nvls`` (the system has NVLink SHARP switches).  ``unset_above``: at its upper bound it binds nothing, and is then reported unset.
+    TCP), ``nvlink_sharp`` (the system has NVLink SHARP switches).  ``unset_above``: at its upper bound it binds nothing, and is then reported unset.
     ``prior``: a weak pull towards the file's figure (a data sheet's), so a class the rows
     cannot see keeps it.  ``default``: the value the model uses when the file states none.
     """
@@ -139,7 +139,7 @@ PARAMETERS: tuple[FitParameter, ...] = (
     # 0.62: nccl-facts-2 1f); only on systems with NVLink SHARP switches
     FitParameter("model.nvls_efficiency", "x", "log", 0.3, 1.0,
                  "0.3-1 of NVLink: NCCL's nvlsEfficiency 0.74-0.85 (tuning.cc); one NVL72 rack measured about 0.62",
-                 "large", needs="nvls", default=lambda spec, _: _NVLS_EFF.get(spec.nccl.arch, 1.0)),
+                 "large", needs="nvlink_sharp", default=lambda spec, _: _NVLS_EFF.get(spec.nccl.arch, 1.0)),
     FitParameter("model.step_latency", "us", "linear", 1.0, 200.0,
                  "1-200 us: NCCL's network steps 2.7-31 us (tuning.cc hwLat), EFA 20 us, early EFA 75 us "
                  "(aws-ofi-nccl)", "ramp", needs="crosses", default=_step_default, unit_step=10.0),
@@ -194,7 +194,7 @@ def applicable(spec: SystemSpec, algos: Sequence[str], crosses: bool, stages: Se
     for row in PARAMETERS:
         if row.stage not in stages or (links_only and not row.links_only) or \
                 (row.needs == "crosses" and not crosses) or (row.needs == "tcp" and not tcp) or \
-                (row.needs == "nvls" and not (spec.nvls_switches and spec.nccl.arch in _NVLS_EFF)):
+                (row.needs == "nvlink_sharp" and not (spec.nvls_switches and spec.nccl.arch in _NVLS_EFF)):
             continue
         names = ([("{cls}", c) for c in sorted(spec.classes)] if "{cls}" in row.where
                  else [("{algo}", a) for a in algos] if "{algo}" in row.where else [("", "")])
