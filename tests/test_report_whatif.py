@@ -36,8 +36,8 @@ def test_page_opens_with_the_answer(result, files):
     answer = report.whatif_answer(result)
     assert answer.text == (
         "Fastest at nvswitch.bandwidth = 450 GB/s: axis0 (16) across 2 nodes, 8 GPUs in each, reducing with "
-        "`AllReduce(slice=0, Inside)` (NCCL's own algorithm choice) in 17.79 ms for 4 GiB per GPU, 44.4x faster than "
-        "the first point (nvswitch.bandwidth = 5 GB/s: 790.2 ms). The winner changes along nvswitch.bandwidth at "
+        "`AllReduce(slice=0, Inside)` (NCCL's own algorithm choice) in 17.79 ms for 4 GiB per GPU, 49.5x faster than "
+        "the first point (nvswitch.bandwidth = 5 GB/s: 879.7 ms). The winner changes along nvswitch.bandwidth at "
         "nvswitch.bandwidth = 50 GB/s; the best placement stays the same (the program or algorithm changes). "
         "What bounds it there: per-channel rate. At nvswitch.bandwidth = 450 GB/s, nvswitch links bound none of the "
         "best program's steps: changing nvswitch further changes nothing there.")
@@ -55,8 +55,8 @@ def test_every_point_has_a_row_with_units_and_marks(result, files):
     rows = [{h: c[1] for h, c in zip(headers, r)} for r in table[1:]]
     assert [r["point"] for r in rows] == ["nvswitch.bandwidth = 5 GB/s", "nvswitch.bandwidth = 50 GB/s",
                                           "nvswitch.bandwidth = 450 GB/s"]
-    assert [r["best time"] for r in rows] == ["790.2 ms", "140.2 ms", "17.79 ms"]
-    assert [r["vs first"] for r in rows] == ["1.00x", "5.64x", "44.43x"]
+    assert [r["best time"] for r in rows] == ["879.7 ms", "140.2 ms", "17.79 ms"]
+    assert [r["vs first"] for r in rows] == ["1.00x", "6.27x", "49.46x"]
     assert [r["winner"] for r in rows] == ["", "changes", "fastest"]
     assert [r["placement"] for r in rows] == ["-", "same", "same"]
     assert {r["buffer"] for r in rows} == {"4 GiB"}

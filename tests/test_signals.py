@@ -116,6 +116,32 @@ def test_workers_die_with_a_killed_parent(tmp_path):
     assert workers and _alive(workers) == []
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl")
+def test_a_worker_whose_parent_died_before_it_started_goes_too(tmp_path):
+    """The death signal is asked for in worker_init; a parent killed before (a worker slow to start on a loaded
+    machine) sends none, and the worker lived on: it now sees its parent gone and goes."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import multiprocessing, os, sys, time\n"
+        "from p2sim.util.signals import worker_init\n"
+        "def late():\n"
+        "    time.sleep(1.0)  # the parent is gone by now\n"
+        "    worker_init()\n"
+        "    time.sleep(60)\n"
+        "if __name__ == '__main__':\n"
+        "    child = multiprocessing.get_context('fork').Process(target=late)\n"
+        "    child.start()\n"
+        "    print(child.pid, flush=True)\n"
+        "    os._exit(0)\n")
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    worker = int(proc.stdout.readline())
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while _alive([worker]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _alive([worker]) == []
+
+
 def test_worker_init_leaves_ctrl_c_to_the_main_process():
     code = ("import signal\nfrom p2sim.util.signals import worker_init\nworker_init()\n"
             "print(signal.getsignal(signal.SIGINT) == signal.SIG_IGN, signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)")

@@ -26,7 +26,7 @@ Examples
 
 from __future__ import annotations
 
-import os  # noqa: F401 (the example above uses it)
+import os
 import signal
 import sys
 import threading
@@ -144,7 +144,14 @@ def worker_init() -> None:
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         except (OSError, AttributeError):  # no prctl: the pool's shutdown still stops the workers
-            pass
+            return
+        # a parent killed before the death signal was asked for (a worker slow to start, a loaded machine)
+        # sends none: the worker has been handed to another process by then, and goes as the signal would
+        import multiprocessing
+
+        parent = multiprocessing.parent_process()
+        if parent is not None and os.getppid() != parent.pid:
+            os._exit(1)
 
 
 @contextmanager
