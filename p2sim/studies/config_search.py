@@ -41,10 +41,10 @@ from ..util.log import announce, progress
 from ..workload import load_model
 from ..workload.configurations import Configuration, candidates
 from ..workload.memory import GIB
-from ..workload.model_files import preset_training
 from ..workload.train_text import given_fields, training_of
 from ..workload.training import AXES
 from .jobsize import Limits, _duration, plural
+from .step_workload import training_for
 from .step_time import (RECOMPUTE, PreparedStep, StepResult, default_placement_rows, finish_step, order_rows,
                         prepare_step, step_job, step_settings)
 
@@ -231,10 +231,7 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
         raise InputError(f"top: {top!r} should be a positive integer")
     spec_model = load_model(model)
     text, extra = step_settings(train)
-    published = preset_training(model)
-    defaults = {} if published is None else {k: v for k, v in published.settings().items()
-                                             if k not in given_fields(text)}
-    training = training_of(text, defaults)
+    training, _ = training_for(model, text)  # a preset's published sequence and batch where not given
     recomputes = (extra.recompute,) if "recompute" in (train or "") else RECOMPUTE
     job = step_job(spec_model, system, nodes, gpus, engine=engine)
     tensor_limit = job.used  # a node's GPUs (an NVL72 rack's): the NVLink domain the tensor axis stays in

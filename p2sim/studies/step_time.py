@@ -40,17 +40,15 @@ from ..util.errors import InputError
 from ..workload import load_model, step_collectives
 from ..workload.compute import BACKWARD_ATTENTION, BACKWARD_MATMUL, head_ops, layer_kinds, layer_ops, model_flops
 from ..workload.memory import GIB, MemoryUse, check_fits, memory_per_gpu
-from ..workload.model_files import preset_training
 from ..workload.op_time import DEFAULT, EfficiencyParams, OpTimer
 from ..workload.schedule import bubble_seconds, chunk_layers
 from ..workload.step import StepCollective
-from ..workload.train_text import given_fields, training_of
 from ..workload.training import AXES, TrainingSpec, fit
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from .step_job import StepJob, job_hierarchy, step_job
 from .step_plan import part_groups
-from .step_workload import ENDS, GROUPS, PAIRS, StepPart
+from .step_workload import ENDS, GROUPS, PAIRS, StepPart, training_for
 
 __all__ = ["StepSettings", "StepResult", "StepJob", "PreparedStep", "run_step", "step_job", "prepare_step", "finish_step", "step_settings", "job_hierarchy", "RECOMPUTE"]
 
@@ -331,10 +329,7 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
     """
     spec_model = load_model(model)
     text, extra = step_settings(train)
-    published = preset_training(model)
-    defaults = {} if published is None else {k: v for k, v in published.settings().items()
-                                             if k not in given_fields(text)}
-    training = training_of(text, defaults)
+    training, _ = training_for(model, text)  # a preset's published sequence and batch where not given
     sizes = {a: 1 for a in AXES}
     for a, v in axes.items():
         if a not in AXES:
