@@ -184,3 +184,99 @@ def test_one_nccl_algo_is_exported_only_where_every_reduction_was_predicted_with
     mixed = replace(c, reductions=(replace(c.reductions[0], algo="ring"), replace(c.reductions[1], algo="tree")))
     script = megatron_script(mixed)
     assert "export NCCL_ALGO" not in script and "# NCCL_ALGO: p2sim predicted the reductions with ring, tree;" in script
+
+
+# --- the training settings a model's plan assumed (issue 45, item 7) ---
+
+from p2sim.report.mesh_choice import TrainingAssumed  # noqa: E402
+from p2sim.report.emit_megatron import megatron_training_args  # noqa: E402
+from p2sim.studies.step_time import StepSettings  # noqa: E402
+from p2sim.workload.training import TrainingSpec  # noqa: E402
+
+_SIZE = {"tp": 8, "cp": 1, "ep": 1, "dp": 2, "pp": 1}
+
+
+def _args(layers: int = 32, pp: int = 1, extra: StepSettings = StepSettings(), **training) -> list[str]:
+    args, notes = megatron_training_args(TrainingAssumed(TrainingSpec(**training), layers, extra),
+                                         dict(_SIZE, pp=pp), 2)
+    return args + notes
+
+
+def test_plan_with_a_model_emits_its_training_settings():
+    """plan --model: the script passes the sequence, batches, precision and data-parallel overlap it predicted with."""
+    result = run_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"data": 2, "tensor": 8}, model="llama3-8b",
+                                        train="seq=4096,micro_batch=2,global_batch=64,sp=on", workers=1,
+                                        engine="analytic"))
+    script = megatron_script(plan_mesh_choice(result, "megatron"))
+    assert _block(script, "TRAINING_ARGS") == [
+        "--seq-length 4096", "--micro-batch-size 2", "--global-batch-size 64", "--bf16", "--sequence-parallel",
+        "--overlap-grad-reduce"]
+    assert script.rstrip().endswith('"${MODEL_PARALLEL_ARGS[@]}" "${TRAINING_ARGS[@]}" "$@"')
+    assert "the model and data arguments are this script's own" in script
+
+
+def test_no_model_no_training_args():
+    """rank and plan without a model assumed no training settings: the script gives none."""
+    result = run_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"data": 2, "tensor": 8},
+                                        reductions=["data:1GiB"], workers=1, engine="analytic"))
+    script = megatron_script(plan_mesh_choice(result, "megatron"))
+    assert "TRAINING_ARGS" not in script and "--seq-length" not in script
+    assert "the model, training and data arguments are this script's own" in script
+
+
+def test_defaults_emit_only_what_is_always_assumed():
+    # global batch unset: Megatron-LM's default, micro x data-parallel size (1 x 2)
+    assert _args() == ["--seq-length 4096", "--micro-batch-size 1", "--global-batch-size 2", "--bf16",
+                       "--overlap-grad-reduce"]
+
+
+def test_each_setting_appears_exactly_when_assumed():
+    base = set(_args())
+    assert set(_args(sequence_parallel=True)) - base == {"--sequence-parallel"}
+    assert set(_args(layers=32, pp=4, virtual_stages=8, schedule="interleaved")) - base == {"--num-virtual-stages-per-pipeline-rank 8"}
+    assert set(_args(data_parallel="zero1")) - base == {"--use-distributed-optimizer", "--overlap-param-gather"}
+    assert set(_args(data_parallel="zero3")) - base == {
+        "--use-megatron-fsdp", "--data-parallel-sharding-strategy optim_grads_params", "--overlap-param-gather"}
+    assert set(_args(data_parallel="fsdp")) ^ base == {"--use-torch-fsdp2", "--no-gradient-accumulation-fusion",
+                                                       "--overlap-grad-reduce"}  # FSDP2 overlaps by itself
+    assert set(_args(extra=StepSettings(recompute="full"))) - base == {
+        "--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1"}
+    assert set(_args(extra=StepSettings(recompute="selective"))) - base == {"--recompute-granularity selective"}
+    assert set(_args(extra=StepSettings(fp8=True))) - base == {"--fp8-format hybrid"}
+    assert set(_args(extra=StepSettings(tp_overlap=True))) - base == {"--tp-comm-overlap"}
+    assert set(_args(grad_dtype="bf16")) - base == {"--grad-reduce-in-bf16"}
+    assert set(_args(param_dtype="fp16")) ^ base == {"--fp16", "--bf16"}
+    assert set(_args(seq_length=8192, micro_batch=2, global_batch=512)) ^ base == {
+        "--seq-length 8192", "--micro-batch-size 2", "--global-batch-size 512",
+        "--seq-length 4096", "--micro-batch-size 1", "--global-batch-size 2"}
+    assert _args(layers=32, pp=4) == _args()  # 8 layers a stage: even, no split option
+
+
+def test_uneven_stages_as_stage_split_lays_them_out():
+    """Llama 3 405B's 126 layers on 16 stages: 7, 8 x 14, 7 -- the embedding and the loss counted as a layer."""
+    base = set(_args())
+    assert set(_args(layers=126, pp=16)) - base == {"--account-for-embedding-in-pipeline-split",
+                                                    "--account-for-loss-in-pipeline-split"}
+    # DeepSeek-V3's 61 layers on 16 stages: 3, 4 x 14, 2 (p2sim.workload.schedule.stage_split)
+    assert set(_args(layers=61, pp=16)) - base == {"--decoder-first-pipeline-num-layers 3",
+                                                   "--decoder-last-pipeline-num-layers 2"}
+    # with virtual stages Megatron-LM spreads first/last over a stage's chunks: stated, not emitted
+    notes = [a for a in _args(layers=61, pp=4, virtual_stages=4, schedule="interleaved") if a.startswith("#")]
+    assert len(notes) == 1 and "--pipeline-model-parallel-layout" in notes[0]
+
+
+def test_llama3_405b_plan_on_16_stages_emits_the_uneven_split():
+    result = run_plan(PlanRequest.build(system="dgx-h100", nodes=4, axes={"data": 2, "pipeline": 16}, model="llama3-405b",
+                                        train="global_batch=16", workers=1, engine="analytic"))
+    args = _block(megatron_script(plan_mesh_choice(result, "megatron")), "TRAINING_ARGS")
+    assert "--account-for-embedding-in-pipeline-split" in args and "--account-for-loss-in-pipeline-split" in args
+    assert "--seq-length 8192" in args  # the preset's published sequence length
+
+
+def test_vp_8_emits_the_virtual_stages():
+    result = run_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"pipeline": 2, "tensor": 8},
+                                        model="llama3-8b", train="vp=8,global_batch=16", workers=1,
+                                        engine="analytic"))
+    args = _block(megatron_script(plan_mesh_choice(result, "megatron")), "TRAINING_ARGS")
+    assert "--num-virtual-stages-per-pipeline-rank 8" in args
+    assert not any("pipeline-split" in a or "decoder-" in a for a in args)  # 32 layers on 16 chunks: even

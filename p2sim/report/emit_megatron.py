@@ -24,6 +24,16 @@ megatron/training/initialize.py), so
 The NCCL algorithm and protocol p2sim predicted with, where not NCCL's own choice, become ``export``
 lines (``NCCL_ALGO``, ``NCCL_PROTO``: NCCL's environment variables, docs.nvidia.com/deeplearning/nccl
 "Environment Variables"); they apply to every collective of the job, which the script says.
+
+A model's plan (``plan --model``) was predicted with training settings, and the script passes each on as
+Megatron-LM's option (``TRAINING_ARGS``; names as megatron/training/arguments.py defines them, read in
+Megatron-LM's source and its example launch scripts): sequence length, micro and global batch, the
+precision (``--bf16``/``--fp16``, ``--grad-reduce-in-bf16``, ``--fp8-format hybrid``), sequence
+parallelism, virtual stages (``--num-virtual-stages-per-pipeline-rank``), the data-parallel mode with the
+overlap the step assumed (``--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather``;
+Megatron-FSDP's ``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params`` for ZeRO-3;
+``--use-torch-fsdp2``), recompute, ``--tp-comm-overlap``, and the pipeline stages' layers where they are
+uneven, as :func:`p2sim.workload.schedule.stage_split` lays them out.
 """
 
 from __future__ import annotations
@@ -39,9 +49,10 @@ from ..util.algorithms import ALGORITHMS, algorithm
 from ..util.errors import PlacementError
 from ..studies.config_task import ALLREDUCE_TEXT
 from ..util.units import format_seconds
-from .mesh_choice import MeshChoice
+from ..workload.schedule import chunk_layers
+from .mesh_choice import MeshChoice, TrainingAssumed
 
-__all__ = ["megatron_script", "megatron_device_order", "MegatronLaunch"]
+__all__ = ["megatron_script", "megatron_device_order", "megatron_training_args", "MegatronLaunch"]
 
 # Megatron-LM's parallel sizes, by its dimension: pretrain_gpt.py's option (ModelParallelConfig's field
 # tensor_model_parallel_size etc., megatron/core/model_parallel_config.py, made options in
@@ -55,6 +66,26 @@ _EXPERT_TP_OPTION = "--expert-tensor-parallel-size"
 _SECOND_ORDER_OPTION = "--use-tp-pp-dp-mapping"
 # NCCL_ALGO's name for p2sim's collnet setting: either CollNet algorithm (NCCL's docs, NCCL_ALGO)
 _COLLNET_NCCL = "CollNet"
+# the data-parallel mode as Megatron-LM runs it with the overlap p2sim's step assumes (p2sim.studies.step_time:
+# the gradient reduction under the last backward, the parameter gathers under the first forward).  Options of
+# megatron/training/arguments.py (_add_distributed_args: --use-distributed-optimizer, --overlap-grad-reduce,
+# --overlap-param-gather, --use-torch-fsdp2, --use-megatron-fsdp, --data-parallel-sharding-strategy);
+# Megatron-LM's distributed optimizer shards the optimizer states and reduce-scatters the gradients (ZeRO-1/2);
+# its FSDP2 path needs --no-gradient-accumulation-fusion (Megatron-LM's FSDP documentation, "FSDP2")
+_DATA_PARALLEL = {
+    "ddp": ("--overlap-grad-reduce",),
+    "zero1": ("--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather"),
+    "zero2": ("--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather"),
+    "zero3": ("--use-megatron-fsdp", "--data-parallel-sharding-strategy optim_grads_params", "--overlap-grad-reduce",
+              "--overlap-param-gather"),
+    "fsdp": ("--use-torch-fsdp2", "--no-gradient-accumulation-fusion"),
+}
+# recompute as p2sim's step times it (p2sim.studies.step_time: selective recomputes attention, full the whole
+# layer): --recompute-granularity, --recompute-method, --recompute-num-layers (arguments.py, _add_training_args)
+_RECOMPUTE = {"none": (), "selective": ("--recompute-granularity selective",),
+              "full": ("--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1")}
+# the weights' type: --bf16 / --fp16 (arguments.py, _add_mixed_precision_args); fp32 is Megatron-LM's default
+_DTYPE = {"bf16": ("--bf16",), "fp16": ("--fp16",), "fp32": ()}
 
 
 @dataclass(frozen=True)
@@ -111,6 +142,59 @@ def _nccl_lines(c: MeshChoice) -> list[str]:
     return lines
 
 
+def _stage_args(t: TrainingAssumed, pp: int) -> tuple[list[str], list[str]]:
+    """Megatron-LM's options for the pipeline stages' layers where uneven, and comments where it has none here.
+
+    p2sim's split (:func:`p2sim.workload.schedule.chunk_layers`, model order): even chunks need nothing; the
+    embedding and the loss counted as a layer each is ``--account-for-embedding-in-pipeline-split
+    --account-for-loss-in-pipeline-split`` (Megatron-Core then takes one layer fewer on the first and last
+    chunk); first and last counts around even middle stages are ``--decoder-first-pipeline-num-layers`` /
+    ``--decoder-last-pipeline-num-layers`` (arguments.py; with virtual stages Megatron-LM spreads those over a
+    stage's chunks, which is not p2sim's split, so that case is stated, not emitted).
+    """
+    v = t.training.virtual_stages
+    flat = chunk_layers(t.num_layers, pp, v)
+    n = len(flat)
+    if len(set(flat)) == 1:
+        return [], []
+    if n >= 2 and (t.num_layers + 2) % n == 0:
+        each = (t.num_layers + 2) // n
+        if flat == (each - 1,) + (each,) * (n - 2) + (each - 1,):
+            return ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"], []
+    if v == 1 and len(set(flat[1:-1])) <= 1:
+        return [f"--decoder-first-pipeline-num-layers {flat[0]}", f"--decoder-last-pipeline-num-layers {flat[-1]}"], []
+    return [], [f"# p2sim predicted the pipeline chunks' layers {' '.join(str(x) for x in flat)} (model order); "
+                "give Megatron-LM that split (--pipeline-model-parallel-layout): no option here sets it"]
+
+
+def megatron_training_args(t: TrainingAssumed, size: dict[str, int], dp: int) -> tuple[list[str], list[str]]:
+    """Megatron-LM's options for every training setting the prediction assumed, and comments for what none sets.
+
+    ``size``: Megatron-LM's parallel sizes by dimension (tp, cp, ep, dp, pp); ``dp``: its data-parallel size,
+    ``world / (tp x cp x pp)``.  The global batch not given is Megatron-LM's default, one micro-batch per
+    data-parallel rank.
+    """
+    tr, extra = t.training, t.extra
+    args = [f"--seq-length {tr.seq_length}", f"--micro-batch-size {tr.micro_batch}",
+            f"--global-batch-size {tr.global_batch if tr.global_batch is not None else tr.micro_batch * dp}"]
+    args += list(_DTYPE.get(tr.param_dtype, ()))
+    if tr.grad_dtype == "bf16":
+        args.append("--grad-reduce-in-bf16")  # arguments.py: gradients reduced in bf16, not fp32
+    if extra.fp8:
+        args.append("--fp8-format hybrid")  # TransformerEngine's E4M3 forward, E5M2 backward (arguments.py)
+    if tr.sequence_parallel:
+        args.append("--sequence-parallel")
+    if tr.virtual_stages > 1:
+        args.append(f"--num-virtual-stages-per-pipeline-rank {tr.virtual_stages}")  # the interleaved schedule
+    stages, notes = _stage_args(t, size["pp"])
+    args += stages
+    args += list(_DATA_PARALLEL[tr.data_parallel])
+    args += list(_RECOMPUTE[extra.recompute])
+    if extra.tp_overlap:
+        args.append("--tp-comm-overlap")
+    return args, notes
+
+
 def _header(c: MeshChoice, launch: MegatronLaunch) -> list[str]:
     pl = c.placement
     lines = ["#!/bin/bash",
@@ -126,8 +210,9 @@ def _header(c: MeshChoice, launch: MegatronLaunch) -> list[str]:
         if r.note:
             lines.append(f"#   {r.note}")
     lines += [f"# note: {n}" for n in c.notes]
+    own = "model and data" if c.training is not None else "model, training and data"
     lines.append(f"# node n of the system, in p2sim's order, runs torchrun --node_rank n; GPU g of a node is CUDA "
-                 f"device g; the model, training and data arguments are this script's own (\"$@\")")
+                 f"device g; the {own} arguments are this script's own (\"$@\")")
     if launch.matched:
         default = " (its default)" if launch.order == MEGATRON_ORDERS[0] else ""
         lines.append(f"# Megatron-LM's rank order {launch.order}{default} lays ranks out as this placement: "
@@ -192,8 +277,14 @@ def megatron_script(c: MeshChoice) -> str:
             f"context {size['cp']} x pipeline {size['pp']}) = {c.placement.devices // model}"
             + (f" (its expert layers': expert {size['ep']} x expert-data "
                f"{c.placement.devices // model // size['ep']})" if size["ep"] > 1 else "")]
+    arrays = '"${MODEL_PARALLEL_ARGS[@]}"'
+    if c.training is not None:
+        args, notes = megatron_training_args(c.training, size, c.placement.devices // model)
+        out += ["# the training settings p2sim predicted the step with"] + notes + ["TRAINING_ARGS=("]
+        out += [f"    {a}" for a in args] + [")"]
+        arrays += ' "${TRAINING_ARGS[@]}"'
     if wrapped:
-        out.append('torchrun --no-python "${DISTRIBUTED_ARGS[@]}" ./megatron_rank.sh "${MODEL_PARALLEL_ARGS[@]}" "$@"')
+        out.append(f'torchrun --no-python "${{DISTRIBUTED_ARGS[@]}}" ./megatron_rank.sh {arrays} "$@"')
     else:
-        out.append('torchrun "${DISTRIBUTED_ARGS[@]}" pretrain_gpt.py "${MODEL_PARALLEL_ARGS[@]}" "$@"')
+        out.append(f'torchrun "${{DISTRIBUTED_ARGS[@]}}" pretrain_gpt.py {arrays} "$@"')
     return "\n".join(out) + "\n"

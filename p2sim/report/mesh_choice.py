@@ -19,11 +19,13 @@ from ..formalism.naming import describe_placement
 from ..formalism.placement import Placement
 from ..studies.plan import PlanResult
 from ..studies.rank import RankResult
+from ..studies.step_time import StepSettings
+from ..workload.training import TrainingSpec
 from ..studies.config_task import ALLREDUCE_TEXT
 from ..util.parsing import default_axis_names
 from ..util.units import format_seconds
 
-__all__ = ["MeshReduction", "MeshChoice", "rank_mesh_choice", "plan_mesh_choice"]
+__all__ = ["MeshReduction", "TrainingAssumed", "MeshChoice", "rank_mesh_choice", "plan_mesh_choice"]
 
 # one AllReduce over the whole reduction group (the sweep's own constant): always a mesh slice
 _ALLREDUCE = ALLREDUCE_TEXT
@@ -45,6 +47,16 @@ class MeshReduction:
 
 
 @dataclass(frozen=True)
+class TrainingAssumed:
+    """The training settings a model's step was predicted with (``plan --model``'s ``--train``): what
+    ``--emit megatron`` passes on to Megatron-LM beside the placement."""
+
+    training: TrainingSpec
+    num_layers: int  # the model's transformer layers, which the pipeline stages split
+    extra: StepSettings = StepSettings()  # FP8, recompute, tensor-parallel overlap (``p2sim step``'s --train)
+
+
+@dataclass(frozen=True)
 class MeshChoice:
     system: str
     nodes: int
@@ -58,6 +70,7 @@ class MeshChoice:
     node_level: int | None = None
     order: Order = Order.ALIGNED
     proto: str = "auto"  # the NCCL protocol the programs were predicted with (--proto)
+    training: TrainingAssumed | None = None  # a model's step (plan --model): its training settings
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -142,6 +155,8 @@ def plan_mesh_choice(result: PlanResult, form: str = "json") -> MeshChoice:
         note = (f"the chosen program, {c.algo} {c.program} ({format_seconds(c.seconds)}), does not run on a {form} "
                 f"mesh ({steps}); this is one AllReduce ({c.allreduce_seconds / c.seconds:.3f}x its time)")
         reductions.append(MeshReduction(c.reduction.axes, "auto", _ALLREDUCE, c.allreduce_seconds, plain, note))
+    work = result.request.step
+    training = None if work is None else TrainingAssumed(work.training, work.model.num_layers)
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, placement, tuple(reductions),
                       job.axis_names, tuple(result.warnings), topo.level_names, job.spec.node_level, order,
-                      result.request.settings.proto)
+                      result.request.settings.proto, training)
