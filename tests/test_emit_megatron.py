@@ -190,6 +190,7 @@ def test_one_nccl_algo_is_exported_only_where_every_reduction_was_predicted_with
 
 from p2sim.report.mesh_choice import TrainingAssumed  # noqa: E402
 from p2sim.report.emit_megatron import megatron_training_args  # noqa: E402
+from p2sim.studies.step_plan import run_step_plan  # noqa: E402
 from p2sim.studies.step_time import StepSettings  # noqa: E402
 from p2sim.workload.training import TrainingSpec  # noqa: E402
 
@@ -204,13 +205,13 @@ def _args(layers: int = 32, pp: int = 1, extra: StepSettings = StepSettings(), *
 
 def test_plan_with_a_model_emits_its_training_settings():
     """plan --model: the script passes the sequence, batches, precision and data-parallel overlap it predicted with."""
-    result = run_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"data": 2, "tensor": 8}, model="llama3-8b",
-                                        train="seq=4096,micro_batch=2,global_batch=64,sp=on", workers=1,
-                                        engine="analytic"))
+    result = run_step_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"data": 2, "tensor": 8},
+                                             model="llama3-8b", workers=1, engine="analytic",
+                                             train="seq=4096,micro_batch=2,global_batch=64,zero=1,sp=on"))
     script = megatron_script(plan_mesh_choice(result, "megatron"))
     assert _block(script, "TRAINING_ARGS") == [
         "--seq-length 4096", "--micro-batch-size 2", "--global-batch-size 64", "--bf16", "--sequence-parallel",
-        "--overlap-grad-reduce"]
+        "--use-distributed-optimizer", "--overlap-grad-reduce", "--overlap-param-gather"]
     assert script.rstrip().endswith('"${MODEL_PARALLEL_ARGS[@]}" "${TRAINING_ARGS[@]}" "$@"')
     assert "the model and data arguments are this script's own" in script
 
@@ -233,7 +234,8 @@ def test_defaults_emit_only_what_is_always_assumed():
 def test_each_setting_appears_exactly_when_assumed():
     base = set(_args())
     assert set(_args(sequence_parallel=True)) - base == {"--sequence-parallel"}
-    assert set(_args(layers=32, pp=4, virtual_stages=8, schedule="interleaved")) - base == {"--num-virtual-stages-per-pipeline-rank 8"}
+    assert set(_args(layers=32, pp=4, virtual_stages=8, schedule="interleaved")) - base == {
+        "--num-virtual-stages-per-pipeline-rank 8"}
     assert set(_args(data_parallel="zero1")) - base == {"--use-distributed-optimizer", "--overlap-param-gather"}
     assert set(_args(data_parallel="zero3")) - base == {
         "--use-megatron-fsdp", "--data-parallel-sharding-strategy optim_grads_params", "--overlap-param-gather"}
@@ -266,17 +268,17 @@ def test_uneven_stages_as_stage_split_lays_them_out():
 
 
 def test_llama3_405b_plan_on_16_stages_emits_the_uneven_split():
-    result = run_plan(PlanRequest.build(system="dgx-h100", nodes=4, axes={"data": 2, "pipeline": 16}, model="llama3-405b",
-                                        train="global_batch=16", workers=1, engine="analytic"))
+    result = run_step_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"pipeline": 16}, model="llama3-405b",
+                                             train="global_batch=16", workers=1, engine="analytic"))
     args = _block(megatron_script(plan_mesh_choice(result, "megatron")), "TRAINING_ARGS")
     assert "--account-for-embedding-in-pipeline-split" in args and "--account-for-loss-in-pipeline-split" in args
     assert "--seq-length 8192" in args  # the preset's published sequence length
 
 
 def test_vp_8_emits_the_virtual_stages():
-    result = run_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"pipeline": 2, "tensor": 8},
-                                        model="llama3-8b", train="vp=8,global_batch=16", workers=1,
-                                        engine="analytic"))
+    result = run_step_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"pipeline": 2, "tensor": 8},
+                                             model="llama3-8b", train="vp=8,global_batch=16", workers=1,
+                                             engine="analytic"))
     args = _block(megatron_script(plan_mesh_choice(result, "megatron")), "TRAINING_ARGS")
     assert "--num-virtual-stages-per-pipeline-rank 8" in args
     assert not any("pipeline-split" in a or "decoder-" in a for a in args)  # 32 layers on 16 chunks: even
