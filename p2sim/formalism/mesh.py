@@ -65,9 +65,9 @@ def _megatron_dims(axis_names: Sequence[str], sizes: Sequence[int]) -> dict[str,
     return dim_of
 
 
-def megatron_matrix(levels: Sequence[int], sizes: Sequence[int],
-                    axis_names: Sequence[str]) -> tuple[tuple[tuple[int, ...], ...] | None, str]:
-    """The parallelism matrix of Megatron-LM's default rank order ``tp-cp-ep-dp-pp``, or why there is none.
+def megatron_matrix(levels: Sequence[int], sizes: Sequence[int], axis_names: Sequence[str],
+                    order: str = MEGATRON_ORDERS[0]) -> tuple[tuple[tuple[int, ...], ...] | None, str]:
+    """The parallelism matrix of a Megatron-LM rank order (default ``tp-cp-ep-dp-pp``, its own), or why there is none.
 
     Megatron numbers ranks with tensor varying fastest, then context, expert, data and pipeline
     (megatron/core/parallel_state.py, RankGenerator), and consecutive ranks are consecutive GPUs, so
@@ -87,13 +87,13 @@ def megatron_matrix(levels: Sequence[int], sizes: Sequence[int],
     dims = _megatron_dims(axis_names, sizes)
     if isinstance(dims, str):
         return None, dims
-    order = [dims[m] for m in MEGATRON_ORDERS[0].split("-") if m in dims]
-    order += [i for i in range(len(sizes)) if i not in order]  # axes of size 1 named otherwise
+    fill = [dims[m] for m in order.split("-") if m in dims]
+    fill += [i for i in range(len(sizes)) if i not in fill]  # axes of size 1 named otherwise
     matrix = [[1] * len(levels) for _ in sizes]
     left = [int(s) for s in sizes]
     for j in reversed(range(len(levels))):  # innermost level first: it holds the fastest ranks
         room = int(levels[j])
-        for i in order:
+        for i in fill:
             if room == 1:
                 break
             share = math.gcd(left[i], room)
@@ -105,7 +105,7 @@ def megatron_matrix(levels: Sequence[int], sizes: Sequence[int],
             room //= share
             if left[i] > 1:  # this axis fills the rest of the level: slower axes start one level out
                 break
-    return tuple(tuple(row) for row in matrix), f"Megatron-LM's rank order {MEGATRON_ORDERS[0]}"
+    return tuple(tuple(row) for row in matrix), f"Megatron-LM's rank order {order}"
 
 
 def rank_mesh(placement: Placement) -> np.ndarray:

@@ -231,24 +231,9 @@ def order_rows(hierarchy: Sequence[int], sizes: Mapping[str, int], order: str) -
     (['data', 'pipeline', 'tensor'], ((4, 1), (4, 1), (1, 8)), 'rank order tp-cp-ep-pp-dp matches this placement')
     """
     full = {"tp": "tensor", "cp": "context", "ep": "expert", "pp": "pipeline", "dp": "data"}
-    inner_first = [full[d] for d in order.split("-") if sizes[full[d]] > 1] or ["data"]
-    left = {a: int(sizes[a]) for a in inner_first}
-    rows = {a: [1] * len(hierarchy) for a in inner_first}
-    for j in reversed(range(len(hierarchy))):  # innermost level first: it holds the fastest ranks
-        room = int(hierarchy[j])
-        for a in inner_first:
-            if room == 1:
-                break
-            share = math.gcd(left[a], room)
-            if share not in (left[a], room):
-                return inner_first[::-1], None, f"{a} {sizes[a]} does not divide evenly into the levels left for it"
-            rows[a][j] = share
-            left[a] //= share
-            room //= share
-            if left[a] > 1:
-                break
-    names = inner_first[::-1]
-    return names, tuple(tuple(rows[a]) for a in names), f"Megatron-LM's rank order {order}"
+    names = [full[d] for d in reversed(order.split("-")) if sizes[full[d]] > 1] or ["data"]
+    matrix, why = megatron_matrix(hierarchy, [sizes[a] for a in names], names, order)
+    return names, matrix, why
 
 
 def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
