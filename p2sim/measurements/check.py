@@ -36,7 +36,7 @@ from ..formalism.program import parse_program
 from ..sim.sim_settings import SimSettings
 from ..studies.plan import PlanRequest
 from ..studies.rank import RankRequest, run_rank
-from ..studies.requests import Job
+from ..studies.requests import DEFAULT_REDUCE, DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job
 from ..studies.simulate import SimulateRequest, run_simulate
 from ..topology import system_ref
 from ..util.errors import InputError
@@ -68,8 +68,8 @@ class CheckRequest:
     step: PlanRequest | None = None  # --model: plan --model's request, its step's collectives checked
 
     @classmethod
-    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
-              program: str | None = None, bytes: Any = None, algo: str = "auto", proto: str = "auto",  # noqa: A002
+    def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE, matrix: Any = None,
+              program: str | None = None, bytes: Any = None, algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto,  # noqa: A002
               workers: Any = None, logs: Any = (), tolerance: Any = TOLERANCE, model: Any = None, train: Any = None,
               compute_per_layer: Any = None) -> CheckRequest:
         """``model`` (with ``train``, ``compute_per_layer``): one command per distinct collective of its step

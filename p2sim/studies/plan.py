@@ -18,7 +18,6 @@ from typing import Any
 from ..formalism.mesh import megatron_matrix
 from ..formalism.naming import describe_placement, is_default
 from ..formalism.placement import Matrix, count_matrices, enumerate_matrices, format_matrix
-from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..util.errors import InputError
 from ..util.table import Tabular
 from ..util.units import format_bytes, format_int, format_seconds
@@ -29,7 +28,7 @@ from .jobsize import (SIMULATED_SECONDS_PER_GPU, STEP_SECONDS_PER_GPU, JobCost, 
                       estimate, hashed, plural, program_counts, program_steps, say_synthesis,
                       synthesis_cardinalities)
 from .step_counts import bounded_steps
-from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
+from .requests import (DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
                        warn_memory, whole_groups)
 from .search import SearchStats, run_search
 from .config_task import ConfigResult, ConfigTask
@@ -285,9 +284,9 @@ class PlanRequest:
     has_data_axis: bool = True
 
     @classmethod
-    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reductions: Any = (),
-              data_axis: Any = None, algo: str = "auto", proto: str = "auto", engine: str = "des",
-              profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+    def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reductions: Any = (),
+              data_axis: Any = None, algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto, engine: str = DEFAULT_SETTINGS.engine,
+              profile: Any = DEFAULT_SETTINGS.rules.profile.value, max_size: Any = DEFAULT_SETTINGS.rules.max_size, order: Any = DEFAULT_SETTINGS.order.value,
               exhaustive: bool = False, budget: Any = None, top_matrices: Any = None, workers: Any = None,
               scheduler: str | None = None, scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
               yes: bool = False, model: Any = None, train: Any = None, compute_per_layer: Any = None) -> PlanRequest:

@@ -18,7 +18,6 @@ from ..collectives import check_proto
 from ..collectives.binding import Binding
 from ..formalism.hierarchy import Order
 from ..formalism.naming import describe_placement
-from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..formalism.placement import (Matrix, Placement, count_matrices, enumerate_matrices, format_matrix,
                                    parse_matrix)
 from ..sim import ModelConfig
@@ -36,7 +35,7 @@ from .orders import OrderComparison, compare_orders, orders_agree
 from .plan import DefaultPlacement, PlanRequest, PlanResult, default_data_axis, default_placement
 from .step_plan import run_step_plan
 from .ranking import MatrixSummary, RankEntry, Ranking, rank_results, split_by_matrix
-from .requests import (Job, RunOptions, SearchOptions, Settings, algorithms, job_size_text, limits_of,
+from .requests import (DEFAULT_REDUCE, DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, RunOptions, SearchOptions, Settings, algorithms, job_size_text, limits_of,
                        reduces_something, whole_groups)
 from .search import SearchStats, run_search
 from .config_task import ConfigTask
@@ -66,9 +65,9 @@ class RankRequest:
     step: PlanRequest | None = None  # --model: the whole step, ranked as plan --model ranks it
 
     @classmethod
-    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
-              bytes: Any = None, top: Any = 10, algo: str = "auto", proto: str = "auto",  # noqa: A002
-              engine: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+    def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE, matrix: Any = None,
+              bytes: Any = None, top: Any = 10, algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto,  # noqa: A002
+              engine: str = DEFAULT_SETTINGS.engine, profile: Any = DEFAULT_SETTINGS.rules.profile.value, max_size: Any = DEFAULT_SETTINGS.rules.max_size, order: Any = DEFAULT_SETTINGS.order.value,
               compare_orders: bool = False, exhaustive: bool = False, budget: Any = None, top_matrices: Any = None,
               workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False, model: Any = None,

@@ -49,9 +49,16 @@ from .contexts import context_of
 from .executor import Executor, capped_workers, check_scheduler, make_executor, scheduler_from_file
 from .jobsize import DEFAULT_BYTES_HELP, Limits, plural
 
-__all__ = ["Job", "Rules", "Settings", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
+__all__ = ["Job", "Rules", "Settings", "DEFAULT_SYSTEM", "DEFAULT_REDUCE", "DEFAULT_ORDER", "DEFAULT_SETTINGS", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
            "topology_of", "whole_groups", "layout_of", "axis_names_of", "reduces_something", "warn_memory", "job_size_text",
            "limits_of", "DEFAULT_BYTES_HELP"]
+
+
+# each default written once, beside its type (as httpx's Timeout and DEFAULT_TIMEOUT_CONFIG): p2sim.options, the
+# command line's --help and the API's signatures read them from here
+DEFAULT_SYSTEM = "a100"  # the system of every command that simulates one (placements, synth and validate need none)
+DEFAULT_REDUCE = "0"  # the reduction axes: the first axis
+DEFAULT_ORDER = Order.ALIGNED  # the synthesis hierarchy's levels stay hardware levels
 
 
 def optional_int(value: Any, field: str) -> int | None:
@@ -157,8 +164,8 @@ class Job:
     default_bytes: bool  # the buffer is P2's default (it grows with the node count)
 
     @classmethod
-    def build(cls, system: str | SystemSpec = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0",
-              bytes: Any = None) -> Job:  # noqa: A002 - the option's name
+    def build(cls, system: str | SystemSpec = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None,
+              reduce: Any = DEFAULT_REDUCE, bytes: Any = None) -> Job:  # noqa: A002 - the option's name
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         ctx = context_of(spec, optional_int(nodes, "nodes"))  # the one its tasks find again in this process
         topo = ctx.topo
@@ -193,11 +200,11 @@ class Job:
 class Rules:
     """The synthesis rule profile and the longest program."""
 
-    profile: Profile = Profile.PAPER
-    max_size: int = DEFAULT_MAX_SIZE
+    profile: Profile = Profile.PAPER  # P2's rule profile (its program counts)
+    max_size: int = DEFAULT_MAX_SIZE  # longest program, P2's
 
     @classmethod
-    def of(cls, profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE) -> Rules:
+    def of(cls, profile: Any = Profile.PAPER.value, max_size: Any = DEFAULT_MAX_SIZE) -> Rules:
         return cls(Profile.parse(profile), positive_int(as_text(max_size, "max-size"), "max-size"))
 
 
@@ -215,16 +222,17 @@ class Settings:
     (['ring', 'tree'], 4, <Order.P2: 'p2'>)
     """
 
-    algo: str = "auto"  # as asked: auto, one algorithm, or both
-    proto: str = "auto"
-    engine: str = "des"
+    algo: str = SimSettings.algo  # as asked: auto, one algorithm, or both
+    proto: str = SimSettings.proto
+    engine: str = SimSettings.engine
     rules: Rules = field(default_factory=Rules)
-    order: Order = Order.ALIGNED  # the device order of reduction groups
+    order: Order = DEFAULT_ORDER  # the device order of reduction groups
     config: ModelConfig | None = None  # the rates; None: the system file's [model] settings
 
     @classmethod
-    def of(cls, algo: Any = "auto", proto: Any = "auto", engine: Any = "des", profile: Any = "paper",
-           max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned") -> Settings:
+    def of(cls, algo: Any = SimSettings.algo, proto: Any = SimSettings.proto, engine: Any = SimSettings.engine,
+           profile: Any = Rules.profile.value, max_size: Any = Rules.max_size, order: Any = DEFAULT_ORDER.value
+           ) -> Settings:
         """The settings from a user's values (text or typed), each refused with its field and value."""
         engine = check_engine(engine)
         algorithms(algo)
@@ -239,6 +247,19 @@ class Settings:
     def each(self, topo: Topology | None = None) -> list[Settings]:
         """One settings value per algorithm the setting runs (each refused here if it cannot run on ``topo``)."""
         return [replace(self, algo=a) for a in algorithms(self.algo, topo, self.proto)]
+
+    def options(self) -> dict[str, Any]:
+        """The settings as the command line's options give them (``algo``, ``proto``, ``engine``, ``profile``,
+        ``max_size``, ``order``): what a request's ``build`` takes, checked there as any other value.
+
+        >>> Settings().options()
+        {'algo': 'auto', 'proto': 'auto', 'engine': 'des', 'profile': 'paper', 'max_size': 5, 'order': 'aligned'}
+        """
+        return {"algo": self.algo, "proto": self.proto, "engine": self.engine, "profile": self.rules.profile.value,
+                "max_size": self.rules.max_size, "order": self.order.value}
+
+
+DEFAULT_SETTINGS = Settings()  # NCCL's own choice (NCCL_ALGO, NCCL_PROTO unset), the des engine, P2's rules, aligned
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from ..formalism.hierarchy import LoweredStep, Order
 from ..formalism.naming import describe_placement
 from ..formalism.placement import Matrix, count_matrices, format_matrix, parse_matrix
 from ..formalism.program import Program, parse_program
-from ..formalism.synthesis import DEFAULT_MAX_SIZE, placement_lowerings, synthesize, validate_program
+from ..formalism.synthesis import placement_lowerings, synthesize, validate_program
 from ..sim import ModelConfig, ProgramResult
 from ..sim.engines import check_engine
 from ..util.errors import InputError
@@ -29,7 +29,7 @@ from ..util.log import announce, progress
 from ..util.table import Tabular
 from ..util.units import format_seconds
 from .jobsize import Limits, plural, program_counts
-from .requests import Job, Rules, Settings, limits_of
+from .requests import DEFAULT_REDUCE, DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, Rules, Settings, limits_of
 
 __all__ = ["SimulateRequest", "SimulateResult", "run_simulate", "program_result_json"]
 
@@ -44,9 +44,9 @@ class SimulateRequest:
     trace: bool = False  # keep every flow (for a Chrome trace)
 
     @classmethod
-    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
-              program: str = "all", algo: str = "auto", proto: str = "auto", bytes: Any = None,  # noqa: A002
-              engine: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+    def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE, matrix: Any = None,
+              program: str = "all", algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto, bytes: Any = None,  # noqa: A002
+              engine: str = DEFAULT_SETTINGS.engine, profile: Any = DEFAULT_SETTINGS.rules.profile.value, max_size: Any = DEFAULT_SETTINGS.rules.max_size, order: Any = DEFAULT_SETTINGS.order.value,
               trace: bool = False, max_matrices: Any = None, max_simulations: Any = None, yes: bool = False
               ) -> SimulateRequest:
         job = Job.build(system, nodes, axes, reduce, bytes)

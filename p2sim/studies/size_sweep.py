@@ -31,7 +31,7 @@ from ..util.parsing import as_text, nccl_tests_size, positive_int
 from ..util.table import Tabular
 from ..util.units import format_bytes
 from ..util.log import announce
-from .requests import limits_of, optional_int, topology_of
+from .requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM, limits_of, optional_int, topology_of
 from .jobsize import PROCESS_BYTES, STRUCTURE_BYTES_PER_GPU, Limits, duration, plural
 from ..collectives.busbw import SIMULATED, bus_factor
 
@@ -192,9 +192,9 @@ class SweepRequest:
     limits: Limits = Limits()  # its estimated cost is checked against them (--yes lifts them)
 
     @classmethod
-    def build(cls, system: str | SystemSpec = "a100", nodes: Any = None, gpus_per_node: Any = None,
+    def build(cls, system: str | SystemSpec = DEFAULT_SYSTEM, nodes: Any = None, gpus_per_node: Any = None,
               collective: str = "AllReduce", minbytes: Any = "8", maxbytes: Any = "1GiB", stepfactor: Any = "2",
-              algo: str = "auto", proto: str = "auto", engine: str = "des", yes: bool = False) -> SweepRequest:
+              algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto, engine: str = DEFAULT_SETTINGS.engine, yes: bool = False) -> SweepRequest:
         topo = topology_of(system, nodes)
         coll = COLLECTIVE_NAMES.get(collective.lower().replace("-", "_").removesuffix("_perf"))
         if coll is None:

@@ -24,7 +24,7 @@ from ..collectives.caches import structure_key
 from ..collectives.choice import serves
 from ..formalism.placement import Matrix, Placement, check_sizes, count_matrices, enumerate_matrices, format_matrix, parse_matrix
 from ..formalism.program import parse_program
-from ..formalism.synthesis import DEFAULT_MAX_SIZE, placement_lowerings, validate_program
+from ..formalism.synthesis import placement_lowerings, validate_program
 from ..topology import find_spec
 from ..topology.spec import SystemSpec
 from ..util.algorithms import algorithm, forced
@@ -38,7 +38,7 @@ from .jobsize import (Limits, StepCount, check_job, estimate, hashed, plural, pr
                       synthesis_cardinalities)
 from .step_counts import bounded_steps
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
-from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
+from .requests import (DEFAULT_REDUCE, DEFAULT_SETTINGS, DEFAULT_SYSTEM, RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
 from .plan import PlanRequest
 from .search import SearchStats, run_search
@@ -71,9 +71,9 @@ class WhatifRequest:
     step: tuple[PlanRequest, ...] | None = None  # --model: plan --model's request at each point
 
     @classmethod
-    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", vary: Any = (),
-              bytes: Any = None, algo: str = "auto", proto: str = "auto", engine: str = "des",  # noqa: A002
-              profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+    def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE, vary: Any = (),
+              bytes: Any = None, algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto, engine: str = DEFAULT_SETTINGS.engine,  # noqa: A002
+              profile: Any = DEFAULT_SETTINGS.rules.profile.value, max_size: Any = DEFAULT_SETTINGS.rules.max_size, order: Any = DEFAULT_SETTINGS.order.value,
               exhaustive: bool = False, workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False, matrix: Any = None,
               program: Any = "all", model: Any = None, train: Any = None,
