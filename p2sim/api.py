@@ -109,15 +109,15 @@ def rank(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
          scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
          max_simulations: Count | None = None, yes: bool = False, model: ModelLike | None = None,
          train: Training | None = None, compute_per_layer: Number | None = None,
-         settings: Settings | None = None) -> RankResult | PlanResult:
-    """Rank every (matrix, program, algorithm) of a job, fastest first (``p2sim rank``); with ``model``, every
-    placement by the model's whole step, every axis's traffic counted (as :func:`plan` with ``model``).
+         settings: Settings | None = None) -> RankResult:
+    """Rank every (matrix, program, algorithm) of a job's one reduction, fastest first (``p2sim rank``).  A model's
+    whole step is :func:`plan`'s question: ``model`` is refused here, pointing to it.
 
     Returns
     -------
     RankResult
         The ranking, the search's statistics, the default placement and the gain over it; ``to_json()`` is
-        what ``--json`` prints.  With ``model``: a PlanResult, as :func:`plan` returns it.
+        what ``--json`` prints.
 
     """
     return run_rank(RankRequest.build(
@@ -166,7 +166,7 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
         top_matrices=top_matrices, workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
         max_matrices=max_matrices, max_simulations=max_simulations, yes=yes, model=model, train=train,
         compute_per_layer=compute_per_layer)
-    if req.step is None:
+    if not req.demand.whole_step:  # the reductions given: their best programs on each placement
         return run_plan(req)
     result = run_step_plan(req)
     return replace(result, step_times=placement_steps(result))

@@ -19,7 +19,8 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from .measurements.verdict import TOLERANCE as VERDICT_TOLERANCE
-from .studies.requests import DEFAULT_REDUCE, DEFAULT_SETTINGS, DEFAULT_SYSTEM
+from .studies.demand import DEFAULT_REDUCE
+from .studies.requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM
 
 __all__ = ["SYSTEM", "REDUCE", "TOP", "ALGO", "PROTO", "ENGINE", "PROFILE", "MAX_SIZE", "ORDER", "PROGRAM",
            "COLLECTIVE", "MINBYTES", "MAXBYTES", "STEPFACTOR", "FOLDS", "TOLERANCE", "LIMIT", "DEFAULTS", "DESCRIPTIONS"]

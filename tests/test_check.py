@@ -186,7 +186,7 @@ def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tiny
     r = p2sim.check(**job)
     planned = p2sim.plan(**job)
     assert r.matrix == planned.best.matrix
-    held = -(-planned.request.step.model.dense_parameters // 8)
+    held = -(-planned.request.demand.workload.model.dense_parameters // 8)
     got = [(s.instruction, s.size, s.count) for s in r.steps]
     assert got[:2] == [("AllReduce over tensor", 4 * 2**20, 256), ("AllReduce over data", 4 * held, 1)]
     assert ("AllReduce over pipeline (ends)", 32 * 2**20, 1) in got

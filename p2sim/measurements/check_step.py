@@ -26,10 +26,9 @@ __all__ = ["step_parts", "step_checks", "best_matrix"]
 
 def step_parts(req: PlanRequest) -> tuple[StepPart, ...]:
     """The step's distinct collectives, its AllReduces first, each with its calls per step summed."""
-    assert req.step is not None
     counts: dict[tuple, StepPart] = {}
     reductions = [StepPart(r.axes, "AllReduce", r.bytes, r.count, GROUPS, ()) for r in req.reductions]
-    for part in (*reductions, *req.step.parts):
+    for part in (*reductions, *req.demand.parts):
         key = (part.op, part.axes, part.size, part.pattern)
         seen = counts.get(key)
         counts[key] = part if seen is None else StepPart(part.axes, part.op, part.size, seen.count + part.count,

@@ -31,7 +31,8 @@ from ..util.log import announce
 from ..util.parsing import as_text, axis_indices
 from ..util.table import HEAD_ROWS, Result
 from .jobsize import Limits, plural, synthesis_cardinalities
-from .requests import DEFAULT_REDUCE, DEFAULT_SETTINGS, Rules, axis_names_of, layout_of, limits_of, reduces_something
+from .demand import DEFAULT_REDUCE
+from .requests import DEFAULT_SETTINGS, Rules, axis_names_of, layout_of, limits_of, reduces_something
 
 __all__ = ["PlacementsRequest", "PlacementsResult", "run_placements", "SynthRequest", "SynthResult", "run_synth",
            "program_json"]
