@@ -33,6 +33,7 @@ from typing import Any
 from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
 from ..formalism.naming import describe_placement
 from ..formalism.program import parse_program
+from ..sim import Simulator
 from ..sim.sim_settings import SimSettings
 from ..studies.plan import PlanRequest
 from ..studies.rank import RankRequest, run_rank
@@ -187,7 +188,7 @@ def run_check(req: CheckRequest) -> CheckResult:
                                     proto=req.settings.proto, bytes=req.demand.bytes_per_gpu)
     result = run_simulate(sim_req)
     _, prog, timing = result.rows[0]
-    sim = req.settings.simulator(topo)
+    sim = Simulator(topo, req.settings)
     steps = []
     for i, (ins, low, st) in enumerate(zip(prog.instructions, result.lowered[0], timing.steps), 1):
         if not low.groups:

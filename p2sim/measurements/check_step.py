@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.placement import Matrix
 from ..formalism.semantics import Op
+from ..sim import Simulator
 from ..sim.sim_settings import SimSettings
 from ..studies.plan import PlanRequest
 from ..studies.step_plan import part_groups, run_step_plan
@@ -44,7 +45,7 @@ def best_matrix(req: PlanRequest) -> Matrix:
 def step_checks(req: PlanRequest, matrix: Matrix, settings: SimSettings) -> tuple[CheckStep, ...]:
     """Each distinct collective of the step under ``matrix``: its command, prediction, bound and count."""
     job, topo = req.job, req.job.topology
-    sim = settings.simulator(topo)
+    sim = Simulator(topo, settings)
     out = []
     for i, part in enumerate(step_parts(req), 1):
         groups = part_groups(part, job.hierarchy, job.axes, matrix, req.settings.order.value)

@@ -22,7 +22,7 @@ from ..formalism.naming import describe_placement
 from ..formalism.placement import Matrix, count_matrices, format_matrix, parse_matrix
 from ..formalism.program import Program, parse_program
 from ..formalism.synthesis import placement_lowerings, synthesize, validate_program
-from ..sim import ModelConfig, ProgramResult
+from ..sim import ModelConfig, ProgramResult, Simulator
 from ..sim.engines import check_engine
 from ..util.errors import InputError
 from ..util.log import announce, progress
@@ -150,7 +150,7 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
             raise InputError(f"algo: {algo} runs none of the program's collectives ({', '.join(dict.fromkeys(ops))}): "
                              f"it runs {', '.join(algorithm(forced(algo)[0]).collectives)} (NCCL's tuning.cc)")
         work = [(lws[0].placement.matrix, lws[0], (prog,))]
-    sim = settings.sim.simulator(topo, trace=req.trace)
+    sim = Simulator(topo, settings.sim, trace=req.trace)
     for _, lowering, programs in work:  # every program's steps can run the forced algorithm, before any runs
         for prog in programs:
             sim.check_forced(prog, lowering.lower(prog))

@@ -22,6 +22,7 @@ from ..util.errors import InputError
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from ..collectives import check_algo, check_forced, check_proto
+from ..sim import Simulator
 from ..sim.sim_settings import SimSettings
 from ..sim.engines import check_engine
 from ..topology import Topology
@@ -139,7 +140,7 @@ def sweep_sizes(topo: Topology, collective: str, members: Iterable[int], points:
     group = tuple(members)
     if len(group) < 2:
         raise InputError("gpus: a collective needs at least two GPUs")
-    sim = settings.simulator(topo)
+    sim = Simulator(topo, settings)
     step = LoweredStep(Op(collective), (group,))
     out = []
     sizes = nccl_tests_sizes(collective, len(group), points)

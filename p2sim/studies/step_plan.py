@@ -31,7 +31,7 @@ from .jobsize import program_counts
 from .plan import (Plan, PlanChoice, PlanRequest, PlanResult, Reduction, default_placement, plan_cost, plan_tasks,
                    search_plans)
 from .demand import Demand
-from .requests import whole_groups
+from .requests import DEFAULT_ORDER, whole_groups
 from .search import SearchStats, bound_all
 from .step_workload import ENDS, PAIRS, PartTiming, StepPart
 
@@ -39,7 +39,7 @@ __all__ = ["part_groups", "simulate_parts", "cut_matrices", "step_matrices", "st
 
 
 def part_groups(part: StepPart, hierarchy: Sequence[int], axes: Sequence[int], matrix: Matrix,
-                order: str = "aligned") -> tuple[tuple[int, ...], ...]:
+                order: str = DEFAULT_ORDER.value) -> tuple[tuple[int, ...], ...]:
     """The global device groups of one call of ``part`` under ``matrix``.
 
     The groups of the part's axes in the lowering's device order (one axis: its coordinate, the stage
@@ -62,7 +62,7 @@ def part_groups(part: StepPart, hierarchy: Sequence[int], axes: Sequence[int], m
 
 
 def simulate_parts(sim: Simulator, parts: Sequence[StepPart], hierarchy: Sequence[int], axes: Sequence[int],
-                   matrix: Matrix, order: str = "aligned") -> tuple[PartTiming, ...]:
+                   matrix: Matrix, order: str = DEFAULT_ORDER.value) -> tuple[PartTiming, ...]:
     """Each part under ``matrix``: one lowered step of its collective over all its groups, NCCL's choice."""
     out = []
     for part in parts:
@@ -191,7 +191,7 @@ def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
     h, p = job.hierarchy, job.axes
     mats = step_matrices(req)
     # the other collectives run as NCCL picks for them, whatever --algo forces on the reductions' programs
-    sim = replace(req.settings.sim, algo="auto").simulator(topo, job.context)
+    sim = Simulator(topo, replace(req.settings.sim, algo="auto"), context=job.context)
     order = req.settings.order.value
     if cost is None:
         cost = step_plan_cost(req, mats)  # checked against the limits before anything is simulated
@@ -223,7 +223,8 @@ def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
         """The choice with what bounds its program's slowest step (Simulator.bindings, its algorithm's)."""
         if req.settings.engine == "baseline":
             return c
-        s = sims.get(c.algo) or sims.setdefault(c.algo, replace(req.settings.sim, algo=c.algo).simulator(topo, job.context))
+        s = sims.get(c.algo) or sims.setdefault(c.algo, Simulator(topo, replace(req.settings.sim, algo=c.algo),
+                                                                  context=job.context))
         lw = Lowering.of(Placement.of(h, p, m), c.reduction.axes, order)
         steps = s.bindings(lw, parse_program(c.program), float(c.reduction.bytes))
         return replace(c, bound=max(steps, key=lambda b: b.seconds).text)
