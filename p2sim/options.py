@@ -20,14 +20,16 @@ from types import MappingProxyType
 
 from .measurements.verdict import TOLERANCE as VERDICT_TOLERANCE
 from .studies.demand import DEFAULT_REDUCE
+from .studies.rank import DEFAULT_TOP
 from .studies.requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM
+from .studies.size_sweep import DEFAULT_COLLECTIVE, DEFAULT_MAXBYTES, DEFAULT_MINBYTES, DEFAULT_STEPFACTOR
 
 __all__ = ["SYSTEM", "REDUCE", "TOP", "ALGO", "PROTO", "ENGINE", "PROFILE", "MAX_SIZE", "ORDER", "PROGRAM",
            "COLLECTIVE", "MINBYTES", "MAXBYTES", "STEPFACTOR", "FOLDS", "TOLERANCE", "LIMIT", "DEFAULTS", "DESCRIPTIONS"]
 
 SYSTEM = DEFAULT_SYSTEM  # the system of every command that simulates one (placements, synth and validate need none)
 REDUCE = DEFAULT_REDUCE  # the first axis
-TOP = 10  # rank: entries shown
+TOP = DEFAULT_TOP  # rank: entries shown
 ALGO = DEFAULT_SETTINGS.algo  # NCCL's own choice, as with NCCL_ALGO unset
 PROTO = DEFAULT_SETTINGS.proto  # NCCL's own choice, as with NCCL_PROTO unset
 ENGINE = DEFAULT_SETTINGS.engine  # the contention-aware simulation
@@ -35,11 +37,11 @@ PROFILE = DEFAULT_SETTINGS.rules.profile.value  # P2's rule profile (its program
 MAX_SIZE = DEFAULT_SETTINGS.rules.max_size  # longest program, P2's
 ORDER = DEFAULT_SETTINGS.order.value  # the synthesis hierarchy's levels stay hardware levels
 PROGRAM = "all"  # simulate: every synthesized program (check's program defaults to the best rank finds)
-COLLECTIVE = "AllReduce"  # sweep: nccl-tests' all_reduce_perf
+COLLECTIVE = DEFAULT_COLLECTIVE  # sweep: nccl-tests' all_reduce_perf
 # sweep: 8 B by factors of 2, as nccl-tests' README runs all_reduce_perf (-b 8 -e 256M -f 2), on to 1 GiB
-MINBYTES = "8"
-MAXBYTES = "1GiB"
-STEPFACTOR = "2"
+MINBYTES = DEFAULT_MINBYTES
+MAXBYTES = DEFAULT_MAXBYTES
+STEPFACTOR = DEFAULT_STEPFACTOR
 FOLDS = None  # validate: no cross-validation (folds are 2 or more: one fold would score its own calibration rows)
 SPLIT = "none"  # validate: no cross-validation by size
 TOLERANCE = VERDICT_TOLERANCE  # check: a verdict's band (p2sim.measurements.verdict says why)

@@ -40,7 +40,9 @@ from .requests import (DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, RunOptions, Search
 from .search import SearchStats, run_search
 from .config_task import ConfigTask
 
-__all__ = ["RankRequest", "RankResult", "run_rank", "scope_note"]
+__all__ = ["RankRequest", "RankResult", "run_rank", "scope_note", "DEFAULT_TOP"]
+
+DEFAULT_TOP = 10  # the ranking's entries shown
 
 
 def scope_note(p: tuple[int, ...], red: tuple[int, ...], names: tuple[str, ...]) -> str:
@@ -73,7 +75,7 @@ class RankRequest:
 
     @classmethod
     def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE,
-              matrix: Any = None, bytes: Any = None, top: Any = 10, algo: str = DEFAULT_SETTINGS.algo,  # noqa: A002
+              matrix: Any = None, bytes: Any = None, top: Any = DEFAULT_TOP, algo: str = DEFAULT_SETTINGS.algo,  # noqa: A002
               proto: str = DEFAULT_SETTINGS.proto, engine: str = DEFAULT_SETTINGS.engine,
               profile: Any = DEFAULT_SETTINGS.rules.profile.value, max_size: Any = DEFAULT_SETTINGS.rules.max_size,
               order: Any = DEFAULT_SETTINGS.order.value, compare_orders: bool = False, exhaustive: bool = False,

@@ -37,7 +37,15 @@ from .jobsize import PROCESS_BYTES, STRUCTURE_BYTES_PER_GPU, Limits, duration, p
 from ..collectives.busbw import SIMULATED, bus_factor
 
 __all__ = ["SweepPoint", "sizes", "sweep_sizes", "nccl_tests_sizes", "SweepRequest", "SweepResult", "run_sweep",
-           "COLLECTIVE_NAMES", "SweepCost", "sweep_cost"]
+           "DEFAULT_COLLECTIVE", "DEFAULT_MINBYTES", "DEFAULT_MAXBYTES", "DEFAULT_STEPFACTOR", "COLLECTIVE_NAMES",
+           "SweepCost", "sweep_cost"]
+
+# a sweep as nccl-tests' README runs all_reduce_perf (-b 8 -e 256M -f 2), on to 1 GiB: its collective, first and last
+# sizes and factor between sizes, as the command line takes them
+DEFAULT_COLLECTIVE = "AllReduce"
+DEFAULT_MINBYTES = "8"
+DEFAULT_MAXBYTES = "1GiB"
+DEFAULT_STEPFACTOR = "2"
 
 # nccl-tests' binary names and p2sim's collective names
 COLLECTIVE_NAMES = {"allreduce": "AllReduce", "all_reduce": "AllReduce", "reducescatter": "ReduceScatter",
@@ -194,7 +202,8 @@ class SweepRequest:
 
     @classmethod
     def build(cls, system: str | SystemSpec = DEFAULT_SYSTEM, nodes: Any = None, gpus_per_node: Any = None,
-              collective: str = "AllReduce", minbytes: Any = "8", maxbytes: Any = "1GiB", stepfactor: Any = "2",
+              collective: str = DEFAULT_COLLECTIVE, minbytes: Any = DEFAULT_MINBYTES, maxbytes: Any = DEFAULT_MAXBYTES,
+              stepfactor: Any = DEFAULT_STEPFACTOR,
               algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto, engine: str = DEFAULT_SETTINGS.engine, yes: bool = False) -> SweepRequest:
         topo = topology_of(system, nodes)
         coll = COLLECTIVE_NAMES.get(collective.lower().replace("-", "_").removesuffix("_perf"))
