@@ -33,7 +33,7 @@ from p2sim.studies.config_task import ConfigTask, run_task
 from p2sim.formalism.hierarchy import Lowering
 from p2sim.formalism.placement import Placement
 from p2sim.formalism.program import parse_program
-from p2sim.sim import SimulationContext, Simulator
+from p2sim.sim import SimSettings, SimulationContext, Simulator
 from p2sim.formalism.synthesis import Profile, synthesize_placements
 from p2sim.topology import load_system
 
@@ -101,7 +101,7 @@ def appendix(out: dict) -> None:
         red = tuple(int(x) for x in row["reduce_axes"].split())
         s = synthesize_placements(topo.hierarchy, axes, red, Profile.PAPER)
         for algo in ("ring", "tree"):
-            sim = Simulator(topo, algo, "des", context=ctx)
+            sim = Simulator(topo, SimSettings(algo, engine="des"), context=ctx)
             for mp in s.matrices:
                 for p in mp.programs:
                     r = sim.simulate(mp.lowering, p, 2**29 * key[1] * 4)
@@ -119,7 +119,8 @@ def scale(out: dict, big: bool) -> None:
         lw = Lowering.of(Placement.of(topo.hierarchy, [topo.devices], [[nodes, gpus]]), [0])
         for algo in algos:
             for name, text in SCALE.items():
-                r = Simulator(topo, algo, "des", context=ctx).simulate(lw, parse_program(text), 2**29 * nodes * 4)
+                sim = Simulator(topo, SimSettings(algo, engine="des"), context=ctx)
+                r = sim.simulate(lw, parse_program(text), 2**29 * nodes * 4)
                 out[f"scale {system} {nodes} {algo} {name}"] = _program(r)
 
 

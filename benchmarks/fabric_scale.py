@@ -31,7 +31,7 @@ from p2sim.topology import load_system
 topo = load_system("superpod-h100", nodes=2048)
 h = topo.hierarchy
 lw = Lowering.of(Placement.of(h, [topo.devices], [list(h)]), [0])
-r = Simulator(topo, "auto", "des").simulate(lw, parse_program(sys.argv[1]), 2**30)
+r = Simulator(topo).simulate(lw, parse_program(sys.argv[1]), 2**30)
 print(f"ran={','.join(s.algo for s in r.steps)} predicted_seconds={r.total_seconds:.6g} "
       f"wall_seconds={time.perf_counter() - t0:.2f} "
       f"peak_mib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}")

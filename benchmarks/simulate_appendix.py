@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from p2sim.sim import SimulationContext, Simulator
+from p2sim.sim import SimSettings, SimulationContext, Simulator
 from p2sim.formalism.synthesis import Profile, synthesize_placements
 from p2sim.topology import load_system
 
@@ -44,7 +44,7 @@ def main() -> int:
         nbytes = 2**29 * key[1] * 4
         t0 = time.perf_counter()
         for algo in ("ring", "tree"):
-            sim = Simulator(topo, algo, "des", context=ctx)
+            sim = Simulator(topo, SimSettings(algo, engine="des"), context=ctx)
             for mp in s.matrices:
                 for p in mp.programs:
                     sim.simulate(mp.lowering, p, nbytes)

@@ -36,7 +36,7 @@ def case(system: str, nodes: int, algo: str, name: str) -> None:
     from p2sim.formalism.hierarchy import Lowering
     from p2sim.formalism.placement import Placement
     from p2sim.formalism.program import parse_program
-    from p2sim.sim import Simulator
+    from p2sim.sim import SimSettings, Simulator
     from p2sim.topology import load_system
 
     t = time.perf_counter()
@@ -45,7 +45,7 @@ def case(system: str, nodes: int, algo: str, name: str) -> None:
     lw = Lowering.of(Placement.of(topo.hierarchy, [topo.devices], [[nodes, SYSTEMS[system]]]), [0])
     program = parse_program(PROGRAMS[name])
     cpu, wall = time.process_time(), time.perf_counter()
-    r = Simulator(topo, algo, "des").simulate(lw, program, 2**29 * nodes * 4)
+    r = Simulator(topo, SimSettings(algo, engine="des")).simulate(lw, program, 2**29 * nodes * 4)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     print(f"{system} {name} gpus={topo.devices} algo={algo} ran={','.join(s.algo for s in r.steps)} "

@@ -51,7 +51,7 @@ from __future__ import annotations
 from .util.version import __version__
 
 _API = ("rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
-        "emit", "load_system", "topo", "systems", "step_table", "step")
+        "emit", "load_system", "topo", "systems", "step_table", "step", "Settings")
 _ERRORS = ("P2SimError", "InputError")
 __all__ = [*_API, *_ERRORS, "__version__"]
 

@@ -55,14 +55,14 @@ from .studies.simulate import SimulateRequest, SimulateResult, run_simulate
 from .studies.size_sweep import SweepRequest, SweepResult, run_sweep
 from .studies.synth import PlacementsRequest, PlacementsResult, SynthRequest, SynthResult, run_placements, run_synth
 from .studies.whatif import WhatifRequest, WhatifResult, run_whatif
-from .studies.requests import topology_of
+from .studies.requests import Settings, topology_of
 from .studies.topology_summary import TopologySummary, summarise
 from .topology import Topology, find_spec, system_paths
 from .topology.spec import SystemSpec
 from .util.errors import InputError
 from .workload import ModelSpec, TrainingSpec, axis_sizes, load_model, render_step, step_collectives
 
-__all__ = ["step", "rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
+__all__ = ["Settings", "step", "rank", "plan", "whatif", "simulate", "sweep", "validate", "calibrate", "check", "synthesize", "placements",
            "emit", "load_system", "topo", "systems", "step_table", "Topology", "TopologySummary", "RankResult", "PlanResult", "WhatifResult", "SimulateResult",
            "SweepResult", "ValidateResult", "CalibrateResult", "CheckResult", "SynthResult", "PlacementsResult"]
 
@@ -82,6 +82,24 @@ ModelLike = str | os.PathLike[str] | ModelSpec  # a preset's name, a config.json
 Training = str | Mapping[str, object] | TrainingSpec  # --train's KEY=VALUE text, a mapping of its keys, a TrainingSpec
 
 
+def _settings(settings: Settings | None, algo: str, proto: str, engine: str, profile: str, max_size: Count,
+              order: str) -> dict[str, object]:
+    """The simulation settings as the requests take them: the flat options, or ``settings`` given whole (one
+    form of one input, normalised here once); beside a Settings each flat option is left at its default."""
+    flat = {"algo": algo, "proto": proto, "engine": engine, "profile": profile, "max_size": max_size, "order": order}
+    if settings is None:
+        return flat
+    if not isinstance(settings, Settings):
+        raise InputError(f"settings: {settings!r} is not a Settings (p2sim.Settings)")
+    if settings.config is not None:
+        raise InputError("settings: a Settings with its own rates (config) is calibration's; give the rates in the "
+                         "system file ([model])")
+    for name, value in flat.items():
+        if str(value) != str(o.DEFAULTS[name]):
+            raise InputError(f"{name.replace('_', '-')}: given twice, as {name} and in settings; give one")
+    return settings.options()
+
+
 @_boundary
 def rank(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | None = None,
          reduce: AxisSet = o.REDUCE, matrix: MatrixLike | None = None, bytes: Size | None = None,  # noqa: A002
@@ -90,18 +108,24 @@ def rank(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
          budget: Number | None = None, top_matrices: Count | None = None, workers: Count | None = None,
          scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
          max_simulations: Count | None = None, yes: bool = False, model: ModelLike | None = None,
-         train: Training | None = None, compute_per_layer: Number | None = None) -> RankResult | PlanResult:
-    """Rank every (matrix, program, algorithm) of a job, fastest first (``p2sim rank``); with ``model``, every
-    placement by the model's whole step, every axis's traffic counted (as :func:`plan` with ``model``).
+         train: Training | None = None, compute_per_layer: Number | None = None,
+         settings: Settings | None = None) -> RankResult:
+    """Rank every (matrix, program, algorithm) of a job's one reduction, fastest first (``p2sim rank``).  A model's
+    whole step is :func:`plan`'s question: ``model`` is refused here, pointing to it.
 
     Returns
     -------
     RankResult
         The ranking, the search's statistics, the default placement and the gain over it; ``to_json()`` is
-        what ``--json`` prints.  With ``model``: a PlanResult, as :func:`plan` returns it.
+        what ``--json`` prints.
 
     """
-    return run_rank(RankRequest.build(**locals()))
+    return run_rank(RankRequest.build(
+        system=system, nodes=nodes, axes=axes, reduce=reduce, matrix=matrix, bytes=bytes, top=top,
+        **_settings(settings, algo, proto, engine, profile, max_size, order), compare_orders=compare_orders,
+        exhaustive=exhaustive, budget=budget, top_matrices=top_matrices, workers=workers, scheduler=scheduler,
+        scheduler_file=scheduler_file, max_matrices=max_matrices, max_simulations=max_simulations, yes=yes,
+        model=model, train=train, compute_per_layer=compute_per_layer))
 
 
 @_boundary
@@ -113,7 +137,7 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
          scheduler_file: File | None = None, max_matrices: Count | None = None,
          max_simulations: Count | None = None, yes: bool = False, model: ModelLike | None = None,
          train: Training | None = None, compute_per_layer: Number | None = None, top: Count | None = None,
-         compare: str | None = None) -> PlanResult | SearchResult:
+         compare: str | None = None, settings: Settings | None = None) -> PlanResult | SearchResult:
     """Rank placements by a whole training step's communication (``p2sim plan``): the reductions given, or
     with ``model`` every collective of the model's step; with ``model`` and no ``axes``, the configuration
     search (:mod:`p2sim.studies.config_search`): every configuration that divides and fits, ranked by step
@@ -136,11 +160,13 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
                           engine=engine, limits=Limits.of(yes=yes))
     if top is not None or compare is not None:
         raise InputError("top: --top and --compare are the configuration search's: give --model without --axes")
-    options = locals()
-    options.pop("top")
-    options.pop("compare")
-    req = PlanRequest.build(reductions=options.pop("reduction"), **options)
-    if req.step is None:
+    req = PlanRequest.build(
+        system=system, nodes=nodes, axes=axes, reductions=reduction, data_axis=data_axis,
+        **_settings(settings, algo, proto, engine, profile, max_size, order), exhaustive=exhaustive, budget=budget,
+        top_matrices=top_matrices, workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
+        max_matrices=max_matrices, max_simulations=max_simulations, yes=yes, model=model, train=train,
+        compute_per_layer=compute_per_layer)
+    if not req.demand.whole_step:  # the reductions given: their best programs on each placement
         return run_plan(req)
     result = run_step_plan(req)
     return replace(result, step_times=placement_steps(result))
@@ -176,7 +202,7 @@ def whatif(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes 
            scheduler: str | None = None, scheduler_file: File | None = None, max_matrices: Count | None = None,
            max_simulations: Count | None = None, yes: bool = False, matrix: MatrixLike | None = None,
            program: str = o.PROGRAM, model: ModelLike | None = None, train: Training | None = None,
-           compute_per_layer: Number | None = None) -> WhatifResult:
+           compute_per_layer: Number | None = None, settings: Settings | None = None) -> WhatifResult:
     """The best placement and program at every point of varied systems (``p2sim whatif``); with ``matrix``
     (and ``program``) that placement's best program (that program); with ``model`` its whole step's.
 
@@ -186,7 +212,12 @@ def whatif(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes 
         One row per point, marking where the winner changes.
 
     """
-    return run_whatif(WhatifRequest.build(**locals()))
+    return run_whatif(WhatifRequest.build(
+        system=system, nodes=nodes, axes=axes, reduce=reduce, vary=vary, bytes=bytes,
+        **_settings(settings, algo, proto, engine, profile, max_size, order), exhaustive=exhaustive, workers=workers,
+        scheduler=scheduler, scheduler_file=scheduler_file, max_matrices=max_matrices,
+        max_simulations=max_simulations, yes=yes, matrix=matrix, program=program, model=model, train=train,
+        compute_per_layer=compute_per_layer))
 
 
 @_boundary
@@ -194,8 +225,8 @@ def simulate(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axe
              reduce: AxisSet = o.REDUCE, matrix: MatrixLike | None = None, program: str = o.PROGRAM,
              algo: str = o.ALGO, proto: str = o.PROTO, bytes: Size | None = None, engine: str = o.ENGINE,  # noqa: A002
              profile: str = o.PROFILE, max_size: Count = o.MAX_SIZE, order: str = o.ORDER, trace: bool = False,
-             max_matrices: Count | None = None, max_simulations: Count | None = None, yes: bool = False
-             ) -> SimulateResult:
+             max_matrices: Count | None = None, max_simulations: Count | None = None, yes: bool = False,
+             settings: Settings | None = None) -> SimulateResult:
     """Simulate one program, or every program, of a job (``p2sim simulate``).
 
     Returns
@@ -204,7 +235,10 @@ def simulate(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axe
         Every simulated (matrix, program, result).
 
     """
-    return run_simulate(SimulateRequest.build(**locals()))
+    return run_simulate(SimulateRequest.build(
+        system=system, nodes=nodes, axes=axes, reduce=reduce, matrix=matrix, program=program, bytes=bytes,
+        **_settings(settings, algo, proto, engine, profile, max_size, order), trace=trace, max_matrices=max_matrices,
+        max_simulations=max_simulations, yes=yes))
 
 
 @_boundary
@@ -220,7 +254,9 @@ def sweep(*, system: System = o.SYSTEM, nodes: Count | None = None, gpus_per_nod
         One row per size, with the algorithm and protocol NCCL would pick.
 
     """
-    return run_sweep(SweepRequest.build(**locals()))
+    return run_sweep(SweepRequest.build(
+        system=system, nodes=nodes, gpus_per_node=gpus_per_node, collective=collective, minbytes=minbytes,
+        maxbytes=maxbytes, stepfactor=stepfactor, algo=algo, proto=proto, engine=engine, yes=yes))
 
 
 @_boundary
@@ -237,7 +273,10 @@ def validate(*, measurements: Paths, calibrate_on: Paths | None = None, system: 
         The scores, per program and per collective.
 
     """
-    return run_validate(ValidateRequest.build(**locals()))
+    return run_validate(ValidateRequest.build(
+        measurements=measurements, calibrate_on=calibrate_on, system=system, folds=folds, split=split, engine=engine,
+        allow_emulated=allow_emulated, workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
+        max_matrices=max_matrices, max_simulations=max_simulations, yes=yes))
 
 
 @_boundary
@@ -252,7 +291,9 @@ def calibrate(*, measurements: Paths, system: System, engine: str = o.ENGINE, al
         The fit; ``toml`` is the calibrated system file.
 
     """
-    return run_calibrate(CalibrateRequest.build(**locals()))
+    return run_calibrate(CalibrateRequest.build(
+        measurements=measurements, system=system, engine=engine, allow_emulated=allow_emulated, workers=workers,
+        scheduler=scheduler, scheduler_file=scheduler_file))
 
 
 @_boundary
@@ -270,7 +311,10 @@ def check(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes |
         Each step's command and prediction, and a verdict per log row.
 
     """
-    return run_check(CheckRequest.build(**locals()))
+    return run_check(CheckRequest.build(
+        system=system, nodes=nodes, axes=axes, reduce=reduce, matrix=matrix, program=program, bytes=bytes, algo=algo,
+        proto=proto, workers=workers, logs=logs, tolerance=tolerance, model=model, train=train,
+        compute_per_layer=compute_per_layer))
 
 
 @_boundary
@@ -286,7 +330,9 @@ def synthesize(*, hierarchy: str | Sequence[int] | None = None, system: System |
         The programs of each matrix, shortest first.
 
     """
-    return run_synth(SynthRequest.build(**locals()))
+    return run_synth(SynthRequest.build(
+        hierarchy=hierarchy, system=system, nodes=nodes, axes=axes, reduce=reduce, matrix=matrix, profile=profile,
+        max_size=max_size, order=order, max_matrices=max_matrices, yes=yes))
 
 
 @_boundary
@@ -306,7 +352,8 @@ def placements(*, hierarchy: str | Sequence[int] | None = None, system: System |
     >>> placements(hierarchy="2,4", axes={"data": 2, "tensor": 4}).matrices
     (((1, 2), (2, 2)), ((2, 1), (1, 4)))
     """
-    return run_placements(PlacementsRequest.build(**locals()))
+    return run_placements(PlacementsRequest.build(hierarchy=hierarchy, system=system, nodes=nodes, axes=axes,
+                                                  max_matrices=max_matrices, yes=yes))
 
 
 def emit(result: RankResult | PlanResult | SweepResult, form: str = "jax") -> str:

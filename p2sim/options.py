@@ -5,9 +5,12 @@ API's signatures (:mod:`p2sim.api`) both read this table, so ``p2sim rank --help
 ``inspect.signature(p2sim.rank)`` cannot disagree (tests/test_api.py checks every command).
 
 An option not named here defaults to ``None``: not given, the request decides (the system file's node
-count, P2's buffer, every core).  The values are as the command line takes them; where a number is
-defined by the layer that uses it (the longest program, the verdict's tolerance) it is that constant.
-Kept free of heavy imports: ``p2sim --help`` reads it.  :data:`DESCRIPTIONS` says what each API parameter
+count, P2's buffer, every core).  The values are as the command line takes them.  A default that a value owns
+is read from that value, written once beside its type: the simulation settings from
+:data:`~p2sim.studies.requests.DEFAULT_SETTINGS` (algorithm, protocol, engine, rule profile, longest program,
+device order), the system and the reduction axes from :mod:`p2sim.studies.requests` and
+:mod:`p2sim.studies.demand`; where a number is defined by the layer that uses it (the verdict's tolerance) it
+is that constant.  :data:`DESCRIPTIONS` says what each API parameter
 is, for the Parameters sections of :mod:`p2sim.api`'s docstrings.
 """
 
@@ -15,27 +18,30 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from .formalism.synthesis import DEFAULT_MAX_SIZE
 from .measurements.verdict import TOLERANCE as VERDICT_TOLERANCE
+from .studies.demand import DEFAULT_REDUCE
+from .studies.rank import DEFAULT_TOP
+from .studies.requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM
+from .studies.size_sweep import DEFAULT_COLLECTIVE, DEFAULT_MAXBYTES, DEFAULT_MINBYTES, DEFAULT_STEPFACTOR
 
 __all__ = ["SYSTEM", "REDUCE", "TOP", "ALGO", "PROTO", "ENGINE", "PROFILE", "MAX_SIZE", "ORDER", "PROGRAM",
            "COLLECTIVE", "MINBYTES", "MAXBYTES", "STEPFACTOR", "FOLDS", "TOLERANCE", "LIMIT", "DEFAULTS", "DESCRIPTIONS"]
 
-SYSTEM = "a100"  # the system of every command that simulates one (placements, synth and validate need none)
-REDUCE = "0"  # the first axis
-TOP = 10  # rank: entries shown
-ALGO = "auto"  # NCCL's own choice, as with NCCL_ALGO unset
-PROTO = "auto"  # NCCL's own choice, as with NCCL_PROTO unset
-ENGINE = "des"  # the contention-aware simulation
-PROFILE = "paper"  # P2's rule profile (its program counts)
-MAX_SIZE = DEFAULT_MAX_SIZE  # longest program, P2's
-ORDER = "aligned"  # the synthesis hierarchy's levels stay hardware levels
+SYSTEM = DEFAULT_SYSTEM  # the system of every command that simulates one (placements, synth and validate need none)
+REDUCE = DEFAULT_REDUCE  # the first axis
+TOP = DEFAULT_TOP  # rank: entries shown
+ALGO = DEFAULT_SETTINGS.algo  # NCCL's own choice, as with NCCL_ALGO unset
+PROTO = DEFAULT_SETTINGS.proto  # NCCL's own choice, as with NCCL_PROTO unset
+ENGINE = DEFAULT_SETTINGS.engine  # the contention-aware simulation
+PROFILE = DEFAULT_SETTINGS.rules.profile.value  # P2's rule profile (its program counts)
+MAX_SIZE = DEFAULT_SETTINGS.rules.max_size  # longest program, P2's
+ORDER = DEFAULT_SETTINGS.order.value  # the synthesis hierarchy's levels stay hardware levels
 PROGRAM = "all"  # simulate: every synthesized program (check's program defaults to the best rank finds)
-COLLECTIVE = "AllReduce"  # sweep: nccl-tests' all_reduce_perf
+COLLECTIVE = DEFAULT_COLLECTIVE  # sweep: nccl-tests' all_reduce_perf
 # sweep: 8 B by factors of 2, as nccl-tests' README runs all_reduce_perf (-b 8 -e 256M -f 2), on to 1 GiB
-MINBYTES = "8"
-MAXBYTES = "1GiB"
-STEPFACTOR = "2"
+MINBYTES = DEFAULT_MINBYTES
+MAXBYTES = DEFAULT_MAXBYTES
+STEPFACTOR = DEFAULT_STEPFACTOR
 FOLDS = None  # validate: no cross-validation (folds are 2 or more: one fold would score its own calibration rows)
 SPLIT = "none"  # validate: no cross-validation by size
 TOLERANCE = VERDICT_TOLERANCE  # check: a verdict's band (p2sim.measurements.verdict says why)
@@ -85,6 +91,8 @@ DESCRIPTIONS = MappingProxyType({
     "profile": "synthesis rule profile: paper (P2's counts) or full",
     "max_size": "longest program",
     "order": "device order of a group over several axes: aligned or p2",
+    "settings": "the simulation settings as one value (a Settings: algorithm, protocol, engine, rules, device "
+                "order), instead of algo, proto, engine, profile, max_size and order (leave those at their defaults)",
     "compare_orders": "also give each matrix's best program under both device orders",
     "exhaustive": "simulate every program instead of bounding them first (the answer is the same)",
     "budget": "stop simulating after about this many seconds (default: no limit)",

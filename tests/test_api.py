@@ -137,7 +137,8 @@ def test_parameters_are_the_command_options_and_defaults_the_tables():
         # an option hidden from --help (none now) would share a shown option's destination
         actions = {a.dest: a for a in sub.choices[command]._actions
                    if a.dest not in PRINTING and a.help != argparse.SUPPRESS}
-        params = inspect.signature(getattr(api, function)).parameters
+        # settings: the API's one value for algo, proto, engine, profile, max_size and order (no option of its own)
+        params = {k: v for k, v in inspect.signature(getattr(api, function)).parameters.items() if k != "settings"}
         assert set(actions) == set(params), f"p2sim {command} and p2sim.{function} differ"
         for dest, action in actions.items():
             default = params[dest].default
@@ -149,3 +150,28 @@ def test_parameters_are_the_command_options_and_defaults_the_tables():
         for name, param in inspect.signature(builders.get(command, lambda: None)).parameters.items():
             if name in p2sim_options.DEFAULTS and param.default is not inspect.Parameter.empty:
                 assert param.default == p2sim_options.DEFAULTS[name], (command, name)
+
+
+def test_settings_given_whole_answer_as_the_flat_options():
+    """issue 44 item 2: the API takes the simulation settings as one value beside the flat options; the answer
+    is the flat options' answer, and one given both ways is refused, naming it."""
+    from p2sim.studies.requests import DEFAULT_SETTINGS, Settings
+
+    job = dict(system="a100", axes="data=4,tensor=8", reduce="data", workers=1, top=3)
+    whole = p2sim.rank(**job, settings=Settings.of(algo="ring", max_size=3))
+    flat = p2sim.rank(**job, algo="ring", max_size=3)
+    assert whole.to_json() == flat.to_json()
+    assert p2sim.rank(**job, settings=DEFAULT_SETTINGS).to_json() == p2sim.rank(**job).to_json()
+    with pytest.raises(InputError, match=r"^algo: given twice, as algo and in settings; give one$"):
+        p2sim.rank(**job, settings=Settings(), algo="tree")
+    with pytest.raises(InputError, match=r"^settings: 'ring' is not a Settings"):
+        p2sim.simulate(system="a100", settings="ring")
+
+
+def test_the_options_defaults_are_the_values_defaults():
+    """Each default written once, beside its type: p2sim.options reads the settings' from DEFAULT_SETTINGS."""
+    from p2sim.studies.requests import DEFAULT_SETTINGS, Settings
+
+    assert DEFAULT_SETTINGS == Settings() == Settings.of()
+    assert DEFAULT_SETTINGS.options() == {k: p2sim_options.DEFAULTS[k]
+                                          for k in ("algo", "proto", "engine", "profile", "max_size", "order")}

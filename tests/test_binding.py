@@ -8,7 +8,7 @@ from p2sim.collectives.binding import CAP_CHANNEL, CAP_LL, Binding, collective_b
 from p2sim.collectives.nccl_tables import per_channel_tree_bw
 from p2sim.formalism.hierarchy import LoweredStep
 from p2sim.formalism.semantics import Op
-from p2sim.sim import Simulator
+from p2sim.sim import SimSettings, Simulator
 from p2sim.topology import load_system
 
 GIB = 2**30
@@ -21,7 +21,7 @@ def _step(*groups):
 def test_a_ring_over_one_nic_per_node_is_nic_bound():
     # a100: one 100 Gb/s NIC per node; a ring over 2 nodes sends 2 x 31/32 of the buffer through it
     topo = load_system("a100", 2)
-    sim = Simulator(topo, "ring")
+    sim = Simulator(topo, SimSettings("ring"))
     b = sim.binding(_step(range(32)), [float(GIB)])
     assert (b.resource, b.kind, b.groups) == ("nic", "link", 1) and b.text == "nic links"
     nic = min(topo.capacity[k] for k, cls in enumerate(topo.edge_class) if cls == "nic")
@@ -34,7 +34,7 @@ def test_a_tree_on_hopper_is_bound_by_ncclls_per_channel_rate():
     # dgx-h100, 2 nodes, tree/Simple: 8 trees of NCCL's 41.4 GB/s per channel (tuning.cc, Hopper, 2 nodes),
     # bus factor 2: 8 x 41.4 / 2 = 165.6 GB/s of buffer
     topo = load_system("dgx-h100", 2)
-    sim = Simulator(topo, "tree", proto="Simple")
+    sim = Simulator(topo, SimSettings("tree", proto="Simple"))
     b = sim.binding(_step(range(16)), [float(2**28)])
     assert (b.resource, b.kind) == (CAP_CHANNEL, "cap")
     c = sim.collectives("AllReduce", [tuple(range(16))], [2**28])[0]
@@ -44,7 +44,7 @@ def test_a_tree_on_hopper_is_bound_by_ncclls_per_channel_rate():
 
 def test_ll_is_bound_by_its_protocol_cap_and_tiny_messages_by_latency():
     topo = load_system("dgx-h100", 1)
-    assert Simulator(topo, "ring", proto="LL").binding(_step(range(8)), [float(2**28)]).resource == CAP_LL
+    assert Simulator(topo, SimSettings("ring", proto="LL")).binding(_step(range(8)), [float(2**28)]).resource == CAP_LL
     b = Simulator(topo).binding(_step(range(8)), [8.0])
     assert b.kind == "latency" and b.text == "latency"
 
@@ -52,13 +52,13 @@ def test_ll_is_bound_by_its_protocol_cap_and_tiny_messages_by_latency():
 def test_groups_sharing_one_nic_are_named_with_their_count():
     # 16 pairs across the two a100 nodes all cross the one NIC per node
     topo = load_system("a100", 2)
-    b = Simulator(topo, "ring").binding(_step(*[(i, i + 16) for i in range(16)]), [float(2**28)] * 16)
+    b = Simulator(topo, SimSettings("ring")).binding(_step(*[(i, i + 16) for i in range(16)]), [float(2**28)] * 16)
     assert (b.resource, b.groups) == ("nic", 16) and b.text == "nic links shared by 16 groups"
 
 
 def test_the_bound_of_a_lone_collective_needs_no_simulator():
     topo = load_system("a100", 2)
-    c = Simulator(topo, "ring").collectives("AllReduce", [tuple(range(32))], [GIB])[0]
+    c = Simulator(topo, SimSettings("ring")).collectives("AllReduce", [tuple(range(32))], [GIB])[0]
     assert collective_binding(c, topo.capacity, topo.edge_class, GIB).to_json()["resource"] == "nic"
     assert Binding("nvswitch", "link", 1.0, 2).to_json()["text"] == "nvswitch links shared by 2 groups"
 

@@ -186,7 +186,7 @@ def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tiny
     r = p2sim.check(**job)
     planned = p2sim.plan(**job)
     assert r.matrix == planned.best.matrix
-    held = -(-planned.request.step.model.dense_parameters // 8)
+    held = -(-planned.request.demand.workload.model.dense_parameters // 8)
     got = [(s.instruction, s.size, s.count) for s in r.steps]
     assert got[:2] == [("AllReduce over tensor", 4 * 2**20, 256), ("AllReduce over data", 4 * held, 1)]
     assert ("AllReduce over pipeline (ends)", 32 * 2**20, 1) in got
@@ -212,3 +212,15 @@ def test_check_model_prints_one_command_per_distinct_collective_of_the_step(tiny
     assert "# step 1 AllReduce over tensor: AllReduce, 4 groups of 4 inside a node, 4 MiB each (at once), 256 a step" \
         in out
     assert out.count("mpirun ") == 4
+
+
+def test_check_holds_its_demand_and_composes_plans_request(tiny):
+    """issue 44: check's request holds a Demand (one reduction, or the model's step), and with a model composes
+    plan's request from its own values (the job, the demand, algo and proto, the workers)."""
+    one = CheckRequest.build(system="dgx-h100", nodes=2, axes="data=4,tensor=4", reduce="data", bytes="1GiB")
+    assert (one.demand.reduce_axes, one.demand.bytes_per_gpu, one.demand.whole_step) == ((0,), 2**30, False)
+    step = CheckRequest.build(system="dgx-h100", nodes=2, axes="data=4,tensor=4", model=tiny, proto="Simple",
+                              train="seq=2048,global_batch=64", workers=1)
+    plan = step.plan_request()
+    assert step.demand.whole_step and plan.demand is step.demand and plan.job is step.job
+    assert (plan.settings.algo, plan.settings.proto, plan.run.workers) == ("auto", "Simple", 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from p2sim.collectives.expand import Expander, check_forced
-from p2sim.sim import Simulator
+from p2sim.sim import SimSettings, Simulator
 from p2sim.topology import Topology, load_system
 from p2sim.util.errors import InputError
 
@@ -23,7 +23,7 @@ def sharp_system(gpus: int = 2, nics: int = 2) -> Topology:
 
 def _coll(topo: Topology, algo: str, op: str, nbytes: float = 2.0**30):
     members = tuple(range(2 * topo.gpus_per_node))
-    return Simulator(topo, algo, proto="Simple").collectives(op, [members], [nbytes])[0]
+    return Simulator(topo, SimSettings(algo, proto="Simple")).collectives(op, [members], [nbytes])[0]
 
 
 def test_forced_collnet_allreduce_runs_at_the_nodes_nic_rate():

@@ -145,7 +145,7 @@ def test_many_flows_finishing_at_distinct_times_equal_the_dense_engine(solver_mo
 @pytest.mark.parametrize("system", ["a100", "v100", "h100"])
 def test_simulated_programs_equal_the_dense_engine(monkeypatch, solver_mode, system):
     # every step of every program of every matrix on 2 nodes, ring and tree, through both engines
-    from p2sim.sim import Simulator
+    from p2sim.sim import SimSettings, Simulator
     from p2sim.sim import simulator as simulator_module
     from p2sim.formalism.synthesis import synthesize_placements
     from p2sim.topology import load_system
@@ -163,7 +163,7 @@ def test_simulated_programs_equal_the_dense_engine(monkeypatch, solver_mode, sys
     topo = load_system(system, nodes=2)
     syn = synthesize_placements(topo.hierarchy, [2, topo.devices // 2], [1])
     for algo in ("ring", "tree"):
-        sim = Simulator(topo, algo)
+        sim = Simulator(topo, SimSettings(algo))
         for m in syn.matrices:
             for p in m.programs:
                 sim.simulate(m.lowering, p, 2**30)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from p2sim.sim import Simulator
+from p2sim.sim import SimSettings, Simulator
 from p2sim.sim.engines import ENGINES, check_engine
 from p2sim.topology import load_system
 from p2sim.util.errors import InputError
@@ -23,4 +23,4 @@ def test_another_name_is_one_input_error_naming_the_engine_field(bad):
 
 def test_the_simulator_checks_its_engine():
     with pytest.raises(InputError, match="^engine: 'fluid'"):
-        Simulator(load_system("a100", 2), engine="fluid")
+        Simulator(load_system("a100", 2), SimSettings(engine="fluid"))

@@ -143,7 +143,7 @@ def test_dropping_the_caches_changes_no_result(monkeypatch):
     from p2sim.formalism.hierarchy import Lowering
     from p2sim.formalism.placement import Placement
     from p2sim.formalism.program import parse_program
-    from p2sim.sim import Simulator
+    from p2sim.sim import SimSettings, Simulator
     from p2sim.topology import load_system
 
     def run() -> list[float]:
@@ -152,7 +152,7 @@ def test_dropping_the_caches_changes_no_result(monkeypatch):
         out = []
         for text in ("AllReduce(slice=0, Inside)", "ReduceScatter(slice=0, Inside) ; AllGather(slice=0, Inside)"):
             for algo in ("auto", "ring", "tree"):
-                out.append(Simulator(topo, algo).simulate(lw, parse_program(text), 2**28).total_seconds)
+                out.append(Simulator(topo, SimSettings(algo)).simulate(lw, parse_program(text), 2**28).total_seconds)
         return out
 
     kept = run()

@@ -11,7 +11,7 @@ from p2sim.formalism.hierarchy import Lowering, LoweredStep
 from p2sim.formalism.semantics import Op
 from p2sim.formalism.placement import Placement
 from p2sim.formalism.program import parse_program
-from p2sim.sim import Simulator
+from p2sim.sim import SimSettings, Simulator
 from p2sim.sim.engine import FlowSpec, run_flows
 from p2sim.topology import Topology, load_system
 from p2sim.topology.spec import SystemSpec
@@ -99,7 +99,7 @@ def test_routes_climb_to_the_lowest_tier_where_the_nodes_meet():
 
 def test_a_ring_over_two_leaves_crosses_the_spine_twice_per_channel():
     topo = Topology(fabric_system(nodes_per_leaf=2, oversubscription=1.0, gpus=2), 4)
-    sim = Simulator(topo, "ring", proto="Simple")
+    sim = Simulator(topo, SimSettings("ring", proto="Simple"))
     coll = sim.collectives("AllReduce", [tuple(range(8))], [2.0**30])[0]
     f = topo.fabric
     ups = {int(e) for g in range(f.groups[0]) for e in f.uplink_ids(0, g)[::2]}
@@ -156,7 +156,7 @@ def test_ecmp_seed_changes_the_ports():
 
 def test_sharp_allreduce_moves_the_buffer_once_each_way_per_node():
     topo = Topology(fabric_system(sharp=True, oversubscription=1.0), 4)
-    sim = Simulator(topo, "collnet_chain", proto="Simple")
+    sim = Simulator(topo, SimSettings("collnet_chain", proto="Simple"))
     coll = sim.collectives("AllReduce", [(0, 1, 2, 3)], [2.0**30])[0]
     assert coll.algo == "collnet_chain"
     edges, coef = coll.link_load()
@@ -168,13 +168,13 @@ def test_sharp_allreduce_moves_the_buffer_once_each_way_per_node():
     for g in range(2):  # each leaf sends the reduced stream up once, gets the result once
         up, down = f.uplink_ids(0, g)
         assert load[int(up)] == pytest.approx(1.0) and load[int(down)] == pytest.approx(1.0)
-    ring = Simulator(topo, "ring", proto="Simple").collectives("AllReduce", [(0, 1, 2, 3)], [2.0**30])[0]
+    ring = Simulator(topo, SimSettings("ring", proto="Simple")).collectives("AllReduce", [(0, 1, 2, 3)], [2.0**30])[0]
     ring_load = dict(zip(*[a.tolist() for a in ring.link_load()]))
     assert ring_load[f.cable(0, 0, True)] == pytest.approx(2 * 3 / 4)  # a ring's 2(n-1)/n
     # SHARP halves the NIC bytes: nearly twice the ring's speed on NIC-bound nodes
     t_sharp = sim.simulate(Lowering.of(Placement.of((4, 1), (4,), ((4, 1),)), (0,)),
                            parse_program("AllReduce(slice=0, Inside)"), 2.0**30).total_seconds
-    t_ring = Simulator(topo, "ring", proto="Simple").simulate(
+    t_ring = Simulator(topo, SimSettings("ring", proto="Simple")).simulate(
         Lowering.of(Placement.of((4, 1), (4,), ((4, 1),)), (0,)), parse_program("AllReduce(slice=0, Inside)"),
         2.0**30).total_seconds
     assert 1.45 < t_ring / t_sharp < 1.6  # the NICs' 1.5, and the ring's longer start-up
@@ -182,15 +182,15 @@ def test_sharp_allreduce_moves_the_buffer_once_each_way_per_node():
 
 def test_collnet_needs_sharp_switches_and_is_chosen_only_where_enabled():
     plain = Topology(fabric_system(sharp=False), 4)
-    assert Simulator(plain, "auto").expander.available("AllReduce", (0, 1, 2, 3)) == [
-        (a, p) for a, p in Simulator(plain, "auto").expander.available("AllReduce", (0, 1, 2, 3))
+    assert Simulator(plain, SimSettings("auto")).expander.available("AllReduce", (0, 1, 2, 3)) == [
+        (a, p) for a, p in Simulator(plain, SimSettings("auto")).expander.available("AllReduce", (0, 1, 2, 3))
         if not a.startswith("collnet")]
     sharp = Topology(fabric_system(sharp=True), 4)
-    algos = {a for a, _ in Simulator(sharp, "auto").expander.available("AllReduce", (0, 1, 2, 3))}
+    algos = {a for a, _ in Simulator(sharp, SimSettings("auto")).expander.available("AllReduce", (0, 1, 2, 3))}
     assert {"collnet_direct", "collnet_chain"} <= algos
     # a ReduceScatter over 1:1 GPU:NIC nodes runs CollNet Direct (NCCL 2.20.3 on); Broadcast has no CollNet:
     # NCCL runs a ring
-    sim = Simulator(sharp, "collnet")
+    sim = Simulator(sharp, SimSettings("collnet"))
     assert sim.expander.choose("ReduceScatter", (0, 1, 2, 3), 1e6, "collnet")[0] == "collnet_direct"
     assert sim.expander.choose("Broadcast", (0, 1, 2, 3), 1e6, "collnet")[0] == "ring"
     assert sim.expander.choose("AllReduce", (0, 1, 2, 3), 1e9, "collnet")[0].startswith("collnet")
@@ -198,13 +198,13 @@ def test_collnet_needs_sharp_switches_and_is_chosen_only_where_enabled():
 
 def test_an_nvl72_ring_stays_on_nvlink():
     topo = load_system("gb200-nvl72")
-    sim = Simulator(topo, "ring", proto="Simple")
+    sim = Simulator(topo, SimSettings("ring", proto="Simple"))
     coll = sim.collectives("AllReduce", [tuple(range(72))], [2.0**30])[0]
     classes = {topo.edge_class[e] for f in coll.flows for e in f.edges.tolist()}
     assert classes == {"nvswitch"}
     # across racks the rings leave through the GPUs' own NICs
     pod = load_system("gb200-nvl72-pod", 2)
-    coll = Simulator(pod, "ring", proto="Simple").collectives("AllReduce", [tuple(range(144))], [2.0**30])[0]
+    coll = Simulator(pod, SimSettings("ring", proto="Simple")).collectives("AllReduce", [tuple(range(144))], [2.0**30])[0]
     used = {pod.edge_class[e] for f in coll.flows for e in f.edges.tolist()}
     assert "nic" in used and "nvswitch" in used
 
@@ -286,7 +286,7 @@ def test_moved_groups_get_the_routes_built_in_place(span, first, routing, shift,
 def test_superpod_simulates_16384_gpus():
     topo = load_system("superpod-h100", 2048)
     assert topo.hierarchy == (64, 32, 8) and topo.devices == 16384
-    sim = Simulator(topo, "auto")
+    sim = Simulator(topo, SimSettings("auto"))
     lw = Lowering.of(Placement.of(topo.hierarchy, (16384,), ((64, 32, 8),)), (0,))
     r = sim.simulate(lw, parse_program("AllReduce(slice=0, Inside)"), 2.0**30)
     assert r.total_seconds > 0
@@ -369,7 +369,7 @@ def _shape_classes_against_flows(system: str, nodes: int, axes: tuple[int, ...],
 
     topo = load_system(system, nodes)
     gpn = topo.gpus_per_node
-    sim = Simulator(topo, algo)
+    sim = Simulator(topo, SimSettings(algo))
     groups_seen = classes_seen = 0
     for m in enumerate_matrices(topo.hierarchy, axes)[:limit]:
         step = Lowering.of(Placement.of(topo.hierarchy, axes, m), [0]).lower(parse_program("AllReduce(slice=0, Inside)"))[0]

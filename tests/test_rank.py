@@ -1,4 +1,4 @@
-"""rank with a model (issue 35 item 4): every axis's traffic of the step counted, by plan's step machinery."""
+"""rank: one reduction's programs ranked; a model's whole step is plan's (issue 44: rank refuses it, one type)."""
 
 from __future__ import annotations
 
@@ -7,34 +7,34 @@ import json
 import pytest
 
 import p2sim
-from p2sim.studies.plan import PlanResult
+from p2sim.studies.rank import RankResult
+from p2sim.util.errors import InputError
 
 from .test_cli import run
 
 JOB = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", workers=1)
 
 
-def test_rank_with_a_model_keeps_tensor_inside_the_node_where_rank_alone_does_not(tiny):
+def test_rank_answers_one_type_and_points_a_model_to_plan(tiny):
     """Two nodes of 8: rank over data alone ties tensor across the nodes ([[1 2] [1 2] [2 2]]) with the
-    data reduction inside one; with the model, tensor's 2 x 2 x 2 x 32 = 256 AllReduces of 4 MiB a step
-    (seq 2048 x hidden 1024 x 2 bytes) are counted too, and the best keeps tensor's 4 inside a node."""
+    data reduction inside one; rank refuses a model when its request is built, and plan --model, which it
+    points to, counts tensor's 2 x 2 x 2 x 32 = 256 AllReduces of 4 MiB a step (seq 2048 x hidden 1024 x 2
+    bytes) too: its best keeps tensor's 4 inside a node."""
     alone = p2sim.rank(**JOB, reduce="data")
-    assert alone.best.matrix[2] == (2, 2)  # tensor split over the 2 nodes
-    ranked = p2sim.rank(**JOB, model=tiny, train="seq=2048,global_batch=64")
-    assert isinstance(ranked, PlanResult)
-    assert ranked.best.matrix[2] == (1, 4)
-    tensor = next(c for c in ranked.best.choices if c.reduction.axes == (2,))
-    assert (tensor.reduction.bytes, tensor.reduction.count) == (2048 * 1024 * 2, 256)
+    assert isinstance(alone, RankResult) and alone.best.matrix[2] == (2, 2)  # tensor split over the 2 nodes
+    with pytest.raises(InputError, match=r"^model: rank ranks the programs of one reduction .*p2sim plan --model"):
+        p2sim.rank(**JOB, model=tiny, train="seq=2048,global_batch=64")
     planned = p2sim.plan(**JOB, model=tiny, train="seq=2048,global_batch=64")
-    assert ranked.to_json()["plans"] == planned.to_json()["plans"]  # plan's step machinery, not a copy
+    assert planned.best.matrix[2] == (1, 4)
+    tensor = next(c for c in planned.best.choices if c.reduction.axes == (2,))
+    assert (tensor.reduction.bytes, tensor.reduction.count) == (2048 * 1024 * 2, 256)
 
 
-def test_rank_model_on_the_command_line_answers_by_axis(capsys, tiny):
+def test_rank_model_on_the_command_line_points_to_plan(capsys, tiny):
     rc, out, err = run(capsys, "rank", "--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,pipeline=2,tensor=4",
                        "--model", tiny, "--train", "seq=2048,global_batch=64", "--workers", "1")
-    assert rc == 0, err
-    assert "best placement [[2 1] [1 2] [1 4]]" in out and "  tensor: " in out and "inside a node" in out
-    rc, out, _ = run(capsys, "rank", "--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,pipeline=2,tensor=4",
+    assert rc == 2 and out == "" and "p2sim plan --model" in err and "Traceback" not in err
+    rc, out, _ = run(capsys, "plan", "--system", "dgx-h100", "--nodes", "2", "--axes", "data=2,pipeline=2,tensor=4",
                      "--model", tiny, "--train", "seq=2048,global_batch=64", "--workers", "1", "--json")
     assert rc == 0 and json.loads(out)["step"]["best_axes"][0]["axis"] == "tensor"
 

@@ -11,7 +11,7 @@ import pytest
 from p2sim.formalism.hierarchy import LoweredStep
 from p2sim.formalism.semantics import Op
 from p2sim.report.tuner import COLUMNS, tuner_text
-from p2sim.sim import Simulator
+from p2sim.sim import SimSettings, Simulator
 from p2sim.studies.tuner import Communicator, TunerRange
 from p2sim.topology import load_system
 
@@ -113,7 +113,7 @@ def test_nccls_example_plugin_runs_each_rule_on_the_channels_p2sim_predicted(cap
         topo = load_system("p5", 4)
         protos = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
         for f in rules:
-            step = Simulator(topo, f[3], proto=protos[f[4]]).step(LoweredStep(Op.ALL_REDUCE, (tuple(range(32)),)),
+            step = Simulator(topo, SimSettings(f[3], proto=protos[f[4]])).step(LoweredStep(Op.ALL_REDUCE, (tuple(range(32)),)),
                                                                   (float(f[2]),))
             assert step.choices[0] == (f[3], protos[f[4]], int(f[5]))
     # every size of each communicator up to its largest has a rule: none runs on the plugin's one channel

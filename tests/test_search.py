@@ -11,7 +11,7 @@ from p2sim.studies.requests import Settings
 from p2sim.studies.config_task import ConfigTask
 from p2sim.cli import main
 from p2sim.formalism.placement import enumerate_matrices
-from p2sim.sim import Simulator
+from p2sim.sim import SimSettings, Simulator
 from p2sim.sim.simulator import BOUND_SLACK
 from p2sim.formalism.synthesis import synthesize_placements
 from p2sim.topology import load_system
@@ -28,8 +28,8 @@ def test_the_bound_is_below_every_simulated_time_and_the_analytic_model_too(syst
     topo = load_system(system, nodes)
     syn = synthesize_placements(topo.hierarchy, axes, reduce)
     for algo in ("auto", "ring", "tree"):
-        des = Simulator(topo, algo, "des")
-        analytic = Simulator(topo, algo, "analytic")
+        des = Simulator(topo, SimSettings(algo, engine="des"))
+        analytic = Simulator(topo, SimSettings(algo, engine="analytic"))
         for mp in syn.matrices:
             for p in mp.programs:
                 t = des.simulate(mp.lowering, p, nbytes).total_seconds

@@ -10,7 +10,7 @@ from p2sim.formalism.hierarchy import LoweredStep
 from p2sim.formalism.hierarchy import Lowering
 from p2sim.formalism.placement import Placement
 from p2sim.formalism.program import parse_program
-from p2sim.sim import Simulator, check_program_completes
+from p2sim.sim import SimSettings, Simulator, check_program_completes
 from p2sim.formalism.synthesis import synthesize_placements
 from p2sim.topology import load_system
 
@@ -41,7 +41,7 @@ def test_ring_allreduce_on_identical_links(n):
     # every GPU has one link of bandwidth B to a switch: 2(n-1)/n S / B plus latency
     topo = switch_node(n, bandwidth=100.0, latency=1.0)
     lw = lowering(topo, [n], [[1, n]], [0])
-    sim = Simulator(topo, "ring", proto="Simple")
+    sim = Simulator(topo, SimSettings("ring", proto="Simple"))
     t = sim.simulate(lw, ALLREDUCE, S).total_seconds
     assert t == pytest.approx(2 * (n - 1) / n * S / 100e9 + latency(sim, "AllReduce", range(n)), rel=1e-9)
 
@@ -51,7 +51,7 @@ def test_ring_allreduce_on_a_bidirectional_nvlink_ring(n):
     # rings run both ways round a ring of full-duplex links: each direction carries half
     topo = ring_node(n, bandwidth=100.0, latency=2.0)
     lw = lowering(topo, [n], [[1, n]], [0])
-    sim = Simulator(topo, "ring", proto="Simple")
+    sim = Simulator(topo, SimSettings("ring", proto="Simple"))
     t = sim.simulate(lw, ALLREDUCE, S).total_seconds
     assert t == pytest.approx((n - 1) / n * S / 100e9 + latency(sim, "AllReduce", range(n)), rel=1e-9)
 
@@ -60,17 +60,17 @@ def test_ring_allreduce_on_a_bidirectional_nvlink_ring(n):
 def test_k_cross_node_pairs_share_one_nic(k):
     topo = two_nodes_one_nic(k, nic=10.0)
     lw = lowering(topo, [2, k], [[2, 1], [1, k]], [0])
-    sim = Simulator(topo, "ring", proto="Simple")
+    sim = Simulator(topo, SimSettings("ring", proto="Simple"))
     t = sim.simulate(lw, ALLREDUCE, S).total_seconds
     assert t - latency(sim, "AllReduce", [0, k]) == pytest.approx(k * S / 10e9, rel=1e-9)
 
 
 def test_two_nodes_of_eight_gpus_and_eight_nics_reach_the_nics_aggregate_rate():
     topo = rail_nodes(8, 8, nic=10.0)  # 80 GB/s of NICs per node
-    ring = Simulator(topo, "ring", proto="Simple")
+    ring = Simulator(topo, SimSettings("ring", proto="Simple"))
     t = one(ring, "AllReduce", [range(16)]).seconds - latency(ring, "AllReduce", range(16))
     assert t == pytest.approx(2 * 15 / 16 * S / 80e9, rel=1e-9)  # bus bandwidth = 80 GB/s
-    tree = Simulator(topo, "tree", proto="Simple")
+    tree = Simulator(topo, SimSettings("tree", proto="Simple"))
     t = one(tree, "AllReduce", [range(16)]).seconds - latency(tree, "AllReduce", range(16))
     # the tree sends S each way per node: 80 GB/s of algorithm bandwidth, the NICs' aggregate
     # (NCCL's 92% tree efficiency is charged inside nodes, where NVLink is far from binding)
@@ -80,7 +80,7 @@ def test_two_nodes_of_eight_gpus_and_eight_nics_reach_the_nics_aggregate_rate():
 def test_one_communicator_is_capped_by_its_channels_and_four_fill_the_nic():
     # one 10 GB/s NIC per node, 4 GPUs per node; 1.5 GB/s per channel through the network
     topo = rail_nodes(4, 1, nic=10.0, model="ring_net_rate = 1.5")
-    sim = Simulator(topo, "ring", proto="Simple")
+    sim = Simulator(topo, SimSettings("ring", proto="Simple"))
     lat = latency(sim, "AllReduce", [0, 4])
     # a 2-rank ring sends S per node and direction; 2 channels x 1.5 GB/s
     assert one(sim, "AllReduce", [[0, 4]]).seconds - lat == pytest.approx(S / 3e9, rel=1e-9)
@@ -95,14 +95,14 @@ def test_removing_contention_leaves_the_bottleneck():
         spec = spec.with_class(cls, bandwidth=1e6)
     topo = load_system(spec, 2)
     lw = lowering(topo, [32], [[2, 16]], [0])
-    sim = Simulator(topo, "ring", proto="Simple")
+    sim = Simulator(topo, SimSettings("ring", proto="Simple"))
     t = sim.simulate(lw, ALLREDUCE, S).total_seconds
     assert t == pytest.approx(2 * 31 / 32 * S / 8e9 + latency(sim, "AllReduce", range(32)), rel=1e-6)
 
 
 def _ratio(system, gpus, slow_matrix, fast_matrix):
     topo = load_system(system, 2)
-    sim = Simulator(topo, "ring")
+    sim = Simulator(topo, SimSettings("ring"))
     slow = sim.simulate(lowering(topo, [2, gpus], slow_matrix, [0]), ALLREDUCE, S).total_seconds
     fast = sim.simulate(lowering(topo, [2, gpus], fast_matrix, [0]), ALLREDUCE, S).total_seconds
     return topo, slow / fast
@@ -127,7 +127,7 @@ def test_v100_cross_node_pairs_are_slower_than_pairs_across_cpus():
 def test_rs_ar_ag_beats_allreduce_across_a100_nodes():
     topo = load_system("a100", 2)
     lw = lowering(topo, [2, 16], [[1, 2], [2, 8]], [1])
-    sim = Simulator(topo, "ring")
+    sim = Simulator(topo, SimSettings("ring"))
     ar = sim.simulate(lw, ALLREDUCE, S)
     blue = sim.simulate(lw, RS_AR_AG, S)
     assert blue.total_seconds < 0.6 * ar.total_seconds
@@ -140,7 +140,7 @@ def test_same_run_twice_gives_identical_output():
     syn = synthesize_placements(topo.hierarchy, [4, 8], [0])
     results = []
     for _ in range(2):
-        sim = Simulator(topo, "tree")
+        sim = Simulator(topo, SimSettings("tree"))
         results.append([sim.simulate(m.lowering, p, S) for m in syn.matrices for p in m.programs])
     assert results[0] == results[1]
 
@@ -151,7 +151,7 @@ def test_ring_allreduce_never_beats_the_bus_bound_and_des_is_never_faster_than_a
     topo = load_system(system, 2)
     axes = [topo.devices // 4, 4]
     syn = synthesize_placements(topo.hierarchy, axes, [0])
-    des, ana = Simulator(topo, "ring", "des"), Simulator(topo, "ring", "analytic")
+    des, ana = Simulator(topo, SimSettings("ring", engine="des")), Simulator(topo, SimSettings("ring", engine="analytic"))
     fastest = float(topo.capacity.max())
     for m in syn.matrices:
         for p in m.programs:
@@ -166,8 +166,8 @@ def test_ring_allreduce_never_beats_the_bus_bound_and_des_is_never_faster_than_a
 def test_tree_against_ring_across_two_nodes():
     topo = load_system("a100", 2)
     lw = lowering(topo, [32], [[2, 16]], [0])
-    ring = Simulator(topo, "ring", proto="Simple")
-    tree = Simulator(topo, "tree", proto="Simple")
+    ring = Simulator(topo, SimSettings("ring", proto="Simple"))
+    tree = Simulator(topo, SimSettings("tree", proto="Simple"))
     r = ring.simulate(lw, ALLREDUCE, S).total_seconds - latency(ring, "AllReduce", range(32))
     t = tree.simulate(lw, ALLREDUCE, S).total_seconds - latency(tree, "AllReduce", range(32))
     # the tree moves S through each NIC direction, the ring 2(n-1)/n S: both NIC-bound
@@ -181,7 +181,7 @@ def test_auto_records_what_each_step_ran():
     small = Simulator(topo).simulate(lw, ALLREDUCE, 8).steps[0]
     assert (big.algo, big.proto) == ("nvls", "Simple")
     assert small.proto == "LL" and small.seconds < 1e-4
-    assert Simulator(topo, engine="baseline").simulate(lw, ALLREDUCE, 2**30).steps[0].algo == "ring"
+    assert Simulator(topo, SimSettings(engine="baseline")).simulate(lw, ALLREDUCE, 2**30).steps[0].algo == "ring"
 
 
 def test_program_checks():
@@ -210,7 +210,7 @@ def test_large_steps_lay_out_their_flows_as_group_by_group_expansion_does(system
     topo = load_system(system, nodes)
     gpn = topo.gpus_per_node
     lw = lowering(topo, [topo.devices], [[nodes, gpn]], [0])
-    sim = Simulator(topo, "auto")
+    sim = Simulator(topo, SimSettings("auto"))
     for step in lw.lower(program):
         volumes = (float(S),) * len(step.groups)
         op = step.op.value

@@ -63,9 +63,9 @@ def test_the_tiny_steps_collectives_by_hand(tiny_plan):
     r = tiny_plan
     names = r.request.job.axis_names
     reductions = {(tuple(names[a] for a in x.axes), x.bytes, x.count) for x in r.request.reductions}
-    held = -(-r.request.step.model.dense_parameters // 8)  # tensor x pipeline = 8 shards
+    held = -(-r.request.demand.workload.model.dense_parameters // 8)  # tensor x pipeline = 8 shards
     assert reductions == {(("tensor",), 2048 * 1024 * 2, 32), (("data",), held * 4, 1)}
-    parts = {(tuple(names[a] for a in p.axes), p.op, p.size, p.count, p.pattern) for p in r.request.step.parts}
+    parts = {(tuple(names[a] for a in p.axes), p.op, p.size, p.count, p.pattern) for p in r.request.demand.parts}
     assert parts == {(("pipeline",), "SendRecv", 2048 * 1024 * 2, 4, PAIRS),
                      (("pipeline",), "AllReduce", 32768 * 1024 // 4 * 4, 1, ENDS)}
 
@@ -106,7 +106,7 @@ def test_compute_per_layer_hides_the_data_reduction_behind_backward(tiny):
     kw = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model=tiny,
               train="seq=2048,global_batch=8", workers=1)
     plain, overlapped = p2sim.plan(**kw), p2sim.plan(**kw, compute_per_layer=1.0)
-    assert overlapped.request.step.backward_seconds == pytest.approx(2 * 2 / 3)
+    assert overlapped.request.demand.workload.backward_seconds == pytest.approx(2 * 2 / 3)
     for pl in overlapped.plans:
         data = sum(c.seconds * c.reduction.count for c in pl.choices if c.reduction.axes == (0,))
         others = sum(pl.axis_seconds().values()) - data

@@ -9,7 +9,7 @@ import p2sim.sim.engine as engine
 from p2sim.formalism.hierarchy import Lowering
 from p2sim.formalism.placement import Placement
 from p2sim.formalism.program import parse_program
-from p2sim.sim import Simulator
+from p2sim.sim import SimSettings, Simulator
 from p2sim.sim.engine import FlowSpec, run_flows, sparse_usage
 from p2sim.sim.flows import flow_specs
 from p2sim.sim.symmetry import _equitable, _ids, quotient
@@ -108,7 +108,7 @@ def test_every_program_step_runs_alike_reduced_and_whole(system, axes, reduce, m
         syn = synthesize_placements(topo.hierarchy, axes, reduce)
         out = []
         for algo in ("auto", "ring", "tree"):
-            sim = Simulator(topo, algo, "des")
+            sim = Simulator(topo, SimSettings(algo, engine="des"))
             for mp in syn.matrices:
                 for p in mp.programs:
                     out.append(sim.simulate(mp.lowering, p, 2**30).total_seconds)
@@ -120,7 +120,7 @@ def test_a_512_gpu_tree_allreduce_reduces_to_few_classes():
     topo = load_system("h100", 64)
     lw = Lowering.of(Placement.of(topo.hierarchy, [topo.devices], [[64, 8]]), [0])
     step = lw.lower(parse_program("AllReduce(slice=0, Inside)"))[0]
-    colls = Simulator(topo, "tree", "des").collectives(step.op.value, step.groups, [2.0**30])
+    colls = Simulator(topo, SimSettings("tree", engine="des")).collectives(step.op.value, step.groups, [2.0**30])
     flows, extra = flow_specs(colls, [2.0**30], len(topo.capacity))
     capacity = np.concatenate([topo.capacity, extra])
     links, (indptr, local, coef) = sparse_usage(flows)

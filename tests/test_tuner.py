@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from p2sim.formalism.hierarchy import LoweredStep
 from p2sim.formalism.semantics import Op
-from p2sim.sim import Simulator
+from p2sim.sim import SimSettings, Simulator
 from p2sim.studies.tuner import communicators, tuner_ranges
 from p2sim.topology import load_system
 
@@ -19,7 +19,7 @@ def test_every_range_is_faster_than_ncclls_choice_at_its_sizes():
     auto = Simulator(topo)
     for r in rows:
         assert r.gain >= 1.05 and r.min_bytes <= r.max_bytes and r.max_bytes in SIZES
-        forced = Simulator(topo, r.algo, proto=r.proto)
+        forced = Simulator(topo, SimSettings(r.algo, proto=r.proto))
         for size in (s for s in SIZES if r.min_bytes <= s <= r.max_bytes):
             step = LoweredStep(Op.ALL_REDUCE, (group,))
             default = auto.step(step, (float(size),))

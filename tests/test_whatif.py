@@ -316,3 +316,16 @@ def test_whatif_model_is_estimated_and_refused_as_a_whole_before_any_point_runs(
                                          r"points, each a whole step planned: 150 s, 150 s, 150 s of CPU\)"):
         p2sim.whatif(**STEP_JOB, model=tiny, vary="nic.bandwidth=12.5,25,50")
     assert not ran
+
+
+def test_whatif_model_points_are_built_from_the_requests_values(tiny):
+    """issue 44: each point's plan takes the request's checked values whole (no option copied by name), and its
+    Demand is the model's step on that point's axes (a '*' resolved there)."""
+    req = WhatifRequest.build(system="dgx-h100", nodes=2, axes="data=*,tensor=4", vary=["nodes=1,2"], model=tiny,
+                              train="seq=2048,global_batch=64", workers=1)
+    assert [p.job.axes for p in req.plans] == [(2, 4), (4, 4)]
+    for plan in req.plans:
+        assert plan.settings is req.settings and plan.limits is req.limits and plan.run is req.run
+        assert plan.demand.whole_step and plan.demand.reductions and plan.job.axis_names == ("data", "tensor")
+    plain = WhatifRequest.build(system="dgx-h100", nodes=2, vary=["nodes=1,2"], workers=1)
+    assert plain.plans == ()

@@ -152,10 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "with speedups over each matrix's single AllReduce (with the des engine, only "
                                    "the programs whose lower bound can still win are simulated: same answer). "
                                    "Only the reduction over --reduce is optimised: the other axes' traffic is not "
-                                   "counted (p2sim plan weighs every reduction of a training step), unless --model "
-                                   "is given: then every collective of its step is, as p2sim plan --model does.")
+                                   "counted (p2sim plan weighs every reduction of a training step; p2sim plan "
+                                   "--model every collective of a model's step).")
     _add_layout(p, system=True)
-    _add_model(p, "every axis's traffic of its step is counted, placements ranked as p2sim plan --model ranks them")
+    _add_model(p, "refused here, pointing to p2sim plan --model: a model's whole step is plan's question")
     p.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
     p.add_argument("--top", default=str(o.TOP), help=f"how many to show (default: {o.TOP})")

@@ -11,7 +11,6 @@ from ..report.plan import plan_report, plan_text
 from ..report.rank import rank_report, rank_text
 from ..report.step_time import step_text
 from ..report.whatif import whatif_report, whatif_text
-from ..studies.plan import PlanResult
 from ..util.errors import InputError
 from .common import answer
 
@@ -22,9 +21,7 @@ def _forms(args: argparse.Namespace):
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
-    # with --model rank answers as plan --model does: the placements by the model's whole step
-    answer(args, api.rank, lambda r: plan_text(r) if isinstance(r, PlanResult) else rank_text(r),
-           report=lambda r: plan_report(r) if isinstance(r, PlanResult) else rank_report(r), forms=_forms(args))
+    answer(args, api.rank, rank_text, report=rank_report, forms=_forms(args))
     return 0
 
 

@@ -21,9 +21,9 @@ Cap kinds (what each :attr:`Flow.cap_kinds` entry is, set where the caps are mad
 Examples
 --------
 >>> from p2sim.topology import load_system
->>> from p2sim.sim import Simulator
+>>> from p2sim.sim import SimSettings, Simulator
 >>> topo = load_system("a100", 2)
->>> c = Simulator(topo, "ring").collectives("AllReduce", [tuple(range(32))], [2**30])[0]
+>>> c = Simulator(topo, SimSettings("ring")).collectives("AllReduce", [tuple(range(32))], [2**30])[0]
 >>> collective_binding(c, topo.capacity, topo.edge_class, 2**30).resource   # one 100 Gb/s NIC per node
 'nic'
 >>> collective_binding(c, topo.capacity, topo.edge_class, 8).resource

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..studies.jobsize import Limits, plural, program_counts
-from ..studies.requests import RunOptions
+from ..studies.requests import DEFAULT_SETTINGS, RunOptions
 from ..topology import find_spec, system_ref
 from ..topology.spec import SystemSpec
 from ..topology.toml_out import spec_to_toml
@@ -39,7 +39,7 @@ class CalibrateRequest:
     run: RunOptions
 
     @classmethod
-    def build(cls, measurements: Any, system: str | SystemSpec, engine: str = "des", allow_emulated: bool = False,
+    def build(cls, measurements: Any, system: str | SystemSpec, engine: str = DEFAULT_SETTINGS.engine, allow_emulated: bool = False,
               workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None
               ) -> CalibrateRequest:
         spec = system if isinstance(system, SystemSpec) else find_spec(system)

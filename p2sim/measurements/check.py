@@ -33,10 +33,12 @@ from typing import Any
 from ..formalism.placement import Matrix, Placement, format_matrix, parse_matrix
 from ..formalism.naming import describe_placement
 from ..formalism.program import parse_program
+from ..sim import Simulator
 from ..sim.sim_settings import SimSettings
 from ..studies.plan import PlanRequest
 from ..studies.rank import RankRequest, run_rank
-from ..studies.requests import Job
+from ..studies.demand import DEFAULT_REDUCE, Demand, no_model_options
+from ..studies.requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, RunOptions, Settings
 from ..studies.simulate import SimulateRequest, run_simulate
 from ..topology import system_ref
 from ..util.errors import InputError
@@ -59,37 +61,36 @@ _FLOAT = 4  # nccl-tests' default type is float: sizes are whole elements, split
 @dataclass(frozen=True)
 class CheckRequest:
     job: Job
+    demand: Demand  # the one reduction (--reduce, --bytes), or a model's step (--model): its collectives checked
     matrix: Matrix | None
     program: str | None  # None: the best that rank finds (for the matrix, when given)
     settings: SimSettings  # the algorithm and protocol as given: rank or simulate checks them
     workers: Any = None
     logs: tuple[str, ...] = ()  # nccl-tests logs (text or -J JSON) to judge
     tolerance: float = TOLERANCE
-    step: PlanRequest | None = None  # --model: plan --model's request, its step's collectives checked
 
     @classmethod
-    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
-              program: str | None = None, bytes: Any = None, algo: str = "auto", proto: str = "auto",  # noqa: A002
+    def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE, matrix: Any = None,
+              program: str | None = None, bytes: Any = None, algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto,  # noqa: A002
               workers: Any = None, logs: Any = (), tolerance: Any = TOLERANCE, model: Any = None, train: Any = None,
               compute_per_layer: Any = None) -> CheckRequest:
         """``model`` (with ``train``, ``compute_per_layer``): one command per distinct collective of its step
         under the best placement plan --model finds (or ``matrix``); ``reduce``, ``bytes`` and ``program``
         are the step's to decide, refused beside it."""
-        step = None
         if model is not None:
-            for name, value, unset in (("reduce", reduce, "0"), ("bytes", bytes, None), ("program", program, None)):
+            for name, value, unset in (("reduce", reduce, DEFAULT_REDUCE), ("bytes", bytes, None), ("program", program, None)):
                 if value is not None and str(value) != str(unset):
                     raise InputError(f"{name}: with --model the step's collectives say what is reduced and with "
                                      f"what buffer; leave --{name} out (or check without --model)")
         else:
-            for name, value in (("train", train), ("compute-per-layer", compute_per_layer)):
-                if value is not None:
-                    raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
-        job = Job.build(system, nodes, axes, "0" if model is not None else reduce, bytes)
-        if model is not None:  # plan --model's request: the model and its settings checked against the axes
-            step = PlanRequest.build(system=job.spec, nodes=job.topology.node_count, axes=job.axes_text, algo=algo,
-                                     proto=proto, workers=workers, model=model, train=train,
-                                     compute_per_layer=compute_per_layer)
+            no_model_options(train, compute_per_layer)
+        job = Job.build(system, nodes, axes)
+        if model is None:
+            demand = Demand.of_reduce(reduce, bytes, job.axis_names, job.topology)
+        else:  # the model and its settings checked against the axes, and what plan --model is given with it
+            demand = Demand.of_model(model, train, compute_per_layer, job.axis_names, job.axes)
+            Settings.of(algo, proto)
+            RunOptions.of(workers)
         tol = positive_float(as_text(tolerance, "tolerance"), "tolerance")
         if tol < 1:
             raise InputError(f"tolerance: {tol:g} is a factor: 1 or more (1.25: within 25% either way)")
@@ -102,7 +103,13 @@ class CheckRequest:
             Placement.of(job.hierarchy, job.axes, mat)
         if program is not None:
             parse_program(program)
-        return cls(job, mat, program, SimSettings(algo, proto), workers, logs, tol, step)
+        return cls(job, demand, mat, program, SimSettings(algo, proto), workers, logs, tol)
+
+    def plan_request(self) -> PlanRequest:
+        """plan --model's request for the model's step (its best placement is the one checked, unless
+        ``matrix``): the job, the demand, the algorithm and protocol, the workers."""
+        return PlanRequest.of(self.job, self.demand, Settings.of(self.settings.algo, self.settings.proto),
+                              run=RunOptions.of(self.workers))
 
 
 @dataclass(frozen=True, repr=False)
@@ -147,41 +154,41 @@ def _chosen(req: CheckRequest) -> tuple[Matrix, str]:
     job = req.job
     best = run_rank(RankRequest.build(system=job.spec, nodes=job.topology.node_count,
                                       axes=dict(zip(job.axis_names, job.axes)),
-                                      reduce=[job.axis_names[a] for a in job.reduce_axes],
+                                      reduce=[job.axis_names[a] for a in req.demand.reduce_axes],
                                       matrix=None if req.matrix is None else format_matrix(req.matrix),
-                                      bytes=job.bytes_per_gpu, top=1, algo=req.settings.algo,
+                                      bytes=req.demand.bytes_per_gpu, top=1, algo=req.settings.algo,
                                       proto=req.settings.proto, workers=req.workers)).best
     return best.matrix, best.timing.text
 
 
 def _run_step(req: CheckRequest) -> CheckResult:
     """check --model: the step's distinct collectives under the chosen placement, each with its count."""
-    assert req.step is not None
-    matrix = best_matrix(req.step) if req.matrix is None else req.matrix
-    steps = step_checks(req.step, matrix, req.settings)
+    plan = req.plan_request()
+    matrix = best_matrix(plan) if req.matrix is None else req.matrix
+    steps = step_checks(plan, matrix, req.settings)
     rows, warnings = _judge(req)
     job = req.job
     placement = describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
     # every AllReduce as NCCL's own, as nccl-tests measures it: plan --model's "AllReduce only", not its step time
     # (each reduction by its best program), so that the two answers say why they differ
-    what = (f"the step of {req.step.step.model.name} ({len(steps)} distinct collectives, count x time summed; "
+    what = (f"the step of {req.demand.workload.model.name} ({len(steps)} distinct collectives, count x time summed; "
             "each AllReduce as NCCL's plain AllReduce: plan's 'AllReduce only')")
     return CheckResult(req, matrix, what, placement, sum(s.seconds * (s.count or 1) for s in steps), steps, rows,
                        warnings + _unmatched(rows, list(steps)))
 
 
 def run_check(req: CheckRequest) -> CheckResult:
-    if req.step is not None:
+    if req.demand.whole_step:
         return _run_step(req)
     job, topo = req.job, req.job.topology
     matrix, program = _chosen(req)
     sim_req = SimulateRequest.build(system=job.spec, nodes=topo.node_count, axes=dict(zip(job.axis_names, job.axes)),
-                                    reduce=[job.axis_names[a] for a in job.reduce_axes], matrix=format_matrix(matrix),
-                                    program=program, algo=req.settings.algo, proto=req.settings.proto,
-                                    bytes=job.bytes_per_gpu)
+                                    reduce=[job.axis_names[a] for a in req.demand.reduce_axes],
+                                    matrix=format_matrix(matrix), program=program, algo=req.settings.algo,
+                                    proto=req.settings.proto, bytes=req.demand.bytes_per_gpu)
     result = run_simulate(sim_req)
     _, prog, timing = result.rows[0]
-    sim = req.settings.simulator(topo)
+    sim = Simulator(topo, req.settings)
     steps = []
     for i, (ins, low, st) in enumerate(zip(prog.instructions, result.lowered[0], timing.steps), 1):
         if not low.groups:

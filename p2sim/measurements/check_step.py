@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.placement import Matrix
 from ..formalism.semantics import Op
+from ..sim import Simulator
 from ..sim.sim_settings import SimSettings
 from ..studies.plan import PlanRequest
 from ..studies.step_plan import part_groups, run_step_plan
@@ -26,10 +27,9 @@ __all__ = ["step_parts", "step_checks", "best_matrix"]
 
 def step_parts(req: PlanRequest) -> tuple[StepPart, ...]:
     """The step's distinct collectives, its AllReduces first, each with its calls per step summed."""
-    assert req.step is not None
     counts: dict[tuple, StepPart] = {}
     reductions = [StepPart(r.axes, "AllReduce", r.bytes, r.count, GROUPS, ()) for r in req.reductions]
-    for part in (*reductions, *req.step.parts):
+    for part in (*reductions, *req.demand.parts):
         key = (part.op, part.axes, part.size, part.pattern)
         seen = counts.get(key)
         counts[key] = part if seen is None else StepPart(part.axes, part.op, part.size, seen.count + part.count,
@@ -45,7 +45,7 @@ def best_matrix(req: PlanRequest) -> Matrix:
 def step_checks(req: PlanRequest, matrix: Matrix, settings: SimSettings) -> tuple[CheckStep, ...]:
     """Each distinct collective of the step under ``matrix``: its command, prediction, bound and count."""
     job, topo = req.job, req.job.topology
-    sim = settings.simulator(topo)
+    sim = Simulator(topo, settings)
     out = []
     for i, part in enumerate(step_parts(req), 1):
         groups = part_groups(part, job.hierarchy, job.axes, matrix, req.settings.order.value)

@@ -31,7 +31,7 @@ from ..collectives import check_forced
 from ..collectives.binding import Binding
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
-from ..sim import ModelConfig, SimulationContext, Simulator
+from ..sim import ModelConfig, SimSettings, SimulationContext, Simulator
 from ..topology import Topology, find_spec
 from ..topology.nccl_env import with_env
 from ..topology.spec import SystemSpec
@@ -149,8 +149,9 @@ def predict_collectives(rows: Iterable[CollectiveRow], specs: Mapping[str, Syste
                                        f"algorithm it ran in the mapping file)") from None
         if pair is None:
             cfg = ModelConfig.of(spec)
-            pair = sims[skey] = (Simulator(topo, r.algo, engine, cfg, proto=r.proto, context=ctx),
-                                 Simulator(topo, r.algo, "baseline", cfg, proto=r.proto, context=ctx))
+            asked = SimSettings(r.algo, proto=r.proto, engine=engine, config=cfg)
+            pair = sims[skey] = (Simulator(topo, asked, context=ctx),
+                                 Simulator(topo, replace(asked, engine="baseline"), context=ctx))
         step = LoweredStep(Op(r.collective), groups)
         pred = pair[0].step(step, (r.size_bytes,) * len(groups))
         base = pair[1].step(step, (r.size_bytes,) * len(groups))

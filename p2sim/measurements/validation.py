@@ -21,7 +21,7 @@ from typing import Any
 from ..formalism.placement import count_matrices, enumerate_matrices
 from ..sim.engines import check_engine
 from ..studies.jobsize import Limits, plural, program_counts
-from ..studies.requests import RunOptions, limits_of
+from ..studies.requests import DEFAULT_SETTINGS, RunOptions, limits_of
 from ..topology import find_spec, system_ref
 from ..util.table import Tabular
 from ..util.errors import InputError
@@ -84,7 +84,7 @@ class ValidateRequest:
 
     @classmethod
     def build(cls, measurements: Any, calibrate_on: Any = None, system: str | None = None, folds: Any = None,
-              split: Any = "none", engine: str = "des", allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
+              split: Any = "none", engine: str = DEFAULT_SETTINGS.engine, allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
               scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
               yes: bool = False) -> ValidateRequest:
         """``measurements`` and ``calibrate_on``: a file or directory (or several); ``system`` names the p2sim

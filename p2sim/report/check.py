@@ -15,7 +15,7 @@ def check_text(result: CheckResult) -> str:
              f"program {result.program}: {format_seconds(result.seconds)} predicted",
              "",
              "nccl-tests commands that measure each step (from nccl-tests' directory; one GPU per process):"]
-    if req.step is not None:  # a model's step: one command per distinct collective, how often a step runs it
+    if req.demand.whole_step:  # a model's step: one command per distinct collective, how often a step runs it
         lines[1:] = [f"{result.program}: {format_seconds(result.seconds)} predicted", "",
                      "nccl-tests commands that measure each distinct collective of the step (from nccl-tests' "
                      "directory; one GPU per process):"]

@@ -155,7 +155,8 @@ def plan_mesh_choice(result: PlanResult, form: str = "json") -> MeshChoice:
         note = (f"the chosen program, {c.algo} {c.program} ({format_seconds(c.seconds)}), does not run on a {form} "
                 f"mesh ({steps}); this is one AllReduce ({c.allreduce_seconds / c.seconds:.3f}x its time)")
         reductions.append(MeshReduction(c.reduction.axes, "auto", _ALLREDUCE, c.allreduce_seconds, plain, note))
-    work = getattr(result.request, "step", None)  # a model's step (PlanRequest.step); stand-ins may lack it
+    demand = getattr(result.request, "demand", None)  # stand-ins (tests') may lack it
+    work = None if demand is None else demand.workload  # a model's step: its training settings emitted
     training = None if work is None else TrainingAssumed(work.training, work.model.num_layers)
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, placement, tuple(reductions),
                       job.axis_names, tuple(result.warnings), topo.level_names, job.spec.node_level, order,

@@ -60,7 +60,7 @@ def plan_text(result: PlanResult) -> str:
                  "the best placement with plain AllReduce")
     lines.append(f"default placement {format_matrix(result.default)}: {result.placement(result.default)}; "
                  f"{result.default_basis}")
-    if req.step is not None:
+    if req.demand.whole_step:
         lines += step_text(result)
     return "\n".join(lines)
 
@@ -91,8 +91,8 @@ def plan_answer(result: PlanResult) -> Answer:
                  f"({_words(result, default.matrix)}: {format_seconds(default.total_seconds)} with its best programs, "
                  f"{format_seconds(default.allreduce_total_seconds)} with plain AllReduce).")
     text += f" The default placement is {result.default_basis}."
-    if result.request.step is not None:
-        work = result.request.step
+    work = result.request.demand.workload
+    if work is not None:  # a model's step: every collective charged, by axis
         axes = "; ".join(f"{r['axis']} {format_seconds(r['seconds'])} ({r['tier']}, bound by {r['bound']})"
                          for r in step_rows(result, best))
         text += (f" Every collective of {work.model.name}'s step is charged; by axis: {axes}. The "
@@ -142,7 +142,7 @@ def _tables(result: PlanResult) -> list[Table]:
 
 def plan_report(result: PlanResult) -> dict[str, bytes]:
     """The plan page (``plan.md``, ``plan.html``): the answer and the code first, then every placement."""
-    images = {} if result.request.step is None else {"step.png": timeline_png(result)}
+    images = {"step.png": timeline_png(result)} if result.request.demand.whole_step else {}
     caption = ("The step's communication by axis (count x time of each collective, summed): the best placement "
                "and the default.")
     uris = data_uris(images)

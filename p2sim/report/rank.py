@@ -78,7 +78,7 @@ def rank_header(result: RankResult) -> str:
     scope = result.scope
     return (f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} reduce "
             f"{reduce_text(red, names)}{order_label(s.order, red)}; algo {s.algo}, {s.engine} engine, "
-            f"{format_bytes(job.bytes_per_gpu)} per GPU; {search_text(result.stats, req.top)}"
+            f"{format_bytes(req.demand.bytes_per_gpu)} per GPU; {search_text(result.stats, req.top)}"
             + (f"\n{scope}" if scope else "") + f"\n{matrix_legend(names, topo.level_names)}")
 
 
@@ -119,7 +119,7 @@ def rank_answer(result: RankResult) -> Answer:
                 f"and {own_text}")
     text = (f"Best placement: {words(best.matrix)}. Reduce over {reduce} with `{best.timing.text}` "
             f"({algo_text(best.algo)}): {format_seconds(best.seconds)} predicted for "
-            f"{format_bytes(job.bytes_per_gpu)} per GPU, {gain}. "
+            f"{format_bytes(result.request.demand.bytes_per_gpu)} per GPU, {gain}. "
             f"What bounds its steps: {'; '.join(b.text for b in result.best_bindings)}.")
     notes = tuple(n[:1].upper() + n[1:] for n in (result.scope, *result.warnings) if n)
     # each framework's form picks the fastest program it runs (mesh_choice.py)

@@ -58,7 +58,7 @@ def simulate_text(result: SimulateResult) -> str:
     return "\n".join([
         f"{topo.spec.name}, {topo.node_count} nodes, {topo.devices} GPUs; axes {axes_text(job.axes, names)} reduce "
         f"{reduce_text(result.reduce_axes, names)}{order_label(s.order, result.reduce_axes)}; {s.algo}, "
-        f"{s.engine} engine, {format_bytes(job.bytes_per_gpu)} per GPU",
+        f"{s.engine} engine, {format_bytes(req.demand.bytes_per_gpu)} per GPU",
         matrix_legend(names, topo.level_names),
         results_text(list(result.rows), result.placement, result.bounds)])
 

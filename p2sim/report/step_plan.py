@@ -53,8 +53,7 @@ def _plan_lines(result: PlanResult, plan: Plan, label: str) -> list[str]:
 
 def step_text(result: PlanResult) -> list[str]:
     """The lines ``plan --model`` adds: settings, overlap, the best and the default plan by axis, the gain."""
-    work = result.request.step
-    assert work is not None
+    work = result.request.demand.workload
     best, default = result.best, result.default_plan
     lines = ["", training_text(work), overlap_text(work), ""]
     lines += _plan_lines(result, best, "best placement")

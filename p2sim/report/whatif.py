@@ -39,7 +39,7 @@ def _search_line(result: WhatifResult) -> str:
 
 def whatif_text(result: WhatifResult) -> str:
     """``p2sim whatif``'s answer as text: a line per point, marking where the winner changes."""
-    if result.request.step is not None:
+    if result.request.plans:  # a model's step at each point
         return step_text(result)
     req, s = result.request, result.request.settings
     # the axes as given: a '*' resolves per point
@@ -83,7 +83,7 @@ def whatif_text(result: WhatifResult) -> str:
 def step_text(result: WhatifResult) -> str:
     """``whatif --model``: per point the best placement's step by axis (its time, tier, bound) and the default's."""
     req, s = result.request, result.request.settings
-    work = req.step[0].step
+    work = req.plans[0].demand.workload
     lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  (model {work.model.name}, axes {req.axes}; "
              f"algo {s.algo}, {s.engine} engine): each point's step as plan --model answers it",
              overlap_text(work), matrix_legend(result.axis_names, result.level_names)]

@@ -43,7 +43,8 @@ from .context import SimulationContext
 from .engines import ENGINES
 from .model_config import ModelConfig
 from .results import ProgramResult, StepResult
+from .sim_settings import SimSettings
 from .simulator import Simulator, check_program_completes
 
-__all__ = ["ENGINES", "ModelConfig", "ProgramResult", "StepResult", "SimulationContext", "Simulator",
+__all__ = ["ENGINES", "ModelConfig", "ProgramResult", "StepResult", "SimulationContext", "SimSettings", "Simulator",
            "check_program_completes"]

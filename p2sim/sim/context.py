@@ -21,10 +21,10 @@ Examples
 >>> from p2sim.formalism.hierarchy import Lowering
 >>> from p2sim.formalism.placement import Placement
 >>> from p2sim.formalism.program import parse_program
->>> from p2sim.sim import Simulator
+>>> from p2sim.sim import SimSettings, Simulator
 >>> ctx = SimulationContext(load_system("a100", nodes=2))
 >>> lw = Lowering.of(Placement.of(ctx.topo.hierarchy, [32], [[2, 16]]), [0])
->>> ring = Simulator(ctx.topo, "ring", context=ctx)
+>>> ring = Simulator(ctx.topo, SimSettings("ring"), context=ctx)
 >>> t = ring.simulate(lw, parse_program("AllReduce(slice=0, Inside)"), 2**32).total_seconds
 >>> ctx.step_results() > 0
 True

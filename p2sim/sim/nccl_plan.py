@@ -28,6 +28,7 @@ from ..topology import Topology
 from ..util.errors import InputError
 from .context import SimulationContext
 from .model_config import ModelConfig
+from .sim_settings import SimSettings
 from .simulator import Simulator
 
 __all__ = ["PLAN_BYTES", "AlgorithmPlan", "nccl_plan"]
@@ -74,7 +75,8 @@ def nccl_plan(topo: Topology) -> list[AlgorithmPlan]:
             out.append(AlgorithmPlan(name, False, why=why or "a single GPU"))
             continue
         try:
-            res = Simulator(topo, name, "analytic", cfg, context=ctx).step(step, (float(PLAN_BYTES),))
+            sim = Simulator(topo, SimSettings(name, engine="analytic", config=cfg), context=ctx)
+            res = sim.step(step, (float(PLAN_BYTES),))
         except InputError as e:  # a protocol or shape the forced algorithm refuses
             out.append(AlgorithmPlan(name, False, why=str(e)))
             continue

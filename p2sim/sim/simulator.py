@@ -51,6 +51,7 @@ from .engines import check_engine
 from .model_config import ModelConfig
 from .moved import StepGeometry, link_work, moved_classes
 from .results import ProgramResult, StepResult
+from .sim_settings import DEFAULT_SIM_SETTINGS, SimSettings
 
 __all__ = ["Simulator", "check_program_completes", "BOUND_SLACK"]
 
@@ -92,11 +93,12 @@ def check_program_completes(lowering: Lowering, program: Program) -> None:
 
 
 class Simulator:
-    """Simulates programs on one topology with one algorithm setting and engine.
+    """Simulates programs on one topology with one :class:`~p2sim.sim.sim_settings.SimSettings` (algorithm
+    setting, protocol, engine and rates; default: NCCL's choice with the des engine and the system file's rates).
 
     ``context`` holds what is cached (expansions, structures, step results): simulators of one
     topology given the same :class:`~p2sim.sim.context.SimulationContext` share it; without one a
-    simulator has its own.
+    simulator has its own.  ``trace`` keeps every flow (for a Chrome trace).
 
     Examples
     --------
@@ -105,29 +107,25 @@ class Simulator:
     >>> from p2sim.formalism.program import parse_program
     >>> topo = load_system("a100", nodes=2)
     >>> lw = Lowering.of(Placement.of(topo.hierarchy, [32], [[2, 16]]), [0])
-    >>> r = Simulator(topo, "ring").simulate(lw, parse_program("AllReduce(slice=0, Inside)"), 2**32)
+    >>> r = Simulator(topo, SimSettings("ring")).simulate(lw, parse_program("AllReduce(slice=0, Inside)"), 2**32)
     >>> round(r.total_seconds, 2)   # 2*31/32 * 4 GiB over one 8 GB/s NIC
     1.04
     """
 
-    def __init__(
-        self,
-        topo: Topology,
-        algo: str = "auto",
-        engine: str = "des",
-        config: ModelConfig | None = None,
-        trace: bool = False,
-        proto: str = "auto",
-        context: SimulationContext | None = None,
-    ) -> None:
+    def __init__(self, topo: Topology, settings: SimSettings = DEFAULT_SIM_SETTINGS,
+                 context: SimulationContext | None = None, trace: bool = False) -> None:
         if context is not None and context.topo is not topo:
             raise ValueError("Simulator: the context belongs to another topology")
+        if not isinstance(settings, SimSettings):  # the loose strings it once took: Simulator(topo, "ring")
+            raise TypeError(f"Simulator: settings is a SimSettings (SimSettings(algo, proto, engine, config)), "
+                            f"not {settings!r}")
         self.topo = topo
         self.context = SimulationContext(topo) if context is None else context
-        self.algo = check_algo(algo)
-        self.proto = check_proto(proto)
-        self.engine = check_engine(engine)
-        self.config = ModelConfig.of(topo.spec) if config is None else config
+        self.settings = settings
+        self.algo = check_algo(settings.algo)
+        self.proto = check_proto(settings.proto)
+        self.engine = check_engine(settings.engine)
+        self.config = ModelConfig.of(topo.spec) if settings.config is None else settings.config
         self.trace = trace
         rates = self.config.resolve(topo.spec)
         self.expander = Expander(topo, rates, self.context)

@@ -19,6 +19,8 @@ Modules
     Simulating every (matrix, program) of a configuration as one picklable task.
 :mod:`.contexts`
     This process's simulation contexts: one topology and one context per system and node count.
+:mod:`.demand`
+    What a study is asked to make fast, as one value: the :class:`Demand`, whatever the kind of question.
 :mod:`.executor`
     Pluggable executors for independent simulations.
 :mod:`.jobsize`

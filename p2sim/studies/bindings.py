@@ -29,7 +29,7 @@ from ..collectives.binding import Binding
 from ..formalism.hierarchy import Lowering
 from ..formalism.placement import Placement
 from ..formalism.program import parse_program
-from ..sim import SimulationContext
+from ..sim import SimulationContext, Simulator
 from .ranking import RankEntry
 
 __all__ = ["program_bindings", "not_bound_by"]
@@ -50,7 +50,8 @@ def program_bindings(context: SimulationContext, entry: RankEntry) -> tuple[Bind
     lowering = Lowering.of(Placement.of(topo.hierarchy, task.axes, entry.matrix), task.reduce_axes,
                            task.settings.order)
     # the baseline has no steps to explain: its program's steps are explained as the des engine runs them
-    sim = replace(settings, engine="des" if settings.engine == "baseline" else settings.engine).simulator(topo, context)
+    engine = "des" if settings.engine == "baseline" else settings.engine
+    sim = Simulator(topo, replace(settings, engine=engine), context=context)
     return sim.bindings(lowering, parse_program(entry.timing.text), task.bytes_per_gpu)
 
 

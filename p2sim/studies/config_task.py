@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from ..formalism.placement import Matrix
 from ..formalism.program import parse_program
-from ..sim import SimulationContext, StepResult
+from ..sim import SimulationContext, Simulator, StepResult
 from ..formalism.synthesis import Synthesis, synthesize_placements
 from ..topology import Topology
 from ..topology.spec import SystemSpec
@@ -103,7 +103,7 @@ def run_task(task: ConfigTask, context: SimulationContext | None = None) -> Conf
     ctx = task_context(task) if context is None else context
     topo = ctx.topo
     syn = task.synthesis(topo)
-    sim = task.settings.sim.simulator(topo, ctx)
+    sim = Simulator(topo, task.settings.sim, context=ctx)
     # programs compare as values: parsing the few wanted beats printing every one
     wanted = None if task.programs is None else {parse_program(t) for t in task.programs}
     out = []

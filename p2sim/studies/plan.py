@@ -10,7 +10,6 @@ with plain AllReduce for everything.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,57 +17,25 @@ from typing import Any
 from ..formalism.mesh import megatron_matrix
 from ..formalism.naming import describe_placement, is_default
 from ..formalism.placement import Matrix, count_matrices, enumerate_matrices, format_matrix
-from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..util.errors import InputError
 from ..util.table import Tabular
-from ..util.units import format_bytes, format_int, format_seconds
+from ..util.units import format_seconds
 from ..util.log import announce
-from ..util.parsing import MAX_BYTES, as_text, axis_indices, byte_size, positive_int
+from ..util.parsing import as_text, axis_indices
 from .contexts import context_of
 from .jobsize import (SIMULATED_SECONDS_PER_GPU, STEP_SECONDS_PER_GPU, JobCost, Limits, StepCount,
                       estimate, hashed, plural, program_counts, program_steps, say_synthesis,
                       synthesis_cardinalities)
 from .step_counts import bounded_steps
-from .requests import (Job, RunOptions, SearchOptions, Settings, job_size_text, limits_of, reduces_something,
-                       warn_memory, whole_groups)
+from .demand import Demand, Reduction, no_model_options, parse_reduction
+from .requests import (DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, RunOptions, SearchOptions, Settings, job_size_text,
+                       limits_of, whole_groups)
 from .search import SearchStats, run_search
 from .config_task import ConfigResult, ConfigTask
-from .step_workload import Overlap, PartTiming, StepWorkload, axis_rows, overlap_text, step_workload
+from .step_workload import Overlap, PartTiming, axis_rows, overlap_text
 
-__all__ = ["Reduction", "parse_reduction", "default_matrix", "default_data_axis", "DefaultPlacement", "default_placement", "PlanChoice", "Plan", "plan_tasks", "build_plans",
+__all__ = ["Reduction", "parse_reduction", "data_axis_of", "default_matrix", "default_data_axis", "DefaultPlacement", "default_placement", "PlanChoice", "Plan", "plan_tasks", "build_plans",
            "plan_scores", "PlanRequest", "PlanResult", "plan_cost", "run_plan"]
-
-
-@dataclass(frozen=True)
-class Reduction:
-    axes: tuple[int, ...]
-    bytes: int
-    count: int = 1
-
-    @property
-    def label(self) -> str:
-        return f"{','.join(map(str, self.axes))}:{self.bytes}B x {self.count}"
-
-
-_RED = re.compile(r"^\s*([\w,\s-]+?)\s*:\s*([^x]+?)\s*(?:x\s*(\S+))?\s*$")
-
-
-def parse_reduction(text: str, names: Sequence[str] = ()) -> Reduction:
-    """Parse ``"0:4GiB"``, ``"1:512MiB x 24"``, ``"0,2:1GiB"`` or, with axis names, ``"tensor:512MiB x 24"``.
-
-    Examples
-    --------
-    >>> parse_reduction("1:512MiB x 24")
-    Reduction(axes=(1,), bytes=536870912, count=24)
-    >>> parse_reduction("data,pipeline:1GiB", ("data", "tensor", "pipeline")).axes
-    (0, 2)
-    """
-    m = _RED.match(text)
-    if not m:
-        raise InputError(f"reduction: {text!r} is not AXES:SIZE[ x COUNT], e.g. \"1:512MiB x 24\"")
-    axes = axis_indices(m.group(1), tuple(names), "reduction axes")
-    count = 1 if m.group(3) is None else positive_int(m.group(3), "reduction count")
-    return Reduction(tuple(sorted(set(axes))), byte_size(m.group(2), "reduction size"), count)
 
 
 def default_matrix(matrices: Sequence[Matrix], data_axis: int, names: Sequence[str] | None = None) -> Matrix:
@@ -270,66 +237,66 @@ def build_plans(reductions: Sequence[Reduction], results: Sequence[ConfigResult]
     return plans
 
 
+def data_axis_of(data_axis: Any, names: Sequence[str], sizes: Sequence[int]) -> tuple[int, bool]:
+    """The data-parallel axis (``--data-axis``, by index or name; default: :func:`default_data_axis`), and whether
+    there is one: False where the axes are named, none like data, and none was given (the axis is then only the
+    one the default placement puts outermost)."""
+    text = as_text(default_data_axis(names) if data_axis is None else data_axis, "data-axis")
+    (axis, *more) = axis_indices(text, names, "data-axis")
+    if more:
+        raise InputError(f"data-axis: {text!r} names {len(more) + 1} axes; give one")
+    if not 0 <= axis < len(sizes):
+        raise InputError(f"data-axis: {axis} is out of range 0..{len(sizes) - 1}")
+    return axis, data_axis is not None or any(n.lower() in DATA_AXIS_NAMES for n in names) or is_default(names)
+
+
 @dataclass(frozen=True)
 class PlanRequest:
     job: Job
-    reductions: tuple[Reduction, ...]
+    demand: Demand  # the reductions, and for a model's step (--model) its other collectives and overlap
     data_axis: int
     settings: Settings
     search: SearchOptions
     limits: Limits
     run: RunOptions
-    step: StepWorkload | None = None  # a model's whole step (--model): its AllReduces are in ``reductions``
     # False where the axes are named, none like data and no --data-axis is given: data_axis is then only the
     # axis the default placement puts outermost (default_data_axis), no data axis
     has_data_axis: bool = True
 
     @classmethod
-    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reductions: Any = (),
-              data_axis: Any = None, algo: str = "auto", proto: str = "auto", engine: str = "des",
-              profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+    def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reductions: Any = (),
+              data_axis: Any = None, algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto,
+              engine: str = DEFAULT_SETTINGS.engine, profile: Any = DEFAULT_SETTINGS.rules.profile.value,
+              max_size: Any = DEFAULT_SETTINGS.rules.max_size, order: Any = DEFAULT_SETTINGS.order.value,
               exhaustive: bool = False, budget: Any = None, top_matrices: Any = None, workers: Any = None,
               scheduler: str | None = None, scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
               yes: bool = False, model: Any = None, train: Any = None, compute_per_layer: Any = None) -> PlanRequest:
         """``reductions``: texts like ``"data:8GiB"`` and ``"tensor:64MiB x 24"``, or :class:`Reduction` values;
         ``model`` (with ``train`` and ``compute_per_layer``): a model's whole step, its AllReduces first, then
-        the reductions given."""
-        job = Job.build(system, nodes, axes, "0", None)
-        p, names = job.axes, job.axis_names
-        if isinstance(reductions, (str, Reduction)):
-            reductions = [reductions]
-        step = None
+        the reductions given (:meth:`~p2sim.studies.demand.Demand.of_model`)."""
+        job = Job.build(system, nodes, axes)
         if model is None:
-            for name, value in (("train", train), ("compute-per-layer", compute_per_layer)):
-                if value is not None:
-                    raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
-            if not reductions:
-                raise InputError("reduction: give at least one --reduction AXES:SIZE[ x COUNT], or --model NAME|FILE")
+            no_model_options(train, compute_per_layer)
+            demand = Demand.of_reductions(reductions, job.axis_names, job.axes)
         else:
-            step = step_workload(model, train, names, p, compute_per_layer)
-        parsed = tuple(r if isinstance(r, Reduction) else parse_reduction(r, names) for r in reductions)
-        for r in parsed:
-            reduces_something(p, r.axes)
-            if not isinstance(r.count, int) or r.count < 1 or r.bytes * r.count > MAX_BYTES:
-                # as a model's step is bounded (p2sim.workload.step): its count reaches float() too
-                raise InputError(f"reduction: {format_bytes(r.bytes)} x {format_int(r.count)}"
-                                 " is more than 1 PiB in one step (or no positive count): no step reduces that much")
-        if step is not None:  # equal reductions (the model's and the user's) are one, their counts added
-            counts: dict[tuple[tuple[int, ...], int], int] = {}
-            for axes_, nbytes, count in [*step.reductions, *((r.axes, r.bytes, r.count) for r in parsed)]:
-                counts[(axes_, nbytes)] = counts.get((axes_, nbytes), 0) + count
-            parsed = tuple(Reduction(a, b, n) for (a, b), n in counts.items())
-        text = as_text(default_data_axis(names) if data_axis is None else data_axis, "data-axis")
-        (axis, *more) = axis_indices(text, names, "data-axis")
-        if more:
-            raise InputError(f"data-axis: {text!r} names {len(more) + 1} axes; give one")
-        if not 0 <= axis < len(p):
-            raise InputError(f"data-axis: {axis} is out of range 0..{len(p) - 1}")
+            demand = Demand.of_model(model, train, compute_per_layer, job.axis_names, job.axes, reductions)
+        axis, named = data_axis_of(data_axis, job.axis_names, job.axes)
         settings = Settings.of(algo, proto, engine, profile, max_size, order)
-        named = data_axis is not None or any(n.lower() in DATA_AXIS_NAMES for n in names) or is_default(names)
-        return cls(job, parsed, axis, settings, SearchOptions.of(exhaustive, budget, top_matrices),
+        return cls(job, demand, axis, settings, SearchOptions.of(exhaustive, budget, top_matrices),
                    limits_of(yes, max_matrices, max_simulations), RunOptions.of(workers, scheduler, scheduler_file),
-                   step, named)
+                   named)
+
+    @classmethod
+    def of(cls, job: Job, demand: Demand, settings: Settings, search: SearchOptions = SearchOptions(),
+           limits: Limits = Limits(), run: RunOptions = RunOptions()) -> PlanRequest:
+        """The plan of ``demand`` on ``job`` from values built already (whatif's points, check's step), with the
+        default data axis."""
+        axis, named = data_axis_of(None, job.axis_names, job.axes)
+        return cls(job, demand, axis, settings, search, limits, run, named)
+
+    @property
+    def reductions(self) -> tuple[Reduction, ...]:
+        return self.demand.reductions
 
 
 @dataclass(frozen=True, repr=False)
@@ -398,9 +365,9 @@ class PlanResult(Tabular):
 
     def _step_json(self) -> dict[str, Any]:
         """With a model: ``step``, the workload and the best and default plans by axis (the report's rows)."""
-        if self.request.step is None:
+        work, job = self.request.demand.workload, self.request.job
+        if work is None:  # named reductions: no model, no step to describe
             return {}
-        work, job = self.request.step, self.request.job
         rows = [axis_rows(pl, job.axis_names, job.topology.level_names, job.spec.node_level)
                 for pl in (self.best, self.default_plan)]
         return {"step": dict(work.to_json(), overlap=overlap_text(work), best_axes=rows[0], default_axes=rows[1],
@@ -453,7 +420,8 @@ def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
     settings = req.settings.each(topo)
-    cost, programs = plan_cost(req, mats, say=req.step is None)  # a whole step's said it (step_plan_cost)
+    # a whole step's said it (step_plan_cost)
+    cost, programs = plan_cost(req, mats, say=not req.demand.whole_step)
     total = programs * len(settings)
     what = (f"{plural(len(mats), 'matrix')}, {plural(len(req.reductions), 'reduction')} with "
             f"{plural(programs, 'program')} in all, {plural(len(settings), 'algorithm')}")
@@ -483,7 +451,6 @@ def run_plan(req: PlanRequest) -> PlanResult:
     whole_groups(topo)
     req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
     plans, stats, default = search_plans(req, enumerate_matrices(h, p))
-    largest = max(r.bytes for r in req.reductions)
-    warning = warn_memory(job.spec, largest, False, topo.node_count, "give a smaller --reduction size")
+    warning = req.demand.warn_memory(topo, "give a smaller --reduction size")
     return PlanResult(req, tuple(plans), default.matrix, stats, default.basis,
                       () if warning is None else (warning,))

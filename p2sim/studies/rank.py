@@ -18,7 +18,6 @@ from ..collectives import check_proto
 from ..collectives.binding import Binding
 from ..formalism.hierarchy import Order
 from ..formalism.naming import describe_placement
-from ..formalism.synthesis import DEFAULT_MAX_SIZE
 from ..formalism.placement import (Matrix, Placement, count_matrices, enumerate_matrices, format_matrix,
                                    parse_matrix)
 from ..sim import ModelConfig
@@ -33,15 +32,17 @@ from .jobsize import Limits, check_job, estimate, hashed, plural, program_counts
 from .step_counts import bounded_steps
 from .contexts import context_of
 from .orders import OrderComparison, compare_orders, orders_agree
-from .plan import DefaultPlacement, PlanRequest, PlanResult, default_data_axis, default_placement
-from .step_plan import run_step_plan
+from .demand import DEFAULT_REDUCE, Demand, no_model_options
+from .plan import DefaultPlacement, default_data_axis, default_placement
 from .ranking import MatrixSummary, RankEntry, Ranking, rank_results, split_by_matrix
-from .requests import (Job, RunOptions, SearchOptions, Settings, algorithms, job_size_text, limits_of,
+from .requests import (DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, RunOptions, SearchOptions, Settings, algorithms, job_size_text, limits_of,
                        reduces_something, whole_groups)
 from .search import SearchStats, run_search
 from .config_task import ConfigTask
 
-__all__ = ["RankRequest", "RankResult", "run_rank", "scope_note"]
+__all__ = ["RankRequest", "RankResult", "run_rank", "scope_note", "DEFAULT_TOP"]
+
+DEFAULT_TOP = 10  # the ranking's entries shown
 
 
 def scope_note(p: tuple[int, ...], red: tuple[int, ...], names: tuple[str, ...]) -> str:
@@ -53,9 +54,17 @@ def scope_note(p: tuple[int, ...], red: tuple[int, ...], names: tuple[str, ...])
             f"{', '.join(others)} is not counted (p2sim plan weighs every reduction of a training step)")
 
 
+# rank --model: the question is plan's (every placement by a model's whole step), refused here where the
+# request is built, so that rank answers one type (RankResult)
+_MODEL_IS_PLANS = ("model: rank ranks the programs of one reduction (--reduce, --bytes); a model's whole step is "
+                   "p2sim plan's question: give the same options to p2sim plan --model (p2sim.plan(model=...)), "
+                   "which ranks every placement by it")
+
+
 @dataclass(frozen=True)
 class RankRequest:
     job: Job
+    demand: Demand  # the one reduction: its axes (as given) and buffer per GPU
     matrices: tuple[Matrix, ...] | None  # None: every matrix
     top: int
     settings: Settings  # the algorithm as asked: auto, ring, tree, nvls, nvls_tree or both
@@ -63,25 +72,23 @@ class RankRequest:
     limits: Limits
     run: RunOptions
     compare_orders: bool = False
-    step: PlanRequest | None = None  # --model: the whole step, ranked as plan --model ranks it
 
     @classmethod
-    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
-              bytes: Any = None, top: Any = 10, algo: str = "auto", proto: str = "auto",  # noqa: A002
-              engine: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
-              compare_orders: bool = False, exhaustive: bool = False, budget: Any = None, top_matrices: Any = None,
-              workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
-              max_matrices: Any = None, max_simulations: Any = None, yes: bool = False, model: Any = None,
-              train: Any = None, compute_per_layer: Any = None) -> RankRequest:
-        """``model`` (with ``train``, ``compute_per_layer``): every collective of the model's step counted, by
-        plan's step machinery (:func:`~p2sim.studies.step_plan.run_step_plan`); the step says what is reduced,
-        so ``reduce``, ``bytes``, ``matrix`` and ``compare_orders`` are refused beside it."""
+    def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE,
+              matrix: Any = None, bytes: Any = None, top: Any = DEFAULT_TOP, algo: str = DEFAULT_SETTINGS.algo,  # noqa: A002
+              proto: str = DEFAULT_SETTINGS.proto, engine: str = DEFAULT_SETTINGS.engine,
+              profile: Any = DEFAULT_SETTINGS.rules.profile.value, max_size: Any = DEFAULT_SETTINGS.rules.max_size,
+              order: Any = DEFAULT_SETTINGS.order.value, compare_orders: bool = False, exhaustive: bool = False,
+              budget: Any = None, top_matrices: Any = None, workers: Any = None, scheduler: str | None = None,
+              scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None, yes: bool = False,
+              model: Any = None, train: Any = None, compute_per_layer: Any = None) -> RankRequest:
+        """The ranking of one reduction (:meth:`~p2sim.studies.demand.Demand.of_reduce`); ``model`` is refused,
+        pointing to plan, which ranks every placement by a model's whole step."""
         if model is not None:
-            return cls._with_model(locals())
-        for name, value in (("train", train), ("compute-per-layer", compute_per_layer)):
-            if value is not None:
-                raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
-        job = Job.build(system, nodes, axes, reduce, bytes)
+            raise InputError(_MODEL_IS_PLANS)
+        no_model_options(train, compute_per_layer)
+        job = Job.build(system, nodes, axes)
+        demand = Demand.of_reduce(reduce, bytes, job.axis_names, job.topology)
         # rank has always checked the engine before --top, and the protocol before the rules: the first of
         # several bad values is the one refused
         check_engine(engine)
@@ -93,23 +100,8 @@ class RankRequest:
         limits = limits_of(yes, max_matrices, max_simulations)
         mats = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str)
                                             else tuple(tuple(r) for r in matrix),)
-        return cls(job, mats, k, settings, search, limits,
+        return cls(job, demand, mats, k, settings, search, limits,
                    RunOptions.of(workers, scheduler, scheduler_file), bool(compare_orders))
-
-    @classmethod
-    def _with_model(cls, given: dict[str, Any]) -> RankRequest:
-        """rank --model: plan's request for the model's step, rank's own options checked beside it."""
-        for name, value, unset in (("reduce", given["reduce"], "0"), ("bytes", given["bytes"], None),
-                                   ("matrix", given["matrix"], None), ("compare-orders", given["compare_orders"], False)):
-            if value != unset and not (name == "reduce" and str(value) == unset):
-                raise InputError(f"{name}: with --model the step's collectives say what is reduced and every "
-                                 f"placement is ranked; leave --{name} out (or rank without --model)")
-        step = PlanRequest.build(**{k: given[k] for k in (
-            "system", "nodes", "axes", "algo", "proto", "engine", "profile", "max_size", "order", "exhaustive",
-            "budget", "top_matrices", "workers", "scheduler", "scheduler_file", "max_matrices", "max_simulations",
-            "yes", "model", "train", "compute_per_layer")})
-        k = positive_int(as_text(given["top"], "top"), "top")
-        return cls(step.job, None, k, step.settings, step.search, step.limits, step.run, False, step)
 
 
 @dataclass(frozen=True, repr=False)
@@ -197,7 +189,7 @@ class RankResult(Tabular):
                "axis_names": list(job.axis_names), "level_names": list(topo.level_names),
                "reduce_axes": sorted(set(self.reduce_axes)), "scope": self.scope, "order": req.settings.order.value,
                "algo": req.settings.algo, "proto": req.settings.proto, "model": req.settings.engine,
-               "bytes_per_gpu": job.bytes_per_gpu,
+               "bytes_per_gpu": req.demand.bytes_per_gpu,
                "config": ModelConfig.of(topo.spec).to_json(topo.spec),
                "best_bounds": [b.to_json() for b in self.best_bindings],
                "best_placement": {"matrix": [list(r) for r in self.best.matrix],
@@ -212,11 +204,8 @@ class RankResult(Tabular):
         return doc
 
 
-def run_rank(req: RankRequest) -> RankResult | PlanResult:
-    """The ranking of every (matrix, program); with a model (``req.step``), plan's ranking of placements by the
-    model's whole step (a :class:`~p2sim.studies.plan.PlanResult`, as ``plan --model`` gives it)."""
-    if req.step is not None:
-        return run_step_plan(req.step)
+def run_rank(req: RankRequest) -> RankResult:
+    """The ranking of every (matrix, program) of the request's one reduction."""
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
     if req.matrices is None:
@@ -225,7 +214,7 @@ def run_rank(req: RankRequest) -> RankResult | PlanResult:
     else:
         mats = list(req.matrices)
     Placement.of(h, p, mats[0])  # a given matrix is checked before any work
-    red = reduces_something(p, job.reduce_axes)
+    red = reduces_something(p, req.demand.reduce_axes)
     whole_groups(topo)
     settings = req.settings.each(topo)
     rules = req.settings.rules
@@ -238,7 +227,7 @@ def run_rank(req: RankRequest) -> RankResult | PlanResult:
     tasks: list[ConfigTask] = []
     for s in settings:
         base = ConfigTask(spec=topo.spec, nodes=topo.nodes, axes=p, reduce_axes=tuple(red),
-                         bytes_per_gpu=job.bytes_per_gpu, settings=s)
+                         bytes_per_gpu=req.demand.bytes_per_gpu, settings=s)
         tasks += split_by_matrix(base, mats)
     others: list[ConfigTask] = []
     if req.compare_orders:
@@ -262,7 +251,7 @@ def run_rank(req: RankRequest) -> RankResult | PlanResult:
     cost = replace(estimate(topo.devices, 1, 0, req.run.processes(len(tasks + others)),
                             [synthesis_cardinalities(m, red) for m in mats]), steps=steps)
     req.limits.check_cost(cost, where, smaller)
-    warning = job.warn_memory()
+    warning = req.demand.warn_memory(topo)
     rest_results: list = []
     with req.run.executor(len(tasks + others)) as ex:
         announce(f"{what}: {size} in {plural(len(tasks + others), 'task')} {req.run.where(len(tasks + others))}, "

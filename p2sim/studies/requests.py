@@ -7,9 +7,9 @@ and the value.  Every value here is then valid; the studies never parse again.
 
 Examples
 --------
->>> job = Job.build(system="a100", axes={"data": 4, "tensor": 8}, reduce=["data"])
->>> job.axes, job.axis_names, job.reduce_axes, job.bytes_per_gpu
-((4, 8), ('data', 'tensor'), (0,), 4294967296)
+>>> job = Job.build(system="a100", axes={"data": 4, "tensor": 8})
+>>> job.axes, job.axis_names, job.axes_text
+((4, 8), ('data', 'tensor'), 'data=4,tensor=8')
 >>> Job.build(system="a100", axes="3,4")
 Traceback (most recent call last):
 ...
@@ -42,16 +42,22 @@ from ..topology import Topology, find_spec, load_system
 from ..topology.spec import SystemSpec
 from ..util.errors import InputError, PlacementError
 from ..util.log import warn
-from ..util.parsing import (as_text, axes_spec, axis_indices, byte_size, default_axis_names, int_list, named_parts,
+from ..util.parsing import (as_text, axes_spec, default_axis_names, int_list, named_parts,
                             positive_int)
 from ..util.units import format_bytes
 from .contexts import context_of
 from .executor import Executor, capped_workers, check_scheduler, make_executor, scheduler_from_file
 from .jobsize import DEFAULT_BYTES_HELP, Limits, plural
 
-__all__ = ["Job", "Rules", "Settings", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
+__all__ = ["Job", "Rules", "Settings", "DEFAULT_SYSTEM", "DEFAULT_ORDER", "DEFAULT_SETTINGS", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
            "topology_of", "whole_groups", "layout_of", "axis_names_of", "reduces_something", "warn_memory", "job_size_text",
            "limits_of", "DEFAULT_BYTES_HELP"]
+
+
+# each default written once, beside its type (as httpx's Timeout and DEFAULT_TIMEOUT_CONFIG): p2sim.options, the
+# command line's --help and the API's signatures read them from here
+DEFAULT_SYSTEM = "a100"  # the system of every command that simulates one (placements, synth and validate need none)
+DEFAULT_ORDER = Order.ALIGNED  # the synthesis hierarchy's levels stay hardware levels
 
 
 def optional_int(value: Any, field: str) -> int | None:
@@ -147,26 +153,19 @@ def warn_memory(spec: SystemSpec, nbytes: float, default: bool, nodes: int, hint
 
 @dataclass(frozen=True)
 class Job:
-    """A system at a node count, axes (sizes and names), reduction axes and a buffer per GPU."""
+    """A system at a node count, and the job's axes (sizes and names); what it reduces is its request's
+    :class:`~p2sim.studies.demand.Demand`."""
 
     context: SimulationContext  # the system built for the node count, and what its simulations keep
     axes: tuple[int, ...]
     axis_names: tuple[str, ...]
-    reduce_axes: tuple[int, ...]  # as given (validated against the axes by the study, after its other checks)
-    bytes_per_gpu: int
-    default_bytes: bool  # the buffer is P2's default (it grows with the node count)
 
     @classmethod
-    def build(cls, system: str | SystemSpec = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0",
-              bytes: Any = None) -> Job:  # noqa: A002 - the option's name
+    def build(cls, system: str | SystemSpec = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None) -> Job:
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         ctx = context_of(spec, optional_int(nodes, "nodes"))  # the one its tasks find again in this process
-        topo = ctx.topo
-        _, p = sizes_of(axes, topo.hierarchy)
-        names = axis_names_of(axes, len(p))
-        red = axis_indices(as_text(reduce, "reduce"), names, "reduce")
-        nbytes = default_bytes(topo) if bytes is None else byte_size(as_text(bytes, "bytes"))
-        return cls(ctx, p, names, red, nbytes, bytes is None)
+        _, p = sizes_of(axes, ctx.topo.hierarchy)
+        return cls(ctx, p, axis_names_of(axes, len(p)))
 
     @property
     def topology(self) -> Topology:
@@ -185,19 +184,16 @@ class Job:
     def spec(self) -> SystemSpec:
         return self.topology.spec
 
-    def warn_memory(self) -> str | None:
-        return warn_memory(self.spec, self.bytes_per_gpu, self.default_bytes, self.topology.node_count)
-
 
 @dataclass(frozen=True)
 class Rules:
     """The synthesis rule profile and the longest program."""
 
-    profile: Profile = Profile.PAPER
-    max_size: int = DEFAULT_MAX_SIZE
+    profile: Profile = Profile.PAPER  # P2's rule profile (its program counts)
+    max_size: int = DEFAULT_MAX_SIZE  # longest program, P2's
 
     @classmethod
-    def of(cls, profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE) -> Rules:
+    def of(cls, profile: Any = Profile.PAPER.value, max_size: Any = DEFAULT_MAX_SIZE) -> Rules:
         return cls(Profile.parse(profile), positive_int(as_text(max_size, "max-size"), "max-size"))
 
 
@@ -215,16 +211,17 @@ class Settings:
     (['ring', 'tree'], 4, <Order.P2: 'p2'>)
     """
 
-    algo: str = "auto"  # as asked: auto, one algorithm, or both
-    proto: str = "auto"
-    engine: str = "des"
+    algo: str = SimSettings.algo  # as asked: auto, one algorithm, or both
+    proto: str = SimSettings.proto
+    engine: str = SimSettings.engine
     rules: Rules = field(default_factory=Rules)
-    order: Order = Order.ALIGNED  # the device order of reduction groups
+    order: Order = DEFAULT_ORDER  # the device order of reduction groups
     config: ModelConfig | None = None  # the rates; None: the system file's [model] settings
 
     @classmethod
-    def of(cls, algo: Any = "auto", proto: Any = "auto", engine: Any = "des", profile: Any = "paper",
-           max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned") -> Settings:
+    def of(cls, algo: Any = SimSettings.algo, proto: Any = SimSettings.proto, engine: Any = SimSettings.engine,
+           profile: Any = Rules.profile.value, max_size: Any = Rules.max_size, order: Any = DEFAULT_ORDER.value
+           ) -> Settings:
         """The settings from a user's values (text or typed), each refused with its field and value."""
         engine = check_engine(engine)
         algorithms(algo)
@@ -239,6 +236,19 @@ class Settings:
     def each(self, topo: Topology | None = None) -> list[Settings]:
         """One settings value per algorithm the setting runs (each refused here if it cannot run on ``topo``)."""
         return [replace(self, algo=a) for a in algorithms(self.algo, topo, self.proto)]
+
+    def options(self) -> dict[str, Any]:
+        """The settings as the command line's options give them (``algo``, ``proto``, ``engine``, ``profile``,
+        ``max_size``, ``order``): what a request's ``build`` takes, checked there as any other value.
+
+        >>> Settings().options()
+        {'algo': 'auto', 'proto': 'auto', 'engine': 'des', 'profile': 'paper', 'max_size': 5, 'order': 'aligned'}
+        """
+        return {"algo": self.algo, "proto": self.proto, "engine": self.engine, "profile": self.rules.profile.value,
+                "max_size": self.rules.max_size, "order": self.order.value}
+
+
+DEFAULT_SETTINGS = Settings()  # NCCL's own choice (NCCL_ALGO, NCCL_PROTO unset), the des engine, P2's rules, aligned
 
 
 @dataclass(frozen=True)

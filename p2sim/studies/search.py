@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..formalism.placement import Matrix
-from ..sim.simulator import BOUND_SLACK
+from ..sim.simulator import BOUND_SLACK, Simulator
 from .executor import Executor, run_all
 from .config_task import ALLREDUCE_TEXT, ConfigResult, ProgramTiming, ConfigTask, run_task, task_context
 
@@ -120,7 +120,7 @@ def allreduce_task(task: ConfigTask) -> tuple[ProgramTiming, ...]:
     """Every matrix's AllReduce simulated (the task's programs must include it, as synthesis gives them)."""
     ctx = task_context(task)
     syn = task.synthesis(ctx.topo)
-    sim = task.settings.sim.simulator(ctx.topo, ctx)
+    sim = Simulator(ctx.topo, task.settings.sim, context=ctx)
     out = []
     for mp in syn.matrices:
         prog = next(p for p in mp.programs if p.text == ALLREDUCE_TEXT)
@@ -142,7 +142,7 @@ def bound_task(task: ConfigTask | BoundJob) -> Bounds:
     ctx = task_context(task)
     topo = ctx.topo
     syn = task.synthesis(topo)
-    sim = task.settings.sim.simulator(topo, ctx)
+    sim = Simulator(topo, task.settings.sim, context=ctx)
     given = {} if job is None else {ar.matrix: ar for ar in job.allreduce}
     progs, ars = [], []
     for mp in syn.matrices:

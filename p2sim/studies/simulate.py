@@ -21,15 +21,16 @@ from ..formalism.hierarchy import LoweredStep, Order
 from ..formalism.naming import describe_placement
 from ..formalism.placement import Matrix, count_matrices, format_matrix, parse_matrix
 from ..formalism.program import Program, parse_program
-from ..formalism.synthesis import DEFAULT_MAX_SIZE, placement_lowerings, synthesize, validate_program
-from ..sim import ModelConfig, ProgramResult
+from ..formalism.synthesis import placement_lowerings, synthesize, validate_program
+from ..sim import ModelConfig, ProgramResult, Simulator
 from ..sim.engines import check_engine
 from ..util.errors import InputError
 from ..util.log import announce, progress
 from ..util.table import Tabular
 from ..util.units import format_seconds
 from .jobsize import Limits, plural, program_counts
-from .requests import Job, Rules, Settings, limits_of
+from .demand import DEFAULT_REDUCE, Demand
+from .requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, Rules, Settings, limits_of
 
 __all__ = ["SimulateRequest", "SimulateResult", "run_simulate", "program_result_json"]
 
@@ -37,6 +38,7 @@ __all__ = ["SimulateRequest", "SimulateResult", "run_simulate", "program_result_
 @dataclass(frozen=True)
 class SimulateRequest:
     job: Job
+    demand: Demand  # the one reduction: its axes (as given) and buffer per GPU
     matrices: tuple[Matrix, ...] | None  # None: every matrix
     program: str  # a program's text, or "all"
     settings: Settings
@@ -44,12 +46,13 @@ class SimulateRequest:
     trace: bool = False  # keep every flow (for a Chrome trace)
 
     @classmethod
-    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", matrix: Any = None,
-              program: str = "all", algo: str = "auto", proto: str = "auto", bytes: Any = None,  # noqa: A002
-              engine: str = "des", profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+    def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE, matrix: Any = None,
+              program: str = "all", algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto, bytes: Any = None,  # noqa: A002
+              engine: str = DEFAULT_SETTINGS.engine, profile: Any = DEFAULT_SETTINGS.rules.profile.value, max_size: Any = DEFAULT_SETTINGS.rules.max_size, order: Any = DEFAULT_SETTINGS.order.value,
               trace: bool = False, max_matrices: Any = None, max_simulations: Any = None, yes: bool = False
               ) -> SimulateRequest:
-        job = Job.build(system, nodes, axes, reduce, bytes)
+        job = Job.build(system, nodes, axes)
+        demand = Demand.of_reduce(reduce, bytes, job.axis_names, job.topology)
         check_engine(engine)
         if trace and engine == "analytic":
             raise InputError("trace: --trace needs --engine des; the analytic engine computes each step in closed form "
@@ -58,7 +61,7 @@ class SimulateRequest:
                                             tuple(tuple(r) for r in matrix),)
         # the algorithm and protocol as given: the simulator checks them, after the program's own checks
         settings = Settings(algo, proto, engine, Rules.of(profile, max_size), Order.parse(order))
-        return cls(job, mats, program, settings, limits_of(yes, max_matrices, max_simulations), bool(trace))
+        return cls(job, demand, mats, program, settings, limits_of(yes, max_matrices, max_simulations), bool(trace))
 
 
 @dataclass(frozen=True, repr=False)
@@ -101,7 +104,7 @@ class SimulateResult(Tabular):
             "system": topo.spec.name, "nodes": topo.node_count, "axes": list(job.axes),
             "axis_names": list(job.axis_names), "level_names": list(topo.level_names),
             "reduce_axes": list(self.reduce_axes), "order": s.order.value, "algo": s.algo, "model": s.engine,
-            "bytes_per_gpu": job.bytes_per_gpu, "proto": s.proto, "config": self.config.to_json(topo.spec),
+            "bytes_per_gpu": self.request.demand.bytes_per_gpu, "proto": s.proto, "config": self.config.to_json(topo.spec),
             "programs": self.table(),
         }
 
@@ -126,15 +129,15 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
     if req.program == "all":
         if req.matrices is None:
             req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
-        lws = placement_lowerings(h, p, job.reduce_axes, req.matrices, settings.order)
-        counts = program_counts([lw.placement.matrix for lw in lws], job.reduce_axes, rules.profile,
+        lws = placement_lowerings(h, p, req.demand.reduce_axes, req.matrices, settings.order)
+        counts = program_counts([lw.placement.matrix for lw in lws], req.demand.reduce_axes, rules.profile,
                                 rules.max_size, req.limits)
         req.limits.check_simulations(sum(counts), f"{plural(len(lws), 'matrix')} with {sum(counts)} programs")
         work = [(lw.placement.matrix, lw, synthesize(lw.synthesis, rules.profile, rules.max_size))
                 for lw in lws]
     else:
         # one program: check it on compact states; nothing is synthesized
-        lws = placement_lowerings(h, p, job.reduce_axes, req.matrices, settings.order)
+        lws = placement_lowerings(h, p, req.demand.reduce_axes, req.matrices, settings.order)
         if len(lws) > 1:
             options = "; ".join(f'"{format_matrix(lw.placement.matrix)}"' for lw in lws)
             raise InputError(f"matrix: axes {','.join(map(str, p))} have {len(lws)} matrices; "
@@ -147,11 +150,11 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
             raise InputError(f"algo: {algo} runs none of the program's collectives ({', '.join(dict.fromkeys(ops))}): "
                              f"it runs {', '.join(algorithm(forced(algo)[0]).collectives)} (NCCL's tuning.cc)")
         work = [(lws[0].placement.matrix, lws[0], (prog,))]
-    sim = settings.sim.simulator(topo, trace=req.trace)
+    sim = Simulator(topo, settings.sim, trace=req.trace)
     for _, lowering, programs in work:  # every program's steps can run the forced algorithm, before any runs
         for prog in programs:
             sim.check_forced(prog, lowering.lower(prog))
-    warning = job.warn_memory()
+    warning = req.demand.warn_memory(job.topology)
     if req.program == "all":
         announce(f"{plural(len(work), 'matrix')}, {plural(sum(len(w[2]) for w in work), 'simulation')}")
     rows, lowered, bounds = [], [], []
@@ -159,9 +162,9 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
     with progress("simulating", sum(len(w[2]) for w in work)) as advance:
         for matrix, lowering, programs in work:
             for prog in programs:
-                rows.append((matrix, prog, sim.simulate(lowering, prog, job.bytes_per_gpu)))
+                rows.append((matrix, prog, sim.simulate(lowering, prog, req.demand.bytes_per_gpu)))
                 lowered.append(tuple(lowering.lower(prog)))
-                bounds.append(sim.bindings(lowering, prog, job.bytes_per_gpu))
+                bounds.append(sim.bindings(lowering, prog, req.demand.bytes_per_gpu))
                 advance(1)
     return SimulateResult(req, lws[0].reduce_axes, sim.config, tuple(rows), tuple(lowered),
                           () if warning is None else (warning,), tuple(bounds))

@@ -22,6 +22,7 @@ from ..util.errors import InputError
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from ..collectives import check_algo, check_forced, check_proto
+from ..sim import Simulator
 from ..sim.sim_settings import SimSettings
 from ..sim.engines import check_engine
 from ..topology import Topology
@@ -31,12 +32,20 @@ from ..util.parsing import as_text, nccl_tests_size, positive_int
 from ..util.table import Tabular
 from ..util.units import format_bytes
 from ..util.log import announce
-from .requests import limits_of, optional_int, topology_of
+from .requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM, limits_of, optional_int, topology_of
 from .jobsize import PROCESS_BYTES, STRUCTURE_BYTES_PER_GPU, Limits, duration, plural
 from ..collectives.busbw import SIMULATED, bus_factor
 
 __all__ = ["SweepPoint", "sizes", "sweep_sizes", "nccl_tests_sizes", "SweepRequest", "SweepResult", "run_sweep",
-           "COLLECTIVE_NAMES", "SweepCost", "sweep_cost"]
+           "DEFAULT_COLLECTIVE", "DEFAULT_MINBYTES", "DEFAULT_MAXBYTES", "DEFAULT_STEPFACTOR", "COLLECTIVE_NAMES",
+           "SweepCost", "sweep_cost"]
+
+# a sweep as nccl-tests' README runs all_reduce_perf (-b 8 -e 256M -f 2), on to 1 GiB: its collective, first and last
+# sizes and factor between sizes, as the command line takes them
+DEFAULT_COLLECTIVE = "AllReduce"
+DEFAULT_MINBYTES = "8"
+DEFAULT_MAXBYTES = "1GiB"
+DEFAULT_STEPFACTOR = "2"
 
 # nccl-tests' binary names and p2sim's collective names
 COLLECTIVE_NAMES = {"allreduce": "AllReduce", "all_reduce": "AllReduce", "reducescatter": "ReduceScatter",
@@ -139,7 +148,7 @@ def sweep_sizes(topo: Topology, collective: str, members: Iterable[int], points:
     group = tuple(members)
     if len(group) < 2:
         raise InputError("gpus: a collective needs at least two GPUs")
-    sim = settings.simulator(topo)
+    sim = Simulator(topo, settings)
     step = LoweredStep(Op(collective), (group,))
     out = []
     sizes = nccl_tests_sizes(collective, len(group), points)
@@ -192,9 +201,10 @@ class SweepRequest:
     limits: Limits = Limits()  # its estimated cost is checked against them (--yes lifts them)
 
     @classmethod
-    def build(cls, system: str | SystemSpec = "a100", nodes: Any = None, gpus_per_node: Any = None,
-              collective: str = "AllReduce", minbytes: Any = "8", maxbytes: Any = "1GiB", stepfactor: Any = "2",
-              algo: str = "auto", proto: str = "auto", engine: str = "des", yes: bool = False) -> SweepRequest:
+    def build(cls, system: str | SystemSpec = DEFAULT_SYSTEM, nodes: Any = None, gpus_per_node: Any = None,
+              collective: str = DEFAULT_COLLECTIVE, minbytes: Any = DEFAULT_MINBYTES, maxbytes: Any = DEFAULT_MAXBYTES,
+              stepfactor: Any = DEFAULT_STEPFACTOR,
+              algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto, engine: str = DEFAULT_SETTINGS.engine, yes: bool = False) -> SweepRequest:
         topo = topology_of(system, nodes)
         coll = COLLECTIVE_NAMES.get(collective.lower().replace("-", "_").removesuffix("_perf"))
         if coll is None:

@@ -77,8 +77,8 @@ def placement_steps(result: Any, extra: StepSettings = StepSettings()) -> tuple[
     """Each placement of a model-driven :class:`~p2sim.studies.plan.PlanResult`, fastest step first (() where
     the job's levels are not the whole system's, which ``p2sim step`` places differently)."""
     req = result.request
-    work, job = req.step, req.job
-    if work is None:
+    work, job = req.demand.workload, req.job
+    if work is None:  # named reductions: no model to time a step of
         return ()
     topo = job.topology
     names = tuple(_ALIAS.get(n.lower(), n.lower()) for n in job.axis_names)

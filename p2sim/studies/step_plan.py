@@ -30,15 +30,16 @@ from .executor import run_all
 from .jobsize import program_counts
 from .plan import (Plan, PlanChoice, PlanRequest, PlanResult, Reduction, default_placement, plan_cost, plan_tasks,
                    search_plans)
-from .requests import warn_memory, whole_groups
+from .demand import Demand
+from .requests import DEFAULT_ORDER, whole_groups
 from .search import SearchStats, bound_all
-from .step_workload import ENDS, PAIRS, Overlap, PartTiming, StepPart
+from .step_workload import ENDS, PAIRS, PartTiming, StepPart
 
 __all__ = ["part_groups", "simulate_parts", "cut_matrices", "step_matrices", "step_plan_cost", "run_step_plan"]
 
 
 def part_groups(part: StepPart, hierarchy: Sequence[int], axes: Sequence[int], matrix: Matrix,
-                order: str = "aligned") -> tuple[tuple[int, ...], ...]:
+                order: str = DEFAULT_ORDER.value) -> tuple[tuple[int, ...], ...]:
     """The global device groups of one call of ``part`` under ``matrix``.
 
     The groups of the part's axes in the lowering's device order (one axis: its coordinate, the stage
@@ -61,7 +62,7 @@ def part_groups(part: StepPart, hierarchy: Sequence[int], axes: Sequence[int], m
 
 
 def simulate_parts(sim: Simulator, parts: Sequence[StepPart], hierarchy: Sequence[int], axes: Sequence[int],
-                   matrix: Matrix, order: str = "aligned") -> tuple[PartTiming, ...]:
+                   matrix: Matrix, order: str = DEFAULT_ORDER.value) -> tuple[PartTiming, ...]:
     """Each part under ``matrix``: one lowered step of its collective over all its groups, NCCL's choice."""
     out = []
     for part in parts:
@@ -153,10 +154,9 @@ def step_plan_cost(req: PlanRequest, mats: Sequence[Matrix]) -> JobCost:
     collectives simulated on every matrix (event-driven, every GPU), the reductions bounded to cut matrices
     (all but the one :func:`_skipped`, whose plain AllReduce is simulated instead) and the search's own
     (:func:`~.plan.plan_cost`, counted on every matrix: the cut is not known before).  Refused past the limits."""
-    topo, work = req.job.topology, req.step
-    assert work is not None
+    topo = req.job.topology
     settings = req.settings.each(topo)
-    simulated = topo.devices * len(mats) * sum(_weight(part, req.job.axes) for part in work.parts)
+    simulated = topo.devices * len(mats) * sum(_weight(part, req.job.axes) for part in req.demand.parts)
     if not req.reductions:
         cost = estimate(topo.devices, 1, simulated, 1, [])
         req.limits.check_cost(cost, f"plan on {topo.spec.name} with {topo.node_count} nodes "
@@ -178,26 +178,30 @@ def step_matrices(req: PlanRequest) -> list[Matrix]:
     return enumerate_matrices(h, p)
 
 
+def _whole_step(demand: Demand) -> str:
+    """``the whole step of llama3-8b`` (its reductions and other collectives, where no model names them)."""
+    return ("the whole step" if demand.workload is None else f"the whole step of {demand.workload.model.name}")
+
+
 def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
     """Every matrix's whole step: the reductions' best programs, the other collectives, the overlap.
 
     ``cost``: its :func:`step_plan_cost`, where the caller estimated (and checked) it already."""
-    job, topo, work = req.job, req.job.topology, req.step
-    assert work is not None, "run_step_plan needs a request with a model's step"
+    job, topo, demand = req.job, req.job.topology, req.demand
     h, p = job.hierarchy, job.axes
     mats = step_matrices(req)
     # the other collectives run as NCCL picks for them, whatever --algo forces on the reductions' programs
-    sim = replace(req.settings.sim, algo="auto").simulator(topo, job.context)
+    sim = Simulator(topo, replace(req.settings.sim, algo="auto"), context=job.context)
     order = req.settings.order.value
     if cost is None:
         cost = step_plan_cost(req, mats)  # checked against the limits before anything is simulated
-    announce(f"{plural(len(mats), 'matrix')}, the whole step of {work.model.name}: {cost.brief()}")
-    if work.parts:
-        announce(f"{plural(len(mats), 'matrix')}: {plural(len(work.parts), 'other collective')} of the step "
+    announce(f"{plural(len(mats), 'matrix')}, {_whole_step(demand)}: {cost.brief()}")
+    if demand.parts:
+        announce(f"{plural(len(mats), 'matrix')}: {plural(len(demand.parts), 'other collective')} of the step "
                  "simulated under each")
-    parts_of = {m: simulate_parts(sim, work.parts, h, p, m, order) for m in mats}
-    backward = work.backward_seconds
-    overlap = None if backward is None else Overlap(backward, work.overlapped)
+    parts_of = {m: simulate_parts(sim, demand.parts, h, p, m, order) for m in mats}
+    overlap = demand.overlap
+    backward = None if overlap is None else overlap.backward_seconds
     if req.reductions:
         parts = {m: sum(pt.seconds * pt.part.count for pt in parts_of[m]) for m in mats}
         constant = {m: parts[m] - (backward or 0.0) for m in mats}
@@ -219,7 +223,8 @@ def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
         """The choice with what bounds its program's slowest step (Simulator.bindings, its algorithm's)."""
         if req.settings.engine == "baseline":
             return c
-        s = sims.get(c.algo) or sims.setdefault(c.algo, replace(req.settings.sim, algo=c.algo).simulator(topo, job.context))
+        s = sims.get(c.algo) or sims.setdefault(c.algo, Simulator(topo, replace(req.settings.sim, algo=c.algo),
+                                                                  context=job.context))
         lw = Lowering.of(Placement.of(h, p, m), c.reduction.axes, order)
         steps = s.bindings(lw, parse_program(c.program), float(c.reduction.bytes))
         return replace(c, bound=max(steps, key=lambda b: b.seconds).text)
@@ -227,7 +232,6 @@ def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
     whole = [replace(pl, choices=tuple(bound(pl.matrix, c) for c in pl.choices), parts=parts_of[pl.matrix],
                      overlap=overlap, whole_step=True) for pl in plans]
     whole.sort(key=lambda pl: (pl.total_seconds, pl.matrix))
-    largest = max([r.bytes for r in req.reductions] + [pt.size for pt in work.parts])
-    warning = warn_memory(job.spec, largest, False, topo.node_count, "give a smaller --reduction size")
+    warning = demand.warn_memory(topo, "give a smaller --reduction size")
     return PlanResult(req, tuple(whole), default.matrix, stats, default.basis, () if warning is None else (warning,),
                       cut)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..formalism.mesh import megatron_matrix
+from ..sim import Simulator
 from ..sim.sim_settings import SimSettings
 from ..topology import Topology
 from ..util.errors import InputError
@@ -251,7 +252,7 @@ def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, nod
         raise InputError(f"axes: {','.join(f'{a}={sizes[a]}' for a in names)} on {topo.spec.name}: no placement in "
                          f"Megatron-LM's rank order ({why})")
     index = {a: i for i, a in enumerate(names)}
-    sim = SimSettings(engine=engine).simulator(topo)
+    sim = Simulator(topo, SimSettings(engine=engine))
 
     def device(rank: int) -> int:  # the job's rank on the system's GPUs: its share of each node, first GPUs first
         return rank // per_node * node_gpus + rank % per_node

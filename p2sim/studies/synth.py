@@ -25,13 +25,14 @@ from ..formalism.naming import describe_placement
 from ..formalism.placement import (Matrix, Placement, count_matrices, enumerate_matrices, format_matrix,
                                    parse_matrix)
 from ..formalism.program import Program
-from ..formalism.synthesis import DEFAULT_MAX_SIZE, Synthesis, synthesize_placements
+from ..formalism.synthesis import Synthesis, synthesize_placements
 from ..topology.spec import SystemSpec
 from ..util.log import announce
 from ..util.parsing import as_text, axis_indices
 from ..util.table import HEAD_ROWS, Result
 from .jobsize import Limits, plural, synthesis_cardinalities
-from .requests import Rules, axis_names_of, layout_of, limits_of, reduces_something
+from .demand import DEFAULT_REDUCE
+from .requests import DEFAULT_SETTINGS, Rules, axis_names_of, layout_of, limits_of, reduces_something
 
 __all__ = ["PlacementsRequest", "PlacementsResult", "run_placements", "SynthRequest", "SynthResult", "run_synth",
            "program_json"]
@@ -104,8 +105,8 @@ class SynthRequest:
 
     @classmethod
     def build(cls, hierarchy: Any = None, system: str | SystemSpec | None = None, nodes: Any = None,
-              axes: Any = None, reduce: Any = "0", matrix: Any = None, profile: Any = "paper",
-              max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned", max_matrices: Any = None, yes: bool = False
+              axes: Any = None, reduce: Any = DEFAULT_REDUCE, matrix: Any = None, profile: Any = DEFAULT_SETTINGS.rules.profile.value,
+              max_size: Any = DEFAULT_SETTINGS.rules.max_size, order: Any = DEFAULT_SETTINGS.order.value, max_matrices: Any = None, yes: bool = False
               ) -> SynthRequest:
         h, p, levels, node_level = layout_of(hierarchy, system, nodes, axes)
         names = axis_names_of(axes, len(p))

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
-from ..sim import SimulationContext, Simulator
+from ..sim import SimSettings, SimulationContext, Simulator
 from ..topology import Topology
 
 __all__ = ["TunerRange", "Communicator", "tuner_ranges", "size_ranges", "communicators", "MIN_GAIN", "TUNER_SIZES"]
@@ -85,7 +85,7 @@ def _time(ctx: SimulationContext, sims: dict, algo: str, proto: str, op: str, me
     """The step's time and the (algorithm, protocol, channels) it ran (one group: one choice)."""
     sim = sims.get((algo, proto))
     if sim is None:
-        sim = sims[(algo, proto)] = Simulator(ctx.topo, algo, "des", proto=proto, context=ctx)
+        sim = sims[(algo, proto)] = Simulator(ctx.topo, SimSettings(algo, proto=proto, engine="des"), context=ctx)
     r = sim.step(LoweredStep(Op(op), (members,)), (float(size),))
     a, p, c = r.choices[0]
     return r.seconds, a, p, c
@@ -101,7 +101,7 @@ def size_ranges(topo: Topology, collective: str, members: tuple[int, ...], sizes
     """
     sims: dict = {}
     ctx = SimulationContext(topo)  # the simulators of every forced setting share its expansions
-    auto = sims[("auto", "auto")] = Simulator(topo, "auto", "des", proto="auto", context=ctx)
+    auto = sims[("auto", "auto")] = Simulator(topo, SimSettings("auto", proto="auto", engine="des"), context=ctx)
     pairs = auto.expander.available(collective, members)
     nodes = len({topo.node_of(m) for m in members})
     # per size: (changed, algo, proto, channels, seconds, default text, default seconds)

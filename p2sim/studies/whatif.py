@@ -24,7 +24,7 @@ from ..collectives.caches import structure_key
 from ..collectives.choice import serves
 from ..formalism.placement import Matrix, Placement, check_sizes, count_matrices, enumerate_matrices, format_matrix, parse_matrix
 from ..formalism.program import parse_program
-from ..formalism.synthesis import DEFAULT_MAX_SIZE, placement_lowerings, validate_program
+from ..formalism.synthesis import placement_lowerings, validate_program
 from ..topology import find_spec
 from ..topology.spec import SystemSpec
 from ..util.algorithms import algorithm, forced
@@ -38,7 +38,8 @@ from .jobsize import (Limits, StepCount, check_job, estimate, hashed, plural, pr
                       synthesis_cardinalities)
 from .step_counts import bounded_steps
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
-from .requests import (RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
+from .demand import DEFAULT_REDUCE, no_model_options
+from .requests import (DEFAULT_SETTINGS, DEFAULT_SYSTEM, RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
                        limits_of, optional_int, reduces_something, warn_memory, whole_groups)
 from .plan import PlanRequest
 from .search import SearchStats, run_search
@@ -68,12 +69,14 @@ class WhatifRequest:
     exhaustive: bool = False
     matrix: Matrix | None = None  # None: every matrix
     program: str = "all"  # a program's text (on one matrix), or every synthesized one
-    step: tuple[PlanRequest, ...] | None = None  # --model: plan --model's request at each point
+    # --model: plan's request at each point, its Demand the model's step on that point's axes (empty: the one
+    # reduction of --reduce and --bytes, resolved at each point as the points run)
+    plans: tuple[PlanRequest, ...] = ()
 
     @classmethod
-    def build(cls, system: Any = "a100", nodes: Any = None, axes: Any = None, reduce: Any = "0", vary: Any = (),
-              bytes: Any = None, algo: str = "auto", proto: str = "auto", engine: str = "des",  # noqa: A002
-              profile: Any = "paper", max_size: Any = DEFAULT_MAX_SIZE, order: Any = "aligned",
+    def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE, vary: Any = (),
+              bytes: Any = None, algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto, engine: str = DEFAULT_SETTINGS.engine,  # noqa: A002
+              profile: Any = DEFAULT_SETTINGS.rules.profile.value, max_size: Any = DEFAULT_SETTINGS.rules.max_size, order: Any = DEFAULT_SETTINGS.order.value,
               exhaustive: bool = False, workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False, matrix: Any = None,
               program: Any = "all", model: Any = None, train: Any = None,
@@ -82,13 +85,10 @@ class WhatifRequest:
         and ``program`` fix the placement and its program (as ``simulate`` takes them).  ``model`` (with
         ``train``, ``compute_per_layer``): the model's whole step at each point, as ``plan --model`` answers
         it; ``reduce``, ``bytes``, ``matrix`` and ``program`` are the step's to decide, refused beside it."""
-        given = dict(locals())
         if model is None:
-            for name, value in (("train", train), ("compute-per-layer", compute_per_layer)):
-                if value is not None:
-                    raise InputError(f"{name}: describes the training step of a --model; give --model NAME|FILE")
+            no_model_options(train, compute_per_layer)
         else:
-            check_step_options(given)
+            check_step_options(reduce=reduce, bytes=bytes, matrix=matrix, program=program)
             # what no point decides is refused as itself, before the points (whose errors name their point)
             load_model(model)
             training_of(train)
@@ -108,12 +108,14 @@ class WhatifRequest:
         text = "all" if text is None else text  # an empty --program is parsed (and refused), not taken as all
         if text != "all":
             parse_program(text)  # its syntax before any point is built
-        given["axes"] = as_text(axes, "axes")
-        # every point's step request (the model, its settings and the axes there) checked before any is run
-        step = None if model is None else tuple(point_request(given, pt) for pt in pts)
+        run = RunOptions.of(workers, scheduler, scheduler_file)
+        # every point's plan (the model's step on the axes there) checked before any is run
+        plans = () if model is None else tuple(
+            point_request(pt, as_text(axes, "axes"), (model, train, compute_per_layer), settings,
+                          SearchOptions(bool(exhaustive)), limits, run) for pt in pts)
         return cls(spec, n, as_text(axes, "axes"), as_text(reduce, "reduce"), variations, tuple(vary), pts,
-                   None if bytes is None else byte_size(as_text(bytes, "bytes")), settings, limits,
-                   RunOptions.of(workers, scheduler, scheduler_file), bool(exhaustive), mat, text, step)
+                   None if bytes is None else byte_size(as_text(bytes, "bytes")), settings, limits, run,
+                   bool(exhaustive), mat, text, plans)
 
 
 @dataclass(frozen=True, repr=False)
@@ -190,19 +192,18 @@ def _winner(ranking: Ranking, program: str | None) -> RankEntry:
 
 
 def _run_step(req: WhatifRequest) -> WhatifResult:
-    """whatif --model: plan --model's step machinery (as rank --model runs it) at each point."""
-    assert req.step is not None
-    contexts = [preq.job.context for preq in req.step]
+    """whatif --model: plan --model's step machinery at each point."""
+    contexts = [preq.job.context for preq in req.plans]
     order = _run_order(contexts)
     # the whole what-if's cost (every point's whole step) said and checked before any point runs (issue 43)
-    cost = points_cost(req.step)
+    cost = points_cost(req.plans)
     req.limits.check_cost(cost, f"whatif --model of {plural(len(req.points), 'point')}",
                           "fewer --vary values, fewer --nodes or a smaller --max-size")
     announce(f"whatif --model: {plural(len(req.points), 'point')}, {cost.brief()}")
     results: list[Any] = [None] * len(req.points)
     for i, k in enumerate(order):  # points of one structure key one after another, each taking the one before's
         announce(f"whatif --model at {req.points[k].label}")
-        results[k] = run_step_plan(req.step[k], cost.costs[k])
+        results[k] = run_step_plan(req.plans[k], cost.costs[k])
         following = contexts[order[i + 1]] if i + 1 < len(order) else None
         if following is not None and following is not contexts[k]:
             following.adopt(contexts[k])
@@ -217,7 +218,7 @@ def _run_step(req: WhatifRequest) -> WhatifResult:
         row["winner_changed"] = previous is not None and previous != winners[series]
         rows.append(row)
         stats.append(result.stats)
-    job = req.step[-1].job
+    job = req.plans[-1].job
     return WhatifResult(req, job.axis_names, (), job.topology.level_names, tuple(rows), tuple(stats))
 
 
@@ -238,7 +239,7 @@ def _run_order(contexts: list[Any]) -> list[int]:
 
 
 def run_whatif(req: WhatifRequest) -> WhatifResult:
-    if req.step is not None:
+    if req.plans:
         return _run_step(req)
     settings = req.settings.each()
     rules = req.settings.rules

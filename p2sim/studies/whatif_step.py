@@ -22,7 +22,9 @@ from .jobsize import JobCost, duration, plural
 from .step_plan import step_matrices, step_plan_cost
 from ..util.units import format_bytes
 from .plan import PlanRequest, PlanResult
-from .requests import axis_names_of
+from .demand import DEFAULT_REDUCE, Demand
+from .jobsize import Limits
+from .requests import Job, RunOptions, SearchOptions, Settings, axis_names_of
 from .variations import Point, resolve_axes
 from ..util.errors import InputError
 
@@ -30,11 +32,11 @@ __all__ = ["STEP_DECIDES", "at_point", "check_step_options", "point_request", "s
 
 # whatif's options that the model's step decides (what is reduced, with what buffer, by which program), with
 # the value that means "not given"
-STEP_DECIDES = (("reduce", "0"), ("bytes", None), ("matrix", None), ("program", "all"))
+STEP_DECIDES = (("reduce", DEFAULT_REDUCE), ("bytes", None), ("matrix", None), ("program", "all"))
 
 
-def check_step_options(given: dict[str, Any]) -> None:
-    """whatif --model refuses what the step decides, one line naming the option (as rank --model does)."""
+def check_step_options(**given: Any) -> None:
+    """whatif --model refuses what the step decides, one line naming the option (as check --model does)."""
     for name, unset in STEP_DECIDES:
         value = given[name]
         if value is not None and value != unset and str(value) != str(unset):
@@ -51,15 +53,15 @@ def at_point(pt: Point) -> Iterator[None]:
         raise type(e)(f"{e} (at the --vary point {pt.label})") from None
 
 
-def point_request(given: dict[str, Any], pt: Point) -> PlanRequest:
-    """plan --model's request at one point: its system and node count, the axes (a '*' resolved there)."""
+def point_request(pt: Point, axes: str | None, model: tuple[Any, Any, Any], settings: Settings,
+                  search: SearchOptions, limits: Limits, run: RunOptions) -> PlanRequest:
+    """plan --model's request at one point: its system and node count, the axes (a '*' resolved there), and the
+    model's step there (``model``: the model, its training settings and compute per layer, as given)."""
     with at_point(pt):
-        p = resolve_axes(given["axes"], context_of(pt.spec, pt.nodes).topo.devices)
-        names = axis_names_of(given["axes"], len(p))
-        axes = ",".join(f"{n}={s}" for n, s in zip(names, p))
-        return PlanRequest.build(system=pt.spec, nodes=pt.nodes, axes=axes, **{k: given[k] for k in (
-            "algo", "proto", "engine", "profile", "max_size", "order", "exhaustive", "workers", "scheduler",
-            "scheduler_file", "max_matrices", "max_simulations", "yes", "model", "train", "compute_per_layer")})
+        p = resolve_axes(axes, context_of(pt.spec, pt.nodes).topo.devices)
+        names = axis_names_of(axes, len(p))
+        job = Job.build(pt.spec, pt.nodes, ",".join(f"{n}={s}" for n, s in zip(names, p)))
+        return PlanRequest.of(job, Demand.of_model(*model, job.axis_names, job.axes), settings, search, limits, run)
 
 
 def step_row(pt: Point, result: PlanResult) -> dict[str, Any]:
