@@ -154,13 +154,17 @@ def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[floa
         elif op.kind == "matmul":
             b = timer.seconds(op, fp8, BACKWARD_MATMUL, BACKWARD_MATMUL)
             matmul += b
-        else:
+        elif op.backward:
             b = timer.seconds(op, fp8, 1.0, 2.0)  # a gradient kernel reads the forward's input and the gradient
+        else:
+            b = 0.0  # no gradient (the MoE dispatcher's token counts)
         bwd += b
-    # host-bound: a layer's time is at least its kernels' dispatch (forward's, and the backward's twice as many)
+    # host-bound: a layer's time is at least its kernels' dispatch (forward's, and the backward's twice as many
+    # for the operations with a gradient)
     host = timer.params.host * sum(timer.kernels(op, fp8) for op in ops)
+    host_bwd = 2 * timer.params.host * sum(timer.kernels(op, fp8) for op in ops if op.backward)
     fwd = max(fwd, host)
-    bwd = max(bwd, 2 * host)
+    bwd = max(bwd, host_bwd)
     if recompute == "full":
         bwd += fwd
     elif recompute == "selective":
