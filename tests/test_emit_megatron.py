@@ -310,3 +310,21 @@ def test_vp_8_emits_the_virtual_stages():
     args = _block(megatron_script(plan_mesh_choice(result, "megatron")), "TRAINING_ARGS")
     assert "--num-virtual-stages-per-pipeline-rank 8" in args
     assert not any("pipeline-split" in a or "decoder-" in a for a in args)  # 32 layers on 16 chunks: even
+
+
+def test_plan_train_with_step_settings_emits_them():
+    """plan --model --train takes p2sim step's recompute, dtype=fp8 and tp_overlap, and --emit megatron passes
+    them on (they were refused before: emit could never give them from a plan)."""
+    result = run_step_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"data": 2, "tensor": 8},
+                                             model="llama3-8b", workers=1, engine="analytic",
+                                             train="seq=4096,global_batch=64,sp=on,recompute=selective,dtype=fp8,"
+                                                   "tp_overlap=on"))
+    args = _block(megatron_script(plan_mesh_choice(result, "megatron")), "TRAINING_ARGS")
+    assert {"--fp8-format hybrid", "--recompute-granularity selective", "--tp-comm-overlap", "--bf16",
+            "--sequence-parallel"} <= set(args)
+    assert result.request.step.extra == StepSettings(fp8=True, recompute="selective", tp_overlap=True)
+    plain = run_step_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"data": 2, "tensor": 8},
+                                            model="llama3-8b", workers=1, engine="analytic",
+                                            train={"seq": 4096, "global_batch": 64, "recompute": "full"}))
+    assert "--recompute-granularity full" in _block(megatron_script(plan_mesh_choice(plain, "megatron")),
+                                                   "TRAINING_ARGS")

@@ -148,3 +148,15 @@ def test_a_wrong_argument_is_named_by_what_it_is_not_its_repr():
                             "KEY=VALUE text)")
     with pytest.raises(InputError, match="^model: a str is no ModelSpec"):
         fit("llama3-8b", TrainingSpec(), {"data": 2})
+
+
+def test_split_step_settings_in_every_form():
+    from p2sim.workload.train_text import StepSettings, split_step_settings
+    assert split_step_settings("seq=4096,recompute=full,dtype=fp8,tp_overlap=on") == (
+        "seq=4096,dtype=bf16", StepSettings(fp8=True, recompute="full", tp_overlap=True))
+    assert split_step_settings({"seq": 4096, "dtype": "fp8"}) == ("seq=4096,dtype=bf16", StepSettings(fp8=True))
+    assert split_step_settings({"seq": 4096}) == ({"seq": 4096}, StepSettings())  # as it was
+    assert split_step_settings(None) == (None, StepSettings())
+    assert split_step_settings("recompute=full") == (None, StepSettings(recompute="full"))
+    with pytest.raises(InputError, match="recompute: 'some'"):
+        split_step_settings("recompute=some")

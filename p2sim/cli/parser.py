@@ -360,9 +360,10 @@ def _add_model(p: argparse.ArgumentParser, what: str) -> None:
                         f"deepseek-v3), a Hugging Face config.json or a TOML of its fields; {what} (axes named "
                         "tensor, context, pipeline, data, expert or tp, cp, pp, dp, ep)")
     p.add_argument("--train", default=None, metavar="KEY=V,..",
-                   help="the step's training settings with --model: seq, micro_batch, global_batch, dtype, "
-                        "grad_dtype, sp (sequence parallelism on|off), vp (virtual stages), schedule (1f1b, "
-                        "interleaved), zero (0-3) or data_parallel (ddp, zero1-3, fsdp); e.g. "
+                   help="the step's training settings with --model: seq, micro_batch, global_batch, dtype "
+                        "(bf16, fp16, fp8: FP8 GEMMs), grad_dtype, sp (sequence parallelism on|off), vp (virtual "
+                        "stages), schedule (1f1b, interleaved), zero (0-3) or data_parallel (ddp, zero1-3, fsdp), "
+                        "recompute (none, selective, full), tp_overlap (on|off); e.g. "
                         "seq=8192,micro_batch=1,global_batch=1024,zero=1,sp=on (default: a preset's published "
                         "seq and global batch, else seq=4096 and one micro-batch per data rank; bf16 weights, "
                         "fp32 gradients, ddp)")

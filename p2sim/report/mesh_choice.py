@@ -156,7 +156,7 @@ def plan_mesh_choice(result: PlanResult, form: str = "json") -> MeshChoice:
                 f"mesh ({steps}); this is one AllReduce ({c.allreduce_seconds / c.seconds:.3f}x its time)")
         reductions.append(MeshReduction(c.reduction.axes, "auto", _ALLREDUCE, c.allreduce_seconds, plain, note))
     work = getattr(result.request, "step", None)  # a model's step (PlanRequest.step); stand-ins may lack it
-    training = None if work is None else TrainingAssumed(work.training, work.model.num_layers)
+    training = None if work is None else TrainingAssumed(work.training, work.model.num_layers, work.extra)
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, placement, tuple(reductions),
                       job.axis_names, tuple(result.warnings), topo.level_names, job.spec.node_level, order,
                       result.request.settings.proto, training)

@@ -44,6 +44,8 @@ from ..workload.op_time import DEFAULT, EfficiencyParams, OpTimer
 from ..workload.schedule import bubble_seconds, chunk_layers
 from ..workload.step import StepCollective
 from ..workload.training import AXES, TrainingSpec, fit
+# --train's step settings (FP8, recompute, tensor-parallel overlap) live with --train's text; kept here by name
+from ..workload.train_text import RECOMPUTE, StepSettings, step_settings
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from .step_job import StepJob, job_hierarchy, step_job
@@ -52,52 +54,7 @@ from .step_workload import ENDS, GROUPS, PAIRS, StepPart, training_for
 
 __all__ = ["StepSettings", "StepResult", "StepJob", "PreparedStep", "run_step", "step_job", "prepare_step", "finish_step", "step_settings", "job_hierarchy", "RECOMPUTE"]
 
-RECOMPUTE = ("none", "selective", "full")
 COMM_AXES = ("tensor", "context", "expert", "pipeline", "data")
-
-
-@dataclass(frozen=True)
-class StepSettings:
-    """What ``--train`` says beyond :class:`~p2sim.workload.training.TrainingSpec`: FP8 GEMMs and recompute."""
-
-    fp8: bool = False
-    recompute: str = "none"
-    tp_overlap: bool = False  # Megatron-LM's --tp-comm-overlap (TransformerEngine's userbuffers)
-
-
-def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
-    """Split ``--train``'s text into TrainingSpec's keys and the step's own (``dtype=fp8``, ``recompute=``,
-    ``zero=fsdp``, ``tp_overlap=on``).
-
-    Examples
-    --------
-    >>> step_settings("seq=4096,dtype=fp8,recompute=selective,zero=fsdp")
-    ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective', tp_overlap=False))
-    """
-    kept, fp8, recompute, overlap = [], False, "none", False
-    for part in (p.strip() for p in (text or "").split(",")):
-        if not part:
-            continue
-        key, _, value = (s.strip() for s in part.partition("="))
-        k, v = key.lower(), value.lower()
-        if k == "recompute":
-            if v not in RECOMPUTE:
-                raise InputError(f"train: recompute: {value!r} should be one of {', '.join(RECOMPUTE)}")
-            recompute = v
-        elif k in ("dtype", "param_dtype") and v == "fp8":
-            fp8 = True  # FP8 GEMMs with BF16 weights and activations (TransformerEngine's recipes)
-            kept.append(f"{key}=bf16")
-        elif k == "zero" and v == "fsdp":
-            kept.append("data_parallel=fsdp")
-        elif k == "tp_overlap":
-            if v not in ("on", "off"):
-                raise InputError(f"train: tp_overlap: {value!r} should be on or off")
-            overlap = v == "on"
-        else:
-            kept.append(part)
-    # only the step's own keys: the training settings' defaults; nothing at all ('') is refused where it is read
-    rest = ",".join(kept) if kept else (text if text is not None and not text.strip() else None)
-    return rest, StepSettings(fp8, recompute, overlap)
 
 
 @dataclass(frozen=True)
