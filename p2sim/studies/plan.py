@@ -478,6 +478,9 @@ def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix
 
 
 def run_plan(req: PlanRequest) -> PlanResult:
+    if req.step is not None:  # a model's step (with no AllReduce, ZeRO-1 + sp: max of nothing) is step_plan's
+        raise InputError(f"plan: the request is {req.step.model.name}'s whole step: run_plan plans AllReduces only; "
+                         "run it with p2sim.studies.step_plan.run_step_plan (as p2sim.api.plan does)")
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
     whole_groups(topo)
