@@ -111,3 +111,12 @@ def test_router_runs_on_the_sequence_parallel_share():
     ops = {op.name: op for op in layer_ops(TINY_MOE, "moe", tokens=100, seq_length=100, tensor=4,
                                           sequence_parallel=True)}
     assert ops["router top-k"].bytes == 9 * 25 * 8 and ops["aux loss"].bytes == 8 * 25 * 8
+
+
+def test_flex_dispatcher_fuses_the_permutation_into_its_communication():
+    """DeepEP and HybridEP write the received tokens in expert order and sum a token's copies in their
+    dispatch and combine kernels: no permutation of the layer's own; the router and the bookkeeping stay."""
+    alltoall = {op.name for op in layer_ops(TINY_MOE, "moe", tokens=100, seq_length=100, expert=2)}
+    flex = {op.name for op in layer_ops(TINY_MOE, "moe", tokens=100, seq_length=100, expert=2, fused_permute=True)}
+    assert alltoall - flex == {"permute", "sort by expert", "unsort", "unpermute"}
+    assert {"router", "router top-k", "aux loss", "dispatch metadata", "experts up", "experts down"} <= flex

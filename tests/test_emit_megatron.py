@@ -328,3 +328,19 @@ def test_plan_train_with_step_settings_emits_them():
                                             train={"seq": 4096, "global_batch": 64, "recompute": "full"}))
     assert "--recompute-granularity full" in _block(megatron_script(plan_mesh_choice(plain, "megatron")),
                                                    "TRAINING_ARGS")
+
+
+def test_moe_plan_emits_its_dispatcher_and_fusions():
+    """A MoE model's step was timed with the grouped GEMM, the fused router and permutation and a token
+    dispatcher (Megatron-LM's default is allgather): the script names each; a dense model's names none."""
+    def args(train: str, model: str = "qwen3-30b-a3b") -> list[str]:
+        result = run_step_plan(PlanRequest.build(system="dgx-h100", nodes=1, axes={"expert": 8}, model=model,
+                                                 workers=1, engine="analytic", train=train))
+        return _block(megatron_script(plan_mesh_choice(result, "megatron")), "TRAINING_ARGS")
+    alltoall = args("seq=4096,global_batch=64")
+    assert {"--moe-grouped-gemm", "--moe-router-fusion", "--moe-permute-fusion",
+            "--moe-token-dispatcher-type alltoall"} <= set(alltoall)
+    flex = args("seq=4096,global_batch=64,dispatcher=deepep")
+    assert {"--moe-token-dispatcher-type flex", "--moe-flex-dispatcher-backend deepep"} <= set(flex)
+    assert "--moe-token-dispatcher-type alltoall" not in flex
+    assert not any(a.startswith("--moe") for a in _args())

@@ -160,3 +160,11 @@ def test_split_step_settings_in_every_form():
     assert split_step_settings("recompute=full") == (None, StepSettings(recompute="full"))
     with pytest.raises(InputError, match="recompute: 'some'"):
         split_step_settings("recompute=some")
+
+
+def test_dispatcher_setting():
+    from p2sim.workload.train_text import StepSettings, split_step_settings, step_settings
+    assert step_settings("dispatcher=hybridep")[1] == StepSettings(dispatcher="hybridep")
+    assert split_step_settings({"seq": 4096, "dispatcher": "deepep"})[1].dispatcher == "deepep"
+    with pytest.raises(InputError, match="dispatcher: 'nccl' should be one of alltoall, deepep, hybridep"):
+        step_settings("dispatcher=nccl")

@@ -32,7 +32,8 @@ precision (``--bf16``/``--fp16``, ``--grad-reduce-in-bf16``, ``--fp8-format hybr
 parallelism, virtual stages (``--num-virtual-stages-per-pipeline-rank``), the data-parallel mode with the
 overlap the step assumed (``--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather``;
 Megatron-FSDP's ``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params`` for ZeRO-3;
-``--use-torch-fsdp2``), recompute, ``--tp-comm-overlap``, and the pipeline stages' layers where they are
+``--use-torch-fsdp2``), recompute, ``--tp-comm-overlap``, a MoE model's grouped GEMM, fusions and token
+dispatcher (``--moe-token-dispatcher-type``), and the pipeline stages' layers where they are
 uneven, as :func:`p2sim.workload.schedule.stage_split` lays them out (with virtual stages as
 ``--pipeline-model-parallel-layout``).
 """
@@ -85,6 +86,14 @@ _DATA_PARALLEL = {
 # layer): --recompute-granularity, --recompute-method, --recompute-num-layers (arguments.py, _add_training_args)
 _RECOMPUTE = {"none": (), "selective": ("--recompute-granularity selective",),
               "full": ("--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1")}
+# a MoE model's layer as p2sim's step times it (p2sim.workload.compute: the experts as one grouped GEMM, the
+# router's top-k and the permutation fused) and its token dispatcher: TransformerConfig's moe_grouped_gemm,
+# moe_router_fusion, moe_permute_fusion, moe_token_dispatcher_type (Megatron-LM's default is allgather) and
+# moe_flex_dispatcher_backend (megatron/core/transformer/transformer_config.py, options by ArgumentGroupFactory)
+_MOE = ("--moe-grouped-gemm", "--moe-router-fusion", "--moe-permute-fusion")
+_DISPATCHER = {"alltoall": ("--moe-token-dispatcher-type alltoall",),
+               "deepep": ("--moe-token-dispatcher-type flex", "--moe-flex-dispatcher-backend deepep"),
+               "hybridep": ("--moe-token-dispatcher-type flex", "--moe-flex-dispatcher-backend hybridep")}
 # the weights' type: --bf16 / --fp16 (arguments.py, _add_mixed_precision_args); fp32 is Megatron-LM's default
 _DTYPE = {"bf16": ("--bf16",), "fp16": ("--fp16",), "fp32": ()}
 
@@ -227,6 +236,8 @@ def megatron_training_args(t: TrainingAssumed, size: dict[str, int], dp: int) ->
     args += list(_RECOMPUTE[extra.recompute])
     if extra.tp_overlap:
         args.append("--tp-comm-overlap")
+    if t.moe:
+        args += list(_MOE) + list(_DISPATCHER[extra.dispatcher])
     return args, []
 
 

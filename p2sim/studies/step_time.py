@@ -310,9 +310,11 @@ def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec,
     kinds = layer_kinds(spec_model)
     tokens = f.tokens
     common = dict(tokens=tokens, seq_length=training.seq_length, tensor=t, context=c, expert=e,
-                  sequence_parallel=training.sequence_parallel, dtype_bytes=1.0 if extra.fp8 else 2.0)
+                  sequence_parallel=training.sequence_parallel, dtype_bytes=1.0 if extra.fp8 else 2.0,
+                  fused_permute=extra.dispatcher != "alltoall")
     cache = job.layers
-    shape = (tokens, training.seq_length, t, c, e, training.sequence_parallel, extra.fp8, extra.recompute)
+    shape = (tokens, training.seq_length, t, c, e, training.sequence_parallel, extra.fp8, extra.recompute,
+             extra.dispatcher)
 
     def layer(i: int) -> tuple[float, float, float, float]:
         # GPT-OSS alternates sliding-window and full attention, sliding first (its layer_types)
@@ -426,7 +428,7 @@ def finish_step(prep: PreparedStep, matrix: Any = None) -> StepResult:
                 "global_batch": m * training.micro_batch * d * e, "dtype": "fp8" if extra.fp8 else training.param_dtype,
                 "grad_dtype": training.grad_dtype, "sequence_parallel": training.sequence_parallel,
                 "virtual_stages": v, "recompute": extra.recompute, "data_parallel": training.data_parallel,
-                "tp_overlap": extra.tp_overlap}
+                "tp_overlap": extra.tp_overlap, "dispatcher": extra.dispatcher}
     return StepResult(spec_model.name, topo.spec.name, gpus, {a: sizes[a] for a in AXES}, m, step, compute, bubble,
                       optimizer, exposed, comm, tokens_step / step / gpus, tflops, tflops / peak, peak, mem, capacity,
                       settings)

@@ -155,7 +155,7 @@ def model_flops(model: ModelSpec, seq_length: int, sequences: int) -> float:
 
 def layer_ops(model: ModelSpec, kind: LayerKind, *, tokens: int, seq_length: int, tensor: int = 1, context: int = 1,
               expert: int = 1, sequence_parallel: bool = False, dtype_bytes: float = 2.0,
-              sliding: bool = False) -> tuple[Op, ...]:
+              sliding: bool = False, fused_permute: bool = False) -> tuple[Op, ...]:
     """The forward operations of one layer on one GPU for one micro-batch.
 
     Parameters
@@ -174,6 +174,9 @@ def layer_ops(model: ModelSpec, kind: LayerKind, *, tokens: int, seq_length: int
         Bytes of an activation or weight element as the GEMMs read them (2 for BF16, 1 for FP8).
     sliding : bool
         A sliding-window layer: each query attends to ``sliding_window`` keys at most.
+    fused_permute : bool
+        A MoE layer's token permutation fused into the dispatch and combine kernels (Megatron-LM's flex
+        dispatcher with DeepEP or HybridEP): no permutation of its own; else the alltoall dispatcher's.
     """
     m, h, t = model, model.hidden_size, tensor
     b = tokens
@@ -206,7 +209,8 @@ def layer_ops(model: ModelSpec, kind: LayerKind, *, tokens: int, seq_length: int
     ops.append(_mem("post norm", 2 * norm_tokens * h, act))
     glu = 2 if m.gated_mlp else 1
     if kind == "moe":
-        ops.extend(_moe_dispatch_ops(m, b, norm_tokens if sequence_parallel else b, expert, act, "dispatch"))
+        ops.extend(_moe_dispatch_ops(m, b, norm_tokens if sequence_parallel else b, expert, act, "dispatch",
+                                     fused_permute))
         routed = b * m.experts_per_token  # token-expert pairs of this rank's tokens, spread over the expert axis
         local = max(1, m.experts // expert)
         per_expert = max(1, routed // m.experts)  # tokens each expert gets, balanced, from one rank's tokens
@@ -216,7 +220,8 @@ def layer_ops(model: ModelSpec, kind: LayerKind, *, tokens: int, seq_length: int
         ops.append(_mm("experts up", rows, glu * w, h, dtype_bytes, local))
         ops.append(_mem("activation", (glu + 1) * rows * local * w, act))
         ops.append(_mm("experts down", rows, h, w, dtype_bytes, local))
-        ops.extend(_moe_dispatch_ops(m, b, norm_tokens if sequence_parallel else b, expert, act, "combine"))
+        ops.extend(_moe_dispatch_ops(m, b, norm_tokens if sequence_parallel else b, expert, act, "combine",
+                                     fused_permute))
         if m.shared_experts:
             ws = m.shared_experts * m.expert_width // t
             ops.append(_mm("shared up", b, glu * ws, h, dtype_bytes))
@@ -232,7 +237,7 @@ def layer_ops(model: ModelSpec, kind: LayerKind, *, tokens: int, seq_length: int
 
 
 def _moe_dispatch_ops(model: ModelSpec, tokens: int, router_tokens: int, expert: int, act: float,
-                      side: str) -> tuple[Op, ...]:
+                      side: str, fused_permute: bool = False) -> tuple[Op, ...]:
     """The MoE token dispatcher's operations around the experts, as Megatron-LM's alltoall dispatcher runs them
     (the kernel counts above; balanced routing, ``--moe-router-force-load-balancing`` as the benchmarks run).
 
@@ -245,6 +250,10 @@ def _moe_dispatch_ops(model: ModelSpec, tokens: int, router_tokens: int, expert:
     rows read and written).  ``combine``: the unsort and the unpermutation, which reads each routed copy and
     writes the weighted sum of a token's copies (``(k + 1) x tokens x h`` elements).  The rows are this rank's
     ``tokens x k`` both ways: balanced routing sends as many to the expert group as it receives.
+
+    ``fused_permute``: the flex dispatcher (DeepEP, HybridEP) writes the received tokens in expert order and
+    reduces a token's copies inside its dispatch and combine kernels -- the expert axis's communication --: no
+    permutation, sort, unsort or unpermutation of its own; the router and the bookkeeping stay.
     """
     m, h, e = model, model.hidden_size, model.experts
     routed = tokens * m.experts_per_token
@@ -255,10 +264,12 @@ def _moe_dispatch_ops(model: ModelSpec, tokens: int, router_tokens: int, expert:
         ops.append(_mem("router top-k", 9 * router_tokens * e, 1.0, ROUTER_TOPK_KERNELS))
         ops.append(_mem("aux loss", 8 * router_tokens * e, 1.0, AUX_LOSS_KERNELS))
         ops.append(_mem("dispatch metadata", router_tokens * e, 1.0, DISPATCH_METADATA_KERNELS, backward=False))
+        if fused_permute:
+            return tuple(ops)
         ops.append(_mem("permute", 2 * routed * h, act, PERMUTE_KERNELS + DISPATCH_ALLTOALLS))
         if local > 1:
             ops.append(_mem("sort by expert", 2 * routed * h, act))
-    else:
+    elif not fused_permute:
         if local > 1:
             ops.append(_mem("unsort", 2 * routed * h, act))
         ops.append(_mem("unpermute", (routed + tokens) * h, act, 1 + COMBINE_ALLTOALLS))

@@ -30,7 +30,7 @@ from ..util.errors import InputError
 from .training import DATA_MODES, TrainingSpec
 
 __all__ = ["training_from_text", "training_of", "given_fields", "TRAIN_KEYS", "StepSettings", "step_settings",
-           "split_step_settings", "RECOMPUTE"]
+           "split_step_settings", "RECOMPUTE", "DISPATCHERS"]
 
 # each key as typed -> TrainingSpec's field
 _ALIASES = {"seq": "seq_length", "seq_length": "seq_length", "sequence": "seq_length",
@@ -86,7 +86,7 @@ def training_from_text(text: str, defaults: Mapping[str, Any] | None = None) -> 
         field = _ALIASES.get(key.lower())
         if field is None:
             raise InputError(f"train: {key!r} is not a training setting (one of {', '.join(TRAIN_KEYS)}; "
-                             "recompute and tp_overlap with --model)")
+                             "recompute, tp_overlap and dispatcher with --model)")
         if field in given:
             raise InputError(f"train: {field} is given twice")
         given[field] = _value(key.lower(), field, value)
@@ -135,6 +135,11 @@ def given_fields(value: str | Mapping[str, Any] | TrainingSpec | None) -> frozen
 
 
 RECOMPUTE = ("none", "selective", "full")
+# a MoE layer's token dispatcher: Megatron-LM's alltoall dispatcher (--moe-token-dispatcher-type alltoall), or its
+# flex dispatcher with the DeepEP or HybridEP kernels (--moe-token-dispatcher-type flex
+# --moe-flex-dispatcher-backend deepep|hybridep: megatron/core/transformer/transformer_config.py), which fuse the
+# tokens' permutation into the dispatch and combine
+DISPATCHERS = ("alltoall", "deepep", "hybridep")
 
 
 @dataclass(frozen=True)
@@ -144,18 +149,19 @@ class StepSettings:
     fp8: bool = False
     recompute: str = "none"
     tp_overlap: bool = False  # Megatron-LM's --tp-comm-overlap (TransformerEngine's userbuffers)
+    dispatcher: str = "alltoall"  # a MoE layer's token dispatcher (DISPATCHERS)
 
 
 def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
     """Split ``--train``'s text into TrainingSpec's keys and the step's own (``dtype=fp8``, ``recompute=``,
-    ``zero=fsdp``, ``tp_overlap=on``).
+    ``zero=fsdp``, ``tp_overlap=on``, ``dispatcher=``).
 
     Examples
     --------
     >>> step_settings("seq=4096,dtype=fp8,recompute=selective,zero=fsdp")
-    ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective', tp_overlap=False))
+    ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective', tp_overlap=False, dispatcher='alltoall'))
     """
-    kept, fp8, recompute, overlap = [], False, "none", False
+    kept, fp8, recompute, overlap, dispatcher = [], False, "none", False, "alltoall"
     for part in (p.strip() for p in (text or "").split(",")):
         if not part:
             continue
@@ -174,29 +180,33 @@ def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
             if v not in ("on", "off"):
                 raise InputError(f"train: tp_overlap: {value!r} should be on or off")
             overlap = v == "on"
+        elif k == "dispatcher":
+            if v not in DISPATCHERS:
+                raise InputError(f"train: dispatcher: {value!r} should be one of {', '.join(DISPATCHERS)}")
+            dispatcher = v
         else:
             kept.append(part)
     # only the step's own keys: the training settings' defaults; nothing at all ('') is refused where it is read
     rest = ",".join(kept) if kept else (text if text is not None and not text.strip() else None)
-    return rest, StepSettings(fp8, recompute, overlap)
+    return rest, StepSettings(fp8, recompute, overlap, dispatcher)
 
 
-_STEP_KEYS = ("recompute", "tp_overlap")
+_STEP_KEYS = ("recompute", "tp_overlap", "dispatcher")
 
 
 def split_step_settings(value: str | Mapping[str, Any] | TrainingSpec | None
                         ) -> tuple[str | Mapping[str, Any] | TrainingSpec | None, StepSettings]:
     """``--train`` in any form :func:`training_of` takes, less the step's own settings (``dtype=fp8``,
-    ``recompute=``, ``tp_overlap=``, ``zero=fsdp``: :func:`step_settings`), and those settings.
+    ``recompute=``, ``tp_overlap=``, ``dispatcher=``, ``zero=fsdp``: :func:`step_settings`), and those settings.
 
     A TrainingSpec or None carries none; a mapping without them is returned as it is.
 
     Examples
     --------
-    >>> split_step_settings({"seq": 4096, "recompute": "full"})
-    ('seq=4096', StepSettings(fp8=False, recompute='full', tp_overlap=False))
-    >>> split_step_settings("seq=4096")
-    ('seq=4096', StepSettings(fp8=False, recompute='none', tp_overlap=False))
+    >>> split_step_settings({"seq": 4096, "recompute": "full"})[1].recompute
+    'full'
+    >>> split_step_settings("seq=4096,dispatcher=hybridep")
+    ('seq=4096', StepSettings(fp8=False, recompute='none', tp_overlap=False, dispatcher='hybridep'))
     """
     if value is None or isinstance(value, TrainingSpec):
         return value, StepSettings()
