@@ -168,3 +168,12 @@ def test_dispatcher_setting():
     assert split_step_settings({"seq": 4096, "dispatcher": "deepep"})[1].dispatcher == "deepep"
     with pytest.raises(InputError, match="dispatcher: 'nccl' should be one of alltoall, deepep, hybridep"):
         step_settings("dispatcher=nccl")
+
+
+@pytest.mark.parametrize("text", ["", " , ", ","])
+def test_step_settings_leave_an_empty_train_to_be_refused(text):
+    """--train ' , ' says nothing: it goes on to training_of, which refuses it (plan took it as the defaults)."""
+    from p2sim.workload.train_text import split_step_settings, training_of
+    rest, _ = split_step_settings(text)
+    with pytest.raises(InputError, match="gives no setting"):
+        training_of(rest)

@@ -186,8 +186,9 @@ def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
             dispatcher = v
         else:
             kept.append(part)
-    # only the step's own keys: the training settings' defaults; nothing at all ('') is refused where it is read
-    rest = ",".join(kept) if kept else (text if text is not None and not text.strip() else None)
+    # only the step's own keys: the training settings' defaults; nothing at all ('', ' , ') is refused where it is read
+    given = text is not None and any(p.strip() for p in text.split(","))
+    rest = ",".join(kept) if kept else (None if given or text is None else text)
     return rest, StepSettings(fp8, recompute, overlap, dispatcher)
 
 
