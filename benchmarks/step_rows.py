@@ -10,7 +10,10 @@ and commit it was read from) and predicts each row with :func:`p2sim.studies.ste
   FP8 GEMMs for the FP8 recipes (``FP8-CS``, ``FP8-MX``), the distributed optimizer (``zero=1``), or FSDP
   where the row says so; BF16 gradient reduction (Megatron-Bridge's performance configurations,
   ``grad_reduce_in_fp32`` off -- assumed: the rows do not say); the Llama 3 recipes' tensor-parallel
-  communication overlap (``tp_overlap=on`` with ``tp > 1``); recompute: the least of none, selective, full that fits the GPU's memory (the
+  communication overlap (``tp_overlap=on`` with ``tp > 1``); the MoE token dispatcher of Megatron-Bridge 25.11's
+  performance configurations (scripts/performance/configs/{qwen,deepseek,gpt_oss}/*_workload_base_configs.py at
+  the rows' commit): HybridEP (``dispatcher=hybridep``) for Qwen3 and DeepSeek-V3 on GB200 and GB300, the alltoall
+  dispatcher otherwise; recompute: the least of none, selective, full that fits the GPU's memory (the
   rows do not publish it);
 * the system: DGX H100 ``dgx-h100``, DGX B200 ``dgx-b200``, GB200 / GB300 NVL72 ``gb200-nvl72-pod`` /
   ``gb300-nvl72-pod`` (racks of 72, the job on its first GPUs).
@@ -42,6 +45,9 @@ ROWS = ROOT / "validation" / "step_times" / "step_times_dev.csv"
 MODELS = {"LLAMA3_8B": "llama3-8b", "LLAMA3_70B": "llama3-70b", "LLAMA3.1_405B": "llama3-405b",
           "DeepSeekV3": "deepseek-v3", "GPT OSS 120B": "gpt-oss-120b", "Qwen3_30B_a3B": "qwen3-30b-a3b",
           "Qwen3_235B_a22B": "qwen3-235b-a22b"}
+# the models whose Megatron-Bridge 25.11 performance configurations run HybridEP on GB200 and GB300 (Qwen3's and
+# DeepSeek-V3's workload base configs; GPT-OSS's name no flex dispatcher backend)
+HYBRIDEP = ("Qwen3_30B_a3B", "Qwen3_235B_a22B", "DeepSeekV3")
 SYSTEMS = {"DGX-H100": "dgx-h100", "DGX-B200": "dgx-b200", "DGX-GB200": "gb200-nvl72-pod",
            "DGX-GB300": "gb300-nvl72-pod"}
 
@@ -59,6 +65,8 @@ def configuration(row: dict[str, str]) -> tuple[dict[str, int], str]:
              "zero=fsdp" if row["fsdp"] == "1" else "zero=1", "grad_dtype=bf16"]
     if tp > 1 and row["model"].startswith("LLAMA"):
         train.append("tp_overlap=on")  # Megatron-Bridge's Llama 3 recipes: CommOverlapConfig(tp_comm_overlap=True)
+    if row["model"] in HYBRIDEP and row["system"] in ("DGX-GB200", "DGX-GB300"):
+        train.append("dispatcher=hybridep")  # moe_flex_dispatcher_backend="hybridep" in their 25.11 base configs
     return axes, ",".join(train)
 
 

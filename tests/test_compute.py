@@ -70,3 +70,53 @@ def test_sliding_window_layers_attend_to_the_window():
     full = next(op for op in layer_ops(m, "moe", tokens=8192, seq_length=8192) if op.kind == "attention")
     window = next(op for op in layer_ops(m, "moe", tokens=8192, seq_length=8192, sliding=True) if op.kind == "attention")
     assert full.flops / window.flops == pytest.approx(4096 / 128)
+
+
+TINY_MOE = ModelSpec(name="tiny-moe", source="test", hidden_size=64, num_layers=2, num_attention_heads=4,
+                     num_key_value_heads=2, intermediate_size=128, vocab_size=1000, moe_intermediate_size=32,
+                     experts=8, experts_per_token=2)
+
+
+def test_moe_dispatcher_bytes_and_kernels_by_hand():
+    """Megatron-LM's alltoall dispatcher around the experts: 100 tokens, h 64, 8 experts top-2, expert axis 2
+    (4 local experts): 200 routed rows each way."""
+    ops = {op.name: op for op in layer_ops(TINY_MOE, "moe", tokens=100, seq_length=100, expert=2)}
+    # router GEMM in FP32: 2 x 100 x 8 x 64 FLOPs, (100 x 64 + 64 x 8 + 100 x 8) x 4 bytes
+    assert ops["router"].flops == 2 * 100 * 8 * 64 and ops["router"].bytes == (6400 + 512 + 800) * 4
+    # fused top-k: FP32 logits read, FP32 probabilities and the 1-byte routing map written: 9 x 100 x 8
+    assert ops["router top-k"].bytes == 7200 and ops["router top-k"].kernels == 1
+    # the auxiliary loss: logits read, FP32 scores written: 8 x 100 x 8; 3 kernels
+    assert ops["aux loss"].bytes == 6400 and ops["aux loss"].kernels == 3
+    # bookkeeping: the routing map read (800 bytes), 8 kernels, 5 copies to the host and the host's wait; no gradient
+    assert ops["dispatch metadata"].bytes == 800 and ops["dispatch metadata"].kernels == 14
+    assert not ops["dispatch metadata"].backward
+    # permutation: each of the 200 routed rows read and written in BF16: 2 x 200 x 64 x 2; its 2 kernels and the
+    # 2 all-to-alls (tokens, probabilities)
+    assert ops["permute"].bytes == 51200 and ops["permute"].kernels == 4
+    # 4 local experts: the received rows sorted by expert and unsorted after: 51200 each
+    assert ops["sort by expert"].bytes == ops["unsort"].bytes == 51200
+    # unpermutation: 200 rows read, 100 tokens written: (200 + 100) x 64 x 2; with the combine's all-to-all
+    assert ops["unpermute"].bytes == 38400 and ops["unpermute"].kernels == 2
+    names = [op.name for op in layer_ops(TINY_MOE, "moe", tokens=100, seq_length=100, expert=2)]
+    assert names.index("sort by expert") < names.index("experts up") < names.index("unsort") < names.index("unpermute")
+
+
+def test_one_local_expert_needs_no_sort():
+    names = {op.name for op in layer_ops(TINY_MOE, "moe", tokens=100, seq_length=100, expert=8)}
+    assert "permute" in names and "unpermute" in names
+    assert "sort by expert" not in names and "unsort" not in names
+
+
+def test_router_runs_on_the_sequence_parallel_share():
+    ops = {op.name: op for op in layer_ops(TINY_MOE, "moe", tokens=100, seq_length=100, tensor=4,
+                                          sequence_parallel=True)}
+    assert ops["router top-k"].bytes == 9 * 25 * 8 and ops["aux loss"].bytes == 8 * 25 * 8
+
+
+def test_flex_dispatcher_fuses_the_permutation_into_its_communication():
+    """DeepEP and HybridEP write the received tokens in expert order and sum a token's copies in their
+    dispatch and combine kernels: no permutation of the layer's own; the router and the bookkeeping stay."""
+    alltoall = {op.name for op in layer_ops(TINY_MOE, "moe", tokens=100, seq_length=100, expert=2)}
+    flex = {op.name for op in layer_ops(TINY_MOE, "moe", tokens=100, seq_length=100, expert=2, fused_permute=True)}
+    assert alltoall - flex == {"permute", "sort by expert", "unsort", "unpermute"}
+    assert {"router", "router top-k", "aux loss", "dispatch metadata", "experts up", "experts down"} <= flex

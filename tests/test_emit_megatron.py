@@ -262,9 +262,37 @@ def test_uneven_stages_as_stage_split_lays_them_out():
     # DeepSeek-V3's 61 layers on 16 stages: 3, 4 x 14, 2 (p2sim.workload.schedule.stage_split)
     assert set(_args(layers=61, pp=16)) - base == {"--decoder-first-pipeline-num-layers 3",
                                                    "--decoder-last-pipeline-num-layers 2"}
-    # with virtual stages Megatron-LM spreads first/last over a stage's chunks: stated, not emitted
-    notes = [a for a in _args(layers=61, pp=4, virtual_stages=4, schedule="interleaved") if a.startswith("#")]
-    assert len(notes) == 1 and "--pipeline-model-parallel-layout" in notes[0]
+    # with virtual stages Megatron-LM would spread first/last over a stage's chunks: the layout sets each chunk,
+    # and the virtual stages by their number (Megatron-LM refuses --num-virtual-stages-per-pipeline-rank beside it)
+    assert set(_args(layers=61, pp=4, virtual_stages=4, schedule="interleaved")) - base == {
+        '--pipeline-model-parallel-layout "Et*3|(t*4|)*14t*2,L"'}
+    assert not any(a.startswith("#") for a in _args(layers=61, pp=4, virtual_stages=4, schedule="interleaved"))
+
+
+def _megatron_layout(text: str) -> list[int]:
+    """Megatron-LM's parse of --pipeline-model-parallel-layout (pipeline_parallel_layer_layout.py,
+    parse_str_to_list), written again: the decoder layers of each chunk; E only first, L only last."""
+    import re
+    text = text.replace(",", "")
+    for pattern in (r"\(([^)]+)\)\*(\d+)", r"(.)\*(\d+)"):
+        text = re.sub(pattern, lambda x: x.group(1) * int(x.group(2)), text)
+    chunks = text.split("|")
+    assert set(text) <= set("EtL|") and chunks[0].startswith("E") and chunks[-1].endswith("L")
+    assert text.count("E") == 1 and text.count("L") == 1
+    return [c.count("t") for c in chunks]
+
+
+@pytest.mark.parametrize("layers, pp, v", [(61, 4, 4), (61, 16, 2), (126, 8, 3), (30, 4, 2), (7, 2, 3)])
+def test_uneven_virtual_stages_layout_parses_back_to_p2sim_split(layers, pp, v):
+    from p2sim.workload.schedule import chunk_layers
+    args = _args(layers=layers, pp=pp, virtual_stages=v, schedule="interleaved")
+    split = chunk_layers(layers, pp, v)
+    layout = [a for a in args if a.startswith("--pipeline-model-parallel-layout")]
+    if len(set(split)) == 1 or any("pipeline-split" in a for a in args):
+        assert not layout and f"--num-virtual-stages-per-pipeline-rank {v}" in args
+        return
+    assert len(layout) == 1 and not any(a.startswith("--num-virtual-stages") for a in args)
+    assert _megatron_layout(layout[0].split(" ", 1)[1].strip('"')) == list(split)
 
 
 def test_llama3_405b_plan_on_16_stages_emits_the_uneven_split():
@@ -282,3 +310,37 @@ def test_vp_8_emits_the_virtual_stages():
     args = _block(megatron_script(plan_mesh_choice(result, "megatron")), "TRAINING_ARGS")
     assert "--num-virtual-stages-per-pipeline-rank 8" in args
     assert not any("pipeline-split" in a or "decoder-" in a for a in args)  # 32 layers on 16 chunks: even
+
+
+def test_plan_train_with_step_settings_emits_them():
+    """plan --model --train takes p2sim step's recompute, dtype=fp8 and tp_overlap, and --emit megatron passes
+    them on (they were refused before: emit could never give them from a plan)."""
+    result = run_step_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"data": 2, "tensor": 8},
+                                             model="llama3-8b", workers=1, engine="analytic",
+                                             train="seq=4096,global_batch=64,sp=on,recompute=selective,dtype=fp8,"
+                                                   "tp_overlap=on"))
+    args = _block(megatron_script(plan_mesh_choice(result, "megatron")), "TRAINING_ARGS")
+    assert {"--fp8-format hybrid", "--recompute-granularity selective", "--tp-comm-overlap", "--bf16",
+            "--sequence-parallel"} <= set(args)
+    assert result.request.demand.workload.extra == StepSettings(fp8=True, recompute="selective", tp_overlap=True)
+    plain = run_step_plan(PlanRequest.build(system="dgx-h100", nodes=2, axes={"data": 2, "tensor": 8},
+                                            model="llama3-8b", workers=1, engine="analytic",
+                                            train={"seq": 4096, "global_batch": 64, "recompute": "full"}))
+    assert "--recompute-granularity full" in _block(megatron_script(plan_mesh_choice(plain, "megatron")),
+                                                   "TRAINING_ARGS")
+
+
+def test_moe_plan_emits_its_dispatcher_and_fusions():
+    """A MoE model's step was timed with the grouped GEMM, the fused router and permutation and a token
+    dispatcher (Megatron-LM's default is allgather): the script names each; a dense model's names none."""
+    def args(train: str, model: str = "qwen3-30b-a3b") -> list[str]:
+        result = run_step_plan(PlanRequest.build(system="dgx-h100", nodes=1, axes={"expert": 8}, model=model,
+                                                 workers=1, engine="analytic", train=train))
+        return _block(megatron_script(plan_mesh_choice(result, "megatron")), "TRAINING_ARGS")
+    alltoall = args("seq=4096,global_batch=64")
+    assert {"--moe-grouped-gemm", "--moe-router-fusion", "--moe-permute-fusion",
+            "--moe-token-dispatcher-type alltoall"} <= set(alltoall)
+    flex = args("seq=4096,global_batch=64,dispatcher=deepep")
+    assert {"--moe-token-dispatcher-type flex", "--moe-flex-dispatcher-backend deepep"} <= set(flex)
+    assert "--moe-token-dispatcher-type alltoall" not in flex
+    assert not any(a.startswith("--moe") for a in _args())

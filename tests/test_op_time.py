@@ -44,3 +44,13 @@ def test_the_shape_costs_waves_and_a_short_k():
 def test_host_bound_kernels():
     assert G.kernels(Op("experts up", "matmul", 1.0, 1.0, 1, 1, 1, 16), fp8=True) == 32
     assert G.kernels(Op("norm", "memory", 0.0, 1.0)) == 1
+
+
+def test_a_chain_of_small_kernels_pays_each_launch_and_each_dispatch():
+    from p2sim.workload.op_time import EfficiencyParams, OpTimer
+    g = OpTimer(bf16_tflops=1000.0, fp8_tflops=2000.0, hbm_tb_per_s=1.0,
+                params=EfficiencyParams(0.8, 0.5, 0.6, 0.5, 2e-6, host=1e-5))
+    chain = Op("dispatch metadata", "memory", 0.0, 1e6, kernels=14, backward=False)
+    # 1 MB at half of 1 TB/s, and 14 launches of 2 us
+    assert g.seconds(chain) == pytest.approx(2e-6 + 14 * 2e-6)
+    assert g.kernels(chain) == 14 and g.kernels(chain, fp8=True) == 14

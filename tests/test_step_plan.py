@@ -211,3 +211,19 @@ def test_a_whole_step_plan_says_its_synthesis_once(capsys, monkeypatch):
     err = capsys.readouterr().err.splitlines()
     assert [i for i, line in enumerate(err) if "counting programs first" in line] == [0]
     assert err[1].startswith("p2sim plan: 3 matrices, the whole step of llama3-8b: estimated")
+
+
+def test_run_plan_of_a_model_step_is_refused_clearly():
+    """ZeRO-1 with sequence parallelism has no AllReduce: run_plan raised a bare ValueError (max of nothing);
+    a model's step is run_step_plan's (as p2sim.api.plan runs it), and run_plan says so."""
+    from p2sim.studies.plan import PlanRequest, run_plan
+    from p2sim.studies.step_plan import run_step_plan
+    from p2sim.util.errors import InputError
+    req = PlanRequest.build(system="dgx-h100", nodes=2, axes={"data": 2, "tensor": 8}, model="llama3-8b",
+                            train="zero=1,sp=on,global_batch=16", workers=1, engine="analytic")
+    assert req.reductions == ()
+    with pytest.raises(InputError, match="llama3-8b.s whole step: run_plan plans AllReduces only; run it with .*run_step_plan"):
+        run_plan(req)
+    result = run_step_plan(req)
+    assert result.plans and all(not p.choices for p in result.plans)
+    assert {pt.part.op for pt in result.plans[0].parts} >= {"AllGather", "ReduceScatter"}

@@ -148,3 +148,32 @@ def test_a_wrong_argument_is_named_by_what_it_is_not_its_repr():
                             "KEY=VALUE text)")
     with pytest.raises(InputError, match="^model: a str is no ModelSpec"):
         fit("llama3-8b", TrainingSpec(), {"data": 2})
+
+
+def test_split_step_settings_in_every_form():
+    from p2sim.workload.train_text import StepSettings, split_step_settings
+    assert split_step_settings("seq=4096,recompute=full,dtype=fp8,tp_overlap=on") == (
+        "seq=4096,dtype=bf16", StepSettings(fp8=True, recompute="full", tp_overlap=True))
+    assert split_step_settings({"seq": 4096, "dtype": "fp8"}) == ("seq=4096,dtype=bf16", StepSettings(fp8=True))
+    assert split_step_settings({"seq": 4096}) == ({"seq": 4096}, StepSettings())  # as it was
+    assert split_step_settings(None) == (None, StepSettings())
+    assert split_step_settings("recompute=full") == (None, StepSettings(recompute="full"))
+    with pytest.raises(InputError, match="recompute: 'some'"):
+        split_step_settings("recompute=some")
+
+
+def test_dispatcher_setting():
+    from p2sim.workload.train_text import StepSettings, split_step_settings, step_settings
+    assert step_settings("dispatcher=hybridep")[1] == StepSettings(dispatcher="hybridep")
+    assert split_step_settings({"seq": 4096, "dispatcher": "deepep"})[1].dispatcher == "deepep"
+    with pytest.raises(InputError, match="dispatcher: 'nccl' should be one of alltoall, deepep, hybridep"):
+        step_settings("dispatcher=nccl")
+
+
+@pytest.mark.parametrize("text", ["", " , ", ","])
+def test_step_settings_leave_an_empty_train_to_be_refused(text):
+    """--train ' , ' says nothing: it goes on to training_of, which refuses it (plan took it as the defaults)."""
+    from p2sim.workload.train_text import split_step_settings, training_of
+    rest, _ = split_step_settings(text)
+    with pytest.raises(InputError, match="gives no setting"):
+        training_of(rest)

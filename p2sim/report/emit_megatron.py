@@ -32,8 +32,10 @@ precision (``--bf16``/``--fp16``, ``--grad-reduce-in-bf16``, ``--fp8-format hybr
 parallelism, virtual stages (``--num-virtual-stages-per-pipeline-rank``), the data-parallel mode with the
 overlap the step assumed (``--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather``;
 Megatron-FSDP's ``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params`` for ZeRO-3;
-``--use-torch-fsdp2``), recompute, ``--tp-comm-overlap``, and the pipeline stages' layers where they are
-uneven, as :func:`p2sim.workload.schedule.stage_split` lays them out.
+``--use-torch-fsdp2``), recompute, ``--tp-comm-overlap``, a MoE model's grouped GEMM, fusions and token
+dispatcher (``--moe-token-dispatcher-type``), and the pipeline stages' layers where they are
+uneven, as :func:`p2sim.workload.schedule.stage_split` lays them out (with virtual stages as
+``--pipeline-model-parallel-layout``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,14 @@ _DATA_PARALLEL = {
 # layer): --recompute-granularity, --recompute-method, --recompute-num-layers (arguments.py, _add_training_args)
 _RECOMPUTE = {"none": (), "selective": ("--recompute-granularity selective",),
               "full": ("--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1")}
+# a MoE model's layer as p2sim's step times it (p2sim.workload.compute: the experts as one grouped GEMM, the
+# router's top-k and the permutation fused) and its token dispatcher: TransformerConfig's moe_grouped_gemm,
+# moe_router_fusion, moe_permute_fusion, moe_token_dispatcher_type (Megatron-LM's default is allgather) and
+# moe_flex_dispatcher_backend (megatron/core/transformer/transformer_config.py, options by ArgumentGroupFactory)
+_MOE = ("--moe-grouped-gemm", "--moe-router-fusion", "--moe-permute-fusion")
+_DISPATCHER = {"alltoall": ("--moe-token-dispatcher-type alltoall",),
+               "deepep": ("--moe-token-dispatcher-type flex", "--moe-flex-dispatcher-backend deepep"),
+               "hybridep": ("--moe-token-dispatcher-type flex", "--moe-flex-dispatcher-backend hybridep")}
 # the weights' type: --bf16 / --fp16 (arguments.py, _add_mixed_precision_args); fp32 is Megatron-LM's default
 _DTYPE = {"bf16": ("--bf16",), "fp16": ("--fp16",), "fp32": ()}
 
@@ -142,33 +152,66 @@ def _nccl_lines(c: MeshChoice) -> list[str]:
     return lines
 
 
-def _stage_args(t: TrainingAssumed, pp: int) -> tuple[list[str], list[str]]:
-    """Megatron-LM's options for the pipeline stages' layers where uneven, and comments where it has none here.
+def _stage_args(t: TrainingAssumed, pp: int) -> list[str]:
+    """Megatron-LM's options for the pipeline stages' layers where uneven.
 
     p2sim's split (:func:`p2sim.workload.schedule.chunk_layers`, model order): even chunks need nothing; the
     embedding and the loss counted as a layer each is ``--account-for-embedding-in-pipeline-split
     --account-for-loss-in-pipeline-split`` (Megatron-Core then takes one layer fewer on the first and last
-    chunk); first and last counts around even middle stages are ``--decoder-first-pipeline-num-layers`` /
-    ``--decoder-last-pipeline-num-layers`` (arguments.py; with virtual stages Megatron-LM spreads those over a
-    stage's chunks, which is not p2sim's split, so that case is stated, not emitted).
+    chunk); without virtual stages, first and last counts around even middle stages are
+    ``--decoder-first-pipeline-num-layers`` / ``--decoder-last-pipeline-num-layers`` (arguments.py).  Any other
+    split -- with virtual stages, where Megatron-LM would spread the first and last counts over a stage's chunks,
+    which is not p2sim's split -- is ``--pipeline-model-parallel-layout`` (:func:`_layout`), which sets every
+    chunk's layers and, from their number, the virtual stages.
     """
     v = t.training.virtual_stages
     flat = chunk_layers(t.num_layers, pp, v)
     n = len(flat)
     if len(set(flat)) == 1:
-        return [], []
+        return []
     if n >= 2 and (t.num_layers + 2) % n == 0:
         each = (t.num_layers + 2) // n
         if flat == (each - 1,) + (each,) * (n - 2) + (each - 1,):
-            return ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"], []
+            return ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]
     if v == 1 and len(set(flat[1:-1])) <= 1:
-        return [f"--decoder-first-pipeline-num-layers {flat[0]}", f"--decoder-last-pipeline-num-layers {flat[-1]}"], []
-    return [], [f"# p2sim predicted the pipeline chunks' layers {' '.join(str(x) for x in flat)} (model order); "
-                "give Megatron-LM that split (--pipeline-model-parallel-layout): no option here sets it"]
+        return [f"--decoder-first-pipeline-num-layers {flat[0]}", f"--decoder-last-pipeline-num-layers {flat[-1]}"]
+    return [f'--pipeline-model-parallel-layout "{_layout(flat)}"']
+
+
+def _layout(flat: tuple[int, ...]) -> str:
+    """The chunks' layers as Megatron-LM's ``--pipeline-model-parallel-layout`` string.
+
+    Its grammar (megatron/core/transformer/pipeline_parallel_layer_layout.py, ``parse_str_to_list``; Megatron-LM's
+    docs/user-guide/features/pipeline_parallel_layout.md): chunks split by ``|`` in virtual-stage order (chunk
+    ``i`` runs on pipeline rank ``i mod p``, virtual stage ``i div p`` -- p2sim's model order), ``t`` a decoder
+    layer, ``E`` the embedding (first chunk), ``L`` the loss (last chunk), ``x*n`` and ``(..)*n`` repetitions,
+    commas cosmetic.  Megatron-LM derives the virtual stages from the chunks' number (arguments.py), so
+    ``--num-virtual-stages-per-pipeline-rank`` is not given beside it.
+
+    Examples
+    --------
+    >>> _layout((3, 4, 4, 4, 4, 4, 4, 2))
+    'Et*3|(t*4|)*6t*2,L'
+    >>> _layout((2, 1, 2))
+    'Et*2|t|t*2,L'
+    """
+    def chunk(n: int) -> str:
+        return "t" * n if n <= 1 else f"t*{n}"
+
+    middle, i = "", 1
+    while i < len(flat) - 1:
+        j = i
+        while j + 1 < len(flat) - 1 and flat[j + 1] == flat[i]:
+            j += 1
+        run = j - i + 1
+        middle += f"({chunk(flat[i])}|)*{run}" if run > 1 else f"{chunk(flat[i])}|"
+        i = j + 1
+    return f"E{chunk(flat[0])}|{middle}{chunk(flat[-1])},L"
 
 
 def megatron_training_args(t: TrainingAssumed, size: dict[str, int], dp: int) -> tuple[list[str], list[str]]:
-    """Megatron-LM's options for every training setting the prediction assumed, and comments for what none sets.
+    """Megatron-LM's options for every training setting the prediction assumed, and comments for what none sets
+    (none today: every setting p2sim assumes has its option).
 
     ``size``: Megatron-LM's parallel sizes by dimension (tp, cp, ep, dp, pp); ``dp``: its data-parallel size,
     ``world / (tp x cp x pp)``.  The global batch not given is Megatron-LM's default, one micro-batch per
@@ -184,15 +227,18 @@ def megatron_training_args(t: TrainingAssumed, size: dict[str, int], dp: int) ->
         args.append("--fp8-format hybrid")  # TransformerEngine's E4M3 forward, E5M2 backward (arguments.py)
     if tr.sequence_parallel:
         args.append("--sequence-parallel")
-    if tr.virtual_stages > 1:
-        args.append(f"--num-virtual-stages-per-pipeline-rank {tr.virtual_stages}")  # the interleaved schedule
-    stages, notes = _stage_args(t, size["pp"])
+    stages = _stage_args(t, size["pp"])
+    if tr.virtual_stages > 1 and not any(a.startswith("--pipeline-model-parallel-layout") for a in stages):
+        # the interleaved schedule (a layout sets it by its chunks: Megatron-LM refuses both)
+        args.append(f"--num-virtual-stages-per-pipeline-rank {tr.virtual_stages}")
     args += stages
     args += list(_DATA_PARALLEL[tr.data_parallel])
     args += list(_RECOMPUTE[extra.recompute])
     if extra.tp_overlap:
         args.append("--tp-comm-overlap")
-    return args, notes
+    if t.moe:
+        args += list(_MOE) + list(_DISPATCHER[extra.dispatcher])
+    return args, []
 
 
 def _header(c: MeshChoice, launch: MegatronLaunch) -> list[str]:

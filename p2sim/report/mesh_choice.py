@@ -54,6 +54,7 @@ class TrainingAssumed:
     training: TrainingSpec
     num_layers: int  # the model's transformer layers, which the pipeline stages split
     extra: StepSettings = StepSettings()  # FP8, recompute, tensor-parallel overlap (``p2sim step``'s --train)
+    moe: bool = False  # the model routes tokens to experts (its dispatcher's settings apply)
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,8 @@ def plan_mesh_choice(result: PlanResult, form: str = "json") -> MeshChoice:
         reductions.append(MeshReduction(c.reduction.axes, "auto", _ALLREDUCE, c.allreduce_seconds, plain, note))
     demand = getattr(result.request, "demand", None)  # stand-ins (tests') may lack it
     work = None if demand is None else demand.workload  # a model's step: its training settings emitted
-    training = None if work is None else TrainingAssumed(work.training, work.model.num_layers)
+    training = None if work is None else TrainingAssumed(work.training, work.model.num_layers, work.extra,
+                                                         work.model.is_moe)
     return MeshChoice(topo.spec.name, topo.node_count, topo.gpus_per_node, placement, tuple(reductions),
                       job.axis_names, tuple(result.warnings), topo.level_names, job.spec.node_level, order,
                       result.request.settings.proto, training)

@@ -27,6 +27,10 @@ def training_text(work: StepWorkload) -> str:
             f"{t.param_dtype} weights, {t.grad_dtype} gradients, {t.data_parallel}"
             f"{', sequence parallel' if t.sequence_parallel else ''}"
             f"{f', {t.virtual_stages} virtual stages ({t.schedule})' if t.virtual_stages > 1 else ''}"
+            f"{', fp8 GEMMs' if work.extra.fp8 else ''}"
+            f"{f', recompute {work.extra.recompute}' if work.extra.recompute != 'none' else ''}"
+            f"{', tp overlap' if work.extra.tp_overlap else ''}"
+            f"{f', dispatcher {work.extra.dispatcher}' if work.extra.dispatcher != 'alltoall' else ''}"
             f"{f'; {work.assumed}' if work.assumed else ''}")
 
 

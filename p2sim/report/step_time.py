@@ -16,7 +16,8 @@ def step_text(r: StepResult) -> str:
              f"  seq {t['seq_length']}, micro-batch {t['micro_batch']}, global batch {t['global_batch']} "
              f"({r.micro_batches} micro-batches per data rank), {t['dtype']}, sp {'on' if t['sequence_parallel'] else 'off'}, "
              f"vp {t['virtual_stages']}, recompute {t['recompute']}, {t['data_parallel']}"
-             + (", tp overlap" if t.get("tp_overlap") else ""),
+             + (", tp overlap" if t.get("tp_overlap") else "")
+             + (f", dispatcher {t['dispatcher']}" if t.get("dispatcher", "alltoall") != "alltoall" else ""),
              "",
              f"step                 {format_seconds(r.step_seconds)}",
              f"tokens/s per GPU     {r.tokens_per_s_per_gpu:,.0f}",

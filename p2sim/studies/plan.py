@@ -446,6 +446,10 @@ def search_plans(req: PlanRequest, mats: Sequence[Matrix], extra: Mapping[Matrix
 
 
 def run_plan(req: PlanRequest) -> PlanResult:
+    work = req.demand.workload
+    if work is not None:  # a model's step (with no AllReduce, ZeRO-1 + sp: max of nothing) is step_plan's
+        raise InputError(f"plan: the request is {work.model.name}'s whole step: run_plan plans AllReduces only; "
+                         "run it with p2sim.studies.step_plan.run_step_plan (as p2sim.api.plan does)")
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
     whole_groups(topo)

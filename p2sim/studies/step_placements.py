@@ -73,9 +73,10 @@ def order_names(placement: Placement, axis_names: tuple[str, ...], expert: int) 
     return tuple(out)
 
 
-def placement_steps(result: Any, extra: StepSettings = StepSettings()) -> tuple[PlacementStep, ...]:
+def placement_steps(result: Any, extra: StepSettings | None = None) -> tuple[PlacementStep, ...]:
     """Each placement of a model-driven :class:`~p2sim.studies.plan.PlanResult`, fastest step first (() where
-    the job's levels are not the whole system's, which ``p2sim step`` places differently)."""
+    the job's levels are not the whole system's, which ``p2sim step`` places differently); ``extra``: the step's
+    own settings (None: those ``--train`` gave, the step workload's)."""
     req = result.request
     work, job = req.demand.workload, req.job
     if work is None:  # named reductions: no model to time a step of
@@ -93,7 +94,7 @@ def placement_steps(result: Any, extra: StepSettings = StepSettings()) -> tuple[
         return ()
     sj = StepJob(work.model, topo, gpus, topo.nodes, hierarchy, used, per_node, _timer(topo, DEFAULT),
                  req.settings.engine)
-    prep = prepare_step(sj, sizes, work.training, extra)
+    prep = prepare_step(sj, sizes, work.training, work.extra if extra is None else extra)
     out = []
     for pl in result.plans:
         # the plan's rows in its order: axes sharing a level nest in it, so reordering them would move groups

@@ -45,6 +45,8 @@ from ..workload.op_time import DEFAULT, EfficiencyParams, OpTimer
 from ..workload.schedule import bubble_seconds, chunk_layers
 from ..workload.step import StepCollective
 from ..workload.training import AXES, TrainingSpec, fit
+# --train's step settings (FP8, recompute, tensor-parallel overlap) live with --train's text; kept here by name
+from ..workload.train_text import RECOMPUTE, StepSettings, step_settings
 from ..formalism.hierarchy import LoweredStep
 from ..formalism.semantics import Op
 from .step_job import StepJob, job_hierarchy, step_job
@@ -53,52 +55,7 @@ from .step_workload import ENDS, GROUPS, PAIRS, StepPart, training_for
 
 __all__ = ["StepSettings", "StepResult", "StepJob", "PreparedStep", "run_step", "step_job", "prepare_step", "finish_step", "step_settings", "job_hierarchy", "RECOMPUTE"]
 
-RECOMPUTE = ("none", "selective", "full")
 COMM_AXES = ("tensor", "context", "expert", "pipeline", "data")
-
-
-@dataclass(frozen=True)
-class StepSettings:
-    """What ``--train`` says beyond :class:`~p2sim.workload.training.TrainingSpec`: FP8 GEMMs and recompute."""
-
-    fp8: bool = False
-    recompute: str = "none"
-    tp_overlap: bool = False  # Megatron-LM's --tp-comm-overlap (TransformerEngine's userbuffers)
-
-
-def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
-    """Split ``--train``'s text into TrainingSpec's keys and the step's own (``dtype=fp8``, ``recompute=``,
-    ``zero=fsdp``, ``tp_overlap=on``).
-
-    Examples
-    --------
-    >>> step_settings("seq=4096,dtype=fp8,recompute=selective,zero=fsdp")
-    ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective', tp_overlap=False))
-    """
-    kept, fp8, recompute, overlap = [], False, "none", False
-    for part in (p.strip() for p in (text or "").split(",")):
-        if not part:
-            continue
-        key, _, value = (s.strip() for s in part.partition("="))
-        k, v = key.lower(), value.lower()
-        if k == "recompute":
-            if v not in RECOMPUTE:
-                raise InputError(f"train: recompute: {value!r} should be one of {', '.join(RECOMPUTE)}")
-            recompute = v
-        elif k in ("dtype", "param_dtype") and v == "fp8":
-            fp8 = True  # FP8 GEMMs with BF16 weights and activations (TransformerEngine's recipes)
-            kept.append(f"{key}=bf16")
-        elif k == "zero" and v == "fsdp":
-            kept.append("data_parallel=fsdp")
-        elif k == "tp_overlap":
-            if v not in ("on", "off"):
-                raise InputError(f"train: tp_overlap: {value!r} should be on or off")
-            overlap = v == "on"
-        else:
-            kept.append(part)
-    # only the step's own keys: the training settings' defaults; nothing at all ('') is refused where it is read
-    rest = ",".join(kept) if kept else (text if text is not None and not text.strip() else None)
-    return rest, StepSettings(fp8, recompute, overlap)
 
 
 @dataclass(frozen=True)
@@ -155,13 +112,17 @@ def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[floa
         elif op.kind == "matmul":
             b = timer.seconds(op, fp8, BACKWARD_MATMUL, BACKWARD_MATMUL)
             matmul += b
-        else:
+        elif op.backward:
             b = timer.seconds(op, fp8, 1.0, 2.0)  # a gradient kernel reads the forward's input and the gradient
+        else:
+            b = 0.0  # no gradient (the MoE dispatcher's token counts)
         bwd += b
-    # host-bound: a layer's time is at least its kernels' dispatch (forward's, and the backward's twice as many)
+    # host-bound: a layer's time is at least its kernels' dispatch (forward's, and the backward's twice as many
+    # for the operations with a gradient)
     host = timer.params.host * sum(timer.kernels(op, fp8) for op in ops)
+    host_bwd = 2 * timer.params.host * sum(timer.kernels(op, fp8) for op in ops if op.backward)
     fwd = max(fwd, host)
-    bwd = max(bwd, 2 * host)
+    bwd = max(bwd, host_bwd)
     if recompute == "full":
         bwd += fwd
     elif recompute == "selective":
@@ -350,9 +311,11 @@ def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec,
     kinds = layer_kinds(spec_model)
     tokens = f.tokens
     common = dict(tokens=tokens, seq_length=training.seq_length, tensor=t, context=c, expert=e,
-                  sequence_parallel=training.sequence_parallel, dtype_bytes=1.0 if extra.fp8 else 2.0)
+                  sequence_parallel=training.sequence_parallel, dtype_bytes=1.0 if extra.fp8 else 2.0,
+                  fused_permute=extra.dispatcher != "alltoall")
     cache = job.layers
-    shape = (tokens, training.seq_length, t, c, e, training.sequence_parallel, extra.fp8, extra.recompute)
+    shape = (tokens, training.seq_length, t, c, e, training.sequence_parallel, extra.fp8, extra.recompute,
+             extra.dispatcher)
 
     def layer(i: int) -> tuple[float, float, float, float]:
         # GPT-OSS alternates sliding-window and full attention, sliding first (its layer_types)
@@ -466,7 +429,7 @@ def finish_step(prep: PreparedStep, matrix: Any = None) -> StepResult:
                 "global_batch": m * training.micro_batch * d * e, "dtype": "fp8" if extra.fp8 else training.param_dtype,
                 "grad_dtype": training.grad_dtype, "sequence_parallel": training.sequence_parallel,
                 "virtual_stages": v, "recompute": extra.recompute, "data_parallel": training.data_parallel,
-                "tp_overlap": extra.tp_overlap}
+                "tp_overlap": extra.tp_overlap, "dispatcher": extra.dispatcher}
     return StepResult(spec_model.name, topo.spec.name, gpus, {a: sizes[a] for a in AXES}, m, step, compute, bubble,
                       optimizer, exposed, comm, tokens_step / step / gpus, tflops, tflops / peak, peak, mem, capacity,
                       settings)

@@ -28,7 +28,7 @@ from ..formalism.mesh import _MEGATRON_NAMES as MEGATRON_AXIS_NAMES
 from ..util.errors import InputError
 from ..workload import ModelSpec, StepCollective, TrainingSpec, load_model, step_collectives
 from ..workload.model_files import preset_training
-from ..workload.train_text import given_fields, training_of
+from ..workload.train_text import StepSettings, given_fields, split_step_settings, training_of
 from ..workload.training import fit
 from ..util.parsing import default_axis_names, positive_float
 from ..util.units import format_seconds
@@ -110,6 +110,7 @@ class StepWorkload:
     layers_per_stage: int
     compute_per_layer: float | None = None  # seconds of one layer's forward and backward, one micro-batch
     assumed: str = ""  # the preset's published settings --train did not give, with their source ("": none)
+    extra: StepSettings = StepSettings()  # --train's dtype=fp8, recompute=, tp_overlap= (p2sim step's own settings)
 
     @property
     def backward_seconds(self) -> float | None:
@@ -121,7 +122,11 @@ class StepWorkload:
         return self.layers_per_stage * BACKWARD_SHARE * self.compute_per_layer
 
     def to_json(self) -> dict[str, Any]:
-        return {"model": self.model.name, "training": _training_json(self.training),
+        training = _training_json(self.training)
+        if self.extra != StepSettings():  # p2sim step's own settings, where --train gave them
+            training.update(fp8=self.extra.fp8, recompute=self.extra.recompute, tp_overlap=self.extra.tp_overlap,
+                            dispatcher=self.extra.dispatcher)
+        return {"model": self.model.name, "training": training,
                 "collectives": [c.to_json() for c in self.collectives],
                 "compute_per_layer_seconds": self.compute_per_layer, "assumed": self.assumed}
 
@@ -174,6 +179,9 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
     spec = load_model(model)
     if tuple(names) == default_axis_names(len(names)):
         raise InputError(_unnamed_axes(sizes))
+    # the step's own settings (FP8 GEMMs, recompute, tensor-parallel overlap) change no collective: they time the
+    # step (step_placements) and go on to --emit megatron
+    train, extra = split_step_settings(train)
     training, defaults = training_for(model, train)
     index = workload_axes(names)
     axis_sizes = {a: int(sizes[i]) for a, i in index.items()}
@@ -220,7 +228,7 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
     return StepWorkload(spec, training, collectives, tuple((a, b, n) for (a, b), n in reductions.items()),
                         tuple(StepPart(a, op, size, n, pattern, ph) for (a, op, size, pattern), (n, ph) in parts.items()),
                         frozenset(overlapped), fit(spec, training, axis_sizes).layers_per_stage, compute,
-                        _assumed(spec.name, defaults, _source(model)))
+                        _assumed(spec.name, defaults, _source(model)), extra)
 
 
 def _unnamed_axes(sizes: Sequence[int]) -> str:

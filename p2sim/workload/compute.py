@@ -14,7 +14,8 @@ Two counts, for two uses:
   multiply as ``(m, n, k)`` after the tensor, context and expert splits, the attention core as
   FlashAttention computes it (Dao 2023: forward QK^T and AV; backward 2.5 x the forward, the recomputed
   QK^T and four more products), and the memory-bound operations (norms, activation, residual adds,
-  rotary, the MoE permutation) with the bytes they move.  :mod:`p2sim.workload.op_time` times them.
+  rotary, the MoE token dispatcher's router top-k, auxiliary loss, permutations and bookkeeping) with the bytes
+  they move and the kernels they take.  :mod:`p2sim.workload.op_time` times them.
 
 Examples
 --------
@@ -64,6 +65,8 @@ class Op:
     n: int = 0
     k: int = 0
     count: int = 1
+    kernels: int = 1  # kernels (and host-side calls) a memory-bound op issues: a fused kernel 1, a chain of small ones more
+    backward: bool = True  # False: no gradient (the dispatcher's token counts and splits), nothing in the backward
 
 
 def _mm(name: str, m: int, n: int, k: int, dtype_bytes: float, count: int = 1) -> Op:
@@ -71,8 +74,28 @@ def _mm(name: str, m: int, n: int, k: int, dtype_bytes: float, count: int = 1) -
     return Op(name, "matmul", 2.0 * m * n * k * count, dtype_bytes * (m * k + k * n + m * n) * count, m, n, k, count)
 
 
-def _mem(name: str, elements: float, dtype_bytes: float) -> Op:
-    return Op(name, "memory", 0.0, elements * dtype_bytes)
+def _mem(name: str, elements: float, dtype_bytes: float, kernels: int = 1, backward: bool = True) -> Op:
+    return Op(name, "memory", 0.0, elements * dtype_bytes, kernels=kernels, backward=backward)
+
+
+# The MoE token dispatcher's kernels and host calls per layer forward, as Megatron-LM's alltoall dispatcher
+# (megatron/core/transformer/moe/token_dispatcher.py, MoEAlltoAllTokenDispatcher, and moe_utils.py / router.py
+# at NVIDIA/Megatron-LM d98e8a64) runs them with --moe-router-fusion and --moe-permute-fusion:
+# the router's fused top-k with its score function (fused_topk_with_score_function): 1 kernel
+ROUTER_TOPK_KERNELS = 1
+# the auxiliary load-balancing loss: its scores (fused_compute_score_for_moe_aux_loss), the tokens per expert
+# and the loss (fused_moe_aux_loss): 3 kernels
+AUX_LOSS_KERNELS = 3
+# preprocess(): routing_map.sum and .long(), the input splits' sum, the all-gather of the token counts over
+# the tensor x expert group, the slice, three sums, then five device-to-host copies of the splits and counts
+# (_maybe_dtoh_and_synchronize) and the host's wait on their event before the all-to-all: 8 + 5 + 1
+DISPATCH_METADATA_KERNELS = 14
+# permute() fused with the probabilities: the row-id map and the gather (fused_permute_with_probs)
+PERMUTE_KERNELS = 2
+# the all-to-alls of the tokens and of their probabilities (dispatch: 2) and of the expert outputs (combine: 1):
+# NCCL calls the host issues, counted with the permutation beside them; their transfer is the expert axis's
+# communication (p2sim.workload.step), not the layer's
+DISPATCH_ALLTOALLS, COMBINE_ALLTOALLS = 2, 1
 
 
 def layer_kinds(model: ModelSpec) -> tuple[LayerKind, ...]:
@@ -132,7 +155,7 @@ def model_flops(model: ModelSpec, seq_length: int, sequences: int) -> float:
 
 def layer_ops(model: ModelSpec, kind: LayerKind, *, tokens: int, seq_length: int, tensor: int = 1, context: int = 1,
               expert: int = 1, sequence_parallel: bool = False, dtype_bytes: float = 2.0,
-              sliding: bool = False) -> tuple[Op, ...]:
+              sliding: bool = False, fused_permute: bool = False) -> tuple[Op, ...]:
     """The forward operations of one layer on one GPU for one micro-batch.
 
     Parameters
@@ -151,6 +174,9 @@ def layer_ops(model: ModelSpec, kind: LayerKind, *, tokens: int, seq_length: int
         Bytes of an activation or weight element as the GEMMs read them (2 for BF16, 1 for FP8).
     sliding : bool
         A sliding-window layer: each query attends to ``sliding_window`` keys at most.
+    fused_permute : bool
+        A MoE layer's token permutation fused into the dispatch and combine kernels (Megatron-LM's flex
+        dispatcher with DeepEP or HybridEP): no permutation of its own; else the alltoall dispatcher's.
     """
     m, h, t = model, model.hidden_size, tensor
     b = tokens
@@ -183,17 +209,19 @@ def layer_ops(model: ModelSpec, kind: LayerKind, *, tokens: int, seq_length: int
     ops.append(_mem("post norm", 2 * norm_tokens * h, act))
     glu = 2 if m.gated_mlp else 1
     if kind == "moe":
-        ops.append(_mm("router", b if not sequence_parallel else norm_tokens, m.experts, h, 4.0))
+        ops.extend(_moe_dispatch_ops(m, b, norm_tokens if sequence_parallel else b, expert, act, "dispatch",
+                                     fused_permute))
         routed = b * m.experts_per_token  # token-expert pairs of this rank's tokens, spread over the expert axis
         local = max(1, m.experts // expert)
         per_expert = max(1, routed // m.experts)  # tokens each expert gets, balanced, from one rank's tokens
         # each GPU's experts receive from the whole expert group: expert x per_expert tokens each
         rows = per_expert * expert
         w = m.expert_width // t
-        ops.append(_mem("permute", 2 * 2 * routed * h, act))  # dispatch and combine: read and write
         ops.append(_mm("experts up", rows, glu * w, h, dtype_bytes, local))
         ops.append(_mem("activation", (glu + 1) * rows * local * w, act))
         ops.append(_mm("experts down", rows, h, w, dtype_bytes, local))
+        ops.extend(_moe_dispatch_ops(m, b, norm_tokens if sequence_parallel else b, expert, act, "combine",
+                                     fused_permute))
         if m.shared_experts:
             ws = m.shared_experts * m.expert_width // t
             ops.append(_mm("shared up", b, glu * ws, h, dtype_bytes))
@@ -205,6 +233,46 @@ def layer_ops(model: ModelSpec, kind: LayerKind, *, tokens: int, seq_length: int
         ops.append(_mem("activation", (glu + 1) * b * f, act))
         ops.append(_mm("mlp down", b, h, f, dtype_bytes))
     ops.append(_mem("residual", 3 * norm_tokens * h, act))
+    return tuple(ops)
+
+
+def _moe_dispatch_ops(model: ModelSpec, tokens: int, router_tokens: int, expert: int, act: float,
+                      side: str, fused_permute: bool = False) -> tuple[Op, ...]:
+    """The MoE token dispatcher's operations around the experts, as Megatron-LM's alltoall dispatcher runs them
+    (the kernel counts above; balanced routing, ``--moe-router-force-load-balancing`` as the benchmarks run).
+
+    ``side`` ``dispatch``: the router's GEMM (FP32, ``--moe-router-dtype fp32``) over the ``router_tokens`` this
+    rank routes, its fused top-k (reads the FP32 logits, writes the FP32 probabilities and the one-byte routing
+    map: ``9 x tokens x experts`` bytes), the auxiliary loss (reads the logits, writes its FP32 scores:
+    ``8 x tokens x experts``), the dispatch's bookkeeping (reads the routing map; no gradient), the first
+    permutation (each routed copy of a token read and written: ``2 x tokens x k x h`` elements) and, with more
+    than one local expert, the sort of the received tokens by local expert (``sort_chunks_by_idxs``: the same
+    rows read and written).  ``combine``: the unsort and the unpermutation, which reads each routed copy and
+    writes the weighted sum of a token's copies (``(k + 1) x tokens x h`` elements).  The rows are this rank's
+    ``tokens x k`` both ways: balanced routing sends as many to the expert group as it receives.
+
+    ``fused_permute``: the flex dispatcher (DeepEP, HybridEP) writes the received tokens in expert order and
+    reduces a token's copies inside its dispatch and combine kernels -- the expert axis's communication --: no
+    permutation, sort, unsort or unpermutation of its own; the router and the bookkeeping stay.
+    """
+    m, h, e = model, model.hidden_size, model.experts
+    routed = tokens * m.experts_per_token
+    local = max(1, e // expert)
+    ops: list[Op] = []
+    if side == "dispatch":
+        ops.append(_mm("router", router_tokens, e, h, 4.0))
+        ops.append(_mem("router top-k", 9 * router_tokens * e, 1.0, ROUTER_TOPK_KERNELS))
+        ops.append(_mem("aux loss", 8 * router_tokens * e, 1.0, AUX_LOSS_KERNELS))
+        ops.append(_mem("dispatch metadata", router_tokens * e, 1.0, DISPATCH_METADATA_KERNELS, backward=False))
+        if fused_permute:
+            return tuple(ops)
+        ops.append(_mem("permute", 2 * routed * h, act, PERMUTE_KERNELS + DISPATCH_ALLTOALLS))
+        if local > 1:
+            ops.append(_mem("sort by expert", 2 * routed * h, act))
+    elif not fused_permute:
+        if local > 1:
+            ops.append(_mem("unsort", 2 * routed * h, act))
+        ops.append(_mem("unpermute", (routed + tokens) * h, act, 1 + COMBINE_ALLTOALLS))
     return tuple(ops)
 
 

@@ -23,13 +23,14 @@ p2sim.util.errors.InputError: train: seq_length: 0 should be a positive integer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..util.errors import InputError
 from .training import DATA_MODES, TrainingSpec
 
-__all__ = ["training_from_text", "training_of", "given_fields", "TRAIN_KEYS"]
+__all__ = ["training_from_text", "training_of", "given_fields", "TRAIN_KEYS", "StepSettings", "step_settings",
+           "split_step_settings", "RECOMPUTE", "DISPATCHERS"]
 
 # each key as typed -> TrainingSpec's field
 _ALIASES = {"seq": "seq_length", "seq_length": "seq_length", "sequence": "seq_length",
@@ -84,7 +85,8 @@ def training_from_text(text: str, defaults: Mapping[str, Any] | None = None) -> 
             raise InputError(f"train: {part!r} is not KEY=VALUE (e.g. seq=8192,micro_batch=1,global_batch=1024)")
         field = _ALIASES.get(key.lower())
         if field is None:
-            raise InputError(f"train: {key!r} is not a training setting (one of {', '.join(TRAIN_KEYS)})")
+            raise InputError(f"train: {key!r} is not a training setting (one of {', '.join(TRAIN_KEYS)}; "
+                             "recompute, tp_overlap and dispatcher with --model)")
         if field in given:
             raise InputError(f"train: {field} is given twice")
         given[field] = _value(key.lower(), field, value)
@@ -130,3 +132,91 @@ def given_fields(value: str | Mapping[str, Any] | TrainingSpec | None) -> frozen
     keys = value.keys() if isinstance(value, Mapping) else (
         part.partition("=")[0].strip() for part in value.split(",")) if isinstance(value, str) else ()
     return frozenset(_ALIASES[k.lower()] for k in keys if isinstance(k, str) and k.lower() in _ALIASES)
+
+
+RECOMPUTE = ("none", "selective", "full")
+# a MoE layer's token dispatcher: Megatron-LM's alltoall dispatcher (--moe-token-dispatcher-type alltoall), or its
+# flex dispatcher with the DeepEP or HybridEP kernels (--moe-token-dispatcher-type flex
+# --moe-flex-dispatcher-backend deepep|hybridep: megatron/core/transformer/transformer_config.py), which fuse the
+# tokens' permutation into the dispatch and combine
+DISPATCHERS = ("alltoall", "deepep", "hybridep")
+
+
+@dataclass(frozen=True)
+class StepSettings:
+    """What ``--train`` says beyond :class:`~p2sim.workload.training.TrainingSpec`: FP8 GEMMs and recompute."""
+
+    fp8: bool = False
+    recompute: str = "none"
+    tp_overlap: bool = False  # Megatron-LM's --tp-comm-overlap (TransformerEngine's userbuffers)
+    dispatcher: str = "alltoall"  # a MoE layer's token dispatcher (DISPATCHERS)
+
+
+def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
+    """Split ``--train``'s text into TrainingSpec's keys and the step's own (``dtype=fp8``, ``recompute=``,
+    ``zero=fsdp``, ``tp_overlap=on``, ``dispatcher=``).
+
+    Examples
+    --------
+    >>> step_settings("seq=4096,dtype=fp8,recompute=selective,zero=fsdp")
+    ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective', tp_overlap=False, dispatcher='alltoall'))
+    """
+    kept, fp8, recompute, overlap, dispatcher = [], False, "none", False, "alltoall"
+    for part in (p.strip() for p in (text or "").split(",")):
+        if not part:
+            continue
+        key, _, value = (s.strip() for s in part.partition("="))
+        k, v = key.lower(), value.lower()
+        if k == "recompute":
+            if v not in RECOMPUTE:
+                raise InputError(f"train: recompute: {value!r} should be one of {', '.join(RECOMPUTE)}")
+            recompute = v
+        elif k in ("dtype", "param_dtype") and v == "fp8":
+            fp8 = True  # FP8 GEMMs with BF16 weights and activations (TransformerEngine's recipes)
+            kept.append(f"{key}=bf16")
+        elif k == "zero" and v == "fsdp":
+            kept.append("data_parallel=fsdp")
+        elif k == "tp_overlap":
+            if v not in ("on", "off"):
+                raise InputError(f"train: tp_overlap: {value!r} should be on or off")
+            overlap = v == "on"
+        elif k == "dispatcher":
+            if v not in DISPATCHERS:
+                raise InputError(f"train: dispatcher: {value!r} should be one of {', '.join(DISPATCHERS)}")
+            dispatcher = v
+        else:
+            kept.append(part)
+    # only the step's own keys: the training settings' defaults; nothing at all ('', ' , ') is refused where it is read
+    given = text is not None and any(p.strip() for p in text.split(","))
+    rest = ",".join(kept) if kept else (None if given or text is None else text)
+    return rest, StepSettings(fp8, recompute, overlap, dispatcher)
+
+
+_STEP_KEYS = ("recompute", "tp_overlap", "dispatcher")
+
+
+def split_step_settings(value: str | Mapping[str, Any] | TrainingSpec | None
+                        ) -> tuple[str | Mapping[str, Any] | TrainingSpec | None, StepSettings]:
+    """``--train`` in any form :func:`training_of` takes, less the step's own settings (``dtype=fp8``,
+    ``recompute=``, ``tp_overlap=``, ``dispatcher=``, ``zero=fsdp``: :func:`step_settings`), and those settings.
+
+    A TrainingSpec or None carries none; a mapping without them is returned as it is.
+
+    Examples
+    --------
+    >>> split_step_settings({"seq": 4096, "recompute": "full"})[1].recompute
+    'full'
+    >>> split_step_settings("seq=4096,dispatcher=hybridep")
+    ('seq=4096', StepSettings(fp8=False, recompute='none', tp_overlap=False, dispatcher='hybridep'))
+    """
+    if value is None or isinstance(value, TrainingSpec):
+        return value, StepSettings()
+    if isinstance(value, Mapping):
+        lowered = {str(k).lower(): v for k, v in value.items()}
+        if not (any(k in lowered for k in _STEP_KEYS) or str(lowered.get("dtype", lowered.get("param_dtype", ""))).lower()
+                == "fp8" or str(lowered.get("zero", "")).lower() == "fsdp"):
+            return value, StepSettings()
+        value = ",".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in value.items())
+    if not isinstance(value, str):
+        return value, StepSettings()  # training_of says what it is not
+    return step_settings(value)
