@@ -7,18 +7,22 @@ latency its network plugin reports (``graph->latencyInter``, once, and once more
 plugin's latency from :func:`reported_latency_us`).  The time a step really takes differs, and
 so does what each plugin reports:
 
-* **Every protocol pays the proxy** over NCCL's own IB verbs and socket transports: over the
-  network, LL and LL128 data is staged like Simple's: the GPU writes the step into a buffer,
-  NCCL's proxy thread polls it and posts the send, the receiving proxy polls the completion and
-  hands the step to the GPU (``src/transport/net.cc``, ``sendProxyProgress`` /
-  ``recvProxyProgress``).  That turn-around does not depend on the protocol, and NCCL's own LL
-  figures (2.7-5 us) leave it out: public 2-node 8-byte AllReduce times sit well above NCCL's
-  estimate (about 62 us measured against its 25 us for a tree of 2 x 8 H100 over InfiniBand,
-  NVIDIA/nccl#1453).  p2sim therefore charges an ``ib``, ``roce`` or ``socket`` network step at
-  least NCCL's Simple figure for the algorithm, whatever the protocol.  NCCL's IB and socket
-  transports report no latency (``net_ib/init.cc``, ``net_socket.cc``: ``props->latency = 0``).
-  RoCE runs the same verbs transport as IB (``net_ib``), so p2sim times it alike; its fabric's
-  extra hop latencies belong to the system file's links.
+* **NCCL's own figures** over NCCL's IB verbs transport (``ib``, and ``roce``, which runs the same
+  ``net_ib``): a network step costs NCCL's ``hwLat[NET]`` for the algorithm and protocol (2.7 us for an LL
+  ring step, 5.0 for an LL tree step, 14 for Simple; ``ncclTunerConstantsDefaults``, ``src/graph/tuning.cc``).
+  Those figures are NCCL's measure of its own proxy path (the GPU writes the step into a buffer, the proxy
+  thread posts it, the receiving proxy hands it back to the GPU: ``src/transport/net.cc``,
+  ``sendProxyProgress`` / ``recvProxyProgress``), and the published times match them: a clean 2 x 8 H100 run
+  over 8 x 400 Gb/s InfiniBand (NVIDIA/nccl-tests#309, NCCL 2.26.2, ``validation/logs``) times an 8-byte
+  AllReduce at 24.7-25.0 us where NCCL's model of its tree of LL gives 6.8 + 2 x (7 x 0.6 + 1 x 5.0) = 25.2 us;
+  the ~60 us of NVIDIA/nccl#1453, which p2sim used to floor every IB step at Simple's 14 us, came from a run
+  that printed NCCL's INFO lines on every call (a host cost per call NCCL's kernel never sees).  NCCL's IB
+  and socket transports report no latency (``net_ib/init.cc``, ``net_socket.cc``: ``props->latency = 0``);
+  a RoCE fabric's extra hop latencies belong to the system file's links.
+* **The proxy floor** over NCCL's socket transport (``socket``) and GPUDirect-TCPX (``tcpx``): TCP sockets
+  driven by helper threads (``net_socket.cc``), for which no published small-message time separates the
+  protocols: p2sim keeps every protocol's network step at least NCCL's Simple figure there (an assumption
+  ``p2sim topo`` states for ``tcpx``; Google's TCPX(O) recipes force Simple anyway).
 * ``efa`` (AWS's aws-ofi-nccl plugin): the plugin's model tuner times a network step at 20 us
   on P5/P5e for every protocol (``src/tuner/nccl_ofi_model.cpp``: ``net_lat``,
   ``nccl_ofi_param.h`` ``TUNER_NET_LATENCY`` 20) plus 3 us for Simple ("~2 us in the device and
@@ -89,8 +93,8 @@ replaces the transport's step, ``[network] net_latency`` what the plugin reports
 
 Examples
 --------
->>> network_step_us(None, "ring", "LL"), network_step_us("ib", "ring", "LL"), network_step_us("cxi", "ring", "LL")
-(2.7, 14.0, 2.7)
+>>> network_step_us(None, "ring", "LL"), network_step_us("ib", "ring", "LL"), network_step_us("socket", "ring", "LL")
+(2.7, 2.7, 14.0)
 >>> network_step_us("efa", "ring", "Simple"), network_step_us("ib", "tree", "LL", override=20.0)
 (23.0, 20.0)
 >>> reported_latency_us("efa"), reported_latency_us("cxi"), route_crossings("cxi", "Simple")
@@ -146,8 +150,11 @@ class Transport:
 
 
 TRANSPORT_MODELS: dict[str, Transport] = {
-    "ib": Transport(None, True, 0.0, 0.0, 1, "NCCL's Simple hwLat[NET] for every protocol; net_ib reports 0"),
-    "roce": Transport(None, True, 0.0, 0.0, 1, "NCCL's IB verbs transport (net_ib), as ib"),
+    # NCCL's hwLat[NET] per protocol (tuning.cc ncclTunerConstantsDefaults); a 2 x 8 H100 8-byte AllReduce
+    # over IB measures 24.7-25.0 us, NCCL's model 25.2 (NVIDIA/nccl-tests#309, validation/logs)
+    "ib": Transport(None, False, 0.0, 0.0, 1, "NCCL's hwLat[NET] per protocol (its own proxy path); net_ib "
+                    "reports 0; 2 x 8 H100 8-byte AllReduce: 24.7-25.0 us measured, 25.2 modelled (nccl-tests#309)"),
+    "roce": Transport(None, False, 0.0, 0.0, 1, "NCCL's IB verbs transport (net_ib), as ib"),
     "socket": Transport(None, True, 0.0, 0.0, 1, "NCCL's Simple hwLat[NET] for every protocol; net_socket reports 0"),
     # aws-ofi-nccl: nccl_ofi_model.cpp net_lat 20 us + 3 us Simple completion; platform-aws.cpp reports 75 us
     # RDMA protocol: sends above OFI_NCCL_EAGER_MAX_SIZE = 8192 bytes (nccl_ofi_param.h) wait for the receiver's

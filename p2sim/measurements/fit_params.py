@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from ..collectives.expand import TCP_TRANSPORTS
-from ..collectives.transports import network_step_us
+from ..collectives.transports import SIMPLE_EXTRA_US, network_step_us
 from ..topology.spec import SystemSpec
 
 __all__ = ["FitParameter", "Param", "PARAMETERS", "STAGES", "applicable", "apply", "network_class"]
@@ -73,10 +73,14 @@ def _rdma_or_tcp(spec: SystemSpec, _: str = "") -> float:
 
 
 def _step_default(spec: SystemSpec, _: str = "") -> float:
-    """The network step the model uses when the file states none (the transport's, :mod:`~p2sim.collectives.transports`)."""
+    """The network step the model uses when the file states none (the transport's, :mod:`~p2sim.collectives.transports`):
+    a calibrated ``step_latency`` replaces every protocol's step, so it starts at a Simple ring step's (the bulk of
+    the ramp's sizes; NCCL's 14 us over IB and RoCE, whose LL and LL128 steps are NCCL's smaller figures), without
+    what the transport adds to Simple (``SIMPLE_EXTRA_US``: EFA's completion), which it keeps adding."""
     if spec.nccl.step_latency is not None:
         return spec.nccl.step_latency
-    return network_step_us(spec.nccl.transport, "ring", "LL")
+    t = spec.nccl.transport
+    return network_step_us(t, "ring", "Simple") - SIMPLE_EXTRA_US.get(t, 0.0)
 
 
 @dataclass(frozen=True)

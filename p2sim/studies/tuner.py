@@ -30,7 +30,7 @@ Examples
 >>> [(r.min_bytes, r.max_bytes, r.default, r.algo, r.proto, r.channels) for r in rows]
 [(4194305, 8388608, 'nvls_tree/Simple', 'tree', 'LL128', 16)]
 >>> round(rows[0].gain, 2)
-2.03
+2.25
 """
 
 from __future__ import annotations
