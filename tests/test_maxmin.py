@@ -151,6 +151,19 @@ def test_a_finishing_flow_frees_its_share_along_a_chain():
     assert mm.rate.tolist() == [0.0, 10.0, 0.0, 0.0]
 
 
+def test_a_ceiling_far_above_a_link_never_rounds_its_other_loads_away():
+    # flow 0 on link 2; flow 1 on links 0 and 2; flow 2 on links 0, 1 and 2, link 1 its own (a
+    # ceiling of 1e300); capacities 2, 1e300, 10
+    usage = np.array([[0.0, 0, 1], [1, 0, 1], [1, 1, 1]])
+    mm = solver(usage, np.array([2.0, 1e300, 10.0]))
+    mm.update(joined=[0, 1, 2])  # flows 1 and 2 share link 0; flow 0 takes the rest of link 2
+    assert mm.rate.tolist() == [8.0, 1.0, 1.0]
+    # flow 2 takes link 0 whole; link 2 (8 + 2) stays full.  Flow 2 stood on link 2 at its ceiling
+    # for a moment: 8 + 1e300 - 1e300 = 0 lost flow 0's load there, which rose to 16
+    mm.update(finished=[1])
+    assert mm.rate.tolist() == [8.0, 0.0, 2.0]
+
+
 def test_zero_capacity_stops_its_flows():
     r = max_min_rates(np.array([[1.0, 1.0], [0.0, 1.0]]), np.array([0.0, 4.0]))
     assert r.tolist() == [0.0, 4.0]

@@ -113,7 +113,10 @@ def repair(mm: Incremental, joined: list[int], finished: list[int],
                 e = (b, c, j)
                 i = bisect_left(caps, e)
                 caps.insert(i, e)
-                if i < k or (i == k and b < s[0]):
+                # below the level only if its load fits the capacity (B <= capacity): else it
+                # joins W, never B and out again -- adding then taking back a ceiling far above
+                # the capacity (1e300, from a link of its own) rounds away the small loads in B
+                if i < k or (i == k and b < s[0] and c * b <= capacity[link]):
                     bsum += c * b
                     k += 1
                     walk = True
