@@ -164,6 +164,24 @@ def test_a_ceiling_far_above_a_link_never_rounds_its_other_loads_away():
     assert mm.rate.tolist() == [8.0, 0.0, 2.0]
 
 
+def test_a_rate_far_above_a_link_never_rounds_its_load_away():
+    # links: Z (1e20), X (10), A's own (7), V (15); flows: A on X and its own link, C on Z and X,
+    # F on Z with a weight of 1e20, J on X and V, K on V
+    usage = np.array([[0.0, 1, 1, 0], [1, 1, 0, 0], [1e20, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 1]])
+    mm = solver(usage, np.array([1e20, 10.0, 7.0, 15.0]))
+    mm.update(joined=[0, 1, 2])  # C and F share Z at 1 (1e20 = (1 + 1e20) x 1); A at 7; X has room
+    assert mm.rate.tolist() == [7.0, 1.0, 1.0, 0.0, 0.0]
+    # Z to C alone would be 1e20, which overloads X: A and C share X at 5 each.  X's load summed
+    # as 8 + 1e20 - 1e20 + ... came to 0 instead of 10
+    mm.update(finished=[2])
+    assert mm.rate.tolist() == [5.0, 5.0, 0.0, 0.0, 0.0]
+    mm.update(finished=[0, 1])
+    mm.update(joined=[3, 4])  # J and K share V at 7.5; X has room
+    assert mm.rate.tolist() == [0.0, 0.0, 0.0, 7.5, 7.5]
+    mm.update(finished=[4])  # V to J alone would be 15: X (10) binds it.  X's load, 10 short, hid that
+    assert mm.rate.tolist() == [0.0, 0.0, 0.0, 10.0, 0.0]
+
+
 def test_zero_capacity_stops_its_flows():
     r = max_min_rates(np.array([[1.0, 1.0], [0.0, 1.0]]), np.array([0.0, 4.0]))
     assert r.tolist() == [0.0, 4.0]
