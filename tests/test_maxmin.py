@@ -110,6 +110,42 @@ def test_incremental_updates_equal_the_dense_solver_after_every_step(monkeypatch
         assert (mm.rate[~active] == 0).all()
 
 
+@st.composite
+def ceiling_histories(draw):
+    """Histories on shared links of small capacities, each flow with a link of its own (a
+    ceiling) of any magnitude: a ceiling far above a link once rounded its other loads away."""
+    flows = draw(st.integers(1, 8))
+    links = draw(st.integers(1, 4))
+    usage = draw(arrays(float, (flows, links), elements=st.sampled_from([0.0, 0.0, 0.5, 1.0, 2.0])))
+    for j in range(flows):
+        if not usage[j].any():
+            usage[j, draw(st.integers(0, links - 1))] = 1.0
+    cap = draw(st.lists(st.sampled_from([1e-9, 1e-3, 1.0, 2.0, 10.0, 1e6, 1e20]), min_size=links, max_size=links))
+    own = np.diag([draw(st.sampled_from([1.0, 2.0])) for _ in range(flows)])
+    cap += [draw(st.sampled_from([np.inf, 1e300, 1e17, 1e9, 1e4, 3.0, 1e-6])) for _ in range(flows)]
+    active: set[int] = set()
+    steps = []
+    for _ in range(draw(st.integers(1, 10))):
+        joined = draw(st.sets(st.sampled_from(range(flows)))) - active
+        finished = draw(st.sets(st.sampled_from(sorted(active)))) if active else set()
+        steps.append((sorted(joined), sorted(finished)))
+        active = (active | joined) - finished
+    return np.hstack([usage, own]), np.array(cap), steps
+
+
+@pytest.mark.slow  # hypothesis against the dense solver
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ceiling_histories())
+@pytest.mark.parametrize("dense", [False, None])
+def test_ceilings_of_any_magnitude_equal_the_dense_solver_after_every_step(monkeypatch, dense, history):
+    test_incremental_updates_equal_the_dense_solver_after_every_step.hypothesis.inner_test(monkeypatch, dense, history)
+    usage, cap, steps = history
+    mm = solver(usage, cap, dense)  # replayed: every link within its capacity after every step
+    for joined, finished in steps:
+        mm.update(joined=joined, finished=finished)
+        assert (np.where(np.isfinite(mm.rate), mm.rate, 0.0) @ usage <= cap * (1 + 1e-9)).all()
+
+
 def test_incremental_on_a_larger_random_network():
     # 120 flows over 40 links joining and leaving in random batches, against the dense solver
     rng = np.random.default_rng(7)
