@@ -218,6 +218,16 @@ def test_a_rate_far_above_a_link_never_rounds_its_load_away():
     assert mm.rate.tolist() == [0.0, 0.0, 0.0, 10.0, 0.0]
 
 
+def test_weights_far_apart_never_round_a_links_weight_away():
+    # link 0 (1e20): flow 0 with a weight of 1e-4, flow 1 with 1e4, flow 2 with 1; link 1 (1e-9):
+    # flows 1 and 2.  Link 1 stops flows 1 and 2 at 5e-10; flow 0 takes the rest of link 0:
+    # (1e20 - (1e4 + 1) 5e-10) / 1e-4 = 1e24 - 0.05, 1e24 in floats.  Link 0's weight, summed as
+    # 1e4 + 1 + 1e-4 - 1e4 - 1, was 1e-4 to 7e-9: flow 0 overloaded link 0 by as much
+    mm = solver(np.array([[1e-4, 0.0], [1e4, 1.0], [1.0, 1.0]]), np.array([1e20, 1e-9]))
+    mm.update(joined=[0, 1, 2])
+    assert mm.rate.tolist() == [1e24, 5e-10, 5e-10]
+
+
 def test_zero_capacity_stops_its_flows():
     r = max_min_rates(np.array([[1.0, 1.0], [0.0, 1.0]]), np.array([0.0, 4.0]))
     assert r.tolist() == [0.0, 4.0]
