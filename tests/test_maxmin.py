@@ -226,6 +226,14 @@ def test_weights_far_apart_never_round_a_links_weight_away():
     mm = solver(np.array([[1e-4, 0.0], [1e4, 1.0], [1.0, 1.0]]), np.array([1e20, 1e-9]))
     mm.update(joined=[0, 1, 2])
     assert mm.rate.tolist() == [1e24, 5e-10, 5e-10]
+    # the same with 1e8 and 1e-8: link 1 stops flows 0 and 1 at 5e-18, flow 2 takes the rest of
+    # link 0, (1e20 - 1e-9) / 1e-8 = 1e28.  2e8 + 1e-8 - 2e8 = 0 left link 0 without weight: flow
+    # 2 ran at its ceiling (1e300), or without one stopped the solver ("unbounded")
+    usage = np.array([[1e8, 1e8, 0.0], [1e8, 1e8, 0.0], [1e-8, 0.0, 1.0]])
+    for ceiling in (1e300, np.inf):
+        mm = solver(usage, np.array([1e20, 1e-9, ceiling]))
+        mm.update(joined=[0, 1, 2])
+        assert mm.rate.tolist() == [5e-18, 5e-18, 1e28]
 
 
 def test_zero_capacity_stops_its_flows():

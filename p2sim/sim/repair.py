@@ -23,8 +23,9 @@ _TIE = 1e-12
 # moves of a link's water-filling state between fresh sums: its running sums B and W drift by
 # about an ulp of the capacity per move, far below the 1e-12 ties
 _REFRESH = 256
-# a link's weight W is summed afresh when its running sum falls below 1/_DIGITS of its largest
-# value: what it lost to rounding (an ulp of that value) stays below the 1e-12 ties
+# a link's weight W is summed afresh when its running sum falls below 1/_DIGITS of the largest
+# value it reached in a move: its rounding error, an ulp of that value, stays below the 1e-12
+# ties (taking weights of 1e4 and 1 out of 1e4 + 1 + 1e-4 left 1e-4 to 1e-8)
 _DIGITS = 2.0**13
 
 _OPEN, _FROZEN = 1, 2
@@ -94,6 +95,7 @@ def repair(mm: Incremental, joined: list[int], finished: list[int],
                 heappush(heap, (t0, 1, link, 0))
 
         caps, k, bsum, w, grow = s[3], s[4], s[1], s[2], s[5]
+        top = w  # the largest value W's running sum reaches, to which its rounding is relative
         # B changes, or W does (dw: exactly 0 when flows only move within it): the walk
         walk, dw = False, 0.0
         for j, c, a, b in moves:
@@ -111,6 +113,7 @@ def repair(mm: Incremental, joined: list[int], finished: list[int],
                     dw -= c
             if b == inf:
                 dw += c
+                top += c
                 grow[j] = c
             elif b > 0.0:
                 e = (b, c, j)
@@ -125,13 +128,14 @@ def repair(mm: Incremental, joined: list[int], finished: list[int],
                     walk = True
                 else:
                     dw += c
+                    top += c
         if dw != 0.0:
             w += dw
             walk = True
         s[6] += len(moves)
         if s[6] > _REFRESH:  # against the drift of the running sums: summed afresh
             bsum = sum([e[1] * e[0] for e in caps[:k]])
-            w = sum([e[1] for e in caps[k:]]) + sum(grow.values())
+            w = top = sum([e[1] for e in caps[k:]]) + sum(grow.values())
             s[6] = 0
             walk = True
         if not walk:
@@ -140,49 +144,46 @@ def repair(mm: Incremental, joined: list[int], finished: list[int],
             # walk the split between B and W to the new level: B + W t = capacity
             n = len(caps)
             cl = capacity[link]
-            top = s[2] if s[2] > w else w  # W's largest running sum, against its cancellation
-            while True:
-                if k == 0:
-                    bsum = 0.0
-                if k == n and not grow:
-                    w = 0.0
-                way = 0
-                while True:
-                    if w > 0.0:
-                        t = (cl - bsum) / w
-                    elif bsum < cl * tie_lo:
-                        t = inf
-                    elif k > 0 and (way == 1 or bsum <= cl * tie_hi):
-                        t = caps[k - 1][0]
-                        break
-                    elif k > 0:
-                        t = -inf
-                    else:
-                        t = 0.0
-                        break
-                    if way >= 0 and k < n and t > caps[k][0]:
-                        e = caps[k]
-                        bsum += e[1] * e[0]
-                        w -= e[1]
-                        k += 1
-                        way = 1
-                        if k == n and not grow:
-                            w = 0.0
-                    elif way <= 0 and k > 0 and t < caps[k - 1][0]:
-                        k -= 1
-                        e = caps[k]
-                        bsum -= e[1] * e[0]
-                        w += e[1]
-                        way = -1
-                        if k == 0:
-                            bsum = 0.0
-                    else:
-                        break
-                if not 0.0 < w * _DIGITS < top:
-                    break
-                # W fell by more than _DIGITS through running sums, whose error is relative to
-                # their largest value (1e4 + 1 + 1e-4 - 1e4 - 1 is 1e-4 to 1e-8): summed afresh
+            if k == 0:
+                bsum = 0.0
+            if k == n and not grow:
+                w = 0.0
+            elif w * _DIGITS < top:  # W cancelled (2e8 + 1e-8 - 2e8 is 0): summed afresh
                 w = top = sum([e[1] for e in caps[k:]]) + sum(grow.values())
+            way = 0
+            while True:
+                if w > 0.0:
+                    t = (cl - bsum) / w
+                elif bsum < cl * tie_lo:
+                    t = inf
+                elif k > 0 and (way == 1 or bsum <= cl * tie_hi):
+                    t = caps[k - 1][0]
+                    break
+                elif k > 0:
+                    t = -inf
+                else:
+                    t = 0.0
+                    break
+                if way >= 0 and k < n and t > caps[k][0]:
+                    e = caps[k]
+                    bsum += e[1] * e[0]
+                    w -= e[1]
+                    k += 1
+                    way = 1
+                    if k == n and not grow:
+                        w = 0.0
+                    elif w * _DIGITS < top:
+                        w = top = sum([e[1] for e in caps[k:]]) + sum(grow.values())
+                elif way <= 0 and k > 0 and t < caps[k - 1][0]:
+                    k -= 1
+                    e = caps[k]
+                    bsum -= e[1] * e[0]
+                    w += e[1]
+                    way = -1
+                    if k == 0:
+                        bsum = 0.0
+                else:
+                    break
             if t < 0.0:
                 t = 0.0
             s[0], s[1], s[2], s[4] = t, bsum, w, k
