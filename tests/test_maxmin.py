@@ -234,6 +234,12 @@ def test_weights_far_apart_never_round_a_links_weight_away():
         mm = solver(usage, np.array([1e20, 1e-9, ceiling]))
         mm.update(joined=[0, 1, 2])
         assert mm.rate.tolist() == [5e-18, 5e-18, 1e28]
+    # flows 0 and 1 weigh 1e-8 on links 0 and 1 (1e6 each); flow 2 1e-8 on link 0, 0.5 on link 1,
+    # capped at 1e4 by a link of its own.  Link 1 binds: (1e6 - 0.5 * 1e4) / 2e-8 = 4.975e13 each.
+    # Link 1, found overloaded, entered the solver with its weight summed as 0.5 + 2e-8 - 0.5
+    mm = solver(np.array([[1e-8, 1e-8, 0.0], [1e-8, 1e-8, 0.0], [1e-8, 0.5, 1.0]]), np.array([1e6, 1e6, 1e4]))
+    mm.update(joined=[0, 1, 2])
+    assert mm.rate.tolist() == [4.975e13, 4.975e13, 1e4]
 
 
 def test_zero_capacity_stops_its_flows():

@@ -51,7 +51,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .repair import _B, _INF, _T, _TIE, repair
+from .repair import _B, _DIGITS, _INF, _T, _TIE, repair
 
 __all__ = ["MaxMin", "max_min_rates"]
 
@@ -321,8 +321,10 @@ class MaxMin:
         w_grow = sum(grow.values())
         pts.sort()
         below = 0.0
-        above = w_grow + sum(p[1] for p in pts)
+        above = top = w_grow + sum(p[1] for p in pts)
         for i, (u, c, _j) in enumerate(pts):
+            if above * _DIGITS < top:  # cancelled (0.5 + 2e-8 - 0.5 is 2e-8 to 5e-9): summed afresh
+                above = top = w_grow + sum(p[1] for p in pts[i:])
             if below + u * above >= capacity * (1.0 - _TIE):
                 return [min((capacity - below) / above, u), below, above, pts, i, grow, 0]
             below += c * u
