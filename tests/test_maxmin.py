@@ -240,6 +240,17 @@ def test_weights_far_apart_never_round_a_links_weight_away():
     mm = solver(np.array([[1e-8, 1e-8, 0.0], [1e-8, 1e-8, 0.0], [1e-8, 0.5, 1.0]]), np.array([1e6, 1e6, 1e4]))
     mm.update(joined=[0, 1, 2])
     assert mm.rate.tolist() == [4.975e13, 4.975e13, 1e4]
+    # links 0 (1e20), 1 (1e6), 2 (1e-3); flow 0 weighs 1e20 on links 0 and 1, capped at 3; flow 1
+    # 1e20 on links 0 and 1, 0.5 on link 2; flow 2 1e20 on links 0, 1 and 2; flow 3 1e20 on link 0,
+    # 0.5 on link 1, capped at 1e4.  Link 2 stops flows 1 and 2 at 1e-3 / (1e20 + 0.5) = 1e-23;
+    # link 1 flows 0 and 3 at (1e6 - 2e-3) / (1e20 + 0.5) = 9.99999998e-15.  Flow 0 grown to its
+    # ceiling (3e20 of load) was taken into link 1's B below flow 3 and out again, with 2e-3
+    usage = np.array([[1e20, 1e20, 0, 1, 0, 0, 0], [1e20, 1e20, 0.5, 0, 1, 0, 0], [1e20, 1e20, 1e20, 0, 0, 1, 0],
+                      [1e20, 0.5, 0, 0, 0, 0, 1]])
+    mm = solver(usage, np.array([1e20, 1e6, 1e-3, 3.0, np.inf, np.inf, 1e4]))
+    mm.update(joined=[0, 1])
+    mm.update(joined=[2, 3])
+    assert mm.rate.tolist() == pytest.approx([9.99999998e-15, 1e-23, 1e-23, 9.99999998e-15], rel=1e-12, abs=0)
 
 
 def test_zero_capacity_stops_its_flows():

@@ -122,7 +122,17 @@ def repair(mm: Incremental, joined: list[int], finished: list[int],
                 # below the level only if its load fits the capacity (B <= capacity): else it
                 # joins W, never B and out again -- adding then taking back a ceiling far above
                 # the capacity (1e300, from a link of its own) rounds away the small loads in B
-                if i < k or (i == k and b < s[0] and c * b <= capacity[link]):
+                if c * b > capacity[link]:
+                    while k > i:  # and the entries above it are above the level too
+                        k -= 1
+                        e = caps[k + 1]
+                        bsum -= e[1] * e[0]
+                        dw += e[1]
+                        top += e[1]
+                    dw += c
+                    top += c
+                    walk = True
+                elif i < k or (i == k and b < s[0]):
                     bsum += c * b
                     k += 1
                     walk = True
