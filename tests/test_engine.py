@@ -5,7 +5,7 @@ import signal
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from p2sim.util.errors import InputError
@@ -208,6 +208,9 @@ def test_a_latency_of_1e20_us_completes(solver_mode):
              min_size=1, max_size=6),
     st.lists(st.sampled_from([1e-9, 1.0, 1e11, 1e300]), min_size=3, max_size=3),
 )
+# flow 4's ceiling of 1e300 (link 1 is its own) once rounded link 2's load away: flow 2 ended at 0.5 s
+@example(specs=[(0.0, 1e-300, [0]), (0.0, 1e-300, [0]), (0.0, 1.0, [2]), (1e-6, 1e-300, [0, 2]), (0.0, 1.0, [0, 1, 2])],
+         capacity=[1e-9, 1e300, 1.0])
 def test_no_stall_whatever_the_magnitudes(solver_mode, specs, capacity):
     """Latencies up to 1e20 us, bandwidths from 1e-9 to 1e300 bytes/s: time advances or flows end."""
     flows = [flow(sorted(e), volume, latency) for latency, volume, e in specs]
@@ -227,6 +230,23 @@ def test_no_stall_whatever_the_magnitudes(solver_mode, specs, capacity):
         assert r.end - r.start >= alone * (1 - 1e-9) or r.end - r.start <= np.spacing(r.end)
         assert np.isfinite(r.end)
     assert t == max(r.end for r in recs)
+
+
+def test_a_ceiling_far_above_a_link_never_rounds_its_other_loads_away(solver_mode):
+    # A (16 B) on link 2; B (1 B) on links 0 and 2; C (10 B) on links 0, 1 and 2, where link 1
+    # (1e300 B/s) is C's own: a ceiling of 1e300.  Capacities 2, 1e300, 10.
+    # 0..1: B and C share link 0 at 1 each; A takes the rest of link 2, 8.  B ends at 1
+    #       (A has 16 - 8 = 8 left, C 10 - 1 = 9).
+    # 1..2: C alone on link 0 at 2, A still at 10 - 2 = 8: A ends at 1 + 8/8 = 2 (C has 7 left).
+    # 2.. : C at 2 ends at 2 + 7/2 = 5.5.
+    # When B ended, C stood on link 2 at its ceiling for a moment: 8 + 1e300 - 1e300 = 0 lost A's
+    # load there, and A ran at 16 on a link of 10 (ending at 1.5).
+    capacity = np.array([2.0, 1e300, 10.0])
+    t, recs, samples = run_flows([flow([2], 16.0), flow([0, 2], 1.0), flow([0, 1, 2], 10.0)], capacity, True)
+    assert [r.end for r in recs] == pytest.approx([2.0, 1.0, 5.5], rel=1e-12)
+    assert t == pytest.approx(5.5, rel=1e-12)
+    for s in samples:  # a flow never exceeds any link's bandwidth
+        assert (s.load <= capacity[s.edges] * (1 + 1e-12)).all()
 
 
 @pytest.mark.parametrize("bandwidth", [1e-9, 1e300])

@@ -51,7 +51,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .repair import _B, _INF, _T, _TIE, repair
+from .repair import _B, _DIGITS, _INF, _T, _TIE, repair
 
 __all__ = ["MaxMin", "max_min_rates"]
 
@@ -203,6 +203,7 @@ class MaxMin:
         self._add_to_k(self._tight[j] for j in joined if self._tight[j] >= 0)
         seeds: list[int] = []
         before: dict[int, float] = {}  # the rate before this update of each flow a repair changed
+        overloaded: list[int] = []  # links outside K that a repair's rates overloaded
         while True:
             new, work = repair(self, joined, finished, seeds)
             old = self._rate
@@ -225,7 +226,13 @@ class MaxMin:
             # from this allocation lowers the flows above their levels (as a join would)
             self.repairs += 1
             self._add_to_k(over)
+            overloaded += over
             joined, finished, seeds = [], [], over
+        if overloaded:
+            # their loads went through the overloading rates and back: summed afresh, as a
+            # running sum rounds a link's other loads away under a rate far above its capacity
+            # (8 + 1e20 - 1e20 = 0: a later overload of the link would go unseen)
+            self._sum_loads(overloaded)
         rate = self._rate  # a second repair may set a flow back to its rate before the update
         return np.array(sorted(j for j, x in before.items() if rate[j] != x), dtype=np.int64)
 
@@ -263,6 +270,13 @@ class MaxMin:
         full = up[load[up] > self.capacity[up] * (1.0 + _OVER)]
         in_k, alone = self._in_k, self._alone
         return load, sorted(link for link in set(full.tolist()) if not in_k[link] and not alone[link])
+
+    def _sum_loads(self, links: list[int]) -> None:
+        """The loads of ``links`` summed afresh at the current rates."""
+        rate = self._rate
+        for link in links:
+            flows, coef = self._flows_of(link)
+            self._load[link] = sum([c * rate[j] for j, c in zip(flows, coef) if rate[j] != _INF])
 
     # ---- the set K of links that bind ---------------------------------------------------------
 
@@ -307,8 +321,10 @@ class MaxMin:
         w_grow = sum(grow.values())
         pts.sort()
         below = 0.0
-        above = w_grow + sum(p[1] for p in pts)
+        above = top = w_grow + sum(p[1] for p in pts)
         for i, (u, c, _j) in enumerate(pts):
+            if above * _DIGITS < top:  # cancelled (0.5 + 2e-8 - 0.5 is 2e-8 to 5e-9): summed afresh
+                above = top = w_grow + sum(p[1] for p in pts[i:])
             if below + u * above >= capacity * (1.0 - _TIE):
                 return [min((capacity - below) / above, u), below, above, pts, i, grow, 0]
             below += c * u

@@ -23,6 +23,10 @@ _TIE = 1e-12
 # moves of a link's water-filling state between fresh sums: its running sums B and W drift by
 # about an ulp of the capacity per move, far below the 1e-12 ties
 _REFRESH = 256
+# a link's weight W is summed afresh when its running sum falls below 1/_DIGITS of the largest
+# value it reached in a move: its rounding error, an ulp of that value, stays below the 1e-12
+# ties (taking weights of 1e4 and 1 out of 1e4 + 1 + 1e-4 left 1e-4 to 1e-8)
+_DIGITS = 2.0**13
 
 _OPEN, _FROZEN = 1, 2
 _INF = float("inf")
@@ -91,6 +95,7 @@ def repair(mm: Incremental, joined: list[int], finished: list[int],
                 heappush(heap, (t0, 1, link, 0))
 
         caps, k, bsum, w, grow = s[3], s[4], s[1], s[2], s[5]
+        top = w  # the largest value W's running sum reaches, to which its rounding is relative
         # B changes, or W does (dw: exactly 0 when flows only move within it): the walk
         walk, dw = False, 0.0
         for j, c, a, b in moves:
@@ -108,24 +113,39 @@ def repair(mm: Incremental, joined: list[int], finished: list[int],
                     dw -= c
             if b == inf:
                 dw += c
+                top += c
                 grow[j] = c
             elif b > 0.0:
                 e = (b, c, j)
                 i = bisect_left(caps, e)
                 caps.insert(i, e)
-                if i < k or (i == k and b < s[0]):
+                # below the level only if its load fits the capacity (B <= capacity): else it
+                # joins W, never B and out again -- adding then taking back a ceiling far above
+                # the capacity (1e300, from a link of its own) rounds away the small loads in B
+                if c * b > capacity[link]:
+                    while k > i:  # and the entries above it are above the level too
+                        k -= 1
+                        e = caps[k + 1]
+                        bsum -= e[1] * e[0]
+                        dw += e[1]
+                        top += e[1]
+                    dw += c
+                    top += c
+                    walk = True
+                elif i < k or (i == k and b < s[0]):
                     bsum += c * b
                     k += 1
                     walk = True
                 else:
                     dw += c
+                    top += c
         if dw != 0.0:
             w += dw
             walk = True
         s[6] += len(moves)
         if s[6] > _REFRESH:  # against the drift of the running sums: summed afresh
             bsum = sum([e[1] * e[0] for e in caps[:k]])
-            w = sum([e[1] for e in caps[k:]]) + sum(grow.values())
+            w = top = sum([e[1] for e in caps[k:]]) + sum(grow.values())
             s[6] = 0
             walk = True
         if not walk:
@@ -138,6 +158,8 @@ def repair(mm: Incremental, joined: list[int], finished: list[int],
                 bsum = 0.0
             if k == n and not grow:
                 w = 0.0
+            elif w * _DIGITS < top:  # W cancelled (2e8 + 1e-8 - 2e8 is 0): summed afresh
+                w = top = sum([e[1] for e in caps[k:]]) + sum(grow.values())
             way = 0
             while True:
                 if w > 0.0:
@@ -160,6 +182,8 @@ def repair(mm: Incremental, joined: list[int], finished: list[int],
                     way = 1
                     if k == n and not grow:
                         w = 0.0
+                    elif w * _DIGITS < top:
+                        w = top = sum([e[1] for e in caps[k:]]) + sum(grow.values())
                 elif way <= 0 and k > 0 and t < caps[k - 1][0]:
                     k -= 1
                     e = caps[k]
