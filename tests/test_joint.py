@@ -9,6 +9,7 @@ import pytest
 from p2sim.formalism.hierarchy import LoweredStep
 from p2sim.formalism.semantics import Op
 from p2sim.sim.joint import Load, alone_seconds, run_built, slowdowns, step_flows
+from p2sim.sim.sim_settings import SimSettings
 from p2sim.sim.simulator import Simulator
 from p2sim.topology import load_system
 
@@ -60,7 +61,7 @@ def test_a_load_started_after_the_other_ends_is_not_slowed(sim):
 
 
 def test_other_engines_have_no_contention():
-    analytic = Simulator(load_system("a100", nodes=4), engine="analytic")
+    analytic = SimSettings(engine="analytic").simulator(load_system("a100", nodes=4))
     assert slowdowns(analytic, [_load(((0, 16),)), _load(((1, 17),))]) == (1.0, 1.0)
 
 

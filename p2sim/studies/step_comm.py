@@ -17,6 +17,7 @@ from ..formalism.hierarchy import LoweredStep
 from ..formalism.mesh import megatron_matrix
 from ..formalism.semantics import Op
 from ..sim.sim_settings import SimSettings
+from ..sim.simulator import Simulator
 from ..topology import Topology
 from ..util.errors import InputError
 from ..workload.step import StepCollective
@@ -25,6 +26,11 @@ from .step_plan import part_groups
 from .step_workload import ENDS, GROUPS, PAIRS, StepPart
 
 __all__ = ["simulate", "contention", "default_placement_rows", "order_rows"]
+
+
+def _simulator(topo: Topology, engine: str) -> Simulator:
+    """A simulator of ``topo`` with NCCL's choice and ``engine`` (the one place the step builds one)."""
+    return SimSettings(engine=engine).simulator(topo)
 
 
 _SIMULATED: dict[tuple[Any, ...], float] = {}
@@ -140,7 +146,7 @@ def _lowering(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gp
 def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
                   collectives: Sequence[StepCollective], engine: str, matrix: Any = None) -> dict[StepCollective, float]:
     lowered = _lowering(topo, hierarchy, per_node, node_gpus, sizes, matrix)
-    sim = SimSettings(engine=engine).simulator(topo)
+    sim = _simulator(topo, engine)
     out = {}
     for c in collectives:
         step = lowered(c)
@@ -181,7 +187,7 @@ def contention(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_g
         sim = _CONTENTION_SIMULATOR.get((id(topo), engine))
         if sim is None or sim.topo is not topo:
             _CONTENTION_SIMULATOR.clear()
-            sim = _CONTENTION_SIMULATOR[(id(topo), engine)] = SimSettings(engine=engine).simulator(topo)
+            sim = _CONTENTION_SIMULATOR[(id(topo), engine)] = _simulator(topo, engine)
         sim.context.forget_order()
         for w, keys in missing:
             slow = contended(sim, lowered, [w], one_call)
