@@ -282,9 +282,10 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
     compared, place = None, None
     if compare:
         compared = _compared(job, spec_model, training, extra, compare, fits, capacity)
-        # the finished steps left without their contention that may be below the compared one: with it
+        # the finished steps left without their contention that may be below the compared one: with it, where
+        # it may still be (an order whose step without it is above the compared one is not ahead of it either)
         done = sorted((r if r.step.contended or r.step_seconds >= compared.step_seconds
-                       else replace(r, step=_placed(uncontended[id(r)])[0]) for r in done),
+                       else replace(r, step=_placed(uncontended[id(r)], compared.step_seconds)[0]) for r in done),
                       key=lambda r: (r.step_seconds, r.label))
         place = next((i + 1 for i, r in enumerate(done) if compared.step_seconds <= r.step_seconds), None)
     tightest = None
