@@ -30,7 +30,9 @@ __all__ = ["simulate", "contention", "default_placement_rows", "order_rows"]
 
 def _simulator(topo: Topology, engine: str) -> Simulator:
     """A simulator of ``topo`` with NCCL's choice and ``engine`` (the one place the step builds one)."""
-    return SimSettings(engine=engine).simulator(topo)
+    settings = SimSettings(engine=engine)
+    # main's Simulator takes the settings itself (issue 44's demand branch); this branch's builds from them
+    return settings.simulator(topo) if hasattr(settings, "simulator") else Simulator(topo, settings)
 
 
 _SIMULATED: dict[tuple[Any, ...], float] = {}
