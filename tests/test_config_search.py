@@ -192,3 +192,26 @@ def test_each_configuration_keeps_the_faster_rank_order():
     assert r.compared.order == "tp-cp-ep-pp-dp"
     assert r.compared.step_seconds < default.step_seconds
     assert r.compared.step.exposed_comm_seconds["pipeline"] < default.exposed_comm_seconds["pipeline"]
+
+
+def test_contention_left_out_beyond_the_top_changes_nothing(monkeypatch):
+    """The search simulates a configuration's contention only where its step without it could still enter the
+    top (or beat the compared one); with every step's contention simulated the answer is the same."""
+    case = dict(model="llama3-8b", system="dgx-h100", nodes=2, train="global_batch=64,zero=1", top=3,
+                compare="tensor=4,pipeline=2,data=2,mbs=1")
+    import p2sim.studies.config_search as cs
+    skipped = []
+
+    def recording(prep, matrix=None, contention_limit=float("inf")):
+        result = finish_step(prep, matrix, contention_limit)
+        skipped.append(not result.contended)
+        return result
+
+    monkeypatch.setattr(cs, "finish_step", recording)
+    lazy = run_search(**case)
+    assert any(skipped)  # the case leaves some contention out
+    monkeypatch.setattr(cs, "finish_step", lambda prep, matrix=None, contention_limit=None: finish_step(prep, matrix))
+    full = run_search(**case)
+    assert [(r.label, r.step_seconds) for r in lazy.ranked] == [(r.label, r.step_seconds) for r in full.ranked]
+    assert lazy.compared.step_seconds == full.compared.step_seconds and lazy.compared_place == full.compared_place
+    assert all(r.step.contended for r in lazy.ranked)

@@ -241,6 +241,11 @@ TOPOLOGY_MAPS_ALLOWED = {
     "studies/contexts.py:_CONTEXTS": "the process's registry of the contexts themselves (by spec and node count, "
                                      "found again by a sweep's tasks in a worker process): it cannot live inside "
                                      "one; it keeps only the last context, the others weakly",
+    "studies/step_comm.py:_KEPT": "a model step's one-call and contention times for the configuration search's "
+                                  "many configurations: the step is handed a topology, not a study's context; "
+                                  "numbers only, by the topology object weakly (they go with it)",
+    "studies/step_comm.py:_LAST": "one slot: the last topology's lowering of its last job and its contention "
+                                  "simulators, dropped when another topology comes (as a context keeps its last)",
 }
 
 _MAP_MAKERS = {"dict", "defaultdict", "OrderedDict", "WeakKeyDictionary", "WeakValueDictionary", "Counter"}
@@ -298,6 +303,10 @@ def _topology_keyed_maps(tree: ast.Module) -> list[tuple[int, str]]:
             if (any(isinstance(c, ast.Name) and c.id in maps for c in node.comparators)
                     and _keyed_expr(node.left)):
                 found.add((node.lineno, next(c.id for c in node.comparators if isinstance(c, ast.Name))))
+    for node in ast.walk(tree):  # a topology's id() is a key a later topology may reuse: a map keyed by it hides
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id"
+                and node.args and _keyed_expr(node.args[0])):
+            found.add((node.lineno, "id()"))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and any(
                 _named(d.func if isinstance(d, ast.Call) else d, ("lru_cache", "cache"), "\0")
@@ -337,6 +346,13 @@ def test_the_map_check_sees_maps_keyed_by_a_topology():
            "@lru_cache(maxsize=None)\ndef h(nodes):\n    return 1\n")
     assert _topology_keyed_maps(ast.parse(src)) == [(3, "_CYCLIC"), (10, "_HEADS"), (12, "_HEADS"), (12, "_REG"),
                                                    (14, "g")]
+
+
+def test_the_map_check_sees_a_topologys_id_in_a_key():
+    """``(id(topo), n)`` keys a map by a topology as surely as ``topo`` does, and a later topology may reuse the
+    id: the check sees it wherever it is built."""
+    src = "_T = {}\ndef f(topo, n):\n    key = (id(topo), n)\n    return _T.get(key), id(n)\n"
+    assert _topology_keyed_maps(ast.parse(src)) == [(3, "id()")]
 
 
 MAX_LINES = 500  # the DEVELOPERS guide: one concept per module, modules under 500 lines

@@ -19,6 +19,8 @@ Modules
     The simulation engines a run chooses among (``--engine``): des, analytic and baseline.
 :mod:`.flows`
     A step's flows as the engine takes them: each collective's flows, its caps as virtual links of their own.
+:mod:`.joint`
+    Steps of different collectives run at the same time: their flows share the links, max-min fairly, in one run.
 :mod:`.maxmin`
     Max-min fair sharing of links among weighted fluid flows, kept up to date incrementally.
 :mod:`.model_config`

@@ -43,6 +43,10 @@ Modules
     Simulating programs on a system: one given in text form, or every synthesized one.
 :mod:`.size_sweep`
     A collective over a range of sizes, as ``nccl-tests`` would run it: what NCCL picks and how long it takes.
+:mod:`.step_comm`
+    A training step's collectives on the system: each call's time alone, and their contention.
+:mod:`.step_contention`
+    Contention between a training step's axes: which collectives run at the same time, and how much each slows.
 :mod:`.step_counts`
     What a rank, plan or what-if will bound, counted before it starts: the steps, distinct steps and collectives.
 :mod:`.step_job`

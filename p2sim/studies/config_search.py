@@ -266,18 +266,27 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
     prepared.sort(key=lambda x: (x[0], x[1]))
     done: list[Ranked] = []
     kept: list[float] = []  # the finished steps, ascending
+    uncontended: dict[int, PreparedStep] = {}  # the finished left without their contention (beyond the top)
     finished = 0
     for bound, _, cfg, rc, prep in prepared:
         if len(kept) >= top and bound > kept[top - 1]:
             break
-        result, order = _placed(prep)
+        # contention only lengthens a step: one whose step without it is above the k-th best is not in the top
+        result, order = _placed(prep, kept[top - 1] if len(kept) >= top else math.inf)
         finished += 1
         done.append(Ranked(cfg, rc, result, _forced(fits, cfg.label, rc, capacity), order))
+        if not result.contended:
+            uncontended[id(done[-1])] = prep
         kept = sorted(kept + [result.step_seconds])
     done.sort(key=lambda r: (r.step_seconds, r.label))
     compared, place = None, None
     if compare:
         compared = _compared(job, spec_model, training, extra, compare, fits, capacity)
+        # the finished steps left without their contention that may be below the compared one: with it, where
+        # it may still be (an order whose step without it is above the compared one is not ahead of it either)
+        done = sorted((r if r.step.contended or r.step_seconds >= compared.step_seconds
+                       else replace(r, step=_placed(uncontended[id(r)], compared.step_seconds)[0]) for r in done),
+                      key=lambda r: (r.step_seconds, r.label))
         place = next((i + 1 for i, r in enumerate(done) if compared.step_seconds <= r.step_seconds), None)
     tightest = None
     if unfit:
@@ -294,16 +303,18 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
                         compared, place)
 
 
-def _placed(prep: PreparedStep) -> tuple[StepResult, str]:
-    """The configuration's step under the faster of Megatron-LM's rank orders, and that order (ties: the default)."""
+def _placed(prep: PreparedStep, limit: float = math.inf) -> tuple[StepResult, str]:
+    """The configuration's step under the faster of Megatron-LM's rank orders, and that order (ties: the default);
+    ``limit``: :func:`finish_step`'s ``contention_limit``."""
     job, sizes = prep.job, prep.sizes
-    best, order = finish_step(prep), ORDERS[0]
+    best, order = finish_step(prep, contention_limit=limit), ORDERS[0]
     default = default_placement_rows(job.hierarchy, sizes)
     for other in ORDERS[1:]:
         names, matrix, _ = order_rows(job.hierarchy, sizes, other)
         if matrix is None or (names, matrix) == default[:2]:
             continue  # no such placement, or the same as the default's
-        result = finish_step(prep, (names, matrix))
+        # an order whose step without contention is above the best's loses to it: its contention is not needed
+        result = finish_step(prep, (names, matrix), contention_limit=min(limit, best.step_seconds))
         if result.step_seconds < best.step_seconds:
             best, order = result, other
     return best, order

@@ -30,13 +30,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..formalism.mesh import megatron_matrix
-from ..sim import Simulator
-from ..sim.sim_settings import SimSettings
-from ..topology import Topology
 from ..util.errors import InputError
 from ..workload import load_model, step_collectives
 from ..workload.compute import BACKWARD_ATTENTION, BACKWARD_MATMUL, head_ops, layer_kinds, layer_ops, model_flops
@@ -47,13 +43,13 @@ from ..workload.step import StepCollective
 from ..workload.training import AXES, TrainingSpec, fit
 # --train's step settings (FP8, recompute, tensor-parallel overlap) live with --train's text; kept here by name
 from ..workload.train_text import RECOMPUTE, StepSettings, step_settings
-from ..formalism.hierarchy import LoweredStep
-from ..formalism.semantics import Op
+from .step_comm import contention, default_placement_rows, order_rows, simulate
 from .step_job import StepJob, job_hierarchy, step_job
-from .step_plan import part_groups
-from .step_workload import ENDS, GROUPS, PAIRS, StepPart, training_for
+from .step_contention import SHARDED, axis_of, window_of, windows
+from .step_workload import training_for
 
-__all__ = ["StepSettings", "StepResult", "StepJob", "PreparedStep", "run_step", "step_job", "prepare_step", "finish_step", "step_settings", "job_hierarchy", "RECOMPUTE"]
+__all__ = ["StepSettings", "StepResult", "StepJob", "PreparedStep", "run_step", "step_job", "prepare_step", "finish_step",
+           "step_settings", "job_hierarchy", "RECOMPUTE", "default_placement_rows", "order_rows"]
 
 COMM_AXES = ("tensor", "context", "expert", "pipeline", "data")
 
@@ -80,6 +76,9 @@ class StepResult:
     memory: MemoryUse
     memory_capacity_gib: float | None
     training: dict[str, Any] = field(default_factory=dict)
+    # what the exposed communication grew by where axes ran at the same time on shared links (step_contention)
+    contention_seconds: dict[str, float] = field(default_factory=dict)
+    contended: bool = True  # False: above finish_step's contention_limit, the contention not simulated
 
     @property
     def memory_gib_per_gpu(self) -> float:
@@ -95,7 +94,8 @@ class StepResult:
                 "memory_capacity_gib": self.memory_capacity_gib,
                 "compute_seconds": self.compute_seconds, "bubble_seconds": self.bubble_seconds,
                 "optimizer_seconds": self.optimizer_seconds,
-                "exposed_comm_seconds": dict(self.exposed_comm_seconds), "comm_seconds": dict(self.comm_seconds)}
+                "exposed_comm_seconds": dict(self.exposed_comm_seconds), "comm_seconds": dict(self.comm_seconds),
+                "contention_seconds": dict(self.contention_seconds)}
 
 
 def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[float, float, float, float]:
@@ -130,105 +130,7 @@ def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[floa
     return fwd, bwd, attention, matmul
 
 
-def _axis_of(c: StepCollective) -> str:
-    for a in ("tensor", "pipeline"):
-        if a in c.axes:
-            return a
-    if c.op == "AllToAll":
-        return "expert"
-    if c.op == "SendRecv" and c.axes == ("context",):
-        return "context"
-    return "data"
-
-
-_SIMULATED: dict[tuple[Any, ...], float] = {}
-
-
-def _simulate(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
-              collectives: Sequence[StepCollective], engine: str, matrix: Any = None) -> dict[StepCollective, float]:
-    """One call's seconds of each collective under Megatron-LM's default rank order.
-
-    Each is kept for the process by what its time depends on: the job, the axes' sizes (its groups), its
-    operation, axes and size -- not its count or phase, nor the compute's parameters -- so that the
-    configurations a search tries share the collectives their groups and sizes share."""
-    if matrix is not None:
-        matrix = (tuple(matrix[0]), tuple(tuple(r) for r in matrix[1]))
-    job = (id(topo), hierarchy, per_node, node_gpus, tuple(sorted(sizes.items())), engine, matrix)
-    missing = [c for c in collectives if job + (c.op, c.axes, c.size) not in _SIMULATED]
-    if missing:
-        for c, s in _simulate_now(topo, hierarchy, per_node, node_gpus, sizes, missing, engine, matrix).items():
-            _SIMULATED[job + (c.op, c.axes, c.size)] = s
-    return {c: _SIMULATED[job + (c.op, c.axes, c.size)] for c in collectives}
-
-
-# Megatron-LM's default order tp-cp-ep-dp-pp, outermost first: a matrix's axes that share a level nest in its
-# rows' order, the first outermost, so the rows go pipeline first and tensor last (tensor on consecutive GPUs)
-_OUTERMOST_FIRST = ("pipeline", "data", "expert", "context", "tensor")
-
-
-def default_placement_rows(hierarchy: Sequence[int], sizes: Mapping[str, int]) -> tuple[list[str], Any, str]:
-    """Megatron-LM's default rank order as (row names, matrix, why not): the rows outermost first, so that axes
-    sharing a level nest as Megatron numbers ranks (tensor fastest).
-
-    >>> from p2sim.formalism.mesh import megatron_match
-    >>> from p2sim.formalism.placement import Placement
-    >>> names, m, _ = default_placement_rows((8, 8), {"tensor": 4, "context": 1, "pipeline": 8, "data": 2, "expert": 1})
-    >>> names, m, megatron_match(Placement.of((8, 8), [8, 2, 4], m), names)
-    (['pipeline', 'data', 'tensor'], ((8, 1), (1, 2), (1, 4)), 'rank order tp-cp-ep-dp-pp matches this placement')
-    """
-    names = [a for a in _OUTERMOST_FIRST if sizes[a] > 1] or ["data"]
-    matrix, why = megatron_matrix(hierarchy, [sizes[a] for a in names], names)
-    return names, matrix, why
-
-
-def order_rows(hierarchy: Sequence[int], sizes: Mapping[str, int], order: str) -> tuple[list[str], Any, str]:
-    """The placement of a Megatron-LM rank order (``"tp-cp-ep-pp-dp"``: tensor fastest) as (row names, matrix,
-    why not), rows outermost first; consecutive ranks on consecutive GPUs, as :func:`megatron_matrix` fills them.
-
-    >>> from p2sim.formalism.mesh import megatron_match
-    >>> from p2sim.formalism.placement import Placement
-    >>> sizes = {"tensor": 8, "context": 1, "pipeline": 4, "data": 4, "expert": 1}
-    >>> names, m, _ = order_rows((16, 8), sizes, "tp-cp-ep-pp-dp")
-    >>> names, m, megatron_match(Placement.of((16, 8), [4, 4, 8], m), names)
-    (['data', 'pipeline', 'tensor'], ((4, 1), (4, 1), (1, 8)), 'rank order tp-cp-ep-pp-dp matches this placement')
-    """
-    full = {"tp": "tensor", "cp": "context", "ep": "expert", "pp": "pipeline", "dp": "data"}
-    names = [full[d] for d in reversed(order.split("-")) if sizes[full[d]] > 1] or ["data"]
-    matrix, why = megatron_matrix(hierarchy, [sizes[a] for a in names], names, order)
-    return names, matrix, why
-
-
-def _simulate_now(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_gpus: int, sizes: dict[str, int],
-                  collectives: Sequence[StepCollective], engine: str, matrix: Any = None) -> dict[StepCollective, float]:
-    """``matrix``: ``(row names, rows)``, the placement as a plan lists it (axes sharing a level nest in the rows'
-    order, the first outermost); None: Megatron-LM's default, rows the axes of size > 1 in :data:`AXES` order."""
-    why = ""
-    if matrix is not None:
-        names, matrix = list(matrix[0]), matrix[1]
-        axis_sizes = [sizes[a] for a in names]
-    else:
-        names, matrix, why = default_placement_rows(hierarchy, sizes)
-        axis_sizes = [sizes[a] for a in names]
-    if matrix is None:
-        raise InputError(f"axes: {','.join(f'{a}={sizes[a]}' for a in names)} on {topo.spec.name}: no placement in "
-                         f"Megatron-LM's rank order ({why})")
-    index = {a: i for i, a in enumerate(names)}
-    sim = Simulator(topo, SimSettings(engine=engine))
-
-    def device(rank: int) -> int:  # the job's rank on the system's GPUs: its share of each node, first GPUs first
-        return rank // per_node * node_gpus + rank % per_node
-
-    out = {}
-    for c in collectives:
-        pattern = GROUPS
-        if c.op == "SendRecv" and c.axes == ("pipeline",):
-            pattern = PAIRS
-        elif c.op == "AllReduce" and c.axes == ("pipeline",):
-            pattern = ENDS
-        part = StepPart(tuple(sorted(index[a] for a in c.axes)), c.op, c.size, c.count, pattern, (c.phase,))
-        groups = tuple(tuple(device(r) for r in g) for g in part_groups(part, hierarchy, axis_sizes, matrix, "aligned"))
-        out[c] = sim.step(LoweredStep(Op(c.op), groups), (float(c.size),) * len(groups)).seconds
-    return out
+_axis_of = axis_of  # the axis a collective's time is charged to (step_contention's)
 
 
 @dataclass(frozen=True)
@@ -358,11 +260,33 @@ def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec,
                         tuple(stage_matmul), tuple(stage_layers), optimizer)
 
 
-def finish_step(prep: PreparedStep, matrix: Any = None) -> StepResult:
-    """The step of a prepared configuration: its collectives simulated (or found kept), the overlap, the step.
+def finish_step(prep: PreparedStep, matrix: Any = None, contention_limit: float = math.inf) -> StepResult:
+    """The step of a prepared configuration: its collectives simulated (or found kept), their contention, the
+    overlap, the step.
 
     ``matrix``: the placement as ``(row names, rows)`` (a plan's matrix with its axis names; columns the job's
-    levels); None: Megatron-LM's default rank order."""
+    levels); None: Megatron-LM's default rank order.  ``contention_limit``: where the step without contention is
+    above it, the contention is not simulated and that step is answered (``contended`` False): contention only
+    lengthens a step, so a search that keeps steps at most the limit loses nothing by it."""
+    job, training, sizes = prep.job, prep.training, prep.sizes
+    collectives = step_collectives(job.model, training, sizes)
+    seconds = (simulate(job.topo, job.hierarchy, job.used, job.per_node, sizes, collectives, job.engine, matrix)
+               if collectives else {})
+    alone = _assemble(prep, seconds, {})
+    if not collectives or not windows(collectives, training.data_parallel, prep.micro_batches):
+        return alone
+    if alone.step_seconds > contention_limit:
+        return replace(alone, contended=False)
+    # the collectives that run at the same time as another axis's and share its links: slowed (1: not)
+    slow = contention(job.topo, job.hierarchy, job.used, job.per_node, sizes, collectives, seconds,
+                       training.data_parallel, prep.micro_batches, job.engine, matrix)
+    return _assemble(prep, seconds, slow) if any(s > 1.0 for s in slow.values()) else alone
+
+
+def _assemble(prep: PreparedStep, seconds: Mapping[StepCollective, float], slow: Mapping[StepCollective, float]
+              ) -> StepResult:
+    """The step from each collective's one-call time alone (``seconds``) and the slowdowns of those that run at
+    the same time as another axis's (``slow``; absent: 1)."""
     job, training, extra, sizes = prep.job, prep.training, prep.extra, prep.sizes
     spec_model, topo, timer, gpus = job.model, job.topo, job.timer, job.gpus
     t, c, p, d, e = (sizes[a] for a in AXES)
@@ -371,45 +295,69 @@ def finish_step(prep: PreparedStep, matrix: Any = None) -> StepResult:
     stage_matmul, stage_layers = prep.stage_matmul, prep.stage_layers
     capacity = topo.spec.nccl.memory_gib
     # ------------------------------------------------------------------ communication
-    collectives = step_collectives(spec_model, training, sizes)
-    seconds = _simulate(topo, job.hierarchy, job.used, job.per_node, sizes, collectives, job.engine, matrix) if collectives else {}
     comm = {a: 0.0 for a in COMM_AXES}
     for col, s in seconds.items():
         comm[_axis_of(col)] += s * col.count
+    sharded = training.data_parallel in SHARDED
     fullest = max(stage_layers) or 1
-    per_mb = {a: comm[a] / m for a in ("tensor", "expert", "context")}  # the fullest stage's, per micro-batch
-    stage_total, parts_of = [], []
-    for r in range(p):
-        share = stage_layers[r] / fullest
-        tp, ep = per_mb["tensor"] * share, per_mb["expert"] * share
-        if extra.tp_overlap:
-            # userbuffers split each AllGather/ReduceScatter into chunks pipelined with its GEMM: exposed where
-            # the layer's communication outlasts its matrix multiplies
-            tp = max(0.0, tp - stage_matmul[r])
-        cp = max(0.0, per_mb["context"] * share - stage_attention[r])
-        stage_total.append(stage_compute[r] + tp + ep + cp)
-        parts_of.append((stage_compute[r], tp, ep, cp))
+
+    def per_mb(slowed: tuple[str, ...]) -> dict[str, float]:
+        """The fullest stage's tensor, expert and context seconds per micro-batch, the collectives of the passes
+        ``slowed`` at their contended times (none: as simulated alone, the same sums)."""
+        by = {a: 0.0 for a in COMM_AXES}
+        for col, s in seconds.items():
+            by[_axis_of(col)] += s * col.count * (slow.get(col, 1.0) if window_of(col) in slowed else 1.0)
+        return {a: by[a] / m for a in ("tensor", "expert", "context")}
+
+    def stage_parts(mb: dict[str, float]) -> list[tuple[float, float, float, float]]:
+        """Each stage's (compute, exposed tensor, expert, context) of one micro-batch."""
+        out = []
+        for r in range(p):
+            share = stage_layers[r] / fullest
+            tp, ep = mb["tensor"] * share, mb["expert"] * share
+            if extra.tp_overlap:
+                # userbuffers split each AllGather/ReduceScatter into chunks pipelined with its GEMM: exposed where
+                # the layer's communication outlasts its matrix multiplies
+                tp = max(0.0, tp - stage_matmul[r])
+            cp = max(0.0, mb["context"] * share - stage_attention[r])
+            out.append((stage_compute[r], tp, ep, cp))
+        return out
+
+    # FSDP's gathers and scatters run under every micro-batch: each is contended; the distributed optimizer's
+    # reduction and gather under one micro-batch's backward and forward: that one is, below
+    parts_of = stage_parts(per_mb(("forward", "backward") if sharded else ()))
+    stage_total = [sum(x) for x in parts_of]
     slowest = max(range(p), key=lambda r: stage_total[r])
     bubble = bubble_seconds(stage_total, v)
     exposed = {"tensor": m * parts_of[slowest][1], "expert": m * parts_of[slowest][2],
                "context": m * parts_of[slowest][3], "pipeline": 0.0, "data": 0.0}
-    sends = [s for col, s in seconds.items() if col.op == "SendRecv" and col.axes == ("pipeline",)]
+    contention = {a: 0.0 for a in COMM_AXES}
+    if not sharded:
+        for phase in ("forward", "backward"):
+            if any(s > 1.0 and window_of(col) == phase for col, s in slow.items()):
+                hit = stage_parts(per_mb((phase,)))[slowest]
+                for i, a in ((1, "tensor"), (2, "expert"), (3, "context")):
+                    contention[a] += hit[i] - parts_of[slowest][i]
+    sends = [(col, s) for col, s in seconds.items() if col.op == "SendRecv" and col.axes == ("pipeline",)]
     if p > 1 and sends:
-        t_send = max(sends)
+        t_send = max(s * (slow.get(col, 1.0) if sharded else 1.0) for col, s in sends)
         exposed["pipeline"] = t_send * (2 * (p - 1) + (2 * m if v == 1 else 0))
+        if not sharded:  # the contended micro-batch's one exposed send each way
+            contention["pipeline"] = sum(s * (slow.get(col, 1.0) - 1.0) for col, s in sends)
     # data: overlapped with the last micro-batch's backward (gradients) and the first one's forward (parameters)
-    stage_params = (mem.weights / 2.0) if training.data_parallel not in ("zero3", "fsdp") else None
+    stage_params = (mem.weights / 2.0) if not sharded else None
     dp_size = d * c * e
     bucket = max(40e6, 1e6 * dp_size)
     local = stage_params if stage_params is not None else mem.optimizer / 12.0 * dp_size
     buckets = max(1, math.ceil(local / bucket))
-    grads = sum(s * col.count for col, s in seconds.items() if _axis_of(col) == "data" and col.phase == "backward")
-    gathers = sum(s * col.count for col, s in seconds.items()
+    grads = sum(s * col.count * slow.get(col, 1.0) for col, s in seconds.items()
+                if _axis_of(col) == "data" and col.phase == "backward")
+    gathers = sum(s * col.count * slow.get(col, 1.0) for col, s in seconds.items()
                   if _axis_of(col) == "data" and col.phase in ("optimizer", "forward"))
     other = sum(s * col.count for col, s in seconds.items()
                 if _axis_of(col) == "pipeline" and col.op == "AllReduce")
     one_mb = stage_compute[slowest]
-    if training.data_parallel in ("zero3", "fsdp"):
+    if sharded:
         whole = grads + gathers
         exposed["data"] = max(whole / max(1, fullest), whole - m * one_mb)
     else:
@@ -417,6 +365,8 @@ def finish_step(prep: PreparedStep, matrix: Any = None) -> StepResult:
         forward = one_mb / 3
         exposed["data"] = (max(grads / buckets, grads - backward) if grads else 0.0) + \
                           (max(gathers / buckets, gathers - forward) if gathers else 0.0)
+    for a, extra_s in contention.items():
+        exposed[a] += extra_s
     exposed["pipeline"] += other
     optimizer = prep.optimizer
     compute = m * parts_of[slowest][0]
@@ -432,4 +382,4 @@ def finish_step(prep: PreparedStep, matrix: Any = None) -> StepResult:
                 "tp_overlap": extra.tp_overlap, "dispatcher": extra.dispatcher}
     return StepResult(spec_model.name, topo.spec.name, gpus, {a: sizes[a] for a in AXES}, m, step, compute, bubble,
                       optimizer, exposed, comm, tokens_step / step / gpus, tflops, tflops / peak, peak, mem, capacity,
-                      settings)
+                      settings, contention)
