@@ -274,8 +274,17 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
     if not (np.array_equal(attrs, attrs[frep[fcol]]) and np.array_equal(cap, cap[lrep[lcol]])):
         return None
     at = lcol[local]
-    if not (_alike(fcol, frep, owner, _pair(lambda: at, nl, cid, ncoef), nl * ncoef)
-            and _alike(lcol, lrep, local, _pair(lambda: fcol[owner], nf, cid, ncoef), nf * ncoef)):
+    # each incidence's (link class, coefficient) and (flow class, coefficient) pair, _pair's keys, read from a
+    # table per link and coefficient (per flow and coefficient) where one is no larger than the incidences
+    if nl > 1 and ncoef > 1 and paired:
+        link_keys = (lcol[None, :] * ncoef + np.arange(ncoef, dtype=np.int64)[:, None]).reshape(-1)[at_link]
+    else:
+        link_keys = _pair(lambda: at, nl, cid, ncoef)
+    if nf > 1 and ncoef > 1:
+        flow_keys = (fcol[:, None] * ncoef + np.arange(ncoef, dtype=np.int64)[None, :]).reshape(-1)[slot]
+    else:
+        flow_keys = _pair(lambda: fcol[owner], nf, cid, ncoef)
+    if not (_alike(fcol, frep, owner, link_keys, nl * ncoef) and _alike(lcol, lrep, local, flow_keys, nf * ncoef)):
         return None
     # one link per link class; a class of flows loads it with its flows' summed coefficients
     on_rep = np.flatnonzero(lrep[at] == local)
