@@ -251,3 +251,11 @@ def test_digits_keep_every_count_exact_in_a_float():
         g = _digits(deg_max)
         assert (deg_max + 1) ** g <= 1 << 53 < (deg_max + 1) ** (g + 1)
     assert _digits(1 << 53) == 0
+    assert _digits(0) == 53  # no incidences at all: base 2, and an end to the search
+
+
+def test_alike_of_entities_without_incidences(monkeypatch):
+    import p2sim.sim.symmetry as symmetry
+    monkeypatch.setattr(symmetry, "_SMALL", 4)  # 3 x 5 counts past the table, 3 words within: the digits
+    none = np.zeros(0, dtype=np.int64)
+    assert symmetry._alike(np.zeros(3, dtype=np.int64), np.zeros(1, dtype=np.int64), none, none, 5)

@@ -156,7 +156,7 @@ def _equitable(colour: np.ndarray, order: np.ndarray, ptr: np.ndarray, key: np.n
 def _digits(deg_max: int) -> int:
     """How many keys' counts (each at most ``deg_max``) one float64 holds exactly as digits in base ``deg_max + 1``:
     the largest ``g`` with ``(deg_max + 1) ** g <= 2 ** 53`` (every sum of such digits is then an exact integer)."""
-    base, g = deg_max + 1, 0
+    base, g = max(deg_max, 1) + 1, 0  # a count of at most 0 still needs a base of 2 (and ends the loop)
     while base ** (g + 1) <= 1 << 53:
         g += 1
     return g
@@ -178,7 +178,7 @@ def _alike(colour: np.ndarray, rep: np.ndarray, entity: np.ndarray, key: np.ndar
         table = np.bincount(entity if nkeys == 1 else entity * nkeys + key, minlength=n * nkeys).reshape(n, nkeys)
         return bool(np.array_equal(table, table[rep[colour]]))
     deg = np.bincount(entity, minlength=n)
-    base = int(deg.max()) + 1
+    base = max(int(deg.max(initial=0)), 1) + 1
     digits = _digits(base - 1)
     words = -(-nkeys // digits) if digits else nkeys + 1
     if digits and n * words <= 4 * len(key) + _SMALL:
