@@ -103,3 +103,40 @@ def test_step_geometry_gives_what_it_would_compute_again_at_every_size():
                                 for x, (g, _, s, _) in zip(edges, got)])
         assert e.tolist() == again.tolist() and used.tolist() == np.unique(again).tolist()
     assert len(geometry._links) == 1 and len(geometry._classes) == 1
+
+
+def test_step_geometry_shares_a_slices_groups_between_its_collectives_and_step_objects():
+    """The ReduceScatter, AllReduce and AllGather of one slice (and the same groups lowered again, another
+    step object) share their classes and, where their collectives load the same links, their moved links:
+    each answer is the one computed afresh for that step."""
+    from p2sim.formalism.placement import Placement
+    from p2sim.formalism.hierarchy import Lowering
+    from p2sim.formalism.program import parse_program
+    from p2sim.sim import Simulator
+    from p2sim.sim.moved import StepGeometry
+
+    topo = load_system("superpod-h100", 64)
+    sim = Simulator(topo)
+    geometry = StepGeometry(topo)
+    placement = Placement.of(topo.hierarchy, (16, 4, 8), ((2, 1, 8), (1, 4, 1), (1, 8, 1)))
+    texts = ["ReduceScatter(slice=0, Inside)", "AllReduce(slice=0, Inside)", "AllGather(slice=0, Inside)"]
+    steps = [Lowering.of(placement, [0]).lower(parse_program(t))[0] for t in texts]
+    steps.append(Lowering.of(placement, [0]).lower(parse_program(texts[1]))[0])  # equal groups, a new object
+    assert steps[1] is not steps[3]
+    for step in steps:
+        volumes = [2.0**28] * step.shape[0]
+        got = geometry.classes(step, volumes)
+        want = list(moved_classes(topo, step, volumes))
+        assert [(g, v, s.tolist(), m.tolist()) for g, v, s, m in got] == [
+            (g, v, s.tolist(), m.tolist()) for g, v, s, m in want]
+        op = step.op.value
+        edges = []
+        for g, v, _, _ in got:
+            a, p = sim.expander.choose(op, g, v)
+            edges.append(sim.expander.collective(a, p, op, g, v).link_load()[0])
+        e, used = geometry.links(step, got, edges)
+        again = np.concatenate([topo.move_edges(x, min(g) // topo.gpus_per_node, s).ravel()
+                                for x, (g, _, s, _) in zip(edges, got)])
+        assert e.tolist() == again.tolist() and used.tolist() == np.unique(again).tolist()
+    assert len(geometry._classes) == 1  # one group array
+    assert len(geometry._links) < len(steps)  # the AllReduce lowered twice: one entry

@@ -209,3 +209,53 @@ def test_ids_tell_apart_hashes_that_share_their_low_bits():
     assert count == 3 and ids.tolist() == expected
     values[5::3] = np.uint64(8)  # now their low bits differ: the table tells them apart, the same ids
     assert _ids(values)[0].tolist() == expected
+
+
+def _multisets_alike(colour, rep, entity, key):
+    """:func:`_alike` by its definition: each entity's sorted keys against its colour's representative's."""
+    held = [sorted(int(k) for e, k in zip(entity, key) if e == x) for x in range(len(colour))]
+    return all(held[x] == held[rep[c]] for x, c in enumerate(colour))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 9), st.data())
+def test_alike_counts_multisets_exactly_by_every_way(nentities, nkeys, data):
+    # every way _alike has (the table of counts, the counts as digits of one number, the sort) answers as the
+    # definition does, on entities that share their colour's multiset or differ by one count
+    import p2sim.sim.symmetry as symmetry
+    incid = data.draw(st.lists(st.tuples(st.integers(0, nentities - 1), st.integers(0, nkeys - 1)), min_size=1,
+                               max_size=30))
+    entity = np.array([e for e, _ in incid], dtype=np.int64)
+    key = np.array([k for _, k in incid], dtype=np.int64)
+    drawn = data.draw(st.lists(st.integers(0, 2), min_size=nentities, max_size=nentities))
+    ids: dict[int, int] = {}
+    colour = np.array([ids.setdefault(c, len(ids)) for c in drawn], dtype=np.int64)  # dense, as the quotient's
+    rep = np.unique(colour, return_index=True)[1]
+    expected = _multisets_alike(colour, rep, entity, key)
+    with pytest.MonkeyPatch.context() as mp:
+        answers = []
+        for small, digits in ((1 << 16, None), (-(1 << 40), None), (-(1 << 40), 1), (-(1 << 40), 2)):
+            mp.setattr(symmetry, "_SMALL", small)
+            if digits is not None:  # fewer digits a word than a float holds: several words per entity
+                mp.setattr(symmetry, "_digits", lambda deg_max, d=digits: d)
+            answers.append(symmetry._alike(colour, rep, entity, key, nkeys))
+        mp.setattr(symmetry, "_SMALL", -(1 << 40))
+        mp.setattr(symmetry, "_digits", lambda deg_max: 0)  # no digits: the sort
+        answers.append(symmetry._alike(colour, rep, entity, key, nkeys))
+    assert answers == [expected] * 5
+
+
+def test_digits_keep_every_count_exact_in_a_float():
+    from p2sim.sim.symmetry import _digits
+    for deg_max in (1, 2, 7, 10, 1023, 1 << 26, (1 << 53) - 1):
+        g = _digits(deg_max)
+        assert (deg_max + 1) ** g <= 1 << 53 < (deg_max + 1) ** (g + 1)
+    assert _digits(1 << 53) == 0
+    assert _digits(0) == 53  # no incidences at all: base 2, and an end to the search
+
+
+def test_alike_of_entities_without_incidences(monkeypatch):
+    import p2sim.sim.symmetry as symmetry
+    monkeypatch.setattr(symmetry, "_SMALL", 4)  # 3 x 5 counts past the table, 3 words within: the digits
+    none = np.zeros(0, dtype=np.int64)
+    assert symmetry._alike(np.zeros(3, dtype=np.int64), np.zeros(1, dtype=np.int64), none, none, 5)

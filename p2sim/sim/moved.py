@@ -31,6 +31,7 @@ import numpy as np
 
 from ..formalism.hierarchy import LoweredStep
 from ..topology import Topology
+from ..util.arrays import row_order
 
 __all__ = ["StepGeometry", "link_work", "moved_classes", "moved_class_key", "used_links"]
 
@@ -65,7 +66,7 @@ def moved_classes(topo: Topology, step: LoweredStep, volumes: Sequence[float]):
         # numpy.unique(key, axis=0)'s classes in its order (rows ascending, compared column by column as int64),
         # each with its first row and its rows in order: a stable lexsort finds them without sorting the rows
         # as structured records (which cost a quarter of a fabric ranking's bounds)
-        order = np.lexsort(key.T[::-1])
+        order = row_order(key)
         ranked = key[order]
         new = np.empty(len(order), dtype=bool)
         new[0] = True
@@ -100,54 +101,78 @@ class StepGeometry:
     """What a step's bound computes from its groups alone, kept for its bounds at other buffer sizes.
 
     A program search bounds one lowered step at several sizes (program prefixes leave different
-    fractions of the buffer).  Where every group moves the same bytes (compared bit for bit) the
-    classes of moved groups (:func:`moved_classes`) are the same at every size, and where the classes'
-    collectives load the same links so are the moved link ids and the links used: both are kept, per
-    step object (the simulator holds its steps while it keeps their digests), the links up to
-    :data:`LINKS_BYTES`, least recently used dropped.  What is kept is what would be computed again,
-    so results are unchanged.
+    fractions of the buffer), and a matrix's steps of different collectives over the same groups
+    (a ReduceScatter, AllReduce, AllGather, Reduce and Broadcast of one slice).  Where every group moves
+    the same bytes (compared bit for bit) the classes of moved groups (:func:`moved_classes`) are the same
+    at every size and for every collective, and where the classes' collectives load the same links so are
+    the moved link ids and the links used: both are kept per group array (by a digest of its GPUs, computed
+    once per step object, which this holds while it keeps the digest), the links up to
+    :data:`LINKS_BYTES`, least recently used dropped.  What is kept is what would be computed again, so
+    results are unchanged.
     """
 
     def __init__(self, topo: Topology, budget: int = LINKS_BYTES) -> None:
         self.topo = topo
         self.budget = budget
-        self._classes: dict[int, tuple[LoweredStep, list]] = {}
-        self._links: OrderedDict[tuple, tuple[LoweredStep, np.ndarray, np.ndarray]] = OrderedDict()
+        self._groups: dict[int, tuple[LoweredStep, bytes]] = {}  # per step object: its groups' digest
+        self._classes: dict[bytes, list] = {}
+        self._links: OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._bytes = 0
+
+    def groups_digest(self, step: LoweredStep) -> bytes:
+        """A 160-bit digest of the step's groups (its GPUs, group by group; not its collective)."""
+        hit = self._groups.get(id(step))
+        if hit is not None and hit[0] is step:
+            return hit[1]
+        arr = step.array
+        if arr is not None:  # groups of one size: their shape and the array say it all
+            data = b"a" + np.array(arr.shape, np.int64).tobytes() + np.ascontiguousarray(arr, dtype=np.int64).tobytes()
+        else:
+            sizes = np.fromiter(map(len, step.groups), np.int64, len(step.groups))
+            members = np.fromiter((m for g in step.groups for m in g), np.int64, int(sizes.sum()))
+            data = b"g" + sizes.tobytes() + b"|" + members.tobytes()
+        digest = hashlib.blake2b(data, digest_size=20).digest()
+        self._groups[id(step)] = (step, digest)  # kept alive while this is: its id stays its own
+        return digest
 
     def classes(self, step: LoweredStep, volumes: Sequence[float]) -> list:
         """:func:`moved_classes` of the step, as a list."""
         bits = np.asarray(volumes, dtype=float).view(np.int64)
         if not len(bits) or (bits != bits[0]).any():
             return list(moved_classes(self.topo, step, volumes))
-        hit = self._classes.get(id(step))
-        if hit is None or hit[0] is not step:
-            kept = [(g, shifts, members) for g, _, shifts, members in moved_classes(self.topo, step, volumes)]
-            hit = self._classes[id(step)] = (step, kept)
+        key = self.groups_digest(step)
+        hit = self._classes.get(key)
+        if hit is None:
+            hit = self._classes[key] = [(g, shifts, members)
+                                        for g, _, shifts, members in moved_classes(self.topo, step, volumes)]
         v = volumes[0]  # every group's, to the bit
-        return [(g, v, shifts, members) for g, shifts, members in hit[1]]
+        return [(g, v, shifts, members) for g, shifts, members in hit]
 
     def links(self, step: LoweredStep, classes: list, edges: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Every group's link ids (each class's ``edges`` moved to its groups, classes in order) and the
-        links they use (ascending), as :func:`link_work` counts them."""
+        links they use (ascending), as :func:`link_work` counts them.  Kept by the groups, each class's groups
+        (which, with the groups, say its moves) and its collective's links."""
         h = hashlib.blake2b(digest_size=20)
-        for e in edges:
+        for e, c in zip(edges, classes):
             e = np.ascontiguousarray(e, dtype=np.int64)
+            members = np.ascontiguousarray(c[3], dtype=np.int64)
+            h.update(len(members).to_bytes(8, "little"))
+            h.update(members.tobytes())
             h.update(len(e).to_bytes(8, "little"))
             h.update(e.tobytes())
-        key = (id(step), h.digest())
+        key = (self.groups_digest(step), h.digest())
         hit = self._links.get(key)
-        if hit is not None and hit[0] is step:
+        if hit is not None:
             self._links.move_to_end(key)
-            return hit[1], hit[2]
+            return hit
         gpn = self.topo.gpus_per_node
         moved = [self.topo.move_edges(e, min(c[0]) // gpn, c[2]).ravel() for e, c in zip(edges, classes)]
         all_edges = np.concatenate(moved) if moved else np.zeros(0, dtype=np.int64)
         used = used_links(all_edges, len(self.topo.capacity))
-        self._links[key] = (step, all_edges, used)
+        self._links[key] = (all_edges, used)
         self._bytes += all_edges.nbytes + used.nbytes
         while self._bytes > self.budget and len(self._links) > 1:
-            _, (_, old_e, old_u) = self._links.popitem(last=False)
+            _, (old_e, old_u) = self._links.popitem(last=False)
             self._bytes -= old_e.nbytes + old_u.nbytes
         return all_edges, used
 

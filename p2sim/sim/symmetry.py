@@ -64,6 +64,7 @@ _GOLD, _M1, _M2 = _U(0x9E3779B97F4A7C15), _U(0xBF58476D1CE4E5B9), _U(0x94D049BB1
 # this size (a power of 2): 2^16 entries, so that a few hundred link classes rarely share them
 _LOW = 1 << 16
 _FEW = 8  # distinct coefficients told apart by comparison passes; more by sorting
+_SMALL = 1 << 16  # a table of counts this small is always worth it (:func:`_alike`)
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
@@ -152,16 +153,42 @@ def _equitable(colour: np.ndarray, order: np.ndarray, ptr: np.ndarray, key: np.n
     return bool(np.array_equal(ordered, ordered[np.repeat(ptr[:-1][rep], counts) + within]))
 
 
+def _digits(deg_max: int) -> int:
+    """How many keys' counts (each at most ``deg_max``) one float64 holds exactly as digits in base ``deg_max + 1``:
+    the largest ``g`` with ``(deg_max + 1) ** g <= 2 ** 53`` (every sum of such digits is then an exact integer)."""
+    base, g = max(deg_max, 1) + 1, 0  # a count of at most 0 still needs a base of 2 (and ends the loop)
+    while base ** (g + 1) <= 1 << 53:
+        g += 1
+    return g
+
+
 def _alike(colour: np.ndarray, rep: np.ndarray, entity: np.ndarray, key: np.ndarray, nkeys: int) -> bool:
     """Whether every entity holds the same multiset of ``key`` (below ``nkeys``) as ``rep[its colour]``,
-    incidence ``i`` being entity ``entity[i]``'s.  Counted into a table of entities x keys where that
-    table is at most a few times the incidences (one pass, exact); else by :func:`_equitable`'s sort."""
+    incidence ``i`` being entity ``entity[i]``'s.
+
+    Counted into a table of entities x keys where that table is no larger than the incidences (one pass,
+    exact).  Else each entity's multiset is its count of every key written as digits in base ``b`` = (most
+    incidences of an entity) + 1 -- no count reaches ``b``, so equal numbers are equal multisets and unequal
+    ones unequal -- as many digits to a float64 as keep it below 2^53 (exact integer sums): a table of
+    entities x ``ceil(nkeys / digits)`` words, one word where the keys are few (a 16,384-GPU step's links: the
+    keys' own table was a gather and a comparison of millions of counts, a fifth of the quotient).  Where
+    even that table is large, by :func:`_equitable`'s sort."""
     n = len(colour)
-    if n * nkeys <= 4 * len(key) + (1 << 16):
+    if n * nkeys <= len(key) + _SMALL:
         table = np.bincount(entity if nkeys == 1 else entity * nkeys + key, minlength=n * nkeys).reshape(n, nkeys)
         return bool(np.array_equal(table, table[rep[colour]]))
+    deg = np.bincount(entity, minlength=n)
+    base = max(int(deg.max(initial=0)), 1) + 1
+    digits = _digits(base - 1)
+    words = -(-nkeys // digits) if digits else nkeys + 1
+    if digits and n * words <= 4 * len(key) + _SMALL:
+        word, digit = (None, key) if words == 1 else np.divmod(key, digits)
+        weight = np.array([base ** d for d in range(digits)], dtype=float)[digit]  # exact: integers below 2^53
+        table = np.bincount(entity if words == 1 else entity * words + word, weights=weight,
+                            minlength=n * words).reshape(n, words)
+        return bool(np.array_equal(table, table[rep[colour]]))
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(entity, minlength=n), out=ptr[1:])
+    np.cumsum(deg, out=ptr[1:])
     return _equitable(colour, np.lexsort((key, entity)), ptr, key)
 
 
@@ -209,11 +236,17 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
     paired = ncoef * nlinks <= len(local)
     at_link = cid * nlinks + local if paired else None
     cterm = _mix(np.arange(ncoef, dtype=np.int64))
+    # each incidence's (flow, coefficient) slot: its hash is read from a table of every flow's, one gather a round
+    # (the same hash as of its (flow colour, coefficient) pair, _hash_of)
+    slot = owner * ncoef + cid if ncoef > 1 else owner
     for _ in range(rounds):
         # links: their colour with the hashed multiset of (coefficient, flow colour) of their flows; a
         # link's colour stays a 64-bit hash (no ids needed: flows are coloured by it next)
         sums = np.zeros(nlinks, dtype=_U)
-        np.add.at(sums, local, _hash_of(_pair(lambda: fcol[owner], nf, cid, ncoef), nf * ncoef))
+        if nf == 1:
+            np.add.at(sums, local, _hash_of(cid, ncoef))
+        else:
+            np.add.at(sums, local, _mix(np.arange(nf * ncoef, dtype=np.int64)).reshape(nf, ncoef)[fcol].reshape(-1)[slot])
         lhash = _mix(_mix(lhash + _TOP) + sums)  # wraps modulo 2^64: a multiset hash
         # flows: theirs with the hashed multiset of (coefficient, link colour) of their links
         if ncoef == 1:  # link colours are hashes already
@@ -241,8 +274,17 @@ def quotient(indptr: np.ndarray, links: np.ndarray, coef: np.ndarray, capacity: 
     if not (np.array_equal(attrs, attrs[frep[fcol]]) and np.array_equal(cap, cap[lrep[lcol]])):
         return None
     at = lcol[local]
-    if not (_alike(fcol, frep, owner, _pair(lambda: at, nl, cid, ncoef), nl * ncoef)
-            and _alike(lcol, lrep, local, _pair(lambda: fcol[owner], nf, cid, ncoef), nf * ncoef)):
+    # each incidence's (link class, coefficient) and (flow class, coefficient) pair, _pair's keys, read from a
+    # table per link and coefficient (per flow and coefficient) where one is no larger than the incidences
+    if nl > 1 and ncoef > 1 and paired:
+        link_keys = (lcol[None, :] * ncoef + np.arange(ncoef, dtype=np.int64)[:, None]).reshape(-1)[at_link]
+    else:
+        link_keys = _pair(lambda: at, nl, cid, ncoef)
+    if nf > 1 and ncoef > 1:
+        flow_keys = (fcol[:, None] * ncoef + np.arange(ncoef, dtype=np.int64)[None, :]).reshape(-1)[slot]
+    else:
+        flow_keys = _pair(lambda: fcol[owner], nf, cid, ncoef)
+    if not (_alike(fcol, frep, owner, link_keys, nl * ncoef) and _alike(lcol, lrep, local, flow_keys, nf * ncoef)):
         return None
     # one link per link class; a class of flows loads it with its flows' summed coefficients
     on_rep = np.flatnonzero(lrep[at] == local)

@@ -10,6 +10,8 @@ Modules
 -------
 :mod:`.algorithms`
     NCCL's algorithms under p2sim's names: the one table every reader of an algorithm's name reads.
+:mod:`.allocator`
+    The C allocator's thresholds for a ``p2sim`` command's process: numpy's temporaries reused, not faulted in again.
 :mod:`.arrays`
     Sorting-free set operations on small non-negative integers (link ids, class ids).
 :mod:`.errors`

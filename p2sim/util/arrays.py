@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["unique_inverse", "unique_first"]
+__all__ = ["unique_inverse", "unique_first", "row_order"]
 
 _SPARSE = 8  # a bound above this many times the length (plus a page) is left to numpy.unique's sort
+_WIDE = 64  # rows of at least this many columns are sorted whole (row_order); narrower ones a column a pass
 
 
 def _dense(x: np.ndarray) -> int | None:
@@ -60,3 +61,23 @@ def unique_first(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     np.minimum.at(first, x, np.arange(x.size, dtype=np.int64))
     used = np.flatnonzero(first < x.size)
     return used.astype(x.dtype, copy=False), first[used]
+
+
+def row_order(key: np.ndarray) -> np.ndarray:
+    """``numpy.lexsort(key.T[::-1])`` of a 2-d integer array: the stable order of its rows, compared column
+    by column as int64.
+
+    ``lexsort`` makes a pass per column, which on a few rows of a thousand columns (a step's groups of 512
+    GPUs, one key column per member) costs a few ms; such rows are compared whole instead: each int64 with
+    its sign bit flipped and its bytes big-endian compares as bytes as the integer compares, so the rows'
+    bytes (a void dtype, ``memcmp``) sort in the same order, ties kept in place by a stable sort.
+
+    >>> row_order(np.array([[1, -5], [0, 9], [1, -7], [0, 9]])).tolist()
+    [1, 3, 2, 0]
+    """
+    key = np.asarray(key)
+    if key.ndim != 2 or key.shape[1] < _WIDE:
+        return np.lexsort(key.T[::-1])
+    flipped = np.ascontiguousarray(key, dtype=np.int64).view(np.uint64) ^ np.uint64(1 << 63)
+    rows = np.ascontiguousarray(flipped.astype(">u8")).view(np.dtype((np.void, 8 * key.shape[1]))).reshape(-1)
+    return np.argsort(rows, kind="stable")
