@@ -2,8 +2,6 @@
 
 import sys
 
-from .cli import main  # light: signals are answered before the heavy imports
-from .util.allocator import keep_freed_memory
+from .cli import script  # light: signals are answered before the heavy imports
 
-keep_freed_memory()  # this process's temporaries reused rather than faulted in again (util/allocator.py)
-sys.exit(main())
+sys.exit(script())

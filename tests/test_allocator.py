@@ -47,3 +47,18 @@ def test_python_m_p2sim_answers_alike_with_and_without_the_thresholds():
             for extra in ({}, {"MALLOC_MMAP_THRESHOLD_": "131072"})]
     assert all(o.returncode == 0 for o in outs), [o.stderr for o in outs]
     assert outs[0].stdout == outs[1].stdout and outs[0].stdout.strip()
+
+
+def test_the_p2sim_script_sets_them_before_main(monkeypatch):
+    """The console script (pyproject's entry) and ``python -m p2sim`` run cli.script: thresholds, then main."""
+    import tomllib
+    from pathlib import Path
+
+    import p2sim.cli as cli
+
+    scripts = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["p2sim"] == "p2sim.cli:script"
+    calls: list[str] = []
+    monkeypatch.setattr(cli, "keep_freed_memory", lambda: calls.append("thresholds"))
+    monkeypatch.setattr(cli, "main", lambda: calls.append("main") or 0)
+    assert cli.script() == 0 and calls == ["thresholds", "main"]

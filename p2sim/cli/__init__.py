@@ -35,9 +35,10 @@ import types
 from collections.abc import Sequence
 
 # light (the standard library's signal and threading): imported before anything heavy
+from ..util.allocator import keep_freed_memory
 from ..util.signals import answering_signals, ended_by, ending
 
-__all__ = ["main"]
+__all__ = ["main", "script"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,6 +59,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             ending()
             print(f"{_prog(argv)}: {how[0]}", file=sys.stderr)
             return how[1]
+
+
+def script() -> int:
+    """The ``p2sim`` script's and ``python -m p2sim``'s entry: :func:`main` in a process whose C allocator keeps
+    freed memory for numpy's next temporaries (:mod:`p2sim.util.allocator`; a library caller of :func:`main`
+    keeps its process's allocator as it is)."""
+    keep_freed_memory()
+    return main()
 
 
 def _prog(argv: Sequence[str] | None) -> str:

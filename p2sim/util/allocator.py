@@ -9,7 +9,7 @@ CPU s), a flat ``h100`` rank 470,000 and 0.7 s (of 4.5).  With blocks below 64 M
 and the heap kept up to 256 MiB above its top, the same runs took 45,000 faults and 0.3 s, with the
 same peak within 2 % (271 -> 277 MiB) and the same answers: where memory comes from changes no number.
 
-Only for the command line's process (``python -m p2sim``; a library caller's process is left as it
+Only for the command line's process (the ``p2sim`` script and ``python -m p2sim``, through :func:`p2sim.cli.script`; a library caller's process is left as it
 is), only where the C library has ``mallopt`` (glibc), and not where the user set the thresholds
 (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``).
 """
