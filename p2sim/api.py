@@ -148,21 +148,29 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
     PlanResult | SearchResult
         Every matrix's plan, fastest first, beside the default placement's; or the search's top configurations.
     """
+    chosen = _settings(settings, algo, proto, engine, profile, max_size, order)
     if model is not None and axes is None:
         # the configuration search; the placement options (--reduction, --data-axis, ..) are for given axes
         for name, value in (("reduction", reduction), ("data_axis", data_axis), ("compute_per_layer", compute_per_layer)):
             if value not in (None, (), []):
                 raise InputError(f"{name.replace('_', '-')}: --{name.replace('_', '-')} is for a plan of given --axes; "
                                  "the configuration search (--model without --axes) times every collective itself")
+        # the search takes NCCL's own choice of every collective under Megatron-LM's rank orders: a forced
+        # algorithm or protocol, or the synthesis' rules, would be silently ignored
+        for name in ("algo", "proto", "profile", "max_size", "order"):
+            if str(chosen[name]) != str(o.DEFAULTS[name]):
+                raise InputError(f"{name.replace('_', '-')}: {chosen[name]!r} is for a plan of given --axes; the "
+                                 "configuration search (--model without --axes) times NCCL's own choice of each "
+                                 "collective")
         return run_search(model=model, system=system, nodes=None if nodes is None else positive_int(str(nodes), "nodes"),
                           train=None if train is None else str(train),
                           top=DEFAULT_TOP if top is None else positive_int(str(top), "top"), compare=compare,
-                          engine=engine, limits=Limits.of(yes=yes))
+                          engine=chosen["engine"], limits=Limits.of(yes=yes))
     if top is not None or compare is not None:
         raise InputError("top: --top and --compare are the configuration search's: give --model without --axes")
     req = PlanRequest.build(
         system=system, nodes=nodes, axes=axes, reductions=reduction, data_axis=data_axis,
-        **_settings(settings, algo, proto, engine, profile, max_size, order), exhaustive=exhaustive, budget=budget,
+        **chosen, exhaustive=exhaustive, budget=budget,
         top_matrices=top_matrices, workers=workers, scheduler=scheduler, scheduler_file=scheduler_file,
         max_matrices=max_matrices, max_simulations=max_simulations, yes=yes, model=model, train=train,
         compute_per_layer=compute_per_layer)

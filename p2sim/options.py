@@ -12,6 +12,10 @@ device order), the system and the reduction axes from :mod:`p2sim.studies.reques
 :mod:`p2sim.studies.demand`; where a number is defined by the layer that uses it (the verdict's tolerance) it
 is that constant.  :data:`DESCRIPTIONS` says what each API parameter
 is, for the Parameters sections of :mod:`p2sim.api`'s docstrings.
+
+Reading the defaults from their types imports the studies layer, so ``p2sim --help`` costs about half a second of
+imports (measured 0.43 s before, 0.50 s after, on the 2-core development machine); signals are still answered
+from the command line's first line (:mod:`p2sim.cli`), before this module is imported.
 """
 
 from __future__ import annotations

@@ -175,3 +175,15 @@ def test_the_options_defaults_are_the_values_defaults():
     assert DEFAULT_SETTINGS == Settings() == Settings.of()
     assert DEFAULT_SETTINGS.options() == {k: p2sim_options.DEFAULTS[k]
                                           for k in ("algo", "proto", "engine", "profile", "max_size", "order")}
+
+
+def test_the_configuration_search_takes_a_settings_engine_and_refuses_what_it_would_ignore():
+    """plan(model=..) without axes is the configuration search: settings=Settings(engine=..) is its engine, as the
+    flat engine= is, and a forced algorithm, protocol or synthesis rule (which it would ignore) is refused."""
+    kw = dict(model="llama3-8b", system="dgx-h100", nodes=1, train="seq=8192,global_batch=64")
+    whole = p2sim.plan(**kw, settings=p2sim.Settings(engine="analytic"))
+    flat = p2sim.plan(**kw, engine="analytic")
+    assert [r.step.step_seconds for r in whole.ranked] == [r.step.step_seconds for r in flat.ranked]
+    for bad, field in ((dict(algo="ring"), "algo"), (dict(proto="LL"), "proto"), (dict(settings="x"), "settings")):
+        with pytest.raises(InputError, match=f"^{field}: "):
+            p2sim.plan(**kw, **bad)

@@ -224,3 +224,12 @@ def test_check_holds_its_demand_and_composes_plans_request(tiny):
     plan = step.plan_request()
     assert step.demand.whole_step and plan.demand is step.demand and plan.job is step.job
     assert (plan.settings.algo, plan.settings.proto, plan.run.workers) == ("auto", "Simple", 1)
+
+
+@pytest.mark.parametrize("reduce, why", [("3", "reduce: axis 3 is out of range 0..1"),
+                                         ("1", "reduce: the reduction axes have size 1")])
+def test_a_reduction_axis_out_of_range_or_of_one_device_is_refused_when_the_request_is_built(reduce, why):
+    """It reached rank's tables as an index (IndexError, a traceback); refused as rank refuses it."""
+    from p2sim.util.errors import InputError, PlacementError
+    with pytest.raises((InputError, PlacementError), match=f"^{re.escape(why)}"):
+        CheckRequest.build(system="dgx-h100", nodes=1, axes="tensor=8,data=1", reduce=reduce)

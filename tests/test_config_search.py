@@ -215,3 +215,17 @@ def test_contention_left_out_beyond_the_top_changes_nothing(monkeypatch):
     assert [(r.label, r.step_seconds) for r in lazy.ranked] == [(r.label, r.step_seconds) for r in full.ranked]
     assert lazy.compared.step_seconds == full.compared.step_seconds and lazy.compared_place == full.compared_place
     assert all(r.step.contended for r in lazy.ranked)
+
+
+def test_the_search_names_the_dispatcher_and_tp_overlap_it_timed():
+    """They change every MoE step's time: the answer's training line and JSON say so (a dense model's dispatcher
+    is refused: it would change nothing)."""
+    import p2sim
+    from p2sim.report.config_search import search_text
+    from p2sim.util.errors import InputError
+    r = p2sim.plan(model="qwen3-30b-a3b", system="dgx-h100", nodes=1,
+                   train="seq=4096,global_batch=32,dispatcher=deepep,tp_overlap=on", top=1)
+    assert r.training["dispatcher"] == "deepep" and r.training["tp_overlap"] is True
+    assert "tensor-parallel overlap, dispatcher deepep" in search_text(r).splitlines()[0]
+    with pytest.raises(InputError, match="^train: dispatcher: 'deepep' is a MoE layer's token dispatcher"):
+        p2sim.plan(model="llama3-8b", system="dgx-h100", nodes=1, train="dispatcher=deepep")

@@ -113,3 +113,17 @@ def test_a_flex_dispatcher_makes_a_moe_step_faster_and_says_so():
     assert flex.training["dispatcher"] == "hybridep" and alltoall.training["dispatcher"] == "alltoall"
     assert ", dispatcher hybridep" in step_text(flex).splitlines()[1]
     assert "dispatcher" not in step_text(alltoall).splitlines()[1]
+
+
+def test_the_text_names_an_axis_contention_where_its_exposed_time_exceeds_its_time_alone():
+    """With zero=1 the data reduction runs beside the last micro-batch's tensor collectives on the same NVLink:
+    the tensor axis is slowed, and the text says by how much beside its time alone."""
+    import p2sim
+    from p2sim.report.step_time import step_text
+    r = p2sim.step(model="llama3-8b", system="dgx-h100", nodes=2, axes="tensor=4,pipeline=2,data=2",
+                   train="global_batch=32,zero=1")
+    slowed = [a for a, s in r.contention_seconds.items() if s > 0]
+    assert slowed
+    line = step_text(r).splitlines()[-1]
+    for a in slowed:
+        assert f"{a} " in line and " contention (" in line

@@ -177,3 +177,18 @@ def test_step_settings_leave_an_empty_train_to_be_refused(text):
     rest, _ = split_step_settings(text)
     with pytest.raises(InputError, match="gives no setting"):
         training_of(rest)
+
+
+def test_tp_overlap_takes_sps_words_and_the_apis_bools():
+    from p2sim.workload.train_text import split_step_settings, step_settings
+    assert step_settings("tp_overlap=true")[1].tp_overlap is True
+    assert step_settings("tp_overlap=0")[1].tp_overlap is False
+    assert split_step_settings({"seq": 4096, "tp_overlap": True})[1].tp_overlap is True
+
+
+@pytest.mark.parametrize("text", ["recompute=full,recompute=none", "tp_overlap=on,tp_overlap=off",
+                                  "dispatcher=deepep,dispatcher=alltoall"])
+def test_a_step_setting_given_twice_is_refused(text):
+    from p2sim.workload.train_text import step_settings
+    with pytest.raises(InputError, match="given twice"):
+        step_settings(text)

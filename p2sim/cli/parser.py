@@ -155,7 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "counted (p2sim plan weighs every reduction of a training step; p2sim plan "
                                    "--model every collective of a model's step).")
     _add_layout(p, system=True)
-    _add_model(p, "refused here, pointing to p2sim plan --model: a model's whole step is plan's question")
+    _add_model(p, "refused here, pointing to p2sim plan --model: a model's whole step is plan's question",
+               refused=True)
     p.add_argument("--matrix", default=None, help="only this matrix (default: every matrix)")
     p.add_argument("--bytes", default=None, help=f"buffer per GPU (default: {DEFAULT_BYTES_HELP})")
     p.add_argument("--top", default=str(o.TOP), help=f"how many to show (default: {o.TOP})")
@@ -355,11 +356,16 @@ def _add_engine(p: argparse.ArgumentParser, what: str, more: str = "") -> None:
                    help=f"simulation engine: {what} (default: {o.ENGINE}{more})")
 
 
-def _add_model(p: argparse.ArgumentParser, what: str) -> None:
+def _add_model(p: argparse.ArgumentParser, what: str, refused: bool = False) -> None:
     p.add_argument("--model", default=None, metavar="NAME|FILE",
                    help=f"a training model: a preset (gpt3-175b, llama3-8b, llama3-70b, llama3-405b, mixtral-8x7b, "
                         f"deepseek-v3), a Hugging Face config.json or a TOML of its fields; {what} (axes named "
                         "tensor, context, pipeline, data, expert or tp, cp, pp, dp, ep)")
+    if refused:  # still parsed, so that the refusal names them rather than argparse's "unrecognized"
+        for name, shown in (("--train", "KEY=V,.."), ("--compute-per-layer", "SECONDS")):
+            p.add_argument(name, default=None, metavar=shown,
+                           help=f"refused here, as --model is (p2sim plan --model takes {name})")
+        return
     p.add_argument("--train", default=None, metavar="KEY=V,..",
                    help="the step's training settings with --model: seq, micro_batch, global_batch, dtype "
                         "(bf16, fp16, fp8: FP8 GEMMs), grad_dtype, sp (sequence parallelism on|off), vp (virtual "

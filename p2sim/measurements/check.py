@@ -38,7 +38,7 @@ from ..sim.sim_settings import SimSettings
 from ..studies.plan import PlanRequest
 from ..studies.rank import RankRequest, run_rank
 from ..studies.demand import DEFAULT_REDUCE, Demand, no_model_options
-from ..studies.requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, RunOptions, Settings
+from ..studies.requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, RunOptions, Settings, reduces_something
 from ..studies.simulate import SimulateRequest, run_simulate
 from ..topology import system_ref
 from ..util.errors import InputError
@@ -87,6 +87,7 @@ class CheckRequest:
         job = Job.build(system, nodes, axes)
         if model is None:
             demand = Demand.of_reduce(reduce, bytes, job.axis_names, job.topology)
+            reduces_something(job.axes, demand.reduce_axes)  # in range and more than one device, before any work
         else:  # the model and its settings checked against the axes, and what plan --model is given with it
             demand = Demand.of_model(model, train, compute_per_layer, job.axis_names, job.axes)
             Settings.of(algo, proto)

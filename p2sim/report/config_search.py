@@ -35,7 +35,9 @@ def search_text(result: SearchResult) -> str:
     """The search's answer: what was searched and cut, the top configurations by part, why each loses."""
     t = result.training
     lines = [f"{result.model} on {result.gpus:,} GPUs of {result.system}: seq {t['seq_length']}, global batch "
-             f"{t['global_batch']}, {t['dtype']}, {t['data_parallel']}; recompute {'/'.join(t['recompute'])}",
+             f"{t['global_batch']}, {t['dtype']}, {t['data_parallel']}; recompute {'/'.join(t['recompute'])}"
+             + (", tensor-parallel overlap" if t.get("tp_overlap") else "")
+             + (f", dispatcher {t['dispatcher']}" if t.get("dispatcher", "alltoall") != "alltoall" else ""),
              f"{result.considered:,} configurations: {result.cut_memory:,} do not fit the memory, "
              f"{result.cut_recompute:,} fit with a lighter recompute, {result.cut_bound:,} cut by their lower bound "
              f"(compute + bubble + optimizer above the top {len(result.ranked)}), {result.finished:,} simulated",

@@ -35,6 +35,14 @@ def step_text(r: StepResult) -> str:
     hidden = {a: r.comm_seconds[a] for a in r.comm_seconds if r.comm_seconds[a] > 0}
     if hidden:
         lines += ["", "communication by axis (simulated, Megatron-LM's rank order): "
-                  + ", ".join(f"{a} {format_seconds(s)} ({format_seconds(r.exposed_comm_seconds.get(a, 0.0))} exposed)"
+                  + ", ".join(f"{a} {format_seconds(s)}{_contention(r, a)} "
+                              f"({format_seconds(r.exposed_comm_seconds.get(a, 0.0))} exposed)"
                               for a, s in hidden.items())]
     return "\n".join(lines)
+
+
+def _contention(r: StepResult, axis: str) -> str:
+    """`` + 6.7 ms contention`` where the axis shares links with another's traffic at the same time (an exposed
+    time can then exceed the axis's time alone)."""
+    extra = r.contention_seconds.get(axis, 0.0)
+    return f" + {format_seconds(extra)} contention" if extra > 0 else ""

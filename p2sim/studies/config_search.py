@@ -231,6 +231,7 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
         raise InputError(f"top: {top!r} should be a positive integer")
     spec_model = load_model(model)
     text, extra = step_settings(train)
+    extra = extra.for_model(spec_model.name, spec_model.is_moe)
     training, _ = training_for(model, text)  # a preset's published sequence and batch where not given
     recomputes = (extra.recompute,) if "recompute" in (train or "") else RECOMPUTE
     job = step_job(spec_model, system, nodes, gpus, engine=engine)
@@ -297,7 +298,7 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
              "recompute that fits")
     settings = {"seq_length": training.seq_length, "global_batch": training.global_batch,
                 "dtype": "fp8" if extra.fp8 else training.param_dtype, "data_parallel": training.data_parallel,
-                "recompute": list(recomputes)}
+                "recompute": list(recomputes), "tp_overlap": extra.tp_overlap, "dispatcher": extra.dispatcher}
     return SearchResult(spec_model.name, job.topo.spec.name, job.gpus, settings, tuple(done[:top]),
                         len(space) * len(recomputes), len(unfit), len(prepared) - finished, dominated, finished, tightest,
                         compared, place)

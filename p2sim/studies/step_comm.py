@@ -160,7 +160,7 @@ def _lowering_of(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node
         elif c.op == "AllReduce" and c.axes == ("pipeline",):
             pattern = ENDS
         part = StepPart(tuple(sorted(index[a] for a in c.axes)), c.op, c.size, c.count, pattern, (c.phase,))
-        groups = tuple(tuple(device(r) for r in g) for g in part_groups(part, hierarchy, axis_sizes, matrix, "aligned"))
+        groups = tuple(tuple(device(r) for r in g) for g in part_groups(part, hierarchy, axis_sizes, matrix))
         memo[(c.op, c.axes)] = step = LoweredStep(Op(c.op), groups)
         return step
 
@@ -222,8 +222,10 @@ def contention(topo: Topology, hierarchy: tuple[int, ...], per_node: int, node_g
         sim = simulators.get(engine)
         if sim is None:
             sim = simulators[engine] = _simulator(topo, engine)
-        sim.context.forget_order()
         for w, keys in missing:
+            # each window decided as a fresh simulator would decide it, whichever windows (of this job, or of
+            # others) were simulated before or are found kept: each is kept alone, so each is run alone
+            sim.context.forget_order()
             slow = contended(sim, lowered, [w], one_call)
             for (c, _), k in zip(w.members, keys):
                 contended_[k] = out[c] = slow.get(c, 1.0)

@@ -154,29 +154,3 @@ def contended(sim: Simulator, lowered: Callable[[StepCollective], LoweredStep], 
         for (d, _), t, t1 in zip(data, times, base):
             out[d] = max(1.0, t / t1) if t1 > 0 else 1.0
     return out
-    links = len(sim.topo.capacity)
-    for w in found:
-        data = [(c, k) for c, k in w.members if axis_of(c) == "data"]
-        others = [(c, k) for c, k in w.members if axis_of(c) != "data"]
-        flows = {c: step_flows(sim, lowered(c), (float(c.size),) * len(lowered(c).groups)) for c, _ in w.members}
-        data_links = np.unique(np.concatenate([used_links_of(flows[c][0], links) for c, _ in data]))
-        sharing = [(c, k) for c, k in others
-                   if np.intersect1d(used_links_of(flows[c][0], links), data_links, assume_unique=True).size]
-        if not sharing:
-            continue
-        calls = [k for _, k in data]
-        # the data collectives' own times as they run (together where there are several)
-        base = (run_built(sim, [flows[c] for c, _ in data], calls) if len(data) > 1
-                else (alone_seconds(sim, flows[data[0][0]], data[0][1], one_call[data[0][0]]),))
-        delay = [0.0] * len(data)
-        for c, k in sharing:
-            times = run_built(sim, [flows[d] for d, _ in data] + [flows[c]], calls + [k])
-            alone = alone_seconds(sim, flows[c], k, one_call[c])
-            # a ratio below 1 is the engine's float slack or max-min's rare non-monotone share: contention
-            # never speeds a collective, and the search's bound (compute only) relies on it
-            out[c] = max(1.0, times[-1] / alone) if alone > 0 else 1.0
-            for j in range(len(data)):
-                delay[j] += max(0.0, times[j] - base[j])
-        for j, (d, _) in enumerate(data):
-            out[d] = 1.0 + delay[j] / base[j] if base[j] > 0 else 1.0
-    return out

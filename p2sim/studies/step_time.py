@@ -178,6 +178,7 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
     """
     spec_model = load_model(model)
     text, extra = step_settings(train)
+    extra = extra.for_model(spec_model.name, spec_model.is_moe)
     training, _ = training_for(model, text)  # a preset's published sequence and batch where not given
     sizes = {a: 1 for a in AXES}
     for a, v in axes.items():

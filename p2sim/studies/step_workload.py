@@ -182,6 +182,7 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
     # the step's own settings (FP8 GEMMs, recompute, tensor-parallel overlap) change no collective: they time the
     # step (step_placements) and go on to --emit megatron
     train, extra = split_step_settings(train)
+    extra = extra.for_model(spec.name, spec.is_moe)
     training, defaults = training_for(model, train)
     index = workload_axes(names)
     axis_sizes = {a: int(sizes[i]) for a, i in index.items()}

@@ -1,6 +1,6 @@
 """whatif --model: a model's whole training step at every point of varied systems.
 
-Each point's topology gets the step machinery that ``plan --model`` and ``rank --model`` use
+Each point's topology gets the step machinery that ``plan --model`` uses
 (:func:`~p2sim.studies.step_plan.run_step_plan` on a :class:`~p2sim.studies.plan.PlanRequest` for
 that point's system and node count): every collective of the step charged per matrix, each
 reduction's best program searched.  A point reports the best placement's step communication time

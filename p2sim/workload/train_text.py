@@ -151,6 +151,20 @@ class StepSettings:
     tp_overlap: bool = False  # Megatron-LM's --tp-comm-overlap (TransformerEngine's userbuffers)
     dispatcher: str = "alltoall"  # a MoE layer's token dispatcher (DISPATCHERS)
 
+    def for_model(self, name: str, is_moe: bool) -> StepSettings:
+        """These settings, checked against the model they time: a dispatcher is a MoE layer's, refused for a
+        dense model (it would be named in the answer and the emitted script while changing nothing).
+
+        >>> StepSettings(dispatcher="deepep").for_model("llama3-8b", False)
+        Traceback (most recent call last):
+        ...
+        p2sim.util.errors.InputError: train: dispatcher: 'deepep' is a MoE layer's token dispatcher; llama3-8b has no experts
+        """
+        if self.dispatcher != "alltoall" and not is_moe:
+            raise InputError(f"train: dispatcher: {self.dispatcher!r} is a MoE layer's token dispatcher; {name} has "
+                             "no experts")
+        return self
+
 
 def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
     """Split ``--train``'s text into TrainingSpec's keys and the step's own (``dtype=fp8``, ``recompute=``,
@@ -162,11 +176,16 @@ def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
     ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective', tp_overlap=False, dispatcher='alltoall'))
     """
     kept, fp8, recompute, overlap, dispatcher = [], False, "none", False, "alltoall"
+    seen: dict[str, str] = {}
     for part in (p.strip() for p in (text or "").split(",")):
         if not part:
             continue
         key, _, value = (s.strip() for s in part.partition("="))
         k, v = key.lower(), value.lower()
+        if k in _STEP_KEYS:  # as TrainingSpec's keys are: one value each
+            if k in seen:
+                raise InputError(f"train: {k}: given twice ({seen[k]!r} and {value!r}); give it once")
+            seen[k] = value
         if k == "recompute":
             if v not in RECOMPUTE:
                 raise InputError(f"train: recompute: {value!r} should be one of {', '.join(RECOMPUTE)}")
@@ -177,9 +196,9 @@ def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
         elif k == "zero" and v == "fsdp":
             kept.append("data_parallel=fsdp")
         elif k == "tp_overlap":
-            if v not in ("on", "off"):
+            if v not in _ON:  # the words sp takes (and the API's True/False, written as true/false)
                 raise InputError(f"train: tp_overlap: {value!r} should be on or off")
-            overlap = v == "on"
+            overlap = _ON[v]
         elif k == "dispatcher":
             if v not in DISPATCHERS:
                 raise InputError(f"train: dispatcher: {value!r} should be one of {', '.join(DISPATCHERS)}")
