@@ -163,17 +163,47 @@ def test_a_published_batch_that_does_not_split_says_where_it_came_from():
         step_workload("llama3-70b", None, ("data", "tensor"), (3, 8))
 
 
-def test_matrices_that_cannot_win_are_cut_before_bounding_and_the_best_is_the_exhaustive_ones():
-    """llama3-8b, tensor=8 on 4 dgx-h100 nodes: the 4 x 2 x 16 tensor AllReduces' least bounds on the 3
-    matrices that split tensor over nodes exceed the best's step with plain AllReduce, so they are cut; the
-    best and the kept plans are what simulating every program finds."""
+def test_matrices_whose_step_cannot_be_fastest_are_cut_and_the_best_is_the_exhaustive_ones():
+    """llama3-8b, tensor=8 on 4 dgx-h100 nodes: the 3 matrices that split tensor over nodes have a least step
+    (each collective alone) above the best's step, so they are cut; the fastest step is what timing every matrix
+    (``--exhaustive``: nothing cut) finds, and the table is ranked by it."""
     kw = dict(system="dgx-h100", nodes=4, axes="data=2,pipeline=2,tensor=8", model="llama3-8b",
               train="seq=2048,global_batch=256", workers=1)
     cut, every = p2sim.plan(**kw), p2sim.plan(**kw, exhaustive=True)
     assert (cut.cut, len(cut.plans), every.cut, len(every.plans)) == (3, 1, 0, 4)
     assert cut.best.matrix == every.best.matrix == ((2, 1), (2, 1), (1, 8))
-    assert cut.best.total_seconds == every.best.total_seconds
+    assert cut.step_times[0].step_seconds == every.step_times[0].step_seconds
+    for r in (cut, every):  # the table (and --json's plans) by the step's time, leading with it
+        assert [p.matrix for p in r.step_times] == [pl.matrix for pl in r.plans]
+        steps = [row["step_seconds"] for row in r.to_json()["plans"]]
+        assert steps == sorted(steps) and list(r.to_json()["plans"][0])[0] == "step_seconds"
     assert cut.to_json()["search"]["cut_matrices"] == 3
+
+
+@pytest.mark.parametrize("system, nodes, axes, train", [
+    ("dgx-h100", 2, "data=2,pipeline=2,tensor=4", "seq=8192,global_batch=64"),
+    ("dgx-h100", 4, "data=2,pipeline=2,tensor=8", "seq=2048,global_batch=256"),
+    ("dgx-h100", 2, "pipeline=4,data=2,tensor=2", "seq=4096,global_batch=32"),
+    ("dgx-h100", 2, "context=2,data=2,tensor=4", "seq=8192,global_batch=16,zero=1"),
+])
+def test_the_step_cut_keeps_every_matrix_whose_step_can_be_fastest(system, nodes, axes, train):
+    """step_cut against timing every matrix: the fastest step is kept (and timed exactly), every matrix cut has a
+    step above it, and each least time is at most the matrix's step."""
+    from p2sim.studies.plan import PlanRequest
+    from p2sim.studies.step_placements import step_timer
+    from p2sim.studies.step_plan import step_cut, step_matrices
+
+    req = PlanRequest.build(system=system, nodes=nodes, axes=axes, model="llama3-8b", train=train, workers=1)
+    timer = step_timer(req)
+    mats = step_matrices(req)
+    exact = {m: timer.time(m).step_seconds for m in mats}
+    fastest = min(exact.values())
+    alive, times = step_cut(req, mats, mats[-1], timer)
+    assert all(timer.lower(m) <= exact[m] for m in mats)
+    assert mats[-1] in alive and {m for m in mats if exact[m] == fastest} <= set(alive)
+    assert all(exact[m] > fastest for m in mats if m not in alive)
+    assert min(t.step_seconds for t in times.values()) == fastest
+    assert all(t.step_seconds == exact[m] for m, t in times.items())
 
 
 def test_a_whole_step_plan_says_its_estimate_first_and_is_refused_before_anything_is_simulated(capsys, monkeypatch):

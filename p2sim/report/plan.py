@@ -40,16 +40,24 @@ def plan_text(result: PlanResult) -> str:
              f"{s.engine} engine",
              "reductions: " + "; ".join(f"axes {reduction_text(r)}" for r in req.reductions),
              search_text(result.stats) + (f"; {result.cut} of {result.cut + len(result.plans)} matrices cut before "
-                                          "their programs were bounded (their step's lower bound above another's "
-                                          "step with plain AllReduce), not listed" if result.cut else ""),
-             matrix_legend(names, topo.level_names),
-             "step time: each reduction by its best program; AllReduce only: each by NCCL's plain AllReduce "
-             "(as check --model charges it)",
-             f"\n{'rank':>4}  {'step time':>10}  {'AllReduce only':>14}  matrix"]
+                                          f"their programs were bounded ({_cut_why(result)}), not listed"
+                                          if result.cut else ""),
+             matrix_legend(names, topo.level_names)]
+    steps = {p.matrix: p.step_seconds for p in result.step_times}
+    if steps:  # a model's plan: ranked by the step's time (p2sim step's), its communication beside
+        lines += ["step time: p2sim step's (compute, bubble, exposed communication, optimizer); communication: the "
+                  "step's summed, each reduction by its best program; AllReduce only: each by NCCL's plain AllReduce "
+                  "(as check --model charges it)",
+                  f"\n{'rank':>4}  {'step time':>10}  {'communication':>13}  {'AllReduce only':>14}  matrix"]
+    else:
+        lines += ["step time: each reduction by its best program; AllReduce only: each by NCCL's plain AllReduce "
+                  "(as check --model charges it)",
+                  f"\n{'rank':>4}  {'step time':>10}  {'AllReduce only':>14}  matrix"]
     for i, pl in enumerate(result.plans, 1):
         mark = "  <- default placement" if pl.matrix == result.default else ""
-        lines.append(f"{i:4d}  {format_seconds(pl.total_seconds):>10}  {format_seconds(pl.allreduce_total_seconds):>14}"
-                     f"  {format_matrix(pl.matrix)}{mark}")
+        step = f"  {format_seconds(steps[pl.matrix]):>10}" if steps else ""
+        lines.append(f"{i:4d}{step}  {format_seconds(pl.total_seconds):>{13 if steps else 10}}  "
+                     f"{format_seconds(pl.allreduce_total_seconds):>14}  {format_matrix(pl.matrix)}{mark}")
     best, savings = result.best, result.savings
     lines.append(f"\nbest plan {format_matrix(best.matrix)}: {result.placement(best.matrix)}")
     for c in best.choices:
@@ -63,6 +71,12 @@ def plan_text(result: PlanResult) -> str:
     if req.demand.whole_step:
         lines += step_text(result)
     return "\n".join(lines)
+
+
+def _cut_why(result: PlanResult) -> str:
+    if result.step_times:  # run_step_plan's step_cut
+        return "their step's least time, each collective alone, above another's step"
+    return "their step's lower bound above another's step with plain AllReduce"
 
 
 def _words(result: PlanResult, matrix: Matrix) -> str:

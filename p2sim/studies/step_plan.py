@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from ..formalism.hierarchy import Lowering, LoweredStep
 from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_matrices
@@ -35,7 +36,7 @@ from .requests import DEFAULT_ORDER, whole_groups
 from .search import SearchStats, bound_all
 from .step_workload import ENDS, PAIRS, PartTiming, StepPart
 
-__all__ = ["part_groups", "simulate_parts", "cut_matrices", "step_matrices", "step_plan_cost", "run_step_plan"]
+__all__ = ["part_groups", "simulate_parts", "cut_matrices", "step_cut", "step_matrices", "step_plan_cost", "run_step_plan"]
 
 
 def part_groups(part: StepPart, hierarchy: Sequence[int], axes: Sequence[int], matrix: Matrix,
@@ -123,6 +124,34 @@ def cut_matrices(req: PlanRequest, mats: Sequence[Matrix], parts: dict[Matrix, f
     return [m for m in mats if m == keep or lower[m] <= best]
 
 
+def step_cut(req: PlanRequest, mats: Sequence[Matrix], keep: Matrix, timer: Any) -> tuple[list[Matrix], dict[Matrix, Any]]:
+    """The matrices whose step (``p2sim step``'s time) can still be the fastest, and the steps timed to find them.
+
+    ``timer``: a :class:`~.step_placements.StepTimer` (passed in: step_placements imports step_time, whose
+    step_comm imports this module).  Each matrix's step is at least its step with every collective at its time
+    alone (``timer.lower``:
+    compute, bubble and optimizer, which do not depend on the placement, and the communication exposed without
+    contention between axes, which only lengthens a step).  The matrices are timed in the order of that bound
+    until the next one's bound is above the fastest step found; a matrix whose bound is above it cannot be the
+    fastest and is cut (``keep``, the default placement, never is), so the fastest step is the one timing every
+    matrix would find.  Only where the search is exact and bounded (as :func:`cut_matrices`): elsewhere nothing
+    is cut and nothing timed here."""
+    search = req.search
+    if not search.bounded(req.settings.engine) or search.budget is not None or search.top_matrices is not None:
+        return list(mats), {}
+    lower = {m: timer.lower(m) for m in mats}
+    times: dict[Matrix, Any] = {}  # step_placements.PlacementStep
+    best = math.inf
+    for m in sorted(mats, key=lambda m: (lower[m], m)):
+        if lower[m] > best:
+            break
+        # the contention is not simulated where the step without it is above the fastest so far (then cut below)
+        times[m] = timer.time(m, best)
+        best = min(best, times[m].step_seconds)
+    alive = [m for m in mats if m == keep or lower[m] <= best]
+    return alive, {m: times[m] for m in alive if m in times and times[m].step.contended}
+
+
 def _skipped(req: PlanRequest, mats: Sequence[Matrix]) -> Reduction | None:
     """The reduction :func:`cut_matrices` does not bound (the others it bounds on every matrix), None where it
     cuts nothing: not an exact bounded search (the des engine, not ``--exhaustive``, no ``--budget`` or
@@ -183,10 +212,13 @@ def _whole_step(demand: Demand) -> str:
     return ("the whole step" if demand.workload is None else f"the whole step of {demand.workload.model.name}")
 
 
-def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
+def run_step_plan(req: PlanRequest, cost: JobCost | None = None, timer: Any = None) -> PlanResult:
     """Every matrix's whole step: the reductions' best programs, the other collectives, the overlap.
 
-    ``cost``: its :func:`step_plan_cost`, where the caller estimated (and checked) it already."""
+    ``cost``: its :func:`step_plan_cost`, where the caller estimated (and checked) it already.  ``timer``
+    (``plan --model --axes``: :func:`~.step_placements.step_timer`'s): the matrices cut (:func:`step_cut`) and
+    ranked by the step's time as ``p2sim step`` computes it, and that time of each (``step_times``); None (and
+    where the step cannot be timed) by the step's communication summed (:func:`cut_matrices`)."""
     job, topo, demand = req.job, req.job.topology, req.demand
     h, p = job.hierarchy, job.axes
     mats = step_matrices(req)
@@ -201,15 +233,22 @@ def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
                  "simulated under each")
     parts_of = {m: simulate_parts(sim, demand.parts, h, p, m, order) for m in mats}
     overlap = demand.overlap
+    times: dict[Matrix, Any] = {}
     backward = None if overlap is None else overlap.backward_seconds
     if req.reductions:
         parts = {m: sum(pt.seconds * pt.part.count for pt in parts_of[m]) for m in mats}
         constant = {m: parts[m] - (backward or 0.0) for m in mats}
         keep = default_placement(mats, h, p, job.axis_names, req.data_axis).matrix
-        alive = cut_matrices(req, mats, parts, constant, keep)
-        if len(alive) < len(mats):
-            announce(f"{plural(len(mats) - len(alive), 'matrix')} of {len(mats)} cut: their step's lower bound is "
-                     "above another's upper bound (its reductions as plain AllReduce)")
+        if timer is not None:
+            alive, times = step_cut(req, mats, keep, timer)
+            if len(alive) < len(mats):
+                announce(f"{plural(len(mats) - len(alive), 'matrix')} of {len(mats)} cut: their step's least time "
+                         "(each collective alone, no contention) is above another's step")
+        else:
+            alive = cut_matrices(req, mats, parts, constant, keep)
+            if len(alive) < len(mats):
+                announce(f"{plural(len(mats) - len(alive), 'matrix')} of {len(mats)} cut: their step's lower bound "
+                         "is above another's upper bound (its reductions as plain AllReduce)")
         plans, stats, default = search_plans(req, alive, constant)
         cut = len(mats) - len(alive)
     else:  # nothing to synthesize (ZeRO with sequence parallelism): the parts alone
@@ -232,6 +271,14 @@ def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
     whole = [replace(pl, choices=tuple(bound(pl.matrix, c) for c in pl.choices), parts=parts_of[pl.matrix],
                      overlap=overlap, whole_step=True) for pl in plans]
     whole.sort(key=lambda pl: (pl.total_seconds, pl.matrix))
+    steps: tuple[Any, ...] = ()
+    if timer is not None:  # the placements by the step's time, fastest first (ties: the least communication)
+        for pl in whole:
+            if pl.matrix not in times:
+                times[pl.matrix] = timer.time(pl.matrix)
+        rank = {pl.matrix: i for i, pl in enumerate(whole)}
+        whole.sort(key=lambda pl: (times[pl.matrix].step_seconds, rank[pl.matrix]))
+        steps = tuple(times[pl.matrix] for pl in whole)
     warning = demand.warn_memory(topo, "give a smaller --reduction size")
     return PlanResult(req, tuple(whole), default.matrix, stats, default.basis, () if warning is None else (warning,),
-                      cut)
+                      cut, steps)
