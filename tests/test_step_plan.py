@@ -257,3 +257,24 @@ def test_run_plan_of_a_model_step_is_refused_clearly():
     result = run_step_plan(req)
     assert result.plans and all(not p.choices for p in result.plans)
     assert {pt.part.op for pt in result.plans[0].parts} >= {"AllGather", "ReduceScatter"}
+
+
+def test_a_model_plans_table_leads_with_the_step_time_and_named_reductions_keep_theirs():
+    """plan --model --axes: the table (text, page and --json) ranks by the step's time, the communication beside;
+    Meta's order (the pipeline inside a node) is first though it communicates more than the default.  A plan of
+    named reductions keeps its table."""
+    from p2sim.report.plan import plan_answer, plan_text
+
+    r = p2sim.plan(model="llama3-8b", system="dgx-h100", axes="data=2,pipeline=2,tensor=4",
+                   train="seq=8192,global_batch=64", workers=1)
+    lines = plan_text(r).splitlines()
+    head = lines.index("rank   step time  communication  AllReduce only  matrix")
+    rows = lines[head + 1:head + 1 + len(r.plans)]
+    assert [row.split()[1:3] for row in rows] == [["4.371", "s"], ["4.45", "s"]]
+    assert r.best.matrix == r.step_times[0].matrix == ((2, 1), (1, 2), (1, 4))
+    assert r.best.total_seconds > r.default_plan.total_seconds  # the fastest step communicates more
+    assert "its communication is 4.9% more than the default placement" in plan_text(r)
+    assert "Its step is the fastest, as p2sim step times it: 4.371 s, 1.02x faster than" in plan_answer(r).text
+    named = p2sim.plan(system="dgx-h100", axes="data=2,pipeline=2,tensor=4", reduction=["data:1GiB"], workers=1)
+    assert "rank   step time  AllReduce only  matrix" in plan_text(named) and not named.step_times
+    assert "step_seconds" not in named.to_json()["plans"][0]

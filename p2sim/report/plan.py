@@ -115,6 +115,12 @@ def plan_answer(result: PlanResult) -> Answer:
         text += (f", {ratio_text(best.total_seconds, default.total_seconds)} the default placement "
                  f"({_words(result, default.matrix)}: {format_seconds(default.total_seconds)} with its best programs, "
                  f"{format_seconds(default.allreduce_total_seconds)} with plain AllReduce).")
+    steps = {p.matrix: p.step_seconds for p in result.step_times}
+    if steps:  # ranked by the step's time: the best is the fastest step, whatever its communication
+        text += (f" Its step is the fastest, as p2sim step times it: {format_seconds(steps[best.matrix])}"
+                 + ("." if default.matrix == best.matrix else
+                    f", {ratio_text(steps[best.matrix], steps[default.matrix])} the default placement's "
+                    f"({format_seconds(steps[default.matrix])})."))
     text += f" The default placement is {result.default_basis}."
     work = result.request.demand.workload
     if work is not None:  # a model's step: every collective charged, by axis
@@ -136,11 +142,22 @@ class PlanRow(NamedTuple):
 
 
 def _tables(result: PlanResult) -> list[Table]:
-    plans = (
+    steps = {p.matrix: p.step_seconds for p in result.step_times}
+    # a model's plan: ranked by the step's time (p2sim step's), its communication beside
+    lead = (
+        Column("rank", "position by the step's time, fastest first", lambda r: str(r.rank), numeric=True),
+        Column("step time", "the step as p2sim step times it: compute, bubble, exposed communication, optimizer",
+               lambda r: format_seconds(steps[r.plan.matrix]), numeric=True),
+        Column("communication", "the step's communication summed, each reduction by its best program",
+               lambda r: format_seconds(r.plan.total_seconds), numeric=True),
+    ) if steps else (
         Column("rank", "position by the step's communication time, fastest first", lambda r: str(r.rank),
                numeric=True),
         Column("step time", "sum over the reductions of count x the best program's time",
                lambda r: format_seconds(r.plan.total_seconds), numeric=True),
+    )
+    plans = (
+        *lead,
         Column("AllReduce only", "the same with a plain AllReduce for every reduction",
                lambda r: format_seconds(r.plan.allreduce_total_seconds), numeric=True),
         Column("placement", "where each axis goes, by name", lambda r: r.placement),
