@@ -66,12 +66,13 @@ def plan_text(result: PlanResult) -> str:
         lines.append(f"\nits communication {_saving(savings['vs_default_placement'])} the default placement "
                      f"{format_matrix(result.default)} with its best programs, "
                      f"{_saving(savings['vs_default_allreduce'])} the default placement with plain AllReduce, and "
-                     f"{_saving(savings['vs_best_placement_allreduce'])} the least of any placement with plain AllReduce")
+                     f"{_saving(savings['vs_best_placement_allreduce'])} the least of any placement with plain "
+                     "AllReduce")
     else:
         lines.append(f"\nsaves {savings['vs_default_placement']:.1%} over the default placement "
-                     f"{format_matrix(result.default)} with its best programs, {savings['vs_default_allreduce']:.1%} "
-                     f"over the default placement with plain AllReduce, and {savings['vs_best_placement_allreduce']:.1%}"
-                     " over the best placement with plain AllReduce")
+                     f"{format_matrix(result.default)} with its best programs, "
+                     f"{savings['vs_default_allreduce']:.1%} over the default placement with plain AllReduce, and "
+                     f"{savings['vs_best_placement_allreduce']:.1%} over the best placement with plain AllReduce")
     lines.append(f"default placement {format_matrix(result.default)}: {result.placement(result.default)}; "
                  f"{result.default_basis}")
     if req.demand.whole_step:

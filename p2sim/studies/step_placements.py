@@ -1,12 +1,12 @@
 """A model-driven plan's placements ranked by the step's time, with Megatron-LM's and Meta's orders named.
 
-``plan --model --axes`` ranks placements by the step's communication (:mod:`.step_plan`); a step's time is
-not its communication: the data reduction hides behind the backward, the pipeline's sends sit on the
-critical path of every micro-batch.  :func:`placement_steps` takes each placement the plan lists and
-computes its step as ``p2sim step`` does (:func:`~p2sim.studies.step_time.finish_step` with the placement's
-matrix: compute, bubble, exposed communication by axis, optimizer), and names the placements that
-Megatron-LM's rank orders give: ``tp-cp-ep-dp-pp`` (its default) and ``tp-cp-ep-pp-dp``, which with no
-expert axis is Meta's Llama 3 order (TP, CP, PP, DP: data outermost; Dubey et al. 2024, section 3.3.2).
+A step's time is not its communication: the data reduction hides behind the backward, the pipeline's sends
+sit on the critical path of every micro-batch.  ``plan --model --axes`` cuts and ranks its placements by the
+step's time (:func:`~.step_plan.step_cut`) with a :class:`StepTimer` (:func:`step_timer`), which computes
+each placement's step as ``p2sim step`` does (:func:`~p2sim.studies.step_time.finish_step` with the placement's
+matrix: compute, bubble, exposed communication by axis, optimizer) or a lower bound of it, and names the
+placements that Megatron-LM's rank orders give: ``tp-cp-ep-dp-pp`` (its default) and ``tp-cp-ep-pp-dp``,
+which with no expert axis is Meta's Llama 3 order (TP, CP, PP, DP: data outermost; Dubey et al. 2024, section 3.3.2).
 """
 
 from __future__ import annotations

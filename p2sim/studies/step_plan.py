@@ -7,7 +7,9 @@ per matrix as ONE lowered step over all its groups at once, so that they contend
 algorithm and protocol, and charged ``count`` times.  Those per-matrix constants join the bound that
 ``--top-matrices`` ranks matrices by.  The model of overlap: none, the step's communication summed,
 unless a compute time per layer is given (then the data reduction overlaps the last micro-batch's
-backward, :class:`~p2sim.studies.step_workload.Overlap`).
+backward, :class:`~p2sim.studies.step_workload.Overlap`).  ``plan --model --axes`` cuts and ranks the
+matrices by the step's time instead (:func:`step_cut`, ``p2sim step``'s model of overlap), the
+communication summed beside it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from .requests import DEFAULT_ORDER, whole_groups
 from .search import SearchStats, bound_all
 from .step_workload import ENDS, PAIRS, PartTiming, StepPart
 
-__all__ = ["part_groups", "simulate_parts", "cut_matrices", "step_cut", "step_matrices", "step_plan_cost", "run_step_plan"]
+__all__ = ["part_groups", "simulate_parts", "cut_matrices", "step_cut", "step_matrices", "step_plan_cost",
+           "run_step_plan"]
 
 
 def part_groups(part: StepPart, hierarchy: Sequence[int], axes: Sequence[int], matrix: Matrix,
@@ -124,18 +127,18 @@ def cut_matrices(req: PlanRequest, mats: Sequence[Matrix], parts: dict[Matrix, f
     return [m for m in mats if m == keep or lower[m] <= best]
 
 
-def step_cut(req: PlanRequest, mats: Sequence[Matrix], keep: Matrix, timer: Any) -> tuple[list[Matrix], dict[Matrix, Any]]:
+def step_cut(req: PlanRequest, mats: Sequence[Matrix], keep: Matrix, timer: Any
+             ) -> tuple[list[Matrix], dict[Matrix, Any]]:
     """The matrices whose step (``p2sim step``'s time) can still be the fastest, and the steps timed to find them.
 
     ``timer``: a :class:`~.step_placements.StepTimer` (passed in: step_placements imports step_time, whose
     step_comm imports this module).  Each matrix's step is at least its step with every collective at its time
-    alone (``timer.lower``:
-    compute, bubble and optimizer, which do not depend on the placement, and the communication exposed without
-    contention between axes, which only lengthens a step).  The matrices are timed in the order of that bound
-    until the next one's bound is above the fastest step found; a matrix whose bound is above it cannot be the
-    fastest and is cut (``keep``, the default placement, never is), so the fastest step is the one timing every
-    matrix would find.  Only where the search is exact and bounded (as :func:`cut_matrices`): elsewhere nothing
-    is cut and nothing timed here."""
+    alone (``timer.lower``: compute, bubble and optimizer, which do not depend on the placement, and the
+    communication exposed without contention between axes, which only lengthens a step).  The matrices are
+    timed in the order of that bound until the next one's bound is above the fastest step found; a matrix whose
+    bound is above it cannot be the fastest and is cut (``keep``, the default placement, never is), so the
+    fastest step is the one timing every matrix would find.  Only where the search is exact and bounded (as
+    :func:`cut_matrices`): elsewhere nothing is cut and nothing timed here."""
     search = req.search
     if not search.bounded(req.settings.engine) or search.budget is not None or search.top_matrices is not None:
         return list(mats), {}
