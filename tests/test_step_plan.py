@@ -281,3 +281,22 @@ def test_a_model_plans_table_leads_with_the_step_time_and_named_reductions_keep_
     named = p2sim.plan(system="dgx-h100", axes="data=2,pipeline=2,tensor=4", reduction=["data:1GiB"], workers=1)
     assert "rank   step time  AllReduce only  matrix" in plan_text(named) and not named.step_times
     assert "step_seconds" not in named.to_json()["plans"][0]
+
+
+def test_a_plan_cut_by_the_step_time_is_estimated_without_the_communication_cuts_bounds():
+    """The timed cut bounds no reduction on every matrix (cut_matrices' work): its estimate counts each matrix's
+    step collectives simulated alone instead (the other collectives again, each reduction once)."""
+    from p2sim.studies.jobsize import StepCount
+    from p2sim.studies.plan import PlanRequest, plan_cost
+    from p2sim.studies.step_plan import _skipped, step_matrices, step_plan_cost
+
+    req = PlanRequest.build(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model="llama3-8b",
+                            train="seq=8192,global_batch=64", workers=1)
+    mats = step_matrices(req)
+    assert _skipped(req, mats) is not None  # the communication's cut bounds a reduction on every matrix
+    parts = len(req.demand.parts)  # one SendRecv: weight 1
+    devices = req.job.topology.devices
+    timed = plan_cost(req, mats, StepCount(simulated=devices * len(mats) * (2 * parts + len(req.reductions))), [],
+                      say=False)[0]
+    assert step_plan_cost(req, mats, timed=True) == timed
+    assert step_plan_cost(req, mats) != timed

@@ -180,21 +180,27 @@ def _weight(part: StepPart, axes: Sequence[int]) -> int:
     return max(1, math.ceil((group - 1) * TRANSFER_SIZE_SECONDS / SIMULATED_SECONDS_PER_GPU))
 
 
-def step_plan_cost(req: PlanRequest, mats: Sequence[Matrix]) -> JobCost:
+def step_plan_cost(req: PlanRequest, mats: Sequence[Matrix], timed: bool = False) -> JobCost:
     """The whole step's estimated cost, before anything is simulated (issue 43: at 14,336 SuperPOD nodes the
     other collectives and the cut's bounds ran minutes before the search's estimate was said): the other
     collectives simulated on every matrix (event-driven, every GPU), the reductions bounded to cut matrices
     (all but the one :func:`_skipped`, whose plain AllReduce is simulated instead) and the search's own
-    (:func:`~.plan.plan_cost`, counted on every matrix: the cut is not known before).  Refused past the limits."""
+    (:func:`~.plan.plan_cost`, counted on every matrix: the cut is not known before).  ``timed`` (cut by the
+    step's time, :func:`step_cut`): no reduction bounded to cut; each matrix's step timed instead, its
+    collectives simulated alone (the other collectives again, each reduction as NCCL's).  Refused past the
+    limits."""
     topo = req.job.topology
     settings = req.settings.each(topo)
-    simulated = topo.devices * len(mats) * sum(_weight(part, req.job.axes) for part in req.demand.parts)
+    parts = sum(_weight(part, req.job.axes) for part in req.demand.parts)
+    simulated = topo.devices * len(mats) * parts
+    if timed:  # the contention that the bound leaves out is simulated only where a step can still be the fastest
+        simulated += topo.devices * len(mats) * (parts + len(req.reductions))
     if not req.reductions:
         cost = estimate(topo.devices, 1, simulated, 1, [])
         req.limits.check_cost(cost, f"plan on {topo.spec.name} with {topo.node_count} nodes "
                                     f"({plural(len(mats), 'matrix')})", "fewer --nodes")
         return cost
-    skip = _skipped(req, mats)
+    skip = None if timed else _skipped(req, mats)
     if skip is not None:
         simulated += topo.devices * len(mats) * len(settings)  # the skipped reduction's plain AllReduce
     again = [r for r in req.reductions if r != skip] if skip is not None else []
@@ -229,7 +235,8 @@ def run_step_plan(req: PlanRequest, cost: JobCost | None = None, timer: Any = No
     sim = Simulator(topo, replace(req.settings.sim, algo="auto"), context=job.context)
     order = req.settings.order.value
     if cost is None:
-        cost = step_plan_cost(req, mats)  # checked against the limits before anything is simulated
+        # checked against the limits before anything is simulated
+        cost = step_plan_cost(req, mats, timed=timer is not None)
     announce(f"{plural(len(mats), 'matrix')}, {_whole_step(demand)}: {cost.brief()}")
     if demand.parts:
         announce(f"{plural(len(mats), 'matrix')}: {plural(len(demand.parts), 'other collective')} of the step "
