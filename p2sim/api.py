@@ -44,7 +44,7 @@ from .measurements.check import CheckRequest, CheckResult, run_check
 from .measurements.validation import ValidateRequest, ValidateResult, run_validate
 from .studies.plan import PlanRequest, PlanResult, Reduction, run_plan
 from .studies.step_plan import run_step_plan
-from .studies.step_placements import placement_steps
+from .studies.step_placements import placement_steps, step_timer
 from .studies.step_time import StepResult, run_step
 from .studies.step_workload import training_for
 from .studies.config_search import DEFAULT_TOP, SearchResult, run_search
@@ -176,7 +176,7 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
         compute_per_layer=compute_per_layer)
     if not req.demand.whole_step:  # the reductions given: their best programs on each placement
         return run_plan(req)
-    result = run_step_plan(req)
+    result = run_step_plan(req, timer=step_timer(req))  # ranked and cut by the step's time (p2sim step's)
     return replace(result, step_times=placement_steps(result))
 
 

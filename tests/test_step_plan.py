@@ -163,17 +163,50 @@ def test_a_published_batch_that_does_not_split_says_where_it_came_from():
         step_workload("llama3-70b", None, ("data", "tensor"), (3, 8))
 
 
-def test_matrices_that_cannot_win_are_cut_before_bounding_and_the_best_is_the_exhaustive_ones():
-    """llama3-8b, tensor=8 on 4 dgx-h100 nodes: the 4 x 2 x 16 tensor AllReduces' least bounds on the 3
-    matrices that split tensor over nodes exceed the best's step with plain AllReduce, so they are cut; the
-    best and the kept plans are what simulating every program finds."""
+def test_matrices_whose_step_cannot_be_fastest_are_cut_and_the_best_is_the_exhaustive_ones():
+    """llama3-8b, tensor=8 on 4 dgx-h100 nodes: the 3 matrices that split tensor over nodes have a least step
+    (each collective alone) above the best's step, so they are cut; the fastest step is what timing every matrix
+    (``--exhaustive``: nothing cut) finds, and the table is ranked by it."""
     kw = dict(system="dgx-h100", nodes=4, axes="data=2,pipeline=2,tensor=8", model="llama3-8b",
               train="seq=2048,global_batch=256", workers=1)
     cut, every = p2sim.plan(**kw), p2sim.plan(**kw, exhaustive=True)
     assert (cut.cut, len(cut.plans), every.cut, len(every.plans)) == (3, 1, 0, 4)
     assert cut.best.matrix == every.best.matrix == ((2, 1), (2, 1), (1, 8))
-    assert cut.best.total_seconds == every.best.total_seconds
+    assert cut.step_times[0].step_seconds == every.step_times[0].step_seconds
+    for r in (cut, every):  # the table (and --json's plans) by the step's time, leading with it
+        assert [p.matrix for p in r.step_times] == [pl.matrix for pl in r.plans]
+        steps = [row["step_seconds"] for row in r.to_json()["plans"]]
+        assert steps == sorted(steps) and list(r.to_json()["plans"][0])[0] == "step_seconds"
     assert cut.to_json()["search"]["cut_matrices"] == 3
+
+
+@pytest.mark.parametrize("system, nodes, axes, train, model", [
+    ("dgx-h100", 2, "data=2,pipeline=2,tensor=4", "seq=8192,global_batch=64", "llama3-8b"),
+    ("dgx-h100", 4, "data=2,pipeline=2,tensor=8", "seq=2048,global_batch=256", "llama3-8b"),
+    ("dgx-h100", 2, "pipeline=4,data=2,tensor=2", "seq=4096,global_batch=32", "llama3-8b"),
+    ("dgx-h100", 2, "context=2,data=2,tensor=4", "seq=8192,global_batch=16,zero=1", "llama3-8b"),
+    ("a100", 2, "data=4,pipeline=2,tensor=4", "seq=4096,global_batch=64", "llama3-8b"),
+    ("dgx-h100", 2, "expert=4,data=2,tensor=2", "seq=4096,global_batch=16,sp=on", "mixtral-8x7b"),
+])
+def test_the_step_cut_keeps_every_matrix_whose_step_can_be_fastest(system, nodes, axes, train, model):
+    """step_cut against timing every matrix: the fastest step is kept (and timed exactly), every matrix cut has a
+    step above it, and each least time is at most the matrix's step (below it where contention between axes
+    lengthens the step: every case here has such a matrix)."""
+    from p2sim.studies.plan import PlanRequest
+    from p2sim.studies.step_placements import step_timer
+    from p2sim.studies.step_plan import step_cut, step_matrices
+
+    req = PlanRequest.build(system=system, nodes=nodes, axes=axes, model=model, train=train, workers=1)
+    timer = step_timer(req)
+    mats = step_matrices(req)
+    exact = {m: timer.time(m).step_seconds for m in mats}
+    fastest = min(exact.values())
+    alive, times = step_cut(req, mats, mats[-1], timer)
+    assert all(timer.lower(m) <= exact[m] for m in mats) and any(timer.lower(m) < exact[m] for m in mats)
+    assert mats[-1] in alive and {m for m in mats if exact[m] == fastest} <= set(alive)
+    assert all(exact[m] > fastest for m in mats if m not in alive)
+    assert min(t.step_seconds for t in times.values()) == fastest
+    assert all(t.step_seconds == exact[m] for m, t in times.items())
 
 
 def test_a_whole_step_plan_says_its_estimate_first_and_is_refused_before_anything_is_simulated(capsys, monkeypatch):
@@ -227,3 +260,43 @@ def test_run_plan_of_a_model_step_is_refused_clearly():
     result = run_step_plan(req)
     assert result.plans and all(not p.choices for p in result.plans)
     assert {pt.part.op for pt in result.plans[0].parts} >= {"AllGather", "ReduceScatter"}
+
+
+def test_a_model_plans_table_leads_with_the_step_time_and_named_reductions_keep_theirs():
+    """plan --model --axes: the table (text, page and --json) ranks by the step's time, the communication beside;
+    Meta's order (the pipeline inside a node) is first though it communicates more than the default.  A plan of
+    named reductions keeps its table."""
+    from p2sim.report.plan import plan_answer, plan_text
+
+    r = p2sim.plan(model="llama3-8b", system="dgx-h100", axes="data=2,pipeline=2,tensor=4",
+                   train="seq=8192,global_batch=64", workers=1)
+    lines = plan_text(r).splitlines()
+    head = lines.index("rank   step time  communication  AllReduce only  matrix")
+    rows = lines[head + 1:head + 1 + len(r.plans)]
+    assert [row.split()[1:3] for row in rows] == [["4.371", "s"], ["4.45", "s"]]
+    assert r.best.matrix == r.step_times[0].matrix == ((2, 1), (1, 2), (1, 4))
+    assert r.best.total_seconds > r.default_plan.total_seconds  # the fastest step communicates more
+    assert "its communication is 4.9% more than the default placement" in plan_text(r)
+    assert "Its step is the fastest, as p2sim step times it: 4.371 s, 1.02x faster than" in plan_answer(r).text
+    named = p2sim.plan(system="dgx-h100", axes="data=2,pipeline=2,tensor=4", reduction=["data:1GiB"], workers=1)
+    assert "rank   step time  AllReduce only  matrix" in plan_text(named) and not named.step_times
+    assert "step_seconds" not in named.to_json()["plans"][0]
+
+
+def test_a_plan_cut_by_the_step_time_is_estimated_without_the_communication_cuts_bounds():
+    """The timed cut bounds no reduction on every matrix (cut_matrices' work): its estimate counts each matrix's
+    step collectives simulated alone instead (the other collectives again, each reduction once)."""
+    from p2sim.studies.jobsize import StepCount
+    from p2sim.studies.plan import PlanRequest, plan_cost
+    from p2sim.studies.step_plan import _skipped, step_matrices, step_plan_cost
+
+    req = PlanRequest.build(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model="llama3-8b",
+                            train="seq=8192,global_batch=64", workers=1)
+    mats = step_matrices(req)
+    assert _skipped(req, mats) is not None  # the communication's cut bounds a reduction on every matrix
+    parts = len(req.demand.parts)  # one SendRecv: weight 1
+    devices = req.job.topology.devices
+    timed = plan_cost(req, mats, StepCount(simulated=devices * len(mats) * (2 * parts + len(req.reductions))), [],
+                      say=False)[0]
+    assert step_plan_cost(req, mats, timed=True) == timed
+    assert step_plan_cost(req, mats) != timed

@@ -173,7 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Rank parallelism matrices by the total predicted time of a training step: "
                                    "every collective of a --model's step, or the --reduction values given (each "
                                    "reduction with its best program), against the default placement and plain "
-                                   "AllReduce.")
+                                   "AllReduce. With --model and --axes, by the step's time as p2sim step computes "
+                                   "it (compute, bubble, exposed communication, optimizer), the communication "
+                                   "beside it.")
     _add_layout(p, reduce=False, system=True)
     p.add_argument("--reduction", action="append", default=[], metavar='"AXES:SIZE[ x COUNT]"',
                    help='a reduction of the step, e.g. "0:4GiB" or "1:512MiB x 24" (repeatable; with --model, '

@@ -40,29 +40,55 @@ def plan_text(result: PlanResult) -> str:
              f"{s.engine} engine",
              "reductions: " + "; ".join(f"axes {reduction_text(r)}" for r in req.reductions),
              search_text(result.stats) + (f"; {result.cut} of {result.cut + len(result.plans)} matrices cut before "
-                                          "their programs were bounded (their step's lower bound above another's "
-                                          "step with plain AllReduce), not listed" if result.cut else ""),
-             matrix_legend(names, topo.level_names),
-             "step time: each reduction by its best program; AllReduce only: each by NCCL's plain AllReduce "
-             "(as check --model charges it)",
-             f"\n{'rank':>4}  {'step time':>10}  {'AllReduce only':>14}  matrix"]
+                                          f"their programs were bounded ({_cut_why(result)}), not listed"
+                                          if result.cut else ""),
+             matrix_legend(names, topo.level_names)]
+    steps = {p.matrix: p.step_seconds for p in result.step_times}
+    if steps:  # a model's plan: ranked by the step's time (p2sim step's), its communication beside
+        lines += ["step time: p2sim step's (compute, bubble, exposed communication, optimizer); communication: the "
+                  "step's summed, each reduction by its best program; AllReduce only: each by NCCL's plain AllReduce "
+                  "(as check --model charges it)",
+                  f"\n{'rank':>4}  {'step time':>10}  {'communication':>13}  {'AllReduce only':>14}  matrix"]
+    else:
+        lines += ["step time: each reduction by its best program; AllReduce only: each by NCCL's plain AllReduce "
+                  "(as check --model charges it)",
+                  f"\n{'rank':>4}  {'step time':>10}  {'AllReduce only':>14}  matrix"]
     for i, pl in enumerate(result.plans, 1):
         mark = "  <- default placement" if pl.matrix == result.default else ""
-        lines.append(f"{i:4d}  {format_seconds(pl.total_seconds):>10}  {format_seconds(pl.allreduce_total_seconds):>14}"
-                     f"  {format_matrix(pl.matrix)}{mark}")
+        step = f"  {format_seconds(steps[pl.matrix]):>10}" if steps else ""
+        lines.append(f"{i:4d}{step}  {format_seconds(pl.total_seconds):>{13 if steps else 10}}  "
+                     f"{format_seconds(pl.allreduce_total_seconds):>14}  {format_matrix(pl.matrix)}{mark}")
     best, savings = result.best, result.savings
     lines.append(f"\nbest plan {format_matrix(best.matrix)}: {result.placement(best.matrix)}")
     for c in best.choices:
         lines.append(f"  axes {reduction_text(c.reduction)}: {format_seconds(c.seconds)} each ({c.algo}) {c.program}")
-    lines.append(f"\nsaves {savings['vs_default_placement']:.1%} over the default placement "
-                 f"{format_matrix(result.default)} with its best programs, {savings['vs_default_allreduce']:.1%} over "
-                 f"the default placement with plain AllReduce, and {savings['vs_best_placement_allreduce']:.1%} over "
-                 "the best placement with plain AllReduce")
+    if steps:  # the best by the step's time may communicate more than another placement: said as such
+        lines.append(f"\nits communication {_saving(savings['vs_default_placement'])} the default placement "
+                     f"{format_matrix(result.default)} with its best programs, "
+                     f"{_saving(savings['vs_default_allreduce'])} the default placement with plain AllReduce, and "
+                     f"{_saving(savings['vs_best_placement_allreduce'])} the least of any placement with plain "
+                     "AllReduce")
+    else:
+        lines.append(f"\nsaves {savings['vs_default_placement']:.1%} over the default placement "
+                     f"{format_matrix(result.default)} with its best programs, "
+                     f"{savings['vs_default_allreduce']:.1%} over the default placement with plain AllReduce, and "
+                     f"{savings['vs_best_placement_allreduce']:.1%} over the best placement with plain AllReduce")
     lines.append(f"default placement {format_matrix(result.default)}: {result.placement(result.default)}; "
                  f"{result.default_basis}")
     if req.demand.whole_step:
         lines += step_text(result)
     return "\n".join(lines)
+
+
+def _saving(fraction: float) -> str:
+    """``is 4.5% less than`` or ``is 4.9% more than`` (a saving below 0)."""
+    return f"is {fraction:.1%} less than" if fraction >= 0 else f"is {-fraction:.1%} more than"
+
+
+def _cut_why(result: PlanResult) -> str:
+    if result.step_times:  # run_step_plan's step_cut
+        return "their step's least time, each collective alone, above another's step"
+    return "their step's lower bound above another's step with plain AllReduce"
 
 
 def _words(result: PlanResult, matrix: Matrix) -> str:
@@ -90,6 +116,12 @@ def plan_answer(result: PlanResult) -> Answer:
         text += (f", {ratio_text(best.total_seconds, default.total_seconds)} the default placement "
                  f"({_words(result, default.matrix)}: {format_seconds(default.total_seconds)} with its best programs, "
                  f"{format_seconds(default.allreduce_total_seconds)} with plain AllReduce).")
+    steps = {p.matrix: p.step_seconds for p in result.step_times}
+    if steps:  # ranked by the step's time: the best is the fastest step, whatever its communication
+        text += (f" Its step is the fastest, as p2sim step times it: {format_seconds(steps[best.matrix])}"
+                 + ("." if default.matrix == best.matrix else
+                    f", {ratio_text(steps[best.matrix], steps[default.matrix])} the default placement's "
+                    f"({format_seconds(steps[default.matrix])})."))
     text += f" The default placement is {result.default_basis}."
     work = result.request.demand.workload
     if work is not None:  # a model's step: every collective charged, by axis
@@ -111,11 +143,22 @@ class PlanRow(NamedTuple):
 
 
 def _tables(result: PlanResult) -> list[Table]:
-    plans = (
+    steps = {p.matrix: p.step_seconds for p in result.step_times}
+    # a model's plan: ranked by the step's time (p2sim step's), its communication beside
+    lead = (
+        Column("rank", "position by the step's time, fastest first", lambda r: str(r.rank), numeric=True),
+        Column("step time", "the step as p2sim step times it: compute, bubble, exposed communication, optimizer",
+               lambda r: format_seconds(steps[r.plan.matrix]), numeric=True),
+        Column("communication", "the step's communication summed, each reduction by its best program",
+               lambda r: format_seconds(r.plan.total_seconds), numeric=True),
+    ) if steps else (
         Column("rank", "position by the step's communication time, fastest first", lambda r: str(r.rank),
                numeric=True),
         Column("step time", "sum over the reductions of count x the best program's time",
                lambda r: format_seconds(r.plan.total_seconds), numeric=True),
+    )
+    plans = (
+        *lead,
         Column("AllReduce only", "the same with a plain AllReduce for every reduction",
                lambda r: format_seconds(r.plan.allreduce_total_seconds), numeric=True),
         Column("placement", "where each axis goes, by name", lambda r: r.placement),

@@ -338,7 +338,10 @@ class PlanResult(Tabular):
         return describe_placement(matrix, job.axis_names, job.topology.level_names, job.spec.node_level)
 
     def _row(self, pl: Plan) -> dict[str, Any]:
-        return dict(pl.to_json(), placement=self.placement(pl.matrix))
+        steps = {p.matrix: p.step_seconds for p in self.step_times}
+        # a model's plan leads with the step's time it is ranked by (step_plan.run_step_plan)
+        lead = {"step_seconds": steps[pl.matrix]} if pl.matrix in steps else {}
+        return dict(lead, **pl.to_json(), placement=self.placement(pl.matrix))
 
     def table(self) -> list[dict[str, Any]]:
         return [self._row(pl) for pl in self.plans]

@@ -1,12 +1,12 @@
 """A model-driven plan's placements ranked by the step's time, with Megatron-LM's and Meta's orders named.
 
-``plan --model --axes`` ranks placements by the step's communication (:mod:`.step_plan`); a step's time is
-not its communication: the data reduction hides behind the backward, the pipeline's sends sit on the
-critical path of every micro-batch.  :func:`placement_steps` takes each placement the plan lists and
-computes its step as ``p2sim step`` does (:func:`~p2sim.studies.step_time.finish_step` with the placement's
-matrix: compute, bubble, exposed communication by axis, optimizer), and names the placements that
-Megatron-LM's rank orders give: ``tp-cp-ep-dp-pp`` (its default) and ``tp-cp-ep-pp-dp``, which with no
-expert axis is Meta's Llama 3 order (TP, CP, PP, DP: data outermost; Dubey et al. 2024, section 3.3.2).
+A step's time is not its communication: the data reduction hides behind the backward, the pipeline's sends
+sit on the critical path of every micro-batch.  ``plan --model --axes`` cuts and ranks its placements by the
+step's time (:func:`~.step_plan.step_cut`) with a :class:`StepTimer` (:func:`step_timer`), which computes
+each placement's step as ``p2sim step`` does (:func:`~p2sim.studies.step_time.finish_step` with the placement's
+matrix: compute, bubble, exposed communication by axis, optimizer) or a lower bound of it, and names the
+placements that Megatron-LM's rank orders give: ``tp-cp-ep-dp-pp`` (its default) and ``tp-cp-ep-pp-dp``,
+which with no expert axis is Meta's Llama 3 order (TP, CP, PP, DP: data outermost; Dubey et al. 2024, section 3.3.2).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .step_time import StepResult, StepSettings, finish_step, prepare_step
 from ..workload.op_time import DEFAULT
 from ..workload.training import AXES
 
-__all__ = ["PlacementStep", "placement_steps", "order_names"]
+__all__ = ["PlacementStep", "StepTimer", "step_timer", "placement_steps", "order_names"]
 
 _ALIAS = {"tp": "tensor", "cp": "context", "pp": "pipeline", "dp": "data", "ep": "expert"}
 
@@ -73,14 +73,43 @@ def order_names(placement: Placement, axis_names: tuple[str, ...], expert: int) 
     return tuple(out)
 
 
-def placement_steps(result: Any, extra: StepSettings | None = None) -> tuple[PlacementStep, ...]:
-    """Each placement of a model-driven :class:`~p2sim.studies.plan.PlanResult`, fastest step first (() where
-    the job's levels are not the whole system's, which ``p2sim step`` places differently); ``extra``: the step's
-    own settings (None: those ``--train`` gave, the step workload's)."""
-    req = result.request
+@dataclass(frozen=True)
+class StepTimer:
+    """A model plan's step prepared once (compute, bubble, memory: none depends on the placement), to time each
+    placement's step as ``p2sim step`` does."""
+
+    prep: Any  # step_time.PreparedStep
+    names: tuple[str, ...]  # the job's axes as p2sim step names them
+    hierarchy: tuple[int, ...]
+    axes: tuple[int, ...]
+    axis_names: tuple[str, ...]
+    expert: int
+
+    def lower(self, matrix: Matrix) -> float:
+        """At least ``matrix``'s step: its collectives each alone, without contention between axes (contention only
+        lengthens a step, :func:`~.step_time.finish_step`): compute, bubble and optimizer, which do not depend on
+        the placement, and the communication exposed with each collective at its uncontended time."""
+        return finish_step(self.prep, (self.names, _rows(matrix)), contention_limit=-math.inf).step_seconds
+
+    def time(self, matrix: Matrix, limit: float = math.inf) -> PlacementStep:
+        """``matrix``'s step (its contention not simulated where the uncontended step is above ``limit``)."""
+        placement = Placement.of(self.hierarchy, self.axes, matrix)
+        # the plan's rows in its order: axes sharing a level nest in it, so reordering them would move groups
+        return PlacementStep(matrix, finish_step(self.prep, (self.names, _rows(matrix)), limit),
+                             order_names(placement, self.axis_names, self.expert), self.prep.fits)
+
+
+def _rows(matrix: Matrix) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(r) for r in matrix)
+
+
+def step_timer(req: Any, extra: StepSettings | None = None) -> StepTimer | None:
+    """The step of a model plan's request prepared to time placements (None for named reductions, and where the
+    job's levels are not the whole system's, which ``p2sim step`` places differently); ``extra``: the step's own
+    settings (None: those ``--train`` gave, the step workload's)."""
     work, job = req.demand.workload, req.job
     if work is None:  # named reductions: no model to time a step of
-        return ()
+        return None
     topo = job.topology
     names = tuple(_ALIAS.get(n.lower(), n.lower()) for n in job.axis_names)
     sizes = {a: 1 for a in AXES}
@@ -91,16 +120,22 @@ def placement_steps(result: Any, extra: StepSettings | None = None) -> tuple[Pla
     per_node = math.prod(spec.hierarchy(1)[spec.node_level + 1:])
     hierarchy, used = job_hierarchy(topo.hierarchy, gpus, per_node)
     if tuple(hierarchy) != tuple(job.hierarchy):
-        return ()
+        return None
     sj = StepJob(work.model, topo, gpus, topo.nodes, hierarchy, used, per_node, _timer(topo, DEFAULT),
                  req.settings.engine)
     prep = prepare_step(sj, sizes, work.training, work.extra if extra is None else extra)
-    out = []
-    for pl in result.plans:
-        # the plan's rows in its order: axes sharing a level nest in it, so reordering them would move groups
-        matrix = (names, tuple(tuple(r) for r in pl.matrix))
-        placement = Placement.of(job.hierarchy, job.axes, pl.matrix)
-        out.append(PlacementStep(pl.matrix, finish_step(prep, matrix),
-                                 order_names(placement, tuple(job.axis_names), sizes["expert"]), prep.fits))
-    return tuple(sorted(out, key=lambda p: (p.step_seconds, p.matrix)))
+    return StepTimer(prep, names, tuple(job.hierarchy), tuple(job.axes), tuple(job.axis_names), sizes["expert"])
 
+
+def placement_steps(result: Any, extra: StepSettings | None = None) -> tuple[PlacementStep, ...]:
+    """Each placement of a model-driven :class:`~p2sim.studies.plan.PlanResult`, fastest step first (() where
+    the job's levels are not the whole system's, which ``p2sim step`` places differently); ``extra``: the step's
+    own settings (None: those ``--train`` gave, the step workload's).  A result that has them already (the plan
+    timed its placements to rank and cut them, :func:`~.step_plan.run_step_plan`) answers those."""
+    if result.step_times and extra is None:
+        return tuple(result.step_times)
+    timer = step_timer(result.request, extra)
+    if timer is None:
+        return ()
+    out = [timer.time(pl.matrix) for pl in result.plans]
+    return tuple(sorted(out, key=lambda p: (p.step_seconds, p.matrix)))

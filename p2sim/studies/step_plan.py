@@ -7,7 +7,9 @@ per matrix as ONE lowered step over all its groups at once, so that they contend
 algorithm and protocol, and charged ``count`` times.  Those per-matrix constants join the bound that
 ``--top-matrices`` ranks matrices by.  The model of overlap: none, the step's communication summed,
 unless a compute time per layer is given (then the data reduction overlaps the last micro-batch's
-backward, :class:`~p2sim.studies.step_workload.Overlap`).
+backward, :class:`~p2sim.studies.step_workload.Overlap`).  ``plan --model --axes`` cuts and ranks the
+matrices by the step's time instead (:func:`step_cut`, ``p2sim step``'s model of overlap), the
+communication summed beside it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from ..formalism.hierarchy import Lowering, LoweredStep
 from ..formalism.placement import Matrix, Placement, count_matrices, enumerate_matrices
@@ -35,7 +38,8 @@ from .requests import DEFAULT_ORDER, whole_groups
 from .search import SearchStats, bound_all
 from .step_workload import ENDS, PAIRS, PartTiming, StepPart
 
-__all__ = ["part_groups", "simulate_parts", "cut_matrices", "step_matrices", "step_plan_cost", "run_step_plan"]
+__all__ = ["part_groups", "simulate_parts", "cut_matrices", "step_cut", "step_matrices", "step_plan_cost",
+           "run_step_plan"]
 
 
 def part_groups(part: StepPart, hierarchy: Sequence[int], axes: Sequence[int], matrix: Matrix,
@@ -123,6 +127,34 @@ def cut_matrices(req: PlanRequest, mats: Sequence[Matrix], parts: dict[Matrix, f
     return [m for m in mats if m == keep or lower[m] <= best]
 
 
+def step_cut(req: PlanRequest, mats: Sequence[Matrix], keep: Matrix, timer: Any
+             ) -> tuple[list[Matrix], dict[Matrix, Any]]:
+    """The matrices whose step (``p2sim step``'s time) can still be the fastest, and the steps timed to find them.
+
+    ``timer``: a :class:`~.step_placements.StepTimer` (passed in: step_placements imports step_time, whose
+    step_comm imports this module).  Each matrix's step is at least its step with every collective at its time
+    alone (``timer.lower``: compute, bubble and optimizer, which do not depend on the placement, and the
+    communication exposed without contention between axes, which only lengthens a step).  The matrices are
+    timed in the order of that bound until the next one's bound is above the fastest step found; a matrix whose
+    bound is above it cannot be the fastest and is cut (``keep``, the default placement, never is), so the
+    fastest step is the one timing every matrix would find.  Only where the search is exact and bounded (as
+    :func:`cut_matrices`): elsewhere nothing is cut and nothing timed here."""
+    search = req.search
+    if not search.bounded(req.settings.engine) or search.budget is not None or search.top_matrices is not None:
+        return list(mats), {}
+    lower = {m: timer.lower(m) for m in mats}
+    times: dict[Matrix, Any] = {}  # step_placements.PlacementStep
+    best = math.inf
+    for m in sorted(mats, key=lambda m: (lower[m], m)):
+        if lower[m] > best:
+            break
+        # the contention is not simulated where the step without it is above the fastest so far (then cut below)
+        times[m] = timer.time(m, best)
+        best = min(best, times[m].step_seconds)
+    alive = [m for m in mats if m == keep or lower[m] <= best]
+    return alive, {m: times[m] for m in alive if m in times and times[m].step.contended}
+
+
 def _skipped(req: PlanRequest, mats: Sequence[Matrix]) -> Reduction | None:
     """The reduction :func:`cut_matrices` does not bound (the others it bounds on every matrix), None where it
     cuts nothing: not an exact bounded search (the des engine, not ``--exhaustive``, no ``--budget`` or
@@ -148,21 +180,27 @@ def _weight(part: StepPart, axes: Sequence[int]) -> int:
     return max(1, math.ceil((group - 1) * TRANSFER_SIZE_SECONDS / SIMULATED_SECONDS_PER_GPU))
 
 
-def step_plan_cost(req: PlanRequest, mats: Sequence[Matrix]) -> JobCost:
+def step_plan_cost(req: PlanRequest, mats: Sequence[Matrix], timed: bool = False) -> JobCost:
     """The whole step's estimated cost, before anything is simulated (issue 43: at 14,336 SuperPOD nodes the
     other collectives and the cut's bounds ran minutes before the search's estimate was said): the other
     collectives simulated on every matrix (event-driven, every GPU), the reductions bounded to cut matrices
     (all but the one :func:`_skipped`, whose plain AllReduce is simulated instead) and the search's own
-    (:func:`~.plan.plan_cost`, counted on every matrix: the cut is not known before).  Refused past the limits."""
+    (:func:`~.plan.plan_cost`, counted on every matrix: the cut is not known before).  ``timed`` (cut by the
+    step's time, :func:`step_cut`): no reduction bounded to cut; each matrix's step timed instead, its
+    collectives simulated alone (the other collectives again, each reduction as NCCL's).  Refused past the
+    limits."""
     topo = req.job.topology
     settings = req.settings.each(topo)
-    simulated = topo.devices * len(mats) * sum(_weight(part, req.job.axes) for part in req.demand.parts)
+    parts = sum(_weight(part, req.job.axes) for part in req.demand.parts)
+    simulated = topo.devices * len(mats) * parts
+    if timed:  # the contention that the bound leaves out is simulated only where a step can still be the fastest
+        simulated += topo.devices * len(mats) * (parts + len(req.reductions))
     if not req.reductions:
         cost = estimate(topo.devices, 1, simulated, 1, [])
         req.limits.check_cost(cost, f"plan on {topo.spec.name} with {topo.node_count} nodes "
                                     f"({plural(len(mats), 'matrix')})", "fewer --nodes")
         return cost
-    skip = _skipped(req, mats)
+    skip = None if timed else _skipped(req, mats)
     if skip is not None:
         simulated += topo.devices * len(mats) * len(settings)  # the skipped reduction's plain AllReduce
     again = [r for r in req.reductions if r != skip] if skip is not None else []
@@ -183,10 +221,13 @@ def _whole_step(demand: Demand) -> str:
     return ("the whole step" if demand.workload is None else f"the whole step of {demand.workload.model.name}")
 
 
-def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
+def run_step_plan(req: PlanRequest, cost: JobCost | None = None, timer: Any = None) -> PlanResult:
     """Every matrix's whole step: the reductions' best programs, the other collectives, the overlap.
 
-    ``cost``: its :func:`step_plan_cost`, where the caller estimated (and checked) it already."""
+    ``cost``: its :func:`step_plan_cost`, where the caller estimated (and checked) it already.  ``timer``
+    (``plan --model --axes``: :func:`~.step_placements.step_timer`'s): the matrices cut (:func:`step_cut`) and
+    ranked by the step's time as ``p2sim step`` computes it, and that time of each (``step_times``); None (and
+    where the step cannot be timed) by the step's communication summed (:func:`cut_matrices`)."""
     job, topo, demand = req.job, req.job.topology, req.demand
     h, p = job.hierarchy, job.axes
     mats = step_matrices(req)
@@ -194,22 +235,30 @@ def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
     sim = Simulator(topo, replace(req.settings.sim, algo="auto"), context=job.context)
     order = req.settings.order.value
     if cost is None:
-        cost = step_plan_cost(req, mats)  # checked against the limits before anything is simulated
+        # checked against the limits before anything is simulated
+        cost = step_plan_cost(req, mats, timed=timer is not None)
     announce(f"{plural(len(mats), 'matrix')}, {_whole_step(demand)}: {cost.brief()}")
     if demand.parts:
         announce(f"{plural(len(mats), 'matrix')}: {plural(len(demand.parts), 'other collective')} of the step "
                  "simulated under each")
     parts_of = {m: simulate_parts(sim, demand.parts, h, p, m, order) for m in mats}
     overlap = demand.overlap
+    times: dict[Matrix, Any] = {}
     backward = None if overlap is None else overlap.backward_seconds
     if req.reductions:
         parts = {m: sum(pt.seconds * pt.part.count for pt in parts_of[m]) for m in mats}
         constant = {m: parts[m] - (backward or 0.0) for m in mats}
         keep = default_placement(mats, h, p, job.axis_names, req.data_axis).matrix
-        alive = cut_matrices(req, mats, parts, constant, keep)
-        if len(alive) < len(mats):
-            announce(f"{plural(len(mats) - len(alive), 'matrix')} of {len(mats)} cut: their step's lower bound is "
-                     "above another's upper bound (its reductions as plain AllReduce)")
+        if timer is not None:
+            alive, times = step_cut(req, mats, keep, timer)
+            if len(alive) < len(mats):
+                announce(f"{plural(len(mats) - len(alive), 'matrix')} of {len(mats)} cut: their step's least time "
+                         "(each collective alone, no contention) is above another's step")
+        else:
+            alive = cut_matrices(req, mats, parts, constant, keep)
+            if len(alive) < len(mats):
+                announce(f"{plural(len(mats) - len(alive), 'matrix')} of {len(mats)} cut: their step's lower bound "
+                         "is above another's upper bound (its reductions as plain AllReduce)")
         plans, stats, default = search_plans(req, alive, constant)
         cut = len(mats) - len(alive)
     else:  # nothing to synthesize (ZeRO with sequence parallelism): the parts alone
@@ -232,6 +281,14 @@ def run_step_plan(req: PlanRequest, cost: JobCost | None = None) -> PlanResult:
     whole = [replace(pl, choices=tuple(bound(pl.matrix, c) for c in pl.choices), parts=parts_of[pl.matrix],
                      overlap=overlap, whole_step=True) for pl in plans]
     whole.sort(key=lambda pl: (pl.total_seconds, pl.matrix))
+    steps: tuple[Any, ...] = ()
+    if timer is not None:  # the placements by the step's time, fastest first (ties: the least communication)
+        for pl in whole:
+            if pl.matrix not in times:
+                times[pl.matrix] = timer.time(pl.matrix)
+        rank = {pl.matrix: i for i, pl in enumerate(whole)}
+        whole.sort(key=lambda pl: (times[pl.matrix].step_seconds, rank[pl.matrix]))
+        steps = tuple(times[pl.matrix] for pl in whole)
     warning = demand.warn_memory(topo, "give a smaller --reduction size")
     return PlanResult(req, tuple(whole), default.matrix, stats, default.basis, () if warning is None else (warning,),
-                      cut)
+                      cut, steps)
