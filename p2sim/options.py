@@ -21,7 +21,7 @@ from types import MappingProxyType
 from .measurements.verdict import TOLERANCE as VERDICT_TOLERANCE
 from .studies.demand import DEFAULT_REDUCE
 from .studies.rank import DEFAULT_TOP
-from .studies.requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM
+from .studies.requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM, EVERY_PROGRAM
 from .studies.size_sweep import DEFAULT_COLLECTIVE, DEFAULT_MAXBYTES, DEFAULT_MINBYTES, DEFAULT_STEPFACTOR
 
 __all__ = ["SYSTEM", "REDUCE", "TOP", "ALGO", "PROTO", "ENGINE", "PROFILE", "MAX_SIZE", "ORDER", "PROGRAM",
@@ -36,7 +36,7 @@ ENGINE = DEFAULT_SETTINGS.engine  # the contention-aware simulation
 PROFILE = DEFAULT_SETTINGS.rules.profile.value  # P2's rule profile (its program counts)
 MAX_SIZE = DEFAULT_SETTINGS.rules.max_size  # longest program, P2's
 ORDER = DEFAULT_SETTINGS.order.value  # the synthesis hierarchy's levels stay hardware levels
-PROGRAM = "all"  # simulate: every synthesized program (check's program defaults to the best rank finds)
+PROGRAM = EVERY_PROGRAM  # simulate: every synthesized program (check's program defaults to the best rank finds)
 COLLECTIVE = DEFAULT_COLLECTIVE  # sweep: nccl-tests' all_reduce_perf
 # sweep: 8 B by factors of 2, as nccl-tests' README runs all_reduce_perf (-b 8 -e 256M -f 2), on to 1 GiB
 MINBYTES = DEFAULT_MINBYTES
