@@ -17,6 +17,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from collections.abc import Iterator
 from typing import Any
 
 from ..collectives.binding import Binding
@@ -200,26 +201,34 @@ def _winner(ranking: Ranking, program: str | None) -> RankEntry:
 def _run_step(req: WhatifRequest) -> WhatifResult:
     """whatif --model: plan --model's step machinery at each point."""
     contexts = [preq.job.context for preq in req.plans]
-    order = _run_order(contexts)
     # the whole what-if's cost (every point's whole step) said and checked before any point runs (issue 43)
     cost = points_cost(req.plans)
     req.limits.check_cost(cost, f"whatif --model of {plural(len(req.points), 'point')}",
                           "fewer --vary values, fewer --nodes or a smaller --max-size")
     announce(f"whatif --model: {plural(len(req.points), 'point')}, {cost.brief()}")
     results: list[Any] = [None] * len(req.points)
-    for i, k in enumerate(order):  # points of one structure key one after another, each taking the one before's
+    for _, k in _in_run_order(contexts):
         announce(f"whatif --model at {req.points[k].label}")
         results[k] = run_step_plan(req.plans[k], cost.costs[k])
-        following = contexts[order[i + 1]] if i + 1 < len(order) else None
-        if following is not None and following is not contexts[k]:
-            following.adopt(contexts[k])
-        contexts[k].clear()  # the point is done: one point's caches at a time
     rows = [step_row(pt, result) for pt, result in zip(req.points, results)]
     keys = [(pt.nodes, result.best.matrix) for pt, result in zip(req.points, results)]
     for row, changed in zip(rows, _mark_changes(req, keys)):
         row["winner_changed"] = changed
     return WhatifResult(req, req.axis_names, (), req.plans[-1].job.topology.level_names, tuple(rows),
                         tuple(r.stats for r in results))
+
+
+def _in_run_order(contexts: list[Any]) -> Iterator[tuple[int, int]]:
+    """Each point's index in :func:`_run_order` (with its place there): once the caller has run the point, the
+    next point takes its structures where they are the same (it varies only NIC or uplink rates), and the
+    point's caches are cleared (one point's caches at a time)."""
+    order = _run_order(contexts)
+    for i, k in enumerate(order):
+        yield i, k
+        following = contexts[order[i + 1]] if i + 1 < len(order) else None
+        if following is not None and following is not contexts[k]:
+            following.adopt(contexts[k])
+        contexts[k].clear()
 
 
 def _run_order(contexts: list[Any]) -> list[int]:
@@ -379,28 +388,21 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     largest = max(range(len(req.points)), key=lambda k: (req.demands[k].largest, -k))  # the first of the largest
     warning = req.demands[largest].warn_memory(contexts[largest].topo)
     tasks = job.tasks
+    rows: list[Any] = [None] * len(req.points)
     stats: list[Any] = [None] * len(req.points)
-    rankings: list[Any] = [None] * len(req.points)
-    point_bounds: list[tuple[Binding, ...]] = [()] * len(req.points)
-    run_order = _run_order(contexts)
+    bests: list[Any] = [None] * len(req.points)
     with req.run.executor(len(tasks)) as ex:
         announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}, {job.cost.brief()}")
-        for i, k in enumerate(run_order):  # each point's winner and matrices' bests: exact, with or without the bounds
+        for i, k in _in_run_order(contexts):  # each point's winner and matrices' bests: exact, with or without bounds
             mine = [t for t, o in zip(tasks, job.owners) if o == k]
             # a given program is the one simulation of its point: nothing to bound
             # every other point backwards: it starts with the structures the point before built last (adopt)
             results, stats[k] = run_search(mine, ex, 1, exhaustive=req.exhaustive or text is not None,
                                            label="what-if", backwards=i % 2 == 1)
-            rankings[k] = rank_results(results)
-            point_bounds[k] = program_bindings(contexts[k], _winner(rankings[k], text))
-            following = contexts[run_order[i + 1]] if i + 1 < len(run_order) else None
-            if following is not None and following is not contexts[k]:
-                # a next point that varies only NIC or uplink rates builds the same structures: it takes them
-                following.adopt(contexts[k])
-            contexts[k].clear()  # the point is done: one point's caches at a time
-    bests = [_winner(r, text) for r in rankings]
-    rows = [_row(pt, r, b, st, bd, d, req)
-            for pt, r, b, st, bd, d in zip(req.points, rankings, bests, stats, point_bounds, req.demands)]
+            ranking = rank_results(results)
+            bests[k] = _winner(ranking, text)
+            rows[k] = _row(req.points[k], ranking, bests[k], stats[k], program_bindings(contexts[k], bests[k]),
+                           req.demands[k], req)
     for row, changed in zip(rows, _mark_changes(req, [winner_key(b.matrix, b.algo, b.timing.text) for b in bests])):
         row["winner_changed"] = changed
     return WhatifResult(req, req.axis_names, req.demands[-1].reduce_axes, contexts[largest].topo.level_names,
