@@ -8,8 +8,8 @@ An option not named here defaults to ``None``: not given, the request decides (t
 count, P2's buffer, every core).  The values are as the command line takes them.  A default that a value owns
 is read from that value, written once beside its type: the simulation settings from
 :data:`~p2sim.studies.requests.DEFAULT_SETTINGS` (algorithm, protocol, engine, rule profile, longest program,
-device order), the system and the reduction axes from :mod:`p2sim.studies.requests` and
-:mod:`p2sim.studies.demand`; where a number is defined by the layer that uses it (the verdict's tolerance) it
+device order), the system, every program and the reduction axes from :mod:`p2sim.studies.requests` and
+:mod:`p2sim.studies.demand`, validate's split from :mod:`p2sim.measurements.collective_validation`; where a number is defined by the layer that uses it (the verdict's tolerance) it
 is that constant.  :data:`DESCRIPTIONS` says what each API parameter
 is, for the Parameters sections of :mod:`p2sim.api`'s docstrings.
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from .measurements.collective_validation import NO_SPLIT
 from .measurements.verdict import TOLERANCE as VERDICT_TOLERANCE
 from .studies.demand import DEFAULT_REDUCE
 from .studies.rank import DEFAULT_TOP
@@ -43,7 +44,7 @@ MINBYTES = DEFAULT_MINBYTES
 MAXBYTES = DEFAULT_MAXBYTES
 STEPFACTOR = DEFAULT_STEPFACTOR
 FOLDS = None  # validate: no cross-validation (folds are 2 or more: one fold would score its own calibration rows)
-SPLIT = "none"  # validate: no cross-validation by size
+SPLIT = NO_SPLIT  # validate: no cross-validation by size
 TOLERANCE = VERDICT_TOLERANCE  # check: a verdict's band (p2sim.measurements.verdict says why)
 LIMIT = 20  # synth: programs shown per matrix in the table
 

@@ -350,13 +350,3 @@ def test_model_request_demands_are_its_plans():
     req = WhatifRequest.build(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model="llama3-8b",
                               vary=["nic.bandwidth=12.5,50"], workers=1)
     assert req.demands == tuple(p.demand for p in req.plans) and all(d.whole_step for d in req.demands)
-
-
-def test_every_program_is_one_default():
-    from p2sim import options
-    from p2sim.studies.requests import EVERY_PROGRAM
-    from p2sim.studies.simulate import SimulateRequest
-    import inspect
-    assert options.PROGRAM is EVERY_PROGRAM
-    for build in (WhatifRequest.build, SimulateRequest.build):
-        assert inspect.signature(build).parameters["program"].default is EVERY_PROGRAM
