@@ -337,7 +337,7 @@ def test_request_holds_each_points_demand():
     req = WhatifRequest.build(system="h100", axes="data=*,tensor=4", reduce="tensor,data", vary=["nodes=2,4"], workers=1)
     assert [d.bytes_per_gpu for d in req.demands] == [2**29 * 4 * 2, 2**29 * 4 * 4]
     assert all(d.default_bytes and not d.whole_step for d in req.demands)
-    assert [d.reduce_axes for d in req.demands] == [(0, 1), (0, 1)]  # validated and sorted, as the tasks take them
+    assert [d.reduce_axes for d in req.demands] == [(1, 0), (1, 0)]  # as given (of_reduce), checked at each point
     assert req.sizes == ((4, 4), (8, 4)) and req.axis_names == ("data", "tensor")
     given = WhatifRequest.build(system="h100", vary=["nodes=2,4"], bytes="1GiB", workers=1)
     assert [(d.bytes_per_gpu, d.default_bytes) for d in given.demands] == [(2**30, False)] * 2

@@ -32,16 +32,16 @@ from ..util.algorithms import algorithm, forced
 from ..util.errors import InputError
 from ..util.log import announce
 from ..util.table import Tabular
-from ..util.parsing import as_text, axis_indices, byte_size
+from ..util.parsing import as_text, byte_size
 from .bindings import not_bound_by, program_bindings
 from .contexts import context_of
 from .jobsize import (JobCost, Limits, StepCount, check_job, estimate, hashed, plural, program_counts, program_steps,
                       synthesis_cardinalities)
 from .step_counts import bounded_steps
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
-from .demand import DEFAULT_REDUCE, Demand, Reduction, no_model_options
+from .demand import DEFAULT_REDUCE, Demand, no_model_options
 from .requests import (DEFAULT_SETTINGS, DEFAULT_SYSTEM, EVERY_PROGRAM, RunOptions, SearchOptions, Settings, axis_names_of,
-                       default_bytes, job_size_text, limits_of, optional_int, reduces_something, whole_groups)
+                       job_size_text, limits_of, optional_int, reduces_something, whole_groups)
 from .plan import PlanRequest
 from .search import SearchStats, run_search
 from .step_plan import run_step_plan
@@ -56,6 +56,9 @@ __all__ = ["WhatifRequest", "WhatifResult", "run_whatif"]
 
 @dataclass(frozen=True)
 class WhatifRequest:
+    """A what-if: the varied points, what each makes fast (``demands``, built here once per point) and how it
+    is searched (``matrix`` and ``program`` fixed, or every one; with ``--model`` each point's ``plans``)."""
+
     spec: SystemSpec
     nodes: int
     axes: str | None  # as given: a '*' resolves per point
@@ -120,8 +123,9 @@ class WhatifRequest:
                                         SearchOptions(bool(exhaustive)), limits, run) for pt in pts)
             return cls(demands=tuple(r.demand for r in plans), sizes=tuple(r.job.axes for r in plans),
                        axis_names=plans[-1].job.axis_names, plans=plans, **common)
-        nbytes = None if bytes is None else byte_size(as_text(bytes, "bytes"))
-        sizes, demands = _point_demands(pts, given_axes, as_text(reduce, "reduce"), nbytes, settings, mat)
+        if bytes is not None:
+            byte_size(as_text(bytes, "bytes"))  # refused as itself, before the points (whose errors name their point)
+        sizes, demands = _point_demands(pts, given_axes, reduce, bytes, settings, mat)
         return cls(demands=demands, sizes=sizes, axis_names=axis_names_of(given_axes, len(sizes[0])), **common)
 
 
@@ -247,10 +251,11 @@ def _run_order(contexts: list[Any]) -> list[int]:
     return [k for _, ks in groups for k in ks]
 
 
-def _point_demands(pts: tuple[Point, ...], axes: str | None, reduce: str | None, nbytes: int | None,
-                   settings: Settings, matrix: Matrix | None) -> tuple[tuple[tuple[int, ...], ...], tuple[Demand, ...]]:
-    """Each point's axis sizes (a '*' resolved there) and its one reduction (``nbytes`` None: P2's buffer there),
-    every point checked that it can be answered at all before any is counted (counting takes seconds)."""
+def _point_demands(pts: tuple[Point, ...], axes: str | None, reduce: Any, nbytes: Any, settings: Settings,
+                   matrix: Matrix | None) -> tuple[tuple[tuple[int, ...], ...], tuple[Demand, ...]]:
+    """Each point's axis sizes (a '*' resolved there) and its one reduction (:meth:`Demand.of_reduce`; ``nbytes``
+    None: P2's buffer there), every point checked that it can be answered at all before any is counted (counting
+    takes seconds)."""
     topos = []
     for pt in pts:
         with at_point(pt):
@@ -262,16 +267,15 @@ def _point_demands(pts: tuple[Point, ...], axes: str | None, reduce: str | None,
     for pt, topo in zip(pts, topos):
         with at_point(pt):
             p = resolve_axes(axes, topo.devices)
-            red = reduces_something(p, axis_indices(reduce, axis_names_of(axes, len(p)), "reduce"))
+            demand = Demand.of_reduce(reduce, nbytes, axis_names_of(axes, len(p)), topo)
+            reduces_something(p, demand.reduce_axes)
             if pt.nodes not in checked:  # once per node count, as its points are counted together (run_whatif)
                 checked.add(pt.nodes)
                 check_sizes(topo.hierarchy, p)  # the axes fill this point's devices
                 if matrix is not None:
                     Placement.of(topo.hierarchy, p, matrix)  # it fits this point's levels and axes
         sizes.append(p)
-        # Demand.of_reduce's one reduction, its axes validated and sorted here against this point's sizes
-        demands.append(Demand((Reduction(red, default_bytes(topo) if nbytes is None else nbytes),),
-                              default_bytes=nbytes is None))
+        demands.append(demand)
     return tuple(sizes), tuple(demands)
 
 
@@ -283,6 +287,7 @@ class _Tasks:
     owners: list[int]
     simulations: int
     cost: JobCost
+    reduce_axes: tuple[int, ...]  # the points' (alike: the indices as given, validated at each)
 
 
 def _count(req: WhatifRequest, contexts: list[Any], given: tuple[str, ...] | None) -> _Tasks:
@@ -296,7 +301,7 @@ def _count(req: WhatifRequest, contexts: list[Any], given: tuple[str, ...] | Non
     bounded = StepCount() if given is None and SearchOptions(req.exhaustive).bounded(req.settings.engine) else None
     shapes: dict[tuple, StepCount] = {}
     for k, (pt, ctx, p, demand) in enumerate(zip(req.points, contexts, req.sizes, req.demands)):
-        topo, red = ctx.topo, demand.reduce_axes
+        topo, red = ctx.topo, reduces_something(p, demand.reduce_axes)  # sorted, as the tasks take them (as rank)
         if pt.nodes not in counted:
             if req.matrix is None:
                 req.limits.check_matrices(count_matrices(topo.hierarchy, p),
@@ -338,7 +343,7 @@ def _count(req: WhatifRequest, contexts: list[Any], given: tuple[str, ...] | Non
             tasks += split
             owners += [k] * len(split)
     cost = estimate(gpus, len(req.points), gpu_steps, req.run.processes(len(tasks)), cards, hashed_steps)
-    return _Tasks(tasks, owners, simulations, cost if bounded is None else replace(cost, steps=bounded))
+    return _Tasks(tasks, owners, simulations, cost if bounded is None else replace(cost, steps=bounded), red)
 
 
 SMALLER = "fewer --vary values, fewer --nodes or a smaller --max-size"  # what a too large what-if can do
@@ -405,5 +410,5 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
                            req.demands[k], req)
     for row, changed in zip(rows, _mark_changes(req, [winner_key(b.matrix, b.algo, b.timing.text) for b in bests])):
         row["winner_changed"] = changed
-    return WhatifResult(req, req.axis_names, req.demands[-1].reduce_axes, contexts[largest].topo.level_names,
+    return WhatifResult(req, req.axis_names, job.reduce_axes, contexts[largest].topo.level_names,
                         tuple(rows), tuple(stats), () if warning is None else (warning,))
