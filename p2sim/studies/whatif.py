@@ -279,7 +279,7 @@ def _point_demands(pts: tuple[Point, ...], axes: str | None, reduce: Any, nbytes
     return tuple(sizes), tuple(demands)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Tasks:
     """The plain what-if's job: every point's tasks (``owners``: each task's point) and what they cost."""
 
