@@ -8,8 +8,8 @@ An option not named here defaults to ``None``: not given, the request decides (t
 count, P2's buffer, every core).  The values are as the command line takes them.  A default that a value owns
 is read from that value, written once beside its type: the simulation settings from
 :data:`~p2sim.studies.requests.DEFAULT_SETTINGS` (algorithm, protocol, engine, rule profile, longest program,
-device order), the system and the reduction axes from :mod:`p2sim.studies.requests` and
-:mod:`p2sim.studies.demand`; where a number is defined by the layer that uses it (the verdict's tolerance) it
+device order), the system, every program and the reduction axes from :mod:`p2sim.studies.requests` and
+:mod:`p2sim.studies.demand`, validate's split from :mod:`p2sim.measurements.collective_validation`; where a number is defined by the layer that uses it (the verdict's tolerance) it
 is that constant.  :data:`DESCRIPTIONS` says what each API parameter
 is, for the Parameters sections of :mod:`p2sim.api`'s docstrings.
 
@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from .measurements.collective_validation import NO_SPLIT
 from .measurements.verdict import TOLERANCE as VERDICT_TOLERANCE
 from .studies.demand import DEFAULT_REDUCE
 from .studies.rank import DEFAULT_TOP
-from .studies.requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM
+from .studies.requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM, EVERY_PROGRAM
 from .studies.size_sweep import DEFAULT_COLLECTIVE, DEFAULT_MAXBYTES, DEFAULT_MINBYTES, DEFAULT_STEPFACTOR
 
 __all__ = ["SYSTEM", "REDUCE", "TOP", "ALGO", "PROTO", "ENGINE", "PROFILE", "MAX_SIZE", "ORDER", "PROGRAM",
@@ -40,14 +41,14 @@ ENGINE = DEFAULT_SETTINGS.engine  # the contention-aware simulation
 PROFILE = DEFAULT_SETTINGS.rules.profile.value  # P2's rule profile (its program counts)
 MAX_SIZE = DEFAULT_SETTINGS.rules.max_size  # longest program, P2's
 ORDER = DEFAULT_SETTINGS.order.value  # the synthesis hierarchy's levels stay hardware levels
-PROGRAM = "all"  # simulate: every synthesized program (check's program defaults to the best rank finds)
+PROGRAM = EVERY_PROGRAM  # simulate: every synthesized program (check's program defaults to the best rank finds)
 COLLECTIVE = DEFAULT_COLLECTIVE  # sweep: nccl-tests' all_reduce_perf
 # sweep: 8 B by factors of 2, as nccl-tests' README runs all_reduce_perf (-b 8 -e 256M -f 2), on to 1 GiB
 MINBYTES = DEFAULT_MINBYTES
 MAXBYTES = DEFAULT_MAXBYTES
 STEPFACTOR = DEFAULT_STEPFACTOR
 FOLDS = None  # validate: no cross-validation (folds are 2 or more: one fold would score its own calibration rows)
-SPLIT = "none"  # validate: no cross-validation by size
+SPLIT = NO_SPLIT  # validate: no cross-validation by size
 TOLERANCE = VERDICT_TOLERANCE  # check: a verdict's band (p2sim.measurements.verdict says why)
 LIMIT = 20  # synth: programs shown per matrix in the table
 

@@ -271,3 +271,12 @@ def test_calibrate_on_one_size_is_refused_below_64_mib(capsys, tmp_path):
     assert err == (f"p2sim calibrate: error: calibrate: {one}: h100: every single-collective row measures one size "
                    "(1 MiB): one size cannot tell the fixed costs from the rates that a fit below 64 MiB sets; measure "
                    "a range of sizes (nccl-tests -b 8 -e 8G -f 2, or python -m bench_nccl sweep)\n")
+
+
+def test_no_split_is_one_default():
+    import inspect
+    from p2sim import options
+    from p2sim.measurements.collective_validation import NO_SPLIT, SPLITS
+    from p2sim.measurements.validation import ValidateRequest
+    assert options.SPLIT is NO_SPLIT and NO_SPLIT in SPLITS
+    assert inspect.signature(ValidateRequest.build).parameters["split"].default is NO_SPLIT

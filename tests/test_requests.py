@@ -87,3 +87,13 @@ def test_a_bounded_search_is_limited_by_its_cost_not_its_program_count():
         job_size_text(Limits.of(), SearchOptions(), "analytic", 60_000, "x")
     with pytest.raises(InputError, match="limit of 70000"):
         job_size_text(Limits.of(max_simulations=70_000), SearchOptions(), "des", 80_000, "x")
+
+
+def test_every_program_is_one_default():
+    import inspect
+
+    from p2sim import options
+    from p2sim.studies.requests import EVERY_PROGRAM
+    assert options.PROGRAM is EVERY_PROGRAM
+    for build in (WhatifRequest.build, SimulateRequest.build):
+        assert inspect.signature(build).parameters["program"].default is EVERY_PROGRAM

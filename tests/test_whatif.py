@@ -329,3 +329,24 @@ def test_whatif_model_points_are_built_from_the_requests_values(tiny):
         assert plan.demand.whole_step and plan.demand.reductions and plan.job.axis_names == ("data", "tensor")
     plain = WhatifRequest.build(system="dgx-h100", nodes=2, vary=["nodes=1,2"], workers=1)
     assert plain.plans == ()
+
+
+def test_request_holds_each_points_demand():
+    """What each point makes fast is built with the request: one reduction per point, P2's default buffer growing
+    with that point's node count, a '*' axis resolved there (issue 44)."""
+    req = WhatifRequest.build(system="h100", axes="data=*,tensor=4", reduce="tensor,data", vary=["nodes=2,4"], workers=1)
+    assert [d.bytes_per_gpu for d in req.demands] == [2**29 * 4 * 2, 2**29 * 4 * 4]
+    assert all(d.default_bytes and not d.whole_step for d in req.demands)
+    assert [d.reduce_axes for d in req.demands] == [(1, 0), (1, 0)]  # as given (of_reduce), checked at each point
+    assert req.sizes == ((4, 4), (8, 4)) and req.axis_names == ("data", "tensor")
+    given = WhatifRequest.build(system="h100", vary=["nodes=2,4"], bytes="1GiB", workers=1)
+    assert [(d.bytes_per_gpu, d.default_bytes) for d in given.demands] == [(2**30, False)] * 2
+    # a point that cannot reduce is refused when the request is built, naming the point
+    with pytest.raises(InputError, match=r"reduce: .*at the --vary point nodes=2"):
+        WhatifRequest.build(system="h100", vary=["nodes=2,4"], reduce="3", workers=1)
+
+
+def test_model_request_demands_are_its_plans():
+    req = WhatifRequest.build(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model="llama3-8b",
+                              vary=["nic.bandwidth=12.5,50"], workers=1)
+    assert req.demands == tuple(p.demand for p in req.plans) and all(d.whole_step for d in req.demands)

@@ -22,10 +22,11 @@ from .collective_predict import CollectivePrediction, collective_metrics, predic
 from .collective_rows import CollectiveRow
 from ..studies.executor import Executor
 
-__all__ = ["validate_collectives", "size_split", "LARGE", "SPLITS"]
+__all__ = ["validate_collectives", "size_split", "LARGE", "NO_SPLIT", "SPLITS"]
 
 LARGE = 64 * 2**20
-SPLITS = ("none", "sizes")  # validate --split: no split, or cross-validation by size
+NO_SPLIT = "none"  # validate --split's default: every row scored, no cross-validation by size
+SPLITS = (NO_SPLIT, "sizes")  # validate --split: no split, or cross-validation by size
 
 
 def size_split(calibrate_on: Sequence[CollectiveRow]) -> dict[str, frozenset[float]]:
@@ -37,7 +38,7 @@ def size_split(calibrate_on: Sequence[CollectiveRow]) -> dict[str, frozenset[flo
 
 
 def validate_collectives(rows: Sequence[CollectiveRow], executor: Executor, engine: str = "des",
-                         calibrate_on: Sequence[CollectiveRow] | None = None, split: str = "none") -> dict[str, Any]:
+                         calibrate_on: Sequence[CollectiveRow] | None = None, split: str = NO_SPLIT) -> dict[str, Any]:
     """The single-collective part of ``p2sim validate``'s JSON document."""
     fit_sizes: dict[str, frozenset[float]] = {}
     if split == "sizes" and calibrate_on is not None:
@@ -71,6 +72,6 @@ def validate_collectives(rows: Sequence[CollectiveRow], executor: Executor, engi
         "size_classes": {k: sum(1 for p in preds if size_class(p.row.size_bytes) == k)
                          for k in ("small", "medium", "large")},
     }
-    if split != "none":
+    if split != NO_SPLIT:
         doc["split"] = {"by": split, "calibrated_sizes": {s: sorted(v) for s, v in sorted(fit_sizes.items())}}
     return doc

@@ -28,7 +28,7 @@ from ..util.errors import InputError
 from ..util.log import announce, warn
 from ..util.parsing import as_text, positive_int
 from ..util.units import format_bytes
-from .collective_validation import SPLITS, validate_collectives
+from .collective_validation import NO_SPLIT, SPLITS, validate_collectives
 from .emulated import emulated_warnings, refuse_emulated
 from .fit import one_size
 from .inputs import Measurements, load_inputs
@@ -84,7 +84,7 @@ class ValidateRequest:
 
     @classmethod
     def build(cls, measurements: Any, calibrate_on: Any = None, system: str | None = None, folds: Any = None,
-              split: Any = "none", engine: str = DEFAULT_SETTINGS.engine, allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
+              split: Any = NO_SPLIT, engine: str = DEFAULT_SETTINGS.engine, allow_emulated: bool = False, workers: Any = None, scheduler: str | None = None,
               scheduler_file: Any = None, max_matrices: Any = None, max_simulations: Any = None,
               yes: bool = False) -> ValidateRequest:
         """``measurements`` and ``calibrate_on``: a file or directory (or several); ``system`` names the p2sim
@@ -120,7 +120,7 @@ class ValidateRequest:
             raise InputError("calibrate-on: no single-collective measurements to calibrate the collectives on")
         if cal is not None and not allow_emulated:
             refuse_emulated(cal.programs + cal.collectives, "calibrates on them")
-        if cal is not None and split == "none":  # refused here, before any work (the fit itself would, later)
+        if cal is not None and split == NO_SPLIT:  # refused here, before any work (the fit itself would, later)
             for name in sorted({r.system for r in cal.collectives}):
                 one_size([r for r in cal.collectives if r.system == name], [r for r in cal.programs if r.system == name],
                          name)

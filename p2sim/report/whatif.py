@@ -15,6 +15,7 @@ from ..formalism.placement import format_matrix
 from ..studies.variations import Variation
 from ..studies.step_workload import overlap_text
 from ..studies.whatif import WhatifResult
+from ..studies.requests import EVERY_PROGRAM
 from ..util.units import format_bytes, format_seconds
 from .answer import Answer, algo_text, placement_words, ratio_text
 from .files import data_uris, figure_png, render
@@ -47,7 +48,7 @@ def whatif_text(result: WhatifResult) -> str:
              else f"axes {req.axes} reduce {reduce_text(result.reduce_axes, result.axis_names)}")
     if req.matrix is not None:
         given += f"; matrix {format_matrix(req.matrix)}"
-    if req.program != "all":
+    if req.program != EVERY_PROGRAM:
         given += f"; program {req.program}"
     lines = [f"{req.spec.name}: what if {'; '.join(req.vary_texts)}  ({given}; algo {s.algo}, {s.engine} engine"
              f"{order_label(s.order, result.reduce_axes)})",

@@ -11,7 +11,8 @@ reductions) and the overlap (none without a compute time) from it alike.
 Its constructors turn the forms a user gives into the value, each input refused with its field and value,
 and each is called once, where a request is built:
 
-* :meth:`Demand.of_reduce`: one reduction, ``--reduce`` and ``--bytes`` (rank, simulate, check);
+* :meth:`Demand.of_reduce`: one reduction, ``--reduce`` and ``--bytes`` (rank, simulate, check; whatif at each
+  point, where P2's default buffer grows with the node count);
 * :meth:`Demand.of_reductions`: plan's ``--reduction`` list (texts like ``"tensor:64MiB x 24"`` or
   :class:`Reduction` values);
 * :meth:`Demand.of_model`: a model's step on the job's axes, with any ``--reduction`` given added.

@@ -49,7 +49,7 @@ from .contexts import context_of
 from .executor import Executor, capped_workers, check_scheduler, make_executor, scheduler_from_file
 from .jobsize import DEFAULT_BYTES_HELP, Limits, plural
 
-__all__ = ["Job", "Rules", "Settings", "DEFAULT_SYSTEM", "DEFAULT_ORDER", "DEFAULT_SETTINGS", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
+__all__ = ["Job", "Rules", "Settings", "DEFAULT_SYSTEM", "EVERY_PROGRAM", "DEFAULT_ORDER", "DEFAULT_SETTINGS", "SearchOptions", "RunOptions", "algorithms", "default_bytes", "optional_int",
            "topology_of", "whole_groups", "layout_of", "axis_names_of", "reduces_something", "warn_memory", "job_size_text",
            "limits_of", "DEFAULT_BYTES_HELP"]
 
@@ -57,6 +57,7 @@ __all__ = ["Job", "Rules", "Settings", "DEFAULT_SYSTEM", "DEFAULT_ORDER", "DEFAU
 # each default written once, beside its type (as httpx's Timeout and DEFAULT_TIMEOUT_CONFIG): p2sim.options, the
 # command line's --help and the API's signatures read them from here
 DEFAULT_SYSTEM = "a100"  # the system of every command that simulates one (placements, synth and validate need none)
+EVERY_PROGRAM = "all"  # --program's default (simulate, whatif): every synthesized program, not one given
 DEFAULT_ORDER = Order.ALIGNED  # the synthesis hierarchy's levels stay hardware levels
 
 

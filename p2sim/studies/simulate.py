@@ -30,7 +30,7 @@ from ..util.table import Tabular
 from ..util.units import format_seconds
 from .jobsize import Limits, plural, program_counts
 from .demand import DEFAULT_REDUCE, Demand
-from .requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM, Job, Rules, Settings, limits_of
+from .requests import DEFAULT_SETTINGS, DEFAULT_SYSTEM, EVERY_PROGRAM, Job, Rules, Settings, limits_of
 
 __all__ = ["SimulateRequest", "SimulateResult", "run_simulate", "program_result_json"]
 
@@ -40,14 +40,14 @@ class SimulateRequest:
     job: Job
     demand: Demand  # the one reduction: its axes (as given) and buffer per GPU
     matrices: tuple[Matrix, ...] | None  # None: every matrix
-    program: str  # a program's text, or "all"
+    program: str  # a program's text, or EVERY_PROGRAM
     settings: Settings
     limits: Limits
     trace: bool = False  # keep every flow (for a Chrome trace)
 
     @classmethod
     def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE, matrix: Any = None,
-              program: str = "all", algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto, bytes: Any = None,  # noqa: A002
+              program: str = EVERY_PROGRAM, algo: str = DEFAULT_SETTINGS.algo, proto: str = DEFAULT_SETTINGS.proto, bytes: Any = None,  # noqa: A002
               engine: str = DEFAULT_SETTINGS.engine, profile: Any = DEFAULT_SETTINGS.rules.profile.value, max_size: Any = DEFAULT_SETTINGS.rules.max_size, order: Any = DEFAULT_SETTINGS.order.value,
               trace: bool = False, max_matrices: Any = None, max_simulations: Any = None, yes: bool = False
               ) -> SimulateRequest:
@@ -126,7 +126,7 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
     job, topo = req.job, req.job.topology
     h, p = job.hierarchy, job.axes
     settings, rules = req.settings, req.settings.rules
-    if req.program == "all":
+    if req.program == EVERY_PROGRAM:
         if req.matrices is None:
             req.limits.check_matrices(count_matrices(h, p), f"axes {','.join(map(str, p))} on {topo.spec.name}")
         lws = placement_lowerings(h, p, req.demand.reduce_axes, req.matrices, settings.order)
@@ -155,7 +155,7 @@ def run_simulate(req: SimulateRequest) -> SimulateResult:
         for prog in programs:
             sim.check_forced(prog, lowering.lower(prog))
     warning = req.demand.warn_memory(job.topology)
-    if req.program == "all":
+    if req.program == EVERY_PROGRAM:
         announce(f"{plural(len(work), 'matrix')}, {plural(sum(len(w[2]) for w in work), 'simulation')}")
     rows, lowered, bounds = [], [], []
     # a line every few seconds on stderr: a program over 131,072 GPUs takes minutes, its first step the longest

@@ -17,6 +17,7 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from collections.abc import Iterator
 from typing import Any
 
 from ..collectives.binding import Binding
@@ -31,23 +32,23 @@ from ..util.algorithms import algorithm, forced
 from ..util.errors import InputError
 from ..util.log import announce
 from ..util.table import Tabular
-from ..util.parsing import as_text, axis_indices, byte_size
+from ..util.parsing import as_text, byte_size
 from .bindings import not_bound_by, program_bindings
 from .contexts import context_of
-from .jobsize import (Limits, StepCount, check_job, estimate, hashed, plural, program_counts, program_steps,
+from .jobsize import (JobCost, Limits, StepCount, check_job, estimate, hashed, plural, program_counts, program_steps,
                       synthesis_cardinalities)
 from .step_counts import bounded_steps
 from .ranking import RankEntry, Ranking, rank_results, split_by_matrix
-from .demand import DEFAULT_REDUCE, no_model_options
-from .requests import (DEFAULT_SETTINGS, DEFAULT_SYSTEM, RunOptions, SearchOptions, Settings, axis_names_of, default_bytes, job_size_text,
-                       limits_of, optional_int, reduces_something, warn_memory, whole_groups)
+from .demand import DEFAULT_REDUCE, Demand, no_model_options
+from .requests import (DEFAULT_SETTINGS, DEFAULT_SYSTEM, EVERY_PROGRAM, RunOptions, SearchOptions, Settings, axis_names_of,
+                       job_size_text, limits_of, optional_int, reduces_something, whole_groups)
 from .plan import PlanRequest
 from .search import SearchStats, run_search
 from .step_plan import run_step_plan
 from .whatif_step import at_point, check_step_options, point_request, points_cost, step_row
 from ..workload import load_model
 from ..workload.train_text import training_of
-from .config_task import ALLREDUCE_TEXT, ConfigResult, ConfigTask
+from .config_task import ALLREDUCE_TEXT, ConfigTask
 from .variations import Point, Variation, parse_vary, points, resolve_axes, winner_key
 
 __all__ = ["WhatifRequest", "WhatifResult", "run_whatif"]
@@ -55,23 +56,27 @@ __all__ = ["WhatifRequest", "WhatifResult", "run_whatif"]
 
 @dataclass(frozen=True)
 class WhatifRequest:
+    """A what-if: the varied points, what each makes fast (``demands``, built here once per point) and how it
+    is searched (``matrix`` and ``program`` fixed, or every one; with ``--model`` each point's ``plans``)."""
+
     spec: SystemSpec
     nodes: int
     axes: str | None  # as given: a '*' resolves per point
-    reduce: str
     variations: tuple[Variation, ...]
     vary_texts: tuple[str, ...]  # as given, for headers
     points: tuple[Point, ...]
-    bytes: int | None  # None: P2's default at each point
+    # what each point makes fast: the one reduction of --reduce and --bytes there (P2's default buffer grows with
+    # the node count), or with --model the model's step on that point's axes (its plan's)
+    demands: tuple[Demand, ...]
+    sizes: tuple[tuple[int, ...], ...]  # each point's axis sizes (a '*' resolved there)
+    axis_names: tuple[str, ...]
     settings: Settings
     limits: Limits
     run: RunOptions
     exhaustive: bool = False
     matrix: Matrix | None = None  # None: every matrix
-    program: str = "all"  # a program's text (on one matrix), or every synthesized one
-    # --model: plan's request at each point, its Demand the model's step on that point's axes (empty: the one
-    # reduction of --reduce and --bytes, resolved at each point as the points run)
-    plans: tuple[PlanRequest, ...] = ()
+    program: str = EVERY_PROGRAM  # a program's text (on one matrix), or every synthesized one
+    plans: tuple[PlanRequest, ...] = ()  # --model: plan's request at each point
 
     @classmethod
     def build(cls, system: Any = DEFAULT_SYSTEM, nodes: Any = None, axes: Any = None, reduce: Any = DEFAULT_REDUCE, vary: Any = (),
@@ -79,7 +84,7 @@ class WhatifRequest:
               profile: Any = DEFAULT_SETTINGS.rules.profile.value, max_size: Any = DEFAULT_SETTINGS.rules.max_size, order: Any = DEFAULT_SETTINGS.order.value,
               exhaustive: bool = False, workers: Any = None, scheduler: str | None = None, scheduler_file: Any = None,
               max_matrices: Any = None, max_simulations: Any = None, yes: bool = False, matrix: Any = None,
-              program: Any = "all", model: Any = None, train: Any = None,
+              program: Any = EVERY_PROGRAM, model: Any = None, train: Any = None,
               compute_per_layer: Any = None) -> WhatifRequest:
         """``vary``: texts like ``"nic.bandwidth=25,50"`` and ``"nodes=2,4"`` (or one such text); ``matrix``
         and ``program`` fix the placement and its program (as ``simulate`` takes them).  ``model`` (with
@@ -105,17 +110,23 @@ class WhatifRequest:
         mat = None if matrix is None else (parse_matrix(matrix) if isinstance(matrix, str)
                                            else tuple(tuple(r) for r in matrix))
         text = as_text(program, "program")
-        text = "all" if text is None else text  # an empty --program is parsed (and refused), not taken as all
-        if text != "all":
+        text = EVERY_PROGRAM if text is None else text  # an empty --program is parsed (and refused), not taken as all
+        if text != EVERY_PROGRAM:
             parse_program(text)  # its syntax before any point is built
         run = RunOptions.of(workers, scheduler, scheduler_file)
-        # every point's plan (the model's step on the axes there) checked before any is run
-        plans = () if model is None else tuple(
-            point_request(pt, as_text(axes, "axes"), (model, train, compute_per_layer), settings,
-                          SearchOptions(bool(exhaustive)), limits, run) for pt in pts)
-        return cls(spec, n, as_text(axes, "axes"), as_text(reduce, "reduce"), variations, tuple(vary), pts,
-                   None if bytes is None else byte_size(as_text(bytes, "bytes")), settings, limits, run,
-                   bool(exhaustive), mat, text, plans)
+        given_axes = as_text(axes, "axes")
+        common = dict(spec=spec, nodes=n, axes=given_axes, variations=variations, vary_texts=tuple(vary), points=pts,
+                      settings=settings, limits=limits, run=run, exhaustive=bool(exhaustive), matrix=mat, program=text)
+        if model is not None:
+            # every point's plan (the model's step on the axes there) checked before any is run
+            plans = tuple(point_request(pt, given_axes, (model, train, compute_per_layer), settings,
+                                        SearchOptions(bool(exhaustive)), limits, run) for pt in pts)
+            return cls(demands=tuple(r.demand for r in plans), sizes=tuple(r.job.axes for r in plans),
+                       axis_names=plans[-1].job.axis_names, plans=plans, **common)
+        if bytes is not None:
+            byte_size(as_text(bytes, "bytes"))  # refused as itself, before the points (whose errors name their point)
+        sizes, demands = _point_demands(pts, given_axes, reduce, bytes, settings, mat)
+        return cls(demands=demands, sizes=sizes, axis_names=axis_names_of(given_axes, len(sizes[0])), **common)
 
 
 @dataclass(frozen=True, repr=False)
@@ -194,32 +205,34 @@ def _winner(ranking: Ranking, program: str | None) -> RankEntry:
 def _run_step(req: WhatifRequest) -> WhatifResult:
     """whatif --model: plan --model's step machinery at each point."""
     contexts = [preq.job.context for preq in req.plans]
-    order = _run_order(contexts)
     # the whole what-if's cost (every point's whole step) said and checked before any point runs (issue 43)
     cost = points_cost(req.plans)
     req.limits.check_cost(cost, f"whatif --model of {plural(len(req.points), 'point')}",
                           "fewer --vary values, fewer --nodes or a smaller --max-size")
     announce(f"whatif --model: {plural(len(req.points), 'point')}, {cost.brief()}")
     results: list[Any] = [None] * len(req.points)
-    for i, k in enumerate(order):  # points of one structure key one after another, each taking the one before's
+    for _, k in _in_run_order(contexts):
         announce(f"whatif --model at {req.points[k].label}")
         results[k] = run_step_plan(req.plans[k], cost.costs[k])
+    rows = [step_row(pt, result) for pt, result in zip(req.points, results)]
+    keys = [(pt.nodes, result.best.matrix) for pt, result in zip(req.points, results)]
+    for row, changed in zip(rows, _mark_changes(req, keys)):
+        row["winner_changed"] = changed
+    return WhatifResult(req, req.axis_names, (), req.plans[-1].job.topology.level_names, tuple(rows),
+                        tuple(r.stats for r in results))
+
+
+def _in_run_order(contexts: list[Any]) -> Iterator[tuple[int, int]]:
+    """Each point's index in :func:`_run_order` (with its place there): once the caller has run the point, the
+    next point takes its structures where they are the same (it varies only NIC or uplink rates), and the
+    point's caches are cleared (one point's caches at a time)."""
+    order = _run_order(contexts)
+    for i, k in enumerate(order):
+        yield i, k
         following = contexts[order[i + 1]] if i + 1 < len(order) else None
         if following is not None and following is not contexts[k]:
             following.adopt(contexts[k])
-        contexts[k].clear()  # the point is done: one point's caches at a time
-    rows, stats, winners = [], [], {}
-    first = req.variations[0].target
-    for pt, result in zip(req.points, results):
-        row = step_row(pt, result)
-        series = tuple((t, v) for t, v in pt.settings if t != first)  # as the plain what-if marks its winners
-        previous = winners.get(series)
-        winners[series] = (pt.nodes, result.best.matrix)
-        row["winner_changed"] = previous is not None and previous != winners[series]
-        rows.append(row)
-        stats.append(result.stats)
-    job = req.plans[-1].job
-    return WhatifResult(req, job.axis_names, (), job.topology.level_names, tuple(rows), tuple(stats))
+        contexts[k].clear()
 
 
 def _run_order(contexts: list[Any]) -> list[int]:
@@ -238,48 +251,58 @@ def _run_order(contexts: list[Any]) -> list[int]:
     return [k for _, ks in groups for k in ks]
 
 
-def run_whatif(req: WhatifRequest) -> WhatifResult:
-    if req.plans:
-        return _run_step(req)
+def _point_demands(pts: tuple[Point, ...], axes: str | None, reduce: Any, nbytes: Any, settings: Settings,
+                   matrix: Matrix | None) -> tuple[tuple[tuple[int, ...], ...], tuple[Demand, ...]]:
+    """Each point's axis sizes (a '*' resolved there) and its one reduction (:meth:`Demand.of_reduce`; ``nbytes``
+    None: P2's buffer there), every point checked that it can be answered at all before any is counted (counting
+    takes seconds)."""
+    topos = []
+    for pt in pts:
+        with at_point(pt):
+            topo = context_of(pt.spec, pt.nodes).topo
+            settings.each(topo)  # each point's system and node count can run them
+            whole_groups(topo)
+            topos.append(topo)
+    sizes, demands, checked = [], [], set()
+    for pt, topo in zip(pts, topos):
+        with at_point(pt):
+            p = resolve_axes(axes, topo.devices)
+            demand = Demand.of_reduce(reduce, nbytes, axis_names_of(axes, len(p)), topo)
+            reduces_something(p, demand.reduce_axes)
+            if pt.nodes not in checked:  # once per node count, as its points are counted together (run_whatif)
+                checked.add(pt.nodes)
+                check_sizes(topo.hierarchy, p)  # the axes fill this point's devices
+                if matrix is not None:
+                    Placement.of(topo.hierarchy, p, matrix)  # it fits this point's levels and axes
+        sizes.append(p)
+        demands.append(demand)
+    return tuple(sizes), tuple(demands)
+
+
+@dataclass(frozen=True)
+class _Tasks:
+    """The plain what-if's job: every point's tasks (``owners``: each task's point) and what they cost."""
+
+    tasks: list[ConfigTask]
+    owners: list[int]
+    simulations: int
+    cost: JobCost
+    reduce_axes: tuple[int, ...]  # the points' (alike: the indices as given, validated at each)
+
+
+def _count(req: WhatifRequest, contexts: list[Any], given: tuple[str, ...] | None) -> _Tasks:
+    """Every point's matrices, programs and tasks, each node count's checked against the limits once."""
     settings = req.settings.each()
     rules = req.settings.rules
-    tasks, owners, point_bytes, point_contexts = [], [], [], []
-    simulations, largest = 0, None
-    counted: dict[int, tuple[tuple[int, ...], list, list[int], list[int]]] = {}  # per node count: axes, matrices,
-    # programs and their steps
+    tasks, owners, simulations = [], [], 0
+    counted: dict[int, tuple[list, list[int], list[int]]] = {}  # per node count: matrices, programs and steps
     gpu_steps, hashed_steps, gpus, cards = 0, 0, 0, []  # hashed: on ECMP fabrics (jobsize.ECMP_STEP_FACTOR)
-    # a given program, and the plain AllReduce that its speedup is over
-    text = None if req.program == "all" else parse_program(req.program).text
-    given = None if text is None else tuple(dict.fromkeys((text, ALLREDUCE_TEXT)))
-    smaller = "fewer --vary values, fewer --nodes or a smaller --max-size"
-
-    def where(nodes: int) -> str:
-        return (f"whatif on {req.spec.name} over {plural(len(req.points), 'point')}"
-                f" ({plural(nodes, 'node')} at the largest)")
-
-    names: tuple[str, ...] = ()
-    red: tuple[int, ...] = ()
     # a bounded search (every program): its cost counted as rank counts it (step_counts.bounded_steps)
-    bounded = StepCount() if req.program == "all" and SearchOptions(req.exhaustive).bounded(req.settings.engine) \
-        else None
+    bounded = StepCount() if given is None and SearchOptions(req.exhaustive).bounded(req.settings.engine) else None
     shapes: dict[tuple, StepCount] = {}
-    for pt in req.points:  # every point can be answered at all before any is counted (counting takes seconds)
-        with at_point(pt):
-            ctx = context_of(pt.spec, pt.nodes)  # held here: the point's tasks find it again in this process
-            point_contexts.append(ctx)
-            topo = ctx.topo
-            req.settings.each(topo)  # each point's system and node count can run them
-            whole_groups(topo)
-    for k, (pt, ctx) in enumerate(zip(req.points, point_contexts)):
-        topo = ctx.topo
+    for k, (pt, ctx, p, demand) in enumerate(zip(req.points, contexts, req.sizes, req.demands)):
+        topo, red = ctx.topo, reduces_something(p, demand.reduce_axes)  # sorted, as the tasks take them (as rank)
         if pt.nodes not in counted:
-            with at_point(pt):
-                p = resolve_axes(req.axes, topo.devices)
-                names = axis_names_of(req.axes, len(p))
-                red = reduces_something(p, axis_indices(req.reduce, names, "reduce"))
-                check_sizes(topo.hierarchy, p)  # the axes fill this point's devices
-                if req.matrix is not None:
-                    Placement.of(topo.hierarchy, p, req.matrix)  # it fits this point's levels and axes
             if req.matrix is None:
                 req.limits.check_matrices(count_matrices(topo.hierarchy, p),
                                           f"axes {','.join(map(str, p))} on {req.spec.name} with {pt.nodes} nodes")
@@ -289,17 +312,17 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
             builds = sum(1 for q in req.points if q.nodes == pt.nodes)  # each point builds its own structures
             ecmp_builds = sum(1 for q in req.points if q.nodes == pt.nodes and hashed(q.spec))
             check_job(req.limits, mats, red, topo.devices, builds, len(mats) * len(settings),
-                      req.run.processes(len(mats) * builds * len(settings)), where(pt.nodes), smaller, ecmp_builds)
-            if req.program == "all":
-                counted[pt.nodes] = (p, mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits),
+                      req.run.processes(len(mats) * builds * len(settings)), _where(req, pt.nodes), SMALLER, ecmp_builds)
+            if given is None:
+                counted[pt.nodes] = (mats, program_counts(mats, red, rules.profile, rules.max_size, req.limits),
                                      program_steps(mats, red, rules.profile, rules.max_size, req.limits))
             else:
                 # the given program, and the plain AllReduce beside it (given): each a simulation, each its steps
                 with at_point(pt):
                     steps_given = _check_program(req, topo.hierarchy, p, red, mats)
-                counted[pt.nodes] = (p, mats, [len(given)], [steps_given + (len(given) - 1)])
+                counted[pt.nodes] = (mats, [len(given)], [steps_given + (len(given) - 1)])
             cards += [synthesis_cardinalities(m, red) for m in mats]
-        p, mats, counts, steps = counted[pt.nodes]
+        mats, counts, steps = counted[pt.nodes]
         if bounded is not None:
             # what its bounds build: alike for points of one node count and fabric shape (rates do not change
             # which groups are one group moved), counted once for them
@@ -312,62 +335,80 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
         gpu_steps += topo.devices * sum(steps) * len(settings)
         hashed_steps += topo.devices * sum(steps) * len(settings) if hashed(pt.spec) else 0
         gpus = max(gpus, topo.devices)
-        nbytes = default_bytes(topo) if req.bytes is None else req.bytes
-        point_bytes.append(nbytes)
-        if largest is None or nbytes > largest[0]:
-            largest = (nbytes, topo)
         simulations += sum(counts) * len(settings)
         for s in settings:
-            base = ConfigTask(spec=pt.spec, nodes=pt.nodes, axes=p, reduce_axes=tuple(red), bytes_per_gpu=nbytes,
-                             settings=s, programs=given)
+            base = ConfigTask(spec=pt.spec, nodes=pt.nodes, axes=p, reduce_axes=tuple(red),
+                              bytes_per_gpu=demand.bytes_per_gpu, settings=s, programs=given)
             split = split_by_matrix(base, mats)
             tasks += split
             owners += [k] * len(split)
-    what = f"{plural(len(req.points), 'point')}, {plural(len(settings), 'algorithm')}"
-    size = job_size_text(req.limits, SearchOptions(req.exhaustive), req.settings.engine, simulations, what)
     cost = estimate(gpus, len(req.points), gpu_steps, req.run.processes(len(tasks)), cards, hashed_steps)
-    if bounded is not None:
-        cost = replace(cost, steps=bounded)
-    req.limits.check_cost(cost, where(max(pt.nodes for pt in req.points)), smaller)
-    warning = warn_memory(largest[1].spec, largest[0], req.bytes is None, largest[1].node_count)
-    per_point: list[list[ConfigResult]] = [[] for _ in req.points]
-    stats: list[SearchStats | None] = [None] * len(req.points)
-    rankings: list[Ranking | None] = [None] * len(req.points)
-    point_bounds: list[tuple[Binding, ...]] = [()] * len(req.points)
-    run_order = _run_order(point_contexts)
-    with req.run.executor(len(tasks)) as ex:
-        announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}, {cost.brief()}")
-        for i, k in enumerate(run_order):  # each point's winner and matrices' bests: exact, with or without the bounds
-            mine = [t for t, o in zip(tasks, owners) if o == k]
-            # a given program is the one simulation of its point: nothing to bound
-            # every other point backwards: it starts with the structures the point before built last (adopt)
-            per_point[k], stats[k] = run_search(mine, ex, 1, exhaustive=req.exhaustive or req.program != "all",
-                                                label="what-if", backwards=i % 2 == 1)
-            rankings[k] = rank_results(per_point[k])
-            point_bounds[k] = program_bindings(point_contexts[k], _winner(rankings[k], text))
-            following = point_contexts[run_order[i + 1]] if i + 1 < len(run_order) else None
-            if following is not None and following is not point_contexts[k]:
-                # a next point that varies only NIC or uplink rates builds the same structures: it takes them
-                following.adopt(point_contexts[k])
-            point_contexts[k].clear()  # the point is done: one point's caches at a time
-    rows = []
+    return _Tasks(tasks, owners, simulations, cost if bounded is None else replace(cost, steps=bounded), red)
+
+
+SMALLER = "fewer --vary values, fewer --nodes or a smaller --max-size"  # what a too large what-if can do
+
+
+def _where(req: WhatifRequest, nodes: int) -> str:
+    return f"whatif on {req.spec.name} over {plural(len(req.points), 'point')} ({plural(nodes, 'node')} at the largest)"
+
+
+def _row(pt: Point, ranking: Ranking, best: RankEntry, stats: SearchStats, bounds: tuple[Binding, ...],
+         demand: Demand, req: WhatifRequest) -> dict[str, Any]:
+    """A point's row (``winner_changed`` is marked by :func:`_mark_changes`)."""
+    notes = [n for n in (not_bound_by(v.target, bounds) for v in req.variations) if n]
+    return {"point": dict(pt.settings), "label": pt.label, "nodes": pt.nodes, "bytes_per_gpu": demand.bytes_per_gpu,
+            "matrix": [list(r) for r in best.matrix],
+            "algo": best.algo, "program": best.timing.text, "seconds": best.seconds,
+            "speedup_over_allreduce": best.speedup, "winner_changed": False,
+            "bounds": [b.text for b in bounds], "not_bound": notes,
+            "best_per_matrix": [s.to_json() for s in ranking.matrices], "search": stats.to_json()}
+
+
+def _mark_changes(req: WhatifRequest, keys: list[tuple]) -> list[bool]:
+    """Whether each point's winner (its key) differs from the previous point of its series: the first parameter
+    varied with the others fixed, as in the plot."""
     winners: dict[tuple, tuple] = {}
     first = req.variations[0].target
-    for k, pt in enumerate(req.points):
-        ranking = rankings[k]
-        best = _winner(ranking, text)
-        key = winner_key(best.matrix, best.algo, best.timing.text)
-        # a series varies the first parameter with the others fixed, as in the plot
+    changed = []
+    for pt, key in zip(req.points, keys):
         series = tuple((t, v) for t, v in pt.settings if t != first)
         previous = winners.get(series)
         winners[series] = key
-        bounds = point_bounds[k]
-        notes = [n for n in (not_bound_by(v.target, bounds) for v in req.variations) if n]
-        rows.append({"point": dict(pt.settings), "label": pt.label, "nodes": pt.nodes, "bytes_per_gpu": point_bytes[k],
-                     "matrix": [list(r) for r in best.matrix],
-                     "algo": best.algo, "program": best.timing.text, "seconds": best.seconds,
-                     "speedup_over_allreduce": best.speedup, "winner_changed": previous is not None and key != previous,
-                     "bounds": [b.text for b in bounds], "not_bound": notes,
-                     "best_per_matrix": [s.to_json() for s in ranking.matrices], "search": stats[k].to_json()})
-    return WhatifResult(req, names, red, largest[1].level_names, tuple(rows), tuple(stats),
-                        () if warning is None else (warning,))
+        changed.append(previous is not None and key != previous)
+    return changed
+
+
+def run_whatif(req: WhatifRequest) -> WhatifResult:
+    if req.plans:
+        return _run_step(req)
+    # each point's context held here: the point's tasks find it again in this process
+    contexts = [context_of(pt.spec, pt.nodes) for pt in req.points]
+    # a given program, and the plain AllReduce that its speedup is over
+    text = None if req.program == EVERY_PROGRAM else parse_program(req.program).text
+    job = _count(req, contexts, None if text is None else tuple(dict.fromkeys((text, ALLREDUCE_TEXT))))
+    what = f"{plural(len(req.points), 'point')}, {plural(len(req.settings.each()), 'algorithm')}"
+    size = job_size_text(req.limits, SearchOptions(req.exhaustive), req.settings.engine, job.simulations, what)
+    req.limits.check_cost(job.cost, _where(req, max(pt.nodes for pt in req.points)), SMALLER)
+    largest = max(range(len(req.points)), key=lambda k: (req.demands[k].largest, -k))  # the first of the largest
+    warning = req.demands[largest].warn_memory(contexts[largest].topo)
+    tasks = job.tasks
+    rows: list[Any] = [None] * len(req.points)
+    stats: list[Any] = [None] * len(req.points)
+    bests: list[Any] = [None] * len(req.points)
+    with req.run.executor(len(tasks)) as ex:
+        announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}, {job.cost.brief()}")
+        for i, k in _in_run_order(contexts):  # each point's winner and matrices' bests: exact, with or without bounds
+            mine = [t for t, o in zip(tasks, job.owners) if o == k]
+            # a given program is the one simulation of its point: nothing to bound
+            # every other point backwards: it starts with the structures the point before built last (adopt)
+            results, stats[k] = run_search(mine, ex, 1, exhaustive=req.exhaustive or text is not None,
+                                           label="what-if", backwards=i % 2 == 1)
+            ranking = rank_results(results)
+            bests[k] = _winner(ranking, text)
+            rows[k] = _row(req.points[k], ranking, bests[k], stats[k], program_bindings(contexts[k], bests[k]),
+                           req.demands[k], req)
+    for row, changed in zip(rows, _mark_changes(req, [winner_key(b.matrix, b.algo, b.timing.text) for b in bests])):
+        row["winner_changed"] = changed
+    return WhatifResult(req, req.axis_names, job.reduce_axes, contexts[largest].topo.level_names,
+                        tuple(rows), tuple(stats), () if warning is None else (warning,))

@@ -24,7 +24,7 @@ from ..util.units import format_bytes
 from .plan import PlanRequest, PlanResult
 from .demand import DEFAULT_REDUCE, Demand
 from .jobsize import Limits
-from .requests import Job, RunOptions, SearchOptions, Settings, axis_names_of
+from .requests import EVERY_PROGRAM, Job, RunOptions, SearchOptions, Settings, axis_names_of
 from .variations import Point, resolve_axes
 from ..util.errors import InputError
 
@@ -32,7 +32,7 @@ __all__ = ["STEP_DECIDES", "at_point", "check_step_options", "point_request", "s
 
 # whatif's options that the model's step decides (what is reduced, with what buffer, by which program), with
 # the value that means "not given"
-STEP_DECIDES = (("reduce", DEFAULT_REDUCE), ("bytes", None), ("matrix", None), ("program", "all"))
+STEP_DECIDES = (("reduce", DEFAULT_REDUCE), ("bytes", None), ("matrix", None), ("program", EVERY_PROGRAM))
 
 
 def check_step_options(**given: Any) -> None:
