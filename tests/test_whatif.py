@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+import p2sim
+
 from p2sim.report.whatif import whatif_text
 from p2sim.studies.whatif import WhatifRequest, WhatifResult, run_whatif
 from p2sim.util.errors import InputError, ProgramError
@@ -350,3 +352,12 @@ def test_model_request_demands_are_its_plans():
     req = WhatifRequest.build(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model="llama3-8b",
                               vary=["nic.bandwidth=12.5,50"], workers=1)
     assert req.demands == tuple(p.demand for p in req.plans) and all(d.whole_step for d in req.demands)
+
+
+@pytest.mark.parametrize("train", ["seq=8192,recompute=selective", "seq=8192,zero=fsdp", "seq=8192,tp_overlap=on"])
+def test_whatif_model_takes_the_step_settings_plan_takes(train):
+    """recompute, zero=fsdp, tp_overlap (and dtype=fp8, dispatcher) are the step's own settings, split off before
+    the training settings are checked, as plan --model and every point split them."""
+    r = p2sim.whatif(model="llama3-8b", system="dgx-h100", axes="tensor=8,data=*", vary="nodes=1,2", train=train,
+                     workers=1)
+    assert len(r.rows) == 2

@@ -47,7 +47,7 @@ from .search import SearchStats, run_search
 from .step_plan import run_step_plan
 from .whatif_step import at_point, check_step_options, point_request, points_cost, step_row
 from ..workload import load_model
-from ..workload.train_text import training_of
+from ..workload.train_text import split_step_settings, training_of
 from .config_task import ALLREDUCE_TEXT, ConfigTask
 from .variations import Point, Variation, parse_vary, points, resolve_axes, winner_key
 
@@ -95,8 +95,10 @@ class WhatifRequest:
         else:
             check_step_options(reduce=reduce, bytes=bytes, matrix=matrix, program=program)
             # what no point decides is refused as itself, before the points (whose errors name their point)
-            load_model(model)
-            training_of(train)
+            spec_model = load_model(model)
+            rest, extra = split_step_settings(train)  # the step's own (recompute, fp8, ..), as every point takes them
+            extra.for_model(spec_model.name, spec_model.is_moe)
+            training_of(rest)
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         n = optional_int(nodes, "nodes")
         n = spec.default_nodes if n is None else n
