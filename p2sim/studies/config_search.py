@@ -285,9 +285,12 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
         compared = _compared(job, spec_model, training, extra, compare, fits, capacity)
         # the finished steps left without their contention that may be below the compared one: with it, where
         # it may still be (an order whose step without it is above the compared one is not ahead of it either)
-        done = sorted((r if r.step.contended or r.step_seconds >= compared.step_seconds
-                       else replace(r, step=_placed(uncontended[id(r)], compared.step_seconds)[0]) for r in done),
-                      key=lambda r: (r.step_seconds, r.label))
+        def refinished(r: Ranked) -> Ranked:  # its step with contention, and the rank order that gives it
+            result, order = _placed(uncontended[id(r)], compared.step_seconds)
+            return replace(r, step=result, order=order)
+
+        done = sorted((r if r.step.contended or r.step_seconds >= compared.step_seconds else refinished(r)
+                       for r in done), key=lambda r: (r.step_seconds, r.label))
         place = next((i + 1 for i, r in enumerate(done) if compared.step_seconds <= r.step_seconds), None)
     tightest = None
     if unfit:
