@@ -158,7 +158,7 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
         # the search takes NCCL's own choice of every collective under Megatron-LM's rank orders: a forced
         # algorithm or protocol, or the synthesis' rules, would be silently ignored
         for name in ("algo", "proto", "profile", "max_size", "order"):
-            if str(chosen[name]) != str(o.DEFAULTS[name]):
+            if str(chosen[name]).strip().lower().lstrip("0") != str(o.DEFAULTS[name]).lower().lstrip("0"):
                 raise InputError(f"{name.replace('_', '-')}: {chosen[name]!r} is for a plan of given --axes; the "
                                  "configuration search (--model without --axes) times NCCL's own choice of each "
                                  "collective")
@@ -168,6 +168,12 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
                           engine=chosen["engine"], limits=Limits.of(yes=yes))
     if top is not None or compare is not None:
         raise InputError("top: --top and --compare are the configuration search's: give --model without --axes")
+    if model is not None and reduction not in (None, (), []):
+        # plan --model --axes ranks placements by the step's time (p2sim step's), which times the model's own
+        # collectives: an added reduction would be in the communication column only, never in the ranking
+        raise InputError("reduction: with --model the placements are ranked by the model's step as p2sim step "
+                         "times it, which an added --reduction is not part of; leave it out (or plan the "
+                         "reductions without --model)")
     req = PlanRequest.build(
         system=system, nodes=nodes, axes=axes, reductions=reduction, data_axis=data_axis,
         **chosen, exhaustive=exhaustive, budget=budget,

@@ -636,13 +636,20 @@ def test_bench_nccl_log_never_appends_to_its_system_file(capsys, tmp_path, monke
      ("llama3-8b: the step's AllReduce over tensor", "more than 1 PiB", "seq_length=1000000000000000")),
     (["--axes", "data=2,tensor=8", "--train", "global_batch=100000000000000000000"],
      ("train: global_batch: 100000000000000000000 is more than 2^50",)),
+    # an added reduction is not part of the step plan --model --axes ranks by (its time): refused, whatever it is
     (["--axes", "data=2,tensor=8", "--reduction", "data:1GiB x 1" + "0" * 400],
-     ("reduction: 1 GiB x a 401-digit number is more than 1 PiB in one step",)),
+     ("reduction: with --model the placements are ranked by the model's step",)),
     (["--axes", "data=2,tensor=8", "--compute-per-layer", "1e300"], ("compute-per-layer: 1e+300 s is more than 10^6 s",)),
 ])
 def test_plan_model_inputs(capsys, argv, says):
     """plan --model: each bad axis name, training setting or compute time is one line, exit 2, before any work."""
     refused(capsys, "plan", "--system", "dgx-h100", "--model", "llama3-8b", *argv, says=says)
+
+
+def test_plan_reduction_count_past_a_pib_is_refused(capsys):
+    """A 401-digit count (an OverflowError once): one line, as --bytes above 1 PiB is."""
+    refused(capsys, "plan", "--system", "dgx-h100", "--axes", "data=2,tensor=8", "--reduction",
+            "data:1GiB x 1" + "0" * 400, says=("reduction: 1 GiB x a 401-digit number is more than 1 PiB in one step",))
 
 
 def test_plan_model_without_axes_searches_the_configuration_on_the_systems_nodes(capsys):

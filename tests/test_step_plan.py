@@ -115,11 +115,31 @@ def test_compute_per_layer_hides_the_data_reduction_behind_backward(tiny):
 
 
 def test_model_and_reduction_add_up(tiny):
+    """In the request (check --model and whatif's points build it so); p2sim.plan refuses the pair: it ranks by
+    the step's time, which an added reduction is not part of."""
+    from p2sim.studies.plan import PlanRequest
     kw = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model=tiny,
               train="seq=2048,global_batch=8", workers=1)
-    both = p2sim.plan(**kw, reduction=["tensor:4MiB x 3", "data,pipeline:1MiB"])
-    counts = {(x.axes, x.bytes): x.count for x in both.request.reductions}
+    both = PlanRequest.build(**kw, reductions=["tensor:4MiB x 3", "data,pipeline:1MiB"])
+    counts = {(x.axes, x.bytes): x.count for x in both.reductions}
     assert counts[((2,), 4 * 2**20)] == 32 + 3 and counts[((0, 1), 2**20)] == 1
+    with pytest.raises(InputError, match="^reduction: with --model the placements are ranked by the model's step"):
+        p2sim.plan(**kw, reduction=["tensor:4MiB x 3"])
+
+
+def test_a_model_plans_summary_and_answer_speak_of_the_step_time(tiny):
+    """summary() (repr, notebooks) compares the best step with the default's, not their communication (which
+    can be more for the fastest step); with --top-matrices the answer says the fastest of those listed."""
+    from p2sim.report.plan import plan_answer
+    kw = dict(system="dgx-h100", nodes=2, axes="data=2,pipeline=2,tensor=4", model=tiny,
+              train="seq=2048,global_batch=8", workers=1)
+    r = p2sim.plan(**kw)
+    steps = {p.matrix: p.step_seconds for p in r.step_times}
+    assert "'s step: best " in r.summary() and "-" not in r.summary().split("a step, ")[1][:2]
+    assert steps[r.best.matrix] <= steps[r.default]
+    assert "Its step is the fastest, as p2sim step" in plan_answer(r).text
+    few = p2sim.plan(**kw, top_matrices=1)
+    assert "Its step is the fastest of the placements listed (kept by their communication)" in plan_answer(few).text
 
 
 @pytest.mark.parametrize("kw, message", [

@@ -127,3 +127,21 @@ def test_the_text_names_an_axis_contention_where_its_exposed_time_exceeds_its_ti
     line = step_text(r).splitlines()[-1]
     for a in slowed:
         assert f"{a} " in line and " contention (" in line
+
+
+def test_fsdp_says_what_contention_added_without_adding_it_twice():
+    """Under FSDP every micro-batch's collectives run beside the gathers and scatters: the stage times hold the
+    contention; contention_seconds says how much it added to the exposed time alone, and is not added again."""
+    from p2sim.studies.step_time import finish_step, prepare_step, step_job
+    from p2sim.workload import load_model
+    from p2sim.workload.train_text import step_settings
+    from p2sim.studies.step_workload import training_for
+    model = load_model("llama3-8b")
+    text, extra = step_settings("seq=8192,global_batch=64,zero=fsdp")
+    training, _ = training_for("llama3-8b", text)
+    job = step_job(model, "dgx-h100", None, None)
+    prep = prepare_step(job, {"tensor": 4, "context": 1, "pipeline": 2, "data": 2, "expert": 1}, training, extra)
+    together, alone = finish_step(prep), finish_step(prep, contention_limit=0.0)
+    assert together.contended and together.contention_seconds["tensor"] > 0
+    assert together.exposed_comm_seconds["tensor"] == pytest.approx(
+        alone.exposed_comm_seconds["tensor"] + together.contention_seconds["tensor"], rel=1e-9)

@@ -354,10 +354,11 @@ def test_model_request_demands_are_its_plans():
     assert req.demands == tuple(p.demand for p in req.plans) and all(d.whole_step for d in req.demands)
 
 
-@pytest.mark.parametrize("train", ["seq=8192,recompute=selective", "seq=8192,zero=fsdp", "seq=8192,tp_overlap=on"])
-def test_whatif_model_takes_the_step_settings_plan_takes(train):
-    """recompute, zero=fsdp, tp_overlap (and dtype=fp8, dispatcher) are the step's own settings, split off before
-    the training settings are checked, as plan --model and every point split them."""
-    r = p2sim.whatif(model="llama3-8b", system="dgx-h100", axes="tensor=8,data=*", vary="nodes=1,2", train=train,
-                     workers=1)
-    assert len(r.rows) == 2
+def test_whatif_model_takes_zero_fsdp_and_refuses_what_changes_only_compute():
+    """zero=fsdp changes the step's collectives (taken, as plan --model takes it); recompute, fp8, tp_overlap and
+    the dispatcher change only its compute, which whatif --model does not weigh: refused, saying so."""
+    kw = dict(model="llama3-8b", system="dgx-h100", axes="tensor=8,data=*", vary="nodes=1,2", workers=1)
+    assert len(p2sim.whatif(**kw, train="seq=8192,zero=fsdp").rows) == 2
+    for train in ("seq=8192,recompute=selective", "seq=8192,tp_overlap=on", "dtype=fp8"):
+        with pytest.raises(InputError, match="^train: recompute, dtype=fp8, tp_overlap and dispatcher change"):
+            p2sim.whatif(**kw, train=train)

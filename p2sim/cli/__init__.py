@@ -4,7 +4,8 @@
 its command's options into an API call and prints the result with :mod:`p2sim.report`.
 Nothing here decides anything about the model or the search.
 
-:func:`main` (the ``p2sim`` script's entry) answers Ctrl-C and ``SIGTERM`` from its first line,
+:func:`script` is the ``p2sim`` script's entry (and ``python -m p2sim``'s): the C allocator's thresholds
+(:mod:`p2sim.util.allocator`), then :func:`main`, which answers Ctrl-C and ``SIGTERM`` from its first line,
 before it imports the rest (numpy, networkx and SimPy take a second or more to import): a signal
 at any moment of a run is one line and exit status 130 or 143, never a traceback.
 

@@ -178,8 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "beside it.")
     _add_layout(p, reduce=False, system=True)
     p.add_argument("--reduction", action="append", default=[], metavar='"AXES:SIZE[ x COUNT]"',
-                   help='a reduction of the step, e.g. "0:4GiB" or "1:512MiB x 24" (repeatable; with --model, '
-                        "added to the model's)")
+                   help='a reduction of the step, e.g. "0:4GiB" or "1:512MiB x 24" (repeatable; refused with '
+                        "--model, whose step p2sim step times: an added reduction is not part of it)")
     _add_model(p, "every collective of its step is charged")
     p.add_argument("--data-axis", default=None,
                    help="the data-parallel axis, by index or name, placed outermost by the default placement "

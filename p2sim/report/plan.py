@@ -117,8 +117,13 @@ def plan_answer(result: PlanResult) -> Answer:
                  f"({_words(result, default.matrix)}: {format_seconds(default.total_seconds)} with its best programs, "
                  f"{format_seconds(default.allreduce_total_seconds)} with plain AllReduce).")
     steps = {p.matrix: p.step_seconds for p in result.step_times}
-    if steps:  # ranked by the step's time: the best is the fastest step, whatever its communication
-        text += (f" Its step is the fastest, as p2sim step times it: {format_seconds(steps[best.matrix])}"
+    search = result.request.search
+    # ranked by the step's time: the best is the fastest step, whatever its communication -- of every placement
+    # where the cut by the step's time ran; of those --top-matrices or --budget kept by their communication else
+    every = search.budget is None and search.top_matrices is None
+    if steps:
+        text += (f" Its step is the fastest{'' if every else ' of the placements listed (kept by their communication)'}"
+                 f", as p2sim step times it: {format_seconds(steps[best.matrix])}"
                  + ("." if default.matrix == best.matrix else
                     f", {ratio_text(steps[best.matrix], steps[default.matrix])} the default placement's "
                     f"({format_seconds(steps[default.matrix])})."))

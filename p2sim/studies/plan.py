@@ -348,6 +348,13 @@ class PlanResult(Tabular):
 
     def summary(self) -> str:
         job, best = self.request.job, self.best
+        steps = {p.matrix: p.step_seconds for p in self.step_times}
+        if best.matrix in steps and self.default in steps:  # a model's plan: ranked by the step's time
+            ratio = steps[best.matrix] / steps[self.default] - 1
+            return (f"plan on {job.spec.name} ({job.topology.node_count} nodes, axes {job.axes_text}), "
+                    f"{self.request.demand.workload.model.name}'s step: best {format_matrix(best.matrix)} in "
+                    f"{format_seconds(steps[best.matrix])} a step, {abs(ratio):.1%} {'less' if ratio <= 0 else 'more'} "
+                    f"than the default placement {format_matrix(self.default)}")
         return (f"plan on {job.spec.name} ({job.topology.node_count} nodes, axes {job.axes_text}), "
                 f"{len(self.request.reductions)} reductions: best {format_matrix(best.matrix)} in "
                 f"{format_seconds(best.total_seconds)} a step, {self.savings['vs_default_placement']:.1%} less than "

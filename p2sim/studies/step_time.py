@@ -369,6 +369,14 @@ def _assemble(prep: PreparedStep, seconds: Mapping[StepCollective, float], slow:
     for a, extra_s in contention.items():
         exposed[a] += extra_s
     exposed["pipeline"] += other
+    if sharded and slow:
+        # every micro-batch contended: the stage times (so the exposure above) hold it already; what it added,
+        # said beside it (the slowest stage's m micro-batches, and every pipeline send)
+        alone = stage_parts(per_mb(()))[slowest]
+        for i, a in ((1, "tensor"), (2, "expert"), (3, "context")):
+            contention[a] = max(0.0, m * (parts_of[slowest][i] - alone[i]))
+        if p > 1 and sends:
+            contention["pipeline"] = max(0.0, (t_send - max(s for _, s in sends)) * (2 * (p - 1) + (2 * m if v == 1 else 0)))
     optimizer = prep.optimizer
     compute = m * parts_of[slowest][0]
     step = compute + bubble + sum(exposed.values()) + optimizer

@@ -47,7 +47,7 @@ from .search import SearchStats, run_search
 from .step_plan import run_step_plan
 from .whatif_step import at_point, check_step_options, point_request, points_cost, step_row
 from ..workload import load_model
-from ..workload.train_text import split_step_settings, training_of
+from ..workload.train_text import StepSettings, split_step_settings, training_of
 from .config_task import ALLREDUCE_TEXT, ConfigTask
 from .variations import Point, Variation, parse_vary, points, resolve_axes, winner_key
 
@@ -96,8 +96,13 @@ class WhatifRequest:
             check_step_options(reduce=reduce, bytes=bytes, matrix=matrix, program=program)
             # what no point decides is refused as itself, before the points (whose errors name their point)
             spec_model = load_model(model)
-            rest, extra = split_step_settings(train)  # the step's own (recompute, fp8, ..), as every point takes them
-            extra.for_model(spec_model.name, spec_model.is_moe)
+            rest, extra = split_step_settings(train)  # zero=fsdp is the training's; the step's own split off
+            if extra != StepSettings():
+                # they time a step's compute (p2sim step, plan --model --axes); a point weighs its communication,
+                # which they do not change: taken, they would change nothing in the answer
+                raise InputError("train: recompute, dtype=fp8, tp_overlap and dispatcher change a step's compute, "
+                                 "not its communication, which whatif --model weighs at each point; leave them out "
+                                 "(p2sim step and plan --model --axes time them)")
             training_of(rest)
         spec = system if isinstance(system, SystemSpec) else find_spec(system)
         n = optional_int(nodes, "nodes")
