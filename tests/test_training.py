@@ -192,3 +192,13 @@ def test_a_step_setting_given_twice_is_refused(text):
     from p2sim.workload.train_text import step_settings
     with pytest.raises(InputError, match="given twice"):
         step_settings(text)
+
+
+@pytest.mark.parametrize("tensor, sp", [(8, False), (1, True), (1, False)])
+def test_tp_overlap_needs_sequence_parallelism_and_a_tensor_axis(tensor, sp):
+    """Megatron-LM asserts --tp-comm-overlap only with sequence parallelism (off where tensor is 1)."""
+    from p2sim.workload.train_text import StepSettings
+    with pytest.raises(InputError, match="^train: tp_overlap: on needs sequence parallelism"):
+        StepSettings(tp_overlap=True).for_axes(tensor, sp)
+    assert StepSettings(tp_overlap=True).for_axes(8, True).tp_overlap
+    assert StepSettings().for_axes(tensor, sp) == StepSettings()

@@ -185,6 +185,7 @@ def run_step(*, model: Any, system: Any, nodes: int | None = None, gpus: int | N
         if a not in AXES:
             raise InputError(f"axes: {a!r} is not an axis a training step uses (one of {', '.join(AXES)})")
         sizes[a] = v
+    extra = extra.for_axes(sizes["tensor"], training.sequence_parallel)
     job = step_job(spec_model, system, nodes, gpus, params, engine)
     if math.prod(sizes.values()) != job.gpus:
         raise InputError(f"axes: {' x '.join(str(sizes[a]) for a in AXES)} = {math.prod(sizes.values())} GPUs, but the "

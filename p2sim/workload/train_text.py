@@ -165,6 +165,23 @@ class StepSettings:
                              "no experts")
         return self
 
+    def for_axes(self, tensor: int, sequence_parallel: bool) -> StepSettings:
+        """These settings, checked against the configuration's tensor size and sequence parallelism: Megatron-LM's
+        ``--tp-comm-overlap`` needs sequence parallelism (arguments.py: "Tensor parallel communication/GEMM
+        overlap can happen only when sequence parallelism is enabled"; and sequence parallelism is turned off
+        where tensor is 1), so such a configuration is refused rather than timed and emitted.
+
+        >>> StepSettings(tp_overlap=True).for_axes(8, False)
+        Traceback (most recent call last):
+        ...
+        p2sim.util.errors.InputError: train: tp_overlap: on needs sequence parallelism (sp=on) and tensor > 1, as Megatron-LM's --tp-comm-overlap does; here tensor=8, sp off
+        """
+        if self.tp_overlap and (tensor < 2 or not sequence_parallel):
+            raise InputError(f"train: tp_overlap: on needs sequence parallelism (sp=on) and tensor > 1, as "
+                             f"Megatron-LM's --tp-comm-overlap does; here tensor={tensor}, "
+                             f"sp {'on' if sequence_parallel else 'off'}")
+        return self
+
 
 def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
     """Split ``--train``'s text into TrainingSpec's keys and the step's own (``dtype=fp8``, ``recompute=``,
