@@ -628,6 +628,8 @@ def test_bench_nccl_log_never_appends_to_its_system_file(capsys, tmp_path, monke
                          "e.g. --axes data=2,tensor=8")),
     (["--axes", "data=2,tensor=8", "--train", "seq=8192,micro=2"], ("train: 'micro' is not a training setting",)),
     (["--axes", "data=2,tensor=8", "--train", "sp=maybe"], ("train: sp: 'maybe' should be on or off",)),
+    (["--axes", "data=2,tensor=8", "--train", "tp_overlap=on"],
+     ("train: tp_overlap: on needs sequence parallelism (sp=on) and tensor > 1", "tensor=8, sp off")),
     (["--axes", "data=2,tensor=8", "--train", "schedule=interleaved"], ("train: schedule: interleaved",)),
     (["--axes", "data=2,tensor=8", "--compute-per-layer", "soon"], ("compute-per-layer",)),
     (["--axes", "data=16,tensor=1", "--train", "global_batch=24"], ("train: global_batch: 24 should be a multiple",)),

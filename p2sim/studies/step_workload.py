@@ -184,10 +184,9 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
     train, extra = split_step_settings(train)
     extra = extra.for_model(spec.name, spec.is_moe)
     training, defaults = training_for(model, train)
-    tensor = next((int(s) for n, s in zip(names, sizes) if n.lower() in ("tensor", "tp")), 1)
-    extra = extra.for_axes(tensor, training.sequence_parallel)
     index = workload_axes(names)
     axis_sizes = {a: int(sizes[i]) for a, i in index.items()}
+    extra = extra.for_axes(axis_sizes.get("tensor", 1), training.sequence_parallel)
     try:
         collectives = step_collectives(spec, training, axis_sizes)
     except InputError as e:  # the fit's rules name the settings as --train does
