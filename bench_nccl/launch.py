@@ -56,16 +56,11 @@ def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", gr
                     deadline = time.monotonic() + grace
                     while time.monotonic() < deadline and any(q.poll() is None for q in procs):
                         time.sleep(0.1)
-                    for q in procs:
-                        if q.poll() is None:
-                            q.kill()
+                    _kill_rank_zero_last(procs)
             time.sleep(0.05)
     except (KeyboardInterrupt, Terminated) as e:  # Ctrl-C, or SIGTERM (kill, a scheduler's time limit)
         ending()  # a second signal must not leave ranks running
-        for p in procs:
-            p.kill()
-        for p in procs:
-            p.wait()
+        _kill_rank_zero_last(procs)
         word, status = ended_by(e)  # type: ignore[misc]
         raise Signalled(f"{word}; stopped every rank; the log keeps every completed record", status) from None
     for p in procs:
@@ -79,6 +74,21 @@ def launch_local(argv: Sequence[str], world: int, address: str = "127.0.0.1", gr
         raise BenchError(f"rank {failed[0]} failed (exit code {failed[1]}); stopped the other ranks; "
                          "the log keeps every completed record")
     return 0
+
+
+def _kill_rank_zero_last(procs: list[subprocess.Popen]) -> None:
+    """Kill every rank still running, and wait for them.  Rank 0 serves the store: a rank that outlives it
+    reports the lost store on stderr, and under load the gap between two kills is long enough for that to
+    happen, so the other ranks are killed and reaped first."""
+    for p in procs[1:]:
+        if p.poll() is None:
+            p.kill()
+    for p in procs[1:]:
+        p.wait()
+    if procs and procs[0].poll() is None:
+        procs[0].kill()
+    if procs:
+        procs[0].wait()
 
 
 def _rank_init() -> None:

@@ -266,6 +266,32 @@ def _stopped(client, error) -> str:
     return "not stopped"
 
 
+def test_the_launcher_kills_rank_zero_last():
+    # rank 0 serves the store: killed first, the ranks still running each printed "rank 0 closed the connection"
+    # before their own kill arrived (seen under CI's load after a SIGTERM to the launcher)
+    from bench_nccl.launch import _kill_rank_zero_last
+
+    events: list[tuple[str, int]] = []
+
+    class Rank:
+        def __init__(self, rank: int, running: bool) -> None:
+            self.rank, self.running = rank, running
+
+        def poll(self):
+            return None if self.running else 0
+
+        def kill(self) -> None:
+            events.append(("kill", self.rank))
+            self.running = False
+
+        def wait(self) -> int:
+            events.append(("wait", self.rank))
+            return 0
+
+    _kill_rank_zero_last([Rank(0, True), Rank(1, True), Rank(2, False), Rank(3, True)])
+    assert events == [("kill", 1), ("kill", 3), ("wait", 1), ("wait", 2), ("wait", 3), ("kill", 0), ("wait", 0)]
+
+
 def test_rank_from_launcher_variables(monkeypatch):
     for var in ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", "P2SIM_BENCH_TOKEN"):
         monkeypatch.delenv(var, raising=False)
