@@ -102,3 +102,13 @@ def test_nccl_version_is_recorded_and_checked() -> None:
     assert find_spec("gb200-nvl72-pod").nccl.version_at_least(2, 27, 3)  # unset: the newest
     with pytest.raises(InputError, match=r"NCCL_VERSION: '2.26' must be an NCCL release"):
         parse_env("NCCL_VERSION=2.26", WHERE)
+
+
+def test_the_plugins_least_stripe_is_an_nccl_setting():
+    """OFI_NCCL_MIN_STRIPE_SIZE (aws-ofi-nccl nccl_ofi_param.h, 128 KiB) sets [nccl] ofi_min_stripe_size."""
+    from p2sim.topology import find_spec
+    from p2sim.topology.nccl_env import with_env
+
+    assert find_spec("p5").nccl.ofi_min_stripe_size == 131072
+    spec = with_env(find_spec("p5"), (("OFI_NCCL_MIN_STRIPE_SIZE", "262144"),), "x")
+    assert spec.nccl.ofi_min_stripe_size == 262144 and spec.nccl.ofi_rails == 4

@@ -44,6 +44,9 @@ def test_no_silent_gpu_generation():
     ({"ib_qps_per_connection": 2.0}, {}, {}, "nccl.ib_qps_per_connection"),
     ({"ib_split_data_on_qps": 1}, {}, {}, "nccl.ib_split_data_on_qps"),
     ({"ofi_protocol": "rdma-write"}, {}, {}, "nccl.ofi_protocol"),
+    ({"ofi_rails": 0}, {}, {}, "nccl.ofi_rails"),
+    ({"ofi_rails": 4.0}, {}, {}, "nccl.ofi_rails"),
+    ({"ofi_min_stripe_size": 0}, {}, {}, "nccl.ofi_min_stripe_size"),
     ({"chanels_per_nic": 2}, {}, {}, "nccl.chanels_per_nic"),
     ({}, {"transport": "carrier-pigeon"}, {}, "network.transport"),
     ({}, {}, {"arch": "kepler"}, "gpu.arch"),
@@ -70,6 +73,13 @@ def test_net_latency_is_what_the_plugin_reports():
     assert s.net_latency == 35.0 and NcclSettings().net_latency is None
     with pytest.raises(TopologyError, match="x.toml: network.net_latency: -1 must be a number of microseconds"):
         parse_nccl({}, {"net_latency": -1}, {"arch": "hopper"}, "x.toml")
+
+
+def test_ofi_rails_and_stripe_default_to_one_rail_and_the_plugins_128_kib():
+    d = parse_nccl({}, {}, {"arch": "hopper"}, "x.toml")
+    assert (d.ofi_rails, d.ofi_min_stripe_size) == (1, 131072)
+    got = parse_nccl({"ofi_rails": 4, "ofi_min_stripe_size": 65536}, {}, {"arch": "hopper"}, "x.toml")
+    assert (got.ofi_rails, got.ofi_min_stripe_size) == (4, 65536)
 
 
 def test_ofi_protocol_is_the_plugins_setting():

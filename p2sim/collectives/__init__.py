@@ -45,6 +45,8 @@ Modules
     NCCL's pipeline: why a medium-size collective runs below its links' rate.
 :mod:`.protocols`
     NCCL's protocols: the share of link bandwidth each achieves and its throughput caps.
+:mod:`.rails`
+    aws-ofi-nccl's rails: how the NICs it joins into one NCCL network device share a connection's messages.
 :mod:`.shapes`
     Groups up to the topology's symmetries: what decides how a collective expands, not where it is.
 :mod:`.structure`

@@ -16,7 +16,9 @@ Cap kinds (what each :attr:`Flow.cap_kinds` entry is, set where the caps are mad
   system file's ``*_channel_rate``);
 * :data:`CAP_WINDOW`: the pipeline's window of chunks over the network round trip;
 * :data:`CAP_STEP`: the calibrated per-step cost (``[model] step_cost``);
-* :data:`CAP_LL`: the LL protocol's cap on a whole collective (NCCL's ``llMaxBw``).
+* :data:`CAP_LL`: the LL protocol's cap on a whole collective (NCCL's ``llMaxBw``);
+* :data:`CAP_RAIL`: a connection's messages on the rails of a multi-rail network device (aws-ofi-nccl's
+  stripes, :mod:`p2sim.collectives.rails`).
 
 Examples
 --------
@@ -40,13 +42,15 @@ import numpy as np
 
 from .pattern import Collective
 
-__all__ = ["Binding", "collective_binding", "tied_classes", "CAP_NET", "CAP_CHANNEL", "CAP_WINDOW", "CAP_STEP", "CAP_LL", "LATENCY"]
+__all__ = ["Binding", "collective_binding", "tied_classes", "CAP_NET", "CAP_CHANNEL", "CAP_WINDOW", "CAP_STEP", "CAP_LL",
+           "CAP_RAIL", "LATENCY"]
 
 CAP_NET = "per-channel network rate"
 CAP_CHANNEL = "per-channel rate"
 CAP_WINDOW = "pipeline window"
 CAP_STEP = "per-step cost"
 CAP_LL = "LL protocol cap"
+CAP_RAIL = "network rails"
 LATENCY = "latency"
 
 

@@ -121,6 +121,7 @@ ENV_KEYS: dict[str, tuple[str, Callable[[str, str], Any]]] = {
     "NCCL_IB_QPS_PER_CONNECTION": ("ib_qps_per_connection", _int),
     "NCCL_IB_SPLIT_DATA_ON_QPS": ("ib_split_data_on_qps", _flag("split", ("0", "1"), "NCCL_IB_SPLIT_DATA_ON_QPS")),
     "OFI_NCCL_PROTOCOL": ("ofi_protocol", _text),
+    "OFI_NCCL_MIN_STRIPE_SIZE": ("ofi_min_stripe_size", _int),
     # the GPUDirect-TCPX plugin's per-socket chunk (google/nccl-plugin-gpudirecttcpx src/net_tcpx.cc, read as
     # NCCL_DYNAMIC_CHUNK_SIZE through its NCCL adapter)
     "NCCL_DYNAMIC_CHUNK_SIZE": ("dynamic_chunksize", _int),

@@ -144,6 +144,12 @@ class NcclSettings:
     # OFI_NCCL_PROTOCOL: aws-ofi-nccl's protocol (efa, cxi): SENDRECV (the plugin's default, nccl_ofi_param.h:
     # tagged sends) or RDMA (RDMA writes into the buffer the receiver's control message names)
     ofi_protocol: str = "SENDRECV"
+    # under the RDMA protocol, the NICs aws-ofi-nccl joins into one network device of NCCL's ("rails": p5's topology
+    # file puts 4 EFA NICs behind each GPU's PCIe switch, src/platform-aws.cpp) and the least a message's stripe on a
+    # rail carries: OFI_NCCL_MIN_STRIPE_SIZE, 128 KiB (nccl_ofi_param.h); a message goes whole to one rail up to it,
+    # else over the most rails (a divisor of their count) that keep each stripe at least that (nccl_ofi_scheduler.cpp)
+    ofi_rails: int = 1
+    ofi_min_stripe_size: int = 131072
     # [network] unpack: whether the network plugin's device is NCCL_NET_DEVICE_UNPACK, for which NCCL doubles a
     # multi-node communicator's channels below 16 (NCCL_UNPACK_DOUBLE_NCHANNELS, src/graph/connect.cc); parse_nccl
     # defaults it by transport (UNPACK_TRANSPORTS)
@@ -326,7 +332,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
                                  "collnet", "gdr_level", "protocols", "buffsize", "algorithms",
                                  "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
                                  "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol",
-                                 "dynamic_chunksize", "version"})
+                                 "ofi_rails", "ofi_min_stripe_size", "dynamic_chunksize", "version"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
     if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
@@ -398,6 +404,9 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
                                      nccl.get("ib_qps_per_connection", d.ib_qps_per_connection), 1, MAX_QPS),
         ib_split_data_on_qps=split,
         ofi_protocol=_choice(src, "nccl.ofi_protocol", nccl.get("ofi_protocol", d.ofi_protocol), OFI_PROTOCOLS),
+        ofi_rails=_count(src, "nccl.ofi_rails", nccl.get("ofi_rails", d.ofi_rails), 1, 64),
+        ofi_min_stripe_size=_count(src, "nccl.ofi_min_stripe_size",
+                                   nccl.get("ofi_min_stripe_size", d.ofi_min_stripe_size), 1, 2**30),
         version=check_version(src, "nccl.version", nccl.get("version", d.version)),
         **chunks,
     )
