@@ -200,4 +200,4 @@ def test_a_written_system_keeps_its_plugins_protocol():
 
     again = parse_spec(tomllib.loads(spec_to_toml(find_spec("p5"))), "x.toml")
     assert again.nccl.ofi_protocol == "RDMA"
-    assert again.nccl.ofi_rails == 4  # and its rails (collectives/rails.py)
+    assert again.nccl.ofi_rails == 4 and again.nccl.ofi_tuner == "p5"  # its rails and its tuner

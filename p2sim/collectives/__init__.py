@@ -37,6 +37,8 @@ Modules
     NCCL's latency model (``src/graph/tuning.cc``): the start-up time of one collective.
 :mod:`.nccl_tables`
     NCCL's tuning constants, as ``src/graph/tuning.cc``, ``src/graph/search.cc`` and ``src/graph/topo.h`` state them.
+:mod:`.ofi_tuner`
+    aws-ofi-nccl's region tuner: the algorithm and protocol NCCL runs on AWS p5 from three nodes on.
 :mod:`.p2p`
     AllToAll and send/recv as NCCL runs them: grouped point-to-point operations.
 :mod:`.pattern`

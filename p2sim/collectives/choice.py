@@ -14,6 +14,7 @@ settings and NCCL's figures through the callables it is given.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 from ..util.algorithms import ALGO_CHOICES, ALGORITHMS, COLLNET, algorithm as info_of, forced
@@ -23,6 +24,7 @@ from .algorithms import FALLBACK, Algorithm, algorithm, forced_algorithms
 from .caches import CollectiveCaches, Expansions
 from .channels import segments
 from .nccl_tables import ALGOS, PROTOS, ll128_over_network
+from .ofi_tuner import pick
 from .p2p import P2P_ALGO, P2P_OPS, P2P_PROTO
 from .pattern import Collective
 from .shapes import Shapes
@@ -181,9 +183,23 @@ class Choice:
             cands = [(a, p) for a, p in avail if a == FALLBACK.name]
         if not cands:
             cands = [(FALLBACK.name, "Simple")]
-        best = self.least(cands, op, members, nbytes)
+        best = self.tuned(op, members, nbytes, cands) or self.least(cands, op, members, nbytes)
         self._choice[key] = self._chosen[direct] = best
         return best
+
+    def tuned(self, op: str, members: Sequence[int], nbytes: float, cands: Sequence[tuple[str, str]]
+              ) -> tuple[str, str] | None:
+        """The pair the network plugin's tuner sets for this call (:func:`~p2sim.collectives.ofi_tuner.pick`:
+        aws-ofi-nccl's region maps, ``[nccl] ofi_tuner``, which NCCL loads from the plugin from 2.21 on), where
+        it sets one among the ``cands`` NCCL can run; ``None``: NCCL's own model chooses."""
+        nccl = self.topo.spec.nccl
+        if nccl.ofi_tuner == "none" or not nccl.version_at_least(2, 21, 0):
+            return None
+        gpn = self.topo.gpus_per_node
+        per_node = Counter(m // gpn for m in set(members))
+        if len(set(per_node.values())) != 1:  # the maps are for the same GPUs on every node
+            return None
+        return pick(nccl.ofi_tuner, op, sum(per_node.values()), len(per_node), nbytes, set(cands))
 
     def least(self, cands: Sequence[tuple[str, str]], op: str, members: Sequence[int], nbytes: float
               ) -> tuple[str, str]:

@@ -34,7 +34,7 @@ from ..util.errors import TopologyError
 from .gpus import gpu_info
 from .ranges import MAX_BANDWIDTH_GBPS, MAX_LATENCY_US, MIN_BANDWIDTH_GBPS  # the links' ranges, one rule for all
 
-__all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "UNPACK_TRANSPORTS", "ASSUMED_TRANSPORTS", "TRANSPORT_ASSUMPTIONS", "REPORTING_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "OFI_PROTOCOLS", "NcclSettings", "ModelRates",
+__all__ = ["ARCHS", "TRANSPORTS", "IB_TRANSPORTS", "UNPACK_TRANSPORTS", "ASSUMED_TRANSPORTS", "TRANSPORT_ASSUMPTIONS", "REPORTING_TRANSPORTS", "MAX_QPS", "P2P_LEVELS", "OFI_PROTOCOLS", "OFI_TUNERS", "NcclSettings", "ModelRates",
            "parse_nccl", "parse_rates", "LATENCY_FIELDS", "SHARE_FIELDS", "MAX_BANDWIDTH_GBPS", "MIN_BANDWIDTH_GBPS", "MAX_LATENCY_US", "MAX_MEMORY_GIB"]
 
 # NCCL's tuning tables are indexed by these generations (src/graph/tuning.cc, compCapIndex)
@@ -77,6 +77,7 @@ ASSUMED_TRANSPORTS = tuple(TRANSPORT_ASSUMPTIONS)
 # aws-ofi-nccl's send/receive protocols (OFI_NCCL_PROTOCOL, nccl_ofi_param.h; SENDRECV its default,
 # platform-aws.cpp's default_protocol RDMA on p5/p5e, p5en and p6, SENDRECV on p4d/p4de)
 OFI_PROTOCOLS = ("SENDRECV", "RDMA")
+OFI_TUNERS = ("none", "p5")  # [nccl] ofi_tuner: the platforms whose tuner maps p2sim has (collectives/ofi_tuner.py)
 # NCCL_P2P_LEVEL's path types, nearest first (NCCL docs, "NCCL_P2P_LEVEL")
 P2P_LEVELS = ("NVL", "PIX", "PXB", "PHB", "SYS")
 
@@ -149,6 +150,9 @@ class NcclSettings:
     # rail carries: OFI_NCCL_MIN_STRIPE_SIZE, 128 KiB (nccl_ofi_param.h); a message goes whole to one rail up to it,
     # else over the most rails (a divisor of their count) that keep each stripe at least that (nccl_ofi_scheduler.cpp)
     ofi_rails: int = 1
+    # the tuner aws-ofi-nccl bundles (NCCL 2.21+ loads it from the net plugin): "p5", its region maps of p5/p5e
+    # (src/tuner/nccl_ofi_regions.cpp), choose from three nodes on; "none", NCCL's own model (OFI_TUNERS)
+    ofi_tuner: str = "none"
     ofi_min_stripe_size: int = 131072
     # [network] unpack: whether the network plugin's device is NCCL_NET_DEVICE_UNPACK, for which NCCL doubles a
     # multi-node communicator's channels below 16 (NCCL_UNPACK_DOUBLE_NCHANNELS, src/graph/connect.cc); parse_nccl
@@ -332,7 +336,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
                                  "collnet", "gdr_level", "protocols", "buffsize", "algorithms",
                                  "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
                                  "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol",
-                                 "ofi_rails", "ofi_min_stripe_size", "dynamic_chunksize", "version"})
+                                 "ofi_rails", "ofi_min_stripe_size", "ofi_tuner", "dynamic_chunksize", "version"})
     d = NcclSettings()
     hca = nccl.get("hca", [])
     if not isinstance(hca, list) or not all(isinstance(h, str) and h for h in hca):
@@ -405,6 +409,7 @@ def parse_nccl(nccl: Mapping[str, Any], network: Mapping[str, Any], gpu: Mapping
         ib_split_data_on_qps=split,
         ofi_protocol=_choice(src, "nccl.ofi_protocol", nccl.get("ofi_protocol", d.ofi_protocol), OFI_PROTOCOLS),
         ofi_rails=_count(src, "nccl.ofi_rails", nccl.get("ofi_rails", d.ofi_rails), 1, 64),
+        ofi_tuner=_choice(src, "nccl.ofi_tuner", nccl.get("ofi_tuner", d.ofi_tuner), OFI_TUNERS),
         ofi_min_stripe_size=_count(src, "nccl.ofi_min_stripe_size",
                                    nccl.get("ofi_min_stripe_size", d.ofi_min_stripe_size), 1, 2**30),
         version=check_version(src, "nccl.version", nccl.get("version", d.version)),

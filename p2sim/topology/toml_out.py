@@ -106,7 +106,7 @@ def spec_to_toml(spec: SystemSpec, comment: str = "") -> str:
     lines += ["", "[nccl]"]
     for key in ("channels_per_nic", "min_channels", "max_channels", "hca", "p2p_level", "gdr_level", "nvls",
                 "collnet", "protocols", "buffsize", "algorithms", "nvls_chunksize", "nvlstree_max_chunksize", "socket_streams",
-                "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol", "ofi_rails", "ofi_min_stripe_size",
+                "ib_qps_per_connection", "ib_split_data_on_qps", "ofi_protocol", "ofi_rails", "ofi_min_stripe_size", "ofi_tuner",
                 "dynamic_chunksize", "version"):
         if getattr(nc, key) != getattr(d, key):
             lines.append(f"{key} = {_value(getattr(nc, key))}")
