@@ -229,3 +229,14 @@ def test_the_search_names_the_dispatcher_and_tp_overlap_it_timed():
     assert "tensor-parallel overlap, dispatcher deepep" in search_text(r).splitlines()[0]
     with pytest.raises(InputError, match="^train: dispatcher: 'deepep' is a MoE layer's token dispatcher"):
         p2sim.plan(model="llama3-8b", system="dgx-h100", nodes=1, train="dispatcher=deepep")
+
+
+def test_tp_overlap_is_timed_only_where_megatron_allows_it():
+    """tp_overlap=on in a search's --train is a wish for the configurations with a tensor axis: one without (the
+    tiny model's tensor=1 ones) is timed, and says it ran, without --tp-comm-overlap (Megatron-LM refuses the
+    flag there: it needs sequence parallelism, off at tensor 1); the search's own training line keeps the wish."""
+    r = run_search(model=TINY, system="dgx-h100", nodes=1, train=TRAIN + ",tp_overlap=on", top=8)
+    assert r.training["tp_overlap"] is True
+    tensors = {x.step.axes["tensor"] for x in r.ranked}
+    assert 1 in tensors and len(tensors) > 1  # both kinds among the finished
+    assert all(x.step.training["tp_overlap"] is (x.step.axes["tensor"] > 1) for x in r.ranked)

@@ -250,7 +250,8 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
     with progress("preparing configurations", len(space)) as advance:
         for i, cfg in enumerate(space):
             for rc in recomputes:
-                prep = prepare_step(job, cfg.axes, cfg.training, replace(extra, recompute=rc))
+                own = extra.where_allowed(cfg.axes.get("tensor", 1), cfg.training.sequence_parallel)
+                prep = prepare_step(job, cfg.axes, cfg.training, replace(own, recompute=rc))
                 fits[(cfg.label, rc)] = prep.memory.total / GIB
                 if prep.fits:
                     prepared.append((prep.bound, len(prepared), cfg, rc, prep))
@@ -356,8 +357,9 @@ def _compared(job, spec_model, training, extra, text: str, fits, capacity) -> Ra
     cfg = Configuration(dict(sizes), t)
     fits = dict(fits)
     preps = {}
+    own = extra.where_allowed(sizes["tensor"], t.sequence_parallel)
     for r in RECOMPUTE:
-        preps[r] = prepare_step(job, sizes, t, replace(extra, recompute=r))
+        preps[r] = prepare_step(job, sizes, t, replace(own, recompute=r))
         fits[(cfg.label, r)] = preps[r].memory.total / GIB
     rc = next((r for r in choices if preps[r].fits), choices[-1])
     prep = preps[rc]

@@ -23,7 +23,7 @@ p2sim.util.errors.InputError: train: seq_length: 0 should be a positive integer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace, fields
 from typing import Any
 
 from ..util.errors import InputError
@@ -181,6 +181,16 @@ class StepSettings:
                              f"Megatron-LM's --tp-comm-overlap does; here tensor={tensor}, "
                              f"sp {'on' if sequence_parallel else 'off'}")
         return self
+
+    def where_allowed(self, tensor: int, sequence_parallel: bool) -> StepSettings:
+        """These settings as a configuration of a search runs them: ``tp_overlap`` only where Megatron-LM allows
+        it (:meth:`for_axes`), off elsewhere -- a search-wide wish, not a refusal of the configurations without
+        a tensor axis (their jobs then carry no ``--tp-comm-overlap``, which Megatron-LM would refuse).
+
+        >>> StepSettings(tp_overlap=True).where_allowed(1, False).tp_overlap, StepSettings(tp_overlap=True).where_allowed(8, True).tp_overlap
+        (False, True)
+        """
+        return replace(self, tp_overlap=False) if self.tp_overlap and (tensor < 2 or not sequence_parallel) else self
 
 
 def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
