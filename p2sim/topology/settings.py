@@ -54,7 +54,9 @@ TRANSPORT_ASSUMPTIONS = {
             "SENDRECV, the plugin's default, where a file does not say) a collective's first network step above "
             "8192 bytes waits one such step for the receiver's control message; on GPUs before Hopper a received "
             "Simple step waits one more for the plugin's GPUDirect flush, an RDMA read through the EFA device "
-            "(nccl_ofi_sendrecv.cpp)"),
+            "(nccl_ofi_sendrecv.cpp); a message rides ceil(size / 128 KiB) of the device's [nccl] ofi_rails rails "
+            "(nccl_ofi_scheduler.cpp; 1 where a file does not say); NCCL's own model chooses unless [nccl] ofi_tuner "
+            "names the plugin's region maps (p5, from three nodes)"),
     "cxi": ("a cxi network step takes NCCL's hwLat[NET] for its protocol (LL, LL128: eager sends matched by "
             "the Cassini NIC; no published figure) and a Simple step crosses its route three times (fi_cxi(7)'s "
             "offloaded rendezvous above 16384 + 2049 bytes); on GPUs before Hopper a received Simple step waits "
