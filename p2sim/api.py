@@ -55,7 +55,8 @@ from .studies.simulate import SimulateRequest, SimulateResult, run_simulate
 from .studies.size_sweep import SweepRequest, SweepResult, run_sweep
 from .studies.synth import PlacementsRequest, PlacementsResult, SynthRequest, SynthResult, run_placements, run_synth
 from .studies.whatif import WhatifRequest, WhatifResult, run_whatif
-from .studies.requests import Settings, topology_of
+from .studies.requests import DEFAULT_SETTINGS, Settings, topology_of
+from .collectives.choice import check_algo
 from .studies.topology_summary import TopologySummary, summarise
 from .topology import Topology, find_spec, system_paths
 from .topology.spec import SystemSpec
@@ -157,8 +158,10 @@ def plan(*, system: System = o.SYSTEM, nodes: Count | None = None, axes: Axes | 
                                  "the configuration search (--model without --axes) times every collective itself")
         # the search takes NCCL's own choice of every collective under Megatron-LM's rank orders: a forced
         # algorithm or protocol, or the synthesis' rules, would be silently ignored
+        given = Settings.of(**chosen).options()  # each value checked and normalised as a request's are
+        given["algo"] = check_algo(str(given["algo"]))
         for name in ("algo", "proto", "profile", "max_size", "order"):
-            if str(chosen[name]).strip().lower().lstrip("0") != str(o.DEFAULTS[name]).lower().lstrip("0"):
+            if given[name] != DEFAULT_SETTINGS.options()[name]:
                 raise InputError(f"{name.replace('_', '-')}: {chosen[name]!r} is for a plan of given --axes; the "
                                  "configuration search (--model without --axes) times NCCL's own choice of each "
                                  "collective")
