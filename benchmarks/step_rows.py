@@ -74,14 +74,21 @@ def predict(row: dict[str, str], params: EfficiencyParams = DEFAULT):
     """The row's prediction with the least recompute that fits, or the reason none does."""
     axes, train = configuration(row)
     last = None
-    for recompute in ("none", "selective", "full"):
+    # as the configuration search: no recompute, then activation offloading where it runs (no pipeline) and
+    # costs nothing (its copies hide under the compute), then selective and full recompute
+    rungs = ["recompute=none"] + (["offload=auto"] if axes["pipeline"] == 1 else []) + ["recompute=selective",
+                                                                                       "recompute=full"]
+    for rung in rungs:
         try:
-            return run_step(model=MODELS[row["model"]], system=SYSTEMS[row["system"]], gpus=int(row["gpus"]),
-                            axes=axes, train=f"{train},recompute={recompute}", params=params)
+            r = run_step(model=MODELS[row["model"]], system=SYSTEMS[row["system"]], gpus=int(row["gpus"]),
+                         axes=axes, train=f"{train},{rung}", params=params)
         except InputError as e:
             last = e
-            if "GiB per GPU" not in str(e):
+            if "GiB per GPU" not in str(e) and "host memory" not in str(e):
                 break
+            continue
+        if rung != "offload=auto" or r.offload_seconds == 0.0:
+            return r
     return str(last)
 
 
@@ -141,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{float(row['tokens_per_s_per_gpu']):10.0f} {r.tokens_per_s_per_gpu:10.0f} {ratio:6.3f} "
               f"{float(row['model_tflops_per_gpu']):8.0f} {r.model_tflops_per_gpu:8.0f} {r.memory_gib_per_gpu:6.1f}  "
               f"{r.compute_seconds:.3f} {r.bubble_seconds:.3f} [{comm}] {r.optimizer_seconds:.3f} "
-              f"recompute={r.training['recompute']}")
+              f"recompute={r.training['recompute']}"
+              + (f" offload={r.training['offload']}" if r.training.get("offload") else ""))
     if ratios:
         med, gsd = spread(ratios)
         print(f"\n{len(ratios)} of {len(rows)} rows: median m/p {med:.3f}, geometric spread {gsd:.3f} "

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from p2sim.studies.config_search import SearchCost, loses_because, run_search
+from p2sim.studies.config_search import SearchCost, _offloaded, loses_because, run_search
 from p2sim.studies.jobsize import Limits
 from p2sim.studies.step_time import RECOMPUTE, finish_step, prepare_step, step_job, step_settings
 from p2sim.util.errors import InputError
@@ -44,6 +44,8 @@ def _exhaustive(model, system, nodes, train):
         mine = []
         for rc in RECOMPUTE:
             prep = prepare_step(job, cfg.axes, cfg.training, replace(extra, recompute=rc))
+            if rc == "none" and not prep.fits:  # activation offloading first, where it fits at no cost
+                prep = _offloaded(job, cfg, extra) or prep
             if prep.fits:
                 mine.append((finish_step(prep).step_seconds, prep.bound, f"{cfg.label} recompute={rc}"))
         assert all(mine[0][0] <= m[0] for m in mine[1:]), mine  # more recompute never shortens the step
@@ -240,3 +242,15 @@ def test_tp_overlap_is_timed_only_where_megatron_allows_it():
     tensors = {x.step.axes["tensor"] for x in r.ranked}
     assert 1 in tensors and len(tensors) > 1  # both kinds among the finished
     assert all(x.step.training["tp_overlap"] is (x.step.axes["tensor"] > 1) for x in r.ranked)
+
+
+def test_the_search_offloads_activations_where_it_fits_and_costs_nothing():
+    """Llama 3 70B on one GB300 rack, FSDP, as Megatron-Bridge runs it (micro-batch 2, no pipeline): without recompute
+    it does not fit, and offloading the fewest layers that fit to Grace over NVLink-C2C hides under the compute, so
+    the search (here --compare) takes it before any recompute; offload in --train is the search's own to choose."""
+    r = run_search(model="llama3-70b", system="gb300-nvl72", nodes=1, top=1,
+                   train="seq=8192,global_batch=288,dtype=fp8,zero=fsdp,grad_dtype=bf16", compare="data=72,mbs=2")
+    c = r.compared
+    assert c.recompute == "none" and c.step.training["offload"] > 0 and c.step.offload_seconds == 0.0
+    with pytest.raises(InputError, match="the search offloads activations itself"):
+        run_search(model="llama3-70b", system="gb300-nvl72", nodes=1, train="seq=8192,offload=10")

@@ -344,3 +344,22 @@ def test_moe_plan_emits_its_dispatcher_and_fusions():
     assert {"--moe-token-dispatcher-type flex", "--moe-flex-dispatcher-backend deepep"} <= set(flex)
     assert "--moe-token-dispatcher-type alltoall" not in flex
     assert not any(a.startswith("--moe") for a in _args())
+
+
+def test_activation_offloading_is_passed_on_with_its_layers():
+    assert set(_args(extra=StepSettings(offload=40))) - set(_args()) == {"--cpu-offloading",
+                                                                          "--cpu-offloading-num-layers 40"}
+
+
+def test_plan_takes_offload_as_a_number_of_layers():
+    """plan --model --axes answers with a job to run: offload=auto (p2sim step's search for the fewest layers) is
+    refused there, a number passes on to the script."""
+    from p2sim.util.errors import InputError
+    with pytest.raises(InputError, match="offload: auto is p2sim step's"):
+        PlanRequest.build(system="gb200-nvl72", nodes=1, axes={"data": 72}, model="llama3-70b", workers=1,
+                          engine="analytic", train="seq=8192,micro_batch=2,global_batch=288,zero=fsdp,offload=auto")
+    result = run_step_plan(PlanRequest.build(system="gb200-nvl72", nodes=1, axes={"data": 72}, model="llama3-70b",
+                                             workers=1, engine="analytic",
+                                             train="seq=8192,micro_batch=2,global_batch=288,zero=fsdp,offload=40"))
+    assert "--cpu-offloading-num-layers 40" in _block(megatron_script(plan_mesh_choice(result, "megatron")),
+                                                      "TRAINING_ARGS")

@@ -61,3 +61,17 @@ def test_more_tensor_or_pipeline_never_needs_more_memory(t, p, mode):
                               data=2, sp=True, data_parallel=mode).total
     assert total(2 * t, p) <= total(t, p) if 2 * t <= 8 else True
     assert total(t, 2 * p) <= total(t, p) * 1.0001
+
+
+def test_offloading_n_layers_keeps_one_of_them_in_flight():
+    """Activation offloading: the first N layers' activations wait in host memory, less one in flight; every dense
+    layer of a model keeps the same bytes, so N offloaded layers free exactly N - 1 layers' activations."""
+    from p2sim.workload.memory import offloaded_bytes
+    m = load_model("llama3-8b")
+    kw = dict(seq_length=4096, micro_batch=1, micro_batches=4, data=8, data_parallel="fsdp")
+    layer = activation_bytes_per_layer(m, "dense", tokens=4096, tensor=1, sp=False)
+    base = memory_per_gpu(m, **kw)
+    for n in (1, 2, 10):
+        got = memory_per_gpu(m, **kw, offload=n)
+        assert base.activations - got.activations == pytest.approx((n - 1) * layer)
+        assert offloaded_bytes(m, range(n), tokens=4096, tensor=1, sp=False) == pytest.approx(n * layer)

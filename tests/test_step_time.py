@@ -145,3 +145,76 @@ def test_fsdp_says_what_contention_added_without_adding_it_twice():
     assert together.contended and together.contention_seconds["tensor"] > 0
     assert together.exposed_comm_seconds["tensor"] == pytest.approx(
         alone.exposed_comm_seconds["tensor"] + together.contention_seconds["tensor"], rel=1e-9)
+
+
+# ---- activation offloading (--train offload=N|auto): Megatron-Core's --cpu-offloading ----------------------------
+
+_OFFLOAD_JOB = dict(model="llama3-70b", gpus=64, axes={"data": 64})
+_OFFLOAD_TRAIN = "seq=8192,micro_batch=2,global_batch=256,dtype=fp8,zero=fsdp,grad_dtype=bf16"
+
+
+def test_offload_auto_is_the_fewest_layers_that_fit():
+    """Llama 3 70B on 64 GB200 (FSDP, micro-batch 2, as Megatron-Bridge's recipe): without recompute the activations
+    do not fit; offload=auto finds the fewest layers whose activations in host memory make it fit (one fewer does
+    not), and their copies over NVLink-C2C hide under the compute: the step is the no-recompute compute."""
+    r = run_step(system="gb200-nvl72", train=f"{_OFFLOAD_TRAIN},offload=auto", **_OFFLOAD_JOB)
+    n = r.training["offload"]
+    assert 0 < n < 80 and r.offload_seconds == 0.0 and r.memory_gib_per_gpu <= r.memory_capacity_gib
+    with pytest.raises(InputError, match="GiB per GPU"):
+        run_step(system="gb200-nvl72", train=f"{_OFFLOAD_TRAIN},offload={n - 1}", **_OFFLOAD_JOB)
+    full = run_step(system="gb200-nvl72", train=f"{_OFFLOAD_TRAIN},recompute=full", **_OFFLOAD_JOB)
+    assert r.step_seconds < full.step_seconds  # no forward recomputed
+
+
+def test_offload_over_pcie_waits_for_what_outlasts_the_compute():
+    """On DGX H100 a GPU's copies share a 48 GB/s host link two ways (24 GB/s each): 79 layers' activations take
+    longer than the forward and the backward they hide under, and the step's compute grows by exactly that wait."""
+    job = dict(model="llama3-70b", system="dgx-h100", nodes=8, axes={"data": 64})
+    train = "seq=8192,micro_batch=1,global_batch=128,dtype=fp8,zero=fsdp,grad_dtype=bf16"
+    off = run_step(train=f"{train},offload=79", **job)
+    assert off.offload_seconds > 0
+    # the same step without offloading (it does not fit; its compute is what the layers take alone)
+    from p2sim.studies.step_time import prepare_step, step_job
+    from p2sim.workload.train_text import step_settings
+    text, extra = step_settings(f"{train},offload=79")
+    from p2sim.studies.step_workload import training_for
+    training, _ = training_for("llama3-70b", text)
+    sj = step_job("llama3-70b", "dgx-h100", 8, None)
+    sizes = {"data": 64}
+    with_, without = (prepare_step(sj, sizes, training, extra),
+                      prepare_step(sj, sizes, training, type(extra)(fp8=True)))
+    assert with_.stage_compute[0] - without.stage_compute[0] == pytest.approx(with_.offload_exposed / 2)  # 2 mbs
+
+
+@pytest.mark.parametrize("axes,train,says", [
+    ({"pipeline": 2, "data": 32}, "offload=4", "no support for Pipeline parallelism"),
+    ({"data": 64}, "offload=4,recompute=selective", "does not work when activation recomputation"),
+    ({"data": 64}, "offload=80", "fewer than the model's 80 layers"),
+    ({"data": 64}, "offload=some", "should be a number of layers, auto or off")])
+def test_offload_is_refused_where_megatron_core_refuses_it(axes, train, says):
+    with pytest.raises(InputError, match=says):
+        run_step(model="llama3-70b", system="dgx-h100", nodes=8, axes=axes, train=f"seq=8192,global_batch=128,{train}")
+
+
+NO_HOST = """
+name = "no-host"
+levels = [{ name = "node", cardinality = "nodes" }, { name = "gpu", cardinality = 8 }]
+[classes]
+nvswitch = { bandwidth = 450.0 }
+[gpu]
+arch = "hopper"
+model = "H100-SXM5"
+memory_gib = 80
+[node]
+gpus = "gpu[0-7]"
+components = [{ name = "nvswitch", kind = "nvswitch" }]
+links = [{ class = "nvswitch", pairs = [["gpu[0-7]", "nvswitch"]] }]
+"""
+
+
+def test_offload_needs_a_way_to_host_memory(tmp_path):
+    # a system file that gives the GPUs no CPU or memory to reach: nowhere to offload to
+    f = tmp_path / "no-host.toml"
+    f.write_text(NO_HOST)
+    with pytest.raises(InputError, match="no path from a GPU to host memory"):
+        run_step(model="llama3-8b", system=str(f), nodes=1, axes={"data": 8}, train="seq=2048,global_batch=16,offload=2")

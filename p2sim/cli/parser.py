@@ -215,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--train", default=None, metavar="KEY=V,..",
                    help="seq, micro_batch, global_batch, dtype (bf16, fp16, fp8), grad_dtype, sp (on|off), vp "
                         "(virtual stages), recompute (none, selective, full), zero (0-3 or fsdp), tp_overlap (on|off; on needs sp=on), "
-                        "dispatcher (a MoE model's: alltoall, deepep, hybridep)")
+                        "dispatcher (a MoE model's: alltoall, deepep, hybridep), offload (layers whose activations go to "
+                        "host memory, or auto: the fewest that fit; no pipeline, no recompute)")
     _add_engine(p, "the collectives' simulation")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the text")
     p.set_defaults(func="studies:cmd_step")
@@ -373,7 +374,7 @@ def _add_model(p: argparse.ArgumentParser, what: str, refused: bool = False) -> 
                         "(bf16, fp16, fp8: FP8 GEMMs), grad_dtype, sp (sequence parallelism on|off), vp (virtual "
                         "stages), schedule (1f1b, interleaved), zero (0-3) or data_parallel (ddp, zero1-3, fsdp), "
                         "recompute (none, selective, full), tp_overlap (on|off; on needs sp=on), dispatcher (alltoall, deepep, "
-                        "hybridep); e.g. "
+                        "hybridep), offload (layers whose activations go to host memory; no pipeline); e.g. "
                         "seq=8192,micro_batch=1,global_batch=1024,zero=1,sp=on (default: a preset's published "
                         "seq and global batch, else seq=4096 and one micro-batch per data rank; bf16 weights, "
                         "fp32 gradients, ddp)")

@@ -17,7 +17,9 @@ _PARTS = ("compute", "bubble", "exposed tensor", "exposed context", "exposed exp
 
 def _row(place: str, r: Ranked) -> list[str]:
     parts = r.parts()
-    return ([place, r.configuration.label, r.recompute, r.order, format_seconds(r.step_seconds),
+    offload = r.step.training.get("offload", 0)
+    memory = r.recompute + (f", offload {offload}" if offload else "")  # activations in host memory (layers)
+    return ([place, r.configuration.label, memory, r.order, format_seconds(r.step_seconds),
              f"{r.step.tokens_per_s_per_gpu:,.0f}", f"{r.step.mfu * 100:.1f}", f"{r.step.memory_gib_per_gpu:.1f}"]
             + [format_seconds(parts[p]) for p in _PARTS])
 
@@ -36,6 +38,7 @@ def search_text(result: SearchResult) -> str:
     t = result.training
     lines = [f"{result.model} on {result.gpus:,} GPUs of {result.system}: seq {t['seq_length']}, global batch "
              f"{t['global_batch']}, {t['dtype']}, {t['data_parallel']}; recompute {'/'.join(t['recompute'])}"
+             + (" (activation offloading before recompute where it hides)" if "none" in t["recompute"] else "")
              + (", tensor-parallel overlap" if t.get("tp_overlap") else "")
              + (f", dispatcher {t['dispatcher']}" if t.get("dispatcher", "alltoall") != "alltoall" else ""),
              f"{result.considered:,} configurations: {result.cut_memory:,} do not fit the memory, "

@@ -32,7 +32,7 @@ precision (``--bf16``/``--fp16``, ``--grad-reduce-in-bf16``, ``--fp8-format hybr
 parallelism, virtual stages (``--num-virtual-stages-per-pipeline-rank``), the data-parallel mode with the
 overlap the step assumed (``--use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather``;
 Megatron-FSDP's ``--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params`` for ZeRO-3;
-``--use-torch-fsdp2``), recompute, ``--tp-comm-overlap``, a MoE model's grouped GEMM, fusions and token
+``--use-torch-fsdp2``), recompute, activation offloading, ``--tp-comm-overlap``, a MoE model's grouped GEMM, fusions and token
 dispatcher (``--moe-token-dispatcher-type``), and the pipeline stages' layers where they are
 uneven, as :func:`p2sim.workload.schedule.stage_split` lays them out (with virtual stages as
 ``--pipeline-model-parallel-layout``).
@@ -234,6 +234,8 @@ def megatron_training_args(t: TrainingAssumed, size: dict[str, int], dp: int) ->
     args += stages
     args += list(_DATA_PARALLEL[tr.data_parallel])
     args += list(_RECOMPUTE[extra.recompute])
+    if extra.offload:  # activation offloading (Megatron-Core's TransformerConfig.cpu_offloading_num_layers)
+        args += ["--cpu-offloading", f"--cpu-offloading-num-layers {extra.offload}"]
     if extra.tp_overlap:
         args.append("--tp-comm-overlap")
     if t.moe:

@@ -17,7 +17,10 @@ def step_text(r: StepResult) -> str:
              f"({r.micro_batches} micro-batches per data rank), {t['dtype']}, sp {'on' if t['sequence_parallel'] else 'off'}, "
              f"vp {t['virtual_stages']}, recompute {t['recompute']}, {t['data_parallel']}"
              + (", tp overlap" if t.get("tp_overlap") else "")
-             + (f", dispatcher {t['dispatcher']}" if t.get("dispatcher", "alltoall") != "alltoall" else ""),
+             + (f", dispatcher {t['dispatcher']}" if t.get("dispatcher", "alltoall") != "alltoall" else "")
+             + (f", {t['offload']} layers' activations offloaded to host memory"
+                + (f" ({format_seconds(r.offload_seconds)} of the compute waits for them)" if r.offload_seconds else "")
+                if t.get("offload") else ""),
              "",
              f"step                 {format_seconds(r.step_seconds)}",
              f"tokens/s per GPU     {r.tokens_per_s_per_gpu:,.0f}",

@@ -232,6 +232,9 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
     spec_model = load_model(model)
     text, extra = step_settings(train)
     extra = extra.for_model(spec_model.name, spec_model.is_moe)
+    if extra.offload:
+        raise InputError("train: offload: the search offloads activations itself, where a configuration without "
+                         "pipeline parallelism needs it to fit and its copies hide under the compute; leave it out")
     training, _ = training_for(model, text)  # a preset's published sequence and batch where not given
     recomputes = (extra.recompute,) if "recompute" in (train or "") else RECOMPUTE
     job = step_job(spec_model, system, nodes, gpus, engine=engine)
@@ -253,6 +256,8 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
                 own = extra.where_allowed(cfg.axes.get("tensor", 1), cfg.training.sequence_parallel)
                 prep = prepare_step(job, cfg.axes, cfg.training, replace(own, recompute=rc))
                 fits[(cfg.label, rc)] = prep.memory.total / GIB
+                if not prep.fits and rc == "none":
+                    prep = _offloaded(job, cfg, own) or prep
                 if prep.fits:
                     prepared.append((prep.bound, len(prepared), cfg, rc, prep))
                     # more recompute of the same configuration only adds compute: the lightest that fits wins
@@ -308,6 +313,16 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
                         compared, place)
 
 
+def _offloaded(job, cfg: Configuration, extra) -> PreparedStep | None:
+    """The configuration with the fewest layers' activations offloaded to host memory that fit, where Megatron-Core
+    runs it (no pipeline) and its copies hide under the compute: then it costs nothing, so it is lighter than any
+    recompute (``None`` otherwise: the recompute rungs follow)."""
+    if cfg.axes.get("pipeline", 1) > 1 or job.host_rate <= 0:
+        return None
+    prep = prepare_step(job, cfg.axes, cfg.training, replace(extra, recompute="none", offload="auto"))
+    return prep if prep.fits and prep.offload_exposed == 0.0 else None
+
+
 def _placed(prep: PreparedStep, limit: float = math.inf) -> tuple[StepResult, str]:
     """The configuration's step under the faster of Megatron-LM's rank orders, and that order (ties: the default);
     ``limit``: :func:`finish_step`'s ``contention_limit``."""
@@ -361,6 +376,8 @@ def _compared(job, spec_model, training, extra, text: str, fits, capacity) -> Ra
     for r in RECOMPUTE:
         preps[r] = prepare_step(job, sizes, t, replace(own, recompute=r))
         fits[(cfg.label, r)] = preps[r].memory.total / GIB
+    if "none" in choices and not preps["none"].fits:  # offloading first, where it fits and costs nothing
+        preps["none"] = _offloaded(job, cfg, own) or preps["none"]
     rc = next((r for r in choices if preps[r].fits), choices[-1])
     prep = preps[rc]
     if not prep.fits:

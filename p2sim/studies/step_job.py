@@ -15,6 +15,7 @@ from typing import Any
 
 from ..topology import Topology, find_spec, load_system
 from ..topology.gpus import gpu_compute
+from ..topology.host_memory import host_memory_rate
 from ..util.errors import InputError
 from ..workload import load_model
 from ..workload.model_spec import ModelSpec
@@ -72,6 +73,7 @@ class StepJob:
     timer: OpTimer
     engine: str = "des"
     layers: dict[tuple[Any, ...], tuple[float, float, float, float]] = field(default_factory=dict, compare=False)
+    host_rate: float = 0.0  # bytes/s each GPU moves to host memory while all do (activation offloading's)
 
 
 def _timer(topo: Topology, params: EfficiencyParams) -> OpTimer:
@@ -105,6 +107,7 @@ def step_job(model: Any, system: Any, nodes: int | None, gpus: int | None, param
     else:
         topo = load_system(spec, count)
     hierarchy, used = job_hierarchy(topo.hierarchy, gpus, per_node)
-    return StepJob(spec_model, topo, gpus, nodes, hierarchy, used, per_node, _timer(topo, params), engine)
+    return StepJob(spec_model, topo, gpus, nodes, hierarchy, used, per_node, _timer(topo, params), engine,
+                   host_rate=host_memory_rate(topo))
 
 

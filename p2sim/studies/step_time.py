@@ -36,7 +36,7 @@ from typing import Any
 from ..util.errors import InputError
 from ..workload import load_model, step_collectives
 from ..workload.compute import BACKWARD_ATTENTION, BACKWARD_MATMUL, head_ops, layer_kinds, layer_ops, model_flops
-from ..workload.memory import GIB, MemoryUse, check_fits, memory_per_gpu
+from ..workload.memory import GIB, MemoryUse, check_fits, memory_per_gpu, offloaded_bytes
 from ..workload.op_time import DEFAULT, EfficiencyParams, OpTimer
 from ..workload.schedule import bubble_seconds, chunk_layers
 from ..workload.step import StepCollective
@@ -79,6 +79,7 @@ class StepResult:
     # what the exposed communication grew by where axes ran at the same time on shared links (step_contention)
     contention_seconds: dict[str, float] = field(default_factory=dict)
     contended: bool = True  # False: above finish_step's contention_limit, the contention not simulated
+    offload_seconds: float = 0.0  # of the compute: the step's wait for offloaded activations (their copies' excess)
 
     @property
     def memory_gib_per_gpu(self) -> float:
@@ -95,7 +96,7 @@ class StepResult:
                 "compute_seconds": self.compute_seconds, "bubble_seconds": self.bubble_seconds,
                 "optimizer_seconds": self.optimizer_seconds,
                 "exposed_comm_seconds": dict(self.exposed_comm_seconds), "comm_seconds": dict(self.comm_seconds),
-                "contention_seconds": dict(self.contention_seconds)}
+                "contention_seconds": dict(self.contention_seconds), "offload_seconds": self.offload_seconds}
 
 
 def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[float, float, float, float]:
@@ -130,6 +131,26 @@ def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[floa
     return fwd, bwd, attention, matmul
 
 
+def _least_offload(memory: Any, layers: int, capacity_gib: float | None) -> int:
+    """The fewest layers whose activations go to host memory for the step to fit (0 if it fits as it is; the most
+    Megatron-Core allows, ``layers - 1``, if nothing fits: the memory check then says by how much)."""
+    if capacity_gib is None or memory(0).total <= capacity_gib * GIB:
+        return 0
+    return next((n for n in range(1, layers) if memory(n).total <= capacity_gib * GIB), layers - 1)
+
+
+def _offload_exposed(job: StepJob, model: Any, offload: int, tokens: int, tensor: int, sp: bool, expert: int,
+                     fp8: bool, layers: Sequence[tuple[float, float, float, float]]) -> float:
+    """Seconds a micro-batch waits for its offloaded activations: they go to host memory at the GPU's share of the
+    host link (:func:`~p2sim.topology.host_memory.host_memory_rate`) while the forward runs on, and come back while
+    the backward does (TransformerEngine's CPU offload copies on a side stream and prefetches the next layer's);
+    only what outlasts the forward, or the backward, of the layers is exposed."""
+    moved = offloaded_bytes(model, range(offload), tokens=tokens, tensor=tensor, sp=sp, expert=expert, fp8=fp8)
+    copy = moved / job.host_rate
+    forward, backward = sum(lf for lf, _, _, _ in layers), sum(lb for _, lb, _, _ in layers)
+    return max(0.0, copy - forward) + max(0.0, copy - backward)
+
+
 _axis_of = axis_of  # the axis a collective's time is charged to (step_contention's)
 
 
@@ -149,6 +170,7 @@ class PreparedStep:
     stage_matmul: tuple[float, ...]
     stage_layers: tuple[int, ...]
     optimizer: float
+    offload_exposed: float = 0.0  # seconds a step waits for offloaded activations (in stage_compute already)
 
     @property
     def fits(self) -> bool:
@@ -206,11 +228,22 @@ def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec,
     t, c, p, d, e = (sizes[a] for a in AXES)
     v = training.virtual_stages
     m = f.micro_batches
-    mem = memory_per_gpu(spec_model, seq_length=training.seq_length, micro_batch=training.micro_batch,
-                         micro_batches=m, tensor=t, context=c, pipeline=p, data=d, expert=e, virtual=v,
-                         sp=training.sequence_parallel, recompute=extra.recompute,
-                         data_parallel=training.data_parallel,
-                         grad_bytes=training.grad_bytes, fp8=extra.fp8)
+    extra = extra.for_offload(p, spec_model.num_layers)
+
+    def memory(offload: int) -> MemoryUse:
+        return memory_per_gpu(spec_model, seq_length=training.seq_length, micro_batch=training.micro_batch,
+                              micro_batches=m, tensor=t, context=c, pipeline=p, data=d, expert=e, virtual=v,
+                              sp=training.sequence_parallel, recompute=extra.recompute,
+                              data_parallel=training.data_parallel,
+                              grad_bytes=training.grad_bytes, fp8=extra.fp8, offload=offload)
+
+    if extra.offload == "auto":
+        extra = replace(extra, offload=_least_offload(memory, spec_model.num_layers,
+                                                      job.topo.spec.nccl.memory_gib))
+    if extra.offload and job.host_rate <= 0:
+        raise InputError(f"train: offload: {job.topo.spec.name} gives no path from a GPU to host memory "
+                         "(a [node] CPU or memory the GPUs reach over PCIe or NVLink-C2C)")
+    mem = memory(int(extra.offload))
     # ------------------------------------------------------------------ compute per stage, per micro-batch
     kinds = layer_kinds(spec_model)
     tokens = f.tokens
@@ -251,6 +284,10 @@ def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec,
                 count += 1
         if r == p - 1:
             total += head + mtp
+        if extra.offload:  # p = 1: the one stage's copies to host memory and back, where they outlast compute
+            exposed = _offload_exposed(job, spec_model, extra.offload, tokens, t, training.sequence_parallel, e,
+                                       extra.fp8, [layer(i) for i in range(sizes_c[0])])
+            total += exposed  # per micro-batch, as the stage's compute
         stage_compute.append(total)
         stage_attention.append(attention)
         stage_matmul.append(matmuls)
@@ -259,7 +296,7 @@ def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec,
     # variance and gradient read, the three written back and the BF16 weight (30 bytes a parameter)
     optimizer = 30.0 * (mem.optimizer / 12.0) / (timer.hbm_tb_per_s * 1e12 * timer.params.memory)
     return PreparedStep(job, sizes, training, extra, m, mem, tuple(stage_compute), tuple(stage_attention),
-                        tuple(stage_matmul), tuple(stage_layers), optimizer)
+                        tuple(stage_matmul), tuple(stage_layers), optimizer, m * exposed if extra.offload else 0.0)
 
 
 def finish_step(prep: PreparedStep, matrix: Any = None, contention_limit: float = math.inf) -> StepResult:
@@ -389,7 +426,7 @@ def _assemble(prep: PreparedStep, seconds: Mapping[StepCollective, float], slow:
                 "global_batch": m * training.micro_batch * d * e, "dtype": "fp8" if extra.fp8 else training.param_dtype,
                 "grad_dtype": training.grad_dtype, "sequence_parallel": training.sequence_parallel,
                 "virtual_stages": v, "recompute": extra.recompute, "data_parallel": training.data_parallel,
-                "tp_overlap": extra.tp_overlap, "dispatcher": extra.dispatcher}
+                "tp_overlap": extra.tp_overlap, "dispatcher": extra.dispatcher, "offload": extra.offload}
     return StepResult(spec_model.name, topo.spec.name, gpus, {a: sizes[a] for a in AXES}, m, step, compute, bubble,
                       optimizer, exposed, comm, tokens_step / step / gpus, tflops, tflops / peak, peak, mem, capacity,
-                      settings, contention)
+                      settings, contention, offload_seconds=prep.offload_exposed)

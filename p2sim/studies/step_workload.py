@@ -187,6 +187,10 @@ def step_workload(model: Any, train: Any, names: Sequence[str], sizes: Sequence[
     index = workload_axes(names)
     axis_sizes = {a: int(sizes[i]) for a, i in index.items()}
     extra = extra.for_axes(axis_sizes.get("tensor", 1), training.sequence_parallel)
+    extra = extra.for_offload(axis_sizes.get("pipeline", 1), spec.num_layers)
+    if extra.offload == "auto":  # the placements' answer names its layers (and --emit megatron passes them on)
+        raise InputError("train: offload: auto is p2sim step's (it finds the fewest layers that fit); here give the "
+                         "number of layers, as Megatron-LM's --cpu-offloading-num-layers takes it")
     try:
         collectives = step_collectives(spec, training, axis_sizes)
     except InputError as e:  # the fit's rules name the settings as --train does

@@ -27,6 +27,8 @@ Modules
     The GPUs p2sim knows, by the names ``nvidia-smi`` gives them: generation, compute capability, memory, NVLink.
 :mod:`.graph`
     Topologies as networkx graphs, with NCCL's transport choice for GPU-to-GPU routes.
+:mod:`.host_memory`
+    How fast a node's GPUs reach their host's memory all at once: what activation offloading moves over.
 :mod:`.nccl_env`
     NCCL's environment variables as p2sim's ``[nccl]`` settings: what a published job set, predicted as it ran.
 :mod:`.paths`

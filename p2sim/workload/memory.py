@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..util.errors import InputError
@@ -39,7 +40,7 @@ from .compute import layer_kinds
 from .model_spec import ModelSpec
 from .schedule import chunk_layers
 
-__all__ = ["MemoryUse", "activation_bytes_per_layer", "memory_per_gpu", "in_flight", "RESERVED", "GIB",
+__all__ = ["MemoryUse", "activation_bytes_per_layer", "offloaded_bytes", "memory_per_gpu", "in_flight", "RESERVED", "GIB",
            "check_fits", "held_micro_batches"]
 
 GIB = 2**30
@@ -109,6 +110,15 @@ def activation_bytes_per_layer(model: ModelSpec, kind: str, *, tokens: int, tens
     return 2.0 * tokens * (attention + mlp)
 
 
+def offloaded_bytes(model: ModelSpec, layers: Iterable[int], *, tokens: int, tensor: int, sp: bool, expert: int = 1,
+                    fp8: bool = False) -> float:
+    """Bytes of saved activations the ``layers`` (their indices) send to host memory for one micro-batch and fetch
+    back for its backward (activation offloading keeps no recompute: each layer's whole saved set)."""
+    kinds = layer_kinds(model)
+    return sum(activation_bytes_per_layer(model, kinds[i], tokens=tokens, tensor=tensor, sp=sp, expert=expert,
+                                          fp8=fp8) for i in layers)
+
+
 def in_flight(pipeline: int, micro_batches: int, virtual: int = 1) -> float:
     """Micro-batches whose activations the first stage holds at once: ``p`` (1F1B), ``p + (p - 1) / v``
     (interleaved), at most ``m``.
@@ -161,10 +171,12 @@ def _stage_params(model: ModelSpec, pipeline: int, virtual: int, stage: int) -> 
 def memory_per_gpu(model: ModelSpec, *, seq_length: int, micro_batch: int, micro_batches: int, tensor: int = 1,
                    context: int = 1, pipeline: int = 1, data: int = 1, expert: int = 1, virtual: int = 1,
                    sp: bool = False, recompute: str = "none", data_parallel: str = "zero1",
-                   grad_bytes: int = 4, fp8: bool = False) -> MemoryUse:
+                   grad_bytes: int = 4, fp8: bool = False, offload: int = 0) -> MemoryUse:
     """The step's memory on the GPU that holds the most (first or last stage).
 
-    ``data_parallel``: ddp, zero1 (Megatron-LM's distributed optimizer), zero2, zero3 or fsdp.
+    ``data_parallel``: ddp, zero1 (Megatron-LM's distributed optimizer), zero2, zero3 or fsdp.  ``offload``: the
+    first layers of each stage whose saved activations wait in host memory instead (activation offloading,
+    :func:`offloaded_bytes`), less one of them: the layer whose copy is in flight.
     """
     if recompute not in ("none", "selective", "full"):
         raise InputError(f"train: recompute: {recompute!r} should be none, selective or full")
@@ -192,6 +204,10 @@ def memory_per_gpu(model: ModelSpec, *, seq_length: int, micro_batch: int, micro
             for layer in range(starts[c], starts[c] + sizes[c]):
                 per_mb += activation_bytes_per_layer(model, kinds[layer], tokens=tokens, tensor=tensor, sp=sp,
                                                      recompute=recompute, expert=expert, fp8=fp8)
+        if offload:
+            gone = offloaded_bytes(model, range(starts[stage], starts[stage] + min(offload, sizes[stage])),
+                                   tokens=tokens, tensor=tensor, sp=sp, expert=expert, fp8=fp8)
+            per_mb -= gone * (1 - 1 / min(offload, sizes[stage]))
         activations = per_mb * held_micro_batches(pipeline, micro_batches, virtual, stage)
         logits = 0.0
         if stage == pipeline - 1:

@@ -150,6 +150,10 @@ class StepSettings:
     recompute: str = "none"
     tp_overlap: bool = False  # Megatron-LM's --tp-comm-overlap (TransformerEngine's userbuffers)
     dispatcher: str = "alltoall"  # a MoE layer's token dispatcher (DISPATCHERS)
+    # activation offloading: the transformer layers whose saved activations go to host memory during the forward
+    # and come back for the backward (Megatron-Core's --cpu-offloading --cpu-offloading-num-layers N,
+    # TransformerEngine's CPU offload); "auto": the fewest that fit the GPU's memory (0 where nothing needs to go)
+    offload: int | str = 0
 
     def for_model(self, name: str, is_moe: bool) -> StepSettings:
         """These settings, checked against the model they time: a dispatcher is a MoE layer's, refused for a
@@ -182,6 +186,31 @@ class StepSettings:
                              f"sp {'on' if sequence_parallel else 'off'}")
         return self
 
+    def for_offload(self, pipeline: int, layers: int) -> StepSettings:
+        """These settings, checked as Megatron-Core checks activation offloading (transformer_config.py): no
+        pipeline parallelism ("Currently there is no support for Pipeline parallelism with CPU offloading"), no
+        recompute with it ("CPU offloading does not work when activation recomputation is enabled"), and fewer
+        layers than the model has ("CPU offloading can be done only for layers less than num_layers").
+
+        >>> StepSettings(offload=8).for_offload(2, 80)
+        Traceback (most recent call last):
+        ...
+        p2sim.util.errors.InputError: train: offload: activation offloading runs without pipeline parallelism (Megatron-Core: "no support for Pipeline parallelism with CPU offloading"); here pipeline=2
+        """
+        if not self.offload:
+            return self
+        if pipeline > 1:
+            raise InputError("train: offload: activation offloading runs without pipeline parallelism (Megatron-Core: "
+                             f"\"no support for Pipeline parallelism with CPU offloading\"); here pipeline={pipeline}")
+        if self.recompute != "none":
+            raise InputError(f"train: offload: activation offloading runs without recompute (Megatron-Core: \"CPU "
+                             f"offloading does not work when activation recomputation is enabled\"); here "
+                             f"recompute={self.recompute}")
+        if self.offload != "auto" and self.offload >= layers:
+            raise InputError(f"train: offload: {self.offload} layers: Megatron-Core offloads fewer than the model's "
+                             f"{layers} layers")
+        return self
+
     def where_allowed(self, tensor: int, sequence_parallel: bool) -> StepSettings:
         """These settings as a configuration of a search runs them: ``tp_overlap`` only where Megatron-LM allows
         it (:meth:`for_axes`), off elsewhere -- a search-wide wish, not a refusal of the configurations without
@@ -200,9 +229,9 @@ def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
     Examples
     --------
     >>> step_settings("seq=4096,dtype=fp8,recompute=selective,zero=fsdp")
-    ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective', tp_overlap=False, dispatcher='alltoall'))
+    ('seq=4096,dtype=bf16,data_parallel=fsdp', StepSettings(fp8=True, recompute='selective', tp_overlap=False, dispatcher='alltoall', offload=0))
     """
-    kept, fp8, recompute, overlap, dispatcher = [], False, "none", False, "alltoall"
+    kept, fp8, recompute, overlap, dispatcher, offload = [], False, "none", False, "alltoall", 0
     seen: dict[str, str] = {}
     for part in (p.strip() for p in (text or "").split(",")):
         if not part:
@@ -226,6 +255,8 @@ def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
             if v not in _ON:  # the words sp takes (and the API's True/False, written as true/false)
                 raise InputError(f"train: tp_overlap: {value!r} should be on or off")
             overlap = _ON[v]
+        elif k == "offload":
+            offload = _offload(value)
         elif k == "dispatcher":
             if v not in DISPATCHERS:
                 raise InputError(f"train: dispatcher: {value!r} should be one of {', '.join(DISPATCHERS)}")
@@ -235,10 +266,22 @@ def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
     # only the step's own keys: the training settings' defaults; nothing at all ('', ' , ') is refused where it is read
     given = text is not None and any(p.strip() for p in text.split(","))
     rest = ",".join(kept) if kept else (None if given or text is None else text)
-    return rest, StepSettings(fp8, recompute, overlap, dispatcher)
+    return rest, StepSettings(fp8, recompute, overlap, dispatcher, offload)
 
 
-_STEP_KEYS = ("recompute", "tp_overlap", "dispatcher")
+def _offload(value: str) -> int | str:
+    """``offload=``'s value: a count of layers, ``auto`` or ``off``."""
+    v = value.strip().lower()
+    if v == "auto":
+        return "auto"
+    if v in ("off", "none"):
+        return 0
+    if not v.isdigit():
+        raise InputError(f"train: offload: {value!r} should be a number of layers, auto or off")
+    return int(v)
+
+
+_STEP_KEYS = ("recompute", "tp_overlap", "dispatcher", "offload")
 
 
 def split_step_settings(value: str | Mapping[str, Any] | TrainingSpec | None
@@ -253,7 +296,7 @@ def split_step_settings(value: str | Mapping[str, Any] | TrainingSpec | None
     >>> split_step_settings({"seq": 4096, "recompute": "full"})[1].recompute
     'full'
     >>> split_step_settings("seq=4096,dispatcher=hybridep")
-    ('seq=4096', StepSettings(fp8=False, recompute='none', tp_overlap=False, dispatcher='hybridep'))
+    ('seq=4096', StepSettings(fp8=False, recompute='none', tp_overlap=False, dispatcher='hybridep', offload=0))
     """
     if value is None or isinstance(value, TrainingSpec):
         return value, StepSettings()
