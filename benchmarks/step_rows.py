@@ -36,6 +36,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from p2sim.workload import load_model
+from p2sim.workload.recompute import ladder
 from p2sim.studies.step_time import run_step
 from p2sim.util.errors import InputError
 from p2sim.workload.op_time import BOUNDS, DEFAULT, EfficiencyParams
@@ -75,9 +77,10 @@ def predict(row: dict[str, str], params: EfficiencyParams = DEFAULT):
     axes, train = configuration(row)
     last = None
     # as the configuration search: no recompute, then activation offloading where it runs (no pipeline) and
-    # costs nothing (its copies hide under the compute), then selective and full recompute
-    rungs = ["recompute=none"] + (["offload=auto"] if axes["pipeline"] == 1 else []) + ["recompute=selective",
-                                                                                       "recompute=full"]
+    # costs nothing (its copies hide under the compute), then the model's recompute ladder (recompute.ladder)
+    steps = ladder(load_model(MODELS[row["model"]]))
+    rungs = ["recompute=none"] + (["offload=auto"] if axes["pipeline"] == 1 else []) + [
+        f"recompute={rc}" for rc in steps[1:]]
     for rung in rungs:
         try:
             r = run_step(model=MODELS[row["model"]], system=SYSTEMS[row["system"]], gpus=int(row["gpus"]),

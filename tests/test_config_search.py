@@ -14,6 +14,7 @@ from p2sim.studies.step_time import RECOMPUTE, finish_step, prepare_step, step_j
 from p2sim.util.errors import InputError
 from p2sim.workload.configurations import candidates
 from p2sim.workload.model_spec import ModelSpec
+from p2sim.workload.recompute import ladder
 from p2sim.workload.train_text import training_of
 
 # a model small enough that every GPU holds it whole: nothing to gain by splitting it
@@ -42,7 +43,7 @@ def _exhaustive(model, system, nodes, train):
     out = []
     for cfg in candidates(job.model, job.gpus, training, tensor_limit=job.used):
         mine = []
-        for rc in RECOMPUTE:
+        for rc in ladder(job.model):
             prep = prepare_step(job, cfg.axes, cfg.training, replace(extra, recompute=rc))
             if rc == "none" and not prep.fits:  # activation offloading first, where it fits at no cost
                 prep = _offloaded(job, cfg, extra) or prep

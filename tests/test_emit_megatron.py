@@ -363,3 +363,9 @@ def test_plan_takes_offload_as_a_number_of_layers():
                                              train="seq=8192,micro_batch=2,global_batch=288,zero=fsdp,offload=40"))
     assert "--cpu-offloading-num-layers 40" in _block(megatron_script(plan_mesh_choice(result, "megatron")),
                                                       "TRAINING_ARGS")
+
+
+def test_selective_modules_are_passed_on_by_name():
+    assert set(_args(extra=StepSettings(recompute="layernorm+moe_act"))) - set(_args()) == {
+        "--recompute-granularity selective", "--recompute-modules layernorm moe_act"}
+    assert set(_args(extra=StepSettings(recompute="selective"))) - set(_args()) == {"--recompute-granularity selective"}

@@ -40,7 +40,7 @@ def test_uneven_stages_of_the_published_runs_are_accepted():
 
 def test_settings_and_hierarchies():
     assert step_settings("recompute=full,tp_overlap=on")[1].recompute == "full"
-    with pytest.raises(InputError, match="train: recompute: 'some' should be one of none, selective, full"):
+    with pytest.raises(InputError, match="train: recompute: 'some' should be none, selective, full or modules joined by [+]"):
         step_settings("recompute=some")
     assert job_hierarchy((4, 18, 4), 256, 72) == ((4, 16, 4), 64)
     with pytest.raises(InputError, match="axes: .* = 4 GPUs, but the job has 8"):

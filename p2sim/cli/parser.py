@@ -214,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "Megatron-LM's data-parallel size over expert), e.g. tensor=4,pipeline=8,data=2")
     p.add_argument("--train", default=None, metavar="KEY=V,..",
                    help="seq, micro_batch, global_batch, dtype (bf16, fp16, fp8), grad_dtype, sp (on|off), vp "
-                        "(virtual stages), recompute (none, selective, full), zero (0-3 or fsdp), tp_overlap (on|off; on needs sp=on), "
+                        "(virtual stages), recompute (none, selective, full, or modules core_attn+layernorm+moe_act+mla_up_proj), zero (0-3 or fsdp), tp_overlap (on|off; on needs sp=on), "
                         "dispatcher (a MoE model's: alltoall, deepep, hybridep), offload (layers whose activations go to "
                         "host memory, or auto: the fewest that fit; no pipeline, no recompute)")
     _add_engine(p, "the collectives' simulation")
@@ -373,7 +373,7 @@ def _add_model(p: argparse.ArgumentParser, what: str, refused: bool = False) -> 
                    help="the step's training settings with --model: seq, micro_batch, global_batch, dtype "
                         "(bf16, fp16, fp8: FP8 GEMMs), grad_dtype, sp (sequence parallelism on|off), vp (virtual "
                         "stages), schedule (1f1b, interleaved), zero (0-3) or data_parallel (ddp, zero1-3, fsdp), "
-                        "recompute (none, selective, full), tp_overlap (on|off; on needs sp=on), dispatcher (alltoall, deepep, "
+                        "recompute (none, selective, full, or modules joined by +), tp_overlap (on|off; on needs sp=on), dispatcher (alltoall, deepep, "
                         "hybridep), offload (layers whose activations go to host memory; no pipeline); e.g. "
                         "seq=8192,micro_batch=1,global_batch=1024,zero=1,sp=on (default: a preset's published "
                         "seq and global batch, else seq=4096 and one micro-batch per data rank; bf16 weights, "

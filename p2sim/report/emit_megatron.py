@@ -82,8 +82,9 @@ _DATA_PARALLEL = {
               "--overlap-param-gather"),
     "fsdp": ("--use-torch-fsdp2", "--no-gradient-accumulation-fusion"),
 }
-# recompute as p2sim's step times it (p2sim.studies.step_time: selective recomputes attention, full the whole
-# layer): --recompute-granularity, --recompute-method, --recompute-num-layers (arguments.py, _add_training_args)
+# recompute as p2sim's step times it (p2sim.workload.recompute: selective recomputes attention, its modules what
+# they name, full the whole layer): --recompute-granularity, --recompute-method, --recompute-num-layers,
+# --recompute-modules (arguments.py, _add_training_args)
 _RECOMPUTE = {"none": (), "selective": ("--recompute-granularity selective",),
               "full": ("--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1")}
 # a MoE model's layer as p2sim's step times it (p2sim.workload.compute: the experts as one grouped GEMM, the
@@ -233,7 +234,10 @@ def megatron_training_args(t: TrainingAssumed, size: dict[str, int], dp: int) ->
         args.append(f"--num-virtual-stages-per-pipeline-rank {tr.virtual_stages}")
     args += stages
     args += list(_DATA_PARALLEL[tr.data_parallel])
-    args += list(_RECOMPUTE[extra.recompute])
+    if extra.recompute in _RECOMPUTE:
+        args += list(_RECOMPUTE[extra.recompute])
+    else:  # selective modules (p2sim.workload.recompute): TransformerConfig.recompute_modules
+        args += ["--recompute-granularity selective", f"--recompute-modules {' '.join(extra.recompute.split('+'))}"]
     if extra.offload:  # activation offloading (Megatron-Core's TransformerConfig.cpu_offloading_num_layers)
         args += ["--cpu-offloading", f"--cpu-offloading-num-layers {extra.offload}"]
     if extra.tp_overlap:

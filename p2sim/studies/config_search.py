@@ -3,8 +3,8 @@
 It answers ``plan --model`` without ``--axes``.
 
 The space is :func:`p2sim.workload.configurations.candidates` (tensor within the system's NVLink domain,
-context, pipeline, expert, data, virtual stages, micro-batch) times the recompute choices (none, selective,
-full).  Each configuration is first *prepared* (:func:`~p2sim.studies.step_time.prepare_step`: memory per
+context, pipeline, expert, data, virtual stages, micro-batch) times the model's recompute choices
+(:func:`~p2sim.workload.recompute.ladder`: none, the cheap selective modules, MLA's up projections, full; activation offloading before any recompute where it fits at no cost).  Each configuration is first *prepared* (:func:`~p2sim.studies.step_time.prepare_step`: memory per
 GPU and each stage's compute, no collective): one that does not fit the GPU's memory is cut, with its
 figure.  Its step's lower bound, the slowest stage's compute over the micro-batches plus the bubble of the
 stages' compute plus the optimizer (:attr:`~p2sim.studies.step_time.PreparedStep.bound`), needs no
@@ -41,11 +41,12 @@ from ..util.log import announce, progress
 from ..workload import load_model
 from ..workload.configurations import Configuration, candidates
 from ..workload.memory import GIB
+from ..workload.recompute import ladder
 from ..workload.train_text import given_fields, training_of
 from ..workload.training import AXES
 from .jobsize import Limits, _duration, plural
 from .step_workload import training_for
-from .step_time import (RECOMPUTE, PreparedStep, StepResult, default_placement_rows, finish_step, order_rows,
+from .step_time import (PreparedStep, StepResult, default_placement_rows, finish_step, order_rows,
                         prepare_step, step_job, step_settings)
 
 __all__ = ["SearchResult", "SearchCost", "Ranked", "run_search", "search_cost", "loses_because", "DEFAULT_TOP"]
@@ -236,7 +237,7 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
         raise InputError("train: offload: the search offloads activations itself, where a configuration without "
                          "pipeline parallelism needs it to fit and its copies hide under the compute; leave it out")
     training, _ = training_for(model, text)  # a preset's published sequence and batch where not given
-    recomputes = (extra.recompute,) if "recompute" in (train or "") else RECOMPUTE
+    recomputes = (extra.recompute,) if "recompute" in (train or "") else ladder(spec_model)
     job = step_job(spec_model, system, nodes, gpus, engine=engine)
     tensor_limit = job.used  # a node's GPUs (an NVL72 rack's): the NVLink domain the tensor axis stays in
     space = candidates(spec_model, job.gpus, training, tensor_limit=tensor_limit)
@@ -281,7 +282,7 @@ def run_search(*, model: Any, system: Any, nodes: int | None = None, gpus: int |
         # contention only lengthens a step: one whose step without it is above the k-th best is not in the top
         result, order = _placed(prep, kept[top - 1] if len(kept) >= top else math.inf)
         finished += 1
-        done.append(Ranked(cfg, rc, result, _forced(fits, cfg.label, rc, capacity), order))
+        done.append(Ranked(cfg, rc, result, _forced(fits, cfg.label, rc, capacity, recomputes), order))
         if not result.contended:
             uncontended[id(done[-1])] = prep
         kept = sorted(kept + [result.step_seconds])
@@ -340,9 +341,11 @@ def _placed(prep: PreparedStep, limit: float = math.inf) -> tuple[StepResult, st
     return best, order
 
 
-def _forced(fits: Mapping[tuple[str, str], float], label: str, recompute: str, capacity: float | None) -> str | None:
-    """The recompute memory forced: the lighter choices need more than the GPU has (with the nearest's figure)."""
-    lighter = RECOMPUTE[:RECOMPUTE.index(recompute)]
+def _forced(fits: Mapping[tuple[str, str], float], label: str, recompute: str, capacity: float | None,
+            rungs: tuple[str, ...]) -> str | None:
+    """The recompute memory forced: the lighter choices of the ``rungs`` need more than the GPU has (with the
+    nearest's figure)."""
+    lighter = rungs[:rungs.index(recompute)] if recompute in rungs else ()
     if not lighter or capacity is None:
         return None
     needs = [(rc, fits.get((label, rc))) for rc in lighter]
@@ -368,12 +371,13 @@ def _compared(job, spec_model, training, extra, text: str, fits, capacity) -> Ra
     if t.virtual_stages > 1 and t.schedule != "interleaved":
         t = replace(t, schedule="interleaved")
     # the recompute given, else the least that fits (as a team picks it)
-    choices = (given_extra.recompute,) if "recompute" in train else RECOMPUTE
+    rungs = ladder(spec_model)
+    choices = (given_extra.recompute,) if "recompute" in train else rungs
     cfg = Configuration(dict(sizes), t)
     fits = dict(fits)
     preps = {}
     own = extra.where_allowed(sizes["tensor"], t.sequence_parallel)
-    for r in RECOMPUTE:
+    for r in dict.fromkeys(rungs + choices):
         preps[r] = prepare_step(job, sizes, t, replace(own, recompute=r))
         fits[(cfg.label, r)] = preps[r].memory.total / GIB
     if "none" in choices and not preps["none"].fits:  # offloading first, where it fits and costs nothing
@@ -384,5 +388,5 @@ def _compared(job, spec_model, training, extra, text: str, fits, capacity) -> Ra
         raise InputError(f"compare: {text}: needs {prep.memory.total / GIB:.1f} GiB per GPU with recompute={rc}, "
                          f"more than the GPU's {capacity:.1f} GiB")
     result, order = _placed(prep)
-    return Ranked(cfg, rc, result, _forced(fits, cfg.label, rc, capacity), order)
+    return Ranked(cfg, rc, result, _forced(fits, cfg.label, rc, capacity, rungs), order)
 

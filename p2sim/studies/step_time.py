@@ -42,6 +42,7 @@ from ..workload.schedule import bubble_seconds, chunk_layers
 from ..workload.step import StepCollective
 from ..workload.training import AXES, TrainingSpec, fit
 # --train's step settings (FP8, recompute, tensor-parallel overlap) live with --train's text; kept here by name
+from ..workload.recompute import check_recompute, recomputed_op_names
 from ..workload.train_text import RECOMPUTE, StepSettings, step_settings
 from .step_comm import contention, default_placement_rows, order_rows, simulate
 from .step_job import StepJob, job_hierarchy, step_job
@@ -126,8 +127,9 @@ def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[floa
     bwd = max(bwd, host_bwd)
     if recompute == "full":
         bwd += fwd
-    elif recompute == "selective":
-        bwd += sum(timer.seconds(op, fp8) for op in ops if op.kind == "attention")
+    elif recompute != "none":  # the selective modules' operations run again (recompute.py)
+        again = recomputed_op_names(recompute, any(op.name == "experts up" for op in ops))
+        bwd += sum(timer.seconds(op, fp8) for op in ops if op.name in again)
     return fwd, bwd, attention, matmul
 
 
@@ -229,6 +231,7 @@ def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec,
     v = training.virtual_stages
     m = f.micro_batches
     extra = extra.for_offload(p, spec_model.num_layers)
+    check_recompute(spec_model, extra.recompute)
 
     def memory(offload: int) -> MemoryUse:
         return memory_per_gpu(spec_model, seq_length=training.seq_length, micro_batch=training.micro_batch,

@@ -22,6 +22,8 @@ Modules
     A transformer as its configuration describes it, and the parameters those fields imply.
 :mod:`.op_time`
     The time of one operation on one GPU, from its shape: a roofline with achievable fractions of the peaks.
+:mod:`.recompute`
+    Activation recomputation as Megatron-Core runs it: none, selective by module, or full.
 :mod:`.schedule`
     The pipeline schedule: how a model's layers split over stages and virtual chunks, and the step's bubble.
 :mod:`.step`

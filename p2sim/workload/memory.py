@@ -15,8 +15,10 @@ The GPU holding the most is the first pipeline stage's (the most micro-batches i
   FlashAttention (no ``a s^2`` scores) and the model's real widths: every tensor a layer keeps for its
   backward, ``2 B`` per element -- the norms' inputs, Q/K/V, the attention output and its statistics, the
   MLP's inputs and its gate and up outputs -- over ``tensor`` (the ``h``-wide ones only with sequence
-  parallelism) and ``context``; selective recompute keeps all but the attention core's (already
-  recomputed by FlashAttention), full recompute keeps each layer's input only.  The first stage holds
+  parallelism) and ``context``; selective recompute keeps all but what its modules recompute
+  (:mod:`.recompute`: the attention core's nothing more, FlashAttention already recomputes it; ``layernorm``
+  the norms' outputs, ``moe_act`` the experts' activation outputs, ``mla_up_proj`` MLA's Q and K/V), full
+  recompute keeps each layer's input only.  The first stage holds
   ``p`` micro-batches in flight under 1F1B, ``p + (p - 1) / v`` under the interleaved schedule (Megatron-LM's
   warm-up micro-batches, ``get_pipeline_model_parallel_schedule``), at most the step's ``m``;
 * the last stage's logits in FP32 for the loss (``4 s b V / t``), and a fixed :data:`RESERVED` for the
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from ..util.errors import InputError
 from .compute import layer_kinds
 from .model_spec import ModelSpec
+from .recompute import modules_of, parse_recompute
 from .schedule import chunk_layers
 
 __all__ = ["MemoryUse", "activation_bytes_per_layer", "offloaded_bytes", "memory_per_gpu", "in_flight", "RESERVED", "GIB",
@@ -83,6 +86,7 @@ def activation_bytes_per_layer(model: ModelSpec, kind: str, *, tokens: int, tens
     hw = h / t if sp else h  # the h-wide tensors: split over tensor only with sequence parallelism
     if recompute == "full":
         return 2.0 * tokens * hw  # the layer's input (Korthikanti et al. 2022, section 5: 2 s b h)
+    again = modules_of(recompute)  # selective recompute's modules (recompute.py): what they keep no more
     heads = m.num_attention_heads / t
     if m.is_mla:
         q = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
@@ -97,11 +101,16 @@ def activation_bytes_per_layer(model: ModelSpec, kind: str, *, tokens: int, tens
     # input norm's input and output, Q K V, attention output (+ its row statistics, 4 B per head), the
     # out projection's input is the attention output; post norm's input and output
     attention = hw + gemm_in * hw + low + q + kv + gemm_in * out + 2 * heads + hw + gemm_in * hw
+    if "layernorm" in again:  # the two norms' outputs, recomputed from their inputs
+        attention -= 2 * gemm_in * hw
+    if "mla_up_proj" in again and m.is_mla:  # the up projections' Q and K/V, recomputed from the latents
+        attention -= q + kv
     glu = 2 if m.gated_mlp else 1
     if kind == "moe":
         w = m.expert_width / t
         # each routed copy: its input, gate/up output, activation output
-        routed = m.experts_per_token * (gemm_in * h + glu * w + gemm_in * w)
+        # moe_act recomputes the activation's output from the up projection's
+        routed = m.experts_per_token * (gemm_in * h + glu * w + (0.0 if "moe_act" in again else gemm_in * w))
         shared = m.shared_experts * (glu * w + gemm_in * w)
         mlp = routed + shared + m.experts / t
     else:
@@ -178,8 +187,7 @@ def memory_per_gpu(model: ModelSpec, *, seq_length: int, micro_batch: int, micro
     first layers of each stage whose saved activations wait in host memory instead (activation offloading,
     :func:`offloaded_bytes`), less one of them: the layer whose copy is in flight.
     """
-    if recompute not in ("none", "selective", "full"):
-        raise InputError(f"train: recompute: {recompute!r} should be none, selective or full")
+    recompute = parse_recompute(recompute)
     dense_shards = data * context * expert  # the ranks that hold a copy of a dense weight
     expert_shards = data * context
     tokens = micro_batch * seq_length // context

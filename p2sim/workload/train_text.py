@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace, fields
 from typing import Any
 
 from ..util.errors import InputError
+from .recompute import LEVELS, parse_recompute
 from .training import DATA_MODES, TrainingSpec
 
 __all__ = ["training_from_text", "training_of", "given_fields", "TRAIN_KEYS", "StepSettings", "step_settings",
@@ -134,7 +135,7 @@ def given_fields(value: str | Mapping[str, Any] | TrainingSpec | None) -> frozen
     return frozenset(_ALIASES[k.lower()] for k in keys if isinstance(k, str) and k.lower() in _ALIASES)
 
 
-RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE = LEVELS  # the levels; a model's whole ladder of choices, modules included: recompute.ladder
 # a MoE layer's token dispatcher: Megatron-LM's alltoall dispatcher (--moe-token-dispatcher-type alltoall), or its
 # flex dispatcher with the DeepEP or HybridEP kernels (--moe-token-dispatcher-type flex
 # --moe-flex-dispatcher-backend deepep|hybridep: megatron/core/transformer/transformer_config.py), which fuse the
@@ -243,9 +244,7 @@ def step_settings(text: str | None) -> tuple[str | None, StepSettings]:
                 raise InputError(f"train: {k}: given twice ({seen[k]!r} and {value!r}); give it once")
             seen[k] = value
         if k == "recompute":
-            if v not in RECOMPUTE:
-                raise InputError(f"train: recompute: {value!r} should be one of {', '.join(RECOMPUTE)}")
-            recompute = v
+            recompute = parse_recompute(value)
         elif k in ("dtype", "param_dtype") and v == "fp8":
             fp8 = True  # FP8 GEMMs with BF16 weights and activations (TransformerEngine's recipes)
             kept.append(f"{key}=bf16")
