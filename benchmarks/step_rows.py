@@ -75,7 +75,7 @@ def configuration(row: dict[str, str]) -> tuple[dict[str, int], str]:
 def predict(row: dict[str, str], params: EfficiencyParams = DEFAULT):
     """The row's prediction with the least recompute that fits, or the reason none does."""
     axes, train = configuration(row)
-    last = None
+    last, exposed = None, None
     # as the configuration search: no recompute, then activation offloading where it runs (no pipeline) and
     # costs nothing (its copies hide under the compute), then the model's recompute ladder (recompute.ladder)
     steps = ladder(load_model(MODELS[row["model"]]))
@@ -92,7 +92,8 @@ def predict(row: dict[str, str], params: EfficiencyParams = DEFAULT):
             continue
         if rung != "offload=auto" or r.offload_seconds == 0.0:
             return r
-    return str(last)
+        exposed = r  # offloading fits but waits for its copies: the answer if no recompute fits
+    return exposed if exposed is not None else str(last)
 
 
 def spread(ratios: list[float]) -> tuple[float, float]:

@@ -96,7 +96,7 @@ def test_an_op_without_gradient_costs_nothing_in_the_backward():
                 params=EfficiencyParams(0.8, 0.5, 0.6, 0.5, 0.0, host=1e-5))
     norm = Op("norm", "memory", 0.0, 1e6)                                      # 2 us forward, 4 us backward
     books = Op("dispatch metadata", "memory", 0.0, 0.0, kernels=14, backward=False)
-    fwd, bwd, _, _ = _layer_seconds(g, (norm, books), False, "none")
+    fwd, bwd, _, _ = _layer_seconds(g, (norm, books), False, "none", None)
     # host-bound: forward 15 kernels x 10 us; backward the norm's gradient only, 2 x 1 kernel x 10 us
     assert fwd == pytest.approx(15 * 1e-5)
     assert bwd == pytest.approx(2e-5)

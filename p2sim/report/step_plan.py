@@ -31,6 +31,7 @@ def training_text(work: StepWorkload) -> str:
             f"{f', recompute {work.extra.recompute}' if work.extra.recompute != 'none' else ''}"
             f"{', tp overlap' if work.extra.tp_overlap else ''}"
             f"{f', dispatcher {work.extra.dispatcher}' if work.extra.dispatcher != 'alltoall' else ''}"
+            f"{f', {work.extra.offload} layers offloaded' if work.extra.offload else ''}"
             f"{f'; {work.assumed}' if work.assumed else ''}")
 
 

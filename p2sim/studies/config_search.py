@@ -118,7 +118,8 @@ class Ranked:
 
     @property
     def label(self) -> str:
-        return f"{self.configuration.label} recompute={self.recompute}"
+        offload = self.step.training.get("offload", 0)
+        return f"{self.configuration.label} recompute={self.recompute}" + (f" offload={offload}" if offload else "")
 
     def parts(self) -> dict[str, float]:
         """The step by part: compute, bubble, exposed communication by axis, optimizer (they sum to the step)."""
@@ -380,10 +381,14 @@ def _compared(job, spec_model, training, extra, text: str, fits, capacity) -> Ra
     for r in dict.fromkeys(rungs + choices):
         preps[r] = prepare_step(job, sizes, t, replace(own, recompute=r))
         fits[(cfg.label, r)] = preps[r].memory.total / GIB
-    if "none" in choices and not preps["none"].fits:  # offloading first, where it fits and costs nothing
-        preps["none"] = _offloaded(job, cfg, own) or preps["none"]
-    rc = next((r for r in choices if preps[r].fits), choices[-1])
-    prep = preps[rc]
+    if given_extra.offload:  # the compared configuration's own offloading, as given (Megatron-Core's checks)
+        rc = given_extra.recompute
+        prep = prepare_step(job, sizes, t, replace(own, recompute=rc, offload=given_extra.offload))
+    else:
+        if "none" in choices and not preps["none"].fits:  # offloading first, where it fits and costs nothing
+            preps["none"] = _offloaded(job, cfg, own) or preps["none"]
+        rc = next((r for r in choices if preps[r].fits), choices[-1])
+        prep = preps[rc]
     if not prep.fits:
         raise InputError(f"compare: {text}: needs {prep.memory.total / GIB:.1f} GiB per GPU with recompute={rc}, "
                          f"more than the GPU's {capacity:.1f} GiB")

@@ -100,7 +100,7 @@ class StepResult:
                 "contention_seconds": dict(self.contention_seconds), "offload_seconds": self.offload_seconds}
 
 
-def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[float, float, float, float]:
+def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str, model: Any) -> tuple[float, float, float, float]:
     """(forward, backward with recompute, attention forward + backward, matrix multiplies forward + backward)
     of one layer's operations."""
     fwd = sum(timer.seconds(op, fp8) for op in ops)
@@ -128,7 +128,7 @@ def _layer_seconds(timer: OpTimer, ops, fp8: bool, recompute: str) -> tuple[floa
     if recompute == "full":
         bwd += fwd
     elif recompute != "none":  # the selective modules' operations run again (recompute.py)
-        again = recomputed_op_names(recompute, any(op.name == "experts up" for op in ops))
+        again = recomputed_op_names(recompute, model, "moe" if any(op.name == "experts up" for op in ops) else "dense")
         bwd += sum(timer.seconds(op, fp8) for op in ops if op.name in again)
     return fwd, bwd, attention, matmul
 
@@ -263,7 +263,7 @@ def prepare_step(job: StepJob, sizes: Mapping[str, int], training: TrainingSpec,
         key = (kinds[i], sliding) + shape
         if key not in cache:
             cache[key] = _layer_seconds(timer, layer_ops(spec_model, kinds[i], sliding=sliding, **common),
-                                        extra.fp8, extra.recompute)
+                                        extra.fp8, extra.recompute, spec_model)
         return cache[key]
 
     sizes_c = chunk_layers(spec_model.num_layers, p, v)

@@ -125,7 +125,7 @@ class StepWorkload:
         training = _training_json(self.training)
         if self.extra != StepSettings():  # p2sim step's own settings, where --train gave them
             training.update(fp8=self.extra.fp8, recompute=self.extra.recompute, tp_overlap=self.extra.tp_overlap,
-                            dispatcher=self.extra.dispatcher)
+                            dispatcher=self.extra.dispatcher, offload=self.extra.offload)
         return {"model": self.model.name, "training": training,
                 "collectives": [c.to_json() for c in self.collectives],
                 "compute_per_layer_seconds": self.compute_per_layer, "assumed": self.assumed}

@@ -6,7 +6,9 @@ GPU's copies take its path to the nearest host memory through the node's host co
 CPUs, NVLink-C2C), never through another GPU or a NIC; the links those paths share are shared by the GPUs that
 cross them.  So a GPU's rate is the least, over its path's links, of the link's bandwidth over the GPUs that
 cross it: a DGX H100's GPU its PCIe switch's x16 link (two GPUs on each host switch share the way up), a
-GB200's its 450 GB/s NVLink-C2C link to its Grace and that Grace's memory (shared by two GPUs).
+GB200's its 450 GB/s NVLink-C2C link to its Grace.  The shipped GB200 and GB300 files give Grace no memory
+link, so the two GPUs of a Grace are not charged for sharing its LPDDR5X (about 0.5 TB/s): their rate is the
+C2C link's, an upper bound where both copy at full speed at once.
 
 Examples
 --------

@@ -17,7 +17,7 @@ The GPU holding the most is the first pipeline stage's (the most micro-batches i
   MLP's inputs and its gate and up outputs -- over ``tensor`` (the ``h``-wide ones only with sequence
   parallelism) and ``context``; selective recompute keeps all but what its modules recompute
   (:mod:`.recompute`: the attention core's nothing more, FlashAttention already recomputes it; ``layernorm``
-  the norms' outputs, ``moe_act`` the experts' activation outputs, ``mla_up_proj`` MLA's Q and K/V), full
+  the outputs of the norms that are modules of their own, ``moe_act`` the experts' activation outputs, ``mla_up_proj`` MLA's Q and K/V), full
   recompute keeps each layer's input only.  The first stage holds
   ``p`` micro-batches in flight under 1F1B, ``p + (p - 1) / v`` under the interleaved schedule (Megatron-LM's
   warm-up micro-batches, ``get_pipeline_model_parallel_schedule``), at most the step's ``m``;
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from ..util.errors import InputError
 from .compute import layer_kinds
 from .model_spec import ModelSpec
-from .recompute import modules_of, parse_recompute
+from .recompute import modules_of, parse_recompute, separate_norms
 from .schedule import chunk_layers
 
 __all__ = ["MemoryUse", "activation_bytes_per_layer", "offloaded_bytes", "memory_per_gpu", "in_flight", "RESERVED", "GIB",
@@ -101,8 +101,8 @@ def activation_bytes_per_layer(model: ModelSpec, kind: str, *, tokens: int, tens
     # input norm's input and output, Q K V, attention output (+ its row statistics, 4 B per head), the
     # out projection's input is the attention output; post norm's input and output
     attention = hw + gemm_in * hw + low + q + kv + gemm_in * out + 2 * heads + hw + gemm_in * hw
-    if "layernorm" in again:  # the two norms' outputs, recomputed from their inputs
-        attention -= 2 * gemm_in * hw
+    if "layernorm" in again:  # the outputs of the norms that are modules of their own (recompute.separate_norms)
+        attention -= len(separate_norms(m, kind)) * gemm_in * hw
     if "mla_up_proj" in again and m.is_mla:  # the up projections' Q and K/V, recomputed from the latents
         attention -= q + kv
     glu = 2 if m.gated_mlp else 1

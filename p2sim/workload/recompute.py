@@ -8,7 +8,11 @@ recompute joined by ``+`` (``--recompute-granularity selective --recompute-modul
 
 * ``core_attn``: the attention core (FlashAttention keeps only its inputs and row statistics already, so it
   frees nothing more here, and runs again);
-* ``layernorm``: the two norms' outputs, recomputed from their inputs (memory-bound, cheap);
+* ``layernorm``: the outputs of the norms that are modules of their own, recomputed from their inputs
+  (memory-bound, cheap).  Megatron-Core's TransformerEngine layer (``gpt_layer_specs.py``) fuses a norm into the
+  GEMM after it (``LayerNormLinear``) where it can: the input norm is its own module only in MLA's attention,
+  the norm before the MLP only before MoE experts (:func:`separate_norms`); a dense Llama layer has none, and
+  Megatron-Core recomputes nothing there (``if not isinstance(self.input_layernorm, IdentityOp)``);
 * ``moe_act``: a MoE layer's experts' activation output (the routed copies'), recomputed from the up
   projection's output;
 * ``mla_up_proj``: MLA's up projections and RoPE (DeepSeek-V3's ``q up`` and ``kv up``), whose outputs the
@@ -16,7 +20,8 @@ recompute joined by ``+`` (``--recompute-granularity selective --recompute-modul
 
 Megatron-Bridge's recipes name them (DeepSeek-V3 on GB200: ``mla_up_proj``; its large-scale ones
 ``layernorm``, ``mla_up_proj``, ``moe_act``).  :func:`ladder` orders a model's choices by what they cost, the
-configuration search's rungs: none, the cheap modules, then the GEMM-bound ones, then full.
+configuration search's rungs: none, the cheap modules (where the model has them), then the GEMM-bound ones, then
+full.
 
 Examples
 --------
@@ -31,7 +36,8 @@ from __future__ import annotations
 from ..util.errors import InputError
 from .model_spec import ModelSpec
 
-__all__ = ["MODULES", "LEVELS", "parse_recompute", "modules_of", "check_recompute", "ladder", "recomputed_op_names"]
+__all__ = ["MODULES", "LEVELS", "parse_recompute", "modules_of", "separate_norms", "check_recompute", "ladder",
+           "recomputed_op_names"]
 
 LEVELS = ("none", "selective", "full")
 # Megatron-Core's selective modules p2sim times: the layer operations each runs again (compute.layer_ops' names)
@@ -65,9 +71,24 @@ def modules_of(recompute: str) -> frozenset[str]:
     return frozenset(("core_attn",)) if recompute == "selective" else frozenset(recompute.split("+"))
 
 
+def separate_norms(model: ModelSpec, kind: str) -> tuple[str, ...]:
+    """The norms of a ``kind`` layer (``dense``, ``moe``) that are modules of their own in Megatron-Core's
+    TransformerEngine layer spec, so that ``layernorm`` recomputes them: the input norm in MLA's attention (MLA's
+    projections start with their own down projection), the norm before a MoE layer's router and experts.
+
+    >>> from p2sim.workload import load_model
+    >>> separate_norms(load_model("llama3-8b"), "dense"), separate_norms(load_model("deepseek-v3"), "moe")
+    ((), ('input norm', 'post norm'))
+    """
+    return (("input norm",) if model.is_mla else ()) + (("post norm",) if kind == "moe" else ())
+
+
 def check_recompute(model: ModelSpec, recompute: str) -> None:
     """A module the model has no part for is refused (Megatron-Core would have nothing to recompute)."""
     mods = modules_of(recompute)
+    if "layernorm" in mods and not (model.is_mla or model.is_moe):
+        raise InputError(f"train: recompute: layernorm frees nothing in {model.name}: Megatron-Core fuses its norms "
+                         "into the GEMMs after them (TransformerEngine's LayerNormLinear)")
     if "mla_up_proj" in mods and not model.is_mla:
         raise InputError(f"train: recompute: mla_up_proj is MLA's up projection; {model.name} has no MLA")
     if "moe_act" in mods and not model.is_moe:
@@ -79,18 +100,18 @@ def ladder(model: ModelSpec) -> tuple[str, ...]:
     a MoE model), those and MLA's up projections (for an MLA model), full.  ``selective`` alone is left out: the
     attention core it recomputes keeps nothing FlashAttention would not (memory.py), so it never fits where none
     does not."""
-    cheap = ["layernorm"] + (["moe_act"] if model.is_moe else [])
-    rungs = ["none", "+".join(sorted(cheap))]
+    cheap = (["layernorm"] if model.is_mla or model.is_moe else []) + (["moe_act"] if model.is_moe else [])
+    rungs = ["none"] + (["+".join(sorted(cheap))] if cheap else [])
     if model.is_mla:
         rungs.append("+".join(sorted(cheap + ["mla_up_proj"])))
     return tuple(rungs) + ("full",)
 
 
-def recomputed_op_names(recompute: str, moe_layer: bool) -> frozenset[str]:
-    """The names of a layer's operations a selective recompute runs again before its backward."""
+def recomputed_op_names(recompute: str, model: ModelSpec, kind: str) -> frozenset[str]:
+    """The names of a ``kind`` layer's operations a selective recompute runs again before its backward."""
     names: set[str] = set()
     for m in modules_of(recompute):
-        if m == "moe_act" and not moe_layer:
+        if m == "moe_act" and kind != "moe":
             continue
-        names.update(MODULES[m])
+        names.update(separate_norms(model, kind) if m == "layernorm" else MODULES[m])
     return frozenset(names)

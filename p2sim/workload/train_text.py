@@ -275,7 +275,7 @@ def _offload(value: str) -> int | str:
         return "auto"
     if v in ("off", "none"):
         return 0
-    if not v.isdigit():
+    if not (v.isascii() and v.isdigit()):
         raise InputError(f"train: offload: {value!r} should be a number of layers, auto or off")
     return int(v)
 
