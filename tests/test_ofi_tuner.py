@@ -84,10 +84,10 @@ def _p5(**nccl) -> Topology:
 
 def test_nccl_runs_what_the_tuner_sets_on_16_p5_nodes():
     """p5 (ofi_tuner = "p5"): 1 GiB over 16 x 8 GPUs runs ring/LL128 as the plugin's map says; NCCL's own model
-    (no tuner, or NCCL 2.20, which loads a tuner only when NCCL_TUNER_PLUGIN names one) picks otherwise; 2 nodes
+    (no tuner, or NCCL before 2.21.5, whose tuner interface the plugin's v2 needs) picks otherwise; 2 nodes
     are NCCL's own."""
     assert find_spec("p5").nccl.ofi_tuner == "p5"
-    tuned, own, old = _p5(), _p5(ofi_tuner="none"), _p5(version="2.20.3")
+    tuned, own, old = _p5(), _p5(ofi_tuner="none"), _p5(version="2.21.4")
     everyone = tuple(range(128))
     assert Expander(tuned).choose("AllReduce", everyone, 2**30) == ("ring", "LL128")
     assert Expander(own).choose("AllReduce", everyone, 2**30) != ("ring", "LL128")
@@ -98,3 +98,15 @@ def test_nccl_runs_what_the_tuner_sets_on_16_p5_nodes():
     # 1 GiB x 128 ranks, so NCCL's model picks among the Simple pairs
     simple = _p5(protocols=("Simple",))
     assert Expander(simple).choose("AllReduce", everyone, 2**30)[1] == "Simple"
+
+
+def test_before_tuner_v3_a_forced_algorithm_or_protocol_turns_the_tuner_off():
+    """The plugin's tuner v2 (NCCL 2.21.5 to 2.22.2) steps aside when NCCL_ALGO or NCCL_PROTO is set
+    (nccl_ofi_tuner.cpp, nccl_ofi_tuner_init_v2); v3 (2.22.3 on) reads NCCL's table of what may run instead."""
+    everyone = tuple(range(128))
+    v2, v3 = _p5(version="2.22.2", protocols=("LL128", "Simple")), _p5(version="2.22.3", protocols=("LL128", "Simple"))
+    own = _p5(ofi_tuner="none", version="2.22.2", protocols=("LL128", "Simple"))
+    assert Expander(v3).choose("AllReduce", everyone, 2**30) == ("ring", "LL128")
+    assert Expander(v2).choose("AllReduce", everyone, 2**30) == Expander(own).choose("AllReduce", everyone, 2**30) != (
+        "ring", "LL128")
+    assert Expander(_p5(version="2.22.2")).choose("AllReduce", everyone, 2**30) == ("ring", "LL128")

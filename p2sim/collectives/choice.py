@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from ..util.algorithms import ALGO_CHOICES, ALGORITHMS, COLLNET, algorithm as info_of, forced
 from ..util.errors import InputError
 from ..topology import Topology
+from ..topology.settings import NcclSettings
 from .algorithms import FALLBACK, Algorithm, algorithm, forced_algorithms
 from .caches import CollectiveCaches, Expansions
 from .channels import segments
@@ -190,11 +191,17 @@ class Choice:
     def tuned(self, op: str, members: Sequence[int], nbytes: float, cands: Sequence[tuple[str, str]]
               ) -> tuple[str, str] | None:
         """The pair the network plugin's tuner sets for this call (:func:`~p2sim.collectives.ofi_tuner.pick`:
-        aws-ofi-nccl's region maps, ``[nccl] ofi_tuner``, which NCCL loads from the plugin from 2.21 on), where
-        it sets one among the ``cands`` NCCL can run; ``None``: NCCL's own model chooses."""
+        aws-ofi-nccl's region maps, ``[nccl] ofi_tuner``, which NCCL loads from the plugin from 2.21.5 on, its tuner
+        v2, which the plugin turns off where NCCL_ALGO or NCCL_PROTO is set, until v3 from 2.22.3:
+        ``nccl_ofi_tuner.cpp``), where it sets one among the ``cands`` NCCL can run; ``None``: NCCL's own model
+        chooses."""
         nccl = self.topo.spec.nccl
-        if nccl.ofi_tuner == "none" or not nccl.version_at_least(2, 21, 0):
+        if nccl.ofi_tuner == "none" or not nccl.version_at_least(2, 21, 5):  # the plugin's tuner v2: NCCL 2.21.5
             return None
+        defaults = NcclSettings()
+        if not nccl.version_at_least(2, 22, 3) and (nccl.algorithms != defaults.algorithms
+                                                    or nccl.protocols != defaults.protocols):
+            return None  # before v3 (2.22.3) the plugin turns its tuner off under NCCL_ALGO / NCCL_PROTO
         gpn = self.topo.gpus_per_node
         per_node = Counter(m // gpn for m in set(members))
         if len(set(per_node.values())) != 1:  # the maps are for the same GPUs on every node
