@@ -245,8 +245,9 @@ def _built_and_rows(monkeypatch, share: bool, **request):
         return structure(self, *args, **kwargs)
 
     monkeypatch.setattr(structure_module.Structures, "build", counted)
-    if not share:
+    if not share:  # neither taken after a point (adopt) nor shared while searched together (share)
         monkeypatch.setattr(caches.CollectiveCaches, "adopt", lambda self, other: False)
+        monkeypatch.setattr(caches.CollectiveCaches, "share", lambda self, other: False)
     result = run_whatif(WhatifRequest.build(workers=1, **request))
     monkeypatch.undo()
     return json.dumps(result.to_json(), sort_keys=True), built[0]
