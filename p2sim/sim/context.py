@@ -15,6 +15,9 @@ Dropping, the one documented way each:
   independent tasks calls it between them, so that a task computes what it would alone.
 * :meth:`SimulationContext.clear` -- everything (only rebuilding costs; results never change).
 
+The steps' geometry (:class:`~p2sim.sim.moved.GeometryStore`: classes of moved groups and moved links, exact
+per group array) is kept across tasks, within its budgets.
+
 Examples
 --------
 >>> from p2sim.topology import load_system
@@ -37,6 +40,7 @@ from __future__ import annotations
 from ..collectives.caches import CollectiveCaches
 from ..topology import Topology
 from ..topology.settings import ModelRates
+from .moved import GeometryStore
 from .results import StepResult
 
 __all__ = ["SimulationContext"]
@@ -48,6 +52,8 @@ class SimulationContext(CollectiveCaches):
     def __init__(self, topo: Topology) -> None:
         super().__init__(topo)
         self._steps: dict[tuple[str, str, ModelRates], dict[tuple, StepResult]] = {}
+        # steps' classes of moved groups and moved links (exact per group array): every simulator's
+        self.geometry = GeometryStore()
 
     def steps(self, proto: str, engine: str, rates: ModelRates) -> dict[tuple, StepResult]:
         """The step results of simulators with this protocol, engine and rates (a step's result depends
@@ -68,8 +74,17 @@ class SimulationContext(CollectiveCaches):
         for d in self._steps.values():
             d.clear()
 
+    def share(self, other: CollectiveCaches) -> bool:
+        """:meth:`CollectiveCaches.share <p2sim.collectives.caches.CollectiveCaches.share>`, and the steps'
+        geometry too (the link numbering and fabric shape it reads are the structures')."""
+        shared = super().share(other)
+        if shared and isinstance(other, SimulationContext):
+            self.geometry = other.geometry
+        return shared
+
     def clear(self) -> None:
         """Drop everything kept."""
         super().clear()
+        self.geometry.clear()
         for d in self._steps.values():
             d.clear()

@@ -133,7 +133,8 @@ class Simulator:
         # (a traced simulator keeps its own, with the traces)
         self._steps: dict[tuple, StepResult] = {} if trace else self.context.steps(self.proto, self.engine, rates)
         self._seen: dict[int, tuple[object, bytes]] = {}
-        self._geometry = StepGeometry(topo)  # a step's classes and moved links, for its bounds at other sizes
+        # a step's classes and moved links, for its bounds at other sizes and the context's other simulators
+        self._geometry = StepGeometry(topo, store=self.context.geometry)
         why = self.expander.why_not(self.algo, proto=self.proto)
         if why is not None:  # NCCL refuses an NCCL_ALGO it cannot honour (enqueue.cc)
             raise InputError(f"algo: {self.algo} cannot run on {topo.spec.name}: {why}")
