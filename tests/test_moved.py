@@ -140,3 +140,39 @@ def test_step_geometry_shares_a_slices_groups_between_its_collectives_and_step_o
         assert e.tolist() == again.tolist() and used.tolist() == np.unique(again).tolist()
     assert len(geometry._classes) == 1  # one group array
     assert len(geometry._links) < len(steps)  # the AllReduce lowered twice: one entry
+
+
+def test_a_contexts_simulators_share_one_geometry_and_a_budget_drops_the_least_recently_used(monkeypatch):
+    """Two simulators of one context (two tasks) classify a step's groups once; a store past its budget drops
+    the oldest entry; the classes are those computed afresh."""
+    from p2sim.formalism.placement import Placement
+    from p2sim.formalism.hierarchy import Lowering
+    from p2sim.formalism.program import parse_program
+    from p2sim.sim import SimulationContext, Simulator
+    from p2sim.sim import moved
+
+    topo = load_system("superpod-h100", 64)
+    computed = []
+    plain = moved.moved_classes
+
+    def counted(*args):
+        computed.append(1)
+        return plain(*args)
+
+    monkeypatch.setattr(moved, "moved_classes", counted)
+    ctx = SimulationContext(topo)
+    step = Lowering.of(Placement.of(topo.hierarchy, (16, 4, 8), ((2, 1, 8), (1, 4, 1), (1, 8, 1))), [0]).lower(
+        parse_program("AllReduce(slice=0, Inside)"))[0]
+    volumes = [2.0**30] * step.shape[0]
+    for _ in range(2):
+        got = Simulator(topo, context=ctx)._geometry.classes(step, volumes)
+    assert len(computed) == 1 and ctx.geometry.classes
+    assert [(g, s.tolist(), m.tolist()) for g, _, s, m in got] == [
+        (g, s.tolist(), m.tolist()) for g, _, s, m in plain(topo, step, volumes)]
+    store = moved.GeometryStore(links=10, classes=10)
+    store.keep("links", "a", (np.zeros(1, dtype=np.int64),), 8)
+    store.keep("links", "b", (np.zeros(1, dtype=np.int64),), 8)
+    assert list(store.links) == ["b"] and store.held["links"] == 8
+    assert store.find("links", "a") is None and store.find("links", "b") is not None
+    ctx.clear()
+    assert not ctx.geometry.classes and ctx.geometry.held == {"classes": 0, "links": 0}
