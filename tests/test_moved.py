@@ -176,3 +176,33 @@ def test_a_contexts_simulators_share_one_geometry_and_a_budget_drops_the_least_r
     assert store.find("links", "a") is None and store.find("links", "b") is not None
     ctx.clear()
     assert not ctx.geometry.classes and ctx.geometry.held == {"classes": 0, "links": 0}
+
+
+def test_a_bound_summed_per_slot_is_the_bound_summed_per_link_id():
+    """Simulator._step_bound counts each group's bytes into the links used by their slots
+    (StepGeometry.slots): the same sums, to the bit, as counting into a table of every link id."""
+    from p2sim.formalism.placement import Placement
+    from p2sim.formalism.hierarchy import Lowering
+    from p2sim.formalism.program import parse_program
+    from p2sim.sim import Simulator
+
+    topo = load_system("superpod-h100", 64)
+    sim = Simulator(topo)
+    lw = Lowering.of(Placement.of(topo.hierarchy, (16, 4, 8), ((2, 1, 8), (1, 4, 1), (1, 8, 1))), [0])
+    for text in ("AllReduce(slice=0, Inside)", "ReduceScatter(slice=0, Inside)"):
+        step = lw.lower(parse_program(text))[0]
+        for nbytes in (2.0**20, 2.0**30 / 3):
+            volumes = [nbytes] * step.shape[0]
+            classes = list(moved_classes(topo, step, volumes))
+            edges, weights, alone, start = [], [], 0.0, float("inf")
+            for g, v, shifts, _ in classes:
+                c = sim.expander.collective(*sim.expander.choose(step.op.value, g, v), step.op.value, g, v)
+                alone, start = max(alone, sim.expander.analytic_seconds(c, v)), min(start, c.latency)
+                e, load = c.link_load()
+                edges.append(topo.move_edges(e, min(g) // topo.gpus_per_node, shifts).ravel())
+                weights.append(np.tile(load * v, len(shifts)))
+            ids = np.concatenate(edges)
+            used = np.unique(ids)
+            work = np.bincount(ids, weights=np.concatenate(weights), minlength=len(topo.capacity))[used]
+            want = max(alone, start + float(np.max(work / topo.capacity[used])))
+            assert sim._step_bound(step, volumes) == want

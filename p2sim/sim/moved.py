@@ -138,7 +138,7 @@ class GeometryStore:
 
 def _nbytes(entry: Any) -> int:
     """Bytes an entry of a :class:`GeometryStore` counts: its arrays, and each class's group as Python ints."""
-    if isinstance(entry, tuple):  # moved links: (every group's link ids, the links used)
+    if isinstance(entry, tuple):  # moved links: (every group's slot among the links used, the links used)
         return sum(a.nbytes for a in entry)
     return sum(shifts.nbytes + members.nbytes + 40 * len(g) for g, shifts, members in entry)
 
@@ -196,7 +196,14 @@ class StepGeometry:
     def links(self, step: LoweredStep, classes: list, edges: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Every group's link ids (each class's ``edges`` moved to its groups, classes in order) and the
         links they use (ascending), as :func:`link_work` counts them.  Kept by the groups, each class's groups
-        (which, with the groups, say its moves) and its collective's links."""
+        (which, with the groups, say its moves) and its collective's links (:meth:`slots`)."""
+        slots, used = self.slots(step, classes, edges)
+        return used[slots], used
+
+    def slots(self, step: LoweredStep, classes: list, edges: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`links` as each link id's place among the links used (``used[slots]`` are the ids): a count
+        per slot adds what a count per link id would, in the same order, into a table the size of the links
+        used."""
         h = hashlib.blake2b(digest_size=20)
         for e, c in zip(edges, classes):
             e = np.ascontiguousarray(e, dtype=np.int64)
@@ -212,7 +219,10 @@ class StepGeometry:
         gpn = self.topo.gpus_per_node
         moved = [self.topo.move_edges(e, min(c[0]) // gpn, c[2]).ravel() for e, c in zip(edges, classes)]
         all_edges = np.concatenate(moved) if moved else np.zeros(0, dtype=np.int64)
-        used = used_links(all_edges, len(self.topo.capacity))
-        self.store.keep("links", key, (all_edges, used), all_edges.nbytes + used.nbytes)
-        return all_edges, used
+        table = np.bincount(all_edges, minlength=len(self.topo.capacity))  # used_links', and each used link's slot
+        used = np.flatnonzero(table)
+        table[used] = np.arange(len(used))
+        slots = table[all_edges]
+        self.store.keep("links", key, (slots, used), slots.nbytes + used.nbytes)
+        return slots, used
 
