@@ -222,7 +222,7 @@ class StepGeometry:
         table = np.bincount(all_edges, minlength=len(self.topo.capacity))  # used_links', and each used link's slot
         used = np.flatnonzero(table)
         table[used] = np.arange(len(used))
-        slots = table[all_edges]
+        slots = table[all_edges].astype(np.int32)  # (fewer than 2**31 links) half the bytes kept
         self.store.keep("links", key, (slots, used), slots.nbytes + used.nbytes)
         return slots, used
 
