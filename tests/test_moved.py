@@ -143,8 +143,9 @@ def test_step_geometry_shares_a_slices_groups_between_its_collectives_and_step_o
 
 
 def test_a_contexts_simulators_share_one_geometry_and_a_budget_drops_the_least_recently_used(monkeypatch):
-    """Two simulators of one context (two tasks) classify a step's groups once; a store past its budget drops
-    the oldest entry; the classes are those computed afresh."""
+    """Two simulators of contexts that share structures (what-if points searched together) classify a step's
+    groups once, those of a context alone each on its own; a store past its budget drops the oldest entry; the
+    classes are those computed afresh."""
     from p2sim.formalism.placement import Placement
     from p2sim.formalism.hierarchy import Lowering
     from p2sim.formalism.program import parse_program
@@ -160,13 +161,18 @@ def test_a_contexts_simulators_share_one_geometry_and_a_budget_drops_the_least_r
         return plain(*args)
 
     monkeypatch.setattr(moved, "moved_classes", counted)
-    ctx = SimulationContext(topo)
+    alone = SimulationContext(topo)
+    ctx, other = SimulationContext(topo), SimulationContext(load_system("superpod-h100", 64))
+    assert other.share(ctx) and other.geometry is ctx.geometry is not None and alone.geometry is None
     step = Lowering.of(Placement.of(topo.hierarchy, (16, 4, 8), ((2, 1, 8), (1, 4, 1), (1, 8, 1))), [0]).lower(
         parse_program("AllReduce(slice=0, Inside)"))[0]
     volumes = [2.0**30] * step.shape[0]
     for _ in range(2):
-        got = Simulator(topo, context=ctx)._geometry.classes(step, volumes)
-    assert len(computed) == 1 and ctx.geometry.classes
+        Simulator(topo, context=alone)._geometry.classes(step, volumes)
+    assert len(computed) == 2
+    for c in (ctx, other):
+        got = Simulator(c.topo, context=c)._geometry.classes(step, volumes)
+    assert len(computed) == 3 and ctx.geometry.classes
     assert [(g, s.tolist(), m.tolist()) for g, _, s, m in got] == [
         (g, s.tolist(), m.tolist()) for g, _, s, m in plain(topo, step, volumes)]
     store = moved.GeometryStore(links=10, classes=10)

@@ -16,7 +16,8 @@ Dropping, the one documented way each:
 * :meth:`SimulationContext.clear` -- everything (only rebuilding costs; results never change).
 
 The steps' geometry (:class:`~p2sim.sim.moved.GeometryStore`: classes of moved groups and moved links, exact
-per group array) is kept across tasks, within its budgets.
+per group array) is each simulator's, or, in contexts that share structures (:meth:`SimulationContext.share`:
+what-if points searched together), one store for all of their simulators, kept across tasks within its budgets.
 
 Examples
 --------
@@ -52,8 +53,10 @@ class SimulationContext(CollectiveCaches):
     def __init__(self, topo: Topology) -> None:
         super().__init__(topo)
         self._steps: dict[tuple[str, str, ModelRates], dict[tuple, StepResult]] = {}
-        # steps' classes of moved groups and moved links (exact per group array): every simulator's
-        self.geometry = GeometryStore()
+        # steps' classes of moved groups and moved links (exact per group array), kept for every simulator of
+        # the contexts that share structures (what-if points searched together, share); None: each simulator
+        # keeps its own (a search's tasks meet few of the same again: its memory is not worth keeping)
+        self.geometry: GeometryStore | None = None
 
     def steps(self, proto: str, engine: str, rates: ModelRates) -> dict[tuple, StepResult]:
         """The step results of simulators with this protocol, engine and rates (a step's result depends
@@ -79,12 +82,15 @@ class SimulationContext(CollectiveCaches):
         geometry too (the link numbering and fabric shape it reads are the structures')."""
         shared = super().share(other)
         if shared and isinstance(other, SimulationContext):
+            if other.geometry is None:
+                other.geometry = GeometryStore()
             self.geometry = other.geometry
         return shared
 
     def clear(self) -> None:
         """Drop everything kept."""
         super().clear()
-        self.geometry.clear()
+        if self.geometry is not None:
+            self.geometry.clear()
         for d in self._steps.values():
             d.clear()

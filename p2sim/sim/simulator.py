@@ -133,7 +133,8 @@ class Simulator:
         # (a traced simulator keeps its own, with the traces)
         self._steps: dict[tuple, StepResult] = {} if trace else self.context.steps(self.proto, self.engine, rates)
         self._seen: dict[int, tuple[object, bytes]] = {}
-        # a step's classes and moved links, for its bounds at other sizes and the context's other simulators
+        # a step's classes and moved links, for its bounds at other sizes (and the other simulators of contexts
+        # that share them: what-if points searched together)
         self._geometry = StepGeometry(topo, store=self.context.geometry)
         why = self.expander.why_not(self.algo, proto=self.proto)
         if why is not None:  # NCCL refuses an NCCL_ALGO it cannot honour (enqueue.cc)
