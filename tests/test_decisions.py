@@ -91,3 +91,17 @@ def test_a_replay_writes_what_working_the_choice_out_writes():
                        {k: v for k, v in shared.by_shape.items() if k[0] in ("channels", "available", "estimate")}))
         assert shared.decisions.replayed == (1 if replay else 0)
     assert all(same(tuple(a.items()), tuple(b.items())) for a, b in zip(*stores))
+
+
+def test_the_logs_kept_are_dropped_past_their_budget(monkeypatch):
+    from p2sim.collectives import decisions
+
+    log, store = Decisions(), {}
+    monkeypatch.setattr(decisions, "DECISIONS_BYTES", 40 * 8 + 200 * 2)  # one log of a group of 8 and 2 events
+    group = ("AllReduce", tuple(range(8)), 1.0)
+    assert log.record(group, lambda: log.write(store, "k", 1)) == 1 and log.held == 40 * 8 + 200
+    other = ("AllReduce", tuple(range(8, 16)), 1.0)
+    log.record(other, lambda: log.write(store, "j", 2) + log.write(store, "i", 3))  # past the budget: all dropped
+    assert list(log.kept) == [other] and log.held == 40 * 8 + 400
+    log.clear()
+    assert not log.kept and log.held == 0

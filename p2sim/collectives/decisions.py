@@ -22,6 +22,7 @@ Imports nothing of p2sim: the collectives layer's stores call :meth:`read` and :
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["Decisions", "MISSING", "same"]
@@ -36,9 +37,10 @@ class _Missing:
 
 MISSING: Any = _Missing()
 
-# decisions kept per set of rates before all are dropped (a design figure: a 2,048-node SuperPOD plan keeps
-# about 600; dropping only costs working choices out again)
-MAX_DECISIONS = 1 << 16
+# bytes of logs kept per set of rates before all are dropped (a design figure: each group's members count as
+# Python ints, about 40 bytes each, and each logged read or write about 200; a 2,048-node SuperPOD plan keeps
+# about 1,000 logs of groups up to 512 GPUs; dropping only costs working choices out again)
+DECISIONS_BYTES = 32 * 2**20
 
 
 def same(a: Any, b: Any) -> bool:
@@ -59,6 +61,13 @@ def same(a: Any, b: Any) -> bool:
     return False
 
 
+def _size(key: Any, events: Sequence) -> int:
+    """The bytes a kept log counts: its group's members (``key[1]`` where the key is ``Choice.choose``'s) as
+    Python ints, and its events."""
+    members = key[1] if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], tuple) else ()
+    return 40 * len(members) + 200 * len(events)
+
+
 class Decisions:
     """Choices per group with the log of order-dependent reads and writes each made (see the module text).
 
@@ -69,6 +78,7 @@ class Decisions:
         self.kept: dict[tuple, tuple[Any, tuple]] = {}
         self.log: list | None = None  # the events of the choice being recorded, if any
         self.recorded = self.replayed = self.refused = 0
+        self.held = 0  # the bytes the kept logs count (DECISIONS_BYTES)
 
     def read(self, store: dict, key: Any) -> Any:
         """``store[key]`` or :data:`MISSING`, logged while a choice is recorded."""
@@ -118,12 +128,19 @@ class Decisions:
             value = compute()
         finally:
             self.log = None
-        if len(self.kept) >= MAX_DECISIONS:
+        size = _size(key, log)
+        if self.held + size > DECISIONS_BYTES:
             self.kept.clear()
+            self.held = 0
+        old = self.kept.get(key)
+        if old is not None:  # a refused log replaced
+            self.held -= _size(key, old[1])
         self.kept[key] = (value, tuple(log))
+        self.held += size
         self.recorded += 1
         return value
 
     def clear(self) -> None:
         self.kept.clear()
         self.log = None
+        self.held = 0
