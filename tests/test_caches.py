@@ -125,3 +125,25 @@ def test_clear_drops_what_the_hop_builders_keep():
     assert not caches.cyclic and caches.cyclic_bytes[0] == 0 and not caches.double_trees
     assert not caches.collnet_heads
 
+
+
+def test_shared_caches_build_each_structure_once_into_one_ledger_and_answer_as_alone():
+    # what-if points searched together (whatif._shared_groups): the second builds into the first's structures
+    base, two = load_system("superpod-h100", 16), _oversubscribed("superpod-h100", 16, 2.0)
+    group = tuple(range(0, 16 * 8, 8))
+    first, second = CollectiveCaches(base), CollectiveCaches(two)
+    assert second.share(first) and not second.share(second)
+    assert not CollectiveCaches(load_system("superpod-h100", 8)).share(first)  # another structure key
+    Expander(base, caches=first).collective("ring", "Simple", "AllReduce", group, 2.0**30)
+    mine, theirs = (c.expansions(Expander(t).rates) for c, t in ((second, two), (first, base)))
+    held = len(theirs.structures)
+    b = Expander(two, caches=second).collective("ring", "Simple", "AllReduce", group, 2.0**30)
+    assert mine.structures is theirs.structures and len(theirs.structures) == held > 0  # found, not built
+    assert mine.held is theirs.held and mine.held_bytes is theirs.held_bytes
+    alone = Expander(two).collective("ring", "Simple", "AllReduce", group, 2.0**30)
+    assert b.latency == alone.latency and b.algbw(two.capacity) == alone.algbw(two.capacity)
+    assert [f.edges.tolist() for f in b.flows] == [f.edges.tolist() for f in alone.flows]
+    # one's clear drops its own entries from the shared ledger and leaves the other's counted
+    second.clear()
+    assert theirs.held_bytes[0] == sum(size for _, size in theirs.held.values()) > 0
+    assert all(owner is not mine.cache for owner, _ in theirs.held.values())

@@ -140,3 +140,75 @@ def test_step_geometry_shares_a_slices_groups_between_its_collectives_and_step_o
         assert e.tolist() == again.tolist() and used.tolist() == np.unique(again).tolist()
     assert len(geometry._classes) == 1  # one group array
     assert len(geometry._links) < len(steps)  # the AllReduce lowered twice: one entry
+
+
+def test_a_contexts_simulators_share_one_geometry_and_a_budget_drops_the_least_recently_used(monkeypatch):
+    """Two simulators of contexts that share structures (what-if points searched together) classify a step's
+    groups once, those of a context alone each on its own; a store past its budget drops the oldest entry; the
+    classes are those computed afresh."""
+    from p2sim.formalism.placement import Placement
+    from p2sim.formalism.hierarchy import Lowering
+    from p2sim.formalism.program import parse_program
+    from p2sim.sim import SimulationContext, Simulator
+    from p2sim.sim import moved
+
+    topo = load_system("superpod-h100", 64)
+    computed = []
+    plain = moved.moved_classes
+
+    def counted(*args):
+        computed.append(1)
+        return plain(*args)
+
+    monkeypatch.setattr(moved, "moved_classes", counted)
+    alone = SimulationContext(topo)
+    ctx, other = SimulationContext(topo), SimulationContext(load_system("superpod-h100", 64))
+    assert other.share(ctx) and other.geometry is ctx.geometry is not None and alone.geometry is None
+    step = Lowering.of(Placement.of(topo.hierarchy, (16, 4, 8), ((2, 1, 8), (1, 4, 1), (1, 8, 1))), [0]).lower(
+        parse_program("AllReduce(slice=0, Inside)"))[0]
+    volumes = [2.0**30] * step.shape[0]
+    for _ in range(2):
+        Simulator(topo, context=alone)._geometry.classes(step, volumes)
+    assert len(computed) == 2
+    for c in (ctx, other):
+        got = Simulator(c.topo, context=c)._geometry.classes(step, volumes)
+    assert len(computed) == 3 and ctx.geometry.classes
+    assert [(g, s.tolist(), m.tolist()) for g, _, s, m in got] == [
+        (g, s.tolist(), m.tolist()) for g, _, s, m in plain(topo, step, volumes)]
+    store = moved.GeometryStore(links=10, classes=10)
+    store.keep("links", "a", (np.zeros(1, dtype=np.int64),), 8)
+    store.keep("links", "b", (np.zeros(1, dtype=np.int64),), 8)
+    assert list(store.links) == ["b"] and store.held["links"] == 8
+    assert store.find("links", "a") is None and store.find("links", "b") is not None
+    ctx.clear()
+    assert not ctx.geometry.classes and ctx.geometry.held == {"classes": 0, "links": 0}
+
+
+def test_a_bound_summed_per_slot_is_the_bound_summed_per_link_id():
+    """Simulator._step_bound counts each group's bytes into the links used by their slots
+    (StepGeometry.slots): the same sums, to the bit, as counting into a table of every link id."""
+    from p2sim.formalism.placement import Placement
+    from p2sim.formalism.hierarchy import Lowering
+    from p2sim.formalism.program import parse_program
+    from p2sim.sim import Simulator
+
+    topo = load_system("superpod-h100", 64)
+    sim = Simulator(topo)
+    lw = Lowering.of(Placement.of(topo.hierarchy, (16, 4, 8), ((2, 1, 8), (1, 4, 1), (1, 8, 1))), [0])
+    for text in ("AllReduce(slice=0, Inside)", "ReduceScatter(slice=0, Inside)"):
+        step = lw.lower(parse_program(text))[0]
+        for nbytes in (2.0**20, 2.0**30 / 3):
+            volumes = [nbytes] * step.shape[0]
+            classes = list(moved_classes(topo, step, volumes))
+            edges, weights, alone, start = [], [], 0.0, float("inf")
+            for g, v, shifts, _ in classes:
+                c = sim.expander.collective(*sim.expander.choose(step.op.value, g, v), step.op.value, g, v)
+                alone, start = max(alone, sim.expander.analytic_seconds(c, v)), min(start, c.latency)
+                e, load = c.link_load()
+                edges.append(topo.move_edges(e, min(g) // topo.gpus_per_node, shifts).ravel())
+                weights.append(np.tile(load * v, len(shifts)))
+            ids = np.concatenate(edges)
+            used = np.unique(ids)
+            work = np.bincount(ids, weights=np.concatenate(weights), minlength=len(topo.capacity))[used]
+            want = max(alone, start + float(np.max(work / topo.capacity[used])))
+            assert sim._step_bound(step, volumes) == want

@@ -93,3 +93,24 @@ def test_megatrons_default_placement_is_its_rank_order(names, levels, data):
     if all([speed[n] for n, row in zip(names, found) if row[j] > 1] ==
            sorted((speed[n] for n, row in zip(names, found) if row[j] > 1), reverse=True) for j in range(len(levels))):
         assert "tp-cp-ep-dp-pp" in megatron_match(Placement.of(levels, p, found), names)
+
+
+def test_a_plan_of_three_reductions_is_each_reduction_planned_alone(monkeypatch):
+    """The reductions' tasks share one context (structures, geometry, NCCL's choices replayed from earlier tasks:
+    collectives/decisions.py); each reduction's choice per matrix is still the one it gets planned alone, to the
+    bit, and the whole plan is the one of working every choice out (Choice.replay off)."""
+    from p2sim.collectives.choice import Choice
+    from p2sim.studies.contexts import context_of
+
+    job = dict(system="superpod-h100", nodes=8, axes="data=8,pipeline=4,tensor=2", data_axis="data", workers=1)
+    reductions = ["data:1GiB", "tensor:64MiB x 16", "pipeline:16MiB x 8"]
+    together = run_plan(PlanRequest.build(reductions=reductions, **job))
+    log = next(iter(context_of(together.request.job.spec, 8)._expansions.values())).decisions
+    assert log.replayed > 0  # later tasks took earlier tasks' choices
+    for i, r in enumerate(reductions):
+        alone = run_plan(PlanRequest.build(reductions=[r], **job))
+        assert {p.matrix: p.choices[0].to_json() for p in alone.plans} == {
+            p.matrix: p.choices[i].to_json() for p in together.plans}
+    monkeypatch.setattr(Choice, "replay", False)
+    worked = run_plan(PlanRequest.build(reductions=reductions, **job))
+    assert json.dumps(worked.to_json(), sort_keys=True) == json.dumps(together.to_json(), sort_keys=True)

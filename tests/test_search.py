@@ -198,3 +198,19 @@ def test_bounding_the_tasks_backwards_changes_nothing(system, nodes, axes, reduc
     assert a == b and len(tasks) > 1
     assert [[(p.matrix, p.text, p.seconds) for p in r.programs] for r in fwd] == \
         [[(p.matrix, p.text, p.seconds) for p in r.programs] for r in back]
+
+
+@pytest.mark.parametrize("system,nodes,axes,reduce,nbytes", CASES[:3])
+def test_lists_searched_together_answer_as_each_searched_alone(system, nodes, axes, reduce, nbytes):
+    # whatif bounds its points' tasks in turn (run_searches): each list's results and statistics are its own search's
+    from p2sim.studies.search import run_searches
+
+    topo = load_system(system, nodes)
+    lists = [split_by_matrix(ConfigTask(spec=topo.spec, nodes=nodes, axes=axes, reduce_axes=reduce, bytes_per_gpu=b),
+                             enumerate_matrices(topo.hierarchy, axes)) for b in (nbytes, nbytes / 64)]
+    lists[1] = lists[1][:-1]  # lists of different lengths
+    together = run_searches(lists, SerialExecutor(), 2)
+    alone = [run_search(tasks, SerialExecutor(), 2) for tasks in lists]
+    assert [s for _, s in together] == [s for _, s in alone] and len(lists[1]) > 0
+    assert [[[(p.matrix, p.text, p.seconds) for p in r.programs] for r in res] for res, _ in together] == \
+        [[[(p.matrix, p.text, p.seconds) for p in r.programs] for r in res] for res, _ in alone]

@@ -245,8 +245,9 @@ def _built_and_rows(monkeypatch, share: bool, **request):
         return structure(self, *args, **kwargs)
 
     monkeypatch.setattr(structure_module.Structures, "build", counted)
-    if not share:
+    if not share:  # neither taken after a point (adopt) nor shared while searched together (share)
         monkeypatch.setattr(caches.CollectiveCaches, "adopt", lambda self, other: False)
+        monkeypatch.setattr(caches.CollectiveCaches, "share", lambda self, other: False)
     result = run_whatif(WhatifRequest.build(workers=1, **request))
     monkeypatch.undo()
     return json.dumps(result.to_json(), sort_keys=True), built[0]
@@ -362,3 +363,36 @@ def test_whatif_model_takes_zero_fsdp_and_refuses_what_changes_only_compute():
     for train in ("seq=8192,recompute=selective", "seq=8192,tp_overlap=on", "dtype=fp8"):
         with pytest.raises(InputError, match="^train: recompute, dtype=fp8, tp_overlap and dispatcher change"):
             p2sim.whatif(**kw, train=train)
+
+
+def test_a_point_searched_with_the_others_answers_as_the_point_alone(monkeypatch):
+    # the points of one structure key are bounded together, a matrix's tasks one after another
+    # (search.run_searches), their contexts sharing structures and geometry: each row is the row of a what-if of
+    # that point alone, to the bit, and the points build each structure once where alone each builds its own
+    job = dict(system="superpod-h100", nodes=8, axes="data=8,pipeline=4,tensor=2", reduce="data", bytes="1GiB")
+    together, built = _built_and_rows(monkeypatch, True, vary=["leaf.oversubscription=1,2,4"], **job)
+    alone = [_built_and_rows(monkeypatch, True, vary=[f"leaf.oversubscription={v}"], **job) for v in (1, 2, 4)]
+    rows = json.loads(together)["points"]
+    for row, (one, _) in zip(rows, alone):
+        (mine,) = json.loads(one)["points"]
+        assert {k: v for k, v in row.items() if k != "winner_changed"} == {
+            k: v for k, v in mine.items() if k != "winner_changed"}
+    assert built < sum(n for _, n in alone) / 2, (built, [n for _, n in alone])
+
+
+def test_the_points_of_one_structure_key_share_one_store_of_structures_and_geometry():
+    from p2sim.collectives import Expander
+    from p2sim.sim import SimulationContext
+    from p2sim.studies.whatif import _shared_groups
+    from p2sim.topology import load_system
+
+    from .test_caches import _oversubscribed
+
+    base = load_system("superpod-h100", 8)
+    two = _oversubscribed("superpod-h100", 8, 2.0)
+    fewer = load_system("superpod-h100", 16)
+    contexts = [SimulationContext(t) for t in (base, fewer, two)]
+    assert _shared_groups(contexts) == [[0, 2], [1]]
+    assert contexts[2].geometry is contexts[0].geometry and contexts[1].geometry is not contexts[0].geometry
+    rates = Expander(base).rates
+    assert contexts[2].expansions(rates).structures is contexts[0].expansions(rates).structures

@@ -27,6 +27,8 @@ Modules
     Channels: how many a collective runs, which NIC each uses, where it enters each node.
 :mod:`.choice`
     NCCL's automatic choice: which algorithm and protocol a collective runs.
+:mod:`.decisions`
+    NCCL's choice for a group, kept across independent tasks with the order-dependent reads it made.
 :mod:`.expand`
     From (algorithm, protocol, collective, group) to a :class:`~p2sim.collectives.pattern.Collective`.
 :mod:`.flows`

@@ -32,11 +32,12 @@ import numpy as np
 from ..formalism.hierarchy import SynthesisHierarchy
 from ..topology import Topology
 from ..topology.settings import ModelRates
+from .decisions import Decisions
 from .pattern import Collective
 
-__all__ = ["CollectiveCaches", "Expansions", "structure_key", "CACHE_BYTES"]
+__all__ = ["CollectiveCaches", "Expansions", "structure_key", "CACHE_BYTES", "PER_SHAPE"]
 
-_PER_SHAPE = ("channels", "available", "estimate")  # Shapes.memo's decisions, one per group shape
+PER_SHAPE = ("channels", "available", "estimate")  # Shapes.memo's decisions, one per group shape
 
 
 # bytes of arrays the built collectives and structures of one topology may hold before the least
@@ -60,20 +61,26 @@ def _arrays_nbytes(obj: object) -> int:
 
 
 class Expansions:
-    """The caches of every :class:`~p2sim.collectives.expand.Expander` of one topology with the same rates."""
+    """The caches of every :class:`~p2sim.collectives.expand.Expander` of one topology with the same rates.
 
-    def __init__(self) -> None:
+    ``lender``: the expansions of a topology with the same :func:`structure_key` whose structures these build
+    into and find, and whose ledger counts both (:meth:`CollectiveCaches.share`); else their own."""
+
+    def __init__(self, lender: Expansions | None = None) -> None:
         self.cache: dict[tuple, Collective] = {}
         self.choice: dict[tuple, tuple[str, str]] = {}
         self.by_shape: dict[tuple, object] = {}
         self.shapes: dict[tuple[int, ...], tuple] = {}
         self.moved: dict[tuple, Collective] = {}
-        self.structures: dict[tuple, object] = {}
+        self.structures: dict[tuple, object] = {} if lender is None else lender.structures
         self.settings: dict[tuple, tuple] = {}
         self.chosen: dict[tuple, tuple[str, str]] = {}
+        # NCCL's choice per group with the order-dependent reads it made, kept across forget_order: a later
+        # task replays a choice whose reads still hold (decisions.py)
+        self.decisions = Decisions()
         # what cache, moved and structures hold, least recently used first: (id(dict), key) -> (dict, bytes)
-        self.held: dict[tuple, tuple[dict, int]] = {}
-        self.held_bytes = [0]
+        self.held: dict[tuple, tuple[dict, int]] = {} if lender is None else lender.held
+        self.held_bytes = [0] if lender is None else lender.held_bytes
 
     def keep(self, cache: dict, key: tuple, built: object) -> None:
         """Cache ``built`` and count what it holds; past :data:`CACHE_BYTES`, the least recently used
@@ -109,18 +116,25 @@ class Expansions:
     def forget_order(self) -> None:
         """Drop what was decided once per group shape (NCCL's choice, channels, estimates):
         the first group of a shape decides for all, so across independent tasks the decisions
-        must not depend on which task ran first.  Caches exact per group stay."""
+        must not depend on which task ran first.  Caches exact per group stay, and so do the choices'
+        logs (:attr:`decisions`), which a later task replays only where every read still holds."""
         for d in (self.choice, self.settings, self.chosen):
             d.clear()
-        for key in [k for k in self.by_shape if k[0] in _PER_SHAPE]:
+        for key in [k for k in self.by_shape if k[0] in PER_SHAPE]:
             del self.by_shape[key]
 
     def clear(self) -> None:
-        """Drop everything, in place: the expanders that share these caches keep sharing them."""
+        """Drop everything, in place: the expanders that share these caches keep sharing them (and so do the
+        expansions that share the structures and the ledger: what they hold of their own stays counted)."""
+        mine = (self.cache, self.moved, self.structures)
+        for key, (owner, size) in list(self.held.items()):
+            if any(owner is d for d in mine):
+                del self.held[key]
+                self.held_bytes[0] -= size
         for d in (self.cache, self.choice, self.by_shape, self.shapes, self.moved, self.structures, self.settings,
-                  self.chosen, self.held):
+                  self.chosen):
             d.clear()
-        self.held_bytes[0] = 0
+        self.decisions.clear()
 
 
 def structure_key(topo: Topology) -> tuple:
@@ -181,13 +195,33 @@ class CollectiveCaches:
         self.collnet_heads: dict[tuple[tuple[int, ...], int], tuple[tuple[str, int], ...]] = {}
         self.double_trees: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._expansions: dict[ModelRates, Expansions] = {}
+        self._lender: CollectiveCaches | None = None  # whose structures this builds into (share)
 
     def expansions(self, rates: ModelRates) -> Expansions:
         """The expansions of this topology with ``rates`` (shared by every expander given them)."""
         hit = self._expansions.get(rates)
         if hit is None:
-            hit = self._expansions[rates] = Expansions()
+            lender = None if self._lender is None else self._lender.expansions(rates)
+            hit = self._expansions[rates] = Expansions(lender)
         return hit
+
+    def share(self, other: CollectiveCaches) -> bool:
+        """Build into ``other``'s ring searches, one-switch answers, row counts and structures from now on, and
+        find there what either built, where its topology has the same :func:`structure_key` (what-if points
+        that vary only NIC or uplink rates, searched together): what each builds from its own topology is then
+        the same (:meth:`adopt`'s reason).  The structures of expansions made from now on are counted in
+        ``other``'s ledger (one :data:`CACHE_BYTES` for both); what depends on rates stays each one's own.
+        Returns whether it shares."""
+        if other is self or structure_key(self.topo) != structure_key(other.topo):
+            return False
+        for mine, theirs in ((self.rings, other.rings), (self.one_switch, other.one_switch),
+                             (self.row_counts, other.row_counts)):
+            for k, v in mine.items():
+                theirs.setdefault(k, v)
+        self.rings, self.one_switch, self.row_counts = other.rings, other.one_switch, other.row_counts
+        self.gpu_classes = self.gpu_classes or other.gpu_classes
+        self._lender = other
+        return True
 
     def forget_order(self) -> None:
         """Drop what depends on the order groups came in (see the module docstring)."""

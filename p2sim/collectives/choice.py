@@ -24,6 +24,7 @@ from ..topology.settings import NcclSettings
 from .algorithms import FALLBACK, Algorithm, algorithm, forced_algorithms
 from .caches import CollectiveCaches, Expansions
 from .channels import segments
+from .decisions import MISSING
 from .nccl_tables import ALGOS, PROTOS, ll128_over_network
 from .ofi_tuner import pick
 from .p2p import P2P_ALGO, P2P_OPS, P2P_PROTO
@@ -69,6 +70,9 @@ class Choice:
 
     #: :meth:`choose` leaves unbuilt the candidates whose bound shows they cannot win (:meth:`least`)
     prune: bool = True
+    #: :meth:`choose` replays a choice an earlier task made for the group where its reads still hold
+    #: (:mod:`.decisions`); ``replay = False`` works every choice out (the tests compare the two)
+    replay: bool = True
 
     def __init__(self, topo: Topology, caches: CollectiveCaches, shared: Expansions, shapes: Shapes,
                  structures: Structures, settings: Figures, tuning: Figures, tuning_bound: Figures) -> None:
@@ -78,6 +82,7 @@ class Choice:
         self.structures = structures
         self._choice = shared.choice
         self._chosen = shared.chosen
+        self._decisions = shared.decisions
         self._settings = settings
         self.tuning = tuning
         self.tuning_bound = tuning_bound
@@ -165,14 +170,25 @@ class Choice:
         if op in P2P_OPS:  # grouped sends and receives: NCCL_ALGO / NCCL_PROTO do not apply (p2p.py)
             return P2P_ALGO, P2P_PROTO
         direct = (op, members if isinstance(members, tuple) else tuple(members), nbytes, algo, proto)
-        hit = self._chosen.get(direct)
-        if hit is not None:
+        log = self._decisions
+        hit = log.read(self._chosen, direct)
+        if hit is not MISSING:
             return hit
         key = (op, self.shapes.shape(members), nbytes, algo, proto)  # groups of one shape choose alike
-        hit = self._choice.get(key)
-        if hit is not None:
-            self._chosen[direct] = hit
+        hit = log.read(self._choice, key)
+        if hit is not MISSING:
+            return log.write(self._chosen, direct, hit)
+        if log.recording or not self.replay:  # (a choice inside one being recorded: its reads are that one's)
+            return self._choose(op, members, nbytes, algo, proto, key, direct)
+        # this task decides for the shape: as an earlier task did for this group, where its reads still hold
+        hit = log.replay(direct)
+        if hit is not MISSING:
             return hit
+        return log.record(direct, lambda: self._choose(op, members, nbytes, algo, proto, key, direct))
+
+    def _choose(self, op: str, members: Sequence[int], nbytes: float, algo: str, proto: str, key: tuple,
+                direct: tuple) -> tuple[str, str]:
+        """:meth:`choose` worked out, for the shape (``key``) and the group (``direct``)."""
         avail = self.available(op, members, proto)
         allowed = ALGORITHMS if algo == "auto" else forced(algo)
         cands = [(a, p) for a, p in avail if a in allowed]
@@ -185,8 +201,8 @@ class Choice:
         if not cands:
             cands = [(FALLBACK.name, "Simple")]
         best = self.tuned(op, members, nbytes, cands) or self.least(cands, op, members, nbytes)
-        self._choice[key] = self._chosen[direct] = best
-        return best
+        self._decisions.write(self._choice, key, best)
+        return self._decisions.write(self._chosen, direct, best)
 
     def tuned(self, op: str, members: Sequence[int], nbytes: float, cands: Sequence[tuple[str, str]]
               ) -> tuple[str, str] | None:

@@ -37,6 +37,7 @@ from ..util.errors import InputError
 from .algorithms import algorithm
 from .caches import CACHE_BYTES, CollectiveCaches
 from .channels import Segment, scheduled_channels, segments, threads_used
+from .decisions import MISSING
 from .choice import ALGO_CHOICES, ALGORITHMS, Choice, check_algo
 from .flows import GB, NET_RATE_DEFAULTS, TCP_TRANSPORTS, Flows, net_rate_gbps
 from .latency import collective_latency
@@ -137,15 +138,17 @@ class Expander:
         """What of ``nbytes`` shapes a collective: channels used, link share, NCCL's ring plateau (per group; per
         size, nodes and channels where that is all they read, Algorithm.settings_by_count: a GB200 rack's 72 places)."""
         key = (algo, proto, op, members, nbytes)
-        hit = self._settings_of.get(key)
-        if hit is None:
+        log = self.shared.decisions  # by count, the first group of a size decides: read and written through the log
+        hit = log.read(self._settings_of, key)
+        if hit is MISSING:
             a, full = algorithm(algo), self.structures.channels(members)
             nodes = len({m // self.topo.gpus_per_node for m in members})
             alike = ("by count", algo, proto, op, len(members), nodes, full, nbytes) if a.settings_by_count() else key
-            hit = self._settings_of.get(alike)
-            if hit is None:
-                hit = self._settings_of[alike] = self._compute_settings(a, proto, op, members, full, nodes, nbytes)
-            self._settings_of[key] = hit
+            hit = log.read(self._settings_of, alike)
+            if hit is MISSING:
+                hit = log.write(self._settings_of, alike,
+                                self._compute_settings(a, proto, op, members, full, nodes, nbytes))
+            log.write(self._settings_of, key, hit)
         return hit
 
     def _compute_settings(self, a, proto: str, op: str, members: tuple, full: int, nodes: int, nbytes: float) -> tuple:

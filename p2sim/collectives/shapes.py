@@ -18,7 +18,8 @@ import networkx as nx
 import numpy as np
 
 from ..topology import Topology
-from .caches import CollectiveCaches, Expansions
+from .caches import PER_SHAPE, CollectiveCaches, Expansions
+from .decisions import MISSING
 
 __all__ = ["Shapes"]
 
@@ -34,6 +35,7 @@ class Shapes:
         self.caches = caches
         self._shapes = shared.shapes
         self._by_shape = shared.by_shape
+        self._decisions = shared.decisions
 
     def shape(self, members: Sequence[int]) -> tuple:
         """A group up to the topology's symmetries: what decides how it expands, not where it is.
@@ -114,6 +116,9 @@ class Shapes:
         bandwidth is the links' the ports load (two channels hashed onto one port halve it)."""
         shape = self.shape(members)
         key = (what, shape if what in _PORTS_SEEN else shape[:3]) + extra
+        if what in PER_SHAPE:  # decided by the first group of the shape: read and written through the log
+            hit = self._decisions.read(self._by_shape, key)
+            return self._decisions.write(self._by_shape, key, compute()) if hit is MISSING else hit
         if key not in self._by_shape:
             self._by_shape[key] = compute()
         return self._by_shape[key]

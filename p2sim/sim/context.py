@@ -15,6 +15,10 @@ Dropping, the one documented way each:
   independent tasks calls it between them, so that a task computes what it would alone.
 * :meth:`SimulationContext.clear` -- everything (only rebuilding costs; results never change).
 
+The steps' geometry (:class:`~p2sim.sim.moved.GeometryStore`: classes of moved groups and moved links, exact
+per group array) is each simulator's, or, in contexts that share structures (:meth:`SimulationContext.share`:
+what-if points searched together), one store for all of their simulators, kept across tasks within its budgets.
+
 Examples
 --------
 >>> from p2sim.topology import load_system
@@ -37,6 +41,7 @@ from __future__ import annotations
 from ..collectives.caches import CollectiveCaches
 from ..topology import Topology
 from ..topology.settings import ModelRates
+from .moved import GeometryStore
 from .results import StepResult
 
 __all__ = ["SimulationContext"]
@@ -48,6 +53,10 @@ class SimulationContext(CollectiveCaches):
     def __init__(self, topo: Topology) -> None:
         super().__init__(topo)
         self._steps: dict[tuple[str, str, ModelRates], dict[tuple, StepResult]] = {}
+        # steps' classes of moved groups and moved links (exact per group array), kept for every simulator of
+        # the contexts that share structures (what-if points searched together, share); None: each simulator
+        # keeps its own (a search's tasks meet few of the same again: its memory is not worth keeping)
+        self.geometry: GeometryStore | None = None
 
     def steps(self, proto: str, engine: str, rates: ModelRates) -> dict[tuple, StepResult]:
         """The step results of simulators with this protocol, engine and rates (a step's result depends
@@ -68,8 +77,20 @@ class SimulationContext(CollectiveCaches):
         for d in self._steps.values():
             d.clear()
 
+    def share(self, other: CollectiveCaches) -> bool:
+        """:meth:`CollectiveCaches.share <p2sim.collectives.caches.CollectiveCaches.share>`, and the steps'
+        geometry too (the link numbering and fabric shape it reads are the structures')."""
+        shared = super().share(other)
+        if shared and isinstance(other, SimulationContext):
+            if other.geometry is None:
+                other.geometry = GeometryStore()
+            self.geometry = other.geometry
+        return shared
+
     def clear(self) -> None:
         """Drop everything kept."""
         super().clear()
+        if self.geometry is not None:
+            self.geometry.clear()
         for d in self._steps.values():
             d.clear()

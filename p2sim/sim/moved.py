@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,12 +34,15 @@ from ..formalism.hierarchy import LoweredStep
 from ..topology import Topology
 from ..util.arrays import row_order
 
-__all__ = ["StepGeometry", "link_work", "moved_classes", "moved_class_key", "used_links"]
+__all__ = ["GeometryStore", "StepGeometry", "link_work", "moved_classes", "moved_class_key", "used_links"]
 
-# what a simulator keeps of steps' moved links (StepGeometry): a SuperPOD step's are up to a few MiB, and a
+# what a context keeps of steps' moved links (StepGeometry): a SuperPOD step's are up to a few MiB, and a
 # search bounds a step at two or three sizes on average (measured: 895 bounds of 347 steps, superpod-h100
-# at 2,048 nodes), most of them close together
+# at 2,048 nodes), most of them close together; the tasks of a search meet the same groups and collectives
+# again (a plan's 165 tasks on that SuperPOD: 1,580 of 2,841 moved links met in an earlier task)
 LINKS_BYTES = 32 * 2**20
+# and of steps' classes of moved groups (a class's group and its groups' shifts and places: 16 bytes a group)
+CLASSES_BYTES = 16 * 2**20
 
 
 def used_links(edges: np.ndarray, links: int) -> np.ndarray:
@@ -97,6 +101,48 @@ def moved_class_key(topo: Topology, arr: np.ndarray, first: np.ndarray, volumes:
     return np.concatenate([*cols, topo.move_keys(arr // topo.gpus_per_node)], axis=1)
 
 
+class GeometryStore:
+    """What :class:`StepGeometry` keeps, least recently used first within its budgets (``links`` bytes for the
+    moved links, :data:`CLASSES_BYTES` for the classes): a function of the topology's link numbering and fabric
+    shape only (rates aside), so one store serves every simulator of a context (a search's tasks) and the
+    contexts that share structures (:meth:`~p2sim.sim.context.SimulationContext.share`)."""
+
+    def __init__(self, links: int = LINKS_BYTES, classes: int = CLASSES_BYTES) -> None:
+        self.budgets = {"classes": classes, "links": links}
+        self.classes: OrderedDict[bytes, list] = OrderedDict()
+        self.links: OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self.held = {"classes": 0, "links": 0}
+
+    def find(self, kind: str, key: Any) -> Any:
+        """The entry kept under ``key`` (None if none), now the most recently used."""
+        table = getattr(self, kind)
+        hit = table.get(key)
+        if hit is not None:
+            table.move_to_end(key)
+        return hit
+
+    def keep(self, kind: str, key: Any, value: Any, size: int) -> None:
+        """Keep ``value`` (``size`` bytes), the least recently used dropped past the budget (never the last)."""
+        table = getattr(self, kind)
+        table[key] = value
+        self.held[kind] += size
+        while self.held[kind] > self.budgets[kind] and len(table) > 1:
+            _, old = table.popitem(last=False)
+            self.held[kind] -= _nbytes(old)
+
+    def clear(self) -> None:
+        self.classes.clear()
+        self.links.clear()
+        self.held = {"classes": 0, "links": 0}
+
+
+def _nbytes(entry: Any) -> int:
+    """Bytes an entry of a :class:`GeometryStore` counts: its arrays, and each class's group as Python ints."""
+    if isinstance(entry, tuple):  # moved links: (every group's slot among the links used, the links used)
+        return sum(a.nbytes for a in entry)
+    return sum(shifts.nbytes + members.nbytes + 40 * len(g) for g, shifts, members in entry)
+
+
 class StepGeometry:
     """What a step's bound computes from its groups alone, kept for its bounds at other buffer sizes.
 
@@ -106,18 +152,17 @@ class StepGeometry:
     the same bytes (compared bit for bit) the classes of moved groups (:func:`moved_classes`) are the same
     at every size and for every collective, and where the classes' collectives load the same links so are
     the moved link ids and the links used: both are kept per group array (by a digest of its GPUs, computed
-    once per step object, which this holds while it keeps the digest), the links up to
-    :data:`LINKS_BYTES`, least recently used dropped.  What is kept is what would be computed again, so
-    results are unchanged.
+    once per step object, which this holds while it keeps the digest) in ``store`` (a context's, for all of
+    its simulators; by default its own, of ``budget`` bytes of links), least recently used dropped.  What is
+    kept is what would be computed again, so results are unchanged.
     """
 
-    def __init__(self, topo: Topology, budget: int = LINKS_BYTES) -> None:
+    def __init__(self, topo: Topology, budget: int = LINKS_BYTES, store: GeometryStore | None = None) -> None:
         self.topo = topo
-        self.budget = budget
+        self.store = GeometryStore(budget) if store is None else store
         self._groups: dict[int, tuple[LoweredStep, bytes]] = {}  # per step object: its groups' digest
-        self._classes: dict[bytes, list] = {}
-        self._links: OrderedDict[tuple, tuple[np.ndarray, np.ndarray]] = OrderedDict()
-        self._bytes = 0
+        self._classes = self.store.classes
+        self._links = self.store.links
 
     def groups_digest(self, step: LoweredStep) -> bytes:
         """A 160-bit digest of the step's groups (its GPUs, group by group; not its collective)."""
@@ -141,17 +186,24 @@ class StepGeometry:
         if not len(bits) or (bits != bits[0]).any():
             return list(moved_classes(self.topo, step, volumes))
         key = self.groups_digest(step)
-        hit = self._classes.get(key)
+        hit = self.store.find("classes", key)
         if hit is None:
-            hit = self._classes[key] = [(g, shifts, members)
-                                        for g, _, shifts, members in moved_classes(self.topo, step, volumes)]
+            hit = [(g, shifts, members) for g, _, shifts, members in moved_classes(self.topo, step, volumes)]
+            self.store.keep("classes", key, hit, _nbytes(hit))
         v = volumes[0]  # every group's, to the bit
         return [(g, v, shifts, members) for g, shifts, members in hit]
 
     def links(self, step: LoweredStep, classes: list, edges: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Every group's link ids (each class's ``edges`` moved to its groups, classes in order) and the
         links they use (ascending), as :func:`link_work` counts them.  Kept by the groups, each class's groups
-        (which, with the groups, say its moves) and its collective's links."""
+        (which, with the groups, say its moves) and its collective's links (:meth:`slots`)."""
+        slots, used = self.slots(step, classes, edges)
+        return used[slots], used
+
+    def slots(self, step: LoweredStep, classes: list, edges: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`links` as each link id's place among the links used (``used[slots]`` are the ids): a count
+        per slot adds what a count per link id would, in the same order, into a table the size of the links
+        used."""
         h = hashlib.blake2b(digest_size=20)
         for e, c in zip(edges, classes):
             e = np.ascontiguousarray(e, dtype=np.int64)
@@ -161,18 +213,16 @@ class StepGeometry:
             h.update(len(e).to_bytes(8, "little"))
             h.update(e.tobytes())
         key = (self.groups_digest(step), h.digest())
-        hit = self._links.get(key)
+        hit = self.store.find("links", key)
         if hit is not None:
-            self._links.move_to_end(key)
             return hit
         gpn = self.topo.gpus_per_node
         moved = [self.topo.move_edges(e, min(c[0]) // gpn, c[2]).ravel() for e, c in zip(edges, classes)]
         all_edges = np.concatenate(moved) if moved else np.zeros(0, dtype=np.int64)
-        used = used_links(all_edges, len(self.topo.capacity))
-        self._links[key] = (all_edges, used)
-        self._bytes += all_edges.nbytes + used.nbytes
-        while self._bytes > self.budget and len(self._links) > 1:
-            _, (old_e, old_u) = self._links.popitem(last=False)
-            self._bytes -= old_e.nbytes + old_u.nbytes
-        return all_edges, used
+        table = np.bincount(all_edges, minlength=len(self.topo.capacity))  # used_links', and each used link's slot
+        used = np.flatnonzero(table)
+        table[used] = np.arange(len(used))
+        slots = table[all_edges].astype(np.int32)  # (fewer than 2**31 links) half the bytes kept
+        self.store.keep("links", key, (slots, used), slots.nbytes + used.nbytes)
+        return slots, used
 

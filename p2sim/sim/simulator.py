@@ -133,7 +133,9 @@ class Simulator:
         # (a traced simulator keeps its own, with the traces)
         self._steps: dict[tuple, StepResult] = {} if trace else self.context.steps(self.proto, self.engine, rates)
         self._seen: dict[int, tuple[object, bytes]] = {}
-        self._geometry = StepGeometry(topo)  # a step's classes and moved links, for its bounds at other sizes
+        # a step's classes and moved links, for its bounds at other sizes (and the other simulators of contexts
+        # that share them: what-if points searched together)
+        self._geometry = StepGeometry(topo, store=self.context.geometry)
         why = self.expander.why_not(self.algo, proto=self.proto)
         if why is not None:  # NCCL refuses an NCCL_ALGO it cannot honour (enqueue.cc)
             raise InputError(f"algo: {self.algo} cannot run on {topo.spec.name}: {why}")
@@ -316,11 +318,18 @@ class Simulator:
             start = min(start, c.latency)
             e, load = c.link_load()
             edges.append(e)
-            loads.append(np.tile(load * v, len(shifts)))
-        e, used = self._geometry.links(step, classes, edges)
-        if not len(e):
+            loads.append((load * v, len(shifts)))
+        slots, used = self._geometry.slots(step, classes, edges)
+        if not len(slots):
             return alone
-        work = np.bincount(e, weights=np.concatenate(loads), minlength=len(self.topo.capacity))[used]
+        # every group's bytes in the links' order (each class's, once per group: np.tile's, without the copies)
+        weights = np.empty(len(slots))
+        at = 0
+        for w, n in loads:
+            weights[at:at + n * len(w)].reshape(n, len(w))[:] = w
+            at += n * len(w)
+        # summed per link used (its slot), in the order a count into every link would add them: the same sums
+        work = np.bincount(slots, weights=weights, minlength=len(used))
         with np.errstate(divide="ignore"):
             links = float(np.max(work / self.topo.capacity[used]))
         return max(alone, start + links)
@@ -400,7 +409,7 @@ class Simulator:
         # one collective per class of groups that are the same group moved between nodes: the
         # others are it moved (an exact symmetry), their flows its flows shifted
         classes = []
-        for g, v, shifts, members in moved_classes(self.topo, step, volumes):
+        for g, v, shifts, members in self._geometry.classes(step, volumes):  # the bounds' (the same classes)
             algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
             classes.append((self.expander.collective(algo, proto, op, g, v), v, shifts, members))
         choices = tuple(sorted({(c.algo, c.proto, c.channels) for c, _, _, _ in classes}))

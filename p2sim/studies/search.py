@@ -56,7 +56,7 @@ from .executor import Executor, run_all
 from .config_task import ALLREDUCE_TEXT, ConfigResult, ProgramTiming, ConfigTask, run_task, task_context
 
 __all__ = ["Bounds", "BoundJob", "SearchStats", "allreduce_task", "bound_task", "bound_all", "kth_best", "search",
-           "run_search", "matrix_bounds"]
+           "run_search", "run_searches", "matrix_bounds"]
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,29 @@ def bound_all(tasks: Sequence[ConfigTask], executor: Executor, label: str = "bou
     ars = run_all(executor, allreduce_task, list(tasks), "simulating AllReduce")
     kth = kth_best(sorted(t.seconds for a in ars for t in a), top)
     return run_all(executor, bound_task, [BoundJob(t, a, kth) for t, a in zip(tasks, ars)], label)
+
+
+def _turns(lists: Sequence[Sequence[Any]]) -> list[tuple[int, int]]:
+    """(list, position) of every item, the lists taken in turn: each one's first item, then each one's second..."""
+    return [(i, j) for j in range(max(map(len, lists), default=0)) for i, items in enumerate(lists) if j < len(items)]
+
+
+def bound_together(task_lists: Sequence[Sequence[ConfigTask]], executor: Executor, top: int
+                   ) -> list[list[Bounds]]:
+    """:func:`bound_all` of each list with ``top`` (each list's own k-th best AllReduce), the lists' tasks run
+    in turn (:func:`_turns`): a task's bounds are its own whatever ran before it (:func:`task_context`), so
+    each list's are those of bounding it alone."""
+    turns = _turns(task_lists)
+    ars = run_all(executor, allreduce_task, [task_lists[i][j] for i, j in turns], "simulating AllReduce")
+    mine: list[list[Any]] = [[None] * len(ts) for ts in task_lists]
+    for (i, j), a in zip(turns, ars):
+        mine[i][j] = a
+    kth = [kth_best(sorted(t.seconds for a in per for t in a), top) for per in mine]
+    jobs = [BoundJob(task_lists[i][j], mine[i][j], kth[i]) for i, j in turns]
+    out: list[list[Any]] = [[None] * len(ts) for ts in task_lists]
+    for (i, j), b in zip(turns, run_all(executor, bound_task, jobs, "bounding")):
+        out[i][j] = b
+    return out
 
 
 def search(bounds: Sequence[Bounds], executor: Executor, top: int, keep: set[tuple[int, Matrix]] | None = None,
@@ -292,3 +315,15 @@ def run_search(tasks: Sequence[ConfigTask], executor: Executor, top: int, exhaus
         results = [r for r in (ConfigResult(r.task, tuple(p for p in r.programs if (i, p.matrix) in keep), r.counts)
                                for i, r in enumerate(results)) if r.programs]
     return results, stats
+
+
+def run_searches(task_lists: Sequence[Sequence[ConfigTask]], executor: Executor, top: int, exhaustive: bool = False,
+                 label: str = "simulating") -> list[tuple[list[ConfigResult], SearchStats]]:
+    """:func:`run_search` of each list (no budget, every matrix), with every list's tasks bounded together, in
+    turn (:func:`bound_together`): a what-if's points, whose tasks on one matrix then run one after another
+    and find the structures the point before built for it (points that share them:
+    :meth:`~p2sim.collectives.caches.CollectiveCaches.share`).  Each list's results and statistics are those
+    of its own :func:`run_search`."""
+    if exhaustive or any({t.settings.engine for t in ts} != {"des"} for ts in task_lists):
+        return [run_search(ts, executor, top, exhaustive=exhaustive, label=label) for ts in task_lists]
+    return [search(b, executor, top, label=label) for b in bound_together(task_lists, executor, top)]

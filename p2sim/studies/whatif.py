@@ -43,7 +43,7 @@ from .demand import DEFAULT_REDUCE, Demand, no_model_options
 from .requests import (DEFAULT_SETTINGS, DEFAULT_SYSTEM, EVERY_PROGRAM, RunOptions, SearchOptions, Settings, axis_names_of,
                        job_size_text, limits_of, optional_int, reduces_something, whole_groups)
 from .plan import PlanRequest
-from .search import SearchStats, run_search
+from .search import SearchStats, run_searches
 from .step_plan import run_step_plan
 from .whatif_step import at_point, check_step_options, point_request, points_cost, step_row
 from ..workload import load_model
@@ -242,6 +242,21 @@ def _in_run_order(contexts: list[Any]) -> Iterator[tuple[int, int]]:
         contexts[k].clear()
 
 
+def _shared_groups(contexts: list[Any]) -> list[list[int]]:
+    """The points in groups of one :func:`~p2sim.collectives.caches.structure_key` (:func:`_run_order`'s), each
+    point's context building into the group's first's structures (:meth:`~p2sim.collectives.caches.CollectiveCaches.share`):
+    a group's points are searched together.  A point's answer does not depend on which points it runs with."""
+    order = _run_order(contexts)
+    groups: list[list[int]] = []
+    for k in order:
+        first = next((g for g in groups if contexts[g[0]] is contexts[k] or contexts[k].share(contexts[g[0]])), None)
+        if first is None:
+            groups.append([k])
+        else:
+            first.append(k)
+    return groups
+
+
 def _run_order(contexts: list[Any]) -> list[int]:
     """The order the points run in: those whose topologies build the same structures (an equal
     :func:`~p2sim.collectives.caches.structure_key`: they differ only in NIC or uplink rates) one after another,
@@ -405,16 +420,18 @@ def run_whatif(req: WhatifRequest) -> WhatifResult:
     bests: list[Any] = [None] * len(req.points)
     with req.run.executor(len(tasks)) as ex:
         announce(f"{what}: {size} in {plural(len(tasks), 'task')} {req.run.where(len(tasks))}, {job.cost.brief()}")
-        for i, k in _in_run_order(contexts):  # each point's winner and matrices' bests: exact, with or without bounds
-            mine = [t for t, o in zip(tasks, job.owners) if o == k]
-            # a given program is the one simulation of its point: nothing to bound
-            # every other point backwards: it starts with the structures the point before built last (adopt)
-            results, stats[k] = run_search(mine, ex, 1, exhaustive=req.exhaustive or text is not None,
-                                           label="what-if", backwards=i % 2 == 1)
-            ranking = rank_results(results)
-            bests[k] = _winner(ranking, text)
-            rows[k] = _row(req.points[k], ranking, bests[k], stats[k], program_bindings(contexts[k], bests[k]),
-                           req.demands[k], req)
+        for group in _shared_groups(contexts):  # each point's winner and matrices' bests: exact, with or without bounds
+            mine = [[t for t, o in zip(tasks, job.owners) if o == k] for k in group]
+            # a given program is the one simulation of its point: nothing to bound; otherwise the points of one
+            # structure key are bounded together, a matrix's tasks one after another (they share its structures)
+            outs = run_searches(mine, ex, 1, exhaustive=req.exhaustive or text is not None, label="what-if")
+            for k, (results, stats[k]) in zip(group, outs):
+                ranking = rank_results(results)
+                bests[k] = _winner(ranking, text)
+                rows[k] = _row(req.points[k], ranking, bests[k], stats[k], program_bindings(contexts[k], bests[k]),
+                               req.demands[k], req)
+            for k in group:  # one group's caches at a time
+                contexts[k].clear()
     for row, changed in zip(rows, _mark_changes(req, [winner_key(b.matrix, b.algo, b.timing.text) for b in bests])):
         row["winner_changed"] = changed
     return WhatifResult(req, req.axis_names, job.reduce_axes, contexts[largest].topo.level_names,
