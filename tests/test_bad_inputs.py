@@ -257,7 +257,7 @@ def test_an_ecmp_whatif_is_refused_up_front_with_its_estimate(capsys, monkeypatc
     def no_search(*args, **kwargs):
         raise AssertionError("the search started")
 
-    monkeypatch.setattr(whatif, "run_search", no_search)
+    monkeypatch.setattr(whatif, "run_searches", no_search)
     # on a loaded machine the count of programs takes long enough for a progress line before the refusal
     monkeypatch.setenv("P2SIM_PROGRESS_S", "3600")
     line = refused(capsys, "whatif", "--system", "roce-h100", "--nodes", "1024", "--axes", "data=256,pipeline=4,tensor=8",
