@@ -77,7 +77,8 @@ def predict(row: dict[str, str], params: EfficiencyParams = DEFAULT):
     axes, train = configuration(row)
     last, exposed = None, None
     # as the configuration search: no recompute, then activation offloading where it runs (no pipeline) and
-    # costs nothing (its copies hide under the compute), then the model's recompute ladder (recompute.ladder)
+    # costs nothing (its copies hide under the compute), then the model's recompute ladder (recompute.ladder);
+    # unlike the search, a row that nothing else fits keeps an offloading whose copies are exposed
     steps = ladder(load_model(MODELS[row["model"]]))
     rungs = ["recompute=none"] + (["offload=auto"] if axes["pipeline"] == 1 else []) + [
         f"recompute={rc}" for rc in steps[1:]]

@@ -255,3 +255,18 @@ def test_the_search_offloads_activations_where_it_fits_and_costs_nothing():
     assert c.recompute == "none" and c.step.training["offload"] > 0 and c.step.offload_seconds == 0.0
     with pytest.raises(InputError, match="the search offloads activations itself"):
         run_search(model="llama3-70b", system="gb300-nvl72", nodes=1, train="seq=8192,offload=10")
+
+
+def test_compare_takes_its_own_offload_as_given():
+    """--compare ...,offload=N times the compared configuration with N layers offloaded; offload=off with none
+    (the search's own offloading, where it hides, is not put in its place); what does not fit says both."""
+    base = dict(model="llama3-70b", system="dgx-h100", nodes=8, top=1,
+                train="seq=8192,global_batch=128,dtype=fp8,zero=1,grad_dtype=bf16")
+    auto = run_search(**base, compare="tensor=8,data=8,mbs=2").compared
+    assert auto.step.training["offload"] > 0 and auto.label.endswith(f"offload={auto.step.training['offload']}")
+    given = run_search(**base, compare="tensor=8,data=8,mbs=2,offload=20").compared
+    assert given.step.training["offload"] == 20
+    off = run_search(**base, compare="tensor=8,data=8,mbs=2,offload=off").compared
+    assert off.step.training["offload"] == 0 and off.recompute != "none"  # it needs recompute to fit
+    with pytest.raises(InputError, match="with recompute=none, offload=1, more than"):
+        run_search(**base, compare="tensor=8,data=8,mbs=2,offload=1")

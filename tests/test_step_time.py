@@ -218,3 +218,12 @@ def test_offload_needs_a_way_to_host_memory(tmp_path):
     f.write_text(NO_HOST)
     with pytest.raises(InputError, match="no path from a GPU to host memory"):
         run_step(model="llama3-8b", system=str(f), nodes=1, axes={"data": 8}, train="seq=2048,global_batch=16,offload=2")
+
+
+def test_plan_with_axes_names_its_offload():
+    from p2sim.report.step_plan import training_text
+    from p2sim.studies.plan import PlanRequest
+    req = PlanRequest.build(system="dgx-h100", nodes=1, axes={"data": 8}, model="llama3-8b", workers=1,
+                            engine="analytic", train="seq=8192,zero=3,offload=20")
+    work = req.demand.workload
+    assert ", 20 layers offloaded" in training_text(work) and work.to_json()["training"]["offload"] == 20

@@ -381,16 +381,19 @@ def _compared(job, spec_model, training, extra, text: str, fits, capacity) -> Ra
     for r in dict.fromkeys(rungs + choices):
         preps[r] = prepare_step(job, sizes, t, replace(own, recompute=r))
         fits[(cfg.label, r)] = preps[r].memory.total / GIB
-    if given_extra.offload:  # the compared configuration's own offloading, as given (Megatron-Core's checks)
+    # offload= given (off and 0 too) is the compared configuration's own, as given (Megatron-Core's checks)
+    offload_given = any(p.partition("=")[0].strip().lower() == "offload" for p in train.split(","))
+    if given_extra.offload:
         rc = given_extra.recompute
         prep = prepare_step(job, sizes, t, replace(own, recompute=rc, offload=given_extra.offload))
     else:
-        if "none" in choices and not preps["none"].fits:  # offloading first, where it fits and costs nothing
-            preps["none"] = _offloaded(job, cfg, own) or preps["none"]
+        if "none" in choices and not preps["none"].fits and not offload_given:  # offloading first, where it fits
+            preps["none"] = _offloaded(job, cfg, own) or preps["none"]          # and costs nothing
         rc = next((r for r in choices if preps[r].fits), choices[-1])
         prep = preps[rc]
     if not prep.fits:
-        raise InputError(f"compare: {text}: needs {prep.memory.total / GIB:.1f} GiB per GPU with recompute={rc}, "
+        how = f"recompute={rc}" + (f", offload={given_extra.offload}" if given_extra.offload else "")
+        raise InputError(f"compare: {text}: needs {prep.memory.total / GIB:.1f} GiB per GPU with {how}, "
                          f"more than the GPU's {capacity:.1f} GiB")
     result, order = _placed(prep)
     return Ranked(cfg, rc, result, _forced(fits, cfg.label, rc, capacity, rungs), order)

@@ -96,8 +96,9 @@ def check_recompute(model: ModelSpec, recompute: str) -> None:
 
 
 def ladder(model: ModelSpec) -> tuple[str, ...]:
-    """The model's recompute choices from the cheapest: none, the elementwise modules (layernorm, and moe_act for
-    a MoE model), those and MLA's up projections (for an MLA model), full.  ``selective`` alone is left out: the
+    """The model's recompute choices from the cheapest: none, the elementwise modules it has (layernorm where a norm
+    is a module of its own: an MLA or MoE model; moe_act for a MoE model), those and MLA's up projections (for an
+    MLA model), full.  ``selective`` alone is left out: the
     attention core it recomputes keeps nothing FlashAttention would not (memory.py), so it never fits where none
     does not."""
     cheap = (["layernorm"] if model.is_mla or model.is_moe else []) + (["moe_act"] if model.is_moe else [])
