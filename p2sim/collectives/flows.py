@@ -23,7 +23,7 @@ from .nccl_tables import MAX_THREADS
 from .pattern import Collective, Flow
 from .pipeline import in_flight, step_cap, window
 from .protocols import collective_cap_gbps, tuning_share
-from .rails import rail_rate, stripes
+from .rails import message_rate, rail_rate
 from .shapes import Shapes
 from .structure import Structure, Structures
 from .transports import control_wait_us, reported_latency_us, stream_task_bytes, wire_bytes
@@ -59,6 +59,10 @@ class Flows:
         self.arch = topo.spec.nccl.arch
         self.shapes = shapes
         self.structures = structures
+        nccl = topo.spec.nccl
+        # the network device's rails and the plugin's least stripe ([nccl] ofi_rails, ofi_min_stripe_size); one
+        # rail where the plugin does not stripe (its SENDRECV protocol, or another transport)
+        self._rails = (nccl.ofi_rails, nccl.ofi_min_stripe_size) if nccl.ofi_protocol == "RDMA" else (1, 1)
         self._rail_device: float | None = None  # the network device's rate, read once where its rails count
 
     def tuned(self, st: Structure, algo: str, proto: str, op: str, members: tuple[int, ...], used: int,
@@ -180,9 +184,8 @@ class Flows:
             if st.nodes > 1:
                 conns = a.connections(f.channels, used)  # the network connections carrying the flow
                 beta_net = rate * f.share * per_hop / conns
-                rails, message = self.rails(algo, proto, op, chunk, nbytes * f.share / conns)
                 # a step's message moves at its stripes' rate where the device's rails share it out (rails.py)
-                striped = self.rail_device * stripes(message, *self.rail_shape) / self.rail_shape[0]
+                rails, striped = self.rails(algo, proto, op, chunk, nbytes * f.share / conns)
                 win = window(algo, proto, op, chunk, steps[1], min(beta_net, striped), nbytes * f.share / conns,
                              st.inter)
                 # the tighter of the two caps on the flow (a cap over its connections against one per channel)
@@ -196,34 +199,22 @@ class Flows:
             out.append(replace(f, caps=caps, cap_kinds=kinds) if caps is not f.caps else f)
         return out
 
-    @property
-    def rail_shape(self) -> tuple[int, int]:
-        """The network device's rails and the plugin's least stripe (``[nccl] ofi_rails``, ``ofi_min_stripe_size``);
-        one rail where the plugin does not stripe (its SENDRECV protocol, or another transport)."""
-        nccl = self.topo.spec.nccl
-        return (nccl.ofi_rails, nccl.ofi_min_stripe_size) if nccl.ofi_protocol == "RDMA" else (1, 1)
-
-    @property
-    def rail_device(self) -> float:
-        """The network device's rate, its rails together (bytes/s): the slowest NIC's link, as NCCL is told."""
-        if self.rail_shape[0] <= 1:
-            return math.inf
-        if self._rail_device is None:
-            self._rail_device = nic_gbps(self.topo) * GB
-        return self._rail_device
-
     def rails(self, algo: str, proto: str, op: str, chunk: int, conn_bytes: float) -> tuple[float, float]:
-        """One network connection's most bytes per second on the device's rails (``inf`` with one rail) and the
-        size of its messages on the wire: a step's unit (:func:`~p2sim.collectives.pipeline.in_flight`) in its
-        protocol's lines, as many in flight as the window holds, or as the connection's ``conn_bytes`` fill
-        where a pipeline (not a ring, whose ranks always stream) has fewer (:func:`~p2sim.collectives.rails.rail_rate`)."""
-        flight, unit = in_flight(algo, proto, op, chunk)
+        """One network connection's most bytes per second on the device's rails, and one of its messages' rate
+        (both ``inf`` where the plugin does not stripe: one rail, its SENDRECV protocol, another transport).  A
+        message is a step's unit (:func:`~p2sim.collectives.pipeline.in_flight`) in its protocol's lines, as many in
+        flight as the window holds, or as the connection's ``conn_bytes`` fill where a pipeline (not a ring, whose
+        ranks always stream) has fewer (:func:`~p2sim.collectives.rails.rail_rate`)."""
+        rails, least = self._rails
+        flight, unit = in_flight(algo, proto, op, chunk) if rails > 1 else (0.0, 0.0)
+        if unit <= 0:
+            return math.inf, math.inf
+        if self._rail_device is None:  # the slowest NIC's link, as NCCL is told: the rails together
+            self._rail_device = nic_gbps(self.topo) * GB
         message = wire_bytes(proto, unit)
-        rails, least = self.rail_shape
-        if rails <= 1 or unit <= 0:
-            return math.inf, message
         messages = flight / unit if algorithm(algo).streams(op) else min(flight / unit, math.ceil(conn_bytes / unit))
-        return rail_rate(self.rail_device, rails, least, message, messages), message
+        return (rail_rate(self._rail_device, rails, least, message, messages),
+                message_rate(self._rail_device, rails, least, message))
 
     def stream_cap(self, algo: str, proto: str, op: str, chunk: int) -> float:
         """A channel's network rate over TCP (GB/s): its streams times ``[model] stream_rate``, one

@@ -27,13 +27,15 @@ Examples
 50.0
 >>> rail_rate(50e9, 4, 131072, 2**20, 1) / 1e9    # a 1 MiB message stripes over all four
 50.0
+>>> message_rate(50e9, 4, 131072, 262144) / 1e9   # one 256 KiB message: its two stripes' rails
+25.0
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["stripes", "rail_rate"]
+__all__ = ["stripes", "message_rate", "rail_rate"]
 
 
 def stripes(size: float, rails: int, min_stripe: int) -> int:
@@ -43,6 +45,14 @@ def stripes(size: float, rails: int, min_stripe: int) -> int:
     while rails % n:
         n -= 1
     return n
+
+
+def message_rate(device_rate: float, rails: int, min_stripe: int, message: float) -> float:
+    """Bytes per second one message of ``message`` bytes moves at: its stripes' rails (``device_rate`` the rails
+    together, bytes/s); ``inf`` with one rail."""
+    if rails <= 1:
+        return math.inf
+    return device_rate * stripes(message, rails, min_stripe) / rails
 
 
 def rail_rate(device_rate: float, rails: int, min_stripe: int, message: float, in_flight: float) -> float:
