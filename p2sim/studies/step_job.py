@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..topology import Topology, find_spec, load_system
@@ -73,7 +74,11 @@ class StepJob:
     timer: OpTimer
     engine: str = "des"
     layers: dict[tuple[Any, ...], tuple[float, float, float, float]] = field(default_factory=dict, compare=False)
-    host_rate: float = 0.0  # bytes/s each GPU moves to host memory while all do (activation offloading's)
+
+    @cached_property
+    def host_rate(self) -> float:
+        """Bytes/s each GPU moves to host memory while all do (activation offloading's; worked out where asked)."""
+        return host_memory_rate(self.topo)
 
 
 def _timer(topo: Topology, params: EfficiencyParams) -> OpTimer:
@@ -107,7 +112,6 @@ def step_job(model: Any, system: Any, nodes: int | None, gpus: int | None, param
     else:
         topo = load_system(spec, count)
     hierarchy, used = job_hierarchy(topo.hierarchy, gpus, per_node)
-    return StepJob(spec_model, topo, gpus, nodes, hierarchy, used, per_node, _timer(topo, params), engine,
-                   host_rate=host_memory_rate(topo))
+    return StepJob(spec_model, topo, gpus, nodes, hierarchy, used, per_node, _timer(topo, params), engine)
 
 

@@ -20,7 +20,6 @@ import numpy as np
 from ..formalism.mesh import MEGATRON_ORDERS, megatron_ranks, rank_mesh
 from ..formalism.placement import Matrix, Placement
 from .step_job import StepJob, _timer, job_hierarchy
-from ..topology.host_memory import host_memory_rate
 from .step_time import StepResult, StepSettings, finish_step, prepare_step
 from ..workload.op_time import DEFAULT
 from ..workload.training import AXES
@@ -123,7 +122,7 @@ def step_timer(req: Any, extra: StepSettings | None = None) -> StepTimer | None:
     if tuple(hierarchy) != tuple(job.hierarchy):
         return None
     sj = StepJob(work.model, topo, gpus, topo.nodes, hierarchy, used, per_node, _timer(topo, DEFAULT),
-                 req.settings.engine, host_rate=host_memory_rate(topo))
+                 req.settings.engine)
     prep = prepare_step(sj, sizes, work.training, work.extra if extra is None else extra)
     return StepTimer(prep, names, tuple(job.hierarchy), tuple(job.axes), tuple(job.axis_names), sizes["expert"])
 
