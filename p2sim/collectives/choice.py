@@ -52,6 +52,8 @@ def _first(reasons: Sequence[str | None]) -> str | None:
     return None if any(r is None for r in reasons) else reasons[0]
 
 
+_DEFAULT_NCCL = NcclSettings()  # NCCL_ALGO and NCCL_PROTO unset: what the tuner's v2 runs under
+
 # the relative slack a bound on an estimate keeps (a design figure, not a model one): the estimate sums its
 # flows' shares and loads in floating point, the bound takes their exact sums; far above their rounding (1e-16
 # relative per operation, a few hundred of them), far below any difference between algorithms
@@ -214,9 +216,8 @@ class Choice:
         nccl = self.topo.spec.nccl
         if nccl.ofi_tuner == "none" or not nccl.version_at_least(2, 21, 5):  # the plugin's tuner v2: NCCL 2.21.5
             return None
-        defaults = NcclSettings()
-        if not nccl.version_at_least(2, 22, 3) and (nccl.algorithms != defaults.algorithms
-                                                    or nccl.protocols != defaults.protocols):
+        if not nccl.version_at_least(2, 22, 3) and (nccl.algorithms != _DEFAULT_NCCL.algorithms
+                                                    or nccl.protocols != _DEFAULT_NCCL.protocols):
             return None  # before v3 (2.22.3) the plugin turns its tuner off under NCCL_ALGO / NCCL_PROTO
         gpn = self.topo.gpus_per_node
         per_node = Counter(m // gpn for m in set(members))

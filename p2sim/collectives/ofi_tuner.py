@@ -156,15 +156,22 @@ def regions(tuner: str, per_node: int, op: str) -> tuple[Region, ...]:
 
 
 @functools.cache
+def _points(region: Region) -> tuple[tuple[float, float], ...]:
+    """The region's vertices in the log2 plane (set_regions' transform_log2), once per region."""
+    return tuple(_log2(v) for v in region.vertices)
+
+
+@functools.cache
 def _path(region: Region):
     from matplotlib.path import Path  # the polygon test; imported only where the tuner runs
 
-    return Path([_log2(v) for v in region.vertices] + [_log2(region.vertices[0])], closed=True)
+    pts = _points(region)
+    return Path(list(pts) + [pts[0]], closed=True)
 
 
 def _on_edge(p: tuple[float, float], region: Region) -> bool:
     """Whether ``p`` (log2 plane) lies within :data:`EPS` of one of the region's edges (is_inside_region's 0)."""
-    pts = [_log2(v) for v in region.vertices]
+    pts = list(_points(region))
     for (ax, ay), (bx, by) in zip(pts, pts[1:] + pts[:1]):
         dx, dy = bx - ax, by - ay
         length = dx * dx + dy * dy
