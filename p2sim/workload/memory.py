@@ -17,8 +17,8 @@ The GPU holding the most is the first pipeline stage's (the most micro-batches i
   MLP's inputs and its gate and up outputs -- over ``tensor`` (the ``h``-wide ones only with sequence
   parallelism) and ``context``; selective recompute keeps all but what its modules recompute
   (:mod:`.recompute`: the attention core's nothing more, FlashAttention already recomputes it; ``layernorm``
-  the outputs of the norms that are modules of their own, ``moe_act`` the experts' activation outputs, ``mla_up_proj`` MLA's Q and K/V), full
-  recompute keeps each layer's input only.  The first stage holds
+  the outputs of the norms that are modules of their own, ``moe_act`` the experts' activation outputs,
+  ``mla_up_proj`` MLA's Q and K/V), full recompute keeps each layer's input only.  The first stage holds
   ``p`` micro-batches in flight under 1F1B, ``p + (p - 1) / v`` under the interleaved schedule (Megatron-LM's
   warm-up micro-batches, ``get_pipeline_model_parallel_schedule``), at most the step's ``m``;
 * the last stage's logits in FP32 for the loss (``4 s b V / t``), and a fixed :data:`RESERVED` for the
@@ -43,8 +43,8 @@ from .model_spec import ModelSpec
 from .recompute import modules_of, parse_recompute, separate_norms
 from .schedule import chunk_layers
 
-__all__ = ["MemoryUse", "activation_bytes_per_layer", "offloaded_bytes", "memory_per_gpu", "in_flight", "RESERVED", "GIB",
-           "check_fits", "held_micro_batches"]
+__all__ = ["MemoryUse", "activation_bytes_per_layer", "offloaded_bytes", "memory_per_gpu", "in_flight", "RESERVED",
+           "GIB", "check_fits", "held_micro_batches"]
 
 GIB = 2**30
 # the CUDA context, cuBLAS workspaces, NCCL's channel buffers and the caching allocator's fragmentation:
@@ -206,16 +206,18 @@ def memory_per_gpu(model: ModelSpec, *, seq_length: int, micro_batch: int, micro
         if data_parallel in ("zero3", "fsdp"):
             # the layer being computed gathered in full (and the next one prefetched)
             weights += 2 * 2.0 * params / max(1, model.num_layers // pipeline)
-        per_mb = 0.0
+        per_mb = gone = 0.0
+        away = min(offload, sizes[stage])  # the stage's first layers offloaded (its first chunk's)
         for j in range(virtual):
             c = j * pipeline + stage
             for layer in range(starts[c], starts[c] + sizes[c]):
-                per_mb += activation_bytes_per_layer(model, kinds[layer], tokens=tokens, tensor=tensor, sp=sp,
-                                                     recompute=recompute, expert=expert, fp8=fp8)
-        if offload:
-            gone = offloaded_bytes(model, range(starts[stage], starts[stage] + min(offload, sizes[stage])),
-                                   tokens=tokens, tensor=tensor, sp=sp, expert=expert, fp8=fp8)
-            per_mb -= gone * (1 - 1 / min(offload, sizes[stage]))
+                kept = activation_bytes_per_layer(model, kinds[layer], tokens=tokens, tensor=tensor, sp=sp,
+                                                  recompute=recompute, expert=expert, fp8=fp8)
+                per_mb += kept
+                if j == 0 and layer < starts[c] + away:
+                    gone += kept
+        if away:
+            per_mb -= gone * (1 - 1 / away)
         activations = per_mb * held_micro_batches(pipeline, micro_batches, virtual, stage)
         logits = 0.0
         if stage == pipeline - 1:
