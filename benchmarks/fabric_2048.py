@@ -1,4 +1,4 @@
-"""Issue 34's targets at 2,048 nodes (16,384 GPUs): CPU seconds and peak MiB of every row, with the load first.
+"""Issue 47's targets at 2,048 nodes (16,384 GPUs): CPU seconds and peak MiB of every row, with the load first.
 
 Each row runs ``p2sim`` through its command line in a fresh process with ``--workers 1`` (the
 process's CPU time is then all the work; a shared machine's other load shows in wall seconds,
@@ -7,7 +7,7 @@ system of the child, as GNU time reports them), wall seconds, peak resident MiB,
 target for the row and whether the row is within it, and the answer's first line (so that a
 faster but different answer shows).  The machine's load average is printed first.
 
-Rows (issue 34's targets table; the job is the issue's: axes data = GPUs/32, pipeline 4,
+Rows (issue 34's rows, issue 47's targets; the job is issue 34's: axes data = GPUs/32, pipeline 4,
 tensor 8, reduce data, 4 GiB):
 
 * ``rank3`` on ``superpod-h100``, ``roce-h100``, ``gb200-nvl72-pod`` (racks of 72 GPUs: as many
@@ -38,9 +38,12 @@ NODES = 2048
 FABRICS = ("superpod-h100", "roce-h100", "gb200-nvl72-pod")
 FLAT = "h100"
 GPUS_PER_NODE = {"superpod-h100": 8, "roce-h100": 8, "h100": 8, "gb200-nvl72-pod": 72}
-# issue 34's targets: (CPU seconds, peak MiB) per row; flat h100's own
-TARGETS = {"rank3": (20.0, 500.0), "rank4": (60.0, 500.0), "whatif": (30.0, 500.0), "plan": (30.0, 500.0),
-           "rank3-flat": (8.0, 300.0), "whatif-flat": (10.0, 300.0)}
+# issue 47's targets (CPU seconds, peak MiB) per row and system; every row within 500 MiB
+TARGETS = {("rank3", "superpod-h100"): 10.0, ("rank4", "superpod-h100"): 30.0, ("whatif", "superpod-h100"): 15.0,
+           ("plan", "superpod-h100"): 15.0, ("rank3", "gb200-nvl72-pod"): 15.0, ("whatif", "gb200-nvl72-pod"): 30.0,
+           ("rank3", "roce-h100"): 30.0, ("whatif", "roce-h100"): 60.0, ("rank3", "h100"): 4.0,
+           ("whatif", "h100"): 8.0}
+PEAK_MIB = 500.0
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class Row:
 
     @property
     def target(self) -> tuple[float, float]:
-        return TARGETS[self.name + ("-flat" if self.system == FLAT else "")]
+        return TARGETS[(self.name, self.system)], PEAK_MIB
 
 
 def nodes_of(system: str, nodes: int) -> int:

@@ -180,6 +180,9 @@ def test_a_contexts_simulators_share_one_geometry_and_a_budget_drops_the_least_r
     store.keep("links", "b", (np.zeros(1, dtype=np.int64),), 8)
     assert list(store.links) == ["b"] and store.held["links"] == 8
     assert store.find("links", "a") is None and store.find("links", "b") is not None
+    store.keep("classes", "c", [], 0)
+    store.drop("links")
+    assert not store.links and store.held["links"] == 0 and list(store.classes) == ["c"]
     ctx.clear()
     assert not ctx.geometry.classes and ctx.geometry.held == {"classes": 0, "links": 0}
 

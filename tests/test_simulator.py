@@ -239,3 +239,23 @@ def test_tasks_in_one_process_forget_the_decisions_of_the_tasks_before():
     assert all(not e.choice and not e.settings for e in shared._expansions.values()) and shared._expansions
     assert run_task(a) == first
     assert task_context(a) is shared  # found again by the spec's value
+
+
+def test_a_task_simulated_in_a_shared_context_drops_the_moved_links_its_bounds_kept():
+    """A what-if's points share one GeometryStore (SimulationContext.share); the bounds keep moved links in it,
+    which no simulation reads: run_task drops them (classes stay) and answers as before."""
+    from p2sim.sim import SimulationContext
+    import numpy as np
+
+    from p2sim.sim.moved import GeometryStore
+    from p2sim.studies.config_task import ConfigTask, run_task
+
+    topo = load_system("a100", 2)
+    a = ConfigTask(spec=topo.spec, nodes=2, axes=(4, 8), reduce_axes=(0,), bytes_per_gpu=float(S),
+                   matrices=(((1, 4), (2, 4)),))
+    plain = run_task(a, SimulationContext(topo))
+    ctx = SimulationContext(topo)
+    ctx.geometry = GeometryStore()
+    ctx.geometry.keep("links", "kept by a bound", (np.zeros(4, dtype=np.int64),), 32)
+    assert run_task(a, ctx) == plain
+    assert not ctx.geometry.links and ctx.geometry.held["links"] == 0

@@ -130,10 +130,14 @@ class GeometryStore:
             _, old = table.popitem(last=False)
             self.held[kind] -= _nbytes(old)
 
+    def drop(self, kind: str) -> None:
+        """Drop every entry of one kind (``"classes"`` or ``"links"``): only rebuilding costs."""
+        getattr(self, kind).clear()
+        self.held[kind] = 0
+
     def clear(self) -> None:
-        self.classes.clear()
-        self.links.clear()
-        self.held = {"classes": 0, "links": 0}
+        self.drop("classes")
+        self.drop("links")
 
 
 def _nbytes(entry: Any) -> int:

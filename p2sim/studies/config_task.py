@@ -101,6 +101,10 @@ def run_task(task: ConfigTask, context: SimulationContext | None = None) -> Conf
     in ``context`` (its topology the task's system; kept as it is) or else the task's own
     (:func:`task_context`)."""
     ctx = task_context(task) if context is None else context
+    if ctx.geometry is not None:
+        # the moved links that the bounds of a what-if's points kept (up to 32 MiB) are read by bounds only:
+        # the simulations read the classes, and a search simulates once every bound is taken
+        ctx.geometry.drop("links")
     topo = ctx.topo
     syn = task.synthesis(topo)
     sim = Simulator(topo, task.settings.sim, context=ctx)
