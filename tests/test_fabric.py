@@ -271,6 +271,15 @@ def test_moved_groups_get_the_routes_built_in_place(span, first, routing, shift,
                                   tiers='[{ name = "leaf", nodes = 2 }, { name = "spine", nodes = 4 }, '
                                         '{ name = "core" }]'), 16)
     nodes = [n for n in range(first, first + stride * span, stride) if n < 16]
+    for a in nodes:  # a move by no node leaves every route where it is (an ECMP port included)
+        for b in (b for b in nodes if b != a):
+            here = np.array(topo.router.route(a, b).edges, dtype=np.int64)
+            assert np.array_equal(topo.move_edges(here, nodes[0], np.zeros(2, dtype=np.int64)), np.stack([here, here]))
+            if topo.fabric.ecmp and len(here):  # the arithmetic's own answer at d = 0, with every edge's route
+                routes = np.tile(np.array([a, 0, b, 0, 1]), (len(here), 1))
+                trunk = here >= topo.fabric.first + 2 * topo.node_count * len(topo.fabric.nics)
+                assert np.array_equal(topo.fabric.move(here[trunk], nodes[0], np.zeros(1, dtype=np.int64),
+                                                       routes[trunk])[0], here[trunk])
     d = shift
     if nodes[-1] + d >= 16 or topo.move_key(nodes) != topo.move_key([n + d for n in nodes]):
         return

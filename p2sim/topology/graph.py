@@ -317,6 +317,11 @@ class Topology:
         """
         edges = np.asarray(edges, dtype=np.int64)
         shifts = np.asarray(shifts, dtype=np.int64)
+        if not shifts.any():
+            # a move by no node is every link where it is (the arithmetic below and Fabric.move's at d = 0, an
+            # ECMP port's re-hash included: it re-hashes only where d moves it): on an ECMP fabric every group is
+            # a class of its own, so a step's flows and bounds call this once per flow with this move alone
+            return np.broadcast_to(edges, (len(shifts), len(edges))).copy()
         out = edges[None, :] + shifts[:, None] * self._stride[edges][None, :]
         if self.fabric is not None:
             trunk = edges >= self.fabric.first + 2 * self.node_count * len(self.fabric.nics)
