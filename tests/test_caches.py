@@ -143,6 +143,11 @@ def test_shared_caches_build_each_structure_once_into_one_ledger_and_answer_as_a
     alone = Expander(two).collective("ring", "Simple", "AllReduce", group, 2.0**30)
     assert b.latency == alone.latency and b.algbw(two.capacity) == alone.algbw(two.capacity)
     assert [f.edges.tolist() for f in b.flows] == [f.edges.tolist() for f in alone.flows]
+    # the rings' routed hops across nodes are one store too, under one byte count
+    assert second.cyclic is first.cyclic and second.cyclic_bytes is first.cyclic_bytes and first.cyclic
+    tables = len(first.cyclic)
+    Expander(two, caches=second).collective("ring", "LL", "AllReduce", group, 2.0**20)
+    assert len(first.cyclic) == tables
     # one's clear drops its own entries from the shared ledger and leaves the other's counted
     second.clear()
     assert theirs.held_bytes[0] == sum(size for _, size in theirs.held.values()) > 0

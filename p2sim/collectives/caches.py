@@ -206,10 +206,10 @@ class CollectiveCaches:
         return hit
 
     def share(self, other: CollectiveCaches) -> bool:
-        """Build into ``other``'s ring searches, one-switch answers, row counts and structures from now on, and
-        find there what either built, where its topology has the same :func:`structure_key` (what-if points
-        that vary only NIC or uplink rates, searched together): what each builds from its own topology is then
-        the same (:meth:`adopt`'s reason).  The structures of expansions made from now on are counted in
+        """Build into ``other``'s ring searches, one-switch answers, row counts, ring tables across nodes and
+        structures from now on, and find there what either built, where its topology has the same
+        :func:`structure_key` (what-if points that vary only NIC or uplink rates, searched together): what each
+        builds from its own topology is then the same (:meth:`adopt`'s reason).  The structures of expansions made from now on are counted in
         ``other``'s ledger (one :data:`CACHE_BYTES` for both); what depends on rates stays each one's own.
         Returns whether it shares."""
         if other is self or structure_key(self.topo) != structure_key(other.topo):
@@ -219,6 +219,13 @@ class CollectiveCaches:
             for k, v in mine.items():
                 theirs.setdefault(k, v)
         self.rings, self.one_switch, self.row_counts = other.rings, other.one_switch, other.row_counts
+        # the rings' routed hops across nodes read the routes and the node links, as the structures built
+        # from them do: one store, under one CYCLIC_BYTES (the ring tables kept here join it)
+        for k, v in self.cyclic.items():
+            if k not in other.cyclic:
+                other.cyclic[k] = v
+                other.cyclic_bytes[0] += sum(c.nbytes() for c in v)
+        self.cyclic, self.cyclic_bytes = other.cyclic, other.cyclic_bytes
         self.gpu_classes = self.gpu_classes or other.gpu_classes
         self._lender = other
         return True
