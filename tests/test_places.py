@@ -105,10 +105,10 @@ def _groups(draw, gpn: int, nodes: int):
         p = draw(st.integers(0, gpn - 1))
         return tuple(n * gpn + p for n in range(nodes))
     if kind == "run":  # consecutive places in every node
-        k = draw(st.sampled_from([2, 3, 4, 8, 9]))
+        k = draw(st.sampled_from([k for k in (2, 3, 4, 8, 9) if k <= gpn]))
         s = draw(st.integers(0, gpn - k))
         return tuple(n * gpn + s + j for n in range(nodes) for j in range(k))
-    pairs = draw(st.lists(st.integers(0, gpn // 2 - 1), min_size=1, max_size=4, unique=True))
+    pairs = draw(st.lists(st.integers(0, gpn // 2 - 1), min_size=1, max_size=min(4, gpn // 2), unique=True))
     return tuple(n * gpn + 2 * p + j for n in range(nodes) for p in pairs for j in (0, 1))
 
 
@@ -147,3 +147,32 @@ def test_expander_places_a_group_from_its_canonical_one():
     assert ex.structures.shared.structures == built  # no structure built for it
     direct = Expander(t).collective(*choice, "AllReduce", members, 2.0**28)
     assert _fields(placed) == _fields(direct)
+
+
+def _without_places(system: str, nodes: int) -> Topology:
+    t = load_system(system, nodes)
+    t.__dict__["places"] = None  # the cached property: no place symmetry, every class built where it is
+    return t
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_step_bound_with_places_equals_without(data):
+    from p2sim.formalism.hierarchy import LoweredStep
+    from p2sim.formalism.semantics import Op
+    from p2sim.sim.simulator import Simulator
+
+    t, bare = topo("gb200-nvl72-pod", 3), _without_places("gb200-nvl72-pod", 3)
+    gpn, nodes = t.gpus_per_node, t.node_count
+    size = data.draw(st.sampled_from([2, 3, 4, 8]))
+    if data.draw(st.booleans()):  # groups across the racks at alike places (a data-parallel step)
+        places = data.draw(st.permutations(range(gpn)))[:data.draw(st.integers(1, 12))]
+        groups = [tuple(n * gpn + p for n in range(nodes)) for p in places]
+    else:
+        order = data.draw(st.permutations(range(gpn * nodes)))
+        count = data.draw(st.integers(1, 12))
+        groups = [tuple(order[i * size:(i + 1) * size]) for i in range(count)]
+    op = data.draw(st.sampled_from([Op.ALL_REDUCE, Op.REDUCE_SCATTER, Op.ALL_GATHER]))
+    step = LoweredStep(op, tuple(groups))
+    volumes = [float(data.draw(st.sampled_from([2**16, 2**28, 2**32])))] * len(groups)
+    assert Simulator(t).step_bound(step, volumes) == Simulator(bare).step_bound(step, volumes)

@@ -75,6 +75,22 @@ class PlaceSymmetry:
         canon = tuple((m // gpn) * gpn + back[(m % gpn) // b] * b + m % b for m in members)
         return canon, perm
 
+    def canonical_rows(self, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`canonical` of many groups of one size (a row of GPUs each), in array passes: the canonical
+        groups (rows), the permutations (rows) and whether each group is its own canonical form."""
+        groups = np.asarray(groups, dtype=np.int64)
+        gpn, b = self.gpus_per_node, self.block
+        local = groups % gpn
+        blk = local // b
+        rows = np.arange(len(groups), dtype=np.int64)[:, None]
+        mark = np.zeros((len(groups), self.blocks), dtype=bool)
+        mark[rows, blk] = True
+        rank = np.cumsum(mark, axis=1) - 1
+        canon = (groups // gpn) * gpn + rank[rows, blk] * b + local % b
+        own = blk.max(axis=1) == mark.sum(axis=1) - 1
+        perms = np.argsort(~mark, axis=1, kind="stable")  # its blocks ascending, then the others ascending
+        return canon, perms, own
+
     def gpus(self, perm: tuple[int, ...]) -> np.ndarray:
         """Per local GPU, its place under ``perm`` (block ``i`` to block ``perm[i]``, offsets kept)."""
         b = self.block
