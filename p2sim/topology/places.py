@@ -31,7 +31,6 @@ True
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -106,53 +105,47 @@ class PlaceSymmetry:
     def move_edges(self, edges: np.ndarray, perm: tuple[int, ...]) -> np.ndarray:
         """Link ids moved by ``perm``: a node's links onto the moved components' links in the same node, a
         NIC's links to the network onto its image's, everything else (switches, trunks) kept."""
-        table = self._table(perm)
+        local, inner, nics = self._tables(perm)
         edges = np.asarray(edges, dtype=np.int64)
         out = edges.copy()
-        mask = edges < len(table)
-        out[mask] = table[edges[mask]]
+        per, n = len(self.node_edges), self.node_count
+        at = edges < per * n
+        x = edges[at]
+        out[at] = (x // per) * per + local[x % per]
+        for first, to in inner:  # a flat network's per-node blocks of a component's links, onto its image's
+            at = (edges >= first) & (edges < first + 2 * n)
+            out[at] = edges[at] - first + to
+        if self.cable_first is not None:  # the fabric's cables: 2 per node for each NIC, NIC by NIC
+            c0, w = self.cable_first, 2 * n
+            at = (edges >= c0) & (edges < c0 + w * len(self.fabric_nics))
+            x = edges[at] - c0
+            out[at] = c0 + nics[x // w] * w + x % w
         return out
 
-    def _table(self, perm: tuple[int, ...]) -> np.ndarray:
+    def _tables(self, perm: tuple[int, ...]) -> tuple[np.ndarray, tuple[tuple[int, int], ...], np.ndarray]:
+        """What :meth:`move_edges` reads for ``perm`` (a few hundred ids; kept per permutation)."""
         hit = self._maps.get(perm)
         if hit is None:
             if len(self._maps) > 4096:  # a few KiB each; the permutations a run meets are few
                 self._maps.clear()
-            hit = self._maps[perm] = self._build_table(perm)
+            name = self.name_map(perm)
+            index = {e: r for r, e in enumerate(self.node_edges)}
+            local = np.array([index[(name[a], name[z])] for a, z in self.node_edges], dtype=np.int64)
+            blocks = {(inner, outer, cls): first for first, inner, outer, cls in self.inner}
+            inner = tuple((first, blocks[(name[a], z, cls)]) for first, a, z, cls in self.inner
+                          if blocks[(name[a], z, cls)] != first)
+            at = {nic: i for i, nic in enumerate(self.fabric_nics)}
+            nics = np.array([at[name[nic]] for nic in self.fabric_nics], dtype=np.int64)
+            hit = self._maps[perm] = (local, inner, nics)
         return hit
 
-    def _build_table(self, perm: tuple[int, ...]) -> np.ndarray:
-        name = self.name_map(perm)
-        per, n = len(self.node_edges), self.node_count
-        index = {e: r for r, e in enumerate(self.node_edges)}
-        local = np.array([index[(name[a], name[z])] for a, z in self.node_edges], dtype=np.int64)
-        ends = [per * n]
-        if self.inner:
-            ends.append(max(first for first, *_ in self.inner) + 2 * n)
-        if self.cable_first is not None:
-            ends.append(self.cable_first + 2 * n * len(self.fabric_nics))
-        table = np.arange(max(ends), dtype=np.int64)
-        nodes = np.arange(n, dtype=np.int64)
-        table[:per * n] = (nodes[:, None] * per + local[None, :]).ravel()
-        blocks = {(inner, outer, cls): first for first, inner, outer, cls in self.inner}
-        for first, inner, outer, cls in self.inner:
-            table[first:first + 2 * n] = np.arange(2 * n) + blocks[(name[inner], outer, cls)]
-        if self.cable_first is not None:
-            at = {nic: i for i, nic in enumerate(self.fabric_nics)}
-            c0, width = self.cable_first, 2 * n
-            for i, nic in enumerate(self.fabric_nics):
-                j = at[name[nic]]
-                table[c0 + i * width:c0 + (i + 1) * width] = np.arange(width) + c0 + j * width
-        return table
-
-    @functools.lru_cache(maxsize=256)
     def name_map(self, perm: tuple[int, ...]) -> dict[str, str]:
         """Each local name's image under ``perm`` (names no block owns: themselves)."""
-        out = {}
+        out = _Kept()
         for i, p in enumerate(perm):
             for a, z in zip(self.names[i], self.names[p]):
                 out[a] = z
-        return _Kept(out)
+        return out
 
 
 class _Kept(dict):
