@@ -296,7 +296,8 @@ class Simulator:
           groups) at its capacity, after the step's earliest start-up latency.
 
         Groups that are the same group moved between nodes (an exact symmetry of the
-        system) are expanded once.  Floating-point sums may put the simulated time a few
+        system) are expanded once, and so are, once per step, classes of groups that are one group
+        at other places of their nodes (the node's place symmetry, :mod:`p2sim.topology.places`).  Floating-point sums may put the simulated time a few
         ulps (and the engine's completion slack, 1e-9 of a flow) below the bound; callers
         compare with a relative margin (:data:`BOUND_SLACK`).
         """
