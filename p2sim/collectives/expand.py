@@ -45,7 +45,7 @@ from .p2p import P2P_ALGO, P2P_OPS, P2P_PROTO, p2p_collective
 from .pattern import Collective
 from .protocols import collective_cap_gbps, tuning_share
 from .shapes import Shapes
-from .structure import Structures, moved_collective
+from .structure import Structures, moved_collective, placed_collective
 from .transports import reported_latency_us
 
 __all__ = ["Expander", "ALGORITHMS", "ALGO_CHOICES", "check_algo", "check_forced", "net_rate_gbps",
@@ -197,12 +197,31 @@ class Expander:
                 self.shared.touch(self._moved, mkey)
                 hit = moved_collective(self.topo, seen, first - min(seen.members) // gpn)
             else:
-                st = self.structures.of(algo, op, members, local, where, used, share)
-                hit = self.flows.finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes,
-                                        chunk, loop, threads)
+                # the same group at other places of its nodes, built there: permute it here (an exact symmetry)
+                hit = self._placed(algo, proto, op, members, nbytes, (used, share, plateau, chunk, loop, threads, fits))
+                if hit is None:
+                    st = self.structures.of(algo, op, members, local, where, used, share)
+                    hit = self.flows.finish(st.moved(self.topo, first), algo, proto, op, members, used, share, nbytes,
+                                            chunk, loop, threads)
                 self.shared.keep(self._moved, mkey, hit)
             self.shared.keep(self._cache, key, hit)
         return hit
+
+    def _placed(self, algo: str, proto: str, op: str, members: tuple[int, ...], nbytes: float,
+                settings: tuple) -> Collective | None:
+        """The collective of ``members`` as its canonical group's (:meth:`~p2sim.topology.places.PlaceSymmetry.canonical`:
+        its blocks of places renumbered in order) with the places permuted back (:func:`.structure.placed_collective`),
+        or None where the node has no place symmetry, the group is its own canonical form, or the canonical group's
+        settings differ from its own (then it is built where it is).  Exact: the permutation is an automorphism of
+        the system, and every stage that builds a collective (channels, NICs, rings, trees, NVLS heads) chooses
+        alike for groups whose places keep their order (tests/test_places.py builds both and compares them)."""
+        sym = self.topo.places
+        if sym is None:
+            return None
+        canon, perm = sym.canonical(members)
+        if perm is None or self._settings(algo, proto, op, canon, nbytes) != settings:
+            return None
+        return placed_collective(self.topo, self.collective(algo, proto, op, canon, nbytes), perm, members)
 
     def _p2p(self, op: str, members: tuple[int, ...], nbytes: float) -> Collective:
         """The point-to-point collective (:func:`~.p2p.p2p_collective`), cached like the others."""

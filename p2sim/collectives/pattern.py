@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Hop", "HopTable", "MovedHops", "Flow", "Collective", "combine", "make_flow", "sum_by_edge"]
+__all__ = ["Hop", "HopTable", "MovedHops", "PlacedHops", "Flow", "Collective", "combine", "make_flow", "sum_by_edge"]
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ class MovedHops:
     """A :class:`HopTable` moved ``nodes`` nodes on (``shift_edges`` moves edge ids), made
     only when read: a step of thousands of moved groups never needs their hops."""
 
-    base: HopTable
+    base: HopTable | PlacedHops
     shift_edges: Callable[[np.ndarray, int], np.ndarray]
     nodes: int
     gpus: int
@@ -172,6 +172,28 @@ class MovedHops:
 
 
 @dataclass(frozen=True, eq=False)
+class PlacedHops:
+    """A hop table (or a moved one) with its GPUs and links permuted inside their nodes (``devices`` and
+    ``edges`` map them: a place symmetry, :mod:`p2sim.topology.places`), made only when read."""
+
+    base: HopTable | MovedHops | PlacedHops
+    devices: Callable[[np.ndarray], np.ndarray]
+    edges: Callable[[np.ndarray], np.ndarray]
+
+    def table(self) -> HopTable:
+        t = self.base if isinstance(self.base, HopTable) else self.base.table()
+        return HopTable(self.devices(t.src), self.devices(t.dst), t.coef, t.inter, t.overhead, t.indptr,
+                        self.edges(t.edges), t.ports)
+
+    def hops(self) -> tuple[Hop, ...]:
+        return self.table().hops()
+
+    def moved(self, shift_edges, nodes: int, gpus: int) -> HopTable:
+        """The permuted table moved ``nodes`` nodes on (as :meth:`HopTable.moved`)."""
+        return self.table().moved(shift_edges, nodes, gpus)
+
+
+@dataclass(frozen=True, eq=False)
 class Flow:
     """Channels of one collective that take the same links (see module docstring)."""
 
@@ -179,7 +201,7 @@ class Flow:
     channels: int  # NCCL channels it carries
     edges: np.ndarray
     coef: np.ndarray
-    table: HopTable | MovedHops
+    table: HopTable | MovedHops | PlacedHops
     caps: tuple[tuple[float, float], ...] = ()  # (bytes/s, coef): private virtual links
     cap_kinds: tuple[str, ...] = ()  # what each cap is, for saying what binds (collectives/binding.py)
 

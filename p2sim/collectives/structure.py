@@ -24,11 +24,11 @@ from ..topology import Topology
 from .algorithms import algorithm
 from .caches import CollectiveCaches, Expansions
 from .channels import Segment, channel_count, segments
-from .pattern import Collective, Flow, HopTable, MovedHops
+from .pattern import Collective, Flow, HopTable, MovedHops, PlacedHops
 from .hops.ringsearch import best_rings, ring_throughput
 from .shapes import Shapes
 
-__all__ = ["Structure", "Structures", "max_sent_to_net", "moved_collective", "merge_flows", "free_segment"]
+__all__ = ["Structure", "Structures", "max_sent_to_net", "moved_collective", "placed_collective", "merge_flows", "free_segment"]
 
 GB = 1e9
 
@@ -227,6 +227,25 @@ def moved_collective(topo: Topology, c: Collective, nodes: int) -> Collective:
                         ).moved(move, nodes, topo.gpus_per_node), f.caps, f.cap_kinds) for f in c.flows)
     return Collective(c.algo, c.proto, c.op, tuple(m + d for m in c.members), c.nodes, c.channels, flows, c.latency,
                       c.bus_factor, c.shared_caps, c.tuning)
+
+
+def placed_collective(topo: Topology, c: Collective, perm: tuple[int, ...], members: tuple[int, ...]
+                      ) -> Collective:
+    """Collective ``c`` with its places permuted in their nodes by ``perm`` (the topology's place symmetry,
+    :meth:`~p2sim.topology.places.PlaceSymmetry.canonical`): the collective of ``members`` (``c``'s members
+    permuted).  Each flow's links are permuted and put back in ascending order with their loads (as a flow
+    built there lists them, :func:`~.pattern.sum_by_edge`); everything else is the same figure."""
+    sym = topo.places
+    edges = lambda e: sym.move_edges(e, perm)  # noqa: E731
+    devices = lambda d: sym.move_devices(d, perm)  # noqa: E731
+    flows = []
+    for f in c.flows:
+        e = edges(f.edges)
+        order = np.argsort(e, kind="stable")
+        flows.append(Flow(f.share, f.channels, e[order], f.coef[order], PlacedHops(f.table, devices, edges), f.caps,
+                          f.cap_kinds))
+    return Collective(c.algo, c.proto, c.op, members, c.nodes, c.channels, tuple(flows), c.latency, c.bus_factor,
+                      c.shared_caps, c.tuning)
 
 
 def merge_flows(groups: list[HopTable], per_flow: list[int], graph: list[int]) -> tuple[list, list, list]:

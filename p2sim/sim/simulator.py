@@ -38,6 +38,7 @@ from ..collectives import Collective, Expander, check_algo, check_proto, step_fr
 from ..collectives.volumes import fractions_memo, next_fractions
 from ..collectives.algorithms import FALLBACK, baseline_algorithm, forced_algorithms
 from ..collectives.choice import serves
+from ..collectives.p2p import P2P_OPS
 from ..collectives.binding import Binding, collective_binding, tied_classes
 from ..util.errors import InputError, ProgramError, SemanticsError
 from ..formalism.hierarchy import LoweredStep, Lowering
@@ -295,7 +296,8 @@ class Simulator:
           groups) at its capacity, after the step's earliest start-up latency.
 
         Groups that are the same group moved between nodes (an exact symmetry of the
-        system) are expanded once.  Floating-point sums may put the simulated time a few
+        system) are expanded once, and so are, once per step, classes of groups that are one group
+        at other places of their nodes (the node's place symmetry, :mod:`p2sim.topology.places`).  Floating-point sums may put the simulated time a few
         ulps (and the engine's completion slack, 1e-9 of a flow) below the bound; callers
         compare with a relative margin (:data:`BOUND_SLACK`).
         """
@@ -311,13 +313,34 @@ class Simulator:
         alone, start = 0.0, math.inf
         edges, loads = [], []  # per class: its collective's links, and its groups' bytes on them
         classes = self._geometry.classes(step, volumes)
-        for g, v, shifts, _ in classes:
-            algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
-            c = self.expander.collective(algo, proto, op, g, v)
-            alone = max(alone, self.expander.analytic_seconds(c, v))
-            start = min(start, c.latency)
-            e, load = c.link_load()
-            edges.append(e)
+        # classes that are one group at other places of its nodes (the node's place symmetry): its collective's
+        # figures once, its links permuted for each (what the expander's placed collective would give: the same
+        # classes in the same order, so the same sums)
+        sym = None if op in P2P_OPS else self.topo.places
+        same: dict[tuple, tuple] = {}
+        forms = None
+        if sym is not None and step.array is not None:  # every class's canonical group, in array passes
+            forms = sym.canonical_rows(step.array[[int(m[0]) for _, _, _, m in classes]])
+        for i, (g, v, shifts, _) in enumerate(classes):
+            hit = None
+            if sym is not None:
+                if forms is None:
+                    canon, perm = sym.canonical(g)
+                    key = (canon, v)
+                else:
+                    canon, perm = forms[0][i], None if forms[2][i] else tuple(forms[1][i].tolist())
+                    key = (canon.tobytes(), v)
+                hit = same.get(key)
+                if hit is None:
+                    canon = tuple(canon.tolist()) if forms is not None else canon
+                    if perm is None or self.expander.shape(canon) == self.expander.shape(g):
+                        hit = same[key] = self._class_bound(op, canon, v)
+            if hit is None:
+                hit, perm = self._class_bound(op, g, v), None
+            a, latency, e, load = hit
+            alone = max(alone, a)
+            start = min(start, latency)
+            edges.append(e if perm is None else sym.move_edges(e, perm))
             loads.append((load * v, len(shifts)))
         slots, used = self._geometry.slots(step, classes, edges)
         if not len(slots):
@@ -333,6 +356,12 @@ class Simulator:
         with np.errstate(divide="ignore"):
             links = float(np.max(work / self.topo.capacity[used]))
         return max(alone, start + links)
+
+    def _class_bound(self, op: str, g: tuple[int, ...], v: float) -> tuple[float, float, np.ndarray, np.ndarray]:
+        """A group's figures for :meth:`step_bound`: its analytic seconds, start-up latency and link load."""
+        algo, proto = self.expander.choose(op, g, v, self.algo, self.proto)
+        c = self.expander.collective(algo, proto, op, g, v)
+        return (self.expander.analytic_seconds(c, v), c.latency, *c.link_load())
 
     def bindings(self, lowering: Lowering, program: Program, bytes_per_gpu: float) -> tuple[Binding, ...]:
         """What bounds each step of a program (:meth:`bound`), with the volumes :meth:`simulate` gives them."""

@@ -33,6 +33,8 @@ Modules
     NCCL's environment variables as p2sim's ``[nccl]`` settings: what a published job set, predicted as it ran.
 :mod:`.paths`
     Which links NCCL's transports use inside a node: P2P, SHM, GPUDirect RDMA and PXN.
+:mod:`.places`
+    A node's own place symmetry: permutations of its GPUs' blocks that are automorphisms of the system.
 :mod:`.ranges`
     The range of every number a system file holds, one rule per field for the file and for ``--vary``.
 :mod:`.routing`

@@ -368,6 +368,14 @@ class Topology:
             routes = self.router.nic_routes()
         return (unrated, self.nodes, len(caps), caps.tobytes(), self.latency.tobytes(), ports, routes)
 
+    @cached_property
+    def places(self):
+        """The node's own place symmetry (:class:`~p2sim.topology.places.PlaceSymmetry`: blocks of GPUs any
+        permutation of which is an automorphism), or None without one."""
+        from .places import place_symmetry  # noqa: PLC0415 (it reads this module's topologies)
+
+        return place_symmetry(self)
+
     def move_key(self, nodes: Sequence[int] | np.ndarray, ports: bool = True) -> bytes:
         """Groups over ``nodes`` (each member's node, in member order) with equal keys (and equal
         local shapes) are each other moved: :meth:`move_keys` of one group, as bytes."""
