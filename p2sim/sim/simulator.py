@@ -330,10 +330,12 @@ class Simulator:
                 else:
                     canon, perm = forms[0][i], None if forms[2][i] else tuple(forms[1][i].tolist())
                     key = (canon.tobytes(), v)
-                hit = same.get(key)
-                if hit is None:
-                    canon = tuple(canon.tolist()) if forms is not None else canon
-                    if perm is None or self.expander.shape(canon) == self.expander.shape(g):
+                canon = tuple(canon.tolist()) if forms is not None else canon
+                # every class's own shape checked (not only the first of its form's): where a group's settings
+                # would differ from its canonical group's it is bounded where it is, as the expander builds it
+                if perm is None or self.expander.shape(canon) == self.expander.shape(g):
+                    hit = same.get(key)
+                    if hit is None:
                         hit = same[key] = self._class_bound(op, canon, v)
             if hit is None:
                 hit, perm = self._class_bound(op, g, v), None

@@ -220,7 +220,27 @@ def _blocks_of(topo, b: int) -> PlaceSymmetry | None:
                 return None
         if any((m[x] in usable) != (x in usable) for x in kind):
             return None
+        if not _nics_follow(topo, m):
+            return None
     return sym
+
+
+def _nics_follow(topo, m: dict) -> bool:
+    """Whether the NICs each GPU is near (in the router's order, which breaks NCCL's ties) and its default NIC
+    move with the GPU under the name map ``m``.  A NIC that no block owns maps to itself, yet the router deals
+    shared NICs out by GPU index (``Router._nic_assignment``: with ``[nccl] hca`` keeping two of perlmutter's four
+    NICs, GPUs 0 and 2 get nic0, 1 and 3 nic1), so a transposition that keeps every link can still move a GPU
+    onto another GPU's NIC: no symmetry there."""
+    router, gpus = topo.router, topo.spec.gpus
+    index = {g: i for i, g in enumerate(gpus)}
+    default = router._nic_assignment
+    for a, g in enumerate(gpus):
+        image = index[m[g]]
+        if [m[n] for n in router.local_nics(a)] != list(router.local_nics(image)):
+            return False
+        if (a in default) != (image in default) or (a in default and m[default[a]] != default[image]):
+            return False
+    return True
 
 
 def _alike_cables(topo, nic: str, image: str) -> bool:
