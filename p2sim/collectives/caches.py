@@ -209,9 +209,9 @@ class CollectiveCaches:
         """Build into ``other``'s ring searches, one-switch answers, row counts, ring tables across nodes and
         structures from now on, and find there what either built, where its topology has the same
         :func:`structure_key` (what-if points that vary only NIC or uplink rates, searched together): what each
-        builds from its own topology is then the same (:meth:`adopt`'s reason).  The structures of expansions made from now on are counted in
-        ``other``'s ledger (one :data:`CACHE_BYTES` for both); what depends on rates stays each one's own.
-        Returns whether it shares."""
+        builds from its own topology is then the same (:meth:`adopt`'s reason).  The structures of expansions
+        made from now on are counted in ``other``'s ledger (one :data:`CACHE_BYTES` for both); what depends on
+        rates stays each one's own.  Returns whether it shares."""
         if other is self or structure_key(self.topo) != structure_key(other.topo):
             return False
         for mine, theirs in ((self.rings, other.rings), (self.one_switch, other.one_switch),
