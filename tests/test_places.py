@@ -208,3 +208,22 @@ def test_nics_dealt_out_by_gpu_index_move_with_the_gpus_or_there_is_no_symmetry(
             assert Simulator(t).step_bound(step, [v] * len(groups)) == Simulator(bare).step_bound(step, [v] * len(groups))
     for members in ((0, 2, 4, 6), (2, 3, 6, 7), (1, 3)):
         assert _same(t, "AllReduce", members, 2.0**22)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_canonical_rows_are_canonical_row_by_row(data):
+    """The step bound's array pass (canonical_rows) and the expander's one group at a time (canonical) are two
+    writings of one canonical form: they agree on every row, permutation and 'already canonical' flag."""
+    t = topo("gb200-nvl72-pod", 3)
+    sym, gpn = t.places, t.gpus_per_node
+    size = data.draw(st.sampled_from([2, 3, 4, 8]))
+    order = data.draw(st.permutations(range(gpn * t.node_count)))
+    rows = np.array([order[i * size:(i + 1) * size] for i in range(data.draw(st.integers(1, 10)))], dtype=np.int64)
+    canon, perms, own = sym.canonical_rows(rows)
+    for i, row in enumerate(rows.tolist()):
+        c, perm = sym.canonical(tuple(row))
+        assert tuple(canon[i].tolist()) == c
+        assert bool(own[i]) == (perm is None)
+        if perm is not None:
+            assert tuple(perms[i].tolist()) == perm
